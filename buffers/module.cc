@@ -1,0 +1,1 @@
+// placeholder until the buffers module lands; replaced by its first source.

@@ -1,0 +1,9 @@
+// Prints the library version: the smallest program that links tracepipe.
+#include <cstdio>
+
+#include "core/version.h"
+
+int main() {
+  std::printf("tracepipe %s\n", tracepipe::version());
+  return 0;
+}

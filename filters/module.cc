@@ -1,0 +1,1 @@
+// placeholder until the filters module lands; replaced by its first source.

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds the tests under ASan+UBSan and under TSan (separate folders) and runs
+# those labelled "concurrency" or "parser".
+source "$(dirname "$0")/common.sh"
+san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACEPIPE_BUILD_BENCH=OFF -DTRACEPIPE_BUILD_TOOLS=OFF)
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+for kind in asan tsan; do
+  if [ "$kind" = asan ]; then san="address,undefined"; else san="thread"; fi
+  echo "sanitize: $kind build"
+  tp_build "$TP_ROOT/build-$kind" "${san_flags[@]}" -DTRACEPIPE_SANITIZE="$san"
+  (cd "$TP_ROOT/build-$kind" && ctest --output-on-failure -j "$TP_JOBS" -L 'concurrency|parser' --no-tests=ignore | tail -n 3)
+done

@@ -8,15 +8,17 @@
 #include "tools/commands.h"
 
 namespace tracepipe::tools {
-// Subcommands register here; each lives in its own file.
-void add_all_commands(CLI::App& app) { (void)app; }
+std::vector<AddCommand>& command_table() {
+  static std::vector<AddCommand> table;
+  return table;
+}
 }  // namespace tracepipe::tools
 
 int main(int argc, char** argv) {
   CLI::App app{"tracepipe: the Linux ftrace event pipeline in user space"};
   app.set_version_flag("--version", tracepipe::version());
   app.require_subcommand(1);
-  tracepipe::tools::add_all_commands(app);
+  for (auto& add : tracepipe::tools::command_table()) add(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

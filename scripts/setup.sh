@@ -13,6 +13,12 @@ PKGS=(
 # Optional peers for `tracepipe bench --peers`; install failures are not fatal.
 OPTIONAL=(lttng-tools liblttng-ust-dev)
 
+# The kernel's tracefs: tests that compare with the kernel need it mounted.
+# Mounting needs root; without it those tests skip with a reason.
+if [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/trace ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,271 @@
+#pragma once
+// The compiled filter: a flat array of predicates with "when to branch"
+// targets, evaluated front to back with no recursion and no allocation.
+//
+// Mirrors kernel/trace/trace_events_filter.c: struct prog_entry,
+// filter_match_preds() and the three passes of predicate_parse().
+//
+// Design
+// ------
+// Entry i evaluates its predicate to r (0/1). If r == branch_if the walk
+// continues at entry `target`, otherwise at i + 1. Reaching index N (one past
+// the last entry) means TRUE, N + 1 means FALSE. Targets always move forward,
+// so the walk ends after at most N predicate evaluations.
+//
+// Invariants (checked by compile(), relied on by match()):
+//   - for every i: i < target <= N + 1;
+//   - fields of fixed position (integers, char[N], __data_loc words) lie
+//     inside [0, min_record_size()); match() checks the record length once and
+//     takes a bounds-checked path for shorter records, where a predicate whose
+//     field is cut off evaluates to false;
+//   - strings are read only inside the record: bytes past the end of the
+//     record, or past the end of a char[N] field, read as NUL;
+//   - after construction nothing is mutated: one Program may be evaluated by
+//     any number of threads at once.
+//
+// Worked example (tests/filters/program_test.cc compiles it on sched_switch
+// and compares dump() with this listing, so it cannot rot):
+//
+//   prev_pid == 1 && !(!(next_pid == 2) || (prev_prio == 3 && next_prio == 4))
+//       || prev_state == 5 || prev_comm == "a" && !(next_comm ~ "b*")
+//
+//   0: prev_pid == 1                if !r goto 4
+//   1: next_pid == 2                if !r goto 4
+//   2: prev_prio == 3               if !r goto T
+//   3: next_prio == 4               if !r goto T
+//   4: prev_state == 5              if r goto T
+//   5: prev_comm == "a"             if !r goto F
+//   6: next_comm ~ "b*"             if r goto F
+//   T: return true
+//   F: return false
+//
+// (the kernel's own comment shows the same program for
+// "a && !(!b || (c && g)) || d || e && !f").
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tracepipe::filters {
+
+/// Resolves a pointer stored in a `char *` field to its string. Called during
+/// match() for string_ptr predicates; must not allocate, lock or block if the
+/// caller needs those guarantees. Return an empty optional-like view with
+/// found = false when the address is unknown: the predicate is then false
+/// (as the kernel does when it cannot read the string).
+struct ResolvedString {
+  std::string_view text;
+  bool found = false;
+};
+using StringResolverFn = ResolvedString (*)(uint64_t address, bool user_space, const void* user) noexcept;
+
+/// Per-evaluation context, for the generic fields the kernel reads from the
+/// running task rather than the record. Mirrors kernel/trace/trace_events_filter.c:
+/// filter_pred_cpu (raw_smp_processor_id) and filter_pred_comm (current->comm).
+struct EvalContext {
+  uint32_t cpu = 0;        ///< CPU/cpu/common_cpu: the CPU the event is recorded on
+  std::string_view comm;   ///< COMM/comm when the event has no field of that name (<= 15 bytes used)
+  StringResolverFn resolve = nullptr;  ///< for `char *` fields; null = never found
+  const void* resolve_user = nullptr;
+};
+
+namespace detail {
+
+/// What one program entry computes. Numeric codes come first: they are the
+/// inline fast path of match().
+enum class Code : uint8_t {
+  eq8, eq16, eq32, eq64,                 // r = (field == val) ^ negate, width in bits
+  lt_s8, le_s8, gt_s8, ge_s8, and_s8,    // signed/unsigned ordered compares and '&'
+  lt_u8, le_u8, gt_u8, ge_u8, and_u8,
+  lt_s16, le_s16, gt_s16, ge_s16, and_s16,
+  lt_u16, le_u16, gt_u16, ge_u16, and_u16,
+  lt_s32, le_s32, gt_s32, ge_s32, and_s32,
+  lt_u32, le_u32, gt_u32, ge_u32, and_u32,
+  lt_s64, le_s64, gt_s64, ge_s64, and_s64,
+  lt_u64, le_u64, gt_u64, ge_u64, and_u64,
+  last_fixed_numeric = and_u64,
+  always_false,        // the kernel's FILTER_PRED_FN_NOP (e.g. a field of size 48, stacktrace)
+  cpu_cmp,             // CPU vs int: sub = op
+  cpu_in_mask,         // CPU & CPUS{a,b}: test bit
+  scalar_in_mask,      // integer field & / == / != CPUS{a,b} (aux = width bytes, sub = op)
+  cpumask_vs_mask,     // __data_loc cpumask field vs CPUS{...} (sub = op, aux = mask index)
+  cpumask_vs_cpu,      // __data_loc cpumask field vs CPUS{n} (sub = op, val = n)
+  function_range,      // FIELD.function == SYM: start <= field < end (val, val2); negate for !=
+  str_static,          // char[N]            (aux = string matcher index, val = N)
+  str_data_loc,        // __data_loc char[]
+  str_rel_loc,         // __rel_loc char[]
+  str_ptr,             // char *             (val = 1 for .ustring)
+  str_comm,            // COMM / comm from EvalContext
+};
+
+/// Operator ids, the kernel's order (enum filter_op_ids) + the RE2 extension.
+enum class Op : uint8_t { glob, ne, eq, le, lt, ge, gt, band, re_match, re_nomatch };
+
+/// One program entry (32 bytes). Mirrors kernel: struct prog_entry + filter_pred.
+struct Pred {
+  Code code = Code::always_false;
+  uint8_t branch_if = 0;  ///< continue at target when r == branch_if
+  uint8_t negate = 0;     ///< the kernel's pred->not (applied inside the predicate)
+  Op sub = Op::eq;        ///< operator, for the codes that need it
+  uint32_t target = 0;    ///< entry index; N = TRUE, N + 1 = FALSE
+  uint32_t offset = 0;    ///< field offset in the record, bytes
+  uint32_t aux = 0;       ///< code-specific (field size, side-table index)
+  uint64_t val = 0;       ///< literal, already truncated to the field width
+  uint64_t val2 = 0;
+};
+static_assert(sizeof(Pred) == 32);
+
+template <typename T>
+inline T load(const std::byte* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace detail
+
+class StringMatcher;  // filters/string_match.h
+
+/// An immutable compiled filter. Create with compile() (filters/compile.h).
+class Program {
+ public:
+  /// True if the record passes the filter. record: the raw event bytes,
+  /// common_type at offset 0. No allocation (except inside RE2 for the =~
+  /// extension), no recursion, no lock, no syscall; safe from many threads.
+  /// Mirrors kernel/trace/trace_events_filter.c: filter_match_preds.
+  [[gnu::always_inline]] inline bool match(std::span<const std::byte> record,
+                                           const EvalContext& ctx = {}) const noexcept;
+
+  /// The program as a listing (see the worked example above). Allocates.
+  std::string dump() const;
+  /// Number of predicates (entries); 0 for the "0" filter (matches all).
+  size_t predicate_count() const noexcept { return preds_.size(); }
+  /// Records shorter than this take the bounds-checked path of match().
+  uint32_t min_record_size() const noexcept { return min_size_; }
+
+  /// For tests and tools: the verdict plus the indices of the predicates that
+  /// were evaluated, in order (shows short-circuiting). Allocates.
+  struct Explained {
+    bool matched = false;
+    std::vector<uint32_t> visited;
+  };
+  Explained explain(std::span<const std::byte> record, const EvalContext& ctx = {}) const;
+
+  std::span<const detail::Pred> entries() const noexcept { return preds_; }
+
+  Program();
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+ private:
+  friend class ProgramBuilder;
+
+  template <bool Checked>
+  bool run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept;
+  [[gnu::noinline]] bool eval_other(const detail::Pred& p, const std::byte* rec, size_t size,
+                                    const EvalContext& ctx) const noexcept;
+  [[gnu::noinline, gnu::cold]] bool run_checked(const std::byte* rec, size_t size,
+                                                const EvalContext& ctx) const noexcept;
+
+  std::vector<detail::Pred> preds_;
+  std::vector<std::unique_ptr<StringMatcher>> strings_;
+  std::vector<uint64_t> masks_;          ///< CPU bitmaps, words_per_mask_ words each
+  std::vector<std::string> pred_text_;   ///< source of each predicate, for dump()
+  uint32_t words_per_mask_ = 0;
+  uint32_t nr_cpu_ids_ = 0;
+  uint32_t min_size_ = 0;
+};
+
+// ---- inline fast path -------------------------------------------------------
+
+namespace detail {
+
+template <typename T>
+[[gnu::always_inline]] inline T lit(const Pred& p) noexcept { return static_cast<T>(p.val); }
+
+/// Integer predicates of fixed position: f points at the field.
+/// Mirrors kernel/trace/trace_events_filter.c: filter_pred_##type (LT/LE/GT/GE/BAND),
+/// filter_pred_##size (equality).
+[[gnu::always_inline]] inline bool eval_fixed_numeric(const Pred& p, const std::byte* f) noexcept {
+  switch (p.code) {
+    case Code::eq8: return (load<uint8_t>(f) == lit<uint8_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq16: return (load<uint16_t>(f) == lit<uint16_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq32: return (load<uint32_t>(f) == lit<uint32_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq64: return (load<uint64_t>(f) == p.val) != static_cast<bool>(p.negate);
+    case Code::lt_s8: return load<int8_t>(f) < lit<int8_t>(p);
+    case Code::le_s8: return load<int8_t>(f) <= lit<int8_t>(p);
+    case Code::gt_s8: return load<int8_t>(f) > lit<int8_t>(p);
+    case Code::ge_s8: return load<int8_t>(f) >= lit<int8_t>(p);
+    case Code::and_s8: return (load<int8_t>(f) & lit<int8_t>(p)) != 0;
+    case Code::lt_u8: return load<uint8_t>(f) < lit<uint8_t>(p);
+    case Code::le_u8: return load<uint8_t>(f) <= lit<uint8_t>(p);
+    case Code::gt_u8: return load<uint8_t>(f) > lit<uint8_t>(p);
+    case Code::ge_u8: return load<uint8_t>(f) >= lit<uint8_t>(p);
+    case Code::and_u8: return (load<uint8_t>(f) & lit<uint8_t>(p)) != 0;
+    case Code::lt_s16: return load<int16_t>(f) < lit<int16_t>(p);
+    case Code::le_s16: return load<int16_t>(f) <= lit<int16_t>(p);
+    case Code::gt_s16: return load<int16_t>(f) > lit<int16_t>(p);
+    case Code::ge_s16: return load<int16_t>(f) >= lit<int16_t>(p);
+    case Code::and_s16: return (load<int16_t>(f) & lit<int16_t>(p)) != 0;
+    case Code::lt_u16: return load<uint16_t>(f) < lit<uint16_t>(p);
+    case Code::le_u16: return load<uint16_t>(f) <= lit<uint16_t>(p);
+    case Code::gt_u16: return load<uint16_t>(f) > lit<uint16_t>(p);
+    case Code::ge_u16: return load<uint16_t>(f) >= lit<uint16_t>(p);
+    case Code::and_u16: return (load<uint16_t>(f) & lit<uint16_t>(p)) != 0;
+    case Code::lt_s32: return load<int32_t>(f) < lit<int32_t>(p);
+    case Code::le_s32: return load<int32_t>(f) <= lit<int32_t>(p);
+    case Code::gt_s32: return load<int32_t>(f) > lit<int32_t>(p);
+    case Code::ge_s32: return load<int32_t>(f) >= lit<int32_t>(p);
+    case Code::and_s32: return (load<int32_t>(f) & lit<int32_t>(p)) != 0;
+    case Code::lt_u32: return load<uint32_t>(f) < lit<uint32_t>(p);
+    case Code::le_u32: return load<uint32_t>(f) <= lit<uint32_t>(p);
+    case Code::gt_u32: return load<uint32_t>(f) > lit<uint32_t>(p);
+    case Code::ge_u32: return load<uint32_t>(f) >= lit<uint32_t>(p);
+    case Code::and_u32: return (load<uint32_t>(f) & lit<uint32_t>(p)) != 0;
+    case Code::lt_s64: return load<int64_t>(f) < lit<int64_t>(p);
+    case Code::le_s64: return load<int64_t>(f) <= lit<int64_t>(p);
+    case Code::gt_s64: return load<int64_t>(f) > lit<int64_t>(p);
+    case Code::ge_s64: return load<int64_t>(f) >= lit<int64_t>(p);
+    case Code::and_s64: return (load<int64_t>(f) & lit<int64_t>(p)) != 0;
+    case Code::lt_u64: return load<uint64_t>(f) < lit<uint64_t>(p);
+    case Code::le_u64: return load<uint64_t>(f) <= lit<uint64_t>(p);
+    case Code::gt_u64: return load<uint64_t>(f) > lit<uint64_t>(p);
+    case Code::ge_u64: return load<uint64_t>(f) >= lit<uint64_t>(p);
+    case Code::and_u64: return (load<uint64_t>(f) & lit<uint64_t>(p)) != 0;
+    default: return false;
+  }
+}
+
+}  // namespace detail
+
+template <bool Checked>
+inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
+  const detail::Pred* p = preds_.data();
+  const uint32_t n = static_cast<uint32_t>(preds_.size());
+  uint32_t i = 0;
+  while (i < n) {
+    const detail::Pred& e = p[i];
+    bool r;
+    if (e.code <= detail::Code::last_fixed_numeric) [[likely]] {
+      r = detail::eval_fixed_numeric(e, rec + e.offset);
+    } else {
+      r = eval_other(e, rec, size, ctx);
+    }
+    i = (r == static_cast<bool>(e.branch_if)) ? e.target : i + 1;
+  }
+  return i == n;
+  (void)Checked;
+}
+
+inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+  if (record.size() < min_size_) [[unlikely]]
+    return run_checked(record.data(), record.size(), ctx);
+  return run<false>(record.data(), record.size(), ctx);
+}
+
+}  // namespace tracepipe::filters

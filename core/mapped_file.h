@@ -1,0 +1,37 @@
+#pragma once
+// A read-only memory mapping of a whole file (or an owned in-memory copy),
+// exposed as a span of bytes. Move-only; the span stays valid while the
+// object lives. Thread-safe for concurrent reads.
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+namespace tracepipe {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  /// Maps `path` read-only (MAP_PRIVATE). An empty file gives an empty span.
+  /// Throws std::system_error naming the path if it cannot be opened or mapped.
+  static MappedFile open(const std::filesystem::path& path);
+  /// Owns a copy of `bytes` (for tests and fuzzing).
+  static MappedFile copy_of(std::span<const std::byte> bytes);
+
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+
+ private:
+  void reset() noexcept;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::vector<std::byte> owned_;
+};
+
+}  // namespace tracepipe

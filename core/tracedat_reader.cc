@@ -1,0 +1,520 @@
+#include "core/tracedat_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "core/tracedat_cursor.h"
+
+namespace tracepipe {
+
+TraceDatError::TraceDatError(std::string section, uint64_t offset, const std::string& reason)
+    : std::runtime_error(fmt::format("trace.dat: {} at offset {} (0x{:x}): {}", section, offset, offset, reason)),
+      section_(std::move(section)),
+      offset_(offset) {}
+
+std::optional<uint16_t> TraceRecord::event_id() const noexcept {
+  if (payload.size() < 2) return std::nullopt;
+  uint16_t id;
+  std::memcpy(&id, payload.data(), 2);
+  return id;
+}
+
+using detail::ByteCursor;
+
+// Parses the headers of a file into a TraceDatReader. Mirrors trace-cmd
+// lib/trace-cmd/trace-input.c: read_headers_v6 / read_headers_v7,
+// init_data_v6, handle_options.
+class TraceDatParser {
+ public:
+  explicit TraceDatParser(TraceDatReader& r) : r_(r), file_(r.file_.bytes()) {}
+
+  void parse() {
+    ByteCursor c(file_, 0, "file header");
+    c.expect(std::string_view("\x17\x08\x44tracing", 10), "the trace.dat magic (\\x17\\x08\\x44tracing)");
+    const uint64_t vpos = c.pos();
+    const std::string_view vs = c.cstr();
+    uint32_t version = 0;
+    const auto [p, ec] = std::from_chars(vs.data(), vs.data() + vs.size(), version);
+    if (ec != std::errc{} || p != vs.data() + vs.size()) c.fail(vpos, "version is not a decimal number");
+    if (version < 6 || version > 7)
+      c.fail(vpos, fmt::format("version {} is not supported (only 6 and 7)", version));
+    r_.version_ = version;
+    const uint64_t epos = c.pos();
+    const uint8_t endian = c.u8();
+    if (endian == 1) c.fail(epos, "big-endian files are not supported");
+    if (endian != 0) c.fail(epos, fmt::format("invalid endianness flag {}", endian));
+    const uint64_t lpos = c.pos();
+    r_.user_long_size_ = c.u8();
+    if (r_.user_long_size_ != 4 && r_.user_long_size_ != 8)
+      c.fail(lpos, fmt::format("long size {} is neither 4 nor 8", r_.user_long_size_));
+    const uint64_t ppos = c.pos();
+    r_.page_size_ = c.u32();
+    if (r_.page_size_ < 64 || r_.page_size_ > (1u << 27) || (r_.page_size_ & (r_.page_size_ - 1)) != 0)
+      c.fail(ppos, fmt::format("page size {} is not a power of two in [64, 2^27]", r_.page_size_));
+    if (version == 6) parse_v6(c);
+    else parse_v7(c);
+    r_.index_formats();
+  }
+
+ private:
+  // ---------------------------------------------------------------- shared sections
+
+  void read_header_info(ByteCursor& c) {
+    c.set_section("header_page");
+    c.expect(std::string_view("header_page\0", 12), "\"header_page\"");
+    const uint64_t hp_at = c.pos() + 8;
+    r_.header_page_text_ = c.text(c.u64());
+    parse_header_page(hp_at);
+    c.set_section("header_event");
+    c.expect(std::string_view("header_event\0", 13), "\"header_event\"");
+    r_.header_event_text_ = c.text(c.u64());
+  }
+
+  void parse_header_page(uint64_t at) {
+    ByteCursor err(file_, at, "header_page");
+    std::string_view text = r_.header_page_text_;
+    HeaderPageInfo info;
+    bool ts = false, commit = false, data = false;
+    uint32_t line_no = 0;
+    while (!text.empty()) {
+      const auto nl = text.find('\n');
+      const std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+      FormatField f;
+      try {
+        f = parse_format_field(line, line_no);
+      } catch (const FormatError& e) {
+        err.fail(at, e.what());
+      }
+      if (f.name == "timestamp") info.timestamp = f, ts = true;
+      else if (f.name == "commit") info.commit = f, commit = true;
+      else if (f.name == "overwrite") info.overwrite = f;
+      else if (f.name == "data") info.data = f, data = true;
+    }
+    if (!ts || !commit || !data) err.fail(at, "header_page lacks the timestamp, commit or data field");
+    if (info.timestamp.offset != 0 || info.timestamp.size != 8)
+      err.fail(at, "header_page timestamp must be a u64 at offset 0");
+    if (info.commit.offset != 8 || (info.commit.size != 4 && info.commit.size != 8))
+      err.fail(at, "header_page commit must be a 4- or 8-byte long at offset 8");
+    if (info.data.offset != 8 + info.commit.size)
+      err.fail(at, fmt::format("header_page data offset {} does not follow commit", info.data.offset));
+    info.layout = kpage::PageLayout{r_.page_size_, info.commit.size};
+    if (info.layout.header_size() >= r_.page_size_) err.fail(at, "page header is larger than the page");
+    r_.header_page_ = info;
+  }
+
+  void read_format_list(ByteCursor& c, std::string_view system, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint64_t size = c.u64();
+      const uint64_t at = c.pos();
+      const std::string_view text = c.text(size);
+      try {
+        r_.formats_.push_back(parse_event_format(text, system));
+      } catch (const FormatError& e) {
+        c.fail(at, e.what());
+      }
+    }
+  }
+
+  void read_ftrace_formats(ByteCursor& c) {
+    c.set_section("ftrace formats");
+    read_format_list(c, "ftrace", c.u32());
+  }
+
+  void read_event_formats(ByteCursor& c) {
+    c.set_section("event formats");
+    const uint32_t systems = c.u32();
+    for (uint32_t s = 0; s < systems; ++s) {
+      const std::string system(c.cstr());
+      read_format_list(c, system, c.u32());
+    }
+  }
+
+  void read_kallsyms(ByteCursor& c) {
+    c.set_section("kallsyms");
+    r_.kallsyms_ = c.text(c.u32());
+  }
+
+  void read_printk(ByteCursor& c) {
+    c.set_section("printk");
+    r_.printk_ = c.text(c.u32());
+  }
+
+  void read_cmdlines(ByteCursor& c) {
+    c.set_section("cmdlines");
+    const uint64_t at = c.pos() + 8;
+    r_.cmdlines_text_ = c.text(c.u64());
+    std::string_view text = r_.cmdlines_text_;
+    while (!text.empty()) {
+      const auto nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+      if (line.empty()) continue;
+      const auto sp = line.find(' ');
+      int32_t pid = 0;
+      const auto [p, ec] = std::from_chars(line.data(), line.data() + std::min(sp, line.size()), pid);
+      if (ec != std::errc{} || sp == std::string_view::npos || p != line.data() + sp)
+        c.fail(at + static_cast<uint64_t>(line.data() - r_.cmdlines_text_.data()),
+               "cmdline is not '<pid> <comm>'");
+      r_.cmdlines_.insert_or_assign(pid, std::string(line.substr(sp + 1)));
+    }
+  }
+
+  // Options as a sequence of (u16 id, u32 size, data) ending with id 0.
+  // v6: the DONE marker has no size. v7: DONE has size 8 and holds the
+  // offset of the next OPTIONS section (returned).
+  uint64_t read_options(ByteCursor& c, bool v7) {
+    c.set_section("options");
+    for (;;) {
+      const uint64_t at = c.pos();
+      const uint16_t id = c.u16();
+      if (id == 0 && !v7) return 0;
+      const uint32_t size = c.u32();
+      const uint64_t data_at = c.pos();
+      const auto data = c.bytes(size);
+      if (id == 0) {
+        if (size != 8) c.fail(at, "DONE option must hold an 8-byte offset");
+        uint64_t next;
+        std::memcpy(&next, data.data(), 8);
+        return next;
+      }
+      r_.options_.push_back({id, data_at, data});
+      apply_option(r_.options_.back());
+    }
+  }
+
+  void apply_option(const TraceDatOption& o) {
+    ByteCursor c(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset,
+                 fmt::format("option {}", o.id));
+    switch (static_cast<TraceDatOptionId>(o.id)) {
+      case TraceDatOptionId::offset: {
+        // ASCII number (strtoll base 0 in trace-cmd).
+        std::string s(reinterpret_cast<const char*>(o.data.data()), o.data.size());
+        s = s.c_str();  // up to the first NUL
+        char* end = nullptr;
+        const long long v = std::strtoll(s.c_str(), &end, 0);
+        if (end == s.c_str()) c.fail(o.file_offset, "OFFSET option is not a number");
+        r_.ts_offset_ += v;
+        break;
+      }
+      case TraceDatOptionId::traceclock:
+        r_.trace_clock_ = trim_nul(c.text(o.data.size()));
+        break;
+      case TraceDatOptionId::cpucount:
+        if (o.data.size() < 4) c.fail(o.file_offset, "CPUCOUNT option is shorter than 4 bytes");
+        cpucount_ = c.u32();
+        break;
+      default:
+        break;
+    }
+  }
+
+  static std::string_view trim_nul(std::string_view s) {
+    while (!s.empty() && (s.back() == '\0' || s.back() == '\n')) s.remove_suffix(1);
+    return s;
+  }
+
+  void check_cpu_data(ByteCursor& c, uint64_t at, const CpuDataInfo& d) {
+    if (d.size == 0) return;
+    if (d.offset > file_.size() || d.size > file_.size() - d.offset)
+      c.fail(at, fmt::format("cpu {} data [{}, +{}) lies beyond the end of the file ({} bytes)", d.cpu,
+                             d.offset, d.size, file_.size()));
+    if (d.offset % r_.page_size_ != 0)
+      c.fail(at, fmt::format("cpu {} data offset {} is not page aligned", d.cpu, d.offset));
+  }
+
+  // ---------------------------------------------------------------- version 6
+
+  void parse_v6(ByteCursor& c) {
+    read_header_info(c);
+    read_ftrace_formats(c);
+    read_event_formats(c);
+    read_kallsyms(c);
+    read_printk(c);
+    read_cmdlines(c);
+    c.set_section("file header");
+    const uint64_t cpus_at = c.pos();
+    r_.cpu_count_ = c.u32();
+    c.set_section("options");
+    for (;;) {
+      const uint64_t at = c.pos();
+      if (c.peek(std::string_view("options  \0", 10))) {
+        c.expect(std::string_view("options  \0", 10), "options");
+        read_options(c, false);
+        continue;
+      }
+      if (c.peek(std::string_view("latency  \0", 10))) {
+        c.expect(std::string_view("latency  \0", 10), "latency");
+        r_.latency_text_ = c.text(c.remaining());
+        return;
+      }
+      if (c.peek(std::string_view("flyrecord\0", 10))) {
+        c.expect(std::string_view("flyrecord\0", 10), "flyrecord");
+        break;
+      }
+      c.fail(at, "expected \"options  \", \"flyrecord\" or \"latency  \"");
+    }
+    c.set_section("flyrecord");
+    if (r_.cpu_count_ > c.remaining() / 16)
+      c.fail(cpus_at, fmt::format("{} CPUs do not fit in the rest of the file", r_.cpu_count_));
+    for (uint32_t cpu = 0; cpu < r_.cpu_count_; ++cpu) {
+      const uint64_t at = c.pos();
+      CpuDataInfo d{cpu, c.u64(), c.u64()};
+      check_cpu_data(c, at, d);
+      r_.cpu_data_.push_back(d);
+    }
+    // trace-cmd reads the clock text only if a TRACECLOCK option exists.
+    if (r_.option(TraceDatOptionId::traceclock)) r_.trace_clock_ = trim_nul(c.text(c.u64()));
+  }
+
+  // ---------------------------------------------------------------- version 7
+
+  struct Section {
+    uint16_t id;
+    uint16_t flags;
+    uint64_t body;  // file offset of the body
+    uint64_t size;
+  };
+
+  Section read_section_header(uint64_t at, std::string name, uint16_t want_id) {
+    ByteCursor c(file_, 0, name);
+    c.seek(at);
+    Section s{c.u16(), c.u16(), 0, 0};
+    c.u32();  // description string id
+    s.size = c.u64();
+    s.body = c.pos();
+    if (s.id != want_id) c.fail(at, fmt::format("section id {} where {} was expected", s.id, want_id));
+    if (s.flags & 1) c.fail(at, fmt::format("compressed sections are not supported ({})", r_.compression_));
+    if (s.size > c.remaining()) c.fail(at, fmt::format("section size {} runs past the end of the file", s.size));
+    return s;
+  }
+
+  ByteCursor section_body(const Section& s, std::string name) {
+    return ByteCursor(file_.first(static_cast<size_t>(s.body + s.size)), s.body, std::move(name));
+  }
+
+  void parse_v7(ByteCursor& c) {
+    const uint64_t cpos = c.pos();
+    r_.compression_ = std::string(c.cstr());
+    c.cstr();  // compression version
+    if (r_.compression_ != "none")
+      c.fail(cpos, fmt::format("compressed trace.dat ({}) is not supported; convert it with "
+                               "'trace-cmd convert --compression none'", r_.compression_));
+    uint64_t opt_at = c.u64();
+    std::unordered_set<uint64_t> seen;
+    while (opt_at != 0) {
+      if (!seen.insert(opt_at).second) c.fail(opt_at, "options sections form a loop");
+      const Section s = read_section_header(opt_at, "options", 0);
+      ByteCursor oc = section_body(s, "options");
+      opt_at = read_options(oc, true);
+    }
+    // Sections advertised by options 16..21, visited in trace-cmd's order.
+    auto section_at = [&](TraceDatOptionId id) -> std::optional<uint64_t> {
+      const TraceDatOption* o = r_.option(id);
+      if (!o) return std::nullopt;
+      if (o->data.size() < 8) ByteCursor(file_, 0, "options").fail(o->file_offset, "section option shorter than 8 bytes");
+      uint64_t off;
+      std::memcpy(&off, o->data.data(), 8);
+      return off;
+    };
+    const auto hi = section_at(TraceDatOptionId::header_info);
+    if (!hi) c.fail(0, "version 7 file has no HEADER_INFO section");
+    {
+      ByteCursor b = section_body(read_section_header(*hi, "header_page", 16), "header_page");
+      read_header_info(b);
+    }
+    if (const auto at = section_at(TraceDatOptionId::ftrace_events)) {
+      ByteCursor b = section_body(read_section_header(*at, "ftrace formats", 17), "ftrace formats");
+      read_ftrace_formats(b);
+    }
+    if (const auto at = section_at(TraceDatOptionId::event_formats)) {
+      ByteCursor b = section_body(read_section_header(*at, "event formats", 18), "event formats");
+      read_event_formats(b);
+    }
+    if (const auto at = section_at(TraceDatOptionId::kallsyms)) {
+      ByteCursor b = section_body(read_section_header(*at, "kallsyms", 19), "kallsyms");
+      read_kallsyms(b);
+    }
+    if (const auto at = section_at(TraceDatOptionId::printk)) {
+      ByteCursor b = section_body(read_section_header(*at, "printk", 20), "printk");
+      read_printk(b);
+    }
+    if (const auto at = section_at(TraceDatOptionId::cmdlines)) {
+      ByteCursor b = section_body(read_section_header(*at, "cmdlines", 21), "cmdlines");
+      read_cmdlines(b);
+    }
+    // The top instance: BUFFER option with an empty name (or BUFFER_TEXT).
+    for (const auto& o : r_.options_) {
+      if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer)) {
+        ByteCursor b(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset, "options");
+        const uint64_t sect = b.u64();
+        const std::string_view name = b.cstr();
+        if (!name.empty()) continue;  // other instances: not read
+        r_.buffer_clock_ = b.cstr();
+        const uint64_t ps_at = b.pos();
+        if (b.u32() != r_.page_size_) b.fail(ps_at, "BUFFER page size differs from the file header's");
+        const uint32_t cpus = b.u32();
+        if (cpus > b.remaining() / 20) b.fail(b.pos(), fmt::format("{} CPUs do not fit in the option", cpus));
+        read_section_header(sect, "flyrecord", 3);
+        r_.cpu_count_ = cpus;
+        for (uint32_t i = 0; i < cpus; ++i) {
+          const uint64_t at = b.pos();
+          CpuDataInfo d{b.u32(), b.u64(), b.u64()};
+          check_cpu_data(b, at, d);
+          r_.cpu_data_.push_back(d);
+        }
+        return;
+      }
+      if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer_text)) {
+        ByteCursor b(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset, "options");
+        const uint64_t sect = b.u64();
+        if (!b.cstr().empty()) continue;
+        const Section s = read_section_header(sect, "latency", 22);
+        ByteCursor t = section_body(s, "latency");
+        r_.latency_text_ = t.text(s.size);
+        return;
+      }
+    }
+    if (cpucount_ && *cpucount_ != 0) c.fail(0, "version 7 file has no BUFFER option for the top instance");
+  }
+
+  TraceDatReader& r_;
+  std::span<const std::byte> file_;
+  std::optional<uint32_t> cpucount_;
+};
+
+// ---------------------------------------------------------------- TraceDatReader
+
+TraceDatReader TraceDatReader::open(const std::filesystem::path& path) {
+  return TraceDatReader(MappedFile::open(path));
+}
+
+TraceDatReader::TraceDatReader(MappedFile file) : file_(std::move(file)) {
+  TraceDatParser(*this).parse();
+}
+
+void TraceDatReader::index_formats() {
+  by_id_.clear();
+  for (size_t i = 0; i < formats_.size(); ++i) {
+    const uint32_t id = formats_[i].id;
+    if (id > 0xffff) continue;  // common_type is 16 bits: no record can name it
+    if (id >= by_id_.size()) by_id_.resize(id + 1, -1);
+    if (by_id_[id] < 0) by_id_[id] = static_cast<int32_t>(i);
+  }
+}
+
+const EventFormat* TraceDatReader::find_format(std::string_view system, std::string_view name) const noexcept {
+  for (const auto& f : formats_)
+    if (f.name == name && (system.empty() || f.system == system)) return &f;
+  return nullptr;
+}
+
+std::optional<std::string_view> TraceDatReader::comm(int32_t pid) const noexcept {
+  const auto it = cmdlines_.find(pid);
+  if (it == cmdlines_.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
+const TraceDatOption* TraceDatReader::option(TraceDatOptionId id) const noexcept {
+  for (const auto& o : options_)
+    if (o.id == static_cast<uint16_t>(id)) return &o;
+  return nullptr;
+}
+
+std::string TraceDatReader::clock_name() const {
+  const auto open = trace_clock_.find('[');
+  const auto close = trace_clock_.find(']', open == std::string_view::npos ? 0 : open);
+  if (open == std::string_view::npos || close == std::string_view::npos) return std::string(buffer_clock_);
+  return std::string(trace_clock_.substr(open + 1, close - open - 1));
+}
+
+CpuRecordCursor TraceDatReader::cpu_records(size_t index) const {
+  if (index >= cpu_data_.size())
+    throw std::out_of_range(fmt::format("cpu data index {} >= {}", index, cpu_data_.size()));
+  const auto& d = cpu_data_[index];
+  return CpuRecordCursor(file_.bytes().subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)),
+                         d.offset, d.cpu, header_page_.layout, ts_offset_);
+}
+
+MergedRecordCursor TraceDatReader::records() const {
+  std::vector<CpuRecordCursor> v;
+  v.reserve(cpu_data_.size());
+  for (size_t i = 0; i < cpu_data_.size(); ++i) v.push_back(cpu_records(i));
+  return MergedRecordCursor(std::move(v));
+}
+
+// ---------------------------------------------------------------- cursors
+
+CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
+                                 kpage::PageLayout layout, int64_t ts_offset)
+    : data_(data), file_offset_(file_offset), cpu_(cpu), layout_(layout), ts_offset_(ts_offset) {}
+
+bool CpuRecordCursor::next_page() {
+  // Close the current page: report its error, fold its counts.
+  if (const auto e = page_.error()) {
+    throw TraceDatError(fmt::format("cpu {} data", cpu_), file_offset_ + page_start_ + e.offset,
+                        std::string(kpage::page_error_text(e.code)));
+  }
+  const auto& c = page_.counts();
+  done_.records += c.data;
+  done_.discarded += c.discarded;
+  done_.time_extends += c.time_extends;
+  done_.time_stamps += c.time_stamps;
+  page_ = kpage::PageCursor();
+  while (next_page_ < data_.size()) {
+    page_start_ = next_page_;
+    const size_t len = std::min<size_t>(layout_.page_size, data_.size() - next_page_);
+    next_page_ += len;
+    const auto parsed = kpage::parse_page_untrusted(data_.subspan(page_start_, len), layout_);
+    if (!parsed.page) {
+      throw TraceDatError(fmt::format("cpu {} data", cpu_), file_offset_ + page_start_ + parsed.error.offset,
+                          std::string(kpage::page_error_text(parsed.error.code)));
+    }
+    ++done_.pages;
+    if (parsed.page->missed_events) {
+      ++done_.pages_with_loss;
+      const int64_t n = parsed.page->lost_events ? static_cast<int64_t>(*parsed.page->lost_events) : -1;
+      if (n > 0) done_.lost_events += static_cast<uint64_t>(n);
+      pending_lost_ = (n < 0 || pending_lost_ < 0) ? -1 : pending_lost_ + n;
+    }
+    if (parsed.page->data.empty()) continue;
+    page_ = kpage::PageCursor(*parsed.page);
+    return true;
+  }
+  return false;
+}
+
+CpuWalkStats CpuRecordCursor::stats() const noexcept {
+  CpuWalkStats s = done_;
+  const auto& c = page_.counts();
+  s.records += c.data;
+  s.discarded += c.discarded;
+  s.time_extends += c.time_extends;
+  s.time_stamps += c.time_stamps;
+  return s;
+}
+
+MergedRecordCursor::MergedRecordCursor(std::vector<CpuRecordCursor> cpus) : cpus_(std::move(cpus)) {
+  heads_.reserve(cpus_.size());
+  for (auto& c : cpus_) heads_.push_back(c.next());
+}
+
+std::optional<TraceRecord> MergedRecordCursor::next() {
+  size_t best = heads_.size();
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    if (heads_[i] && (best == heads_.size() || heads_[i]->ts < heads_[best]->ts)) best = i;
+  }
+  if (best == heads_.size()) return std::nullopt;
+  std::optional<TraceRecord> out = heads_[best];
+  heads_[best] = cpus_[best].next();
+  return out;
+}
+
+}  // namespace tracepipe

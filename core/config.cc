@@ -1,0 +1,241 @@
+#include "core/config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace tracepipe {
+
+ConfigError::ConfigError(std::string file, uint32_t line, std::string key, std::string message)
+    : std::runtime_error([&] {
+        std::string w = file;
+        if (line != 0) w += ":" + std::to_string(line);
+        w += ": ";
+        if (!key.empty()) w += key + ": ";
+        return w + message;
+      }()),
+      file_(std::move(file)),
+      line_(line),
+      key_(std::move(key)),
+      message_(std::move(message)) {}
+
+std::string_view to_string(BufferMode m) noexcept {
+  return m == BufferMode::overwrite ? "overwrite" : "drop_newest";
+}
+
+std::string_view to_string(Staging s) noexcept {
+  switch (s) {
+    case Staging::off: return "off";
+    case Staging::per_cpu: return "per_cpu";
+    case Staging::per_thread: return "per_thread";
+    case Staging::adaptive: return "adaptive";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string normalise(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c == '-') c = '_';
+  return out;
+}
+
+}  // namespace
+
+std::optional<BufferMode> parse_buffer_mode(std::string_view s) noexcept {
+  const std::string n = normalise(s);
+  if (n == "overwrite") return BufferMode::overwrite;
+  if (n == "drop_newest" || n == "discard") return BufferMode::drop_newest;
+  return std::nullopt;
+}
+
+std::optional<Staging> parse_staging(std::string_view s) noexcept {
+  const std::string n = normalise(s);
+  if (n == "off") return Staging::off;
+  if (n == "on" || n == "per_cpu") return Staging::per_cpu;
+  if (n == "per_thread") return Staging::per_thread;
+  if (n == "adaptive") return Staging::adaptive;
+  return std::nullopt;
+}
+
+namespace {
+
+// Quotes a TOML key segment when it is not a bare key.
+std::string key_segment(std::string_view k) {
+  const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  if (bare) return std::string(k);
+  std::string q = "\"";
+  for (char c : k) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string join(std::string_view prefix, std::string_view key) {
+  return prefix.empty() ? key_segment(key) : std::string(prefix) + "." + key_segment(key);
+}
+
+struct Ctx {
+  std::string file;
+
+  uint32_t line_of(const toml::node& n) const { return static_cast<uint32_t>(n.source().begin.line); }
+
+  [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& msg) const {
+    throw ConfigError(file, line_of(n), key, msg);
+  }
+
+  ConfigSource where(const toml::node& n, const std::string& key) const { return {file, line_of(n), key}; }
+
+  bool get_bool(const toml::node& n, const std::string& key) const {
+    if (auto v = n.value_exact<bool>()) return *v;
+    fail(n, key, "expected a boolean (true or false)");
+  }
+
+  std::string get_string(const toml::node& n, const std::string& key) const {
+    if (auto v = n.value_exact<std::string>()) return *v;
+    fail(n, key, "expected a string");
+  }
+
+  int64_t get_int(const toml::node& n, const std::string& key, int64_t lo, int64_t hi) const {
+    auto v = n.value_exact<int64_t>();
+    if (!v) fail(n, key, "expected an integer");
+    if (*v < lo || *v > hi)
+      fail(n, key, "value " + std::to_string(*v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    return *v;
+  }
+
+  double get_fraction(const toml::node& n, const std::string& key) const {
+    std::optional<double> v = n.value_exact<double>();
+    if (!v) {
+      if (auto i = n.value_exact<int64_t>()) v = static_cast<double>(*i);
+    }
+    if (!v) fail(n, key, "expected a number between 0 and 1");
+    if (!(*v >= 0.0 && *v <= 1.0)) fail(n, key, "expected a number between 0 and 1");
+    return *v;
+  }
+
+  const toml::table& get_table(const toml::node& n, const std::string& key) const {
+    if (const auto* t = n.as_table()) return *t;
+    fail(n, key, "expected a table");
+  }
+
+  EventSettings parse_settings(const toml::table& t, const std::string& pattern, const std::string& prefix,
+                               bool is_system) const {
+    EventSettings s;
+    s.pattern = pattern;
+    s.where = where(t, prefix);
+    for (auto&& [k, v] : t) {
+      const std::string key = join(prefix, k.str());
+      if (k.str() == "enable") {
+        s.enable = get_bool(v, key);
+        s.enable_where = where(v, key);
+      } else if (k.str() == "filter") {
+        s.filter = get_string(v, key);
+        s.filter_where = where(v, key);
+      } else if (k.str() == "soft_disable" && !is_system) {
+        s.soft_disable = get_bool(v, key);
+        s.soft_disable_where = where(v, key);
+      } else {
+        fail(v, key, is_system ? "unknown key (expected enable or filter)"
+                               : "unknown key (expected enable, filter or soft_disable)");
+      }
+    }
+    return s;
+  }
+
+  InstanceConfig parse_instance(const toml::table& t, const std::string& name, const std::string& prefix,
+                                bool top, std::vector<const toml::table*>* nested,
+                                std::vector<std::string>* nested_names) const {
+    InstanceConfig ic;
+    ic.file = file;
+    ic.options.name = name;
+    for (auto&& [k, v] : t) {
+      const std::string ks(k.str());
+      const std::string key = join(prefix, ks);
+      if (ks == "buffer_size_kb") {
+        ic.options.buffer_size_kb = static_cast<uint64_t>(get_int(v, key, 1, int64_t{1} << 32));
+      } else if (ks == "subbuf_size_kb") {
+        const auto kb = get_int(v, key, 4, 1024);
+        if ((kb & (kb - 1)) != 0) fail(v, key, "must be a power of two (4, 8, 16, ...)");
+        ic.options.subbuf_size_kb = static_cast<uint32_t>(kb);
+      } else if (ks == "mode") {
+        const std::string s = get_string(v, key);
+        auto m = parse_buffer_mode(s);
+        if (!m) fail(v, key, "unknown mode '" + s + "' (expected overwrite or drop_newest)");
+        ic.options.mode = *m;
+      } else if (ks == "clock") {
+        const std::string s = get_string(v, key);
+        auto c = parse_trace_clock(s);
+        if (!c) fail(v, key, "unknown clock '" + s + "' (expected one of: " + trace_clock_list(ClockId::local) + ")");
+        ic.options.clock = *c;
+      } else if (ks == "staging") {
+        const std::string s = get_string(v, key);
+        auto st = parse_staging(s);
+        if (!st) fail(v, key, "unknown staging '" + s + "' (expected on, off, per_cpu, per_thread or adaptive)");
+        ic.options.staging = *st;
+      } else if (ks == "adaptive_threshold") {
+        ic.options.adaptive_threshold = get_fraction(v, key);
+      } else if (ks == "cpus") {
+        ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, 4096));
+      } else if (ks == "systems") {
+        for (auto&& [sk, sv] : get_table(v, key)) {
+          const std::string skey = join(key, sk.str());
+          ic.systems.push_back(parse_settings(get_table(sv, skey), std::string(sk.str()), skey, true));
+        }
+      } else if (ks == "events") {
+        for (auto&& [ek, ev] : get_table(v, key)) {
+          const std::string ekey = join(key, ek.str());
+          ic.events.push_back(parse_settings(get_table(ev, ekey), std::string(ek.str()), ekey, false));
+        }
+      } else if (ks == "instances" && top) {
+        for (auto&& [ik, iv] : get_table(v, key)) {
+          const std::string ikey = join(key, ik.str());
+          if (ik.str() == "main") fail(iv, ikey, "'main' is the top level of the file; choose another name");
+          nested->push_back(&get_table(iv, ikey));
+          nested_names->push_back(std::string(ik.str()));
+        }
+      } else {
+        fail(v, key, "unknown key");
+      }
+    }
+    return ic;
+  }
+};
+
+}  // namespace
+
+Config parse_config(std::string_view toml_text, std::string_view file) {
+  Ctx ctx{std::string(file)};
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(ctx.file, static_cast<uint32_t>(e.source().begin.line), "",
+                      std::string(e.description()));
+  }
+  Config cfg;
+  std::vector<const toml::table*> nested;
+  std::vector<std::string> names;
+  cfg.instances.push_back(ctx.parse_instance(root, "main", "", true, &nested, &names));
+  for (size_t i = 0; i < nested.size(); ++i)
+    cfg.instances.push_back(
+        ctx.parse_instance(*nested[i], names[i], "instances." + key_segment(names[i]), false, nullptr, nullptr));
+  return cfg;
+}
+
+Config load_config(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string(), 0, "", "cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), file.string());
+}
+
+}  // namespace tracepipe

@@ -1,0 +1,251 @@
+#pragma once
+// Declaring an event in C++: named fields, a packed record laid out like the
+// kernel's, a format file, and a cheap emit call.
+//
+//   using RequestDone = tracepipe::EventDecl<"app", "request_done",
+//       tracepipe::Int<"id", uint32_t>,
+//       tracepipe::Int<"latency_ns", int64_t>,
+//       tracepipe::Chars<"method", 8>,        // char method[8]
+//       tracepipe::Str<"path">>;              // __data_loc char[] path
+//
+//   RequestDone::emit(instance, 42, 1500, "GET", "/index.html");  // one instance
+//   RequestDone::trace(42, 1500, "GET", "/index.html");           // every instance
+//                                                                 // that enabled it
+//
+// Record layout (what the kernel's TRACE_EVENT macro would produce for the
+// same struct): the 8-byte common header, then the fields in declaration
+// order, each aligned to its natural alignment (integers to their size, char
+// arrays to 1, __data_loc words to 4), the fixed part padded to its largest
+// alignment; then the dynamic strings, in declaration order, each with its
+// NUL. A __data_loc word holds (length << 16) | offset-from-record-start,
+// length including the NUL. Mirrors include/trace/trace_events.h:
+// __dynamic_array / __string and __assign_str.
+//
+// Values: integers are stored as given (converted to the field's type);
+// Chars<N> copies at most N bytes and zero-fills the rest (no NUL when the
+// text has N bytes or more, as the kernel's memcpy does); Str copies at most
+// kMaxStrLen bytes of the text, then a NUL.
+//
+// The generated print fmt prints every field as name=value:
+//   "id=%u latency_ns=%lld method=%s path=%s", REC->id, REC->latency_ns,
+//   REC->method, __get_str(path)
+//
+// An EventDecl registers itself in Registry::global() the first time desc()
+// is called, and at static initialisation, so configuration files applied in
+// main() can name it. Its ID is assigned then (>= Registry::kFirstDeclaredId).
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "core/event.h"
+#include "core/registry.h"
+
+namespace tracepipe {
+
+/// A string usable as a template argument: EventDecl<"sys", "name", ...>.
+template <size_t N>
+struct FixedString {
+  char data[N] = {};
+  constexpr FixedString(const char (&s)[N]) { std::copy_n(s, N, data); }
+  constexpr std::string_view view() const { return {data, N - 1}; }
+};
+
+/// Longest text a Str field stores (bytes, without the NUL); longer text is
+/// truncated. Keeps every record well inside a 4 KiB sub-buffer.
+inline constexpr uint32_t kMaxStrLen = 1023;
+
+namespace detail {
+
+template <class T>
+concept FieldInteger = (std::integral<T> || std::is_enum_v<T>)&&(sizeof(T) == 1 || sizeof(T) == 2 ||
+                                                                  sizeof(T) == 4 || sizeof(T) == 8);
+
+template <class T>
+constexpr std::string_view kernel_int_type() {
+  using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  if constexpr (std::is_same_v<U, bool>) return "bool";
+  else if constexpr (std::is_same_v<U, char>) return "char";
+  else if constexpr (std::is_signed_v<U>) {
+    if constexpr (sizeof(U) == 1) return "s8";
+    else if constexpr (sizeof(U) == 2) return "s16";
+    else if constexpr (sizeof(U) == 4) return "s32";
+    else return "s64";
+  } else {
+    if constexpr (sizeof(U) == 1) return "u8";
+    else if constexpr (sizeof(U) == 2) return "u16";
+    else if constexpr (sizeof(U) == 4) return "u32";
+    else return "u64";
+  }
+}
+
+template <class T>
+constexpr std::string_view printf_conv() {
+  using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  if constexpr (sizeof(U) == 8) return std::is_signed_v<U> ? "%lld" : "%llu";
+  else return std::is_signed_v<U> ? "%d" : "%u";
+}
+
+constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace detail
+
+/// An integer (or enum) field: Int<"pid", int32_t>.
+template <FixedString Name, detail::FieldInteger T>
+struct Int {
+  using value_type = T;
+  using arg_type = T;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = sizeof(T);
+  static constexpr uint32_t align = alignof(T);
+  static constexpr bool dynamic = false;
+  static constexpr bool is_signed = std::is_signed_v<
+      typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type>;
+  static std::string type() { return std::string(detail::kernel_int_type<T>()); }
+  static std::string print_arg() { return "REC->" + std::string(name); }
+  static std::string_view conv() { return detail::printf_conv<T>(); }
+  static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+    std::memcpy(rec + off, &v, sizeof v);
+  }
+};
+
+/// A fixed char array field: Chars<"comm", 16> is `char comm[16]`.
+template <FixedString Name, uint32_t N>
+struct Chars {
+  static_assert(N > 0 && N <= 4096, "char array size must be 1..4096");
+  using arg_type = std::string_view;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = N;
+  static constexpr uint32_t align = 1;
+  static constexpr bool dynamic = false;
+  static constexpr bool is_signed = false;
+  static std::string type() { return "char[" + std::to_string(N) + "]"; }
+  static std::string print_arg() { return "REC->" + std::string(name); }
+  static std::string_view conv() { return "%s"; }
+  static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+    const size_t n = std::min<size_t>(v.size(), N);
+    std::memcpy(rec + off, v.data(), n);
+    std::memset(rec + off + n, 0, N - n);
+  }
+};
+
+/// A dynamic string field: Str<"path"> is `__data_loc char[] path`.
+template <FixedString Name>
+struct Str {
+  using arg_type = std::string_view;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = 4;
+  static constexpr uint32_t align = 4;
+  static constexpr bool dynamic = true;
+  static constexpr bool is_signed = false;
+  static std::string type() { return "__data_loc char[]"; }
+  static std::string print_arg() { return "__get_str(" + std::string(name) + ")"; }
+  static std::string_view conv() { return "%s"; }
+  [[gnu::always_inline]] static constexpr uint32_t dyn_len(arg_type v) noexcept {
+    return static_cast<uint32_t>(std::min<size_t>(v.size(), kMaxStrLen)) + 1;
+  }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn, arg_type v) noexcept {
+    const uint32_t len = dyn_len(v);
+    const uint32_t word = (len << 16) | dyn;
+    std::memcpy(rec + off, &word, sizeof word);
+    std::memcpy(rec + dyn, v.data(), len - 1);
+    rec[dyn + len - 1] = std::byte{0};
+    dyn += len;
+  }
+};
+
+class Instance;
+
+/// An event declared in C++ (see the top of this file).
+template <FixedString System, FixedString Name, class... Fields>
+struct EventDecl {
+  static constexpr std::string_view system = System.view();
+  static constexpr std::string_view name = Name.view();
+  static constexpr size_t field_count = sizeof...(Fields);
+
+  /// Byte offset of each field in the record.
+  static constexpr std::array<uint32_t, sizeof...(Fields)> offsets = [] {
+    std::array<uint32_t, sizeof...(Fields)> o{};
+    uint32_t off = sizeof(CommonHeader);
+    size_t i = 0;
+    ((off = detail::align_up(off, Fields::align), o[i++] = off, off += Fields::size), ...);
+    return o;
+  }();
+  /// Size of the fixed part: the C struct's sizeof (tail-padded).
+  static constexpr uint32_t fixed_size = [] {
+    uint32_t off = sizeof(CommonHeader);
+    uint32_t max_align = alignof(CommonHeader);
+    ((off = detail::align_up(off, Fields::align), off += Fields::size,
+      max_align = std::max(max_align, Fields::align)),
+     ...);
+    return detail::align_up(off, max_align);
+  }();
+  static constexpr bool has_dynamic = (Fields::dynamic || ...);
+
+  /// The schema (common fields, fields, generated print fmt), ID 0 (the
+  /// registry assigns one).
+  static EventFormat make_format() {
+    EventFormat f;
+    f.system = std::string(system);
+    f.name = std::string(name);
+    f.common_fields = kernel_common_fields();
+    size_t i = 0;
+    ((f.fields.push_back(FormatField{Fields::type(), std::string(Fields::name), offsets[i++],
+                                     Fields::size, Fields::is_signed})),
+     ...);
+    std::string fmt = "\"";
+    std::string args;
+    bool first = true;
+    (([&] {
+       if (!first) fmt += ' ';
+       fmt += std::string(Fields::name) + "=" + std::string(Fields::conv());
+       args += ", " + Fields::print_arg();
+       first = false;
+     }()),
+     ...);
+    f.print_fmt = fmt + "\"" + args;
+    return f;
+  }
+
+  /// This event's descriptor in Registry::global() (registered on first call;
+  /// thread-safe).
+  static const EventDesc& desc() {
+    static const EventDesc& d = Registry::global().add_declared(make_format());
+    return d;
+  }
+
+  /// Record size in bytes for these values (fixed part + dynamic strings).
+  [[gnu::always_inline]] static uint32_t record_size(typename Fields::arg_type... v) noexcept {
+    return fixed_size + (0u + ... + Fields::dyn_len(v));
+  }
+
+  /// Writes the event fields (not the common header) into `rec`, which holds
+  /// record_size(v...) bytes. Pads between fields are zeroed.
+  [[gnu::always_inline]] static void write_fields(std::byte* rec, typename Fields::arg_type... v) noexcept {
+    std::memset(rec + sizeof(CommonHeader), 0, fixed_size - sizeof(CommonHeader));
+    uint32_t dyn = fixed_size;
+    size_t i = 0;
+    (Fields::put(rec, offsets[i++], dyn, v), ...);
+  }
+
+  /// Emits into one instance (if it has the event enabled). See
+  /// Instance::emit_built for the fast path and its costs.
+  static inline auto emit(Instance& instance, typename Fields::arg_type... v) noexcept;
+  /// Emits into every instance that has the event enabled (the kernel's
+  /// tracepoint: one call site, each instance with its own filter).
+  static inline void trace(typename Fields::arg_type... v) noexcept;
+
+  /// Instantiated by emit()/trace(): registers the event during static
+  /// initialisation of any program that emits it.
+  static inline const EventDesc& registered_at_startup = desc();
+};
+
+}  // namespace tracepipe

@@ -1,0 +1,88 @@
+#pragma once
+// Safe reclamation for the write path: a user-space RCU whose readers pay two
+// thread-local stores, and whose updaters pay one membarrier(2).
+//
+// Readers are emits. Each emit runs inside a WriterScope, which also counts
+// the thread's nesting depth (see thread_context.h):
+//
+//   enter:  prev = ctx.gp_epoch; if prev == 0: ctx.gp_epoch = global_epoch  (A)
+//           nesting = nesting + 1                                           (B)
+//           ... load filter/subscriber pointers, use them ...               (C)
+//   leave:  nesting = nesting - 1; ctx.gp_epoch = prev                      (D)
+//
+// Updaters (set_filter, enable, instance teardown) publish the new pointer
+// with a release store, then call synchronize() before freeing the old one:
+//
+//   target = ++global_epoch                                                 (E)
+//   membarrier(PRIVATE_EXPEDITED)    // every running thread of the process (F)
+//                                    // executes a full barrier
+//   for each registered thread: wait while 0 < ctx.gp_epoch < target       (G)
+//
+// Why it is safe: (A) is a plain store that may sit in a store buffer while
+// (C) loads the old pointer; (F) drains it, so (G) sees the reader's epoch
+// (< target) and waits for (D). A reader whose (A) comes after (F) loads the
+// pointer after (F), so it sees the new pointer. A signal handler that
+// interrupts between the load and the store of (A) leaves gp_epoch as it found
+// it; a handler that interrupts after (A) sees prev != 0 and changes nothing.
+// This is the "memb" flavour of liburcu in our own words; the kernel gets the
+// same effect from disabling preemption (tasks-trace RCU for filters).
+//
+// Without membarrier (very old kernels or a seccomp filter), synchronize()
+// forces the barrier with an mprotect() TLB shootdown, which interrupts every
+// CPU running this process just as well.
+#include <atomic>
+#include <cstdint>
+
+#include "core/thread_context.h"
+
+namespace tracepipe {
+
+namespace detail {
+/// Epoch readers record on entry; starts at 1 (0 means "outside").
+extern constinit std::atomic<uint64_t> gp_global_epoch;
+}  // namespace detail
+
+/// RAII: one emit on the calling thread. Opens a read-side section and counts
+/// nesting. Cost: two loads and two stores to thread-local memory on entry,
+/// two stores on exit; no atomic read-modify-write, no fence instruction.
+/// Async-signal-safe.
+class WriterScope {
+ public:
+  [[gnu::always_inline]] explicit WriterScope(ThreadContext& c) noexcept : c_(c) {
+    prev_epoch_ = c.gp_epoch.load(std::memory_order_relaxed);
+    if (prev_epoch_ == 0) c.gp_epoch.store(detail::gp_global_epoch.load(std::memory_order_relaxed),
+                                           std::memory_order_relaxed);  // (A)
+    depth_ = c.nesting.load(std::memory_order_relaxed);
+    c.nesting.store(depth_ + 1, std::memory_order_relaxed);  // (B)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  [[gnu::always_inline]] ~WriterScope() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    c_.nesting.store(depth_, std::memory_order_relaxed);
+    c_.gp_epoch.store(prev_epoch_, std::memory_order_release);  // (D)
+  }
+  WriterScope(const WriterScope&) = delete;
+  WriterScope& operator=(const WriterScope&) = delete;
+
+  /// Emits that were already in flight on this thread when this one began
+  /// (0 = not nested; > 0 = this emit runs in a signal handler).
+  uint32_t depth() const noexcept { return depth_; }
+
+ private:
+  ThreadContext& c_;
+  uint64_t prev_epoch_;
+  uint32_t depth_;
+};
+
+/// Waits until every WriterScope that was open when synchronize() began has
+/// closed. Afterwards, objects unpublished before the call may be freed.
+/// Blocks (sleeps/yields); takes locks; never call it on the write path or
+/// from inside a WriterScope (throws std::logic_error if the calling thread
+/// is inside one, which would wait for itself).
+/// Mirrors kernel/rcu: synchronize_rcu (here for user-space writers).
+void synchronize();
+
+/// Number of synchronize() calls that completed (for tests).
+uint64_t synchronize_count() noexcept;
+
+}  // namespace tracepipe

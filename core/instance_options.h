@@ -1,0 +1,58 @@
+#pragma once
+// What an Instance is built from: buffer geometry, overflow mode, trace clock
+// and the staging policy of the fast path. Plain values; see core/config.h for
+// the TOML file that fills them.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/trace_clock.h"
+
+namespace tracepipe {
+
+/// What happens when a CPU's ring buffer is full.
+/// Mirrors the kernel's options/overwrite (1 = overwrite, 0 = drop newest).
+enum class BufferMode : uint8_t {
+  overwrite,    ///< flight recorder: the oldest sub-buffer is overwritten (counted as overrun)
+  drop_newest,  ///< producer/consumer: new events are dropped (counted as lost)
+};
+
+/// Where the fast path builds a record before the filter decides on it.
+enum class Staging : uint8_t {
+  off,         ///< always reserve in the ring, then commit or discard (the kernel before 2016)
+  per_cpu,     ///< the kernel's design: one non-recursive temp buffer per CPU ("on")
+  per_thread,  ///< one non-recursive temp buffer per thread
+  adaptive,    ///< per event: reserve directly while most events are accepted, stage
+               ///< while most are rejected (per-thread staging buffers)
+};
+
+std::string_view to_string(BufferMode m) noexcept;
+std::string_view to_string(Staging s) noexcept;
+/// "overwrite" | "drop_newest" (also "drop-newest", "discard").
+std::optional<BufferMode> parse_buffer_mode(std::string_view s) noexcept;
+/// "off" | "on" (= per_cpu) | "per_cpu" | "per_thread" | "adaptive"
+/// ('-' accepted for '_').
+std::optional<Staging> parse_staging(std::string_view s) noexcept;
+
+struct InstanceOptions {
+  /// Instance name, as /sys/kernel/tracing/instances/NAME ("main" for the
+  /// top-level one).
+  std::string name = "main";
+  /// Ring buffer size per CPU in KiB (the kernel's buffer_size_kb; default
+  /// 1408 as the kernel's). Rounded up to whole sub-buffers.
+  uint64_t buffer_size_kb = 1408;
+  /// Sub-buffer size in KiB (buffer_subbuf_size_kb; power of two, >= 4).
+  uint32_t subbuf_size_kb = 4;
+  BufferMode mode = BufferMode::overwrite;
+  ClockId clock = ClockId::local;
+  Staging staging = Staging::per_thread;
+  /// Adaptive staging: reserve directly when the recent acceptance rate of
+  /// an event on this thread exceeds this fraction, stage otherwise.
+  double adaptive_threshold = 0.5;
+  /// Number of per-CPU buffers; 0 = possible_cpus(). Events from CPU c go to
+  /// buffer c % cpus.
+  uint32_t cpus = 0;
+};
+
+}  // namespace tracepipe

@@ -1,0 +1,175 @@
+#pragma once
+// Per-thread state of the write path: who the writer is (pid, comm), how deep
+// it is nested, its read-side section for safe reclamation, and its private
+// slice of the per-event counters.
+//
+//   thread_local ThreadContext* tl  ──▶  ThreadContext (heap, one per thread)
+//                                          tid, comm[16]              (cached: gettid and
+//                                                                      PR_GET_NAME are syscalls)
+//                                          nesting                    (emits in flight on this thread)
+//                                          in_signal                  (SignalScope depth)
+//                                          gp_epoch                   (0 = outside any read section)
+//                                          counter blocks[]           (this thread's counter slices)
+//   global list of contexts  (mutex; walked by synchronize() and by counter sums)
+//
+// Invariants
+//   * A context is written only by its own thread (and that thread's signal
+//     handlers); other threads read its atomics. So every update is a plain
+//     relaxed load + store, never a read-modify-write: a signal handler that
+//     interrupts the pair runs to completion and restores the value first.
+//   * Counters are exact: each (thread, counter) has one writer; a sum reads
+//     every live thread's slice plus the totals folded in by exited threads.
+//   * The first emit of a thread registers it: one allocation, one mutex, two
+//     system calls (gettid, prctl), all on a [[gnu::cold]] path. Call
+//     prepare_thread() beforehand to keep even that off the first event.
+//   * Thread exit folds the thread's counters into the global totals and
+//     unlinks the context under the mutex, so sums never lose counts.
+//
+// Thread-safety: thread_context() is for the calling thread only. Counter
+// reads (counter_sum) and synchronize() (core/grace_period.h) may run on any
+// thread. Nothing here is async-signal-safe except the inline accessors on an
+// already registered thread.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tracepipe {
+
+namespace detail {
+
+/// Slots in one counter group (one cache line of u64): see CounterSlot.
+inline constexpr uint32_t kGroupSlots = 8;
+/// Groups per lazily allocated block of a thread's counters.
+inline constexpr uint32_t kGroupsPerBlock = 64;
+/// Blocks per thread: at most kMaxBlocks * kGroupsPerBlock groups exist.
+inline constexpr uint32_t kMaxBlocks = 1024;
+
+struct alignas(64) CounterGroup {
+  std::atomic<uint64_t> v[kGroupSlots];
+};
+static_assert(sizeof(CounterGroup) == 64);
+
+struct CounterBlock {
+  CounterGroup groups[kGroupsPerBlock];
+};
+
+}  // namespace detail
+
+/// One writer thread's state. Created on the thread's first emit (or by
+/// prepare_thread()), destroyed at thread exit.
+struct ThreadContext {
+  int32_t tid = 0;        ///< gettid(): the kernel's task pid, stored in common_pid
+  char comm[16] = {};     ///< PR_GET_NAME at registration, NUL-terminated
+  uint8_t comm_len = 0;
+  /// Emits in flight on this thread (0 = none). An emit that starts with
+  /// nesting > 0 interrupted another one: it runs in a signal handler.
+  std::atomic<uint32_t> nesting{0};
+  /// Depth of SignalScope objects alive on this thread.
+  std::atomic<uint32_t> in_signal{0};
+  /// Epoch the outermost read section started in; 0 outside. Read by
+  /// synchronize().
+  std::atomic<uint64_t> gp_epoch{0};
+  /// This thread's counter groups, by group index / kGroupsPerBlock.
+  std::atomic<detail::CounterBlock*> blocks[detail::kMaxBlocks] = {};
+
+  std::string_view comm_view() const noexcept { return {comm, comm_len}; }
+};
+
+namespace detail {
+extern thread_local constinit ThreadContext* tl_context __attribute__((tls_model("initial-exec")));
+/// Registers the calling thread; nullptr if that is impossible right now (a
+/// signal handler interrupted the registration, or the thread is exiting).
+[[gnu::cold, gnu::noinline]] ThreadContext* register_thread();
+[[gnu::cold, gnu::noinline]] CounterGroup& allocate_block(ThreadContext& ctx, uint32_t group);
+}  // namespace detail
+
+/// The calling thread's context, registering the thread on first use.
+/// nullptr only in a signal handler that interrupted this thread's
+/// registration, or during thread exit: the caller then drops its event
+/// (counted in unregistered_drops()).
+[[gnu::always_inline]] inline ThreadContext* thread_context() {
+  ThreadContext* c = detail::tl_context;
+  if (c != nullptr) [[likely]]
+    return c;
+  return detail::register_thread();
+}
+
+/// Events dropped because their thread had no context (see thread_context()).
+uint64_t unregistered_drops() noexcept;
+/// Counts one such drop (cold).
+[[gnu::cold]] void count_unregistered_drop() noexcept;
+
+/// Registers the calling thread now (pid, comm, counter blocks for every
+/// counter group currently allocated), so that its first event does not.
+void prepare_thread();
+
+/// Re-reads the calling thread's name (after pthread_setname_np/prctl) into
+/// its context and into the pid -> comm table (see cmdlines()).
+void refresh_thread_comm();
+
+/// Marks the scope of a signal handler: events emitted inside get the
+/// hardirq flag ('h' in the trace layout), as the kernel marks events
+/// recorded in interrupt context. Events that interrupt another emit on the
+/// same thread are marked anyway. Async-signal-safe once the thread is
+/// registered.
+class SignalScope {
+ public:
+  SignalScope() noexcept;
+  ~SignalScope();
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+ private:
+  ThreadContext* ctx_;
+};
+
+// ---- per-thread counters ----------------------------------------------------
+
+/// A group of kGroupSlots u64 counters with one slice per thread. Allocated
+/// for each (instance, event) state; freed when the state dies. New groups
+/// read zero. Group 0 is never handed out.
+uint32_t allocate_counter_group();
+/// Returns a group; its values are discarded. The caller guarantees no
+/// thread still writes it (a grace period has passed since it was unpublished).
+void free_counter_group(uint32_t group);
+
+/// This thread's slice of `group` (allocating the thread's block on first use).
+[[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx, uint32_t group) {
+  detail::CounterBlock* b = ctx.blocks[group / detail::kGroupsPerBlock].load(std::memory_order_relaxed);
+  if (b != nullptr) [[likely]]
+    return b->groups[group % detail::kGroupsPerBlock];
+  return detail::allocate_block(ctx, group);
+}
+
+/// Adds `n` to this thread's slice of a counter (plain load + store).
+[[gnu::always_inline]] inline void counter_add(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+/// Sum of one slot of `group` over every thread, live or exited. Takes the
+/// registry mutex; exact once the writers are quiet, never torn.
+uint64_t counter_sum(uint32_t group, uint32_t slot);
+
+/// Sums of every slot of `group` (one lock, one walk).
+std::array<uint64_t, detail::kGroupSlots> counter_sums(uint32_t group);
+
+// ---- pid -> comm table ------------------------------------------------------
+
+/// One saved command line, as the kernel's saved_cmdlines file lists them.
+struct Cmdline {
+  int32_t pid;
+  std::string comm;
+};
+
+/// Every thread that ever registered (pid -> comm at registration or last
+/// refresh_thread_comm()), sorted by pid. Mirrors kernel/trace/trace.c:
+/// saved_cmdlines (which keeps the comm of every pid that recorded an event).
+std::vector<Cmdline> cmdlines();
+
+/// Number of threads registered right now (for tests and stats).
+size_t registered_thread_count();
+
+}  // namespace tracepipe

@@ -1,0 +1,110 @@
+// Trace clocks: names as the kernel's trace_clock file, ns units, no syscall.
+#include <catch2/catch.hpp>
+#include <time.h>
+
+#include <set>
+#include <string>
+
+#include "core/current_cpu.h"
+#include "core/trace_clock.h"
+
+using namespace tracepipe;
+
+TEST_CASE("trace_clock: kernel names round-trip and the list matches the kernel's layout", "[core][clock]") {
+  std::set<std::string> names;
+  for (const TraceClock& c : trace_clocks()) {
+    names.insert(std::string(c.name));
+    REQUIRE(parse_trace_clock(c.name) == c.id);
+    REQUIRE(trace_clock_name(c.id) == c.name);
+  }
+  for (const char* required : {"local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai", "x86-tsc"})
+    CHECK(names.count(required) == 1);
+  CHECK_FALSE(parse_trace_clock("jiffies").has_value());
+  CHECK_FALSE(parse_trace_clock("").has_value());
+  // The kernel's /sys/kernel/tracing/trace_clock on 6.18, selected clock in brackets.
+  CHECK(trace_clock_list(ClockId::local) == "[local] global counter uptime perf mono mono_raw boot tai x86-tsc");
+  CHECK(trace_clock_list(ClockId::x86_tsc) == "local global counter uptime perf mono mono_raw boot tai [x86-tsc]");
+}
+
+namespace {
+uint64_t now(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+}  // namespace
+
+TEST_CASE("trace_clock: ns clocks agree with their clock_gettime source", "[core][clock]") {
+  struct Case {
+    ClockId id;
+    clockid_t ref;
+  };
+  for (Case c : {Case{ClockId::mono, CLOCK_MONOTONIC}, Case{ClockId::global, CLOCK_MONOTONIC},
+                 Case{ClockId::mono_raw, CLOCK_MONOTONIC_RAW}, Case{ClockId::boot, CLOCK_BOOTTIME},
+                 Case{ClockId::tai, CLOCK_TAI}}) {
+    const TraceClock& tc = trace_clock(c.id);
+    REQUIRE(tc.in_nanoseconds);
+    const uint64_t before = now(c.ref);
+    const uint64_t t = tc.read();
+    const uint64_t after = now(c.ref);
+    CHECK(t >= before);
+    CHECK(t <= after);
+  }
+}
+
+TEST_CASE("trace_clock: local is TSC calibrated to ns and tracks mono_raw", "[core][clock]") {
+  const TscCalibration& cal = tsc_calibration();
+  const TraceClock& local = trace_clock(ClockId::local);
+  REQUIRE(local.in_nanoseconds);
+  if (cal.invariant_tsc) {
+    CHECK(cal.tsc_hz > 100'000'000ull);     // > 100 MHz
+    CHECK(cal.tsc_hz < 10'000'000'000ull);  // < 10 GHz
+  }
+  // Over 20 ms, local and mono_raw advance by the same amount within 0.1%
+  // and stay within 1 ms of each other in absolute value.
+  const uint64_t l0 = local.read(), r0 = now(CLOCK_MONOTONIC_RAW);
+  const timespec wait{0, 20'000'000};
+  nanosleep(&wait, nullptr);
+  const uint64_t l1 = local.read(), r1 = now(CLOCK_MONOTONIC_RAW);
+  const double dl = static_cast<double>(l1 - l0), dr = static_cast<double>(r1 - r0);
+  CHECK(dl / dr == Approx(1.0).epsilon(0.001));
+  const int64_t skew = static_cast<int64_t>(l1 - r1);
+  CHECK(std::llabs(skew) < 1'000'000);
+  // Monotonic on one thread over many reads.
+  uint64_t prev = local.read();
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t t = local.read();
+    REQUIRE(t >= prev);
+    prev = t;
+  }
+}
+
+TEST_CASE("trace_clock: counter counts and x86-tsc/uptime are not ns", "[core][clock]") {
+  const TraceClock& c = trace_clock(ClockId::counter);
+  CHECK_FALSE(c.in_nanoseconds);
+  const uint64_t a = c.read(), b = c.read(), d = c.read();
+  CHECK(b == a + 1);
+  CHECK(d == a + 2);
+  CHECK_FALSE(trace_clock(ClockId::x86_tsc).in_nanoseconds);
+  CHECK_FALSE(trace_clock(ClockId::uptime).in_nanoseconds);
+  // uptime counts 10 ms ticks: about (mono / 1e7).
+  const uint64_t up = trace_clock(ClockId::uptime).read();
+  const uint64_t mono_ticks = now(CLOCK_MONOTONIC) / 10'000'000u;
+  CHECK(up + 2 >= mono_ticks);
+  CHECK(up <= mono_ticks + 2);
+}
+
+TEST_CASE("current_cpu: reads rseq and agrees with sched_getcpu", "[core][cpu]") {
+  CHECK(current_cpu_uses_rseq());  // glibc 2.36 registers rseq for every thread
+  const uint32_t n = possible_cpus();
+  REQUIRE(n >= 1);
+  for (int i = 0; i < 1000; ++i) {
+    const int ref = sched_getcpu();
+    const uint32_t c = current_cpu();
+    REQUIRE(c < n);
+    // The thread may migrate between the two reads; pin the check by
+    // retrying until both agree, which must happen almost always.
+    if (static_cast<int>(c) == ref) return;
+  }
+  FAIL("current_cpu() never agreed with sched_getcpu() in 1000 tries");
+}

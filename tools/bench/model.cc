@@ -1,0 +1,49 @@
+#include "tools/bench/model.h"
+
+#include <algorithm>
+
+namespace tracepipe::tools::bench {
+
+std::string_view name(Case c) {
+  switch (c) {
+    case Case::off: return "off";
+    case Case::all: return "all";
+    case Case::reject: return "reject";
+    case Case::accept: return "accept";
+    case Case::half: return "half";
+  }
+  return "?";
+}
+
+std::string_view name(Staging s) {
+  switch (s) {
+    case Staging::on: return "on";
+    case Staging::off: return "off";
+    case Staging::adaptive: return "adaptive";
+  }
+  return "?";
+}
+
+std::string_view name(PerfCase c) {
+  switch (c) {
+    case PerfCase::base: return "base";
+    case PerfCase::drop_consumer: return "drop+consumer";
+    case PerfCase::overwrite: return "overwrite";
+    case PerfCase::overwrite_snapshot: return "overwrite+snapshot";
+  }
+  return "?";
+}
+
+std::optional<Case> parse_case(std::string_view s) {
+  for (Case c : kAllCases)
+    if (name(c) == s) return c;
+  return std::nullopt;
+}
+
+std::optional<Staging> parse_staging(std::string_view s) {
+  for (Staging g : kAllStagings)
+    if (name(g) == s) return g;
+  return std::nullopt;
+}
+
+}  // namespace tracepipe::tools::bench

@@ -1,0 +1,116 @@
+#pragma once
+// What `tracepipe bench` measures and what it reports: the case matrix of the
+// kernel patch (tracing off / all events / reject-all filter / accept-all
+// filter / half filter, each with staging on, off, adaptive), the perf
+// overwrite series, and their results.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/bench/stats.h"
+#include "tools/bench/workload.h"
+
+namespace tracepipe::tools::bench {
+
+/// The traced cases of the kernel patch (0fc1b09ff1ff), plus a 50% filter.
+enum class Case : uint8_t {
+  off,     ///< tracing off: events disabled, the emit points cost only their check
+  all,     ///< every event enabled, no filter
+  reject,  ///< a filter that rejects every event: common_preempt_count==20
+  accept,  ///< a filter that accepts every event: common_preempt_count!=20
+  half,    ///< a filter that accepts about half of the events (see filters.h)
+};
+inline constexpr Case kAllCases[] = {Case::off, Case::all, Case::reject, Case::accept, Case::half};
+
+/// Whether a filtered event is built in the per-CPU temp buffer first.
+enum class Staging : uint8_t {
+  on,        ///< always stage filtered events (the kernel since 0fc1b09ff1ff)
+  off,       ///< reserve in the ring buffer, discard on reject (the kernel before)
+  adaptive,  ///< the engine decides from the filter's observed rejection rate
+};
+inline constexpr Staging kAllStagings[] = {Staging::on, Staging::off, Staging::adaptive};
+
+std::string_view name(Case c);
+std::string_view name(Staging s);
+std::optional<Case> parse_case(std::string_view s);
+std::optional<Staging> parse_staging(std::string_view s);
+
+/// One cell of the matrix. The `off` case traces nothing, so it is run once
+/// per repetition and labelled staging "off".
+struct CaseSpec {
+  Case kase = Case::off;
+  Staging staging = Staging::off;
+  friend bool operator==(const CaseSpec&, const CaseSpec&) = default;
+};
+
+/// Counts of one traced run (engine-side).
+struct RunCounts {
+  uint64_t emitted = 0;   ///< events that reached the engine enabled
+  uint64_t accepted = 0;  ///< committed to the ring buffer
+  uint64_t rejected = 0;  ///< discarded by the filter
+  uint64_t lost = 0;      ///< dropped (buffer full or paused), by the engine's accounting
+};
+
+/// All runs of one cell.
+struct CaseResult {
+  CaseSpec spec;
+  std::vector<double> seconds;      ///< one per run, in run order
+  std::vector<RunCounts> counts;    ///< one per run
+  Summary summary;
+  uint64_t events = 0;              ///< emitted per run (the same in every run)
+  uint64_t accepted = 0;            ///< median over runs
+  double accept_pct = 0;            ///< 100 * accepted / events
+  double ns_per_event = 0;          ///< (median - median of off) / events
+  double ratio_to_off = 0;          ///< median / median of off
+};
+
+/// The second table: the perf overwrite series' experiment.
+enum class PerfCase : uint8_t {
+  base,                ///< the loop without tracing
+  drop_consumer,       ///< drop-newest buffer, a consumer thread reading concurrently
+  overwrite,           ///< overwrite buffer, nobody reading
+  overwrite_snapshot,  ///< overwrite buffer, paused and read as a snapshot periodically
+};
+inline constexpr PerfCase kAllPerfCases[] = {PerfCase::base, PerfCase::drop_consumer,
+                                             PerfCase::overwrite, PerfCase::overwrite_snapshot};
+std::string_view name(PerfCase c);
+
+struct PerfCounts {
+  uint64_t written = 0;    ///< events accepted into the buffer
+  uint64_t lost = 0;       ///< dropped: full (drop-newest) or paused
+  uint64_t overrun = 0;    ///< overwritten before being read
+  uint64_t read = 0;       ///< read by the consumer or the snapshots
+  uint64_t snapshots = 0;  ///< paused snapshot reads done
+};
+
+struct PerfResult {
+  PerfCase kase = PerfCase::base;
+  std::vector<double> seconds;
+  std::vector<PerfCounts> counts;
+  Summary summary;
+  uint64_t events = 0;          ///< events emitted per run (N; 0 for base)
+  PerfCounts median_counts;     ///< per-field median over runs
+  double ns_per_event = 0;      ///< (median - median of base) / N
+};
+
+/// Everything the report prints. Filled by the runner.
+struct BenchReport {
+  WorkloadConfig workload;
+  uint32_t runs = 0;
+  std::vector<int> cpus;            ///< CPUs the threads were pinned to (empty = not pinned)
+  uint64_t buffer_bytes_per_cpu = 0;
+  std::string mode;                 ///< "overwrite" | "drop"
+  std::string clock;                ///< trace clock name
+  std::string engine;               ///< what the emit points were bound to
+  std::vector<std::pair<std::string, std::string>> half_filters;  ///< event -> expression
+  std::vector<CaseResult> cases;
+  uint64_t perf_events = 0;         ///< N of the second table; 0 = table not run
+  bool perf_syscall = true;         ///< each perf iteration also makes a close(-1)
+  std::vector<PerfResult> perf;
+  std::vector<std::string> warnings;
+  double total_seconds = 0;         ///< wall time of the whole bench
+};
+
+}  // namespace tracepipe::tools::bench

@@ -1,0 +1,41 @@
+#pragma once
+// Turning measured runs into the bench's two outputs: a table like the kernel
+// patch's (and the perf series'), and JSON for tools.
+//
+// JSON shape (stable; extra keys may be added, none removed):
+//   {"tool": "tracepipe bench", "config": {...},
+//    "cases": [{"case": "off"|"all"|"reject"|"accept"|"half",
+//               "staging": "on"|"off"|"adaptive", "runs": r, "mean_s": x,
+//               "median_s": x, "stddev_pct": x, "events": n, "accepted": n,
+//               "accept_pct": x, "lost": n, "ns_per_event": x, "ratio_to_off": x,
+//               "samples_s": [...]}, ...],
+//    "overwrite_series": {"events": N, "syscall": bool,
+//               "cases": [{"case": "base"|"drop+consumer"|"overwrite"|"overwrite+snapshot",
+//                          "runs": r, "mean_s": x, "median_s": x, "stddev_pct": x,
+//                          "events": n, "ns_per_event": x, "written": n, "lost": n,
+//                          "overrun": n, "read": n, "snapshots": n}, ...]},
+//    "warnings": ["...", ...]}
+// The "off" case traces nothing: staging "off", events 0, ns_per_event 0.
+#include <string>
+
+#include "tools/bench/model.h"
+
+namespace tracepipe::tools::bench {
+
+/// Fills every derived field of `report` from its raw samples: summaries,
+/// per-run event counts (checked identical across runs), median accepted
+/// count and acceptance, ns per event and ratio against the off case (the
+/// base row of the second table), and appends warnings: spread above
+/// `warn_spread_pct`, a cost difference smaller than the noise, and any
+/// count that contradicts the case (a reject-all filter that accepted an
+/// event, an accept-all filter that rejected one, events that differ between
+/// runs). Throws std::logic_error if a traced case has runs but no off row.
+void finalize(BenchReport& report, double warn_spread_pct);
+
+/// The human table(s), ending with the warnings. Plain text, 100 columns.
+std::string format_table(const BenchReport& report);
+
+/// The JSON document described above, one line per case, ending with "\n".
+std::string to_json(const BenchReport& report);
+
+}  // namespace tracepipe::tools::bench

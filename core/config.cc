@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -82,6 +83,21 @@ std::string join(std::string_view prefix, std::string_view key) {
   return prefix.empty() ? key_segment(key) : std::string(prefix) + "." + key_segment(key);
 }
 
+// A table's entries in file order (toml++ keeps them sorted by key).
+std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const toml::table& t) {
+  std::vector<std::tuple<uint64_t, uint64_t, std::string_view, const toml::node*>> items;
+  for (auto&& [k, v] : t) {
+    const auto& pos = k.source().begin;
+    items.emplace_back(pos.line, pos.column, k.str(), &v);
+  }
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  std::vector<std::pair<std::string_view, const toml::node*>> out;
+  for (auto& [l, c, k, v] : items) out.emplace_back(k, v);
+  return out;
+}
+
 struct Ctx {
   std::string file;
 
@@ -131,15 +147,16 @@ struct Ctx {
     EventSettings s;
     s.pattern = pattern;
     s.where = where(t, prefix);
-    for (auto&& [k, v] : t) {
-      const std::string key = join(prefix, k.str());
-      if (k.str() == "enable") {
+    for (auto [ks, vp] : in_file_order(t)) {
+      const toml::node& v = *vp;
+      const std::string key = join(prefix, ks);
+      if (ks == "enable") {
         s.enable = get_bool(v, key);
         s.enable_where = where(v, key);
-      } else if (k.str() == "filter") {
+      } else if (ks == "filter") {
         s.filter = get_string(v, key);
         s.filter_where = where(v, key);
-      } else if (k.str() == "soft_disable" && !is_system) {
+      } else if (ks == "soft_disable" && !is_system) {
         s.soft_disable = get_bool(v, key);
         s.soft_disable_where = where(v, key);
       } else {
@@ -156,8 +173,9 @@ struct Ctx {
     InstanceConfig ic;
     ic.file = file;
     ic.options.name = name;
-    for (auto&& [k, v] : t) {
-      const std::string ks(k.str());
+    for (auto [ksv, vp] : in_file_order(t)) {
+      const toml::node& v = *vp;
+      const std::string ks(ksv);
       const std::string key = join(prefix, ks);
       if (ks == "buffer_size_kb") {
         ic.options.buffer_size_kb = static_cast<uint64_t>(get_int(v, key, 1, int64_t{1} << 32));
@@ -185,21 +203,21 @@ struct Ctx {
       } else if (ks == "cpus") {
         ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, 4096));
       } else if (ks == "systems") {
-        for (auto&& [sk, sv] : get_table(v, key)) {
-          const std::string skey = join(key, sk.str());
-          ic.systems.push_back(parse_settings(get_table(sv, skey), std::string(sk.str()), skey, true));
+        for (auto [sk, sv] : in_file_order(get_table(v, key))) {
+          const std::string skey = join(key, sk);
+          ic.systems.push_back(parse_settings(get_table(*sv, skey), std::string(sk), skey, true));
         }
       } else if (ks == "events") {
-        for (auto&& [ek, ev] : get_table(v, key)) {
-          const std::string ekey = join(key, ek.str());
-          ic.events.push_back(parse_settings(get_table(ev, ekey), std::string(ek.str()), ekey, false));
+        for (auto [ek, ev] : in_file_order(get_table(v, key))) {
+          const std::string ekey = join(key, ek);
+          ic.events.push_back(parse_settings(get_table(*ev, ekey), std::string(ek), ekey, false));
         }
       } else if (ks == "instances" && top) {
-        for (auto&& [ik, iv] : get_table(v, key)) {
-          const std::string ikey = join(key, ik.str());
-          if (ik.str() == "main") fail(iv, ikey, "'main' is the top level of the file; choose another name");
-          nested->push_back(&get_table(iv, ikey));
-          nested_names->push_back(std::string(ik.str()));
+        for (auto [ik, iv] : in_file_order(get_table(v, key))) {
+          const std::string ikey = join(key, ik);
+          if (ik == "main") fail(*iv, ikey, "'main' is the top level of the file; choose another name");
+          nested->push_back(&get_table(*iv, ikey));
+          nested_names->push_back(std::string(ik));
         }
       } else {
         fail(v, key, "unknown key");

@@ -1,0 +1,166 @@
+// TOML configuration: values, defaults, and errors naming file, line and key.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/config.h"
+
+using namespace tracepipe;
+
+TEST_CASE("config: every key of the top level and of a nested instance", "[core][config]") {
+  const Config cfg = parse_config(R"(
+buffer_size_kb = 256
+subbuf_size_kb = 8
+mode = "drop_newest"
+clock = "mono_raw"
+staging = "on"
+adaptive_threshold = 0.75
+cpus = 2
+
+[systems.sched]
+enable = true
+filter = "common_pid != 0"
+
+[events."sched:sched_switch"]
+enable = true
+filter = "prev_prio < 100"
+soft_disable = false
+
+[events."irq:*"]
+enable = false
+
+[instances.errors]
+buffer_size_kb = 64
+staging = "adaptive"
+[instances.errors.events."app:request_done"]
+enable = true
+filter = "latency_ns > 1000000"
+)",
+                                  "t.toml");
+  REQUIRE(cfg.instances.size() == 2);
+  const InstanceConfig& m = cfg.instances[0];
+  CHECK(m.options.name == "main");
+  CHECK(m.options.buffer_size_kb == 256);
+  CHECK(m.options.subbuf_size_kb == 8);
+  CHECK(m.options.mode == BufferMode::drop_newest);
+  CHECK(m.options.clock == ClockId::mono_raw);
+  CHECK(m.options.staging == Staging::per_cpu);
+  CHECK(m.options.adaptive_threshold == 0.75);
+  CHECK(m.options.cpus == 2);
+  REQUIRE(m.systems.size() == 1);
+  CHECK(m.systems[0].pattern == "sched");
+  CHECK(m.systems[0].enable == true);
+  CHECK(m.systems[0].filter == "common_pid != 0");
+  CHECK(m.systems[0].filter_where.line == 12);
+  CHECK(m.systems[0].filter_where.key == "systems.sched.filter");
+  REQUIRE(m.events.size() == 2);
+  CHECK(m.events[0].pattern == "sched:sched_switch");
+  CHECK(m.events[0].filter == "prev_prio < 100");
+  CHECK(m.events[0].filter_where.line == 16);
+  CHECK(m.events[0].filter_where.key == R"(events."sched:sched_switch".filter)");
+  CHECK(m.events[0].soft_disable == false);
+  CHECK(m.events[1].pattern == "irq:*");
+  CHECK(m.events[1].enable == false);
+  CHECK_FALSE(m.events[1].filter.has_value());
+
+  const InstanceConfig& e = cfg.instances[1];
+  CHECK(e.options.name == "errors");
+  CHECK(e.options.buffer_size_kb == 64);
+  CHECK(e.options.staging == Staging::adaptive);
+  CHECK(e.options.mode == BufferMode::overwrite);  // default
+  CHECK(e.options.clock == ClockId::local);        // default
+  REQUIRE(e.events.size() == 1);
+  CHECK(e.events[0].filter_where.key == R"(instances.errors.events."app:request_done".filter)");
+  CHECK(e.events[0].filter_where.line == 27);
+}
+
+TEST_CASE("config: defaults of an empty file", "[core][config]") {
+  const Config cfg = parse_config("", "empty.toml");
+  REQUIRE(cfg.instances.size() == 1);
+  const InstanceOptions d;
+  CHECK(cfg.instances[0].options.buffer_size_kb == 1408);
+  CHECK(cfg.instances[0].options.subbuf_size_kb == 4);
+  CHECK(cfg.instances[0].options.staging == d.staging);
+  CHECK(cfg.instances[0].events.empty());
+}
+
+TEST_CASE("config: staging names", "[core][config]") {
+  CHECK(parse_staging("on") == Staging::per_cpu);
+  CHECK(parse_staging("per-cpu") == Staging::per_cpu);
+  CHECK(parse_staging("per_thread") == Staging::per_thread);
+  CHECK(parse_staging("off") == Staging::off);
+  CHECK(parse_staging("adaptive") == Staging::adaptive);
+  CHECK_FALSE(parse_staging("maybe").has_value());
+  CHECK(parse_buffer_mode("drop-newest") == BufferMode::drop_newest);
+  CHECK_FALSE(parse_buffer_mode("ring").has_value());
+}
+
+namespace {
+ConfigError error_of(const std::string& text) {
+  try {
+    parse_config(text, "bad.toml");
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("no ConfigError for: " << text);
+  throw;
+}
+}  // namespace
+
+TEST_CASE("config: errors name the file, the line and the key", "[core][config]") {
+  struct Row {
+    const char* text;
+    uint32_t line;
+    const char* key;
+    const char* what;
+  };
+  const Row rows[] = {
+      {"buffer_size_kb = 0\n", 1, "buffer_size_kb", "bad.toml:1: buffer_size_kb: value 0 is outside 1..4294967296"},
+      {"\nsubbuf_size_kb = 6\n", 2, "subbuf_size_kb", "bad.toml:2: subbuf_size_kb: must be a power of two (4, 8, 16, ...)"},
+      {"mode = 3\n", 1, "mode", "bad.toml:1: mode: expected a string"},
+      {"mode = \"ring\"\n", 1, "mode", "bad.toml:1: mode: unknown mode 'ring' (expected overwrite or drop_newest)"},
+      {"clock = \"jiffies\"\n", 1, "clock",
+       "bad.toml:1: clock: unknown clock 'jiffies' (expected one of: [local] global counter uptime perf mono "
+       "mono_raw boot tai x86-tsc)"},
+      {"staging = \"maybe\"\n", 1, "staging",
+       "bad.toml:1: staging: unknown staging 'maybe' (expected on, off, per_cpu, per_thread or adaptive)"},
+      {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
+       "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
+      {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb", "bad.toml:1: buffer_sise_kb: unknown key"},
+      {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
+       "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
+      {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
+       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter or soft_disable)"},
+      {"[systems.sched]\nsoft_disable = true\n", 2, "systems.sched.soft_disable",
+       "bad.toml:2: systems.sched.soft_disable: unknown key (expected enable or filter)"},
+      {"events = 3\n", 1, "events", "bad.toml:1: events: expected a table"},
+      {"[instances.main]\n", 1, "instances.main",
+       "bad.toml:1: instances.main: 'main' is the top level of the file; choose another name"},
+      {"[instances.x]\nmode = \"nope\"\n", 2, "instances.x.mode",
+       "bad.toml:2: instances.x.mode: unknown mode 'nope' (expected overwrite or drop_newest)"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.text);
+    const ConfigError e = error_of(r.text);
+    CHECK(e.file() == "bad.toml");
+    CHECK(e.line() == r.line);
+    CHECK(e.key() == r.key);
+    CHECK(std::string(e.what()) == r.what);
+  }
+}
+
+TEST_CASE("config: TOML syntax errors carry the line", "[core][config]") {
+  const ConfigError e = error_of("mode = \"overwrite\"\nclock = \n");
+  CHECK(e.line() == 2);
+  CHECK(e.key().empty());
+  CHECK(std::string(e.what()).rfind("bad.toml:2: ", 0) == 0);
+}
+
+TEST_CASE("config: load_config names an unreadable file", "[core][config]") {
+  try {
+    load_config("/nonexistent/tracepipe.toml");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "/nonexistent/tracepipe.toml: cannot open the file");
+  }
+}

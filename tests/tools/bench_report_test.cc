@@ -1,0 +1,127 @@
+// tools/bench/report: derived numbers, warnings, and the JSON contract.
+#include <catch2/catch.hpp>
+
+#include "mini_json.h"
+#include "tools/bench/report.h"
+
+using namespace tracepipe::tools::bench;
+
+namespace {
+
+CaseResult row(Case c, Staging s, std::vector<double> secs, RunCounts k) {
+  CaseResult r;
+  r.spec = {c, s};
+  r.seconds = std::move(secs);
+  r.counts.assign(r.seconds.size(), k);
+  return r;
+}
+
+BenchReport sample_report() {
+  BenchReport r;
+  r.workload.groups = 1;
+  r.workload.fds = 2;
+  r.workload.loops = 3;
+  r.runs = 3;
+  r.cpus = {0, 1};
+  r.buffer_bytes_per_cpu = 1408 * 1024;
+  r.mode = "overwrite";
+  r.clock = "local";
+  r.engine = "test \"engine\"";
+  r.cases.push_back(row(Case::off, Staging::off, {0.78, 0.80, 0.79}, {}));
+  r.cases.push_back(row(Case::all, Staging::on, {1.79, 1.80, 1.78}, {1000, 1000, 0, 0}));
+  r.cases.push_back(row(Case::reject, Staging::on, {1.31, 1.30, 1.32}, {1000, 0, 1000, 0}));
+  r.cases.push_back(row(Case::reject, Staging::off, {1.40, 1.41, 1.39}, {1000, 0, 1000, 0}));
+  r.perf_events = 100;
+  r.perf.push_back(PerfResult{PerfCase::base, {1.0, 1.0, 1.0}, {{}, {}, {}}, {}, 0, {}, 0});
+  r.perf.push_back(PerfResult{PerfCase::overwrite, {1.5, 1.5, 1.5},
+                              {{100, 0, 40, 0, 0}, {100, 0, 42, 0, 0}, {100, 0, 41, 0, 0}}, {},
+                              100, {}, 0});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
+  BenchReport r = sample_report();
+  finalize(r, 5.0);
+  const CaseResult& all = r.cases[1];
+  CHECK(all.summary.median == Approx(1.79));
+  CHECK(all.events == 1000);
+  CHECK(all.accepted == 1000);
+  CHECK(all.accept_pct == Approx(100));
+  CHECK(all.ratio_to_off == Approx(1.79 / 0.79));
+  CHECK(all.ns_per_event == Approx((1.79 - 0.79) * 1e9 / 1000));
+  CHECK(r.cases[2].accepted == 0);
+  CHECK(r.cases[0].events == 0);
+  CHECK(r.cases[0].ns_per_event == 0);
+  CHECK(r.perf[1].ns_per_event == Approx(0.5 * 1e9 / 100));
+  CHECK(r.perf[1].median_counts.overrun == 41);
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("bench report: warnings for spread, noise and contradicting counts",
+          "[tools][bench]") {
+  BenchReport r = sample_report();
+  r.cases[1].seconds = {1.0, 1.5, 2.0};  // ±25%
+  r.cases[2].counts[1].accepted = 3;     // a reject-all filter let 3 through
+  r.cases[3].seconds = {0.79, 0.80, 0.78};
+  finalize(r, 5.0);
+  auto has = [&](const std::string& s) {
+    for (const auto& w : r.warnings)
+      if (w.find(s) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has("all/on: high spread"));
+  CHECK(has("reject/on: the reject-all filter accepted 3 events"));
+  CHECK(has("reject/off: the difference to off"));
+  // finalize() is idempotent: warnings are not duplicated.
+  const size_t n = r.warnings.size();
+  finalize(r, 5.0);
+  CHECK(r.warnings.size() == n);
+}
+
+TEST_CASE("bench report: traced cases need the off base", "[tools][bench]") {
+  BenchReport r = sample_report();
+  r.cases.erase(r.cases.begin());
+  CHECK_THROWS_AS(finalize(r, 5.0), std::logic_error);
+}
+
+TEST_CASE("bench report: JSON has the documented shape", "[tools][bench]") {
+  BenchReport r = sample_report();
+  finalize(r, 5.0);
+  mini_json::Value doc = mini_json::parse(to_json(r));
+  CHECK(doc["tool"].str() == "tracepipe bench");
+  CHECK(doc["config"]["engine"].str() == "test \"engine\"");
+  const auto& cases = doc["cases"].array();
+  REQUIRE(cases.size() == 4);
+  for (const auto& c : cases) {
+    for (const char* k : {"case", "staging"}) CHECK(c[k].is_string());
+    for (const char* k : {"runs", "mean_s", "median_s", "stddev_pct", "events", "ns_per_event",
+                          "accepted", "accept_pct"})
+      CHECK(c[k].is_number());
+    CHECK(c["samples_s"].array().size() == 3);
+  }
+  CHECK(cases[0]["case"].str() == "off");
+  CHECK(cases[0]["events"].number() == 0);
+  CHECK(cases[1]["case"].str() == "all");
+  CHECK(cases[1]["staging"].str() == "on");
+  CHECK(cases[1]["median_s"].number() == Approx(1.79));
+  CHECK(cases[3]["staging"].str() == "off");
+  const auto& series = doc["overwrite_series"];
+  CHECK(series["events"].number() == 100);
+  REQUIRE(series["cases"].array().size() == 2);
+  CHECK(series["cases"].array()[1]["case"].str() == "overwrite");
+  CHECK(series["cases"].array()[1]["overrun"].number() == 41);
+  CHECK(doc["warnings"].array().empty());
+}
+
+TEST_CASE("bench report: the table shows every row and the warnings", "[tools][bench]") {
+  BenchReport r = sample_report();
+  r.warnings.push_back("something odd");
+  finalize(r, 5.0);
+  std::string t = format_table(r);
+  CHECK(t.find("common_preempt_count==20") != std::string::npos);
+  CHECK(t.find("perf overwrite series") != std::string::npos);
+  CHECK(t.find("warning: something odd") != std::string::npos);
+  CHECK(t.find("1,000") != std::string::npos);
+}

@@ -1,0 +1,220 @@
+#pragma once
+// Internal: the state of one CPU buffer, the bit layout of its tail word and
+// of its position (sub-buffer) words, and the 16-byte compare-and-swap.
+// The protocol that uses them is described at the top of ring_buffer.h.
+// Mirrors kernel/trace/ring_buffer.c: struct ring_buffer_per_cpu.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "buffers/record.h"
+
+namespace tracepipe::buffers::detail {
+
+// ── The tail word ──────────────────────────────────────────────────────────
+// 16 bytes, only ever changed by one 16-byte CAS: { pos, last_ts }.
+//   pos bits  0..23  off: bytes reserved in the tail sub-buffer (bit 23 = PAUSED)
+//             24..43 idx: position (sub-buffer) the tail is in
+//             44..63 lap: how many times the tail wrapped (mod 2^20)
+//   last_ts        the stamp of the newest reservation (the clamp; see (B))
+// PAUSED sits inside the offset so that the fast path's single "does it fit"
+// comparison also catches a paused buffer (off >= 2^23 > any S).
+inline constexpr uint32_t kOffBits = 24;
+inline constexpr uint32_t kIdxBits = 20;
+inline constexpr uint32_t kLapBits = 20;
+inline constexpr uint64_t kOffMask = (uint64_t{1} << kOffBits) - 1;
+inline constexpr uint64_t kPausedBit = uint64_t{1} << 23;
+inline constexpr uint64_t kIdxMask = (uint64_t{1} << kIdxBits) - 1;
+inline constexpr uint64_t kLapMask = (uint64_t{1} << kLapBits) - 1;
+inline constexpr uint64_t kMaxSubbufSize = uint64_t{1} << 22;   // 4 MiB
+inline constexpr uint64_t kMinSubbufSize = 64;
+inline constexpr uint64_t kMaxPositions = uint64_t{1} << kIdxBits;
+
+constexpr uint64_t tail_off(uint64_t pos) noexcept { return pos & kOffMask; }
+constexpr uint64_t tail_idx(uint64_t pos) noexcept { return (pos >> kOffBits) & kIdxMask; }
+constexpr uint64_t tail_lap(uint64_t pos) noexcept { return pos >> (kOffBits + kIdxBits); }
+constexpr uint64_t make_tail(uint64_t lap, uint64_t idx, uint64_t off) noexcept {
+  return ((lap & kLapMask) << (kOffBits + kIdxBits)) | (idx << kOffBits) | off;
+}
+
+// ── Position words ─────────────────────────────────────────────────────────
+// One 8-byte word per sub-buffer, changed only by CAS / fetch_add:
+//   bits  0..23 read_off: bytes of this sub-buffer already consumed
+//        24..31 pins: readers currently copying from it (blocks recycling)
+//        32..33 phase: FREE (zeroed, unused), LIVE (holds data of `lap`),
+//               PREPARING (being zeroed by the party that moved it there)
+//        44..63 lap: the tail lap this sub-buffer holds (LIVE only)
+inline constexpr uint64_t kPinUnit = uint64_t{1} << 24;
+inline constexpr uint64_t kPinsMax = 255;
+enum class Phase : uint32_t { free = 0, live = 1, preparing = 2 };
+
+constexpr uint64_t pw_read_off(uint64_t w) noexcept { return w & kOffMask; }
+constexpr uint64_t pw_pins(uint64_t w) noexcept { return (w >> 24) & 0xff; }
+constexpr Phase pw_phase(uint64_t w) noexcept { return static_cast<Phase>((w >> 32) & 3); }
+constexpr uint64_t pw_lap(uint64_t w) noexcept { return w >> 44; }
+constexpr uint64_t make_pw(Phase ph, uint64_t lap, uint64_t pins, uint64_t read_off) noexcept {
+  return ((lap & kLapMask) << 44) | (uint64_t(static_cast<uint32_t>(ph)) << 32) | (pins << 24) | read_off;
+}
+constexpr uint64_t pw_with_read_off(uint64_t w, uint64_t read_off) noexcept {
+  return (w & ~kOffMask) | read_off;
+}
+
+// ── 16-byte CAS on the tail ────────────────────────────────────────────────
+struct alignas(16) TailWord {
+  uint64_t pos;
+  uint64_t ts;
+};
+
+[[gnu::always_inline]] inline uint64_t load_relaxed(const uint64_t& v) noexcept {
+  return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
+
+/// Atomically: if *t == {pos, ts} then *t = {npos, nts} and return true;
+/// otherwise load the current value into {pos, ts} and return false.
+/// Full barrier (lock cmpxchg16b). Under ThreadSanitizer the GCC 16-byte
+/// builtin is used instead so that the sanitizer sees the synchronisation.
+[[gnu::always_inline]] inline bool cas16(TailWord* t, uint64_t& pos, uint64_t& ts, uint64_t npos,
+                                         uint64_t nts) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  unsigned __int128 exp = (static_cast<unsigned __int128>(ts) << 64) | pos;
+  const unsigned __int128 des = (static_cast<unsigned __int128>(nts) << 64) | npos;
+  const bool ok = __atomic_compare_exchange_n(reinterpret_cast<unsigned __int128*>(t), &exp, des,
+                                              false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  pos = static_cast<uint64_t>(exp);
+  ts = static_cast<uint64_t>(exp >> 64);
+  return ok;
+#else
+  bool ok;
+  asm volatile("lock cmpxchg16b %1"
+               : "=@ccz"(ok), "+m"(*t), "+a"(pos), "+d"(ts)
+               : "b"(npos), "c"(nts)
+               : "memory");
+  return ok;
+#endif
+}
+
+// ── One CPU buffer ─────────────────────────────────────────────────────────
+// Line 0: what the write fast path touches (tail, and read-only geometry).
+// Line 1: slow-path loss counters. Line 2: reader side.
+struct alignas(64) CpuBuffer {
+  TailWord tail{0, 0};
+  std::byte* pages = nullptr;                  // nr_pos * subbuf_size bytes
+  std::atomic<uint64_t>* positions = nullptr;  // nr_pos words
+  uint64_t subbuf_size = 0;                    // S, a power of two
+  uint32_t subbuf_shift = 0;                   // log2(S)
+  uint32_t nr_pos = 0;                         // P
+  uint32_t cpu = 0;
+  std::atomic<uint32_t> wake_any{0};           // a waiter wants a wake-up at any commit
+
+  alignas(64) std::atomic<uint64_t> overrun{0};
+  std::atomic<uint64_t> commit_overrun{0};
+  std::atomic<uint64_t> lost_full{0};
+  std::atomic<uint64_t> lost_paused{0};
+  std::atomic<uint64_t> lost_too_big{0};
+  std::atomic<uint64_t> lost_busy{0};
+  std::atomic<uint64_t> discarded{0};
+  std::atomic<uint64_t> reclaimed{0};
+
+  alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
+  std::atomic<uint64_t> wake_at_switch{0};        // wake a waiter when switches reach this (0 = none)
+  std::atomic<uint32_t> futex{0};                 // bumped on every wake; waiters sleep on it
+  std::atomic<uint32_t> waiting{0};               // threads sleeping on futex
+
+  alignas(64) std::atomic<uint64_t> read{0};     // records consumed
+  std::atomic<uint64_t> read_lap{0};             // the consuming readers' current sub-buffer
+  std::atomic<uint64_t> read_idx{0};
+
+  std::byte* page(uint64_t idx) const noexcept { return pages + (idx << subbuf_shift); }
+};
+static_assert(offsetof(CpuBuffer, tail) == 0);
+static_assert(offsetof(CpuBuffer, overrun) == 64, "loss counters start the second cache line");
+static_assert(offsetof(CpuBuffer, switches) == 128);
+static_assert(offsetof(CpuBuffer, read) == 192, "reader state on its own line");
+
+}  // namespace tracepipe::buffers::detail
+
+namespace tracepipe::buffers::detail {
+
+/// Outcome of trying to recycle (zero and free) a LIVE sub-buffer.
+enum class Recycle : uint8_t {
+  recycled,  ///< it is FREE now
+  raced,     ///< its position word changed meanwhile: look again
+  pending,   ///< a record in it is not committed yet (or END not written)
+  pinned,    ///< a reader is copying from it
+  unread,    ///< drop-newest: not fully consumed
+  stale,     ///< it is not the expected lap
+};
+
+/// Overwrite mode: recycle position `idx`, which should hold lap `old_lap`,
+/// counting its unread records as overrun. Mirrors kernel/trace/ring_buffer.c:
+/// rb_handle_head_page (RB_PAGE_HEAD → pushing the head), rb_tail_page_update.
+Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcept;
+/// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
+Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
+/// Wakes threads blocked in a reader's wait() on this CPU (futex).
+void wake_waiters(CpuBuffer& cb) noexcept;
+/// Called after each sub-buffer switch (slow path): counts it and wakes a
+/// waiter whose watermark was reached.
+void note_switch(CpuBuffer& cb) noexcept;
+
+}  // namespace tracepipe::buffers::detail
+
+namespace tracepipe::buffers::detail {
+
+[[gnu::always_inline]] inline uint32_t load_word(const std::byte* p) noexcept {
+  return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(const_cast<std::byte*>(p)))
+      .load(std::memory_order_acquire);
+}
+
+/// Why a walk over a sub-buffer stopped.
+enum class Stop : uint8_t {
+  end,          ///< at the END word: the sub-buffer is closed and complete
+  full,         ///< at offset S: records fill it exactly
+  uncommitted,  ///< at a zero word: a pending record, or the end of what is reserved
+};
+struct WalkResult {
+  uint64_t off;  ///< where it stopped
+  Stop stop;
+};
+
+/// Visits the committed records of sub-buffer `idx` from offset `from`, in
+/// order, calling f(off, word, header) for data and discarded records, and
+/// stops at the first zero word (I2), the END word, or S. The caller keeps the
+/// sub-buffer from being recycled meanwhile (pin, or a pending record).
+/// Mirrors kernel/trace/ring_buffer.c: rb_advance_iter / rb_buffer_peek.
+template <class F>
+inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, F&& f) noexcept {
+  const std::byte* page = cb.page(idx);
+  const uint64_t S = cb.subbuf_size;
+  uint64_t off = from;
+  while (off < S) {
+    const uint32_t w = load_word(page + off);
+    const uint32_t kind = word_kind(w);
+    if (kind == kKindNone) return {off, Stop::uncommitted};
+    if (kind == kKindEnd) return {off, Stop::end};
+    const uint64_t stride = stride_for(word_len(w));
+    if (off + stride > S) [[unlikely]]
+      return {off, Stop::uncommitted};  // cannot happen (I1); never read past S
+    f(off, w, reinterpret_cast<const RecordHeader*>(page + off));
+    off += stride;
+  }
+  return {off, Stop::full};
+}
+
+/// Pins position `idx` if it is LIVE(lap): it cannot be recycled until
+/// unpin(). Returns the position word after pinning.
+inline std::optional<uint64_t> pin(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept {
+  std::atomic<uint64_t>& slot = cb.positions[idx];
+  uint64_t w = slot.load(std::memory_order_acquire);
+  for (;;) {
+    if (pw_phase(w) != Phase::live || pw_lap(w) != lap || pw_pins(w) == kPinsMax) return std::nullopt;
+    if (slot.compare_exchange_weak(w, w + kPinUnit, std::memory_order_acq_rel, std::memory_order_acquire))
+      return w + kPinUnit;
+  }
+}
+inline void unpin(CpuBuffer& cb, uint64_t idx) noexcept {
+  cb.positions[idx].fetch_sub(kPinUnit, std::memory_order_release);
+}
+
+}  // namespace tracepipe::buffers::detail

@@ -1,1 +1,0 @@
-// placeholder until the buffers module lands; replaced by its first source.

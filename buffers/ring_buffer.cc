@@ -1,0 +1,217 @@
+// RingBufferBase: memory, pause/resume, statistics; the recycling and wake-up
+// helpers of the slow path; explicit instantiations of both modes.
+#include "buffers/ring_buffer.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <new>
+
+namespace tracepipe::buffers {
+
+uint64_t monotonic_clock_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+bool is_pow2(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) : mode_(mode) {
+  using namespace detail;
+  if (cfg.cpus == 0 || cfg.cpus > 65536)
+    throw ConfigError("ring buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
+  if (!is_pow2(cfg.subbuf_size) || cfg.subbuf_size < kMinSubbufSize || cfg.subbuf_size > kMaxSubbufSize)
+    throw ConfigError("ring buffer: subbuf_size must be a power of two in [64, 4194304], got " +
+                      std::to_string(cfg.subbuf_size));
+  if (cfg.size_per_cpu == 0) throw ConfigError("ring buffer: size_per_cpu must be > 0");
+  size_t n = (cfg.size_per_cpu + cfg.subbuf_size - 1) / cfg.subbuf_size;
+  if (n < 2) n = 2;  // like the kernel's minimum of two pages
+  if (n + 1 > kMaxPositions)
+    throw ConfigError("ring buffer: size_per_cpu / subbuf_size must be < " + std::to_string(kMaxPositions) +
+                      " sub-buffers, got " + std::to_string(n));
+  subbuf_size_ = cfg.subbuf_size;
+  nr_pos_ = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
+  ncpu_ = cfg.cpus;
+  uint32_t shift = 0;
+  while ((size_t{1} << shift) < subbuf_size_) ++shift;
+
+  cpus_ = new CpuBuffer[ncpu_];
+  const size_t align = subbuf_size_ < 4096 ? 64 : 4096;
+  const size_t bytes = static_cast<size_t>(nr_pos_) * subbuf_size_;
+  for (uint32_t c = 0; c < ncpu_; ++c) {
+    CpuBuffer& cb = cpus_[c];
+    void* mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    auto* positions = new (std::nothrow) std::atomic<uint64_t>[nr_pos_];
+    if (mem == nullptr || positions == nullptr) {
+      std::free(mem);
+      delete[] positions;
+      release();
+      throw std::bad_alloc();
+    }
+    std::memset(mem, 0, bytes);  // I1, and no page fault on the write path later
+    cb.pages = static_cast<std::byte*>(mem);
+    cb.positions = positions;
+    for (uint32_t i = 0; i < nr_pos_; ++i) positions[i].store(make_pw(Phase::free, 0, 0, 0));
+    positions[0].store(make_pw(Phase::live, 0, 0, 0));  // the tail starts in position 0, lap 0
+    cb.subbuf_size = subbuf_size_;
+    cb.subbuf_shift = shift;
+    cb.nr_pos = nr_pos_;
+    cb.cpu = c;
+  }
+}
+
+RingBufferBase::~RingBufferBase() { release(); }
+
+void RingBufferBase::release() noexcept {
+  if (cpus_ == nullptr) return;
+  for (uint32_t c = 0; c < ncpu_; ++c) {
+    std::free(cpus_[c].pages);
+    delete[] cpus_[c].positions;
+    cpus_[c].pages = nullptr;
+    cpus_[c].positions = nullptr;
+  }
+  delete[] cpus_;
+  cpus_ = nullptr;
+}
+
+void RingBufferBase::pause() noexcept {
+  paused_.store(true, std::memory_order_release);
+  for (uint32_t c = 0; c < ncpu_; ++c) {
+    detail::CpuBuffer& cb = cpus_[c];
+    uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
+    while ((pos & detail::kPausedBit) == 0 && !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
+    }
+  }
+}
+
+void RingBufferBase::resume() noexcept {
+  for (uint32_t c = 0; c < ncpu_; ++c) {
+    detail::CpuBuffer& cb = cpus_[c];
+    uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
+    while ((pos & detail::kPausedBit) != 0 &&
+           !detail::cas16(&cb.tail, pos, ts, pos & ~detail::kPausedBit, ts)) {
+    }
+  }
+  paused_.store(false, std::memory_order_release);
+}
+
+CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
+  using namespace detail;
+  CpuStats s;
+  if (cpu >= ncpu_) return s;
+  CpuBuffer& cb = cpus_[cpu];
+  s.overrun = cb.overrun.load(std::memory_order_relaxed);
+  s.commit_overrun = cb.commit_overrun.load(std::memory_order_relaxed);
+  s.lost_full = cb.lost_full.load(std::memory_order_relaxed);
+  s.lost_paused = cb.lost_paused.load(std::memory_order_relaxed);
+  s.lost_too_big = cb.lost_too_big.load(std::memory_order_relaxed);
+  s.lost_busy = cb.lost_busy.load(std::memory_order_relaxed);
+  s.discarded = cb.discarded.load(std::memory_order_relaxed);
+  s.reclaimed = cb.reclaimed.load(std::memory_order_relaxed);
+  s.read = cb.read.load(std::memory_order_relaxed);
+  s.subbuf_switches = cb.switches.load(std::memory_order_relaxed);
+  uint64_t oldest = UINT64_MAX, newest = 0;
+  for (uint64_t idx = 0; idx < cb.nr_pos; ++idx) {
+    const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
+    if (pw_phase(w) != Phase::live) continue;
+    const std::optional<uint64_t> pinned = pin(cb, idx, pw_lap(w));
+    if (!pinned) continue;
+    walk_subbuf(cb, idx, pw_read_off(*pinned), [&](uint64_t, uint32_t word, const RecordHeader* h) {
+      if (word_kind(word) != kKindData) return;
+      ++s.entries;
+      s.bytes += word_len(word);
+      if (h->ts < oldest) oldest = h->ts;
+      if (h->ts > newest) newest = h->ts;
+    });
+    unpin(cb, idx);
+  }
+  if (s.entries != 0) {
+    s.oldest_ts = oldest;
+    s.newest_ts = newest;
+  }
+  return s;
+}
+
+namespace detail {
+
+namespace {
+
+// Moves a LIVE position (word w, which has no pins) to PREPARING, zeroes the
+// used part of its sub-buffer [0, used) and frees it. False when w changed.
+bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {
+  std::atomic<uint64_t>& slot = cb.positions[idx];
+  if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0), std::memory_order_acq_rel))
+    return false;
+  std::memset(cb.page(idx), 0, used < cb.subbuf_size ? used : cb.subbuf_size);
+  slot.store(make_pw(Phase::free, 0, 0, 0), std::memory_order_release);
+  return true;
+}
+
+// The END word (when present) occupies 4 bytes at `off`.
+uint64_t used_bytes(const WalkResult& r) noexcept { return r.stop == Stop::end ? r.off + 4 : r.off; }
+
+}  // namespace
+
+Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcept {
+  const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
+  if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::stale;
+  if (pw_pins(w) != 0) return Recycle::pinned;
+  // Every record must be committed (I3); count those after read_off.
+  uint64_t unread = 0;
+  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(w), [&](uint64_t, uint32_t word, const RecordHeader*) {
+    unread += word_kind(word) == kKindData;
+  });
+  if (r.stop == Stop::uncommitted) return Recycle::pending;
+  // Bytes before read_off were walked by the reader; zero from 0 to the end.
+  uint64_t used = used_bytes(r);
+  if (!zero_and_free(cb, idx, w, used)) return Recycle::raced;
+  cb.overrun.fetch_add(unread, std::memory_order_relaxed);
+  return Recycle::recycled;
+}
+
+Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept {
+  const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
+  if (pw_phase(w) != Phase::live || pw_lap(w) != lap) return Recycle::stale;
+  if (pw_read_off(w) != cb.subbuf_size) return Recycle::unread;
+  if (pw_pins(w) != 0) return Recycle::pinned;
+  // Fully consumed: everything up to S may be non-zero (END anywhere).
+  if (!zero_and_free(cb, idx, w, cb.subbuf_size)) return Recycle::raced;
+  return Recycle::recycled;
+}
+
+namespace {
+void futex_wake_all(CpuBuffer& cb) noexcept {
+  cb.futex.fetch_add(1, std::memory_order_release);
+  if (cb.waiting.load(std::memory_order_seq_cst) != 0)
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&cb.futex), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+}  // namespace
+
+void wake_waiters(CpuBuffer& cb) noexcept {
+  if (cb.wake_any.exchange(0, std::memory_order_acq_rel) != 0) futex_wake_all(cb);
+}
+
+void note_switch(CpuBuffer& cb) noexcept {
+  const uint64_t n = cb.switches.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const uint64_t at = cb.wake_at_switch.load(std::memory_order_acquire);
+  if (at != 0 && n >= at) {
+    uint64_t expect = at;
+    if (cb.wake_at_switch.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) futex_wake_all(cb);
+  }
+}
+
+}  // namespace detail
+
+template class RingBuffer<OverflowMode::overwrite>;
+template class RingBuffer<OverflowMode::drop_newest>;
+
+}  // namespace tracepipe::buffers

@@ -1,0 +1,364 @@
+#pragma once
+// buffers/ring_buffer.h — the per-CPU ring buffer every committed event goes
+// through: reserve / commit / discard, overwrite or drop-newest, pause.
+// Readers are in buffers/readers.h. Mirrors kernel/trace/ring_buffer.c and
+// Documentation/trace/ring-buffer-design.rst, rebuilt for user space, where
+// two writers of one CPU buffer may truly run at the same time (a thread can
+// migrate between choosing its CPU and writing), not only nest.
+//
+// ══ Picture (one CPU buffer; P positions, each a sub-buffer of S bytes) ══════
+//
+//              tail = { lap | idx | off | PAUSED,  last_ts }   one 16-byte word,
+//                                  │                            changed only by CAS16
+//   position:  0        1        2 ▼      3        4  ...   P-1
+//            ┌────────┬────────┬────────┬────────┬──────┬────────┐
+//            │LIVE L  │LIVE L  │LIVE L  │FREE    │ ...  │LIVE L-1│  position words:
+//            │        │        │tail pg │(zeroed)│      │oldest  │  {lap, phase, pins,
+//            └────────┴────────┴────────┴────────┴──────┴───▲────┘   read_off}
+//                 sub-buffer seq = lap*P + idx               └ read_off: consuming reader
+//
+//   in a sub-buffer:  [h|data][h|data][h|DISCARDED][h|data.. ][h 0 0 0 ...  (uncommitted / unused: zero)
+//   (record layout: buffers/record.h; h.word == 0 until the record is committed)
+//
+// The kernel names these head (oldest, next to read), tail (being written),
+// commit (last fully committed) and reader page. Here the tail is one word;
+// "commit" is per record (its header word); "head" is the oldest LIVE
+// position; a reader does not swap a page out but pins it while it copies.
+//
+// ══ Sub-buffer (position) states, and who moves them ═════════════════════════
+//   FREE ──(writer switching into it, CAS; before the tail CAS)──────────▶ LIVE(lap)
+//   LIVE ──(reader: pins +1 / -1, read_off forward; CAS)─────────────────▶ LIVE
+//   LIVE, closed, every record committed, pins == 0
+//        ──(overwrite writer recycling it: counts its unread records as overrun)
+//        ──(anyone, when read_off == S: fully consumed)──────────────────▶ PREPARING
+//   PREPARING ──(the same party: memset 0, release-store)────────────────▶ FREE
+//   "closed": the tail has left the sub-buffer. Every transition is a CAS on
+//   the whole word and checks the lap, so a party with a stale view fails.
+//
+// ══ Invariants ═══════════════════════════════════════════════════════════════
+//  I1 Zero: in a LIVE sub-buffer every byte after the last reserved record is 0,
+//     and a reserved record's header word stays 0 until commit/discard.
+//     (The sub-buffer was zeroed on its way to FREE; a reclaiming discard
+//     re-zeroes its record before it gives the space back.)
+//  I2 Visibility: a reader uses a record only after an acquire load of a
+//     non-zero header word; the writer release-stores that word after filling
+//     the payload. Readers stop at the first zero word (an uncommitted record,
+//     or the end of what is reserved): records become visible in buffer order.
+//  I3 No tear: a sub-buffer is zeroed or reused only from PREPARING, entered by
+//     a CAS from LIVE with pins == 0 after a walk found every record committed
+//     (and an END word). A stalled writer's zero header therefore blocks the
+//     recycling of its sub-buffer; an overwrite writer that needs it drops its
+//     own record (commit_overrun) instead of tearing the stalled one.
+//  I4 Conservation: every reserve attempt ends as exactly one of: a loss
+//     (counted by cause at the failure), a discard (counted by discard()), or
+//     a committed record, which is counted exactly once later: as read (the
+//     reader's CAS that moves read_off over it), as overrun (the recycler's CAS
+//     LIVE{read_off} → PREPARING counts the records after read_off), or it is
+//     still buffered (entries). Hence
+//        written = read + overrun + lost + discarded + entries (+ in flight).
+//  I5 Time order: stamps are non-decreasing in buffer order on each CPU (proof
+//     under "reserve").
+//
+// ══ reserve(cpu, len): the fast path, steps as labelled in the code ══════════
+//  (A) load the tail {pos, last} (two 8-byte loads; a torn pair makes (C) fail)
+//      and check that a record of stride = 16 + align8(len) fits: off + stride
+//      <= S. PAUSED lies inside `off`, so the same comparison sends a paused
+//      buffer to the slow path. Does not fit → reserve_slow (switch).
+//  (B) ts = max(clock(), last)                      — the clamp
+//  (C) CAS16 tail {pos, last} → {pos + stride, ts}; on failure go back to the
+//      fit check with the value the CAS returned (and read the clock again).
+//  (D) write ts into the record header; hand out the Reservation.
+//  commit: (E) release-store the header word (kind data, length).
+//
+//  A nested writer (a signal handler on this thread) or another thread on the
+//  same CPU buffer that runs
+//   - between (A) and (C): moves the tail, so our (C) fails; we retry after
+//     its record, with a new clock read, so our stamp is >= its stamp;
+//   - between (C) and (E): reserves after our record with a stamp >= ours
+//     (its `last` is our ts). Readers stop at our zero word, so its record
+//     becomes visible only when we commit. If we then discard, we are no
+//     longer the last record: our record becomes padding;
+//   - a writer that reserves and discards entirely between our (C) and our
+//     discard reclaims its own space, so the tail is back at our end and we
+//     can still reclaim ours.
+//  Proof of I5: buffer order is the order of successful CAS16s on the tail
+//  (also across sub-buffers: the switch is a CAS16 on the same word). Each
+//  success stores ts = max(clock, last) >= last, the stamp of the reservation
+//  right before it in that order. A reclaim moves pos back to the start of the
+//  removed (last) record and keeps the stamp, so the next record is stamped
+//  >= every stamp still before it. This holds whatever the clock does (a clock
+//  that steps back yields equal stamps, like the kernel's delta 0): no
+//  before_stamp/write_stamp pair is needed because the stamp and the position
+//  change together.
+//
+// ══ Costs ═══════════════════════════════════════════════════════════════════
+//  Fast path: one CAS16 (lock cmpxchg16b) + the clock; commit: one store and
+//  one load of a flag on the tail's cache line. No allocation, lock, syscall.
+//  Slow path (once per sub-buffer, out of line): claim the next position,
+//  CAS16, END word, in overwrite mode recycle the one after (walk + memset).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "buffers/cpu_buffer.h"
+#include "buffers/record.h"
+#include "buffers/stats.h"
+
+namespace tracepipe::buffers {
+
+/// What happens when a writer needs a sub-buffer that still holds data.
+enum class OverflowMode : uint8_t {
+  overwrite,    ///< flight recorder: recycle the oldest sub-buffer (its unread records count as overrun)
+  drop_newest,  ///< producer/consumer: refuse the new record (counted lost_full)
+};
+
+/// Geometry of a ring buffer. Kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers.
+struct RingBufferConfig {
+  uint32_t cpus = 1;                   ///< number of per-CPU buffers (>= 1)
+  size_t size_per_cpu = 1408 * 1024;   ///< bytes of data per CPU; rounded up to whole
+                                       ///< sub-buffers, at least 2, plus one spare
+  size_t subbuf_size = 4096;           ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
+};
+
+/// Thrown by the RingBuffer constructor for a bad RingBufferConfig; what() names the field.
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// The trace clock, called by reserve() to stamp a record: a monotonic time
+/// in ns (the buffer clamps it so stamps never go back on one CPU).
+using ClockFn = uint64_t (*)() noexcept;
+
+/// CLOCK_MONOTONIC in ns; the default clock.
+uint64_t monotonic_clock_ns() noexcept;
+
+/// Clock policy holding a function pointer (the default).
+struct FunctionClock {
+  ClockFn fn = &monotonic_clock_ns;
+  constexpr FunctionClock() noexcept = default;
+  constexpr FunctionClock(ClockFn f) noexcept : fn(f) {}  // NOLINT: implicit on purpose
+  [[gnu::always_inline]] uint64_t operator()() const noexcept { return fn(); }
+};
+/// Clock policy that reads no clock: every stamp is 0 (benchmarks, tests).
+struct NullClock {
+  [[gnu::always_inline]] constexpr uint64_t operator()() const noexcept { return 0; }
+};
+
+/// Points in the write path where a Hooks policy is called; tests use them to
+/// run a nested writer between two steps (style item 12).
+enum class Step : uint8_t {
+  loaded,      ///< after (A)
+  clocked,     ///< after (B), before the CAS (C)
+  reserved,    ///< after (C)/(D): record reserved, not committed
+  switching,   ///< slow path: about to claim the next sub-buffer
+  switched,    ///< slow path: tail moved to the next sub-buffer, END not yet written
+  reclaiming,  ///< discard: tail is at our end, about to CAS it back
+};
+/// Default Hooks: does nothing, compiles to nothing.
+struct NoHooks {
+  [[gnu::always_inline]] constexpr void operator()(Step, uint32_t /*cpu*/) const noexcept {}
+};
+
+template <OverflowMode M, class Clock, class Hooks>
+class RingBuffer;
+
+/// A reserved record: fill payload(), then pass it exactly once to commit()
+/// or discard() of the buffer that made it. An empty (false) Reservation
+/// holds nothing; error() says why, and the cause was counted.
+class Reservation {
+ public:
+  Reservation() noexcept = default;
+  explicit operator bool() const noexcept { return hdr_ != nullptr; }
+  /// Where to write the record; exactly the length asked for.
+  std::span<std::byte> payload() const noexcept {
+    return {reinterpret_cast<std::byte*>(hdr_) + detail::kHeaderSize, len_};
+  }
+  /// The record's stamp (0 when empty).
+  uint64_t ts() const noexcept { return hdr_ != nullptr ? hdr_->ts : 0; }
+  uint32_t cpu() const noexcept { return cpu_; }
+  ReserveError error() const noexcept { return err_; }
+
+ private:
+  template <OverflowMode, class, class>
+  friend class RingBuffer;
+  Reservation(detail::RecordHeader* h, detail::CpuBuffer* cb, uint64_t pos, uint32_t len) noexcept
+      : hdr_(h), cb_(cb), pos_(pos), len_(len), cpu_(cb->cpu) {}
+  Reservation(ReserveError e, uint32_t cpu) noexcept : cpu_(cpu), err_(e) {}
+
+  detail::RecordHeader* hdr_ = nullptr;
+  detail::CpuBuffer* cb_ = nullptr;
+  uint64_t pos_ = 0;  // tail word at the record's start (for reclaim)
+  uint32_t len_ = 0;
+  uint32_t cpu_ = 0;
+  ReserveError err_ = ReserveError::none;
+};
+
+/// What does not depend on the overflow mode, the clock or the hooks: the
+/// memory, pause/resume, statistics, and what readers (readers.h) use.
+/// Thread-safety: every member may be called from any thread at any time.
+class RingBufferBase {
+ public:
+  RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode);  // throws ConfigError
+  RingBufferBase(const RingBufferBase&) = delete;
+  RingBufferBase& operator=(const RingBufferBase&) = delete;
+  ~RingBufferBase();
+
+  uint32_t cpus() const noexcept { return ncpu_; }
+  OverflowMode mode() const noexcept { return mode_; }
+  /// Bytes per sub-buffer (S).
+  size_t subbuf_size() const noexcept { return subbuf_size_; }
+  /// Sub-buffers per CPU, including the spare one.
+  uint32_t nr_subbufs() const noexcept { return nr_pos_; }
+  /// Largest payload a record can have: subbuf_size() - 16.
+  uint32_t max_payload() const noexcept { return static_cast<uint32_t>(subbuf_size_ - detail::kHeaderSize); }
+
+  /// Stops output on every CPU: from return on, reserve() fails with
+  /// ReserveError::paused (counted lost_paused). Records reserved before
+  /// may still be committed. Mirrors perf's PERF_EVENT_IOC_PAUSE_OUTPUT and
+  /// kernel/trace/ring_buffer.c: ring_buffer_record_off.
+  void pause() noexcept;
+  /// Restarts output. Mirrors ring_buffer_record_on.
+  void resume() noexcept;
+  bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
+
+  /// Accounting of one CPU (zeroed CpuStats for a bad cpu). Walks the
+  /// buffered records (entries, bytes, stamps): O(buffer), not for hot paths.
+  /// Mirrors kernel/trace/trace.c: tracing_stats_read.
+  CpuStats stats(uint32_t cpu) const noexcept;
+  /// Reservations refused because cpu >= cpus().
+  uint64_t lost_bad_cpu() const noexcept { return lost_bad_cpu_.load(std::memory_order_relaxed); }
+
+  /// Internal, for readers.h: the state of one CPU (cpu < cpus()).
+  detail::CpuBuffer& cpu_buffer(uint32_t cpu) const noexcept { return cpus_[cpu]; }
+
+ protected:
+  void release() noexcept;
+
+  detail::CpuBuffer* cpus_ = nullptr;  // owned (aligned array)
+  uint32_t ncpu_ = 0;
+  uint32_t nr_pos_ = 0;
+  size_t subbuf_size_ = 0;
+  OverflowMode mode_;
+  std::atomic<bool> paused_{false};
+  mutable std::atomic<uint64_t> lost_bad_cpu_{0};
+};
+
+/// The per-CPU ring buffer, specialised per overflow mode at compile time:
+/// the write path has no branch on the mode (it only differs in the
+/// out-of-line sub-buffer switch). Clock: the trace-clock policy
+/// (FunctionClock holds a ClockFn; NullClock reads none; any type with
+/// `uint64_t operator()() const noexcept` may be inlined). Hooks: test hooks.
+/// Explicitly instantiated for both modes with the default Clock and Hooks.
+///
+/// Thread-safety: reserve/commit/discard/write may be called from any number
+/// of threads and signal handlers at once, for any cpu; they are lock-free,
+/// allocate nothing and make no system call (except commit's wake-up of a
+/// reader that blocks in wait(): one futex wake per wait, as the kernel's
+/// rb_wakeups).
+template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks>
+class RingBuffer : public RingBufferBase {
+ public:
+  static constexpr OverflowMode kMode = M;
+
+  explicit RingBuffer(const RingBufferConfig& cfg, Clock clock = Clock{}, Hooks hooks = Hooks{})
+      : RingBufferBase(cfg, M), clock_(clock), hooks_(hooks) {}
+
+  /// Reserves a record of payload_len bytes in CPU `cpu`'s buffer and stamps
+  /// it. Returns an empty Reservation when the CPU is unknown, the record is
+  /// larger than max_payload(), output is paused, the buffer is full
+  /// (drop-newest), or the sub-buffer to recycle is busy or has a pending
+  /// commit (overwrite); each counted by cause (see ReserveError). A
+  /// non-empty Reservation must be passed exactly once to commit() or
+  /// discard(). Any thread; lock-free.
+  /// Mirrors kernel/trace/ring_buffer.c: ring_buffer_lock_reserve, __rb_reserve_next.
+  [[nodiscard, gnu::always_inline]] inline Reservation reserve(uint32_t cpu, uint32_t payload_len) noexcept;
+
+  /// Publishes a reserved record to readers (I2). No-op for an empty one.
+  /// Mirrors ring_buffer_unlock_commit.
+  [[gnu::always_inline]] inline void commit(const Reservation& r) noexcept;
+
+  /// Gives a reserved record back: its space is reclaimed if it is still the
+  /// last record reserved on its CPU, otherwise it becomes padding that
+  /// readers skip. Counted in `discarded` (and `reclaimed`). No-op when empty.
+  /// Mirrors ring_buffer_discard_commit, rb_try_to_discard.
+  void discard(const Reservation& r) noexcept {
+    if (r.hdr_ != nullptr) discard_slow(r);
+  }
+
+  /// reserve + copy + commit. False when the reservation failed (counted).
+  /// Mirrors ring_buffer_write.
+  [[gnu::always_inline]] inline bool write(uint32_t cpu, std::span<const std::byte> payload) noexcept;
+
+  Hooks& hooks() noexcept { return hooks_; }
+  Clock& clock() noexcept { return clock_; }
+
+ private:
+  [[gnu::noinline, gnu::cold]] Reservation reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
+                                                        uint64_t last) noexcept;
+  [[gnu::noinline]] void discard_slow(const Reservation& r) noexcept;
+  [[gnu::noinline, gnu::cold]] Reservation fail_bad_cpu(uint32_t cpu) noexcept;
+
+  [[no_unique_address]] Clock clock_;
+  [[no_unique_address]] Hooks hooks_;
+};
+
+// ── Fast path ──────────────────────────────────────────────────────────────
+
+template <OverflowMode M, class Clock, class Hooks>
+inline Reservation RingBuffer<M, Clock, Hooks>::reserve(uint32_t cpu, uint32_t payload_len) noexcept {
+  if (cpu >= ncpu_) [[unlikely]]
+    return fail_bad_cpu(cpu);
+  detail::CpuBuffer& cb = cpus_[cpu];
+  const uint64_t stride = detail::stride_for(payload_len);
+  uint64_t pos = detail::load_relaxed(cb.tail.pos);  // (A)
+  uint64_t last = detail::load_relaxed(cb.tail.ts);
+  hooks_(Step::loaded, cpu);
+  for (;;) {
+    const uint64_t off = detail::tail_off(pos);
+    if (off + stride > cb.subbuf_size) [[unlikely]]
+      return reserve_slow(cb, payload_len, pos, last);
+    const uint64_t now = clock_();  // (B)
+    const uint64_t ts = now > last ? now : last;
+    hooks_(Step::clocked, cpu);
+    if (detail::cas16(&cb.tail, pos, last, pos + stride, ts)) [[likely]] {  // (C)
+      auto* h = reinterpret_cast<detail::RecordHeader*>(cb.page(detail::tail_idx(pos)) + off);
+      h->ts = ts;  // (D)
+      hooks_(Step::reserved, cpu);
+      return Reservation(h, &cb, pos, payload_len);
+    }
+  }
+}
+
+template <OverflowMode M, class Clock, class Hooks>
+inline void RingBuffer<M, Clock, Hooks>::commit(const Reservation& r) noexcept {
+  if (r.hdr_ == nullptr) [[unlikely]]
+    return;
+  std::atomic_ref<uint32_t>(r.hdr_->word)
+      .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)
+  if (r.cb_->wake_any.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    detail::wake_waiters(*r.cb_);
+}
+
+template <OverflowMode M, class Clock, class Hooks>
+inline bool RingBuffer<M, Clock, Hooks>::write(uint32_t cpu, std::span<const std::byte> payload) noexcept {
+  const uint32_t len = payload.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(payload.size());
+  Reservation r = reserve(cpu, len);
+  if (!r) [[unlikely]]
+    return false;
+  if (len != 0) std::memcpy(r.payload().data(), payload.data(), len);
+  commit(r);
+  return true;
+}
+
+using OverwriteRingBuffer = RingBuffer<OverflowMode::overwrite>;
+using DropNewestRingBuffer = RingBuffer<OverflowMode::drop_newest>;
+
+}  // namespace tracepipe::buffers
+
+#include "buffers/ring_buffer_slow.h"  // IWYU pragma: export

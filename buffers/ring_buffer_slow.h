@@ -1,0 +1,186 @@
+#pragma once
+// Out-of-line parts of RingBuffer<M, Clock, Hooks>: the sub-buffer switch,
+// discard, and failures. Included at the end of ring_buffer.h; instantiated
+// for the default Clock/Hooks in ring_buffer.cc. The protocol is described
+// at the top of ring_buffer.h.
+#include "buffers/ring_buffer.h"
+
+namespace tracepipe::buffers {
+
+namespace detail {
+
+/// Result of making the next position ready for the tail.
+enum class Claim : uint8_t { live, retry, full, busy, commit_overrun };
+
+/// Makes position `nidx` LIVE(nlap) so that the tail may enter it: claims it
+/// when FREE, or, when it still holds the previous lap, recycles it
+/// (overwrite) or frees it if fully consumed (drop-newest). The mode is a
+/// template argument: each mode's write path has its own copy, no branch.
+/// Mirrors kernel/trace/ring_buffer.c: rb_move_tail (the part that decides
+/// between pushing the head and dropping).
+template <OverflowMode M>
+[[gnu::always_inline]] inline Claim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap) noexcept {
+  std::atomic<uint64_t>& slot = cb.positions[nidx];
+  const uint64_t old_lap = (nlap - 1) & kLapMask;
+  for (;;) {
+    uint64_t w = slot.load(std::memory_order_acquire);
+    switch (pw_phase(w)) {
+      case Phase::free:
+        if (slot.compare_exchange_strong(w, make_pw(Phase::live, nlap, 0, 0), std::memory_order_acq_rel))
+          return Claim::live;
+        continue;
+      case Phase::preparing:
+        return Claim::busy;
+      case Phase::live:
+        break;
+    }
+    if (pw_lap(w) == nlap) return Claim::live;  // another switcher claimed it
+    if (pw_lap(w) != old_lap) return Claim::retry;  // our view of the tail is stale
+    Recycle r;
+    if constexpr (M == OverflowMode::overwrite) {
+      r = recycle_overwrite(cb, nidx, old_lap);
+    } else {
+      r = free_consumed(cb, nidx, old_lap);
+    }
+    switch (r) {
+      case Recycle::recycled:
+      case Recycle::raced:
+        continue;
+      case Recycle::pending:
+        return M == OverflowMode::overwrite ? Claim::commit_overrun : Claim::full;
+      case Recycle::pinned:
+        return Claim::busy;
+      case Recycle::unread:
+        return Claim::full;
+      case Recycle::stale:
+        return Claim::retry;
+    }
+  }
+}
+
+/// Writes the END word that closes sub-buffer `idx` at `off` (nothing when
+/// the records fill it exactly). Mirrors rb_reset_tail (padding the rest).
+[[gnu::always_inline]] inline void close_subbuf(CpuBuffer& cb, uint64_t idx, uint64_t off) noexcept {
+  if (off < cb.subbuf_size) {
+    auto* w = reinterpret_cast<uint32_t*>(cb.page(idx) + off);
+    std::atomic_ref<uint32_t>(*w).store(make_word(kKindEnd, 0), std::memory_order_release);
+  }
+}
+
+}  // namespace detail
+
+template <OverflowMode M, class Clock, class Hooks>
+Reservation RingBuffer<M, Clock, Hooks>::fail_bad_cpu(uint32_t cpu) noexcept {
+  lost_bad_cpu_.fetch_add(1, std::memory_order_relaxed);
+  return Reservation(ReserveError::bad_cpu, cpu);
+}
+
+template <OverflowMode M, class Clock, class Hooks>
+Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
+                                                      uint64_t last) noexcept {
+  using namespace detail;
+  const uint64_t stride = stride_for(len);
+  const uint64_t S = cb.subbuf_size;
+  auto fail = [&](ReserveError e, std::atomic<uint64_t>& counter) {
+    counter.fetch_add(1, std::memory_order_relaxed);
+    return Reservation(e, cb.cpu);
+  };
+  if (stride > S) return fail(ReserveError::too_big, cb.lost_too_big);
+  for (;;) {
+    if ((pos & kPausedBit) != 0) return fail(ReserveError::paused, cb.lost_paused);
+    const uint64_t off = tail_off(pos);
+    const uint64_t idx = tail_idx(pos);
+    const uint64_t lap = tail_lap(pos);
+    if (off + stride <= S) {
+      // The tail moved under us (another writer switched, or a reclaim): it
+      // fits now; same steps as the fast path.
+      const uint64_t now = clock_();  // (B)
+      const uint64_t ts = now > last ? now : last;
+      hooks_(Step::clocked, cb.cpu);
+      if (cas16(&cb.tail, pos, last, pos + stride, ts)) {  // (C)
+        auto* h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);
+        h->ts = ts;  // (D)
+        hooks_(Step::reserved, cb.cpu);
+        return Reservation(h, &cb, pos, len);
+      }
+      continue;
+    }
+    // (S1) The record does not fit: the next position must be LIVE(nlap).
+    const uint64_t nidx = idx + 1 == cb.nr_pos ? 0 : idx + 1;
+    const uint64_t nlap = nidx == 0 ? (lap + 1) & kLapMask : lap;
+    hooks_(Step::switching, cb.cpu);
+    switch (claim_next<M>(cb, nidx, nlap)) {
+      case Claim::live:
+        break;
+      case Claim::retry:
+        pos = load_relaxed(cb.tail.pos);
+        last = load_relaxed(cb.tail.ts);
+        continue;
+      case Claim::full:
+        return fail(ReserveError::full, cb.lost_full);
+      case Claim::busy:
+        return fail(ReserveError::busy, cb.lost_busy);
+      case Claim::commit_overrun:
+        return fail(ReserveError::commit_overrun, cb.commit_overrun);
+    }
+    // (S2) Move the tail into it with our record at offset 0, stamped as in (B).
+    const uint64_t now = clock_();
+    const uint64_t ts = now > last ? now : last;
+    const uint64_t npos = make_tail(nlap, nidx, 0);
+    if (!cas16(&cb.tail, pos, last, npos + stride, ts)) continue;  // tail changed: look again
+    hooks_(Step::switched, cb.cpu);
+    // (S3) Close the sub-buffer we left. Until this END word is written the
+    // left sub-buffer reads as having a pending record (I3), so nobody
+    // recycles it before we are done with it.
+    close_subbuf(cb, idx, off);
+    note_switch(cb);
+    if constexpr (M == OverflowMode::overwrite) {
+      // (S4) Recycle the position after the new tail page now, off the
+      // critical path, so the next switch finds it FREE. Best effort.
+      const uint64_t aidx = nidx + 1 == cb.nr_pos ? 0 : nidx + 1;
+      const uint64_t alap = aidx == 0 ? (nlap + 1) & kLapMask : nlap;
+      const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
+      const uint64_t aold = (alap - 1) & kLapMask;
+      if (pw_phase(w) == Phase::live && pw_lap(w) == aold) (void)recycle_overwrite(cb, aidx, aold);
+    }
+    auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
+    h->ts = ts;  // (D)
+    hooks_(Step::reserved, cb.cpu);
+    return Reservation(h, &cb, npos, len);
+  }
+}
+
+template <OverflowMode M, class Clock, class Hooks>
+void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
+  using namespace detail;
+  CpuBuffer& cb = *r.cb_;
+  const uint64_t stride = stride_for(r.len_);
+  const uint64_t start = r.pos_;
+  const uint64_t end = start + stride;
+  uint64_t pos = load_relaxed(cb.tail.pos);
+  uint64_t ts = load_relaxed(cb.tail.ts);
+  bool zeroed = false;
+  // Reclaim: only while our record is the last one reserved (tail == our end).
+  while (pos == end) {
+    if (!zeroed) {
+      // Restore I1 before the space can be handed out again.
+      std::memset(static_cast<void*>(r.hdr_), 0, stride);
+      zeroed = true;
+    }
+    hooks_(Step::reclaiming, cb.cpu);
+    if (cas16(&cb.tail, pos, ts, start, ts)) {  // keeps the stamp: I5
+      cb.discarded.fetch_add(1, std::memory_order_relaxed);
+      cb.reclaimed.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  // Someone reserved after us: leave padding of our length.
+  std::atomic_ref<uint32_t>(r.hdr_->word).store(make_word(kKindPadding, r.len_), std::memory_order_release);
+  cb.discarded.fetch_add(1, std::memory_order_relaxed);
+  if (cb.wake_any.load(std::memory_order_relaxed) != 0) wake_waiters(cb);
+}
+
+extern template class RingBuffer<OverflowMode::overwrite>;
+extern template class RingBuffer<OverflowMode::drop_newest>;
+
+}  // namespace tracepipe::buffers

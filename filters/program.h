@@ -91,14 +91,14 @@ enum class Code : uint8_t {
   always_false,        // the kernel's FILTER_PRED_FN_NOP (e.g. a field of size 48, stacktrace)
   cpu_cmp,             // CPU vs int: sub = op
   cpu_in_mask,         // CPU & CPUS{a,b}: test bit
-  scalar_in_mask,      // integer field & / == / != CPUS{a,b} (aux = width bytes, sub = op)
+  scalar_in_mask,      // integer field & / == / != CPUS{a,b} (val2 = width bytes, sub = op, aux = mask)
   cpumask_vs_mask,     // __data_loc cpumask field vs CPUS{...} (sub = op, aux = mask index)
   cpumask_vs_cpu,      // __data_loc cpumask field vs CPUS{n} (sub = op, val = n)
   function_range,      // FIELD.function == SYM: start <= field < end (val, val2); negate for !=
   str_static,          // char[N]            (aux = string matcher index, val = N)
   str_data_loc,        // __data_loc char[]
   str_rel_loc,         // __rel_loc char[]
-  str_ptr,             // char *             (val = 1 for .ustring)
+  str_ptr,             // char *             (val = 1 for .ustring, val2 = pointer width)
   str_comm,            // COMM / comm from EvalContext
 };
 
@@ -155,7 +155,14 @@ class Program {
   };
   Explained explain(std::span<const std::byte> record, const EvalContext& ctx = {}) const;
 
+  /// Evaluates entry i alone (bounds-checked), without following branches:
+  /// the leaf evaluator of reference_match() and tests.
+  bool eval_entry(size_t i, std::span<const std::byte> record, const EvalContext& ctx = {}) const noexcept;
+
+  /// The entries, for tests and tools.
   std::span<const detail::Pred> entries() const noexcept { return preds_; }
+  /// Source text of entry i (as written in the expression).
+  const std::string& entry_text(size_t i) const { return pred_text_[i]; }
 
   Program();
   ~Program();
@@ -165,7 +172,6 @@ class Program {
  private:
   friend class ProgramBuilder;
 
-  template <bool Checked>
   bool run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept;
   [[gnu::noinline]] bool eval_other(const detail::Pred& p, const std::byte* rec, size_t size,
                                     const EvalContext& ctx) const noexcept;
@@ -173,7 +179,7 @@ class Program {
                                                 const EvalContext& ctx) const noexcept;
 
   std::vector<detail::Pred> preds_;
-  std::vector<std::unique_ptr<StringMatcher>> strings_;
+  std::vector<std::shared_ptr<const StringMatcher>> strings_;
   std::vector<uint64_t> masks_;          ///< CPU bitmaps, words_per_mask_ words each
   std::vector<std::string> pred_text_;   ///< source of each predicate, for dump()
   uint32_t words_per_mask_ = 0;
@@ -243,7 +249,6 @@ template <typename T>
 
 }  // namespace detail
 
-template <bool Checked>
 inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
   const detail::Pred* p = preds_.data();
   const uint32_t n = static_cast<uint32_t>(preds_.size());
@@ -259,13 +264,12 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
     i = (r == static_cast<bool>(e.branch_if)) ? e.target : i + 1;
   }
   return i == n;
-  (void)Checked;
 }
 
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
   if (record.size() < min_size_) [[unlikely]]
     return run_checked(record.data(), record.size(), ctx);
-  return run<false>(record.data(), record.size(), ctx);
+  return run(record.data(), record.size(), ctx);
 }
 
 }  // namespace tracepipe::filters

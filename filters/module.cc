@@ -1,1 +1,0 @@
-// placeholder until the filters module lands; replaced by its first source.

@@ -1,0 +1,236 @@
+#include "filters/program.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "filters/string_match.h"
+
+namespace tracepipe::filters {
+
+using detail::Code;
+using detail::load;
+using detail::Op;
+using detail::Pred;
+
+Program::Program() = default;
+Program::~Program() = default;
+
+namespace {
+
+// USTRING_BUF_SIZE: the kernel copies at most this much of a char * string.
+constexpr size_t kPtrStringMax = 1024;
+// TASK_COMM_LEN.
+constexpr int kCommLen = 16;
+
+// Bytes from offset to the end of the record, 0 when offset is past it.
+size_t avail_from(size_t offset, size_t size) noexcept { return offset <= size ? size - offset : 0; }
+
+bool test_bit(const uint64_t* words, uint32_t nbits, uint32_t bit) noexcept {
+  return bit < nbits && (words[bit / 64] >> (bit % 64) & 1) != 0;
+}
+
+// Bit of a cpumask stored in the record (unsigned long words, little endian):
+// bit k is bit k % 8 of byte k / 8. Bytes outside the record read as 0.
+bool record_mask_bit(const std::byte* mask, size_t avail, uint32_t bit) noexcept {
+  const size_t byte = bit / 8;
+  return byte < avail && (static_cast<unsigned>(mask[byte]) >> (bit % 8) & 1) != 0;
+}
+
+// do_filter_scalar_cpumask: a mask of two or more CPUs never equals one CPU.
+bool scalar_vs_mask(Op op, bool in_mask) noexcept {
+  switch (op) {
+    case Op::eq: return false;
+    case Op::ne: return true;
+    case Op::band: return in_mask;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// Width in bytes of the fixed-position bytes an entry reads at p.offset
+// (0 = reads nothing from the record at a fixed place).
+static uint32_t fixed_width(const Pred& p) noexcept {
+  if (p.code <= Code::last_fixed_numeric) {
+    if (p.code <= Code::eq64) return 1u << static_cast<int>(p.code);
+    const int w = (static_cast<int>(p.code) - static_cast<int>(Code::lt_s8)) / 10;
+    return 1u << w;
+  }
+  switch (p.code) {
+    case Code::scalar_in_mask:
+    case Code::str_ptr: return static_cast<uint32_t>(p.val2);
+    case Code::cpumask_vs_mask:
+    case Code::cpumask_vs_cpu:
+    case Code::str_data_loc:
+    case Code::str_rel_loc: return 4;
+    case Code::function_range: return 8;
+    case Code::str_static: return static_cast<uint32_t>(p.val);
+    default: return 0;
+  }
+}
+
+bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
+  switch (p.code) {
+    case Code::cpu_cmp: {  // filter_pred_cpu: int compare with (int)val
+      const int cpu = static_cast<int>(ctx.cpu);
+      const int cmp = static_cast<int>(static_cast<uint32_t>(p.val));
+      switch (p.sub) {
+        case Op::eq: return cpu == cmp;
+        case Op::ne: return cpu != cmp;
+        case Op::lt: return cpu < cmp;
+        case Op::le: return cpu <= cmp;
+        case Op::gt: return cpu > cmp;
+        case Op::ge: return cpu >= cmp;
+        default: return false;
+      }
+    }
+    case Code::cpu_in_mask:  // filter_pred_cpu_cpumask
+      return scalar_vs_mask(p.sub, test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, ctx.cpu));
+    case Code::scalar_in_mask: {  // filter_pred_##size##_cpumask
+      const std::byte* f = rec + p.offset;
+      uint64_t v;
+      switch (p.val2) {
+        case 1: v = load<uint8_t>(f); break;
+        case 2: v = load<uint16_t>(f); break;
+        case 4: v = load<uint32_t>(f); break;
+        default: v = load<uint64_t>(f); break;
+      }
+      const auto cpu = static_cast<uint32_t>(v);
+      if (cpu >= nr_cpu_ids_) return false;
+      return scalar_vs_mask(p.sub, test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, cpu));
+    }
+    case Code::cpumask_vs_mask: {  // filter_pred_cpumask: do_filter_cpumask
+      const uint32_t item = load<uint32_t>(rec + p.offset);
+      const size_t loc = item & 0xffff;
+      const std::byte* m = rec + std::min(loc, size);
+      const size_t avail = avail_from(loc, size);
+      const uint64_t* lit = &masks_[p.aux * words_per_mask_];
+      bool equal = true, intersects = false;
+      for (uint32_t b = 0; b < nr_cpu_ids_; ++b) {
+        const bool a = record_mask_bit(m, avail, b), c = test_bit(lit, nr_cpu_ids_, b);
+        equal &= a == c;
+        intersects |= a && c;
+      }
+      switch (p.sub) {
+        case Op::eq: return equal;
+        case Op::ne: return !equal;
+        case Op::band: return intersects;
+        default: return false;
+      }
+    }
+    case Code::cpumask_vs_cpu: {  // filter_pred_cpumask_cpu: do_filter_cpumask_scalar
+      const uint32_t item = load<uint32_t>(rec + p.offset);
+      const size_t loc = item & 0xffff;
+      const std::byte* m = rec + std::min(loc, size);
+      const size_t avail = avail_from(loc, size);
+      const auto cpu = static_cast<uint32_t>(p.val);
+      const bool has = record_mask_bit(m, avail, cpu);
+      uint32_t weight = 0;
+      for (uint32_t b = 0; b < nr_cpu_ids_ && weight < 2; ++b) weight += record_mask_bit(m, avail, b);
+      switch (p.sub) {
+        case Op::eq: return has && weight == 1;
+        case Op::ne: return !has || weight > 1;
+        case Op::band: return has;
+        default: return false;
+      }
+    }
+    case Code::function_range: {  // filter_pred_function
+      const uint64_t v = load<uint64_t>(rec + p.offset);
+      const bool in = v >= p.val && v < p.val2;
+      return in != static_cast<bool>(p.negate);
+    }
+    case Code::str_static: {  // filter_pred_string: len = field size
+      const CString s{reinterpret_cast<const unsigned char*>(rec + p.offset), static_cast<size_t>(p.val)};
+      return strings_[p.aux]->match(s, static_cast<int>(p.val)) != static_cast<bool>(p.negate);
+    }
+    case Code::str_data_loc:    // filter_pred_strloc
+    case Code::str_rel_loc: {   // filter_pred_strrelloc: offset relative to the end of the field
+      const uint32_t item = load<uint32_t>(rec + p.offset);
+      size_t loc = item & 0xffff;
+      if (p.code == Code::str_rel_loc) loc += p.offset + 4;
+      const CString s{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)), avail_from(loc, size)};
+      return strings_[p.aux]->match(s, static_cast<int>(item >> 16)) != static_cast<bool>(p.negate);
+    }
+    case Code::str_ptr: {  // filter_pred_pchar / _user: an unreadable string is false
+      const uint64_t addr = p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
+      if (!ctx.resolve) return false;
+      const ResolvedString rs = ctx.resolve(addr, p.val != 0, ctx.resolve_user);
+      if (!rs.found) return false;
+      CString s{reinterpret_cast<const unsigned char*>(rs.text.data()), std::min(rs.text.size(), kPtrStringMax - 1)};
+      size_t len = 0;
+      while (len < s.avail && s.base[len]) ++len;
+      s.avail = len;
+      return strings_[p.aux]->match(s, static_cast<int>(len + 1)) != static_cast<bool>(p.negate);
+    }
+    case Code::str_comm: {  // filter_pred_comm: current->comm, TASK_COMM_LEN
+      const CString s{reinterpret_cast<const unsigned char*>(ctx.comm.data()),
+                      std::min<size_t>(ctx.comm.size(), kCommLen - 1)};
+      return strings_[p.aux]->match(s, kCommLen) != static_cast<bool>(p.negate);
+    }
+    default:  // always_false and anything unknown: the kernel's NOP predicate
+      return false;
+  }
+}
+
+bool Program::run_checked(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
+  const Pred* p = preds_.data();
+  const auto n = static_cast<uint32_t>(preds_.size());
+  uint32_t i = 0;
+  while (i < n) {
+    const Pred& e = p[i];
+    bool r;
+    if (static_cast<size_t>(e.offset) + fixed_width(e) > size && fixed_width(e) != 0) {
+      r = false;  // the field is cut off: defined as false
+    } else if (e.code <= Code::last_fixed_numeric) {
+      r = detail::eval_fixed_numeric(e, rec + e.offset);
+    } else {
+      r = eval_other(e, rec, size, ctx);
+    }
+    i = (r == static_cast<bool>(e.branch_if)) ? e.target : i + 1;
+  }
+  return i == n;
+}
+
+bool Program::eval_entry(size_t i, std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+  const Pred& e = preds_[i];
+  const std::byte* rec = record.data();
+  const size_t size = record.size();
+  if (fixed_width(e) != 0 && static_cast<size_t>(e.offset) + fixed_width(e) > size) return false;
+  if (e.code <= Code::last_fixed_numeric) return detail::eval_fixed_numeric(e, rec + e.offset);
+  return eval_other(e, rec, size, ctx);
+}
+
+Program::Explained Program::explain(std::span<const std::byte> record, const EvalContext& ctx) const {
+  Explained out;
+  const auto n = static_cast<uint32_t>(preds_.size());
+  uint32_t i = 0;
+  while (i < n) {
+    out.visited.push_back(i);
+    const bool r = eval_entry(i, record, ctx);
+    i = (r == static_cast<bool>(preds_[i].branch_if)) ? preds_[i].target : i + 1;
+  }
+  out.matched = i == n;
+  return out;
+}
+
+std::string Program::dump() const {
+  const auto n = static_cast<uint32_t>(preds_.size());
+  std::string out;
+  char line[64];
+  for (uint32_t i = 0; i < n; ++i) {
+    const Pred& p = preds_[i];
+    std::string head = std::to_string(i) + ": " + pred_text_[i];
+    if (head.size() < 32) head.resize(32, ' ');
+    else head += ' ';
+    const uint32_t t = p.target;
+    const std::string dest = t == n ? "T" : t == n + 1 ? "F" : std::to_string(t);
+    std::snprintf(line, sizeof line, "if %sr goto %s\n", p.branch_if ? "" : "!", dest.c_str());
+    out += head;
+    out += line;
+  }
+  out += "T: return true\n";
+  if (n) out += "F: return false\n";
+  return out;
+}
+
+}  // namespace tracepipe::filters

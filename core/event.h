@@ -51,10 +51,11 @@ struct CommonHeader {
 static_assert(sizeof(CommonHeader) == 8);
 static_assert(offsetof(CommonHeader, common_pid) == 4);
 
-/// Bits of common_flags. Mirrors kernel/trace/trace.h: enum trace_flag_type.
+/// Bits of common_flags (Linux 6.12+). Mirrors include/linux/trace_events.h:
+/// enum trace_flag_type.
 namespace TraceFlag {
 inline constexpr uint8_t irqs_off = 0x01;
-inline constexpr uint8_t irqs_nosupport = 0x02;
+inline constexpr uint8_t need_resched_lazy = 0x02;  ///< was IRQS_NOSUPPORT before 6.12
 inline constexpr uint8_t need_resched = 0x04;
 inline constexpr uint8_t hardirq = 0x08;  ///< user space: emitted from a signal handler
 inline constexpr uint8_t softirq = 0x10;

@@ -45,6 +45,7 @@
 #include <type_traits>
 
 #include "core/event.h"
+#include "core/instance.h"
 #include "core/registry.h"
 
 namespace tracepipe {
@@ -162,8 +163,6 @@ struct Str {
   }
 };
 
-class Instance;
-
 /// An event declared in C++ (see the top of this file).
 template <FixedString System, FixedString Name, class... Fields>
 struct EventDecl {
@@ -236,16 +235,44 @@ struct EventDecl {
     (Fields::put(rec, offsets[i++], dyn, v), ...);
   }
 
-  /// Emits into one instance (if it has the event enabled). See
-  /// Instance::emit_built for the fast path and its costs.
-  static inline auto emit(Instance& instance, typename Fields::arg_type... v) noexcept;
-  /// Emits into every instance that has the event enabled (the kernel's
-  /// tracepoint: one call site, each instance with its own filter).
-  static inline void trace(typename Fields::arg_type... v) noexcept;
+  /// Emits into one instance (if it has the event enabled there): the
+  /// stage → filter → commit path of core/instance.h. No allocation, lock or
+  /// system call. Any thread or signal handler.
+  [[gnu::always_inline]] static EmitResult emit(Instance& instance, typename Fields::arg_type... v) noexcept {
+    (void)&registered_at_startup;
+    auto fill = [&](std::span<std::byte> rec) noexcept { write_fields(rec.data(), v...); };
+    return instance.emit_fill(desc(), record_size(v...), fill);
+  }
+
+  /// Emits into every instance that has the event enabled, each with its
+  /// own filter (the kernel's tracepoint with one probe per instance).
+  /// Costs one load when no instance listens.
+  [[gnu::always_inline]] static void trace(typename Fields::arg_type... v) noexcept {
+    (void)&registered_at_startup;
+    const EventDesc& d = desc();
+    if (d.subscribers_for_fast_path().load(std::memory_order_relaxed) == nullptr) [[likely]]
+      return;
+    trace_slow(d, v...);
+  }
 
   /// Instantiated by emit()/trace(): registers the event during static
   /// initialisation of any program that emits it.
   static inline const EventDesc& registered_at_startup = desc();
+
+ private:
+  static void trace_slow(const EventDesc& d, typename Fields::arg_type... v) noexcept {
+    ThreadContext* ctx = thread_context();
+    if (ctx == nullptr) [[unlikely]] {
+      count_unregistered_drop();
+      return;
+    }
+    ReadSection rs(*ctx);  // keeps the subscriber list alive (not a nesting level)
+    const detail::Subscribers* subs = d.subscribers_for_fast_path().load(std::memory_order_acquire);
+    if (subs == nullptr) return;
+    const uint32_t size = record_size(v...);
+    auto fill = [&](std::span<std::byte> rec) noexcept { write_fields(rec.data(), v...); };
+    for (uint32_t i = 0; i < subs->count; ++i) subs->states[i]->instance->emit_to_state(*subs->states[i], size, fill);
+  }
 };
 
 }  // namespace tracepipe

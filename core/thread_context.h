@@ -31,6 +31,7 @@
 // already registered thread.
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,17 +41,17 @@ namespace tracepipe {
 
 namespace detail {
 
-/// Slots in one counter group (one cache line of u64): see CounterSlot.
-inline constexpr uint32_t kGroupSlots = 8;
+/// Slots in one counter group (two cache lines of u64).
+inline constexpr uint32_t kGroupSlots = 16;
 /// Groups per lazily allocated block of a thread's counters.
 inline constexpr uint32_t kGroupsPerBlock = 64;
 /// Blocks per thread: at most kMaxBlocks * kGroupsPerBlock groups exist.
 inline constexpr uint32_t kMaxBlocks = 1024;
 
-struct alignas(64) CounterGroup {
+struct alignas(128) CounterGroup {
   std::atomic<uint64_t> v[kGroupSlots];
 };
-static_assert(sizeof(CounterGroup) == 64);
+static_assert(sizeof(CounterGroup) == 128);
 
 struct CounterBlock {
   CounterGroup groups[kGroupsPerBlock];

@@ -1,0 +1,205 @@
+#pragma once
+// Inline definitions of the write path declared in core/instance.h. The
+// picture and the invariants (F1..F6) are at the top of instance.h; the
+// labels below (R1..R9) name the steps.
+#include <cstring>
+
+#include "core/instance.h"
+
+namespace tracepipe {
+
+namespace detail {
+
+/// Builds a record from the instance's common header and a fill callback.
+template <class Fill>
+struct FillWriter {
+  static constexpr bool kRaw = false;
+  Fill& fill;
+  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, const CommonHeader& h) const noexcept {
+    std::memcpy(rec.data(), &h, sizeof h);
+    fill(rec);
+  }
+};
+
+/// Copies a pre-built record (replay): the recorded header is kept.
+struct RawWriter {
+  static constexpr bool kRaw = true;
+  std::span<const std::byte> src;
+  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, const CommonHeader&) const noexcept {
+    std::memcpy(rec.data(), src.data(), src.size());
+  }
+};
+
+/// One step of the per-(thread, event) acceptance average used by adaptive
+/// staging: s += (target - s) / 16, s in [0, 65536].
+[[gnu::always_inline]] inline void adaptive_update(std::atomic<uint64_t>& score, bool accepted) noexcept {
+  const auto s = static_cast<int64_t>(score.load(std::memory_order_relaxed));
+  const int64_t target = accepted ? 65536 : 0;
+  score.store(static_cast<uint64_t>(s + ((target - s) >> 4)), std::memory_order_relaxed);
+}
+
+}  // namespace detail
+
+template <buffers::OverflowMode M, class Writer, class Hooks>
+[[gnu::always_inline]] inline EmitResult Instance::emit_impl(EventState& st, uint32_t size, uint32_t cpu,
+                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+  using Ring = buffers::RingBuffer<M>;
+  Ring& ring = static_cast<Ring&>(*ring_);
+  const uint32_t flags = st.flags.load(std::memory_order_acquire);
+  if ((flags & EventState::kEnabled) == 0) [[unlikely]]
+    return EmitResult::disabled;
+  ThreadContext* ctx = thread_context();  // (R1) registered thread, or drop
+  if (ctx == nullptr) [[unlikely]] {
+    count_unregistered_drop();
+    return EmitResult::lost;
+  }
+  WriterScope scope(*ctx);  // (R2) nesting depth + read-side section (F5)
+  auto& c = thread_counters(*ctx, st.counters).v;
+  const uint32_t phys = current_cpu();
+  if (!cpu_given) cpu = phys;
+  if (cpu >= ncpu_) [[unlikely]]
+    cpu %= ncpu_;
+
+  CommonHeader hdr{};
+  if constexpr (!Writer::kRaw) {
+    const uint32_t depth = scope.depth();
+    hdr.common_type = st.desc->id();
+    hdr.common_flags = (depth != 0 || ctx->in_signal.load(std::memory_order_relaxed) != 0) ? TraceFlag::hardirq : 0;
+    hdr.common_preempt_count = static_cast<uint8_t>(depth < 15 ? depth : 15);
+    hdr.common_pid = ctx->tid;
+  }
+
+  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) [[likely]] {
+    // (R3) unfiltered: reserve, build in place, commit.
+    const buffers::Reservation r = ring.reserve(cpu, size);
+    if (!r) [[unlikely]] {
+      counter_add(c[slot::lost_unfiltered]);
+      return EmitResult::lost;
+    }
+    w(r.payload(), hdr);
+    ring.commit(r);
+    counter_add(c[slot::kept_unfiltered]);
+    return EmitResult::kept;
+  }
+
+  const bool soft = (flags & EventState::kSoftDisabled) != 0;
+  const filters::Program* prog = st.program.load(std::memory_order_acquire);  // (R4) one load (F5)
+  const filters::EvalContext ectx{cpu, ctx->comm_view()};
+  const bool adaptive = options_.staging == Staging::adaptive;
+
+  bool stage = options_.staging != Staging::off;
+  if (adaptive && c[slot::adaptive_score].load(std::memory_order_relaxed) > adaptive_threshold_) {
+    stage = false;  // mostly accepted here: skip the extra copy
+    counter_add(c[slot::adaptive_direct]);
+  }
+  if (stage) {
+    const Claim cl = stager_->try_claim(phys, size);  // (R5) no clock read (F1)
+    if (cl) [[likely]] {
+      w(cl.payload(), hdr);
+      hooks(EmitStep::built_staged);
+      const bool accept = !soft && (prog == nullptr || prog->match(cl.payload(), ectx));  // (R6)
+      EmitResult res;
+      if (accept) {
+        hooks(EmitStep::before_copy);
+        // (R7) copy into the ring of the CPU we run on now; stamped here (F1, F3).
+        uint32_t wcpu = cpu;
+        if (!cpu_given) {
+          wcpu = current_cpu();
+          if (wcpu >= ncpu_) [[unlikely]]
+            wcpu %= ncpu_;
+        }
+        if (ring.write(wcpu, cl.payload())) [[likely]] {
+          counter_add(c[slot::kept_staged]);
+          res = EmitResult::kept;
+        } else {
+          counter_add(c[slot::lost_staged]);
+          res = EmitResult::lost;
+        }
+      } else {
+        counter_add(c[slot::rejected_staged]);  // (R8) cheap discard: nothing touched the ring
+        if (soft) counter_add(c[slot::soft]);
+        res = EmitResult::discarded;
+      }
+      stager_->release(cl);
+      if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
+      return res;
+    }
+    counter_add(c[cl.why() == ClaimFailure::busy ? slot::nested : slot::too_big]);
+  }
+
+  // (R9) direct: reserve in the ring, build, filter, commit or discard.
+  const buffers::Reservation r = ring.reserve(cpu, size);
+  if (!r) [[unlikely]] {
+    counter_add(c[slot::lost_direct]);
+    return EmitResult::lost;
+  }
+  w(r.payload(), hdr);
+  hooks(EmitStep::built_direct);
+  const bool accept = !soft && (prog == nullptr || prog->match(r.payload(), ectx));
+  if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
+  if (accept) {
+    ring.commit(r);
+    counter_add(c[slot::kept_direct]);
+    return EmitResult::kept;
+  }
+  ring.discard(r);  // reclaimed if still the last record, else padding
+  counter_add(c[slot::rejected_direct]);
+  if (soft) counter_add(c[slot::soft]);
+  return EmitResult::discarded;
+}
+
+template <class Writer, class Hooks>
+[[gnu::always_inline]] inline EmitResult Instance::dispatch(EventState& st, uint32_t size, uint32_t cpu,
+                                                            bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+  // One predictable branch picks the mode-specialised path (no branch on the
+  // mode inside the ring buffer's write path).
+  if (options_.mode == BufferMode::overwrite)
+    return emit_impl<buffers::OverflowMode::overwrite>(st, size, cpu, cpu_given, w, hooks);
+  return emit_impl<buffers::OverflowMode::drop_newest>(st, size, cpu, cpu_given, w, hooks);
+}
+
+template <class Fill, class Hooks>
+[[gnu::always_inline]] inline EmitResult Instance::emit_fill(const EventDesc& event, uint32_t size, Fill&& fill,
+                                                             Hooks&& hooks) noexcept {
+  EventState* st = states_[event.index()].load(std::memory_order_acquire);
+  if (st == nullptr) [[unlikely]]
+    return EmitResult::disabled;
+  if (size < sizeof(CommonHeader)) [[unlikely]]
+    size = sizeof(CommonHeader);
+  detail::FillWriter<std::remove_reference_t<Fill>> w{fill};
+  return dispatch(*st, size, 0, false, w, hooks);
+}
+
+template <class Hooks>
+inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
+                                     Hooks&& hooks) noexcept {
+  EventState* st = states_[event.index()].load(std::memory_order_acquire);
+  if (st == nullptr) [[unlikely]]
+    return EmitResult::disabled;
+  if (record.size() < sizeof(CommonHeader) || record.size() > UINT32_MAX) [[unlikely]] {
+    raw_refused_.fetch_add(1, std::memory_order_relaxed);
+    return EmitResult::lost;
+  }
+  detail::RawWriter w{record};
+  return dispatch(*st, static_cast<uint32_t>(record.size()), cpu, true, w, hooks);
+}
+
+template <class Hooks>
+inline EmitResult Instance::emit_raw(std::span<const std::byte> record, uint32_t cpu, Hooks&& hooks) noexcept {
+  if (record.size() < sizeof(CommonHeader)) [[unlikely]] {
+    raw_refused_.fetch_add(1, std::memory_order_relaxed);
+    return EmitResult::lost;
+  }
+  uint16_t id;
+  std::memcpy(&id, record.data(), sizeof id);
+  const EventDesc* d = registry_.by_id(id);
+  if (d == nullptr) [[unlikely]] {
+    raw_refused_.fetch_add(1, std::memory_order_relaxed);
+    return EmitResult::lost;
+  }
+  return emit_raw(*d, record, cpu, hooks);
+}
+
+// ── EventDecl emission (core/event_decl.h) ─────────────────────────────────────
+
+}  // namespace tracepipe

@@ -1,0 +1,412 @@
+// Instance: construction and the control plane (enable, filters, config).
+// The write path is inline in core/fast_path.h.
+#include "core/instance.h"
+
+#include <algorithm>
+#include <map>
+#include <new>
+#include <stdexcept>
+
+namespace tracepipe {
+
+namespace {
+
+// Subscriber lists live on the (shared) EventDesc, so changes to them are
+// serialised across instances.
+std::mutex& subscribers_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+detail::Subscribers* make_subscribers(const std::vector<EventState*>& list) {
+  if (list.empty()) return nullptr;
+  const size_t bytes = sizeof(detail::Subscribers) + (list.size() - 1) * sizeof(EventState*);
+  auto* s = static_cast<detail::Subscribers*>(::operator new(bytes));
+  s->count = static_cast<uint32_t>(list.size());
+  std::copy(list.begin(), list.end(), s->states);
+  return s;
+}
+
+void free_subscribers(const detail::Subscribers* s) { ::operator delete(const_cast<detail::Subscribers*>(s)); }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// "0" or blank clears a filter (kernel: "0" clears; an empty write too).
+bool clears_filter(std::string_view expr) {
+  const std::string_view t = trim(expr);
+  return t.empty() || t == "0";
+}
+
+}  // namespace
+
+// Objects unpublished under the instance mutex, freed together after one
+// grace period (so that a batch of changes costs one synchronize()).
+struct Instance::Retired {
+  std::vector<std::shared_ptr<const filters::Program>> programs;
+  std::vector<const detail::Subscribers*> subscribers;
+  bool empty() const { return programs.empty() && subscribers.empty(); }
+};
+
+Instance::Instance(InstanceOptions options, Registry& registry)
+    : options_(std::move(options)), registry_(registry), clock_(trace_clock(options_.clock)) {
+  if (!(options_.adaptive_threshold >= 0.0 && options_.adaptive_threshold <= 1.0))
+    throw std::invalid_argument("adaptive_threshold must be between 0 and 1");
+  if (options_.buffer_size_kb == 0) throw std::invalid_argument("buffer_size_kb must be at least 1");
+  ncpu_ = options_.cpus != 0 ? options_.cpus : possible_cpus();
+  adaptive_threshold_ = static_cast<uint64_t>(options_.adaptive_threshold * 65536.0);
+  buffers::RingBufferConfig rc;
+  rc.cpus = ncpu_;
+  rc.size_per_cpu = static_cast<size_t>(options_.buffer_size_kb) * 1024u;
+  rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
+  const buffers::FunctionClock clk(clock_.read);
+  if (options_.mode == BufferMode::overwrite)
+    ring_ = std::make_unique<buffers::RingBuffer<buffers::OverflowMode::overwrite>>(rc, clk);
+  else
+    ring_ = std::make_unique<buffers::RingBuffer<buffers::OverflowMode::drop_newest>>(rc, clk);
+  stager_ = std::make_unique<Stager>(options_.staging);
+  states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
+}
+
+std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Registry& registry) {
+  auto inst = std::make_unique<Instance>(config.options, registry);
+  inst->apply(config);
+  return inst;
+}
+
+Instance::~Instance() {
+  std::lock_guard lk(mu_);
+  Retired retired;
+  for (auto& st : owned_states_) {
+    st->flags.store(0, std::memory_order_release);
+    states_[st->desc->index()].store(nullptr, std::memory_order_release);
+    unsubscribe_locked(*st, retired);
+    if (st->program_owner) retired.programs.push_back(std::move(st->program_owner));
+  }
+  // Wait for emits still running on our states, then free everything.
+  synchronize();
+  for (const auto* s : retired.subscribers) free_subscribers(s);
+  for (auto& st : owned_states_) free_counter_group(st->counters);
+}
+
+// ── per-event state ─────────────────────────────────────────────────────────────
+
+EventState& Instance::state_locked(const EventDesc& event) {
+  if (&event.registry() != &registry_)
+    throw std::invalid_argument("event " + event.full_name() + " belongs to another registry than instance " +
+                                name());
+  if (EventState* st = states_[event.index()].load(std::memory_order_relaxed)) return *st;
+  auto st = std::make_unique<EventState>();
+  st->desc = &event;
+  st->instance = this;
+  st->counters = allocate_counter_group();
+  EventState* raw = st.get();
+  owned_states_.push_back(std::move(st));
+  states_[event.index()].store(raw, std::memory_order_release);
+  return *raw;
+}
+
+const EventState* Instance::state_of(const EventDesc& event) const noexcept {
+  if (&event.registry() != &registry_) return nullptr;
+  return states_[event.index()].load(std::memory_order_acquire);
+}
+
+void Instance::set_flag_locked(EventState& st, uint32_t flag, bool on) {
+  if (on)
+    st.flags.fetch_or(flag, std::memory_order_release);
+  else
+    st.flags.fetch_and(~flag, std::memory_order_release);
+}
+
+void Instance::subscribe_locked(EventState& st, bool on, Retired& retired) {
+  std::lock_guard lk(subscribers_mutex());
+  auto& atom = st.desc->subscribers_for_fast_path();
+  const detail::Subscribers* old = atom.load(std::memory_order_acquire);
+  std::vector<EventState*> list;
+  if (old != nullptr) list.assign(old->states, old->states + old->count);
+  const bool present = std::find(list.begin(), list.end(), &st) != list.end();
+  if (present == on) return;
+  if (on)
+    list.push_back(&st);
+  else
+    list.erase(std::find(list.begin(), list.end(), &st));
+  atom.store(make_subscribers(list), std::memory_order_release);
+  if (old != nullptr) retired.subscribers.push_back(old);
+}
+
+void Instance::unsubscribe_locked(EventState& st, Retired& retired) { subscribe_locked(st, false, retired); }
+
+void Instance::install_program_locked(EventState& st, std::shared_ptr<const filters::Program> program,
+                                      std::string text, Retired& retired) {
+  if (program) {
+    // Publish the program before the flag: a writer that sees kFiltered
+    // (acquire) then loads a non-null program.
+    st.program.store(program.get(), std::memory_order_release);
+    set_flag_locked(st, EventState::kFiltered, true);
+  } else {
+    // Clear the flag first: a writer that still saw it may load nullptr,
+    // which the fast path treats as "accept".
+    set_flag_locked(st, EventState::kFiltered, false);
+    st.program.store(nullptr, std::memory_order_release);
+  }
+  if (st.program_owner) retired.programs.push_back(std::move(st.program_owner));
+  st.program_owner = std::move(program);
+  st.filter_text = std::move(text);
+}
+
+void Instance::reclaim(Retired& retired) {
+  if (retired.empty()) return;
+  synchronize();  // (F5) no writer still runs an old program or list
+  for (const auto* s : retired.subscribers) free_subscribers(s);
+  retired.subscribers.clear();
+  retired.programs.clear();
+}
+
+// ── control ─────────────────────────────────────────────────────────────────────
+
+void Instance::enable(const EventDesc& event, bool on) {
+  std::lock_guard lk(mu_);
+  Retired retired;
+  enable_locked(event, on, retired);
+  reclaim(retired);
+}
+
+void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired) {
+  EventState& st = state_locked(event);
+  set_flag_locked(st, EventState::kEnabled, on);
+  subscribe_locked(st, on, retired);
+}
+
+size_t Instance::enable(std::string_view pattern, bool on) {
+  const auto events = registry_.match(pattern);
+  std::lock_guard lk(mu_);
+  Retired retired;
+  for (const EventDesc* d : events) enable_locked(*d, on, retired);
+  reclaim(retired);
+  return events.size();
+}
+
+bool Instance::enabled(const EventDesc& event) const noexcept {
+  const EventState* st = state_of(event);
+  return st != nullptr && (st->flags.load(std::memory_order_acquire) & EventState::kEnabled) != 0;
+}
+
+void Instance::set_soft_disabled(const EventDesc& event, bool soft) {
+  std::lock_guard lk(mu_);
+  set_flag_locked(state_locked(event), EventState::kSoftDisabled, soft);
+}
+
+bool Instance::soft_disabled(const EventDesc& event) const noexcept {
+  const EventState* st = state_of(event);
+  return st != nullptr && (st->flags.load(std::memory_order_acquire) & EventState::kSoftDisabled) != 0;
+}
+
+FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr) {
+  if (clears_filter(expr)) {
+    clear_filter(event);
+    return {};
+  }
+  // Compile outside the lock: it allocates and may take a while.
+  filters::CompileResult res = filters::compile(expr, event.filter_fields());
+  if (!res.ok()) return FilterStatus(res.error(), std::string(expr));
+  std::lock_guard lk(mu_);
+  Retired retired;
+  EventState& st = state_locked(event);
+  install_program_locked(st, res.program(), std::string(trim(expr)), retired);
+  st.filter_error.reset();
+  reclaim(retired);
+  return {};
+}
+
+void Instance::clear_filter(const EventDesc& event) {
+  std::lock_guard lk(mu_);
+  Retired retired;
+  EventState& st = state_locked(event);
+  install_program_locked(st, nullptr, "", retired);
+  st.filter_error.reset();
+  reclaim(retired);
+}
+
+std::string Instance::filter(const EventDesc& event) const {
+  std::lock_guard lk(mu_);
+  const EventState* st = state_of(event);
+  return st == nullptr || st->filter_text.empty() ? std::string("none") : st->filter_text;
+}
+
+std::optional<filters::FilterError> Instance::filter_error(const EventDesc& event) const {
+  std::lock_guard lk(mu_);
+  const EventState* st = state_of(event);
+  return st == nullptr ? std::nullopt : st->filter_error;
+}
+
+SystemFilterResult Instance::set_system_filter(std::string_view system, std::string_view expr) {
+  const auto events = registry_.system_events(system);
+  if (events.empty()) throw std::invalid_argument("no events in system '" + std::string(system) + "'");
+  SystemFilterResult out;
+  std::vector<filters::CompileResult> compiled;
+  const bool clear = clears_filter(expr);
+  if (!clear)
+    for (const EventDesc* d : events) compiled.push_back(filters::compile(expr, d->filter_fields()));
+  std::lock_guard lk(mu_);
+  Retired retired;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EventState& st = state_locked(*events[i]);
+    if (clear) {
+      install_program_locked(st, nullptr, "", retired);
+      st.filter_error.reset();
+      out.applied.push_back(events[i]);
+    } else if (compiled[i].ok()) {
+      install_program_locked(st, compiled[i].program(), std::string(trim(expr)), retired);
+      st.filter_error.reset();
+      out.applied.push_back(events[i]);
+    } else {
+      // The kernel leaves an event without the fields unfiltered and shows
+      // the subsystem error in its filter file.
+      install_program_locked(st, nullptr, "", retired);
+      st.filter_error = compiled[i].error();
+      out.rejected.emplace_back(events[i], compiled[i].error());
+    }
+  }
+  reclaim(retired);
+  return out;
+}
+
+void Instance::apply(const InstanceConfig& config) {
+  // Resolve and compile everything first, so that an error leaves the
+  // instance as it was.
+  struct Planned {
+    const EventDesc* event;
+    const EventSettings* settings;
+    std::optional<filters::CompileResult> program;  // nullopt: no filter key; ok() false never kept
+    bool clear = false;
+  };
+  std::vector<Planned> plan;
+  const auto filter_failure = [&](const EventSettings& s, const EventDesc& d, const filters::FilterError& e) {
+    throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
+                      "filter rejected for " + d.full_name() + ": parse_error: " + std::string(e.message()) +
+                          "\n" + e.render(*s.filter));
+  };
+  for (const EventSettings& s : config.systems) {
+    const auto events = registry_.system_events(s.pattern);
+    if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no events in system '" + s.pattern + "'");
+    for (const EventDesc* d : events) {
+      Planned p{d, &s, std::nullopt, false};
+      if (s.filter) {
+        if (clears_filter(*s.filter)) {
+          p.clear = true;
+        } else {
+          p.program = filters::compile(*s.filter, d->filter_fields());
+          // Kernel semantics: events without the fields stay unfiltered.
+          if (!p.program->ok()) p.clear = true;
+        }
+      }
+      plan.push_back(std::move(p));
+    }
+  }
+  for (const EventSettings& s : config.events) {
+    const auto events = registry_.match(s.pattern);
+    if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+    for (const EventDesc* d : events) {
+      Planned p{d, &s, std::nullopt, false};
+      if (s.filter) {
+        if (clears_filter(*s.filter)) {
+          p.clear = true;
+        } else {
+          p.program = filters::compile(*s.filter, d->filter_fields());
+          if (!p.program->ok()) filter_failure(s, *d, p.program->error());
+        }
+      }
+      plan.push_back(std::move(p));
+    }
+  }
+  std::lock_guard lk(mu_);
+  Retired retired;
+  for (Planned& p : plan) {
+    EventState& st = state_locked(*p.event);
+    const EventSettings& s = *p.settings;
+    if (s.filter) {
+      if (p.clear && p.program && !p.program->ok()) {
+        install_program_locked(st, nullptr, "", retired);
+        st.filter_error = p.program->error();
+      } else if (p.clear) {
+        install_program_locked(st, nullptr, "", retired);
+        st.filter_error.reset();
+      } else {
+        install_program_locked(st, p.program->program(), std::string(trim(*s.filter)), retired);
+        st.filter_error.reset();
+      }
+    }
+    if (s.soft_disable) set_flag_locked(st, EventState::kSoftDisabled, *s.soft_disable);
+    if (s.enable) enable_locked(*p.event, *s.enable, retired);
+  }
+  reclaim(retired);
+}
+
+// ── statistics ──────────────────────────────────────────────────────────────────
+
+std::vector<buffers::CpuStats> Instance::cpu_stats() const {
+  std::vector<buffers::CpuStats> out;
+  out.reserve(ncpu_);
+  for (uint32_t c = 0; c < ncpu_; ++c) out.push_back(ring_->stats(c));
+  return out;
+}
+
+EventStats Instance::event_stats(const EventDesc& event) const {
+  const EventState* st = state_of(event);
+  if (st == nullptr) return {};
+  const auto v = counter_sums(st->counters);
+  EventStats s;
+  s.kept = v[slot::kept_unfiltered] + v[slot::kept_staged] + v[slot::kept_direct];
+  s.discarded = v[slot::rejected_staged] + v[slot::rejected_direct];
+  s.lost = v[slot::lost_unfiltered] + v[slot::lost_staged] + v[slot::lost_direct];
+  s.soft_discarded = v[slot::soft];
+  s.ring_discards = v[slot::rejected_direct];
+  s.unfiltered = v[slot::kept_unfiltered] + v[slot::lost_unfiltered];
+  s.staged = v[slot::kept_staged] + v[slot::rejected_staged] + v[slot::lost_staged];
+  s.direct = v[slot::kept_direct] + v[slot::rejected_direct] + v[slot::lost_direct];
+  s.nested = v[slot::nested];
+  s.too_big = v[slot::too_big];
+  s.adaptive_direct = v[slot::adaptive_direct];
+  return s;
+}
+
+uint64_t Instance::ring_attempts() const {
+  std::vector<const EventDesc*> events;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& st : owned_states_) events.push_back(st->desc);
+  }
+  uint64_t n = 0;
+  for (const EventDesc* d : events) n += event_stats(*d).ring_attempts();
+  return n;
+}
+
+std::vector<Cmdline> Instance::cmdlines() const {
+  std::map<int32_t, std::string> merged;
+  for (const Cmdline& c : tracepipe::cmdlines()) merged[c.pid] = c.comm;
+  {
+    std::lock_guard lk(mu_);
+    for (const Cmdline& c : extra_cmdlines_) merged[c.pid] = c.comm;
+  }
+  std::vector<Cmdline> out;
+  out.reserve(merged.size());
+  for (auto& [pid, comm] : merged) out.push_back({pid, comm});
+  return out;
+}
+
+void Instance::add_cmdline(int32_t pid, std::string_view comm) {
+  std::lock_guard lk(mu_);
+  for (Cmdline& c : extra_cmdlines_)
+    if (c.pid == pid) {
+      c.comm = std::string(comm);
+      return;
+    }
+  extra_cmdlines_.push_back({pid, std::string(comm)});
+}
+
+}  // namespace tracepipe

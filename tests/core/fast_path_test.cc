@@ -1,0 +1,410 @@
+// The write path: stage -> filter -> commit or discard, per staging policy.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <numeric>
+#include <string>
+
+#include "test_events.h"
+#include "test_support.h"
+
+using namespace tracepipe;
+using namespace tp_core_test;
+
+namespace {
+
+const Staging kAllStaging[] = {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive};
+
+uint64_t total_accounted(const Instance& inst) {
+  uint64_t n = 0;
+  for (const auto& s : inst.cpu_stats()) n += s.accounted();
+  return n;
+}
+
+std::string pad_of(uint32_t i) { return "p" + std::to_string(i); }
+
+}  // namespace
+
+TEST_CASE("fast path: an unfiltered event lands with the common header filled in", "[core][fastpath]") {
+  Instance inst(small_options(Staging::per_thread));
+  CHECK(Sample::emit(inst, 1, 2, "x") == EmitResult::disabled);  // not enabled yet
+  inst.enable(Sample::desc());
+  REQUIRE(Sample::emit(inst, 7, 42, "hello") == EmitResult::kept);
+  const auto recs = drain(inst);
+  REQUIRE(recs.size() == 1);
+  const Rec& r = recs[0];
+  REQUIRE(r.bytes.size() == 64);
+  const CommonHeader h = r.header();
+  CHECK(h.common_type == Sample::desc().id());
+  CHECK(h.common_type >= Registry::kFirstDeclaredId);
+  CHECK(h.common_flags == 0);
+  CHECK(h.common_preempt_count == 0);
+  CHECK(h.common_pid == static_cast<int32_t>(gettid()));
+  CHECK(r.at<uint32_t>(8) == 7);
+  CHECK(r.at<uint32_t>(12) == 42);
+  CHECK(std::string(reinterpret_cast<const char*>(r.bytes.data() + 16)) == "hello");
+  CHECK(r.bytes[16 + 47] == std::byte{0});
+  const EventStats s = inst.event_stats(Sample::desc());
+  CHECK(s.kept == 1);
+  CHECK(s.unfiltered == 1);
+  CHECK(s.emitted() == 1);
+  CHECK(s.staged == 0);
+  CHECK(r.ts > 0);
+}
+
+TEST_CASE("fast path: filtered events per staging policy (counts, paths, records)", "[core][fastpath]") {
+  for (Staging st : kAllStaging) {
+    INFO("staging " << to_string(st));
+    Instance inst(small_options(st));
+    inst.enable(Sample::desc());
+    REQUIRE(inst.set_filter(Sample::desc(), "value > 10 && seq != 3").ok());
+    CHECK(inst.filter(Sample::desc()) == "value > 10 && seq != 3");
+    uint32_t expect_kept = 0;
+    for (uint32_t i = 0; i < 200; ++i) {
+      const uint32_t value = i % 20;
+      const bool accept = value > 10 && i != 3;
+      const EmitResult res = Sample::emit(inst, value, i, pad_of(i));
+      REQUIRE(res == (accept ? EmitResult::kept : EmitResult::discarded));
+      expect_kept += accept;
+    }
+    const EventStats s = inst.event_stats(Sample::desc());
+    CHECK(s.kept == expect_kept);
+    CHECK(s.discarded == 200 - expect_kept);
+    CHECK(s.lost == 0);
+    CHECK(s.unfiltered == 0);
+    CHECK(s.staged + s.direct == 200);
+    CHECK(s.nested == 0);
+    CHECK(s.too_big == 0);
+    switch (st) {
+      case Staging::off:
+        CHECK(s.direct == 200);
+        CHECK(s.ring_discards == 200 - expect_kept);
+        break;
+      case Staging::per_cpu:
+      case Staging::per_thread:
+        CHECK(s.staged == 200);
+        CHECK(s.ring_discards == 0);
+        break;
+      case Staging::adaptive:
+        // Runs of 9 accepts and 11 rejects: the recent average crosses 50%
+        // inside each run of accepts, so some events go direct; every direct
+        // one was chosen by the policy (nothing was nested or too big).
+        CHECK(s.adaptive_direct == s.direct);
+        CHECK(s.adaptive_direct > 0);
+        CHECK(s.staged > s.direct);
+        break;
+    }
+    const auto recs = drain(inst);
+    REQUIRE(recs.size() == expect_kept);
+    for (const Rec& r : recs) {
+      CHECK(r.at<uint32_t>(8) > 10);
+      CHECK(r.at<uint32_t>(12) != 3);
+      CHECK(std::string(reinterpret_cast<const char*>(r.bytes.data() + 16)) == pad_of(r.at<uint32_t>(12)));
+    }
+    // Conservation across the ring buffer: every reserve attempt accounted.
+    CHECK(total_accounted(inst) == inst.ring_attempts());
+    CHECK(inst.ring_attempts() == s.ring_attempts());
+  }
+}
+
+TEST_CASE("fast path: a failed filter keeps the previous one; 0 clears", "[core][fastpath][filter]") {
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+  const FilterStatus bad = inst.set_filter(Sample::desc(), "valu == 1");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == filters::FilterErr::field_not_found);
+  CHECK(bad.render() ==
+        "event filter parse error: error: Field not found\n  Command: valu == 1\n                ^\n");
+  CHECK(inst.filter(Sample::desc()) == "value == 1");  // still in force
+  CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
+  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::discarded);
+  REQUIRE(inst.set_filter(Sample::desc(), " 0 ").ok());
+  CHECK(inst.filter(Sample::desc()) == "none");
+  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::kept);
+  CHECK(inst.event_stats(Sample::desc()).unfiltered == 1);
+  REQUIRE(inst.set_filter(Sample::desc(), "seq == 5").ok());
+  inst.clear_filter(Sample::desc());
+  CHECK(inst.filter(Sample::desc()) == "none");
+  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::kept);
+}
+
+TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[core][fastpath]") {
+  for (Staging st : kAllStaging) {
+    INFO("staging " << to_string(st));
+    Instance inst(small_options(st));
+    inst.enable(Sample::desc());
+    inst.set_soft_disabled(Sample::desc(), true);
+    CHECK(inst.soft_disabled(Sample::desc()));
+    for (int i = 0; i < 10; ++i) CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::discarded);
+    const EventStats s = inst.event_stats(Sample::desc());
+    CHECK(s.discarded == 10);
+    CHECK(s.soft_discarded == 10);
+    CHECK(s.kept == 0);
+    CHECK(drain(inst).empty());
+    inst.set_soft_disabled(Sample::desc(), false);
+    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+  }
+}
+
+TEST_CASE("fast path: the staging boundary is the slot minus header and length word", "[core][fastpath]") {
+  for (Staging st : {Staging::per_cpu, Staging::per_thread}) {
+    INFO("staging " << to_string(st));
+    // 8 KiB sub-buffers, so that the ring takes records on both sides of the
+    // staging limit (a 4 KiB sub-buffer holds at most 4080 bytes of payload).
+    InstanceOptions o = small_options(st);
+    o.subbuf_size_kb = 8;
+    Instance inst(o);
+    inst.enable(Other::desc());
+    REQUIRE(inst.set_filter(Other::desc(), "level >= 0").ok());
+    REQUIRE(Other::fixed_size == 16);
+    // Str fields are capped at kMaxStrLen bytes, so build the records by size.
+    const auto emit_sized = [&](uint32_t size) {
+      return inst.emit_fill(Other::desc(), size, [](std::span<std::byte> rec) {
+        std::memset(rec.data() + 8, 0, rec.size() - 8);  // level 0, empty data_loc
+      });
+    };
+    CHECK(emit_sized(kMaxStagedRecord) == EmitResult::kept);
+    EventStats s = inst.event_stats(Other::desc());
+    CHECK(s.staged == 1);
+    CHECK(s.too_big == 0);
+    CHECK(emit_sized(kMaxStagedRecord + 1) == EmitResult::kept);
+    s = inst.event_stats(Other::desc());
+    CHECK(s.staged == 1);
+    CHECK(s.direct == 1);
+    CHECK(s.too_big == 1);
+    const auto recs = drain(inst);
+    REQUIRE(recs.size() == 2);
+    CHECK(recs[0].bytes.size() + recs[1].bytes.size() == 2 * kMaxStagedRecord + 1);
+  }
+}
+
+TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastpath]") {
+  SECTION("per thread") {
+    Instance inst(small_options(Staging::per_thread));
+    inst.enable(Sample::desc());
+    REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+    auto held = inst.stager_for_testing().thread_slots().try_claim(0, 8);  // force busy
+    REQUIRE(held);
+    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(Sample::emit(inst, 2, 2, "") == EmitResult::discarded);
+    buffers::PerThreadTempBuffer::release(held);
+    const EventStats s = inst.event_stats(Sample::desc());
+    CHECK(s.nested == 2);
+    CHECK(s.direct == 2);
+    CHECK(s.ring_discards == 1);
+    // The direct reject was the last record: reclaimed, not padding.
+    uint64_t discarded = 0, reclaimed = 0;
+    for (const auto& c : inst.cpu_stats()) {
+      discarded += c.discarded;
+      reclaimed += c.reclaimed;
+    }
+    CHECK(discarded == 1);
+    CHECK(reclaimed == 1);
+    CHECK(Sample::emit(inst, 1, 3, "") == EmitResult::kept);  // slot free again: staged
+    CHECK(inst.event_stats(Sample::desc()).staged == 1);
+    CHECK(drain(inst).size() == 2);
+  }
+  SECTION("per cpu") {
+    Instance inst(small_options(Staging::per_cpu));
+    inst.enable(Sample::desc());
+    REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+    // Hold every CPU's slot so that whichever CPU we run on is busy.
+    auto& slots = inst.stager_for_testing().cpu_slots();
+    std::vector<buffers::StagedRecord> held;
+    for (uint32_t c = 0; c < slots.cpus(); ++c) held.push_back(slots.try_claim(c, 8));
+    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    for (auto& h : held) buffers::TempBuffer::release(h);
+    CHECK(inst.event_stats(Sample::desc()).nested == 1);
+    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(inst.event_stats(Sample::desc()).staged == 1);
+  }
+}
+
+TEST_CASE("fast path: adaptive staging goes direct for accepted events and stages rejected ones",
+          "[core][fastpath][adaptive]") {
+  Instance inst(small_options(Staging::adaptive));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
+  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(Sample::emit(inst, 1, i, "") == EmitResult::kept);
+  EventStats s = inst.event_stats(Sample::desc());
+  // The average crosses 50% within a few events, then every event goes direct.
+  CHECK(s.adaptive_direct > 980);
+  CHECK(s.direct == s.adaptive_direct);
+  CHECK(s.ring_discards == 0);
+  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(Sample::emit(inst, 0, i, "") == EmitResult::discarded);
+  s = inst.event_stats(Sample::desc());
+  // The average falls below 50% after about 11 rejects; the rest are staged.
+  CHECK(s.ring_discards < 20);
+  CHECK(s.staged > 980);
+  CHECK(drain(inst).size() == 1000);
+}
+
+TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core][fastpath][raw]") {
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "common_pid == 4242 && value < 5").ok());
+  std::vector<std::byte> rec(64);
+  const CommonHeader h{Sample::desc().id(), 0x09, 0x21, 4242};
+  std::memcpy(rec.data(), &h, sizeof h);
+  for (uint32_t v : {1u, 9u, 3u}) {
+    std::memcpy(rec.data() + 8, &v, 4);
+    inst.emit_raw(rec, 1);
+  }
+  CHECK(inst.event_stats(Sample::desc()).kept == 2);
+  CHECK(inst.event_stats(Sample::desc()).discarded == 1);
+  const auto recs = drain_cpu(inst, 1 % inst.cpus());
+  REQUIRE(recs.size() == 2);
+  const CommonHeader got = recs[0].header();
+  CHECK(got.common_pid == 4242);       // recorded pid kept
+  CHECK(got.common_flags == 0x09);     // recorded flags kept
+  CHECK(got.common_preempt_count == 0x21);
+  CHECK(recs[0].at<uint32_t>(8) == 1);
+  CHECK(recs[1].at<uint32_t>(8) == 3);
+  // Unknown IDs and short records are refused and counted.
+  std::vector<std::byte> bad(64);
+  const uint16_t unknown = 65535;
+  std::memcpy(bad.data(), &unknown, 2);
+  CHECK(inst.emit_raw(bad, 0) == EmitResult::lost);
+  CHECK(inst.emit_raw(std::span(rec).first(4), 0) == EmitResult::lost);
+  CHECK(inst.raw_refused() == 2);
+}
+
+TEST_CASE("fast path: several instances record one event with different filters", "[core][fastpath][instances]") {
+  Instance a(small_options(Staging::per_thread));
+  Instance b(small_options(Staging::per_cpu));
+  Instance c(small_options(Staging::off));  // never enabled
+  a.enable(Sample::desc());
+  b.enable(Sample::desc());
+  REQUIRE(a.set_filter(Sample::desc(), "value & 1").ok());
+  REQUIRE(b.set_filter(Sample::desc(), "value < 4").ok());
+  for (uint32_t v = 0; v < 10; ++v) Sample::trace(v, v, "");
+  const auto ra = drain(a), rb = drain(b);
+  REQUIRE(ra.size() == 5);  // 1 3 5 7 9
+  REQUIRE(rb.size() == 4);  // 0 1 2 3
+  for (const Rec& r : ra) CHECK((r.at<uint32_t>(8) & 1) == 1);
+  for (const Rec& r : rb) CHECK(r.at<uint32_t>(8) < 4);
+  CHECK(drain(c).empty());
+  a.enable(Sample::desc(), false);
+  Sample::trace(1, 1, "");
+  CHECK(drain(a).empty());
+  CHECK(drain(b).size() == 1);
+}
+
+TEST_CASE("fast path: system filters apply to the events that have the fields", "[core][fastpath][filter]") {
+  Instance inst(small_options(Staging::per_thread));
+  REQUIRE(inst.enable("tptest:*") == 2);
+  const SystemFilterResult r = inst.set_system_filter("tptest", "value == 3");
+  REQUIRE(r.applied.size() == 1);
+  CHECK(r.applied[0] == &Sample::desc());
+  REQUIRE(r.rejected.size() == 1);
+  CHECK(r.rejected[0].first == &Other::desc());
+  CHECK(r.rejected[0].second.code == filters::FilterErr::field_not_found);
+  CHECK(inst.filter(Sample::desc()) == "value == 3");
+  CHECK(inst.filter(Other::desc()) == "none");
+  CHECK(inst.filter_error(Other::desc()).has_value());
+  CHECK(Sample::emit(inst, 3, 0, "") == EmitResult::kept);
+  CHECK(Sample::emit(inst, 4, 0, "") == EmitResult::discarded);
+  CHECK(Other::emit(inst, 1, "x") == EmitResult::kept);  // left unfiltered
+  // A filter on a field both events have.
+  const SystemFilterResult all = inst.set_system_filter("tptest", "common_pid > 0");
+  CHECK(all.applied.size() == 2);
+  CHECK(all.rejected.empty());
+  inst.set_system_filter("tptest", "0");
+  CHECK(inst.filter(Sample::desc()) == "none");
+  CHECK_THROWS_AS(inst.set_system_filter("nosuchsystem", "a == 1"), std::invalid_argument);
+}
+
+TEST_CASE("fast path: drop-newest loses when full and counts it; pause drops", "[core][fastpath]") {
+  InstanceOptions o = small_options(Staging::per_thread, BufferMode::drop_newest);
+  o.buffer_size_kb = 8;
+  o.cpus = 1;
+  Instance inst(o);
+  inst.enable(Sample::desc());
+  uint64_t kept = 0, lost = 0;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    const EmitResult r = Sample::emit(inst, i, i, "");
+    kept += r == EmitResult::kept;
+    lost += r == EmitResult::lost;
+  }
+  CHECK(kept > 0);
+  CHECK(lost > 0);
+  CHECK(kept + lost == 1000);
+  const buffers::CpuStats cs = inst.cpu_stats(0);
+  CHECK(cs.lost_full == lost);
+  CHECK(cs.entries == kept);
+  CHECK(cs.conserved(inst.ring_attempts()));
+  const auto recs = drain(inst);
+  REQUIRE(recs.size() == kept);
+  for (size_t i = 0; i < recs.size(); ++i) CHECK(recs[i].at<uint32_t>(12) == i);  // the oldest survive
+  inst.pause();
+  CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::lost);
+  CHECK(inst.cpu_stats(0).lost_paused == 1);
+  inst.resume();
+  CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+}
+
+TEST_CASE("events: a declared event prints a kernel format file", "[core][event]") {
+  const EventDesc& d = Other::desc();
+  CHECK(d.full_name() == "tptest:other");
+  CHECK(d.origin() == EventOrigin::declared);
+  CHECK(d.format_text() == "name: other\n"
+                           "ID: " + std::to_string(d.id()) + "\n"
+                           "format:\n"
+                           "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+                           "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+                           "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+                           "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+                           "\n"
+                           "\tfield:s16 level;\toffset:8;\tsize:2;\tsigned:1;\n"
+                           "\tfield:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;\n"
+                           "\n"
+                           "print fmt: \"level=%d msg=%s\", REC->level, __get_str(msg)\n");
+  // Re-registering the same declaration is idempotent; the format parses back.
+  CHECK(&Registry::global().add_declared(Other::make_format()) == &d);
+  CHECK(parse_event_format(d.format_text(), "tptest") == d.format());
+  // Record layout of the dynamic string: (len << 16) | offset, NUL included.
+  std::vector<std::byte> rec(Other::record_size(-2, "hey"));
+  CHECK(rec.size() == 16 + 4);
+  Other::write_fields(rec.data(), -2, "hey");
+  uint32_t loc;
+  std::memcpy(&loc, rec.data() + 12, 4);
+  CHECK((loc & 0xffff) == 16);
+  CHECK((loc >> 16) == 4);
+  CHECK(std::memcmp(rec.data() + 16, "hey", 4) == 0);
+  int16_t level;
+  std::memcpy(&level, rec.data() + 8, 2);
+  CHECK(level == -2);
+}
+
+TEST_CASE("events: kernel format files load with their IDs; conflicts are refused", "[core][event]") {
+  const auto dir = tp_test::shared_data_or_skip("kernel/formats");
+  Registry reg;
+  const auto events = reg.add_format_dir(dir);
+  CHECK(events.size() == 19);
+  const EventDesc* sw = reg.find("sched:sched_switch");
+  REQUIRE(sw != nullptr);
+  CHECK(sw->id() == 372);
+  CHECK(reg.by_id(372) == sw);
+  CHECK(sw->origin() == EventOrigin::kernel_format);
+  CHECK(sw->fixed_size() == 64);
+  CHECK(reg.find("sched_switch") == sw);  // a bare name, unique
+  CHECK(reg.match("sched:*").size() == 5);
+  CHECK(reg.match("sched").size() == 5);  // a bare word matches a system
+  CHECK(reg.match("irq_handler_entry").size() == 1);
+  CHECK(reg.match("*:*").size() == 19);
+  CHECK(reg.match("sched:sched_wak*").size() == 2);
+  // Loading again is idempotent; a different format under the same name fails.
+  CHECK(reg.add_format_dir(dir).size() == 19);
+  EventFormat changed = sw->format();
+  changed.fields.pop_back();
+  CHECK_THROWS_AS(reg.add(changed), RegistryError);
+  EventFormat same_id = sw->format();
+  same_id.name = "renamed";
+  CHECK_THROWS_AS(reg.add(same_id), RegistryError);
+  // Instances on this registry filter kernel events by their real fields.
+  Instance inst(small_options(Staging::per_thread), reg);
+  inst.enable(*sw);
+  CHECK(inst.set_filter(*sw, "prev_pid == 1 && next_comm ~ \"kworker*\"").ok());
+  CHECK(inst.set_filter(*sw, "nosuch == 1").error().code == filters::FilterErr::field_not_found);
+}

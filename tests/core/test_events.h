@@ -1,0 +1,70 @@
+#pragma once
+// Events and helpers shared by the core tests.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "buffers/readers.h"
+#include "core/event_decl.h"
+#include "core/instance.h"
+
+namespace tp_core_test {
+
+/// 64-byte record: 8 common + 8 + 48 (the benchmark's event size).
+using Sample = tracepipe::EventDecl<"tptest", "sample",             //
+                                    tracepipe::Int<"value", uint32_t>,  //
+                                    tracepipe::Int<"seq", uint32_t>,    //
+                                    tracepipe::Chars<"pad", 48>>;
+static_assert(Sample::fixed_size == 64);
+
+/// A second event with a different field set (for system filters).
+using Other = tracepipe::EventDecl<"tptest", "other", tracepipe::Int<"level", int16_t>,
+                                   tracepipe::Str<"msg">>;
+
+/// A different system.
+using Nested = tracepipe::EventDecl<"tpnest", "inner", tracepipe::Int<"seq", uint32_t>>;
+
+struct Rec {
+  uint64_t ts;
+  uint32_t cpu;
+  std::vector<std::byte> bytes;
+
+  tracepipe::CommonHeader header() const {
+    tracepipe::CommonHeader h{};
+    std::memcpy(&h, bytes.data(), sizeof h);
+    return h;
+  }
+  template <class T>
+  T at(size_t off) const {
+    T v{};
+    std::memcpy(&v, bytes.data() + off, sizeof v);
+    return v;
+  }
+};
+
+/// Consumes every record of every CPU, merged by time stamp.
+inline std::vector<Rec> drain(tracepipe::Instance& inst) {
+  std::vector<Rec> out;
+  auto m = tracepipe::buffers::merged_consumer(inst.ring());
+  while (auto r = m.next()) out.push_back({r->ts, r->cpu, {r->payload.begin(), r->payload.end()}});
+  return out;
+}
+
+/// Consumes one CPU's records in buffer order.
+inline std::vector<Rec> drain_cpu(tracepipe::Instance& inst, uint32_t cpu) {
+  std::vector<Rec> out;
+  tracepipe::buffers::ConsumingReader rd(inst.ring(), cpu);
+  while (auto r = rd.next()) out.push_back({r->ts, r->cpu, {r->payload.begin(), r->payload.end()}});
+  return out;
+}
+
+inline tracepipe::InstanceOptions small_options(tracepipe::Staging staging,
+                                                tracepipe::BufferMode mode = tracepipe::BufferMode::drop_newest) {
+  tracepipe::InstanceOptions o;
+  o.buffer_size_kb = 256;
+  o.staging = staging;
+  o.mode = mode;
+  return o;
+}
+
+}  // namespace tp_core_test

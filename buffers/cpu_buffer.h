@@ -121,7 +121,11 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint32_t> futex{0};                 // bumped on every wake; waiters sleep on it
   std::atomic<uint32_t> waiting{0};               // threads sleeping on futex
 
-  alignas(64) std::atomic<uint64_t> read{0};     // records consumed
+  alignas(64) std::atomic<uint64_t> read{0};     // records consumed (handed out)
+  std::atomic<uint64_t> held{0};                 // taken by consuming readers, not yet handed out
+  std::atomic<uint64_t> held_oldest_ts{0};       // stamp of the oldest of those
+  std::atomic<uint64_t> held_newest_ts{0};       // and of the newest
+  std::atomic<uint64_t> held_bytes{0};           // their payload bytes
   std::atomic<uint64_t> read_lap{0};             // the consuming readers' current sub-buffer
   std::atomic<uint64_t> read_idx{0};
 

@@ -134,6 +134,16 @@ CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
     });
     unpin(cb, idx);
   }
+  // Records a consuming reader has taken but not handed out yet.
+  const uint64_t held = cb.held.load(std::memory_order_relaxed);
+  if (held != 0) {
+    s.entries += held;
+    s.bytes += cb.held_bytes.load(std::memory_order_relaxed);
+    const uint64_t hold = cb.held_oldest_ts.load(std::memory_order_relaxed);
+    const uint64_t hnew = cb.held_newest_ts.load(std::memory_order_relaxed);
+    if (hold < oldest) oldest = hold;
+    if (hnew > newest) newest = hnew;
+  }
   if (s.entries != 0) {
     s.oldest_ts = oldest;
     s.newest_ts = newest;

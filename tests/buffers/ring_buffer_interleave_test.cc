@@ -1,0 +1,229 @@
+// Deterministic interleavings: a Hooks policy runs a nested writer at a
+// chosen step of reserve / switch / discard (ring_buffer.h (A)..(E), S1..S4),
+// so the order is forced, not hoped for. Plus the blocking waiter with a
+// writer thread. Label "concurrency".
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "buffer_test_util.h"
+
+using namespace tp_buffers_test;
+
+namespace {
+
+struct Nest {
+  std::function<void(Step, uint32_t)> fn;
+  int depth = 0;
+};
+// Calls nest->fn once per outer step (not from inside itself).
+struct TestHooks {
+  Nest* nest = nullptr;
+  void operator()(Step s, uint32_t cpu) const noexcept {
+    if (nest == nullptr || !nest->fn || nest->depth != 0) return;
+    ++nest->depth;
+    nest->fn(s, cpu);
+    --nest->depth;
+  }
+};
+template <OverflowMode M>
+using HookRB = RingBuffer<M, FunctionClock, TestHooks>;
+
+constexpr RingBufferConfig kSmall{.cpus = 1, .size_per_cpu = 1024, .subbuf_size = 256};
+
+// Runs `fn` at the first occurrence of step `at`, then disarms.
+void once_at(Nest& n, Step at, std::function<void()> fn) {
+  n.fn = [&n, at, fn = std::move(fn)](Step s, uint32_t) {
+    if (s != at) return;
+    n.fn = nullptr;
+    fn();
+  };
+}
+
+std::vector<uint64_t> stamps(const std::vector<Got>& g) {
+  std::vector<uint64_t> t;
+  for (const Got& x : g) t.push_back(x.ts);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("interleave: nested writer between (A) and (C) lands first, stamps stay ordered",
+          "[buffers][interleave]") {
+  for (Step at : {Step::loaded, Step::clocked}) {
+    Nest nest;
+    HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
+    g_fake_now = 100;
+    once_at(nest, at, [&] {
+      g_fake_now = 200;
+      REQUIRE(put(rb, 0, 16, 2));  // the nested record
+    });
+    Reservation outer = rb.reserve(0, 16);  // its CAS fails once, then retries after the nested one
+    REQUIRE(outer);
+    std::memset(outer.payload().data(), 1, 16);
+    rb.commit(outer);
+    CHECK(outer.ts() == 200);
+    ConsumingReader reader(rb, 0);
+    auto got = drain(reader);
+    CHECK(tags(got) == std::vector<int>{2, 1});
+    CHECK(stamps(got) == std::vector<uint64_t>{200, 200});
+    CHECK(rb.stats(0).conserved(2));
+  }
+}
+
+TEST_CASE("interleave: nested writer after (C) lands after, hidden until the outer commits",
+          "[buffers][interleave]") {
+  Nest nest;
+  HookRB<OverflowMode::drop_newest> rb(kSmall, &fake_clock, TestHooks{&nest});
+  g_fake_now = 100;
+  once_at(nest, Step::reserved, [&] {
+    g_fake_now = 50;  // the clock even steps back: the clamp keeps order
+    REQUIRE(put(rb, 0, 16, 2));
+    Iterator it(rb, 0);
+    CHECK_FALSE(it.next());  // the outer record is pending: nothing is visible
+  });
+  Reservation outer = rb.reserve(0, 16);
+  REQUIRE(outer);
+  std::memset(outer.payload().data(), 1, 16);
+  ConsumingReader reader(rb, 0);
+  CHECK_FALSE(reader.next());
+  rb.commit(outer);
+  auto got = drain(reader);
+  CHECK(tags(got) == std::vector<int>{1, 2});
+  CHECK(stamps(got) == std::vector<uint64_t>{100, 100});
+  CHECK(rb.stats(0).conserved(2));
+}
+
+TEST_CASE("interleave: outer discard after a nested record becomes padding", "[buffers][interleave][discard]") {
+  Nest nest;
+  HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
+  once_at(nest, Step::reserved, [&] { REQUIRE(put(rb, 0, 16, 2)); });
+  Reservation outer = rb.reserve(0, 40);
+  REQUIRE(outer);
+  rb.discard(outer);
+  CpuStats s = rb.stats(0);
+  CHECK(s.discarded == 1);
+  CHECK(s.reclaimed == 0);
+  ConsumingReader reader(rb, 0);
+  CHECK(tags(drain(reader)) == std::vector<int>{2});
+  CHECK(rb.stats(0).conserved(2));
+}
+
+TEST_CASE("interleave: a nested reserve+discard leaves the outer record last", "[buffers][interleave][discard]") {
+  Nest nest;
+  HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
+  once_at(nest, Step::reserved, [&] {
+    Reservation inner = rb.reserve(0, 24);
+    REQUIRE(inner);
+    rb.discard(inner);
+  });
+  Reservation outer = rb.reserve(0, 40);
+  std::byte* where = outer.payload().data();
+  rb.discard(outer);
+  CHECK(rb.stats(0).reclaimed == 2);
+  Reservation next = rb.reserve(0, 8);
+  CHECK(next.payload().data() == where);
+  rb.commit(next);
+  CHECK(rb.stats(0).conserved(3));
+}
+
+TEST_CASE("interleave: a nested writer that reserves while we reclaim turns our discard into padding",
+          "[buffers][interleave][discard]") {
+  Nest nest;
+  HookRB<OverflowMode::drop_newest> rb(kSmall, &fake_clock, TestHooks{&nest});
+  Reservation outer = rb.reserve(0, 40);
+  REQUIRE(outer);
+  once_at(nest, Step::reclaiming, [&] { REQUIRE(put(rb, 0, 16, 2)); });
+  rb.discard(outer);
+  CHECK(rb.stats(0).discarded == 1);
+  CHECK(rb.stats(0).reclaimed == 0);
+  ConsumingReader reader(rb, 0);
+  auto got = drain(reader);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].tag == 2);
+  CHECK(got[0].uniform);
+  CHECK(rb.stats(0).conserved(2));
+}
+
+TEST_CASE("interleave: nested writers during a sub-buffer switch", "[buffers][interleave][switch]") {
+  SECTION("before the claim: the nested record still fits the old sub-buffer") {
+    Nest nest;
+    HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
+    REQUIRE(put(rb, 0, 200, 1));  // 216 used, 40 left
+    once_at(nest, Step::switching, [&] { REQUIRE(put(rb, 0, 16, 2)); });  // 32 bytes: fits
+    REQUIRE(put(rb, 0, 48, 3));  // needs the switch
+    CHECK(rb.stats(0).subbuf_switches == 1);
+    ConsumingReader reader(rb, 0);
+    CHECK(tags(drain(reader)) == std::vector<int>{1, 2, 3});
+    CHECK(rb.stats(0).conserved(3));
+  }
+  SECTION("after the tail moved, before END: the nested record follows ours") {
+    Nest nest;
+    HookRB<OverflowMode::drop_newest> rb(kSmall, &fake_clock, TestHooks{&nest});
+    REQUIRE(put(rb, 0, 200, 1));
+    once_at(nest, Step::switched, [&] {
+      REQUIRE(put(rb, 0, 16, 2));
+      Iterator it(rb, 0);  // the old sub-buffer is not closed yet: only record 1
+      CHECK(tags(drain(it)) == std::vector<int>{1});
+    });
+    REQUIRE(put(rb, 0, 48, 3));
+    ConsumingReader reader(rb, 0);
+    CHECK(tags(drain(reader)) == std::vector<int>{1, 3, 2});
+    CHECK(rb.stats(0).conserved(3));
+  }
+  SECTION("the nested writer switches again before we close ours") {
+    Nest nest;
+    HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
+    REQUIRE(put(rb, 0, 200, 1));
+    once_at(nest, Step::switched, [&] { REQUIRE(put(rb, 0, rb.max_payload(), 2)); });
+    REQUIRE(put(rb, 0, 48, 3));
+    CHECK(rb.stats(0).subbuf_switches == 2);
+    ConsumingReader reader(rb, 0);
+    CHECK(tags(drain(reader)) == std::vector<int>{1, 3, 2});
+    CHECK(rb.stats(0).conserved(3));
+  }
+}
+
+TEST_CASE("interleave: a record reserved on one thread is committed from another", "[buffers][interleave]") {
+  OverwriteRingBuffer rb(kSmall);
+  Reservation r = rb.reserve(0, 8);
+  REQUIRE(r);
+  std::thread([&] {
+    std::memset(r.payload().data(), 4, 8);
+    rb.commit(r);
+  }).join();
+  ConsumingReader reader(rb, 0);
+  CHECK(tags(drain(reader)) == std::vector<int>{4});
+  CHECK(rb.stats(0).conserved(1));
+}
+
+TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers][wait]") {
+  DropNewestRingBuffer rb(kSmall);
+  ConsumingReader reader(rb, 0);
+  SECTION("any data") {
+    std::thread w([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      REQUIRE(put(rb, 0, 8, 1));
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(reader.wait(0, std::chrono::seconds(20)) == WaitResult::ready);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+    w.join();
+    CHECK(tags(drain(reader)) == std::vector<int>{1});
+    CHECK(rb.stats(0).conserved(1));
+  }
+  SECTION("a watermark of full sub-buffers") {
+    std::thread w([&] {
+      for (int i = 0; i < 16; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
+      }
+    });
+    CHECK(reader.wait(75, std::chrono::seconds(20)) == WaitResult::ready);
+    w.join();
+    CHECK(tags(drain(reader)).size() == 16);
+    CHECK(rb.stats(0).conserved(16));
+  }
+}

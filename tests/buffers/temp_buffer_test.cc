@@ -1,0 +1,96 @@
+// Unit tests of the temp buffer (staging): claim, nesting, size boundary,
+// migration between claim and release, per-thread variant.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <thread>
+
+#include "buffers/temp_buffer.h"
+
+using namespace tracepipe::buffers;
+
+TEST_CASE("temp buffer: config is validated", "[buffers][temp]") {
+  CHECK_THROWS_WITH(TempBuffer(TempBufferConfig{.cpus = 0}), Catch::Contains("cpus must be in [1, 65536], got 0"));
+  CHECK_THROWS_WITH(TempBuffer(TempBufferConfig{.cpus = 1, .slot_size = 32}),
+                    Catch::Contains("slot_size must be in [64, 1048576], got 32"));
+  CHECK_THROWS_AS(PerThreadTempBuffer(8192), ConfigError);
+  TempBuffer tb(TempBufferConfig{.cpus = 2});
+  CHECK(tb.capacity() == 4096 - 8);  // a page minus header and length word, like the kernel
+  CHECK(tb.cpus() == 2);
+}
+
+TEST_CASE("temp buffer: claim, nested claim falls back, release", "[buffers][temp]") {
+  TempBuffer tb(TempBufferConfig{.cpus = 2, .slot_size = 256});
+  StagedRecord a = tb.try_claim(1, 100);
+  REQUIRE(a);
+  CHECK(a.cpu() == 1);
+  REQUIRE(a.data().size() == 100);
+  std::memset(a.data().data(), 0x5A, 100);
+  CHECK(tb.busy_for_testing(1));
+  StagedRecord nested = tb.try_claim(1, 10);
+  CHECK_FALSE(nested);
+  CHECK(nested.error() == StageError::busy);
+  TempBuffer::release(nested);  // empty: no-op, must not free the outer claim
+  CHECK(tb.busy_for_testing(1));
+  StagedRecord other = tb.try_claim(0, 10);  // another CPU's slot is free
+  CHECK(other);
+  TempBuffer::release(other);
+  TempBuffer::release(a);
+  CHECK_FALSE(tb.busy_for_testing(1));
+  StagedRecord again = tb.try_claim(1, 10);
+  CHECK(again);
+  CHECK(again.data().data() == a.data().data());
+  TempBuffer::release(again);
+  CHECK(tb.stats(1).busy_fallbacks == 1);
+  CHECK(tb.stats(1).too_big_fallbacks == 0);
+  CHECK(tb.stats(0).busy_fallbacks == 0);
+}
+
+TEST_CASE("temp buffer: the capacity boundary", "[buffers][temp]") {
+  TempBuffer tb(TempBufferConfig{.cpus = 1, .slot_size = 128});
+  REQUIRE(tb.capacity() == 120);
+  StagedRecord fits = tb.try_claim(0, 120);
+  REQUIRE(fits);
+  CHECK(fits.data().size() == 120);
+  TempBuffer::release(fits);
+  StagedRecord big = tb.try_claim(0, 121);
+  CHECK_FALSE(big);
+  CHECK(big.error() == StageError::too_big);
+  CHECK_FALSE(tb.busy_for_testing(0));  // nothing was claimed
+  CHECK(tb.stats(0).too_big_fallbacks == 1);
+  CHECK(tb.try_claim(3, 1).error() == StageError::bad_cpu);
+}
+
+TEST_CASE("temp buffer: release after migrating frees the slot that was claimed", "[buffers][temp]") {
+  TempBuffer tb(TempBufferConfig{.cpus = 2, .slot_size = 256});
+  StagedRecord h = tb.try_claim(0, 16);  // claimed "on CPU 0"
+  REQUIRE(h);
+  std::thread([&] {
+    // The thread now runs elsewhere: it releases through the handle.
+    TempBuffer::release(h);
+  }).join();
+  CHECK_FALSE(tb.busy_for_testing(0));
+  CHECK_FALSE(tb.busy_for_testing(1));
+}
+
+TEST_CASE("temp buffer: per-thread slots", "[buffers][temp]") {
+  PerThreadTempBuffer tb(256);
+  CHECK(tb.capacity() == 248);
+  StagedRecord a = tb.try_claim(0, 248);
+  REQUIRE(a);
+  CHECK(PerThreadTempBuffer::busy_for_testing());
+  CHECK(tb.try_claim(0, 8).error() == StageError::busy);
+  std::byte* other_thread_slot = nullptr;
+  std::thread([&] {
+    StagedRecord b = tb.try_claim(0, 8);  // its own slot
+    REQUIRE(b);
+    other_thread_slot = b.data().data();
+    PerThreadTempBuffer::release(b);
+  }).join();
+  CHECK(other_thread_slot != a.data().data());
+  PerThreadTempBuffer::release(a);
+  CHECK_FALSE(PerThreadTempBuffer::busy_for_testing());
+  CHECK(tb.try_claim(0, 249).error() == StageError::too_big);
+  CHECK(tb.stats().busy_fallbacks == 1);
+  CHECK(tb.stats().too_big_fallbacks == 1);
+}

@@ -59,8 +59,10 @@ bool get_number(Cursor& c, uint32_t last_bit, uint32_t& out) {
   return true;
 }
 
-// bitmap_parse_region. Returns false on a syntax error.
-bool parse_region(Cursor& c, uint32_t nbits, Region& r) {
+// bitmap_parse_region. Returns false on a syntax error; sets `last` when the
+// list ends right after this region (a region without ":used/group" followed
+// by '\0' or '\n').
+bool parse_region(Cursor& c, uint32_t nbits, Region& r, bool& ends_list) {
   const uint32_t last = nbits - 1;  // nbits >= 1 (checked by the caller)
   auto lower = [](unsigned char ch) { return static_cast<unsigned char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch); };
   bool have_end = false;
@@ -90,6 +92,7 @@ bool parse_region(Cursor& c, uint32_t nbits, Region& r) {
   }
   r.used = r.end + 1;
   r.group = r.end + 1;
+  ends_list = end_of_str(c.peek());
   return true;
 }
 
@@ -105,7 +108,8 @@ std::optional<CpuList> parse_cpulist(std::string_view text, uint32_t nbits) {
     while (region_separator(c.peek())) c.skip();  // bitmap_find_region
     if (end_of_str(c.peek())) return out;
     Region r;
-    if (!parse_region(c, nbits, r)) return std::nullopt;
+    bool last = false;
+    if (!parse_region(c, nbits, r, last)) return std::nullopt;
     // bitmap_check_region
     if (r.start > r.end || r.group == 0 || r.used > r.group) return std::nullopt;
     if (r.end >= nbits) return std::nullopt;
@@ -114,8 +118,7 @@ std::optional<CpuList> parse_cpulist(std::string_view text, uint32_t nbits) {
       const uint64_t n = std::min<uint64_t>(r.end - s + 1, r.used);
       for (uint64_t b = s; b < s + n; ++b) out.words[b / 64] |= uint64_t{1} << (b % 64);
     }
-    // A region without pattern ends on a separator or the end; with a pattern
-    // the loop's separator skip decides (as in the kernel).
+    if (last) return out;
   }
 }
 

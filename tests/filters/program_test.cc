@@ -2,7 +2,9 @@
 // targets, and short-circuiting (which predicates run, not only the verdict).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "filters/codegen.h"
 #include "filters/parser.h"
@@ -164,4 +166,29 @@ TEST_CASE("program: AST text shows the kernel's precedence", "[filters][program]
   CHECK(text("prev_pid == 0 || next_pid == 0 ||") == "(prev_pid == 0 || next_pid == 0)");
   CHECK(text("prev_pid == 0 && !") == "prev_pid == 0");
   CHECK(text("((((prev_pid == 0))))") == "prev_pid == 0");
+}
+
+TEST_CASE("program: many threads evaluate one program at once", "[filters][program][concurrency]") {
+  // Programs are published to writers on every CPU at once: evaluation must be
+  // read-only (TSan runs this test in CI).
+  const auto fields = tp_test::all_kinds_fields();
+  CompileOptions opt;
+  opt.nr_cpu_ids = 4;
+  const auto prog = tp_test::must_compile(
+      "(u32 > 10 && arr ~ \"ab*\") || dyn =~ \"^k.*[0-9]$\" || (mask & CPUS{1,3} && CPU != 2)", fields, opt);
+  Record a(96), b(96);
+  a.set<uint32_t>(20, 11).chars(40, "abc").data_loc(48, "zz");
+  b.set<uint32_t>(20, 1).chars(40, "abc").data_loc(48, "kworker/1");
+  std::atomic<size_t> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      EvalContext ctx;
+      ctx.cpu = static_cast<uint32_t>(t);
+      size_t n = 0;
+      for (int i = 0; i < 2000; ++i) n += prog->match(a.span(), ctx) + prog->match(b.span(), ctx);
+      total += n;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(total == 4 * 2000 * 2);
 }

@@ -1,0 +1,71 @@
+// `tracepipe report [FILE]`: prints a trace.dat like `trace-cmd report`.
+// See docs/tracedat.md.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/trace_report.h"
+#include "core/tracedat_reader.h"
+#include "tools/commands.h"
+
+namespace tracepipe::tools {
+namespace {
+
+struct ReportCli {
+  std::string file = "trace.dat";
+  bool no_plugins = false;
+  bool ns = false;
+  bool info = false;
+};
+
+// --info: what the file holds, without the records.
+void print_info(const TraceDatReader& r) {
+  fmt::print("version: {}{}\n", r.version(), r.compression().empty() ? "" : " (compression " + r.compression() + ")");
+  fmt::print("page size: {}\nkernel long size: {}\nclock: {}\n", r.page_size(), r.header_page().commit.size,
+             r.clock_name().empty() ? "(not recorded)" : r.clock_name());
+  fmt::print("formats: {}\ncmdlines: {}\noptions:", r.formats().size(), r.cmdlines().size());
+  for (const auto& o : r.options()) fmt::print(" {}", o.id);
+  fmt::print("\ncpus: {}\n", r.cpu_count());
+  for (size_t i = 0; i < r.cpu_data().size(); ++i) {
+    auto c = r.cpu_records(i);
+    while (c.next()) {
+    }
+    const auto s = c.stats();
+    fmt::print("  cpu {}: offset {} size {} pages {} records {} discarded {} lost-pages {} lost {}\n",
+               r.cpu_data()[i].cpu, r.cpu_data()[i].offset, r.cpu_data()[i].size, s.pages, s.records, s.discarded,
+               s.pages_with_loss, s.lost_events);
+  }
+}
+
+void run(const ReportCli& cli) {
+  const auto reader = TraceDatReader::open(cli.file);
+  if (cli.info) {
+    print_info(reader);
+    return;
+  }
+  if (reader.is_latency()) {
+    std::fwrite(reader.latency_text().data(), 1, reader.latency_text().size(), stdout);
+    return;
+  }
+  TraceReport report(reader, ReportOptions{!cli.no_plugins, cli.ns});
+  report.print_all(stdout);
+  std::fflush(stdout);
+}
+
+const Registrar reg{[](CLI::App& app) {
+  auto cli = std::make_shared<ReportCli>();
+  auto* sub = app.add_subcommand("report", "Print a trace.dat like `trace-cmd report`");
+  sub->add_option("file", cli->file, "trace.dat file (version 6, or 7 uncompressed)")->capture_default_str();
+  sub->add_option("-i,--input", cli->file, "same as FILE (trace-cmd's spelling)");
+  sub->add_flag("-N,--no-plugins", cli->no_plugins,
+                "render every event through its print fmt (trace-cmd report -N)");
+  sub->add_flag("-t,--ns", cli->ns, "nanosecond time stamps (trace-cmd report -t)");
+  sub->add_flag("--info", cli->info, "describe the file (headers, per-CPU data) instead of printing records");
+  sub->callback([cli] { run(*cli); });
+}};
+
+}  // namespace
+}  // namespace tracepipe::tools

@@ -501,20 +501,9 @@ CpuWalkStats CpuRecordCursor::stats() const noexcept {
   return s;
 }
 
-MergedRecordCursor::MergedRecordCursor(std::vector<CpuRecordCursor> cpus) : cpus_(std::move(cpus)) {
-  heads_.reserve(cpus_.size());
-  for (auto& c : cpus_) heads_.push_back(c.next());
-}
-
-std::optional<TraceRecord> MergedRecordCursor::next() {
-  size_t best = heads_.size();
-  for (size_t i = 0; i < heads_.size(); ++i) {
-    if (heads_[i] && (best == heads_.size() || heads_[i]->ts < heads_[best]->ts)) best = i;
-  }
-  if (best == heads_.size()) return std::nullopt;
-  std::optional<TraceRecord> out = heads_[best];
-  heads_[best] = cpus_[best].next();
-  return out;
+MergedRecordCursor::MergedRecordCursor(std::vector<CpuRecordCursor> cpus)
+    : cpus_(std::move(cpus)), heads_(cpus_.size()), live_(cpus_.size(), 1) {
+  for (size_t i = 0; i < cpus_.size(); ++i) advance(i);
 }
 
 }  // namespace tracepipe

@@ -142,13 +142,29 @@ class CpuRecordCursor {
 /// malformed page.
 class MergedRecordCursor {
  public:
-  std::optional<TraceRecord> next();
+  /// The record with the smallest time stamp among the CPUs' next ones.
+  [[gnu::always_inline]] inline std::optional<TraceRecord> next() {
+    const size_t n = heads_.size();
+    size_t best = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (live_[i] && (best == n || heads_[i].ts < heads_[best].ts)) best = i;
+    }
+    if (best == n) return std::nullopt;
+    const TraceRecord out = heads_[best];
+    advance(best);
+    return out;
+  }
 
  private:
   friend class TraceDatReader;
   explicit MergedRecordCursor(std::vector<CpuRecordCursor> cpus);
+  void advance(size_t i) {
+    if (auto r = cpus_[i].next()) heads_[i] = *r;
+    else live_[i] = 0;
+  }
   std::vector<CpuRecordCursor> cpus_;
-  std::vector<std::optional<TraceRecord>> heads_;
+  std::vector<TraceRecord> heads_;  // the next record of each CPU (valid where live_)
+  std::vector<uint8_t> live_;
 };
 
 /// A trace.dat file opened for reading. Construction parses every header

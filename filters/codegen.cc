@@ -1,6 +1,6 @@
 #include "filters/codegen.h"
 
-#include <cassert>
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -30,6 +30,74 @@ struct Emitted {
   uint32_t pred;
   Label on_true, on_false;
 };
+
+// Width (bytes), signedness and operator of a fixed integer code.
+struct NumericShape {
+  uint32_t width;
+  bool is_signed;
+  detail::Op op;
+};
+
+NumericShape shape_of(detail::Code c) {
+  using detail::Code;
+  using detail::Op;
+  if (c <= Code::eq64) return {1u << static_cast<int>(c), false, Op::eq};
+  const int k = static_cast<int>(c) - static_cast<int>(Code::lt_s8);
+  const Op ops[] = {Op::lt, Op::le, Op::gt, Op::ge, Op::band};
+  return {1u << (k / 10), (k % 10) < 5, ops[k % 5]};
+}
+
+// The branch-free form of one integer predicate; see detail::Lane.
+detail::Lane make_lane(const detail::Pred& p) {
+  using detail::Op;
+  const NumericShape sh = shape_of(p.code);
+  detail::Lane l;
+  l.offset = p.offset;
+  const uint32_t bits = 8 * sh.width;
+  const int w = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
+  l.kind = static_cast<detail::Lane::Kind>(2 * w + (sh.is_signed ? 1 : 0));
+  l.bias = sh.is_signed ? uint64_t{1} << 63 : 0;
+  // The literal as the kernel compares it: truncated to the width, then
+  // sign-extended for signed fields, in the same biased space as the field.
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  uint64_t v = p.val & mask;
+  if (sh.is_signed && bits < 64 && (v >> (bits - 1) & 1)) v |= ~mask;
+  v ^= l.bias;
+  const uint64_t min = sh.is_signed ? ~(mask >> 1) ^ l.bias : 0;
+  const uint64_t max = sh.is_signed ? (mask >> 1) ^ l.bias : mask;
+  auto range = [&](uint64_t lo, uint64_t hi) {
+    l.lo = lo;
+    l.span = hi - lo;
+  };
+  auto never = [&] {
+    range(0, ~uint64_t{0});
+    l.invert = 1;
+  };
+  switch (sh.op) {
+    case Op::eq:
+      range(v, v);
+      l.invert = p.negate;
+      break;
+    case Op::lt:
+      if (v == min) never();
+      else range(min, v - 1);
+      break;
+    case Op::le: range(min, v); break;
+    case Op::gt:
+      if (v == max) never();
+      else range(v + 1, max);
+      break;
+    case Op::ge: range(v, max); break;
+    case Op::band:  // (x & v) != 0, on the unbiased bits
+      l.bias = 0;
+      l.and_mask = p.val & mask;  // only the field's own bits, never the sign extension
+      range(0, 0);
+      l.invert = 1;
+      break;
+    default: never(); break;
+  }
+  return l;
+}
 
 }  // namespace
 
@@ -111,6 +179,21 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
     prog->min_size_ = std::max(prog->min_size_, spec.end);
     prog->preds_.push_back(p);
     prog->pred_text_.push_back(spec.text);
+  }
+
+  // Truth table for small all-integer programs (see Program::table_).
+  bool numeric = n <= Program::kTableMax;
+  for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
+  if (numeric) {
+    for (uint32_t bits = 0; bits < (1u << n); ++bits) {
+      uint32_t i = 0;
+      while (i < n) {
+        const bool r = (bits >> i & 1) != 0;
+        i = r == static_cast<bool>(prog->preds_[i].branch_if) ? prog->preds_[i].target : i + 1;
+      }
+      if (i == n) prog->table_[bits >> 6] |= uint64_t{1} << (bits & 63);
+    }
+    for (const detail::Pred& p : prog->preds_) prog->lanes_.push_back(make_lane(p));
   }
   return prog;
 }

@@ -75,6 +75,13 @@ struct EvalContext {
 
 namespace detail {
 
+template <typename T>
+inline T load(const std::byte* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 /// What one program entry computes. Numeric codes come first: they are the
 /// inline fast path of match().
 enum class Code : uint8_t {
@@ -119,11 +126,38 @@ struct Pred {
 };
 static_assert(sizeof(Pred) == 32);
 
-template <typename T>
-inline T load(const std::byte* p) noexcept {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+/// A fixed-position integer predicate in branch-free form, for the truth-table
+/// path of match(). The field is loaded at its width, sign- or zero-extended
+/// to 64 bits and biased so that signed order becomes unsigned order; then
+/// r = (((x & and_mask) - lo) <= span) != invert. Every kernel compare maps
+/// onto it: == is [v, v], != its inverse, < v is [min, v - 1], & v is
+/// "not (x & v) in [0, 0]", and an empty range is "not everything".
+struct Lane {
+  enum Kind : uint8_t { u8, s8, u16, s16, u32, s32, u64, s64 };
+  uint32_t offset = 0;
+  Kind kind = u64;
+  uint8_t invert = 0;
+  uint64_t bias = 0;  ///< 1 << 63 for signed fields (0 for '&')
+  uint64_t and_mask = ~uint64_t{0};
+  uint64_t lo = 0;
+  uint64_t span = 0;
+};
+
+[[gnu::always_inline]] inline uint64_t lane_value(const Lane& l, const std::byte* f) noexcept {
+  switch (l.kind) {
+    case Lane::u8: return load<uint8_t>(f);
+    case Lane::s8: return static_cast<uint64_t>(static_cast<int64_t>(load<int8_t>(f)));
+    case Lane::u16: return load<uint16_t>(f);
+    case Lane::s16: return static_cast<uint64_t>(static_cast<int64_t>(load<int16_t>(f)));
+    case Lane::u32: return load<uint32_t>(f);
+    case Lane::s32: return static_cast<uint64_t>(static_cast<int64_t>(load<int32_t>(f)));
+    default: return load<uint64_t>(f);
+  }
+}
+
+[[gnu::always_inline]] inline bool eval_lane(const Lane& l, const std::byte* rec) noexcept {
+  const uint64_t x = lane_value(l, rec + l.offset) ^ l.bias;
+  return (((x & l.and_mask) - l.lo) <= l.span) != static_cast<bool>(l.invert);
 }
 
 }  // namespace detail
@@ -182,6 +216,16 @@ class Program {
   std::vector<std::shared_ptr<const StringMatcher>> strings_;
   std::vector<uint64_t> masks_;          ///< CPU bitmaps, words_per_mask_ words each
   std::vector<std::string> pred_text_;   ///< source of each predicate, for dump()
+  /// Truth-table mode: for programs of at most kTableMax predicates that are
+  /// all fixed-position integer compares (each costs a load and a compare),
+  /// match() evaluates every predicate without a branch and looks the verdict
+  /// up: bit b of table_ is the program's verdict when predicate k evaluates
+  /// to bit k of b. Computed from the flat program itself, so the verdict is
+  /// the same; it only trades the short-circuit (worth little here) for no
+  /// mispredicted branches.
+  static constexpr uint32_t kTableMax = 8;
+  uint64_t table_[4] = {0, 0, 0, 0};  ///< 2^kTableMax verdict bits
+  std::vector<detail::Lane> lanes_;   ///< one per predicate in table mode
   uint32_t words_per_mask_ = 0;
   uint32_t nr_cpu_ids_ = 0;
   uint32_t min_size_ = 0;
@@ -261,7 +305,9 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
     } else {
       r = eval_other(e, rec, size, ctx);
     }
-    i = (r == static_cast<bool>(e.branch_if)) ? e.target : i + 1;
+    // Branch-free select: target when r == branch_if, else the next entry.
+    const uint32_t take = 0u - static_cast<uint32_t>(r == static_cast<bool>(e.branch_if));
+    i = (i + 1) + ((e.target - (i + 1)) & take);
   }
   return i == n;
 }
@@ -269,6 +315,13 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
   if (record.size() < min_size_) [[unlikely]]
     return run_checked(record.data(), record.size(), ctx);
+  if (!lanes_.empty()) {
+    const detail::Lane* l = lanes_.data();
+    const uint32_t n = static_cast<uint32_t>(lanes_.size());
+    uint32_t bits = 0;
+    for (uint32_t k = 0; k < n; ++k) bits |= static_cast<uint32_t>(detail::eval_lane(l[k], record.data())) << k;
+    return (table_[bits >> 6] >> (bits & 63)) & 1;
+  }
   return run(record.data(), record.size(), ctx);
 }
 

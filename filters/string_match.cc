@@ -75,15 +75,13 @@ std::unique_ptr<StringMatcher> StringMatcher::regex(std::string_view pat, std::s
 
 namespace {
 
-// strncmp(str, pat, n) == 0 with pat NUL-terminated at its size.
+// strncmp(str, pat, n) == 0 with pat NUL-terminated at its size (pat holds
+// no NUL). Within the first min(n, |pat|) bytes every byte must equal pat's
+// (a NUL in str would differ); past |pat|, pat's terminator must meet a NUL.
 bool strn_equal(CString s, std::string_view pat, size_t n) noexcept {
-  for (size_t k = 0; k < n; ++k) {
-    const unsigned char a = s.at(k);
-    const unsigned char b = k < pat.size() ? static_cast<unsigned char>(pat[k]) : 0;
-    if (a != b) return false;
-    if (a == 0) return true;
-  }
-  return true;
+  const size_t m = std::min(n, pat.size());
+  if (m > s.avail || (m && std::memcmp(s.base, pat.data(), m) != 0)) return false;
+  return n <= pat.size() || s.at(pat.size()) == 0;
 }
 
 // Number of bytes before the first NUL, at most limit.

@@ -163,8 +163,10 @@ void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
   // Reclaim: only while our record is the last one reserved (tail == our end).
   while (pos == end) {
     if (!zeroed) {
-      // Restore I1 before the space can be handed out again.
-      std::memset(static_cast<void*>(r.hdr_), 0, stride);
+      // Restore I1 before the space can be handed out again. The header
+      // word is still 0 (never committed) and readers may be loading it
+      // right now, so it is left alone; nobody reads past it.
+      std::memset(reinterpret_cast<std::byte*>(r.hdr_) + sizeof(uint32_t), 0, stride - sizeof(uint32_t));
       zeroed = true;
     }
     hooks_(Step::reclaiming, cb.cpu);

@@ -35,10 +35,11 @@ constexpr RingBufferConfig kSmall{.cpus = 1, .size_per_cpu = 1024, .subbuf_size 
 
 // Runs `fn` at the first occurrence of step `at`, then disarms.
 void once_at(Nest& n, Step at, std::function<void()> fn) {
-  n.fn = [&n, at, fn = std::move(fn)](Step s, uint32_t) {
+  n.fn = [&n, at, fn = std::move(fn)](Step s, uint32_t) mutable {
     if (s != at) return;
+    std::function<void()> run = std::move(fn);  // n.fn (this lambda) dies on the next line
     n.fn = nullptr;
-    fn();
+    run();
   };
 }
 
@@ -193,7 +194,7 @@ TEST_CASE("interleave: a record reserved on one thread is committed from another
   std::thread([&] {
     std::memset(r.payload().data(), 4, 8);
     rb.commit(r);
-  }).join();
+  }).join();  // (no Catch assertion on the other thread)
   ConsumingReader reader(rb, 0);
   CHECK(tags(drain(reader)) == std::vector<int>{4});
   CHECK(rb.stats(0).conserved(1));
@@ -202,15 +203,17 @@ TEST_CASE("interleave: a record reserved on one thread is committed from another
 TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers][wait]") {
   DropNewestRingBuffer rb(kSmall);
   ConsumingReader reader(rb, 0);
+  std::atomic<int> written{0};  // Catch assertions only on the test's thread
   SECTION("any data") {
     std::thread w([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      REQUIRE(put(rb, 0, 8, 1));
+      written += put(rb, 0, 8, 1);
     });
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(reader.wait(0, std::chrono::seconds(20)) == WaitResult::ready);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     w.join();
+    CHECK(written == 1);
     CHECK(tags(drain(reader)) == std::vector<int>{1});
     CHECK(rb.stats(0).conserved(1));
   }
@@ -218,11 +221,12 @@ TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers]
     std::thread w([&] {
       for (int i = 0; i < 16; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
+        written += put(rb, 0, 48, static_cast<uint8_t>(i));
       }
     });
     CHECK(reader.wait(75, std::chrono::seconds(20)) == WaitResult::ready);
     w.join();
+    CHECK(written == 16);
     CHECK(tags(drain(reader)).size() == 16);
     CHECK(rb.stats(0).conserved(16));
   }

@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -78,10 +79,12 @@ thread_local uint32_t tl_sig_seq = 0;
 
 void on_signal(int) {
   if (tl_writer < 0 || g_signal_write == nullptr) return;
+  const int saved_errno = errno;
   const uint32_t cpu = tl_cpu.load(std::memory_order_relaxed);
   g_shared->attempts[cpu].fetch_add(1, std::memory_order_relaxed);
   g_signal_write(cpu, kSignalWriterBase + static_cast<uint32_t>(tl_writer), tl_sig_seq++);
   g_shared->handlers_ran.fetch_add(1, std::memory_order_relaxed);
+  errno = saved_errno;
 }
 
 template <class RB>

@@ -37,7 +37,7 @@ TEST_CASE("temp buffer stress: one holder per slot, every busy claim counted", "
         const uint32_t len = 1 + rng() % tb.capacity();
         StagedRecord h = tb.try_claim(cpu, len);
         if (!h) {
-          REQUIRE(h.error() == StageError::busy);
+          if (h.error() != StageError::busy) violations.fetch_add(1);
           busy.fetch_add(1, std::memory_order_relaxed);
           continue;
         }

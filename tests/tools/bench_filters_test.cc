@@ -25,13 +25,21 @@ size_t idx(EventKind k) { return static_cast<size_t>(k); }
 }  // namespace
 
 TEST_CASE("bench filters: defaults are the kernel patch's expressions", "[tools][bench]") {
-  FilterSet s = default_filters();
+  FilterSet s = default_filters({0, 1});
   for (const std::string& e : s.reject) CHECK(e == "common_preempt_count==20");
   for (const std::string& e : s.accept) CHECK(e == "common_preempt_count!=20");
-  for (const std::string& e : s.half) CHECK(e == "CPU & 1");
+  for (const std::string& e : s.half) CHECK(e == "CPU >= 1");
   for (const std::string& e : s.for_case(Case::all)) CHECK(e.empty());
   for (const std::string& e : s.for_case(Case::off)) CHECK(e.empty());
-  CHECK(s.for_case(Case::half)[0] == "CPU & 1");
+  CHECK(s.for_case(Case::half)[0] == "CPU >= 1");
+}
+
+TEST_CASE("bench filters: the half filter splits the allowed CPUs in the middle",
+          "[tools][bench]") {
+  CHECK(default_half_filter({0, 1, 2, 3}) == "CPU >= 2");
+  CHECK(default_half_filter({2, 5, 7, 9}) == "CPU >= 7");
+  CHECK(default_half_filter({3}) == "common_pid & 1");
+  CHECK(default_half_filter({}) == "common_pid & 1");
 }
 
 TEST_CASE("bench filters: file overrides, per-event keys win over *", "[tools][bench]") {
@@ -44,7 +52,7 @@ sys_enter = "id == 1"
 [reject]
 "*" = "common_pid == 0"
 )");
-  FilterSet s = default_filters();
+  FilterSet s = default_filters({0, 1});
   load_filter_file(p, s);
   CHECK(s.half[idx(EventKind::sys_enter)] == "id == 1");
   CHECK(s.half[idx(EventKind::sys_exit)].empty());
@@ -59,7 +67,7 @@ sys_enter = "id == 1"
 }
 
 TEST_CASE("bench filters: bad files are errors naming the problem", "[tools][bench]") {
-  FilterSet s = default_filters();
+  FilterSet s = default_filters({0, 1});
   auto bad_table = write_temp("[sometimes]\n\"*\" = \"x == 1\"\n");
   CHECK_THROWS_WITH(load_filter_file(bad_table, s), Catch::Contains("unknown table [sometimes]"));
   auto bad_event = write_temp("[half]\nkmalloc = \"x == 1\"\n");

@@ -34,7 +34,7 @@ BenchReport sample_report() {
   r.perf_events = 100;
   r.perf.push_back(PerfResult{PerfCase::base, {1.0, 1.0, 1.0}, {{}, {}, {}}, {}, 0, {}, 0});
   r.perf.push_back(PerfResult{PerfCase::overwrite, {1.5, 1.5, 1.5},
-                              {{100, 0, 40, 0, 0}, {100, 0, 42, 0, 0}, {100, 0, 41, 0, 0}}, {},
+                              {{97, 3, 40, 0, 0}, {100, 0, 42, 0, 0}, {99, 1, 41, 0, 0}}, {},
                               100, {}, 0});
   return r;
 }
@@ -55,6 +55,9 @@ TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
   CHECK(r.cases[0].events == 0);
   CHECK(r.cases[0].ns_per_event == 0);
   CHECK(r.perf[1].ns_per_event == Approx(0.5 * 1e9 / 100));
+  // One run's counts (the median one by losses), so that they add up.
+  CHECK(r.perf[1].median_counts.lost == 1);
+  CHECK(r.perf[1].median_counts.written == 99);
   CHECK(r.perf[1].median_counts.overrun == 41);
   CHECK(r.warnings.empty());
 }

@@ -18,11 +18,16 @@ EventFilters FilterSet::for_case(Case c) const {
   return {};
 }
 
-FilterSet default_filters() {
+std::string default_half_filter(const std::vector<int>& cpus) {
+  if (cpus.size() < 2) return "common_pid & 1";
+  return fmt::format("CPU >= {}", cpus[cpus.size() / 2]);
+}
+
+FilterSet default_filters(const std::vector<int>& allowed_cpus) {
   FilterSet s;
   s.reject.fill("common_preempt_count==20");
   s.accept.fill("common_preempt_count!=20");
-  s.half.fill("CPU & 1");
+  s.half.fill(default_half_filter(allowed_cpus));
   return s;
 }
 

@@ -26,10 +26,12 @@ inline constexpr Case kAllCases[] = {Case::off, Case::all, Case::reject, Case::a
 
 /// Whether a filtered event is built in the per-CPU temp buffer first.
 enum class Staging : uint8_t {
-  on,        ///< always stage filtered events (the kernel since 0fc1b09ff1ff)
-  off,       ///< reserve in the ring buffer, discard on reject (the kernel before)
-  adaptive,  ///< the engine decides from the filter's observed rejection rate
+  on,          ///< always stage filtered events (the kernel since 0fc1b09ff1ff)
+  off,         ///< reserve in the ring buffer, discard on reject (the kernel before)
+  adaptive,    ///< the engine decides from the filter's observed rejection rate
+  per_thread,  ///< always stage, in a per-thread temp buffer (not run by default)
 };
+/// The staging modes run by default (the three; per_thread on request).
 inline constexpr Staging kAllStagings[] = {Staging::on, Staging::off, Staging::adaptive};
 
 std::string_view name(Case c);
@@ -50,7 +52,11 @@ struct RunCounts {
   uint64_t emitted = 0;   ///< events that reached the engine enabled
   uint64_t accepted = 0;  ///< committed to the ring buffer
   uint64_t rejected = 0;  ///< discarded by the filter
-  uint64_t lost = 0;      ///< dropped (buffer full or paused), by the engine's accounting
+  uint64_t lost = 0;      ///< refused by the ring buffer, by the engine's accounting
+  /// Of `lost`: because the sub-buffer to overwrite still held a record
+  /// whose writer had not committed it (the ring's commit_overrun).
+  uint64_t lost_commit_overrun = 0;
+  uint64_t overrun = 0;   ///< committed records overwritten during the run (overwrite mode)
 };
 
 /// All runs of one cell.
@@ -62,6 +68,8 @@ struct CaseResult {
   uint64_t events = 0;              ///< emitted per run (the same in every run)
   uint64_t accepted = 0;            ///< median over runs
   double accept_pct = 0;            ///< 100 * accepted / events
+  uint64_t lost = 0;                ///< median over runs
+  uint64_t lost_commit_overrun = 0; ///< median over runs
   double ns_per_event = 0;          ///< (median - median of off) / events
   double ratio_to_off = 0;          ///< median / median of off
 };
@@ -91,7 +99,7 @@ struct PerfResult {
   std::vector<PerfCounts> counts;
   Summary summary;
   uint64_t events = 0;          ///< events emitted per run (N; 0 for base)
-  PerfCounts median_counts;     ///< per-field median over runs
+  PerfCounts median_counts;     ///< counts of the lower-median run by `lost` (they add up)
   double ns_per_event = 0;      ///< (median - median of base) / N
 };
 

@@ -22,7 +22,7 @@ const char* filter_label(Case c) {
     case Case::all: return "no filter";
     case Case::reject: return "common_preempt_count==20";
     case Case::accept: return "common_preempt_count!=20";
-    case Case::half: return "half (see below)";
+    case Case::half: return "half (below)";
   }
   return "?";
 }
@@ -89,16 +89,30 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   for (CaseResult& c : r.cases) {
     c.summary = summarize(c.seconds);
     if (c.spec.kase == Case::off) off = &c;
-    std::vector<uint64_t> accepted;
+    std::vector<uint64_t> accepted, lost, lost_co;
     c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
     bool same = true;
     for (const RunCounts& k : c.counts) {
       accepted.push_back(k.accepted);
+      lost.push_back(k.lost);
+      lost_co.push_back(k.lost_commit_overrun);
       same = same && k.emitted == c.events;
     }
     c.accepted = median_u64(accepted);
+    c.lost = median_u64(lost);
+    c.lost_commit_overrun = median_u64(lost_co);
     c.accept_pct = c.events ? 100.0 * double(c.accepted) / double(c.events) : 0;
     const std::string label = fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging));
+    if (c.events > 0 && c.lost * 200 > c.events)  // > 0.5%
+      warn(fmt::format(
+          "{}: {:.1f}% of the events were lost ({} of them because the sub-buffer to overwrite "
+          "held a record its writer had not committed yet: a thread preempted between reserve "
+          "and commit); committed events are then under-counted: enlarge --buffer-kb or run "
+          "fewer threads",
+          label, 100.0 * double(c.lost) / double(c.events), c.lost_commit_overrun));
+    if (c.spec.kase == Case::half && c.events > 0 && (c.accept_pct < 45 || c.accept_pct > 55))
+      warn(fmt::format("{}: the half filter accepted {:.1f}% of the events, not about 50%", label,
+                       c.accept_pct));
     if (!same) warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
     if (c.spec.kase == Case::off && c.events != 0)
       warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
@@ -139,16 +153,11 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   for (PerfResult& p : r.perf) {
     p.summary = summarize(p.seconds);
     if (p.kase == PerfCase::base) base = &p;
-    std::vector<uint64_t> f[5];
-    for (const PerfCounts& k : p.counts) {
-      f[0].push_back(k.written);
-      f[1].push_back(k.lost);
-      f[2].push_back(k.overrun);
-      f[3].push_back(k.read);
-      f[4].push_back(k.snapshots);
-    }
-    p.median_counts = {median_u64(f[0]), median_u64(f[1]), median_u64(f[2]), median_u64(f[3]),
-                       median_u64(f[4])};
+    // Counts of one run (the lower-median run by losses), so that they add up.
+    std::vector<PerfCounts> runs = p.counts;
+    std::sort(runs.begin(), runs.end(),
+              [](const PerfCounts& a, const PerfCounts& b) { return a.lost < b.lost; });
+    p.median_counts = runs.empty() ? PerfCounts{} : runs[(runs.size() - 1) / 2];
     if (p.summary.n >= 2 && p.summary.stddev_pct > warn_spread_pct)
       warn(fmt::format("overwrite series {}: high spread, ±{:.1f}% over {} runs", name(p.kase),
                        p.summary.stddev_pct, p.summary.n));
@@ -174,16 +183,19 @@ std::string format_table(const BenchReport& r) {
     line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved",
                      r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
     line("");
-    line(fmt::format("{:<7} {:<26} {:<8} {:>9} {:>7} {:>9} {:>11} {:>7} {:>9} {:>6}", "case",
-                     "filter", "staging", "mean s", "±%", "median s", "events", "acc %",
-                     "ns/event", "x off"));
+    line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>5}",
+                     "case", "filter", "staging", "mean s", "±%", "median s", "events", "acc %",
+                     "lost %", "ns/event", "x off"));
     for (const CaseResult& c : r.cases) {
       const bool off = c.spec.kase == Case::off;
-      line(fmt::format("{:<7} {:<26} {:<8} {:>9.4f} {:>6.1f}% {:>9.4f} {:>11} {:>7} {:>9} {:>6.2f}",
+      const std::string lost_pct =
+          c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
+      line(fmt::format("{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>5.2f}",
                        name(c.spec.kase), filter_label(c.spec.kase),
                        off ? "-" : name(c.spec.staging), c.summary.mean, c.summary.stddev_pct,
                        c.summary.median, with_commas(c.events),
                        off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
+                       off ? std::string("-") : lost_pct,
                        off ? std::string("-") : fmt::format("{:.1f}", c.ns_per_event),
                        c.ratio_to_off));
     }
@@ -237,16 +249,15 @@ std::string to_json(const BenchReport& r) {
   out += fmt::format("}}, \"total_s\": {}}},\n \"cases\": [", jnum(r.total_seconds));
   for (size_t i = 0; i < r.cases.size(); ++i) {
     const CaseResult& c = r.cases[i];
-    uint64_t lost = 0;
-    for (const RunCounts& k : c.counts) lost = std::max(lost, k.lost);
     out += fmt::format(
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"accept_pct\": {}, \"lost\": {}, "
-        "\"ns_per_event\": {}, \"ratio_to_off\": {}, \"samples_s\": {}}}",
+        "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
+        "\"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
-        c.accepted, jnum(c.accept_pct), lost, jnum(c.ns_per_event), jnum(c.ratio_to_off),
-        jsamples(c.seconds));
+        c.accepted, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, jnum(c.ns_per_event),
+        jnum(c.ratio_to_off), jsamples(c.seconds));
   }
   out += "],\n";
   if (r.perf_events > 0) {

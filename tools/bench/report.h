@@ -16,6 +16,9 @@
 //                          "overrun": n, "read": n, "snapshots": n}, ...]},
 //    "warnings": ["...", ...]}
 // The "off" case traces nothing: staging "off", events 0, ns_per_event 0.
+// "accepted", "lost" are medians over the runs; the overwrite series' counts
+// (written, lost, overrun, read, snapshots) all come from one run, the
+// lower-median one by "lost", so written + lost == events.
 #include <string>
 
 #include "tools/bench/model.h"

@@ -113,7 +113,8 @@ void read_all(int fd, char* buf, size_t len) {
 }
 
 RunTiming run_threads(const WorkloadConfig& config, Plumbing& plumbing, std::vector<Task>& tasks,
-                      void (*body)(void* ctx, uint32_t index), void* ctx) {
+                      void (*body)(void* ctx, uint32_t index), void (*prepare)(void* ctx),
+                      void* ctx) {
   const uint32_t n = config.threads();
   const std::vector<int> cpus = allowed_cpus();
   std::latch ready(n);
@@ -147,6 +148,7 @@ RunTiming run_threads(const WorkloadConfig& config, Plumbing& plumbing, std::vec
           t.cpu = cpus[(k / 2) % cpus.size()];
           pin_self(t.cpu);
         }
+        if (prepare) prepare(ctx);
       } catch (...) {
         record_error(std::current_exception());
         ok = false;

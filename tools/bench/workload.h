@@ -49,9 +49,9 @@ enum class Channel : uint8_t { socketpair, pipe };
 
 /// Size of one run. Defaults are `tracepipe bench`'s embedded defaults.
 struct WorkloadConfig {
-  uint32_t groups = 2;        ///< hackbench -g
-  uint32_t fds = 10;          ///< hackbench -f: senders = receivers per group
-  uint32_t loops = 200;       ///< hackbench -l: rounds per sender
+  uint32_t groups = 2;        ///< hackbench -g (hackbench.dat was captured with -g 2)
+  uint32_t fds = 20;          ///< hackbench -f: senders = receivers per group (hackbench's default)
+  uint32_t loops = 500;       ///< hackbench -l: rounds per sender (400,000 messages in all)
   uint32_t msg_bytes = 100;   ///< hackbench DATASIZE
   Channel channel = Channel::socketpair;
   bool pin = true;            ///< pin threads round-robin to allowed CPUs
@@ -139,12 +139,18 @@ class StartGate {
 /// (k / 2) mod n. An exception thrown by a body is rethrown
 /// here after every thread has joined; the first failure aborts `plumbing`
 /// so that no thread stays blocked. SIGPIPE must be ignored by the caller.
+/// `prepare(ctx)`, if not null, runs on each thread after it is named and
+/// pinned and before the start gate (an engine registers the thread there, so
+/// that registration is not timed).
 RunTiming run_threads(const WorkloadConfig& config, Plumbing& plumbing, std::vector<Task>& tasks,
-                      void (*body)(void* ctx, uint32_t index), void* ctx);
+                      void (*body)(void* ctx, uint32_t index), void (*prepare)(void* ctx),
+                      void* ctx);
 
 }  // namespace detail
 
-/// Runs the workload once, emitting into `tracer`. Throws std::runtime_error
+/// Runs the workload once, emitting into `tracer`. If the tracer has a
+/// `prepare_thread()` member, every workload thread calls it once before the
+/// clock starts. Throws std::runtime_error
 /// on a system error (socketpair, pin, read/write failure).
 template <EmitTarget Tracer>
 RunTiming run_hackbench(const WorkloadConfig& config, Tracer& tracer) {
@@ -227,7 +233,10 @@ RunTiming run_hackbench(const WorkloadConfig& config, Tracer& tracer) {
       }
     }
   };
-  return detail::run_threads(config, plumbing, tasks, body, &ctx);
+  void (*prepare)(void*) = nullptr;
+  if constexpr (requires { tracer.prepare_thread(); })
+    prepare = [](void* p) { static_cast<Ctx*>(p)->tracer->prepare_thread(); };
+  return detail::run_threads(config, plumbing, tasks, body, prepare, &ctx);
 }
 
 }  // namespace tracepipe::tools::bench

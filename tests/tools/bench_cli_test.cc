@@ -1,0 +1,151 @@
+// `tracepipe bench` end to end: the real command on a tiny workload, its
+// JSON parsed and checked for shape and for counts that must agree.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "mini_json.h"
+#include "test_support.h"
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+Run run_tracepipe(const std::string& args) {
+  auto dir = std::filesystem::temp_directory_path();
+  auto out = dir / ("tp_bench_out_" + std::to_string(getpid()));
+  auto err = dir / ("tp_bench_err_" + std::to_string(getpid()));
+  std::string cmd = std::string("'") + TP_TRACEPIPE_EXE + "' " + args + " >'" + out.string() +
+                    "' 2>'" + err.string() + "'";
+  int rc = std::system(cmd.c_str());
+  Run r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = tp_test::read_file(out);
+  r.err = tp_test::read_file(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+bool two_cpus_of_both_parities() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  bool even = false, odd = false;
+  int n = 0;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) {
+      ++n;
+      (i & 1 ? odd : even) = true;
+    }
+  return n == 2 && even && odd;
+}
+
+}  // namespace
+
+TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][bench]") {
+  // 1 group of 2 pairs, 20 loops: 80 messages, 480 events per traced run.
+  Run r = run_tracepipe(
+      "bench -g 1 -f 2 -l 20 -r 2 --json --perf-events 20000 --perf-no-syscall --no-warmup");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  mini_json::Value doc = mini_json::parse(r.out);
+  CHECK(doc["tool"].str() == "tracepipe bench");
+  CHECK(doc["config"]["messages"].number() == 80);
+
+  const auto& cases = doc["cases"].array();
+  REQUIRE(cases.size() == 13);  // off + {all, reject, accept, half} x {on, off, adaptive}
+  std::map<std::string, double> events_of_case;
+  std::map<std::string, int> stagings_of_case;
+  for (const auto& c : cases) {
+    const std::string kase = c["case"].str();
+    const std::string staging = c["staging"].str();
+    INFO(kase << "/" << staging);
+    CHECK((staging == "on" || staging == "off" || staging == "adaptive"));
+    CHECK(c["runs"].number() == 2);
+    CHECK(c["samples_s"].array().size() == 2);
+    CHECK(c["mean_s"].number() > 0);
+    CHECK(c["median_s"].number() > 0);
+    CHECK(c["stddev_pct"].number() >= 0);
+    CHECK(c["ns_per_event"].is_number());
+    const double events = c["events"].number();
+    const double accepted = c["accepted"].number();
+    if (kase == "off") {
+      CHECK(events == 0);
+      CHECK(c["ns_per_event"].number() == 0);
+      continue;
+    }
+    CHECK(events == 480);
+    if (events_of_case.count(kase)) CHECK(events_of_case[kase] == events);
+    events_of_case[kase] = events;
+    ++stagings_of_case[kase];
+    if (kase == "reject") CHECK(accepted == 0);
+    if (kase == "all" || kase == "accept") CHECK(accepted + c["lost"].number() == events);
+    if (kase == "half") {
+      if (two_cpus_of_both_parities())
+        CHECK(accepted == events / 2);
+      else
+        CHECK(accepted <= events);
+    }
+  }
+  CHECK(stagings_of_case == std::map<std::string, int>{
+                                {"all", 3}, {"reject", 3}, {"accept", 3}, {"half", 3}});
+
+  const auto& series = doc["overwrite_series"];
+  CHECK(series["events"].number() == 20000);
+  const auto& pc = series["cases"].array();
+  REQUIRE(pc.size() == 4);
+  std::map<std::string, const mini_json::Value*> by;
+  for (const auto& p : pc) by[p["case"].str()] = &p;
+  REQUIRE(by.size() == 4);
+  CHECK((*by["base"])["events"].number() == 0);
+  for (const char* k : {"drop+consumer", "overwrite", "overwrite+snapshot"}) {
+    INFO(k);
+    const auto& p = *by[k];
+    CHECK(p["events"].number() == 20000);
+    CHECK(p["runs"].number() == 2);
+    CHECK(p["written"].number() + p["lost"].number() == 20000);
+  }
+  // The overwrite buffer keeps only what fits: nobody reads it, so what was
+  // overwritten plus what is left equals what was written.
+  CHECK((*by["overwrite"])["read"].number() == 0);
+  CHECK((*by["overwrite+snapshot"])["snapshots"].number() >= 1);
+}
+
+TEST_CASE("bench cli: a filter the kernel rejects fails before any run, with its error",
+          "[tools][bench]") {
+  auto f = std::filesystem::temp_directory_path() /
+           ("tp_bench_bad_filter_" + std::to_string(getpid()) + ".toml");
+  std::ofstream(f) << "[half]\nsys_enter = \"id ==\"\n";
+  Run r = run_tracepipe("bench -q -r 1 -g 1 -f 1 -l 1 --table hackbench --filters '" +
+                        f.string() + "'");
+  std::filesystem::remove(f);
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("sys_enter") != std::string::npos);
+  CHECK(r.err.find("id ==") != std::string::npos);
+}
+
+TEST_CASE("bench cli: --help documents the options, bad options fail", "[tools][bench]") {
+  Run h = run_tracepipe("bench --help");
+  CHECK(h.status == 0);
+  for (const char* opt : {"--groups", "--fds", "--loops", "--runs", "--cases", "--staging",
+                          "--buffer-kb", "--mode", "--clock", "--filters", "--json",
+                          "--perf-events"})
+    CHECK(h.out.find(opt) != std::string::npos);
+  CHECK(run_tracepipe("bench --cases sometimes").status != 0);
+  CHECK(run_tracepipe("bench --mode sideways").status != 0);
+  CHECK(run_tracepipe("bench -q --clock sundial -r 1 -l 1").status == 1);
+}

@@ -1,0 +1,150 @@
+// `tracepipe bench`: the kernel patch's discard-versus-commit experiment
+// (0fc1b09ff1ff, "tracing: Use temp buffer when filtering events") on an
+// in-process hackbench, and the perf overwrite series' experiment.
+// See docs/bench.md; the pieces live in tools/bench/.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "tools/bench/report.h"
+#include "tools/bench/runner.h"
+#include "tools/commands.h"
+
+namespace tracepipe::tools::bench {
+namespace {
+
+struct CliOptions {
+  BenchOptions bench;
+  std::vector<std::string> cases;
+  std::vector<std::string> stagings;
+  std::string channel = "socketpair";
+  std::string mode = "overwrite";
+  std::string table = "both";
+  std::string filters_file;
+  uint64_t buffer_kb = 1408;
+  bool no_pin = false;
+  bool json = false;
+  bool quiet = false;
+  bool no_warmup = false;
+  bool perf_no_syscall = false;
+};
+
+template <class T, class Parse>
+std::vector<T> parse_list(const std::vector<std::string>& names, Parse parse, const char* what) {
+  std::vector<T> out;
+  for (const std::string& n : names) {
+    auto v = parse(n);
+    if (!v) throw std::invalid_argument(fmt::format("unknown {} '{}'", what, n));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+void run(CliOptions& cli) {
+  BenchOptions& o = cli.bench;
+  if (!cli.cases.empty()) o.cases = parse_list<Case>(cli.cases, parse_case, "case");
+  if (!cli.stagings.empty())
+    o.stagings = parse_list<Staging>(cli.stagings, parse_staging, "staging mode");
+  o.workload.channel = cli.channel == "pipe" ? Channel::pipe : Channel::socketpair;
+  o.workload.pin = !cli.no_pin;
+  o.engine.overwrite = cli.mode == "overwrite";
+  o.engine.buffer_bytes_per_cpu = cli.buffer_kb * 1024;
+  o.hackbench = cli.table != "overwrite";
+  if (cli.table == "hackbench") o.perf_events = 0;
+  o.perf_syscall = !cli.perf_no_syscall;
+  o.warmup = !cli.no_warmup;
+  if (!cli.filters_file.empty()) o.filters_file = cli.filters_file;
+
+  // A peer that fails mid-run must not kill us through SIGPIPE: the workload
+  // reports EPIPE as an error instead.
+  std::signal(SIGPIPE, SIG_IGN);
+  Progress progress(Progress::auto_style(cli.quiet));
+  BenchReport report = run_bench(o, progress);
+  const std::string text = cli.json ? to_json(report) : format_table(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+const Registrar reg{[](CLI::App& app) {
+  auto cli = std::make_shared<CliOptions>();
+  BenchOptions& o = cli->bench;
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "Measure what discarding and committing events cost, as the kernel patch 0fc1b09ff1ff "
+      "did: an in-process hackbench emitting sched_switch, sched_wakeup, sys_enter and sys_exit "
+      "with tracing off, all events, a reject-all, an accept-all and a 50% filter, each with "
+      "staging on/off/adaptive; then the perf overwrite series (N events from one thread into "
+      "drop-newest and overwrite buffers). Prints tables, or JSON with --json. See docs/bench.md.");
+  sub->option_defaults()->always_capture_default();
+
+  const char* W = "Workload (like hackbench -T)";
+  sub->add_option("-g,--groups", o.workload.groups, "Groups of senders and receivers")
+      ->check(CLI::Range(1, 64))->group(W);
+  sub->add_option("-f,--fds", o.workload.fds,
+                  "Senders and receivers per group (each sender writes to every receiver)")
+      ->check(CLI::Range(1, 64))->group(W);
+  sub->add_option("-l,--loops", o.workload.loops,
+                  "Messages each sender writes to each receiver of its group")
+      ->check(CLI::PositiveNumber)->group(W);
+  sub->add_option("-s,--datasize", o.workload.msg_bytes, "Bytes per message")
+      ->check(CLI::Range(1, 4096))->group(W);
+  sub->add_option("--channel", cli->channel, "Channel per receiver: socketpair or pipe")
+      ->check(CLI::IsMember({"socketpair", "pipe"}))->group(W);
+  sub->add_flag("--no-pin", cli->no_pin,
+                "Do not pin threads (default: sender/receiver pair p runs on allowed CPU p mod n)")
+      ->group(W);
+
+  const char* C = "Cases and statistics";
+  sub->add_option("-r,--runs", o.runs,
+                  "Repetitions of every case (like perf stat -r); runs are interleaved")
+      ->check(CLI::Range(1, 1000))->group(C);
+  sub->add_option("--cases", cli->cases,
+                  "Cases of the first table: off,all,reject,accept,half (off always runs: it is "
+                  "the base) [default: all five]")
+      ->delimiter(',')->group(C);
+  sub->add_option("--staging", cli->stagings,
+                  "Staging modes: on (per-CPU temp buffer), off, adaptive, per_thread [default: on,off,adaptive]")
+      ->delimiter(',')->group(C);
+  sub->add_option("--filters", cli->filters_file,
+                  "TOML file overriding the filters of the reject, accept and half cases "
+                  "(see docs/bench.md)")
+      ->check(CLI::ExistingFile)->group(C);
+  sub->add_option("--warn-spread", o.warn_spread_pct,
+                  "Warn when a case's relative stddev exceeds this many percent")
+      ->check(CLI::PositiveNumber)->group(C);
+  sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
+
+  const char* E = "Engine";
+  sub->add_option("-b,--buffer-kb", cli->buffer_kb, "Ring buffer size per CPU, KiB")
+      ->check(CLI::Range(8, 4 * 1024 * 1024))->group(E);
+  sub->add_option("-m,--mode", cli->mode, "Ring buffer mode when full: overwrite or drop")
+      ->check(CLI::IsMember({"overwrite", "drop"}))->group(E);
+  sub->add_option("-C,--clock", o.engine.clock,
+                  "Trace clock (kernel names: local, global, counter, mono, mono_raw, x86-tsc, ...)")
+      ->group(E);
+
+  const char* P = "Second table (perf overwrite series)";
+  sub->add_option("--perf-events", o.perf_events, "Events per run (N); 0 skips the table")
+      ->group(P);
+  sub->add_flag("--perf-no-syscall", cli->perf_no_syscall,
+                "Do not make a close(-1) system call before each event")
+      ->group(P);
+  sub->add_option("--table", cli->table, "Which tables to run: both, hackbench or overwrite")
+      ->check(CLI::IsMember({"both", "hackbench", "overwrite"}))->group(P);
+
+  const char* O = "Output";
+  sub->add_flag("--json", cli->json, "Print JSON (shape in docs/bench.md) instead of tables")
+      ->group(O);
+  sub->add_flag("-q,--quiet", cli->quiet, "No progress line on stderr")->group(O);
+
+  sub->callback([cli] { run(*cli); });
+}};
+
+}  // namespace
+}  // namespace tracepipe::tools::bench

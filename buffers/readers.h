@@ -34,7 +34,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <ranges>
 #include <vector>
 
 #include "buffers/record.h"
@@ -150,7 +149,13 @@ class Snapshot {
   ~Snapshot();
 
   const std::vector<RecordView>& records() const noexcept { return recs_; }  ///< oldest first
-  auto newest_first() const noexcept { return std::views::reverse(recs_); }
+  /// Newest first (a range over records() reversed).
+  struct Reversed {
+    std::vector<RecordView>::const_reverse_iterator b, e;
+    auto begin() const noexcept { return b; }
+    auto end() const noexcept { return e; }
+  };
+  Reversed newest_first() const noexcept { return {recs_.rbegin(), recs_.rend()}; }
   size_t size() const noexcept { return recs_.size(); }
 
  private:

@@ -52,6 +52,8 @@ TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
   CHECK(all.ratio_to_off == Approx(1.79 / 0.79));
   CHECK(all.ns_per_event == Approx((1.79 - 0.79) * 1e9 / 1000));
   CHECK(r.cases[2].accepted == 0);
+  CHECK(r.cases[2].rejected == 1000);
+  CHECK(r.cases[2].accept_pct == 0);
   CHECK(r.cases[0].events == 0);
   CHECK(r.cases[0].ns_per_event == 0);
   CHECK(r.perf[1].ns_per_event == Approx(0.5 * 1e9 / 100));
@@ -65,7 +67,7 @@ TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
 TEST_CASE("bench report: warnings for spread, noise and contradicting counts",
           "[tools][bench]") {
   BenchReport r = sample_report();
-  r.cases[1].seconds = {1.0, 1.5, 2.0};  // ±25%
+  r.cases[1].seconds = {1.0, 1.5, 2.0};  // ±33%
   r.cases[2].counts[1].accepted = 3;     // a reject-all filter let 3 through
   r.cases[3].seconds = {0.79, 0.80, 0.78};
   finalize(r, 5.0);
@@ -74,13 +76,34 @@ TEST_CASE("bench report: warnings for spread, noise and contradicting counts",
       if (w.find(s) != std::string::npos) return true;
     return false;
   };
-  CHECK(has("all/on: high spread"));
+  CHECK(has("high spread (relative stddev above 5%): all/on ±33.3%"));
   CHECK(has("reject/on: the reject-all filter accepted 3 events"));
-  CHECK(has("reject/off: the difference to off"));
+  CHECK(has("difference to off within the run-to-run spread (ns/event not significant): "
+            "reject/off"));
   // finalize() is idempotent: warnings are not duplicated.
   const size_t n = r.warnings.size();
   finalize(r, 5.0);
   CHECK(r.warnings.size() == n);
+}
+
+TEST_CASE("bench report: lost events and a lopsided half filter are reported", "[tools][bench]") {
+  BenchReport r = sample_report();
+  r.cases.push_back(row(Case::half, Staging::on, {1.5, 1.5, 1.5}, {1000, 300, 500, 200, 150, 0}));
+  finalize(r, 5.0);
+  const CaseResult& h = r.cases.back();
+  CHECK(h.accepted == 300);
+  CHECK(h.lost == 200);
+  CHECK(h.accept_pct == Approx(50.0));  // passed the filter: committed or lost
+  auto has = [&](const std::string& s) {
+    for (const auto& w : r.warnings)
+      if (w.find(s) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has("events lost by the ring buffer: half/on 20.0% (150 of them"));
+  CHECK_FALSE(has("the half filter passed"));
+  r.cases.back().counts.assign(3, RunCounts{1000, 300, 700, 0, 0, 0});
+  finalize(r, 5.0);
+  CHECK(has("the half filter passed half/on 30.0% of the events"));
 }
 
 TEST_CASE("bench report: traced cases need the off base", "[tools][bench]") {

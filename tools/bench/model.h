@@ -66,8 +66,11 @@ struct CaseResult {
   std::vector<RunCounts> counts;    ///< one per run
   Summary summary;
   uint64_t events = 0;              ///< emitted per run (the same in every run)
-  uint64_t accepted = 0;            ///< median over runs
-  double accept_pct = 0;            ///< 100 * accepted / events
+  uint64_t accepted = 0;            ///< committed per run, median over runs
+  uint64_t rejected = 0;            ///< rejected by the filter per run, median over runs
+  /// Filter pass rate: 100 * (events - rejected) / events (events that passed
+  /// the filter but were then lost by the ring count as passed).
+  double accept_pct = 0;
   uint64_t lost = 0;                ///< median over runs
   uint64_t lost_commit_overrun = 0; ///< median over runs
   double ns_per_event = 0;          ///< (median - median of off) / events

@@ -84,35 +84,34 @@ void finalize(BenchReport& r, double warn_spread_pct) {
                                   [](const std::string& w) { return w.starts_with("[auto] "); }),
                    r.warnings.end());
   auto warn = [&](std::string w) { r.warnings.push_back("[auto] " + std::move(w)); };
+  // Warnings that concern several cells are gathered into one line each.
+  std::vector<std::string> spread, lost, noise, half;
+  uint64_t lost_commit_overrun = 0;
 
   const CaseResult* off = nullptr;
   for (CaseResult& c : r.cases) {
     c.summary = summarize(c.seconds);
     if (c.spec.kase == Case::off) off = &c;
-    std::vector<uint64_t> accepted, lost, lost_co;
+    std::vector<uint64_t> accepted, rejected, lost_v, lost_co;
     c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
     bool same = true;
     for (const RunCounts& k : c.counts) {
       accepted.push_back(k.accepted);
-      lost.push_back(k.lost);
+      rejected.push_back(k.rejected);
+      lost_v.push_back(k.lost);
       lost_co.push_back(k.lost_commit_overrun);
       same = same && k.emitted == c.events;
     }
     c.accepted = median_u64(accepted);
-    c.lost = median_u64(lost);
+    c.rejected = median_u64(rejected);
+    c.lost = median_u64(lost_v);
     c.lost_commit_overrun = median_u64(lost_co);
-    c.accept_pct = c.events ? 100.0 * double(c.accepted) / double(c.events) : 0;
-    const std::string label = fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging));
-    if (c.events > 0 && c.lost * 200 > c.events)  // > 0.5%
-      warn(fmt::format(
-          "{}: {:.1f}% of the events were lost ({} of them because the sub-buffer to overwrite "
-          "held a record its writer had not committed yet: a thread preempted between reserve "
-          "and commit); committed events are then under-counted: enlarge --buffer-kb or run "
-          "fewer threads",
-          label, 100.0 * double(c.lost) / double(c.events), c.lost_commit_overrun));
-    if (c.spec.kase == Case::half && c.events > 0 && (c.accept_pct < 45 || c.accept_pct > 55))
-      warn(fmt::format("{}: the half filter accepted {:.1f}% of the events, not about 50%", label,
-                       c.accept_pct));
+    c.accept_pct = c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) /
+                                  double(c.events)
+                            : 0;
+    const std::string label = c.spec.kase == Case::off
+                                  ? std::string("off")
+                                  : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging));
     if (!same) warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
     if (c.spec.kase == Case::off && c.events != 0)
       warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
@@ -129,10 +128,14 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         break;
       }
     }
+    if (c.events > 0 && c.lost * 200 > c.events) {  // > 0.5%
+      lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(c.lost) / double(c.events)));
+      lost_commit_overrun += c.lost_commit_overrun;
+    }
+    if (c.spec.kase == Case::half && c.events > 0 && (c.accept_pct < 45 || c.accept_pct > 55))
+      half.push_back(fmt::format("{} {:.1f}%", label, c.accept_pct));
     if (c.summary.n >= 2 && c.summary.stddev_pct > warn_spread_pct)
-      warn(fmt::format("{}: high spread, ±{:.1f}% over {} runs (threshold {:.0f}%): the machine is "
-                       "noisy; raise --runs or the workload size",
-                       label, c.summary.stddev_pct, c.summary.n, warn_spread_pct));
+      spread.push_back(fmt::format("{} ±{:.1f}%", label, c.summary.stddev_pct));
   }
   if (!off && std::any_of(r.cases.begin(), r.cases.end(),
                           [](const CaseResult& c) { return !c.seconds.empty(); }))
@@ -144,9 +147,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     if (c.spec.kase == Case::off || c.summary.n < 2) continue;
     const double diff = std::fabs(c.summary.median - off->summary.median);
     if (diff < std::max(c.summary.stddev, off->summary.stddev))
-      warn(fmt::format("{}/{}: the difference to off ({:.1f} ms) is within the run-to-run spread; "
-                       "its ns/event is not significant",
-                       name(c.spec.kase), name(c.spec.staging), diff * 1e3));
+      noise.push_back(fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging)));
   }
 
   const PerfResult* base = nullptr;
@@ -159,12 +160,31 @@ void finalize(BenchReport& r, double warn_spread_pct) {
               [](const PerfCounts& a, const PerfCounts& b) { return a.lost < b.lost; });
     p.median_counts = runs.empty() ? PerfCounts{} : runs[(runs.size() - 1) / 2];
     if (p.summary.n >= 2 && p.summary.stddev_pct > warn_spread_pct)
-      warn(fmt::format("overwrite series {}: high spread, ±{:.1f}% over {} runs", name(p.kase),
-                       p.summary.stddev_pct, p.summary.n));
+      spread.push_back(fmt::format("{} ±{:.1f}%", name(p.kase), p.summary.stddev_pct));
   }
   for (PerfResult& p : r.perf)
     if (base && p.kase != PerfCase::base)
       p.ns_per_event = ns_per_event(p.summary.median, base->summary.median, p.events);
+
+  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+  if (!lost.empty())
+    warn(fmt::format(
+        "events lost by the ring buffer: {} ({} of them because the sub-buffer to overwrite still "
+        "held a record whose writer was preempted between reserve and commit: commit_overrun); "
+        "those cells under-count the cost of committing: enlarge --buffer-kb or run fewer threads",
+        join(lost), lost_commit_overrun));
+  if (!half.empty())
+    warn(fmt::format("the half filter passed {} of the events, not about 50% (odd CPU count, "
+                     "--no-pin, an odd number of pairs, or a filter file)",
+                     join(half)));
+  if (!spread.empty())
+    warn(fmt::format("high spread (relative stddev above {:.0f}%): {}; the machine is noisy: "
+                     "compare medians, raise --runs or the workload size",
+                     warn_spread_pct, join(spread)));
+  if (!noise.empty())
+    warn(fmt::format("difference to off within the run-to-run spread (ns/event not significant): "
+                     "{}",
+                     join(noise)));
 }
 
 std::string format_table(const BenchReport& r) {
@@ -184,7 +204,7 @@ std::string format_table(const BenchReport& r) {
                      r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
     line("");
     line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>5}",
-                     "case", "filter", "staging", "mean s", "±%", "median s", "events", "acc %",
+                     "case", "filter", "staging", "mean s", "±%", "median s", "events", "pass %",
                      "lost %", "ns/event", "x off"));
     for (const CaseResult& c : r.cases) {
       const bool off = c.spec.kase == Case::off;
@@ -251,12 +271,12 @@ std::string to_json(const BenchReport& r) {
     const CaseResult& c = r.cases[i];
     out += fmt::format(
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
-        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"accept_pct\": {}, \"lost\": {}, "
+        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": {}, \"lost\": {}, "
         "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
         "\"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
-        c.accepted, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, jnum(c.ns_per_event),
+        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, jnum(c.ns_per_event),
         jnum(c.ratio_to_off), jsamples(c.seconds));
   }
   out += "],\n";

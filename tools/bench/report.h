@@ -7,8 +7,8 @@
 //    "cases": [{"case": "off"|"all"|"reject"|"accept"|"half",
 //               "staging": "on"|"off"|"adaptive", "runs": r, "mean_s": x,
 //               "median_s": x, "stddev_pct": x, "events": n, "accepted": n,
-//               "accept_pct": x, "lost": n, "ns_per_event": x, "ratio_to_off": x,
-//               "samples_s": [...]}, ...],
+//               "rejected": n, "accept_pct": x, "lost": n, "lost_commit_overrun": n,
+//               "ns_per_event": x, "ratio_to_off": x, "samples_s": [...]}, ...],
 //    "overwrite_series": {"events": N, "syscall": bool,
 //               "cases": [{"case": "base"|"drop+consumer"|"overwrite"|"overwrite+snapshot",
 //                          "runs": r, "mean_s": x, "median_s": x, "stddev_pct": x,
@@ -26,10 +26,12 @@
 namespace tracepipe::tools::bench {
 
 /// Fills every derived field of `report` from its raw samples: summaries,
-/// per-run event counts (checked identical across runs), median accepted
-/// count and acceptance, ns per event and ratio against the off case (the
-/// base row of the second table), and appends warnings: spread above
-/// `warn_spread_pct`, a cost difference smaller than the noise, and any
+/// per-run event counts (checked identical across runs), median accepted,
+/// rejected and lost counts, the filter pass rate, ns per event and ratio
+/// against the off case (the base row of the second table), and appends
+/// warnings, one line per kind listing the cells concerned: spread above
+/// `warn_spread_pct`, a difference to off smaller than the noise, events
+/// lost by the ring, a half filter far from 50%; and one line per cell for a
 /// count that contradicts the case (a reject-all filter that accepted an
 /// event, an accept-all filter that rejected one, events that differ between
 /// runs). Throws std::logic_error if a traced case has runs but no off row.

@@ -169,7 +169,9 @@ class Snapshot {
 /// stamps go lowest CPU first. Each call polls the CPUs that have no record
 /// buffered, so on a live buffer a CPU that is late to commit can yield a
 /// record older than one already returned (as trace_pipe). The view is valid
-/// until the next call. Mirrors kernel/trace/trace.c: __find_next_entry.
+/// until the next call. With ConsumingReader sources, the records buffered
+/// as heads when a Merged is destroyed were already consumed (counted read).
+/// Mirrors kernel/trace/trace.c: __find_next_entry.
 template <class Source>
 class Merged {
  public:

@@ -207,7 +207,8 @@ class RingBufferBase {
   RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode);  // throws ConfigError
   RingBufferBase(const RingBufferBase&) = delete;
   RingBufferBase& operator=(const RingBufferBase&) = delete;
-  ~RingBufferBase();
+  /// Virtual: owners may hold a RingBuffer<M> as std::unique_ptr<RingBufferBase>.
+  virtual ~RingBufferBase();
 
   uint32_t cpus() const noexcept { return ncpu_; }
   OverflowMode mode() const noexcept { return mode_; }

@@ -1,0 +1,55 @@
+#pragma once
+// Worker threads pinned one per CPU, reused by every timed round of the peers
+// bench so that thread creation is never timed.
+//
+// run(k, job) wakes workers 0..k-1; each one waits at a spin barrier until
+// all k are awake (so two-thread rounds really overlap), then times its own
+// call of job(worker) with CLOCK_MONOTONIC. run() returns when all k are
+// done, with each worker's elapsed ns.
+//
+// Invariants: one run() at a time (the caller's thread only); a worker
+// touches `job_` only between the generation bump that wakes it and its
+// increment of `done_`, both ordered by acquire/release.
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace tracepipe::tools::peers {
+
+class PinnedPool {
+ public:
+  /// Starts one worker per entry of `cpus`, worker i pinned to cpus[i].
+  /// Throws std::runtime_error if a thread cannot be pinned.
+  explicit PinnedPool(std::vector<int> cpus);
+  ~PinnedPool();
+  PinnedPool(const PinnedPool&) = delete;
+  PinnedPool& operator=(const PinnedPool&) = delete;
+
+  size_t size() const noexcept { return cpus_.size(); }
+  const std::vector<int>& cpus() const noexcept { return cpus_; }
+
+  /// Runs job(i) on workers i = 0..k-1 together; returns elapsed ns per
+  /// worker. Rethrows the first exception a job threw.
+  std::vector<uint64_t> run(uint32_t k, const std::function<void(uint32_t)>& job);
+
+ private:
+  void worker(uint32_t index);
+
+  std::vector<int> cpus_;
+  std::vector<std::thread> threads_;
+  std::vector<uint64_t> elapsed_;
+  std::vector<std::exception_ptr> errors_;
+  const std::function<void(uint32_t)>* job_ = nullptr;
+  uint32_t active_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint32_t> arrived_{0};
+  std::atomic<uint32_t> done_{0};
+  std::atomic<bool> quit_{false};
+  std::atomic<int> pin_errors_{0};
+  std::atomic<uint32_t> started_{0};
+};
+
+}  // namespace tracepipe::tools::peers

@@ -116,8 +116,12 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
     const auto& p = *by[k];
     CHECK(p["events"].number() == 20000);
     CHECK(p["runs"].number() == 2);
+    // written is the writer's own count of successful reservations; lost
+    // is the ring's: together they are every attempt.
     CHECK(p["written"].number() + p["lost"].number() == 20000);
+    CHECK(p["conserved"].boolean());
   }
+  CHECK((*by["base"])["conserved"].boolean());
   // The overwrite buffer keeps only what fits: nobody reads it, so what was
   // overwritten plus what is left equals what was written.
   CHECK((*by["overwrite"])["read"].number() == 0);

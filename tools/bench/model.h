@@ -89,11 +89,15 @@ inline constexpr PerfCase kAllPerfCases[] = {PerfCase::base, PerfCase::drop_cons
 std::string_view name(PerfCase c);
 
 struct PerfCounts {
-  uint64_t written = 0;    ///< events accepted into the buffer
+  uint64_t written = 0;    ///< reservations that succeeded, counted by the writer
   uint64_t lost = 0;       ///< dropped: full (drop-newest) or paused
   uint64_t overrun = 0;    ///< overwritten before being read
   uint64_t read = 0;       ///< read by the consumer or the snapshots
   uint64_t snapshots = 0;  ///< paused snapshot reads done
+  /// The ring's conservation law held at the end of the run: every record
+  /// the writer attempted is consumed, overrun, lost, discarded or still
+  /// buffered (buffers/stats.h), and written + lost == attempts.
+  bool conserved = true;
 };
 
 struct PerfResult {

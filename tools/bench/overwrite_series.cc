@@ -37,11 +37,17 @@ SysEnterRecord make_record(int32_t tid) {
   return r;
 }
 
+struct LoopOut {
+  double seconds = 0;
+  uint64_t written = 0;  ///< reservations that succeeded
+};
+
 /// The timed loop: N iterations of [close(-1)] + [reserve, fill, commit].
-/// Returns seconds. `Ring` is nullptr_t for the base case.
+/// `Ring` is nullptr_t for the base case.
 template <class Ring>
-double writer_loop(Ring* ring, uint64_t n, bool syscall) {
+LoopOut writer_loop(Ring* ring, uint64_t n, bool syscall) {
   const SysEnterRecord proto = make_record(detail::current_tid());
+  uint64_t written = 0;
   const uint64_t t0 = detail::now_ns();
   for (uint64_t i = 0; i < n; ++i) {
     if (syscall) ::syscall(SYS_close, -1);
@@ -50,13 +56,14 @@ double writer_loop(Ring* ring, uint64_t n, bool syscall) {
       if (r) [[likely]] {
         std::memcpy(r.payload().data(), &proto, sizeof proto);
         ring->commit(r);
+        ++written;
       }
     } else {
       (void)ring;
       asm volatile("" ::: "memory");  // keep the empty loop
     }
   }
-  return double(detail::now_ns() - t0) * 1e-9;
+  return {double(detail::now_ns() - t0) * 1e-9, written};
 }
 
 struct Cpus {
@@ -75,8 +82,8 @@ Cpus pick_cpus(bool pin) {
 
 /// Runs `loop` on a fresh thread pinned to `cpu` (if >= 0); rethrows.
 template <class F>
-double on_thread(int cpu, F loop) {
-  double secs = 0;
+LoopOut on_thread(int cpu, F loop) {
+  LoopOut secs;
   std::exception_ptr err;
   std::thread t([&] {
     try {
@@ -91,15 +98,20 @@ double on_thread(int cpu, F loop) {
   return secs;
 }
 
-/// Sums the loss and overrun counters over CPUs.
-PerfCounts ring_counts(const buffers::RingBufferBase& ring, uint64_t n) {
+/// The ring's counters summed over CPUs, checked against the writer's own
+/// counts: attempts n = written + lost, and (buffers/stats.h) n = consumed +
+/// overrun + lost + discarded + entries.
+PerfCounts ring_counts(const buffers::RingBufferBase& ring, uint64_t n, uint64_t written) {
   PerfCounts k;
+  uint64_t accounted = 0;
   for (uint32_t cpu = 0; cpu < ring.cpus(); ++cpu) {
     buffers::CpuStats s = ring.stats(cpu);
     k.lost += s.lost();
     k.overrun += s.overrun;
+    accounted += s.accounted();
   }
-  k.written = n - k.lost;
+  k.written = written;
+  k.conserved = written + k.lost == n && accounted == n;
   return k;
 }
 
@@ -119,8 +131,8 @@ struct RunOut {
 RunOut run_base(const OverwriteSeriesOptions& o, const Cpus& cpus) {
   RunOut out;
   out.seconds = on_thread(cpus.writer, [&] {
-    return writer_loop(static_cast<std::nullptr_t*>(nullptr), o.events, o.syscall);
-  });
+                  return writer_loop(static_cast<std::nullptr_t*>(nullptr), o.events, o.syscall);
+                }).seconds;
   return out;
 }
 
@@ -154,9 +166,11 @@ RunOut run_drop_consumer(const OverwriteSeriesOptions& o, const Cpus& cpus,
     }
   });
   RunOut out;
+  LoopOut loop;
   std::exception_ptr werr;
   try {
-    out.seconds = on_thread(cpus.writer, [&] { return writer_loop(&ring, o.events, o.syscall); });
+    loop = on_thread(cpus.writer, [&] { return writer_loop(&ring, o.events, o.syscall); });
+    out.seconds = loop.seconds;
   } catch (...) {
     werr = std::current_exception();
   }
@@ -164,7 +178,7 @@ RunOut run_drop_consumer(const OverwriteSeriesOptions& o, const Cpus& cpus,
   consumer.join();
   if (werr) std::rethrow_exception(werr);
   if (err) std::rethrow_exception(err);
-  out.counts = ring_counts(ring, o.events);
+  out.counts = ring_counts(ring, o.events, loop.written);
   out.counts.read = read.load();
   return out;
 }
@@ -212,9 +226,11 @@ RunOut run_overwrite(const OverwriteSeriesOptions& o, const Cpus& cpus,
     });
   }
   RunOut out;
+  LoopOut loop;
   std::exception_ptr werr;
   try {
-    out.seconds = on_thread(cpus.writer, [&] { return writer_loop(&ring, o.events, o.syscall); });
+    loop = on_thread(cpus.writer, [&] { return writer_loop(&ring, o.events, o.syscall); });
+    out.seconds = loop.seconds;
   } catch (...) {
     werr = std::current_exception();
   }
@@ -222,7 +238,7 @@ RunOut run_overwrite(const OverwriteSeriesOptions& o, const Cpus& cpus,
   if (reader.joinable()) reader.join();
   if (werr) std::rethrow_exception(werr);
   if (err) std::rethrow_exception(err);
-  out.counts = ring_counts(ring, o.events);
+  out.counts = ring_counts(ring, o.events, loop.written);
   out.counts.read = read.load();
   out.counts.snapshots = taken.load();
   return out;

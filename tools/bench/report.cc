@@ -159,6 +159,14 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     std::sort(runs.begin(), runs.end(),
               [](const PerfCounts& a, const PerfCounts& b) { return a.lost < b.lost; });
     p.median_counts = runs.empty() ? PerfCounts{} : runs[(runs.size() - 1) / 2];
+    for (const PerfCounts& k : p.counts)
+      if (!k.conserved) {
+        warn(fmt::format("overwrite series {}: the ring buffer's counts do not add up (written "
+                         "{} + lost {} against {} attempts, or consumed + overrun + lost + "
+                         "discarded + entries differs): a buffers/ accounting bug",
+                         name(p.kase), k.written, k.lost, p.events));
+        break;
+      }
     if (p.summary.n >= 2 && p.summary.stddev_pct > warn_spread_pct)
       spread.push_back(fmt::format("{} ±{:.1f}%", name(p.kase), p.summary.stddev_pct));
   }
@@ -288,11 +296,16 @@ std::string to_json(const BenchReport& r) {
       out += fmt::format(
           "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": {}, "
           "\"events\": {}, \"ns_per_event\": {}, \"written\": {}, \"lost\": {}, \"overrun\": {}, "
-          "\"read\": {}, \"snapshots\": {}, \"samples_s\": {}}}",
+          "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
           i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
           jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events, jnum(p.ns_per_event),
           p.median_counts.written, p.median_counts.lost, p.median_counts.overrun,
-          p.median_counts.read, p.median_counts.snapshots, jsamples(p.seconds));
+          p.median_counts.read, p.median_counts.snapshots,
+          std::all_of(p.counts.begin(), p.counts.end(),
+                      [](const PerfCounts& k) { return k.conserved; })
+              ? "true"
+              : "false",
+          jsamples(p.seconds));
     }
     out += "]},\n";
   }

@@ -13,7 +13,8 @@
 //               "cases": [{"case": "base"|"drop+consumer"|"overwrite"|"overwrite+snapshot",
 //                          "runs": r, "mean_s": x, "median_s": x, "stddev_pct": x,
 //                          "events": n, "ns_per_event": x, "written": n, "lost": n,
-//                          "overrun": n, "read": n, "snapshots": n}, ...]},
+//                          "overrun": n, "read": n, "snapshots": n,
+//                          "conserved": bool}, ...]},
 //    "warnings": ["...", ...]}
 // The "off" case traces nothing: staging "off", events 0, ns_per_event 0.
 // "accepted", "lost" are medians over the runs; the overwrite series' counts

@@ -1,0 +1,518 @@
+// run_replay(): the per-CPU TBB pipelines described in replay.h.
+#include <fmt/core.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_group.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+
+#include "buffers/readers.h"
+#include "core/current_cpu.h"
+#include "core/trace_symbols.h"
+#include "core/tracedat_reader.h"
+#include "core/tracedat_writer.h"
+#include "filters/parser.h"
+#include "tools/replay/filter_plan.h"
+#include "tools/replay/progress.h"
+#include "tools/replay/replay.h"
+#include "tools/replay/symbols.h"
+
+namespace tracepipe::tools::replay {
+namespace {
+
+using filters::detail::Code;
+
+// ---- routing of one record, by common_type ---------------------------------
+
+enum class Kind : uint8_t {
+  unknown,      // no format with this ID
+  skip,         // event not replayed
+  emit,         // Instance::emit_raw (filter, if any, inside the instance)
+  replay_side,  // Program::match here with the recorded context, then emit_raw unfiltered
+};
+
+struct Route {
+  Kind kind = Kind::unknown;
+  bool needs_comm = false;
+  uint32_t stat = 0;  // counter index (registry index; unknown = registry size)
+  const EventDesc* desc = nullptr;
+  const filters::Program* prog = nullptr;
+  CommSource comm;
+};
+
+// Does the program read something the record alone does not hold?
+struct ProgramNeeds {
+  bool comm = false;     // COMM/comm generic field: current->comm
+  bool strings = false;  // char * fields: printk_formats
+  bool masks = false;    // CPUS{...}: depends on nr_cpu_ids
+};
+ProgramNeeds needs_of(const filters::Program& p) {
+  ProgramNeeds n;
+  for (const filters::detail::Pred& e : p.entries()) {
+    n.comm = n.comm || e.code == Code::str_comm;
+    n.strings = n.strings || e.code == Code::str_ptr;
+    n.masks = n.masks || e.code == Code::cpu_in_mask || e.code == Code::scalar_in_mask ||
+              e.code == Code::cpumask_vs_mask || e.code == Code::cpumask_vs_cpu;
+  }
+  return n;
+}
+
+filters::ResolvedString resolve_printk(uint64_t address, bool user_space, const void* table) noexcept {
+  if (user_space) return {};  // .ustring reads user memory at event time: not in the file
+  const auto s = static_cast<const PrintkTable*>(table)->lookup(address);
+  if (!s) return {};
+  return {*s, true};
+}
+
+// ---- batches ----------------------------------------------------------------
+
+struct Rec {
+  uint64_t ts;
+  const std::byte* p;
+  uint32_t len;
+  EmitResult result;
+};
+
+struct Batch {
+  std::vector<Rec> recs;
+  std::vector<std::pair<uint32_t, int64_t>> lost;  // (record index, lost_before) from the input pages
+};
+
+constexpr uint64_t kTimingPeriod = 16;  // power of two
+// A timed record that took this many TSC cycles (~20 us) was preempted, not
+// slow: its sample is dropped (a page fault, ~1-2 us, still counts).
+constexpr uint64_t kPreempted = 50'000;
+
+struct Counter {
+  uint64_t replayed = 0, kept = 0, discarded = 0, lost = 0, skipped = 0;
+  uint64_t ticks = 0, samples = 0, cycles = 0;  // timing: records seen, timed, their cycles
+};
+
+struct CpuJob {
+  size_t data_index = 0;  // in reader.cpu_data()
+  uint32_t cpu = 0;
+  std::vector<Counter> counters;  // by Route::stat
+  CpuWalkStats walk;
+  uint64_t written = 0;
+};
+
+// ---- the output file ---------------------------------------------------------
+
+class Output {
+ public:
+  Output(const TraceDatReader& in, uint32_t cpus)
+      : w_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}) {
+    for (const EventFormat& f : in.formats()) w_.add_format(f);
+    for (const auto& [pid, comm] : in.cmdlines()) w_.set_cmdline(pid, comm);
+    if (!in.kallsyms_text().empty()) w_.set_kallsyms(std::string(in.kallsyms_text()));
+    if (!in.printk_text().empty()) w_.set_printk(std::string(in.printk_text()));
+  }
+  // One batch of kept records of `cpu`, drained from the ring (P2). The
+  // writer is shared by the CPUs: one lock per batch.
+  uint64_t write_batch(uint32_t cpu, const Batch& b, buffers::ConsumingReader& ring) {
+    std::lock_guard lk(mu_);
+    uint64_t n = 0;
+    size_t lost_i = 0;
+    for (size_t i = 0; i < b.recs.size(); ++i) {
+      while (lost_i < b.lost.size() && b.lost[lost_i].first == i) {
+        const int64_t l = b.lost[lost_i++].second;
+        w_.add_lost(cpu, l < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(l)));
+      }
+      const Rec& r = b.recs[i];
+      if (r.result != EmitResult::kept) continue;
+      const std::optional<buffers::RecordView> v = ring.next();
+      if (!v || v->payload.size() != r.len)
+        throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record of {} bytes "
+                                           "was expected (records out of order?)",
+                                           cpu, v ? std::to_string(v->payload.size()) + " bytes" : "nothing", r.len));
+      w_.add_record(cpu, r.ts, v->payload);
+      ++n;
+    }
+    return n;
+  }
+  void write(const std::filesystem::path& p) const { w_.write(p); }
+
+ private:
+  std::mutex mu_;
+  TraceDatWriter w_;
+};
+
+uint64_t process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+uint64_t wall_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// ---- the pipeline of one CPU ----------------------------------------------------
+
+class CpuPipeline {
+ public:
+  CpuPipeline(const TraceDatReader& reader, Instance& inst, const std::vector<Route>& routes, const Route& unknown,
+              const PrintkTable& printk, Output* out, ProgressBar& progress, bool timing, CpuJob& job)
+      : reader_(reader), inst_(inst), routes_(routes), unknown_(unknown), printk_(printk), out_(out),
+        progress_(progress), timing_(timing), job_(job), cursor_(reader.cpu_records(job.data_index)),
+        swapper_(fmt::format("swapper/{}", job.cpu)) {}
+
+  void run() {
+    auto read = tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
+                                               [this](tbb::flow_control& fc) { return read_batch(fc); });
+    auto filter = tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::serial_in_order, [this](Batch* b) {
+      timing_ ? filter_batch<true>(*b) : filter_batch<false>(*b);
+      return b;
+    });
+    if (out_ != nullptr) {
+      std::optional<buffers::ConsumingReader> ring;
+      ring.emplace(inst_.ring(), job_.cpu);
+      auto write = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
+        std::unique_ptr<Batch> own(b);
+        job_.written += out_->write_batch(job_.cpu, *b, *ring);
+      });
+      tbb::parallel_pipeline(kMaxLiveBatches, read & filter & write);
+    } else {
+      auto drop = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order,
+                                                 [](Batch* b) { std::unique_ptr<Batch> own(b); });
+      tbb::parallel_pipeline(kMaxLiveBatches, read & filter & drop);
+    }
+    job_.walk = cursor_.stats();
+  }
+
+ private:
+  // [read] up to kBatchRecords records or kBatchBytes of payload.
+  Batch* read_batch(tbb::flow_control& fc) {
+    auto b = std::make_unique<Batch>();
+    b->recs.reserve(kBatchRecords);
+    size_t bytes = 0;
+    while (b->recs.size() < kBatchRecords && bytes < kBatchBytes) {
+      const std::optional<TraceRecord> r = cursor_.next();
+      if (!r) break;
+      if (r->lost_before != 0) [[unlikely]]
+        b->lost.emplace_back(static_cast<uint32_t>(b->recs.size()), r->lost_before);
+      b->recs.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled});
+      bytes += r->payload.size();
+    }
+    const uint64_t pages = cursor_.stats().pages;
+    progress_.add((pages - pages_seen_) * reader_.page_size(), b->recs.size());
+    pages_seen_ = pages;
+    if (b->recs.empty()) {
+      fc.stop();
+      return nullptr;
+    }
+    return b.release();
+  }
+
+  // [filter] stage -> filter -> commit, one record at a time (hot loop).
+  // Timing samples every kTimingPeriod-th record of each event (its first
+  // included): two rdtsc around that record's emit.
+  template <bool kTiming>
+  void filter_batch(Batch& b) {
+    Counter* const counters = job_.counters.data();
+    const uint32_t cpu = job_.cpu;
+    for (Rec& r : b.recs) {
+      uint16_t id = 0;
+      if (r.len >= 2) [[likely]]
+        std::memcpy(&id, r.p, sizeof id);
+      const Route& rt = id < routes_.size() && r.len >= 2 ? routes_[id] : unknown_;
+      Counter& c = counters[rt.stat];
+      bool timed = false;
+      uint64_t t0 = 0;
+      if constexpr (kTiming) {
+        timed = (c.ticks++ & (kTimingPeriod - 1)) == 0;
+        if (timed) t0 = __rdtsc();
+      }
+      const std::span<const std::byte> rec(r.p, r.len);
+      switch (rt.kind) {
+        case Kind::emit:
+          r.result = inst_.emit_raw(*rt.desc, rec, cpu);
+          break;
+        case Kind::replay_side:
+          r.result = replay_side(rt, rec, cpu);
+          break;
+        case Kind::skip:
+        case Kind::unknown:
+          r.result = EmitResult::disabled;
+          break;
+      }
+      if constexpr (kTiming) {
+        if (timed) {
+          const uint64_t d = __rdtsc() - t0;
+          if (d < kPreempted) [[likely]] {
+            c.cycles += d;
+            ++c.samples;
+          }
+        }
+      }
+      switch (r.result) {
+        case EmitResult::kept: ++c.replayed; ++c.kept; break;
+        case EmitResult::discarded: ++c.replayed; ++c.discarded; break;
+        case EmitResult::lost: ++c.replayed; ++c.lost; break;
+        case EmitResult::disabled: ++c.skipped; break;
+      }
+    }
+  }
+
+  // The filter with the recorded context (COMM, printk strings), then an
+  // unfiltered commit of the records it keeps.
+  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) {
+    filters::EvalContext ctx;
+    ctx.cpu = cpu;
+    ctx.resolve = &resolve_printk;
+    ctx.resolve_user = &printk_;
+    if (rt.needs_comm) ctx.comm = comm_of(rt, rec);
+    if (!rt.prog->match(rec, ctx)) return EmitResult::discarded;
+    const EmitResult r = inst_.emit_raw(*rt.desc, rec, cpu);
+    return r;
+  }
+
+  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec) const {
+    if (rt.comm.field_size != 0) {
+      if (rt.comm.field_offset + rt.comm.field_size > rec.size()) return {};
+      const char* s = reinterpret_cast<const char*>(rec.data()) + rt.comm.field_offset;
+      return {s, strnlen(s, rt.comm.field_size)};
+    }
+    if (rec.size() < 8) return {};
+    int32_t pid;
+    std::memcpy(&pid, rec.data() + 4, sizeof pid);
+    if (pid == 0) return swapper_;  // the idle task of this CPU
+    return reader_.comm(pid).value_or(std::string_view());
+  }
+
+  const TraceDatReader& reader_;
+  Instance& inst_;
+  const std::vector<Route>& routes_;
+  const Route& unknown_;
+  const PrintkTable& printk_;
+  Output* out_;
+  ProgressBar& progress_;
+  bool timing_;
+  CpuJob& job_;
+  CpuRecordCursor cursor_;
+  uint64_t pages_seen_ = 0;
+  std::string swapper_;
+};
+
+// Ring geometry for the replay instance (P3).
+uint64_t ring_kb(uint32_t subbuf_kb) {
+  // Worst case per batch in the ring: every record 16 bytes of header plus
+  // up to 7 of alignment plus its payload; plus one partly used sub-buffer
+  // per batch (a record never spans sub-buffers).
+  const uint64_t per_batch = kBatchRecords * 24 + kBatchBytes + 2ull * subbuf_kb * 1024;
+  const uint64_t bytes = (kMaxLiveBatches + 2) * per_batch;
+  return (bytes + 1023) / 1024;
+}
+
+}  // namespace
+
+ReplayResult run_replay(const ReplayOptions& o) {
+  ReplayResult res;
+  const TraceDatReader reader = TraceDatReader::open(o.input);
+  if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
+
+  // Events of the file, with their kernel IDs.
+  Registry registry;
+  for (const EventFormat& f : reader.formats()) {
+    try {
+      registry.add(f);
+    } catch (const std::exception& e) {
+      res.warnings.push_back(fmt::format("format {}/{} (ID {}) not replayable: {}", f.system, f.name, f.id, e.what()));
+    }
+  }
+  uint32_t ncpu = std::max<uint32_t>(reader.cpu_count(), 1);
+  for (const CpuDataInfo& c : reader.cpu_data()) ncpu = std::max(ncpu, c.cpu + 1);
+  res.cpus = ncpu;
+
+  // Filters, compiled as the recording kernel would have: its CPU count and
+  // its kallsyms.
+  SymbolRanges symbols;
+  if (o.kallsyms) {
+    std::string text;
+    try {
+      text = [&] {
+        std::FILE* f = std::fopen(o.kallsyms->c_str(), "rb");
+        if (f == nullptr) throw std::runtime_error("cannot open");
+        std::string s;
+        char buf[65536];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+        std::fclose(f);
+        return s;
+      }();
+    } catch (const std::exception&) {
+      throw ReplayError("--kallsyms: cannot read " + o.kallsyms->string());
+    }
+    symbols = SymbolRanges(text);
+  } else {
+    symbols = SymbolRanges(reader.kallsyms_text());
+  }
+  PlanInput in;
+  for (const std::string& a : o.filter_args) in.filters.push_back(parse_filter_arg(a));
+  std::optional<Config> config;
+  if (o.config) {
+    try {
+      config = load_config(*o.config);
+    } catch (const ConfigError& e) {
+      throw ReplayError(e.what());
+    }
+    in.config = &config->instances.front();
+    if (config->instances.size() > 1)
+      res.warnings.push_back(fmt::format("{}: only the main instance is replayed ({} others ignored)",
+                                         o.config->string(), config->instances.size() - 1));
+  }
+  in.only_filtered = o.only_filtered;
+  in.compile.nr_cpu_ids = ncpu;
+  if (!symbols.empty()) {
+    in.compile.symbol_by_name = [&symbols](std::string_view n) { return symbols.by_name(n); };
+    in.compile.symbol_by_address = [&symbols](uint64_t a) { return symbols.by_address(a); };
+  }
+  const std::vector<EventPlan> plan = make_plan(registry, in);
+
+  // The instance: one ring per recorded CPU.
+  InstanceOptions opts;
+  if (in.config != nullptr) opts = in.config->options;
+  opts.name = "replay";
+  opts.cpus = ncpu;
+  if (o.staging) opts.staging = *o.staging;
+  const uint32_t page_kb = std::max<uint32_t>(4, (reader.page_size() + 1023) / 1024);
+  uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : 16;
+  while (subbuf_kb < 2 * page_kb) subbuf_kb *= 2;  // a kernel record always fits
+  opts.subbuf_size_kb = subbuf_kb;
+  // Without -o nobody reads the ring: the kernel's default size, as a flight
+  // recorder. With -o, room for every batch in flight (P3).
+  if (o.buffer_size_kb != 0)
+    opts.buffer_size_kb = o.buffer_size_kb;
+  else if (in.config == nullptr)
+    opts.buffer_size_kb = o.output ? ring_kb(subbuf_kb) : InstanceOptions{}.buffer_size_kb;
+  if (o.output) opts.buffer_size_kb = std::max(opts.buffer_size_kb, ring_kb(subbuf_kb));
+  // The ring's own stamps are never used (the output keeps the recorded
+  // ones, P2), so the cheapest clock unless the config names one.
+  if (in.config == nullptr) opts.clock = ClockId::x86_tsc;
+  opts.mode = o.output ? BufferMode::drop_newest : BufferMode::overwrite;
+  Instance inst(opts, registry);
+
+  // Routes by event ID.
+  const uint32_t machine_cpus = filters::effective_nr_cpu_ids(filters::CompileOptions{});
+  uint32_t max_id = 0;
+  for (const EventPlan& p : plan) max_id = std::max<uint32_t>(max_id, p.event->id());
+  std::vector<Route> routes(max_id + 1);
+  for (Route& r : routes) r.stat = registry.size();
+  const Route unknown{Kind::unknown, false, registry.size(), nullptr, nullptr, {}};
+  std::vector<FilterRoute> route_kind(registry.size(), FilterRoute::none);
+  for (const EventPlan& p : plan) {
+    Route& r = routes[p.event->id()];
+    r.stat = p.event->index();
+    r.desc = p.event;
+    if (!p.replayed) {
+      r.kind = Kind::skip;
+      continue;
+    }
+    inst.enable(*p.event);
+    if (p.soft_disabled) inst.set_soft_disabled(*p.event, true);
+    r.kind = Kind::emit;
+    if (!p.program) continue;
+    const ProgramNeeds needs = needs_of(*p.program);
+    bool in_instance = !needs.comm && !needs.strings && !(needs.masks && machine_cpus != ncpu);
+    if (in_instance) {
+      // Same text through the instance's own compile: it must accept it as
+      // the recording kernel did (it cannot take kallsyms yet).
+      const FilterStatus st = inst.set_filter(*p.event, p.filter);
+      in_instance = st.ok();
+    }
+    if (in_instance) {
+      route_kind[p.event->index()] = FilterRoute::instance;
+    } else {
+      r.kind = Kind::replay_side;
+      r.prog = p.program.get();
+      r.needs_comm = needs.comm;
+      r.comm = comm_source(p.event->format());
+      route_kind[p.event->index()] = FilterRoute::replay_side;
+    }
+  }
+
+  const PrintkTable printk(reader.printk_text());
+  std::unique_ptr<Output> out;
+  if (o.output) out = std::make_unique<Output>(reader, ncpu);
+
+  std::vector<CpuJob> jobs(reader.cpu_data().size());
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].data_index = i;
+    jobs[i].cpu = reader.cpu_data()[i].cpu;
+    jobs[i].counters.resize(registry.size() + 1);
+    total_bytes += reader.cpu_data()[i].size;
+  }
+  const bool bar = o.progress == ProgressMode::on ||
+                   (o.progress == ProgressMode::automatic && ProgressBar::wanted(total_bytes));
+
+  std::optional<tbb::global_control> limit;
+  if (o.threads != 0) limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
+
+  // ---- the timed part ----
+  const uint64_t w0 = wall_ns(), c0 = process_cpu_ns(), tsc0 = __rdtsc();
+  {
+    ProgressBar progress(bar, total_bytes);
+    tbb::task_group tg;
+    for (CpuJob& job : jobs)
+      tg.run([&, jp = &job] {
+        CpuPipeline(reader, inst, routes, unknown, printk, out.get(), progress, o.timing, *jp).run();
+      });
+    tg.wait();
+  }
+  const uint64_t w1 = wall_ns(), c1 = process_cpu_ns(), tsc1 = __rdtsc();
+  res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
+  res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
+  // rdtsc cycles -> ns, calibrated over the run itself.
+  const double ns_per_cycle = tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
+
+  if (out) {
+    out->write(*o.output);
+    for (const CpuJob& j : jobs) res.output_records += j.written;
+  }
+
+  // ---- results ----
+  std::vector<EventCounts> per_event(registry.size() + 1);
+  for (const CpuJob& j : jobs) {
+    for (size_t s = 0; s < j.counters.size(); ++s) {
+      const Counter& c = j.counters[s];
+      // Sampled cycles scaled to every record of this event on this CPU.
+      const double cycles =
+          c.samples == 0 ? 0 : static_cast<double>(c.cycles) * static_cast<double>(c.ticks) / static_cast<double>(c.samples);
+      per_event[s] += EventCounts{c.replayed, c.kept, c.discarded, c.lost, c.skipped,
+                                  static_cast<uint64_t>(cycles * ns_per_cycle)};
+    }
+    res.input_discarded += j.walk.discarded;
+    res.input_lost += j.walk.lost_events;
+  }
+  for (const EventPlan& p : plan) {
+    const EventCounts& c = per_event[p.event->index()];
+    if (c.replayed + c.skipped == 0) continue;
+    EventRow row;
+    row.name = p.event->full_name();
+    row.filter = p.filter;
+    row.route = route_kind[p.event->index()];
+    row.replayed = p.replayed;
+    row.soft_disabled = p.soft_disabled;
+    row.note = p.note;
+    row.counts = c;
+    row.path = inst.event_stats(*p.event);
+    res.events.push_back(std::move(row));
+    res.total += c;
+  }
+  std::sort(res.events.begin(), res.events.end(), [](const EventRow& a, const EventRow& b) { return a.name < b.name; });
+  res.unknown = per_event[registry.size()].skipped;
+  res.total.ns += per_event[registry.size()].ns;
+  res.ring = inst.cpu_stats();
+  return res;
+}
+
+}  // namespace tracepipe::tools::replay

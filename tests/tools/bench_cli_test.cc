@@ -80,6 +80,7 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
     CHECK(c["median_s"].number() > 0);
     CHECK(c["stddev_pct"].number() >= 0);
     CHECK(c["ns_per_event"].is_number());
+    CHECK(c["conserved"].boolean());
     const double events = c["events"].number();
     const double accepted = c["accepted"].number();
     if (kase == "off") {

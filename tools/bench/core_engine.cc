@@ -98,7 +98,8 @@ class CoreCaseEngine final : public CaseEngine {
              after.rejected - before.rejected,
              after.lost - before.lost,
              after.lost_commit_overrun - before.lost_commit_overrun,
-             after.overrun - before.overrun};
+             after.overrun - before.overrun,
+             after.conserved};
     return t;
   }
 
@@ -115,10 +116,15 @@ class CoreCaseEngine final : public CaseEngine {
       c.lost += s.lost;
     }
     if (instance_->enabled(*tracer_.desc[0])) {  // the ring's walk is only worth it when tracing
+      uint64_t accounted = 0;
       for (const buffers::CpuStats& s : instance_->cpu_stats()) {
         c.lost_commit_overrun += s.commit_overrun;
         c.overrun += s.overrun;
+        accounted += s.accounted();
       }
+      // Every record that reached the ring is consumed, overrun, lost,
+      // discarded or still buffered (core/instance.h F4, buffers/stats.h).
+      c.conserved = accounted == instance_->ring_attempts();
     }
     return c;
   }

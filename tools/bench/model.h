@@ -57,6 +57,9 @@ struct RunCounts {
   /// whose writer had not committed it (the ring's commit_overrun).
   uint64_t lost_commit_overrun = 0;
   uint64_t overrun = 0;   ///< committed records overwritten during the run (overwrite mode)
+  /// After the run, the engine's count of ring reservations equals the ring's
+  /// accounting (consumed + overrun + lost + discarded + buffered).
+  bool conserved = true;
 };
 
 /// All runs of one cell.

@@ -117,6 +117,13 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
     if (c.spec.kase != Case::off && c.events == 0 && !c.counts.empty())
       warn(fmt::format("{}: no event reached the engine", label));
+    for (const RunCounts& k : c.counts)
+      if (!k.conserved) {
+        warn(fmt::format("{}: the ring buffer's accounting does not add up to the engine's "
+                         "reservations (a core/ or buffers/ bug)",
+                         label));
+        break;
+      }
     for (const RunCounts& k : c.counts) {
       if (c.spec.kase == Case::reject && k.accepted != 0) {
         warn(fmt::format("{}: the reject-all filter accepted {} events", label, k.accepted));
@@ -281,11 +288,15 @@ std::string to_json(const BenchReport& r) {
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": {}, \"lost\": {}, "
         "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
-        "\"samples_s\": {}}}",
+        "\"conserved\": {}, \"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
         c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, jnum(c.ns_per_event),
-        jnum(c.ratio_to_off), jsamples(c.seconds));
+        jnum(c.ratio_to_off),
+        std::all_of(c.counts.begin(), c.counts.end(), [](const RunCounts& k) { return k.conserved; })
+            ? "true"
+            : "false",
+        jsamples(c.seconds));
   }
   out += "],\n";
   if (r.perf_events > 0) {

@@ -2,15 +2,15 @@
 // (0fc1b09ff1ff, "tracing: Use temp buffer when filtering events") on an
 // in-process hackbench, and the perf overwrite series' experiment.
 // See docs/bench.md; the pieces live in tools/bench/.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "tools/bench/report.h"
 #include "tools/bench/runner.h"
@@ -85,17 +85,22 @@ const Registrar reg{[](CLI::App& app) {
 
   const char* W = "Workload (like hackbench -T)";
   sub->add_option("-g,--groups", o.workload.groups, "Groups of senders and receivers")
-      ->check(CLI::Range(1, 64))->group(W);
+      ->check(CLI::Range(1, 64))
+      ->group(W);
   sub->add_option("-f,--fds", o.workload.fds,
                   "Senders and receivers per group (each sender writes to every receiver)")
-      ->check(CLI::Range(1, 64))->group(W);
+      ->check(CLI::Range(1, 64))
+      ->group(W);
   sub->add_option("-l,--loops", o.workload.loops,
                   "Messages each sender writes to each receiver of its group")
-      ->check(CLI::PositiveNumber)->group(W);
+      ->check(CLI::PositiveNumber)
+      ->group(W);
   sub->add_option("-s,--datasize", o.workload.msg_bytes, "Bytes per message")
-      ->check(CLI::Range(1, 4096))->group(W);
+      ->check(CLI::Range(1, 4096))
+      ->group(W);
   sub->add_option("--channel", cli->channel, "Channel per receiver: socketpair or pipe")
-      ->check(CLI::IsMember({"socketpair", "pipe"}))->group(W);
+      ->check(CLI::IsMember({"socketpair", "pipe"}))
+      ->group(W);
   sub->add_flag("--no-pin", cli->no_pin,
                 "Do not pin threads (default: sender/receiver pair p runs on allowed CPU p mod n)")
       ->group(W);
@@ -103,30 +108,39 @@ const Registrar reg{[](CLI::App& app) {
   const char* C = "Cases and statistics";
   sub->add_option("-r,--runs", o.runs,
                   "Repetitions of every case (like perf stat -r); runs are interleaved")
-      ->check(CLI::Range(1, 1000))->group(C);
+      ->check(CLI::Range(1, 1000))
+      ->group(C);
   sub->add_option("--cases", cli->cases,
                   "Cases of the first table: off,all,reject,accept,half (off always runs: it is "
                   "the base) [default: all five]")
-      ->delimiter(',')->group(C);
+      ->delimiter(',')
+      ->group(C);
   sub->add_option("--staging", cli->stagings,
-                  "Staging modes: on (per-CPU temp buffer), off, adaptive, per_thread [default: on,off,adaptive]")
-      ->delimiter(',')->group(C);
+                  "Staging modes: on (per-CPU temp buffer), off, adaptive, per_thread [default: "
+                  "on,off,adaptive]")
+      ->delimiter(',')
+      ->group(C);
   sub->add_option("--filters", cli->filters_file,
                   "TOML file overriding the filters of the reject, accept and half cases "
                   "(see docs/bench.md)")
-      ->check(CLI::ExistingFile)->group(C);
+      ->check(CLI::ExistingFile)
+      ->group(C);
   sub->add_option("--warn-spread", o.warn_spread_pct,
                   "Warn when a case's relative stddev exceeds this many percent")
-      ->check(CLI::PositiveNumber)->group(C);
+      ->check(CLI::PositiveNumber)
+      ->group(C);
   sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
 
   const char* E = "Engine";
   sub->add_option("-b,--buffer-kb", cli->buffer_kb, "Ring buffer size per CPU, KiB")
-      ->check(CLI::Range(8, 4 * 1024 * 1024))->group(E);
+      ->check(CLI::Range(8, 4 * 1024 * 1024))
+      ->group(E);
   sub->add_option("-m,--mode", cli->mode, "Ring buffer mode when full: overwrite or drop")
-      ->check(CLI::IsMember({"overwrite", "drop"}))->group(E);
-  sub->add_option("-C,--clock", o.engine.clock,
-                  "Trace clock (kernel names: local, global, counter, mono, mono_raw, x86-tsc, ...)")
+      ->check(CLI::IsMember({"overwrite", "drop"}))
+      ->group(E);
+  sub->add_option(
+         "-C,--clock", o.engine.clock,
+         "Trace clock (kernel names: local, global, counter, mono, mono_raw, x86-tsc, ...)")
       ->group(E);
 
   const char* P = "Second table (perf overwrite series)";
@@ -136,7 +150,8 @@ const Registrar reg{[](CLI::App& app) {
                 "Do not make a close(-1) system call before each event")
       ->group(P);
   sub->add_option("--table", cli->table, "Which tables to run: both, hackbench or overwrite")
-      ->check(CLI::IsMember({"both", "hackbench", "overwrite"}))->group(P);
+      ->check(CLI::IsMember({"both", "hackbench", "overwrite"}))
+      ->group(P);
 
   const char* O = "Output";
   sub->add_flag("--json", cli->json, "Print JSON (shape in docs/bench.md) instead of tables")

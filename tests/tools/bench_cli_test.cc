@@ -1,11 +1,10 @@
 // `tracepipe bench` end to end: the real command on a tiny workload, its
 // JSON parsed and checked for shape and for counts that must agree.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,8 +100,8 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
         CHECK(accepted <= events);
     }
   }
-  CHECK(stagings_of_case == std::map<std::string, int>{
-                                {"all", 3}, {"reject", 3}, {"accept", 3}, {"half", 3}});
+  CHECK(stagings_of_case ==
+        std::map<std::string, int>{{"all", 3}, {"reject", 3}, {"accept", 3}, {"half", 3}});
 
   const auto& series = doc["overwrite_series"];
   CHECK(series["events"].number() == 20000);
@@ -134,8 +133,8 @@ TEST_CASE("bench cli: a filter the kernel rejects fails before any run, with its
   auto f = std::filesystem::temp_directory_path() /
            ("tp_bench_bad_filter_" + std::to_string(getpid()) + ".toml");
   std::ofstream(f) << "[half]\nsys_enter = \"id ==\"\n";
-  Run r = run_tracepipe("bench -q -r 1 -g 1 -f 1 -l 1 --table hackbench --filters '" +
-                        f.string() + "'");
+  Run r = run_tracepipe("bench -q -r 1 -g 1 -f 1 -l 1 --table hackbench --filters '" + f.string() +
+                        "'");
   std::filesystem::remove(f);
   CHECK(r.status == 1);
   CHECK(r.out.empty());
@@ -146,9 +145,9 @@ TEST_CASE("bench cli: a filter the kernel rejects fails before any run, with its
 TEST_CASE("bench cli: --help documents the options, bad options fail", "[tools][bench]") {
   Run h = run_tracepipe("bench --help");
   CHECK(h.status == 0);
-  for (const char* opt : {"--groups", "--fds", "--loops", "--runs", "--cases", "--staging",
-                          "--buffer-kb", "--mode", "--clock", "--filters", "--json",
-                          "--perf-events"})
+  for (const char* opt :
+       {"--groups", "--fds", "--loops", "--runs", "--cases", "--staging", "--buffer-kb", "--mode",
+        "--clock", "--filters", "--json", "--perf-events"})
     CHECK(h.out.find(opt) != std::string::npos);
   CHECK(run_tracepipe("bench --cases sometimes").status != 0);
   CHECK(run_tracepipe("bench --mode sideways").status != 0);

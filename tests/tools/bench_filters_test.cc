@@ -1,8 +1,7 @@
 // tools/bench/case_filters: default filters and the --filters TOML file.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 

@@ -1,6 +1,5 @@
 // tools/bench/records: the bench emits the kernel's exact schemas.
 #include <catch2/catch.hpp>
-
 #include <cstddef>
 #include <string>
 
@@ -40,22 +39,22 @@ void check_layout(EventKind kind, std::initializer_list<Expect> fields) {
 }  // namespace
 
 TEST_CASE("bench records: structs match the embedded kernel format files", "[tools][bench]") {
-  check_layout(EventKind::sched_switch,
-               {{"prev_comm", offsetof(SchedSwitchRecord, prev_comm), 16},
-                {"prev_pid", offsetof(SchedSwitchRecord, prev_pid), 4},
-                {"prev_prio", offsetof(SchedSwitchRecord, prev_prio), 4},
-                {"prev_state", offsetof(SchedSwitchRecord, prev_state), 8},
-                {"next_comm", offsetof(SchedSwitchRecord, next_comm), 16},
-                {"next_pid", offsetof(SchedSwitchRecord, next_pid), 4},
-                {"next_prio", offsetof(SchedSwitchRecord, next_prio), 4}});
-  check_layout(EventKind::sched_wakeup, {{"comm", offsetof(SchedWakeupRecord, comm), 16},
-                                         {"pid", offsetof(SchedWakeupRecord, pid), 4},
-                                         {"prio", offsetof(SchedWakeupRecord, prio), 4},
-                                         {"target_cpu", offsetof(SchedWakeupRecord, target_cpu), 4}});
+  check_layout(EventKind::sched_switch, {{"prev_comm", offsetof(SchedSwitchRecord, prev_comm), 16},
+                                         {"prev_pid", offsetof(SchedSwitchRecord, prev_pid), 4},
+                                         {"prev_prio", offsetof(SchedSwitchRecord, prev_prio), 4},
+                                         {"prev_state", offsetof(SchedSwitchRecord, prev_state), 8},
+                                         {"next_comm", offsetof(SchedSwitchRecord, next_comm), 16},
+                                         {"next_pid", offsetof(SchedSwitchRecord, next_pid), 4},
+                                         {"next_prio", offsetof(SchedSwitchRecord, next_prio), 4}});
+  check_layout(EventKind::sched_wakeup,
+               {{"comm", offsetof(SchedWakeupRecord, comm), 16},
+                {"pid", offsetof(SchedWakeupRecord, pid), 4},
+                {"prio", offsetof(SchedWakeupRecord, prio), 4},
+                {"target_cpu", offsetof(SchedWakeupRecord, target_cpu), 4}});
   check_layout(EventKind::sys_enter, {{"id", offsetof(SysEnterRecord, id), 8},
                                       {"args", offsetof(SysEnterRecord, args), 48}});
-  check_layout(EventKind::sys_exit, {{"id", offsetof(SysExitRecord, id), 8},
-                                     {"ret", offsetof(SysExitRecord, ret), 8}});
+  check_layout(EventKind::sys_exit,
+               {{"id", offsetof(SysExitRecord, id), 8}, {"ret", offsetof(SysExitRecord, ret), 8}});
 }
 
 TEST_CASE("bench records: embedded formats are the captured kernel files verbatim",

@@ -33,9 +33,13 @@ BenchReport sample_report() {
   r.cases.push_back(row(Case::reject, Staging::off, {1.40, 1.41, 1.39}, {1000, 0, 1000, 0}));
   r.perf_events = 100;
   r.perf.push_back(PerfResult{PerfCase::base, {1.0, 1.0, 1.0}, {{}, {}, {}}, {}, 0, {}, 0});
-  r.perf.push_back(PerfResult{PerfCase::overwrite, {1.5, 1.5, 1.5},
-                              {{97, 3, 40, 0, 0}, {100, 0, 42, 0, 0}, {99, 1, 41, 0, 0}}, {},
-                              100, {}, 0});
+  r.perf.push_back(PerfResult{PerfCase::overwrite,
+                              {1.5, 1.5, 1.5},
+                              {{97, 3, 40, 0, 0}, {100, 0, 42, 0, 0}, {99, 1, 41, 0, 0}},
+                              {},
+                              100,
+                              {},
+                              0});
   return r;
 }
 
@@ -64,8 +68,7 @@ TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
   CHECK(r.warnings.empty());
 }
 
-TEST_CASE("bench report: warnings for spread, noise and contradicting counts",
-          "[tools][bench]") {
+TEST_CASE("bench report: warnings for spread, noise and contradicting counts", "[tools][bench]") {
   BenchReport r = sample_report();
   r.cases[1].seconds = {1.0, 1.5, 2.0};  // ±33%
   r.cases[2].counts[1].accepted = 3;     // a reject-all filter let 3 through
@@ -78,8 +81,9 @@ TEST_CASE("bench report: warnings for spread, noise and contradicting counts",
   };
   CHECK(has("high spread (relative stddev above 5%): all/on ±33.3%"));
   CHECK(has("reject/on: the reject-all filter accepted 3 events"));
-  CHECK(has("difference to off within the run-to-run spread (ns/event not significant): "
-            "reject/off"));
+  CHECK(
+      has("difference to off within the run-to-run spread (ns/event not significant): "
+          "reject/off"));
   // finalize() is idempotent: warnings are not duplicated.
   const size_t n = r.warnings.size();
   finalize(r, 5.0);

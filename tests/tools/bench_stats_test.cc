@@ -1,6 +1,5 @@
 // tools/bench/stats: the numbers every table row is made of.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "tools/bench/stats.h"

@@ -1,10 +1,9 @@
 // tools/bench/workload: the in-process hackbench emits exactly the events it
 // promises, with real content, from the CPUs it pins to.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <mutex>
 #include <set>
@@ -32,9 +31,12 @@ struct CheckingTracer {
     by_kind[static_cast<size_t>(kind)].fetch_add(1);
     if (sched_getcpu() & 1) odd_cpu.fetch_add(1);
     if constexpr (std::is_same_v<Record, SysEnterRecord>) {
-      if (r.id == SYS_write) writes.fetch_add(1);
-      else if (r.id == SYS_read) reads.fetch_add(1);
-      else bad.fetch_add(1);
+      if (r.id == SYS_write)
+        writes.fetch_add(1);
+      else if (r.id == SYS_read)
+        reads.fetch_add(1);
+      else
+        bad.fetch_add(1);
       if (r.args[2] != msg_bytes) bad.fetch_add(1);
     } else if constexpr (std::is_same_v<Record, SysExitRecord>) {
       if (r.ret != int64_t(msg_bytes)) bad.fetch_add(1);
@@ -135,8 +137,7 @@ TEST_CASE("bench workload: bad sizes are rejected with a reason", "[tools][bench
   CHECK_THROWS_WITH(validate(c), Catch::Contains("message size"));
 }
 
-TEST_CASE("bench workload: a failing emit point aborts the run without hanging",
-          "[tools][bench]") {
+TEST_CASE("bench workload: a failing emit point aborts the run without hanging", "[tools][bench]") {
   std::signal(SIGPIPE, SIG_IGN);
   Channel ch = GENERATE(Channel::socketpair, Channel::pipe);
   ThrowingTracer t;

@@ -1,19 +1,23 @@
 #include "tools/bench/case_filters.h"
 
-#include <stdexcept>
-
 #include <fmt/core.h>
 #include <toml++/toml.h>
+
+#include <stdexcept>
 
 namespace tracepipe::tools::bench {
 
 EventFilters FilterSet::for_case(Case c) const {
   switch (c) {
-    case Case::reject: return reject;
-    case Case::accept: return accept;
-    case Case::half: return half;
+    case Case::reject:
+      return reject;
+    case Case::accept:
+      return accept;
+    case Case::half:
+      return half;
     case Case::off:
-    case Case::all: break;
+    case Case::all:
+      break;
   }
   return {};
 }
@@ -42,13 +46,16 @@ void load_filter_file(const std::filesystem::path& path, FilterSet& set) {
   }
   for (const auto& [key, node] : doc) {
     EventFilters* target = nullptr;
-    if (key == "reject") target = &set.reject;
-    else if (key == "accept") target = &set.accept;
-    else if (key == "half") target = &set.half;
+    if (key == "reject")
+      target = &set.reject;
+    else if (key == "accept")
+      target = &set.accept;
+    else if (key == "half")
+      target = &set.half;
     else
-      throw std::runtime_error(fmt::format(
-          "filters file {}: unknown table [{}] (expected reject, accept or half)", path.string(),
-          key.str()));
+      throw std::runtime_error(
+          fmt::format("filters file {}: unknown table [{}] (expected reject, accept or half)",
+                      path.string(), key.str()));
     const toml::table* tbl = node.as_table();
     if (!tbl)
       throw std::runtime_error(
@@ -57,8 +64,8 @@ void load_filter_file(const std::filesystem::path& path, FilterSet& set) {
     if (const auto* all = tbl->get("*")) {
       auto v = all->value<std::string>();
       if (!v)
-        throw std::runtime_error(fmt::format("filters file {}: [{}] \"*\" must be a string",
-                                             path.string(), key.str()));
+        throw std::runtime_error(
+            fmt::format("filters file {}: [{}] \"*\" must be a string", path.string(), key.str()));
       target->fill(*v);
     }
     for (const auto& [ev, val] : *tbl) {

@@ -2,10 +2,10 @@
 // per cell, the four kernel events registered from their format files, the
 // case's filters set with Instance::set_filter, and each emit point an
 // Instance::emit_fill that writes the event fields in place.
+#include <fmt/core.h>
+
 #include <array>
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 #include "buffers/readers.h"
 #include "core/instance.h"
@@ -30,10 +30,14 @@ Registry& bench_registry() {
 
 tracepipe::Staging to_core(Staging s) {
   switch (s) {
-    case Staging::on: return tracepipe::Staging::per_cpu;
-    case Staging::off: return tracepipe::Staging::off;
-    case Staging::adaptive: return tracepipe::Staging::adaptive;
-    case Staging::per_thread: return tracepipe::Staging::per_thread;
+    case Staging::on:
+      return tracepipe::Staging::per_cpu;
+    case Staging::off:
+      return tracepipe::Staging::off;
+    case Staging::adaptive:
+      return tracepipe::Staging::adaptive;
+    case Staging::per_thread:
+      return tracepipe::Staging::per_thread;
   }
   return tracepipe::Staging::per_cpu;
 }

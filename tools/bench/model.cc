@@ -6,31 +6,44 @@ namespace tracepipe::tools::bench {
 
 std::string_view name(Case c) {
   switch (c) {
-    case Case::off: return "off";
-    case Case::all: return "all";
-    case Case::reject: return "reject";
-    case Case::accept: return "accept";
-    case Case::half: return "half";
+    case Case::off:
+      return "off";
+    case Case::all:
+      return "all";
+    case Case::reject:
+      return "reject";
+    case Case::accept:
+      return "accept";
+    case Case::half:
+      return "half";
   }
   return "?";
 }
 
 std::string_view name(Staging s) {
   switch (s) {
-    case Staging::on: return "on";
-    case Staging::off: return "off";
-    case Staging::adaptive: return "adaptive";
-    case Staging::per_thread: return "per_thread";
+    case Staging::on:
+      return "on";
+    case Staging::off:
+      return "off";
+    case Staging::adaptive:
+      return "adaptive";
+    case Staging::per_thread:
+      return "per_thread";
   }
   return "?";
 }
 
 std::string_view name(PerfCase c) {
   switch (c) {
-    case PerfCase::base: return "base";
-    case PerfCase::drop_consumer: return "drop+consumer";
-    case PerfCase::overwrite: return "overwrite";
-    case PerfCase::overwrite_snapshot: return "overwrite+snapshot";
+    case PerfCase::base:
+      return "base";
+    case PerfCase::drop_consumer:
+      return "drop+consumer";
+    case PerfCase::overwrite:
+      return "overwrite";
+    case PerfCase::overwrite_snapshot:
+      return "overwrite+snapshot";
   }
   return "?";
 }

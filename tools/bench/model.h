@@ -56,7 +56,7 @@ struct RunCounts {
   /// Of `lost`: because the sub-buffer to overwrite still held a record
   /// whose writer had not committed it (the ring's commit_overrun).
   uint64_t lost_commit_overrun = 0;
-  uint64_t overrun = 0;   ///< committed records overwritten during the run (overwrite mode)
+  uint64_t overrun = 0;  ///< committed records overwritten during the run (overwrite mode)
   /// After the run, the engine's count of ring reservations equals the ring's
   /// accounting (consumed + overrun + lost + discarded + buffered).
   bool conserved = true;
@@ -65,19 +65,19 @@ struct RunCounts {
 /// All runs of one cell.
 struct CaseResult {
   CaseSpec spec;
-  std::vector<double> seconds;      ///< one per run, in run order
-  std::vector<RunCounts> counts;    ///< one per run
+  std::vector<double> seconds;    ///< one per run, in run order
+  std::vector<RunCounts> counts;  ///< one per run
   Summary summary;
-  uint64_t events = 0;              ///< emitted per run (the same in every run)
-  uint64_t accepted = 0;            ///< committed per run, median over runs
-  uint64_t rejected = 0;            ///< rejected by the filter per run, median over runs
+  uint64_t events = 0;    ///< emitted per run (the same in every run)
+  uint64_t accepted = 0;  ///< committed per run, median over runs
+  uint64_t rejected = 0;  ///< rejected by the filter per run, median over runs
   /// Filter pass rate: 100 * (events - rejected) / events (events that passed
   /// the filter but were then lost by the ring count as passed).
   double accept_pct = 0;
-  uint64_t lost = 0;                ///< median over runs
-  uint64_t lost_commit_overrun = 0; ///< median over runs
-  double ns_per_event = 0;          ///< (median - median of off) / events
-  double ratio_to_off = 0;          ///< median / median of off
+  uint64_t lost = 0;                 ///< median over runs
+  uint64_t lost_commit_overrun = 0;  ///< median over runs
+  double ns_per_event = 0;           ///< (median - median of off) / events
+  double ratio_to_off = 0;           ///< median / median of off
 };
 
 /// The second table: the perf overwrite series' experiment.
@@ -108,27 +108,27 @@ struct PerfResult {
   std::vector<double> seconds;
   std::vector<PerfCounts> counts;
   Summary summary;
-  uint64_t events = 0;          ///< events emitted per run (N; 0 for base)
-  PerfCounts median_counts;     ///< counts of the lower-median run by `lost` (they add up)
-  double ns_per_event = 0;      ///< (median - median of base) / N
+  uint64_t events = 0;       ///< events emitted per run (N; 0 for base)
+  PerfCounts median_counts;  ///< counts of the lower-median run by `lost` (they add up)
+  double ns_per_event = 0;   ///< (median - median of base) / N
 };
 
 /// Everything the report prints. Filled by the runner.
 struct BenchReport {
   WorkloadConfig workload;
   uint32_t runs = 0;
-  std::vector<int> cpus;            ///< CPUs the threads were pinned to (empty = not pinned)
+  std::vector<int> cpus;  ///< CPUs the threads were pinned to (empty = not pinned)
   uint64_t buffer_bytes_per_cpu = 0;
-  std::string mode;                 ///< "overwrite" | "drop"
-  std::string clock;                ///< trace clock name
-  std::string engine;               ///< what the emit points were bound to
+  std::string mode;    ///< "overwrite" | "drop"
+  std::string clock;   ///< trace clock name
+  std::string engine;  ///< what the emit points were bound to
   std::vector<std::pair<std::string, std::string>> half_filters;  ///< event -> expression
   std::vector<CaseResult> cases;
-  uint64_t perf_events = 0;         ///< N of the second table; 0 = table not run
-  bool perf_syscall = true;         ///< each perf iteration also makes a close(-1)
+  uint64_t perf_events = 0;  ///< N of the second table; 0 = table not run
+  bool perf_syscall = true;  ///< each perf iteration also makes a close(-1)
   std::vector<PerfResult> perf;
   std::vector<std::string> warnings;
-  double total_seconds = 0;         ///< wall time of the whole bench
+  double total_seconds = 0;  ///< wall time of the whole bench
 };
 
 }  // namespace tracepipe::tools::bench

@@ -2,6 +2,7 @@
 // (buffers/): one writer thread, N sys_enter records, four cases.
 #include "tools/bench/overwrite_series.h"
 
+#include <fmt/core.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "buffers/readers.h"
 #include "buffers/ring_buffer.h"
@@ -202,7 +201,8 @@ RunOut run_overwrite(const OverwriteSeriesOptions& o, const Cpus& cpus,
           ring.pause();
           for (uint32_t c = 0; c < ring.cpus(); ++c) {
             std::optional<buffers::Snapshot> s = buffers::Snapshot::take(ring, c);
-            if (!s) throw std::runtime_error("overwrite series: snapshot of a paused buffer failed");
+            if (!s)
+              throw std::runtime_error("overwrite series: snapshot of a paused buffer failed");
             for (const buffers::RecordView& v : s->newest_first()) {
               n += v.payload.size() == sizeof(SysEnterRecord) ? 1 : 0;
             }
@@ -265,10 +265,18 @@ std::vector<PerfResult> run_overwrite_series(const OverwriteSeriesOptions& o, Pr
     for (PerfResult& r : results) {
       RunOut out;
       switch (r.kase) {
-        case PerfCase::base: out = run_base(o, cpus); break;
-        case PerfCase::drop_consumer: out = run_drop_consumer(o, cpus, clock); break;
-        case PerfCase::overwrite: out = run_overwrite(o, cpus, clock, false); break;
-        case PerfCase::overwrite_snapshot: out = run_overwrite(o, cpus, clock, true); break;
+        case PerfCase::base:
+          out = run_base(o, cpus);
+          break;
+        case PerfCase::drop_consumer:
+          out = run_drop_consumer(o, cpus, clock);
+          break;
+        case PerfCase::overwrite:
+          out = run_overwrite(o, cpus, clock, false);
+          break;
+        case PerfCase::overwrite_snapshot:
+          out = run_overwrite(o, cpus, clock, true);
+          break;
       }
       r.seconds.push_back(out.seconds);
       r.counts.push_back(out.counts);

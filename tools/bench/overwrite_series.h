@@ -29,13 +29,13 @@
 namespace tracepipe::tools::bench {
 
 struct OverwriteSeriesOptions {
-  uint64_t events = 3'000'000;                  ///< N per run
-  bool syscall = true;                          ///< a close(-1) per event
+  uint64_t events = 3'000'000;  ///< N per run
+  bool syscall = true;          ///< a close(-1) per event
   uint32_t runs = 10;
   uint64_t buffer_bytes_per_cpu = 1408 * 1024;
   std::string clock = "local";
   bool pin = true;
-  uint32_t snapshot_period_ms = 10;             ///< overwrite+snapshot: one snapshot per period
+  uint32_t snapshot_period_ms = 10;  ///< overwrite+snapshot: one snapshot per period
 };
 
 /// Runs the four cases `runs` times each, interleaved. Returns the raw

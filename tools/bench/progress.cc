@@ -1,8 +1,7 @@
 #include "tools/bench/progress.h"
 
-#include <unistd.h>
-
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include "tools/bench/workload.h"
 

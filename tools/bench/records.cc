@@ -77,8 +77,7 @@ const std::array<EventInfo, kEventKinds> kEventInfo{{
      kSchedWakeupFormat},
     {EventKind::sys_enter, "raw_syscalls", "sys_enter", 443, sizeof(SysEnterRecord),
      kSysEnterFormat},
-    {EventKind::sys_exit, "raw_syscalls", "sys_exit", 442, sizeof(SysExitRecord),
-     kSysExitFormat},
+    {EventKind::sys_exit, "raw_syscalls", "sys_exit", 442, sizeof(SysExitRecord), kSysExitFormat},
 }};
 
 const EventInfo* find_event(std::string_view name) {

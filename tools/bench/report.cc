@@ -1,11 +1,11 @@
 #include "tools/bench/report.h"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-
-#include <fmt/core.h>
-#include <fmt/format.h>
 
 namespace tracepipe::tools::bench {
 namespace {
@@ -18,11 +18,16 @@ uint64_t median_u64(std::vector<uint64_t> v) {
 
 const char* filter_label(Case c) {
   switch (c) {
-    case Case::off: return "tracing off";
-    case Case::all: return "no filter";
-    case Case::reject: return "common_preempt_count==20";
-    case Case::accept: return "common_preempt_count!=20";
-    case Case::half: return "half (below)";
+    case Case::off:
+      return "tracing off";
+    case Case::all:
+      return "no filter";
+    case Case::reject:
+      return "common_preempt_count==20";
+    case Case::accept:
+      return "common_preempt_count!=20";
+    case Case::half:
+      return "half (below)";
   }
   return "?";
 }
@@ -37,11 +42,21 @@ std::string jstr(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20)
           out += fmt::format("\\u{:04x}", c);
@@ -106,9 +121,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     c.rejected = median_u64(rejected);
     c.lost = median_u64(lost_v);
     c.lost_commit_overrun = median_u64(lost_co);
-    c.accept_pct = c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) /
-                                  double(c.events)
-                            : 0;
+    c.accept_pct =
+        c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
     const std::string label = c.spec.kase == Case::off
                                   ? std::string("off")
                                   : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging));
@@ -119,9 +133,10 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       warn(fmt::format("{}: no event reached the engine", label));
     for (const RunCounts& k : c.counts)
       if (!k.conserved) {
-        warn(fmt::format("{}: the ring buffer's accounting does not add up to the engine's "
-                         "reservations (a core/ or buffers/ bug)",
-                         label));
+        warn(
+            fmt::format("{}: the ring buffer's accounting does not add up to the engine's "
+                        "reservations (a core/ or buffers/ bug)",
+                        label));
         break;
       }
     for (const RunCounts& k : c.counts) {
@@ -168,10 +183,11 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     p.median_counts = runs.empty() ? PerfCounts{} : runs[(runs.size() - 1) / 2];
     for (const PerfCounts& k : p.counts)
       if (!k.conserved) {
-        warn(fmt::format("overwrite series {}: the ring buffer's counts do not add up (written "
-                         "{} + lost {} against {} attempts, or consumed + overrun + lost + "
-                         "discarded + entries differs): a buffers/ accounting bug",
-                         name(p.kase), k.written, k.lost, p.events));
+        warn(
+            fmt::format("overwrite series {}: the ring buffer's counts do not add up (written "
+                        "{} + lost {} against {} attempts, or consumed + overrun + lost + "
+                        "discarded + entries differs): a buffers/ accounting bug",
+                        name(p.kase), k.written, k.lost, p.events));
         break;
       }
     if (p.summary.n >= 2 && p.summary.stddev_pct > warn_spread_pct)
@@ -181,7 +197,9 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     if (base && p.kase != PerfCase::base)
       p.ns_per_event = ns_per_event(p.summary.median, base->summary.median, p.events);
 
-  auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+  auto join = [](const std::vector<std::string>& v) {
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
   if (!lost.empty())
     warn(fmt::format(
         "events lost by the ring buffer: {} ({} of them because the sub-buffer to overwrite still "
@@ -189,17 +207,20 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         "those cells under-count the cost of committing: enlarge --buffer-kb or run fewer threads",
         join(lost), lost_commit_overrun));
   if (!half.empty())
-    warn(fmt::format("the half filter passed {} of the events, not about 50% (odd CPU count, "
-                     "--no-pin, an odd number of pairs, or a filter file)",
-                     join(half)));
+    warn(
+        fmt::format("the half filter passed {} of the events, not about 50% (odd CPU count, "
+                    "--no-pin, an odd number of pairs, or a filter file)",
+                    join(half)));
   if (!spread.empty())
-    warn(fmt::format("high spread (relative stddev above {:.0f}%): {}; the machine is noisy: "
-                     "compare medians, raise --runs or the workload size",
-                     warn_spread_pct, join(spread)));
+    warn(
+        fmt::format("high spread (relative stddev above {:.0f}%): {}; the machine is noisy: "
+                    "compare medians, raise --runs or the workload size",
+                    warn_spread_pct, join(spread)));
   if (!noise.empty())
-    warn(fmt::format("difference to off within the run-to-run spread (ns/event not significant): "
-                     "{}",
-                     join(noise)));
+    warn(
+        fmt::format("difference to off within the run-to-run spread (ns/event not significant): "
+                    "{}",
+                    join(noise)));
 }
 
 std::string format_table(const BenchReport& r) {
@@ -207,32 +228,32 @@ std::string format_table(const BenchReport& r) {
   auto line = [&](std::string s) { out += s + "\n"; };
   const WorkloadConfig& w = r.workload;
   if (!r.cases.empty()) {
-    line(fmt::format("tracepipe bench: hackbench -g {} -f {} -l {} ({}, {}-byte messages, {} threads, "
-                     "CPUs {})",
-                     w.groups, w.fds, w.loops,
-                     w.channel == Channel::socketpair ? "socketpairs" : "pipes", w.msg_bytes,
-                     w.threads(), cpu_list(r.cpus)));
-    line(fmt::format("  {} messages/run, 6 events each (sys_enter, sys_exit, sched_wakeup, "
-                     "sched_switch); engine: {}",
-                     with_commas(w.messages()), r.engine));
+    line(fmt::format(
+        "tracepipe bench: hackbench -g {} -f {} -l {} ({}, {}-byte messages, {} threads, "
+        "CPUs {})",
+        w.groups, w.fds, w.loops, w.channel == Channel::socketpair ? "socketpairs" : "pipes",
+        w.msg_bytes, w.threads(), cpu_list(r.cpus)));
+    line(
+        fmt::format("  {} messages/run, 6 events each (sys_enter, sys_exit, sched_wakeup, "
+                    "sched_switch); engine: {}",
+                    with_commas(w.messages()), r.engine));
     line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved",
                      r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
     line("");
-    line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>5}",
-                     "case", "filter", "staging", "mean s", "±%", "median s", "events", "pass %",
-                     "lost %", "ns/event", "x off"));
+    line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>5}", "case",
+                     "filter", "staging", "mean s", "±%", "median s", "events", "pass %", "lost %",
+                     "ns/event", "x off"));
     for (const CaseResult& c : r.cases) {
       const bool off = c.spec.kase == Case::off;
       const std::string lost_pct =
           c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
-      line(fmt::format("{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>5.2f}",
-                       name(c.spec.kase), filter_label(c.spec.kase),
-                       off ? "-" : name(c.spec.staging), c.summary.mean, c.summary.stddev_pct,
-                       c.summary.median, with_commas(c.events),
-                       off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
-                       off ? std::string("-") : lost_pct,
-                       off ? std::string("-") : fmt::format("{:.1f}", c.ns_per_event),
-                       c.ratio_to_off));
+      line(fmt::format(
+          "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>5.2f}",
+          name(c.spec.kase), filter_label(c.spec.kase), off ? "-" : name(c.spec.staging),
+          c.summary.mean, c.summary.stddev_pct, c.summary.median, with_commas(c.events),
+          off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
+          off ? std::string("-") : lost_pct,
+          off ? std::string("-") : fmt::format("{:.1f}", c.ns_per_event), c.ratio_to_off));
     }
     if (!r.half_filters.empty()) {
       line("");
@@ -242,10 +263,10 @@ std::string format_table(const BenchReport& r) {
   }
   if (!r.perf.empty()) {
     if (!out.empty()) line("");
-    line(fmt::format("perf overwrite series: N = {} sys_enter events from one thread{}; {} runs "
-                     "per case, interleaved",
-                     with_commas(r.perf_events), r.perf_syscall ? " (each after a close(-1))" : "",
-                     r.runs));
+    line(fmt::format(
+        "perf overwrite series: N = {} sys_enter events from one thread{}; {} runs "
+        "per case, interleaved",
+        with_commas(r.perf_events), r.perf_syscall ? " (each after a close(-1))" : "", r.runs));
     line("");
     line(fmt::format("{:<19} {:>9} {:>7} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11}", "case", "mean s",
                      "±%", "median s", "ns/event", "written", "lost", "overrun", "read"));
@@ -286,14 +307,16 @@ std::string to_json(const BenchReport& r) {
     const CaseResult& c = r.cases[i];
     out += fmt::format(
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
-        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": {}, \"lost\": {}, "
+        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
+        "{}, \"lost\": {}, "
         "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
         "\"conserved\": {}, \"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
-        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, jnum(c.ns_per_event),
-        jnum(c.ratio_to_off),
-        std::all_of(c.counts.begin(), c.counts.end(), [](const RunCounts& k) { return k.conserved; })
+        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
+        jnum(c.ns_per_event), jnum(c.ratio_to_off),
+        std::all_of(c.counts.begin(), c.counts.end(),
+                    [](const RunCounts& k) { return k.conserved; })
             ? "true"
             : "false",
         jsamples(c.seconds));
@@ -305,7 +328,8 @@ std::string to_json(const BenchReport& r) {
     for (size_t i = 0; i < r.perf.size(); ++i) {
       const PerfResult& p = r.perf[i];
       out += fmt::format(
-          "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": {}, "
+          "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
+          "{}, "
           "\"events\": {}, \"ns_per_event\": {}, \"written\": {}, \"lost\": {}, \"overrun\": {}, "
           "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
           i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),

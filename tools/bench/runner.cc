@@ -1,9 +1,9 @@
 #include "tools/bench/runner.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 #include "tools/bench/case_filters.h"
 #include "tools/bench/overwrite_series.h"

@@ -18,15 +18,15 @@ namespace tracepipe::tools::bench {
 
 struct BenchOptions {
   WorkloadConfig workload;
-  uint32_t runs = 10;                                     ///< repetitions per cell (perf stat -r)
+  uint32_t runs = 10;  ///< repetitions per cell (perf stat -r)
   std::vector<Case> cases{std::begin(kAllCases), std::end(kAllCases)};
   std::vector<Staging> stagings{std::begin(kAllStagings), std::end(kAllStagings)};
-  EngineOptions engine;                                   ///< staging is set per cell
-  std::optional<std::filesystem::path> filters_file;      ///< overrides of the case filters
-  bool hackbench = true;                                  ///< run the first table
-  uint64_t perf_events = 3'000'000;                       ///< N of the second table; 0 = skip
-  bool perf_syscall = true;                               ///< a close(-1) per perf event
-  bool warmup = true;                                     ///< one untimed short pass first
+  EngineOptions engine;                               ///< staging is set per cell
+  std::optional<std::filesystem::path> filters_file;  ///< overrides of the case filters
+  bool hackbench = true;                              ///< run the first table
+  uint64_t perf_events = 3'000'000;                   ///< N of the second table; 0 = skip
+  bool perf_syscall = true;                           ///< a close(-1) per perf event
+  bool warmup = true;                                 ///< one untimed short pass first
   double warn_spread_pct = 5;
 };
 

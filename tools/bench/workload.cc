@@ -3,6 +3,7 @@
 #include "tools/bench/workload.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -11,8 +12,6 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
-
-#include <fmt/core.h>
 
 namespace tracepipe::tools::bench {
 

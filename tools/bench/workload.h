@@ -49,12 +49,12 @@ enum class Channel : uint8_t { socketpair, pipe };
 
 /// Size of one run. Defaults are `tracepipe bench`'s embedded defaults.
 struct WorkloadConfig {
-  uint32_t groups = 2;        ///< hackbench -g (hackbench.dat was captured with -g 2)
-  uint32_t fds = 20;          ///< hackbench -f: senders = receivers per group (hackbench's default)
-  uint32_t loops = 500;       ///< hackbench -l: rounds per sender (400,000 messages in all)
-  uint32_t msg_bytes = 100;   ///< hackbench DATASIZE
+  uint32_t groups = 2;       ///< hackbench -g (hackbench.dat was captured with -g 2)
+  uint32_t fds = 20;         ///< hackbench -f: senders = receivers per group (hackbench's default)
+  uint32_t loops = 500;      ///< hackbench -l: rounds per sender (400,000 messages in all)
+  uint32_t msg_bytes = 100;  ///< hackbench DATASIZE
   Channel channel = Channel::socketpair;
-  bool pin = true;            ///< pin threads round-robin to allowed CPUs
+  bool pin = true;  ///< pin threads round-robin to allowed CPUs
 
   uint64_t messages() const { return uint64_t{groups} * fds * fds * loops; }
   uint32_t threads() const { return 2 * groups * fds; }
@@ -75,7 +75,7 @@ struct Task {
 
 /// Result of one timed run.
 struct RunTiming {
-  double seconds = 0;   ///< wall time from release to the last thread's end
+  double seconds = 0;  ///< wall time from release to the last thread's end
   uint64_t messages = 0;
 };
 

@@ -153,9 +153,13 @@ class CoreCaseEngine final : public CaseEngine {
 }  // namespace
 
 void validate(const EngineOptions& o) {
-  if (!parse_trace_clock(o.clock))
-    throw std::invalid_argument(fmt::format("unknown trace clock '{}' (expected one of: {})",
-                                            o.clock, trace_clock_list(ClockId::local)));
+  if (!parse_trace_clock(o.clock)) {
+    std::string names;
+    for (const TraceClock& c : trace_clocks())
+      names += (names.empty() ? "" : ", ") + std::string(c.name);
+    throw std::invalid_argument(
+        fmt::format("unknown trace clock '{}' (expected one of: {})", o.clock, names));
+  }
   if (o.buffer_bytes_per_cpu < 8 * 1024)
     throw std::invalid_argument("buffer size must be at least 8 KiB per CPU");
 }

@@ -91,6 +91,22 @@
 //  before_stamp/write_stamp pair is needed because the stamp and the position
 //  change together.
 //
+// ══ The sub-buffer switch (reserve_slow, out of line), steps as in the code ═══
+//  (S1) the record does not fit: make the next position LIVE(lap): claim it
+//       if FREE; if it still holds the previous lap, recycle it (overwrite:
+//       only if every record in it is committed and no reader pins it; else
+//       drop our record: commit_overrun / busy) or, drop-newest, free it only
+//       if fully consumed (else lost_full).
+//  (S2) CAS16 the tail from {old sub-buffer, off} to {next, our stride}, with
+//       the stamp of (B); on failure look at the tail again (back to the fit
+//       check: a reclaim may have made room, or another writer switched).
+//  (S3) write the END word at `off` in the sub-buffer we left.
+//  (S4) overwrite: recycle the position after the new tail now, off the
+//       critical path, so the next switch normally finds it FREE.
+//  A nested writer between (S2) and (S3) reserves after our record in the
+//  new sub-buffer; readers stop at the missing END (a zero word, I2) until
+//  (S3), and recyclers treat it as a pending record (I3).
+//
 // ══ Costs ═══════════════════════════════════════════════════════════════════
 //  Fast path: one CAS16 (lock cmpxchg16b) + the clock; commit: one store and
 //  one load of a flag on the tail's cache line. No allocation, lock, syscall.

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <thread>
 
@@ -230,4 +231,28 @@ TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers]
     CHECK(tags(drain(reader)).size() == 16);
     CHECK(rb.stats(0).conserved(16));
   }
+}
+
+namespace {
+OverwriteRingBuffer* g_sig_rb = nullptr;
+void write_in_handler(int) { (void)put(*g_sig_rb, 0, 16, 2); }
+}  // namespace
+
+TEST_CASE("interleave: a real signal handler writing between reserve and commit", "[buffers][interleave][signal]") {
+  OverwriteRingBuffer rb(kSmall);
+  g_sig_rb = &rb;
+  auto old = std::signal(SIGUSR2, write_in_handler);
+  Reservation outer = rb.reserve(0, 16);
+  REQUIRE(outer);
+  std::raise(SIGUSR2);  // runs the handler now, nested after (C)
+  std::memset(outer.payload().data(), 1, 16);
+  rb.commit(outer);
+  std::raise(SIGUSR2);  // and once more outside any reservation
+  std::signal(SIGUSR2, old);
+  ConsumingReader reader(rb, 0);
+  auto got = drain(reader);
+  CHECK(tags(got) == std::vector<int>{1, 2, 2});
+  CHECK(got[0].ts <= got[1].ts);
+  CHECK(got[1].ts <= got[2].ts);
+  CHECK(rb.stats(0).conserved(3));
 }

@@ -2,6 +2,7 @@
 // migration between claim and release, per-thread variant.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -93,4 +94,37 @@ TEST_CASE("temp buffer: per-thread slots", "[buffers][temp]") {
   CHECK(tb.try_claim(0, 249).error() == StageError::too_big);
   CHECK(tb.stats().busy_fallbacks == 1);
   CHECK(tb.stats().too_big_fallbacks == 1);
+}
+
+namespace {
+TempBuffer* g_tb = nullptr;
+PerThreadTempBuffer* g_ptb = nullptr;
+volatile StageError g_in_handler = StageError::none;
+void claim_in_handler(int) {
+  StagedRecord h = g_tb != nullptr ? g_tb->try_claim(0, 8) : g_ptb->try_claim(0, 8);
+  g_in_handler = h ? StageError::none : h.error();
+  TempBuffer::release(h);
+}
+}  // namespace
+
+TEST_CASE("temp buffer: a signal handler that runs during a claim falls back", "[buffers][temp][signal]") {
+  TempBuffer tb(TempBufferConfig{.cpus = 1, .slot_size = 128});
+  PerThreadTempBuffer ptb(128);
+  auto old = std::signal(SIGUSR2, claim_in_handler);
+  for (int variant = 0; variant < 2; ++variant) {
+    g_tb = variant == 0 ? &tb : nullptr;
+    g_ptb = variant == 0 ? nullptr : &ptb;
+    StagedRecord outer = variant == 0 ? tb.try_claim(0, 16) : ptb.try_claim(0, 16);
+    REQUIRE(outer);
+    std::raise(SIGUSR2);  // delivered before raise() returns: nested in the claim
+    CHECK(g_in_handler == StageError::busy);
+    TempBuffer::release(outer);
+    std::raise(SIGUSR2);
+    CHECK(g_in_handler == StageError::none);  // free again: the handler got it
+  }
+  CHECK(tb.stats(0).busy_fallbacks == 1);
+  CHECK(ptb.stats().busy_fallbacks == 1);
+  std::signal(SIGUSR2, old);
+  g_tb = nullptr;
+  g_ptb = nullptr;
 }

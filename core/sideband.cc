@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 
@@ -270,15 +271,24 @@ void disable_sideband(Instance& instance) {
 
 namespace {
 
-// Counts each attempt's outcome into the report (S3).
+// Records overwritten so far on one CPU. RingBufferBase::stats() walks the
+// whole buffer (O(buffer)); an O(1) counter read would do (asked of buffers/).
+uint64_t overrun_of(const Instance& inst, uint32_t cpu) { return inst.cpu_stats(cpu).overrun; }
+
+// Counts each attempt's outcome into the report (S3), and notes the overrun
+// count of each CPU the first time synthesis writes there (overwrite mode).
 struct Tally {
   SynthesisReport& rep;
   Instance& inst;
-  std::vector<uint8_t>& touched;
+  std::vector<std::optional<uint64_t>>& overrun_before;  // per CPU; set once touched
+  bool overwrite;
 
   template <class Decl, class... A>
-  EmitResult emit(uint64_t& lost_kind, const EventDesc& d, A... a) noexcept {
-    touched[current_cpu() % touched.size()] = 1;
+  EmitResult emit(uint64_t& lost_kind, const EventDesc& d, A... a) {
+    if (overwrite) {
+      auto& before = overrun_before[current_cpu() % overrun_before.size()];
+      if (!before) before = overrun_of(inst, static_cast<uint32_t>(&before - overrun_before.data()));
+    }
     const EmitResult r = emit_one<Decl>(inst, d, a...);
     ++rep.attempted;
     switch (r) {
@@ -301,9 +311,7 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   SynthesisReport rep;
   prepare_thread();  // our own first_write record is written before the lock
   const SidebandEvents ev = events_for(inst);
-  const uint32_t ncpu = inst.cpus();
-  std::vector<uint8_t> touched(ncpu, 0);
-  std::vector<uint64_t> overrun_before(ncpu, 0);
+  std::vector<std::optional<uint64_t>> overrun_before(inst.cpus());
   auto hook = [&](SynthesisStep s, int32_t tid) {
     if (o.hook) o.hook(s, tid);
   };
@@ -312,9 +320,8 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   SidebandLock lk;  // (Y1) S2: renames, first writes and exits wait until synth_done
   const auto t0 = std::chrono::steady_clock::now();
   rep.synth = g_round.fetch_add(1, std::memory_order_relaxed) + 1;
-  for (uint32_t c = 0; c < ncpu; ++c) overrun_before[c] = inst.cpu_stats(c).overrun;
   hook(SynthesisStep::locked, 0);
-  Tally t{rep, inst, touched};
+  Tally t{rep, inst, overrun_before, inst.options().mode == BufferMode::overwrite};
 
   if (o.process) {  // (Y2) the process image
     const std::string exe = read_exe_path();
@@ -365,8 +372,8 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   rep.done_kept = t.emit<SynthDone>(rep.lost_other, ev.synth_done(), rep.synth, rep.threads, rep.mappings, lost32,
                                     kept_before) == EmitResult::kept;
   hook(SynthesisStep::done_written, 0);
-  for (uint32_t c = 0; c < ncpu; ++c)
-    if (touched[c] != 0) rep.overwritten += inst.cpu_stats(c).overrun - overrun_before[c];
+  for (uint32_t c = 0; c < overrun_before.size(); ++c)
+    if (overrun_before[c]) rep.overwritten += overrun_of(inst, c) - *overrun_before[c];
   rep.elapsed_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   return rep;

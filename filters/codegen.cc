@@ -52,50 +52,49 @@ detail::Lane make_lane(const detail::Pred& p) {
   using detail::Op;
   const NumericShape sh = shape_of(p.code);
   detail::Lane l;
-  l.offset = p.offset;
-  const uint32_t bits = 8 * sh.width;
-  const int w = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
-  l.kind = static_cast<detail::Lane::Kind>(2 * w + (sh.is_signed ? 1 : 0));
-  l.bias = sh.is_signed ? uint64_t{1} << 63 : 0;
-  // The literal as the kernel compares it: truncated to the width, then
-  // sign-extended for signed fields, in the same biased space as the field.
-  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-  uint64_t v = p.val & mask;
-  if (sh.is_signed && bits < 64 && (v >> (bits - 1) & 1)) v |= ~mask;
-  v ^= l.bias;
-  const uint64_t min = sh.is_signed ? ~(mask >> 1) ^ l.bias : 0;
-  const uint64_t max = sh.is_signed ? (mask >> 1) ^ l.bias : mask;
-  auto range = [&](uint64_t lo, uint64_t hi) {
-    l.lo = lo;
-    l.span = hi - lo;
-  };
-  auto never = [&] {
-    range(0, ~uint64_t{0});
-    l.invert = 1;
-  };
+  const uint32_t end = p.offset + sh.width;
+  l.pos = end > 8 ? end - 8 : 0;
+  const unsigned s = 8 * (p.offset - l.pos);
+  const unsigned bits = 8 * sh.width;
+  const uint64_t fmask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const uint64_t sign = uint64_t{1} << (bits - 1);
+  // Work with w-bit values biased so that [0, fmask] is in signed or unsigned
+  // order; the literal is truncated to the width first, as the kernel does.
+  const uint64_t v = p.val & fmask;
+  const uint64_t vb = sh.is_signed ? v ^ sign : v;
+  uint64_t lo = 0, hi = fmask;
+  bool never = false;
   switch (sh.op) {
-    case Op::eq:
-      range(v, v);
-      l.invert = p.negate;
-      break;
+    case Op::eq: lo = hi = vb; l.invert = p.negate; break;
     case Op::lt:
-      if (v == min) never();
-      else range(min, v - 1);
+      if (vb == 0) never = true;
+      else hi = vb - 1;
       break;
-    case Op::le: range(min, v); break;
+    case Op::le: hi = vb; break;
     case Op::gt:
-      if (v == max) never();
-      else range(v + 1, max);
+      if (vb == fmask) never = true;
+      else lo = vb + 1;
       break;
-    case Op::ge: range(v, max); break;
-    case Op::band:  // (x & v) != 0, on the unbiased bits
-      l.bias = 0;
-      l.and_mask = p.val & mask;  // only the field's own bits, never the sign extension
-      range(0, 0);
+    case Op::ge: lo = vb; break;
+    case Op::band:  // (field & v) != 0 on the raw bits
+      l.and_mask = v << s;
+      l.lo = 0;
+      l.span = 0;
       l.invert = 1;
-      break;
-    default: never(); break;
+      return l;
+    default: never = true; break;
   }
+  if (never) {
+    l.and_mask = 0;
+    l.lo = 0;
+    l.span = ~uint64_t{0};
+    l.invert = 1;
+    return l;
+  }
+  l.bias = sh.is_signed ? sign << s : 0;
+  l.and_mask = fmask << s;
+  l.lo = lo << s;
+  l.span = (hi - lo) << s;
   return l;
 }
 
@@ -193,7 +192,14 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       }
       if (i == n) prog->table_[bits >> 6] |= uint64_t{1} << (bits & 63);
     }
+    prog->table_min_size_ = std::max<uint32_t>(prog->min_size_, 8);
     for (const detail::Pred& p : prog->preds_) prog->lanes_.push_back(make_lane(p));
+    // One predicate: its program is "r" or "!r"; fold that into the lane.
+    if (n == 1) {
+      const uint64_t t = prog->table_[0] & 3;
+      if (t != 1 && t != 2) throw std::logic_error("filters: a one-predicate program ignores its predicate");
+      if (t == 1) prog->lanes_[0].invert ^= 1;  // true only when r == 0
+    }
   }
   return prog;
 }

@@ -12,6 +12,14 @@
 // the last entry) means TRUE, N + 1 means FALSE. Targets always move forward,
 // so the walk ends after at most N predicate evaluations.
 //
+// Two ways to run it, same verdict:
+//   - the walk above (every program; explain() always walks);
+//   - for programs of at most 8 predicates that are all integer compares at a
+//     fixed offset, match() evaluates them all without branches and reads the
+//     verdict from a truth table derived from the walk at compile time
+//     (Program::table_): the short-circuit saves ~1 cycle per predicate
+//     there, a mispredicted branch costs ~15.
+//
 // Invariants (checked by compile(), relied on by match()):
 //   - for every i: i < target <= N + 1;
 //   - fields of fixed position (integers, char[N], __data_loc words) lie
@@ -127,37 +135,26 @@ struct Pred {
 static_assert(sizeof(Pred) == 32);
 
 /// A fixed-position integer predicate in branch-free form, for the truth-table
-/// path of match(). The field is loaded at its width, sign- or zero-extended
-/// to 64 bits and biased so that signed order becomes unsigned order; then
-/// r = (((x & and_mask) - lo) <= span) != invert. Every kernel compare maps
-/// onto it: == is [v, v], != its inverse, < v is [min, v - 1], & v is
-/// "not (x & v) in [0, 0]", and an empty range is "not everything".
+/// path of match(). One 8-byte load at `pos` (the field sits in it at bit
+/// offset s = 8 * (offset - pos); pos = max(0, offset + width - 8) keeps the
+/// load inside max(8, offset + width) bytes). XOR with `bias` flips the field's
+/// sign bit for signed fields, so signed order becomes unsigned order; masking
+/// with `and_mask` keeps only the field's bits, so y = biased value << s keeps
+/// that order. Then r = ((y - lo) <= span) != invert. Every kernel compare maps
+/// onto it: == is [v, v], != its inverse, < v is [0, v - 1] (biased), & v masks
+/// with v << s and tests "not zero", an impossible compare is "not anything".
 struct Lane {
-  enum Kind : uint8_t { u8, s8, u16, s16, u32, s32, u64, s64 };
-  uint32_t offset = 0;
-  Kind kind = u64;
+  uint32_t pos = 0;
   uint8_t invert = 0;
-  uint64_t bias = 0;  ///< 1 << 63 for signed fields (0 for '&')
+  uint64_t bias = 0;
   uint64_t and_mask = ~uint64_t{0};
   uint64_t lo = 0;
   uint64_t span = 0;
 };
 
-[[gnu::always_inline]] inline uint64_t lane_value(const Lane& l, const std::byte* f) noexcept {
-  switch (l.kind) {
-    case Lane::u8: return load<uint8_t>(f);
-    case Lane::s8: return static_cast<uint64_t>(static_cast<int64_t>(load<int8_t>(f)));
-    case Lane::u16: return load<uint16_t>(f);
-    case Lane::s16: return static_cast<uint64_t>(static_cast<int64_t>(load<int16_t>(f)));
-    case Lane::u32: return load<uint32_t>(f);
-    case Lane::s32: return static_cast<uint64_t>(static_cast<int64_t>(load<int32_t>(f)));
-    default: return load<uint64_t>(f);
-  }
-}
-
 [[gnu::always_inline]] inline bool eval_lane(const Lane& l, const std::byte* rec) noexcept {
-  const uint64_t x = lane_value(l, rec + l.offset) ^ l.bias;
-  return (((x & l.and_mask) - l.lo) <= l.span) != static_cast<bool>(l.invert);
+  const uint64_t y = (load<uint64_t>(rec + l.pos) ^ l.bias) & l.and_mask;
+  return ((y - l.lo) <= l.span) != static_cast<bool>(l.invert);
 }
 
 }  // namespace detail
@@ -226,6 +223,7 @@ class Program {
   static constexpr uint32_t kTableMax = 8;
   uint64_t table_[4] = {0, 0, 0, 0};  ///< 2^kTableMax verdict bits
   std::vector<detail::Lane> lanes_;   ///< one per predicate in table mode
+  uint32_t table_min_size_ = 0;       ///< the lanes' 8-byte loads need this many bytes
   uint32_t words_per_mask_ = 0;
   uint32_t nr_cpu_ids_ = 0;
   uint32_t min_size_ = 0;
@@ -315,7 +313,8 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
   if (record.size() < min_size_) [[unlikely]]
     return run_checked(record.data(), record.size(), ctx);
-  if (!lanes_.empty()) {
+  if (!lanes_.empty() && record.size() >= table_min_size_) {
+    if (lanes_.size() == 1) return detail::eval_lane(lanes_[0], record.data());  // verdict folded in
     const detail::Lane* l = lanes_.data();
     const uint32_t n = static_cast<uint32_t>(lanes_.size());
     uint32_t bits = 0;

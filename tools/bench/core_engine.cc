@@ -103,6 +103,8 @@ class CoreCaseEngine final : public CaseEngine {
              after.lost - before.lost,
              after.lost_commit_overrun - before.lost_commit_overrun,
              after.overrun - before.overrun,
+             after.staged - before.staged,
+             after.staging_busy - before.staging_busy,
              after.conserved};
     return t;
   }
@@ -118,6 +120,8 @@ class CoreCaseEngine final : public CaseEngine {
       c.accepted += s.kept;
       c.rejected += s.discarded;
       c.lost += s.lost;
+      c.staged += s.staged;
+      c.staging_busy += s.nested;
     }
     if (instance_->enabled(*tracer_.desc[0])) {  // the ring's walk is only worth it when tracing
       uint64_t accounted = 0;

@@ -56,7 +56,9 @@ struct RunCounts {
   /// Of `lost`: because the sub-buffer to overwrite still held a record
   /// whose writer had not committed it (the ring's commit_overrun).
   uint64_t lost_commit_overrun = 0;
-  uint64_t overrun = 0;  ///< committed records overwritten during the run (overwrite mode)
+  uint64_t overrun = 0;       ///< committed records overwritten during the run (overwrite mode)
+  uint64_t staged = 0;        ///< filtered emits built in a staging slot
+  uint64_t staging_busy = 0;  ///< filtered emits that found their slot busy and went direct
   /// After the run, the engine's count of ring reservations equals the ring's
   /// accounting (consumed + overrun + lost + discarded + buffered).
   bool conserved = true;
@@ -76,6 +78,8 @@ struct CaseResult {
   double accept_pct = 0;
   uint64_t lost = 0;                 ///< median over runs
   uint64_t lost_commit_overrun = 0;  ///< median over runs
+  uint64_t staged = 0;               ///< median over runs
+  uint64_t staging_busy = 0;         ///< median over runs
   double ns_per_event = 0;           ///< (median - median of off) / events
   double ratio_to_off = 0;           ///< median / median of off
 };

@@ -107,7 +107,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   for (CaseResult& c : r.cases) {
     c.summary = summarize(c.seconds);
     if (c.spec.kase == Case::off) off = &c;
-    std::vector<uint64_t> accepted, rejected, lost_v, lost_co;
+    std::vector<uint64_t> accepted, rejected, lost_v, lost_co, staged, busy;
     c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
     bool same = true;
     for (const RunCounts& k : c.counts) {
@@ -115,12 +115,16 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       rejected.push_back(k.rejected);
       lost_v.push_back(k.lost);
       lost_co.push_back(k.lost_commit_overrun);
+      staged.push_back(k.staged);
+      busy.push_back(k.staging_busy);
       same = same && k.emitted == c.events;
     }
     c.accepted = median_u64(accepted);
     c.rejected = median_u64(rejected);
     c.lost = median_u64(lost_v);
     c.lost_commit_overrun = median_u64(lost_co);
+    c.staged = median_u64(staged);
+    c.staging_busy = median_u64(busy);
     c.accept_pct =
         c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
     const std::string label = c.spec.kase == Case::off
@@ -310,11 +314,11 @@ std::string to_json(const BenchReport& r) {
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
         "{}, \"lost\": {}, "
         "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
-        "\"conserved\": {}, \"samples_s\": {}}}",
+        "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
         c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
-        jnum(c.ns_per_event), jnum(c.ratio_to_off),
+        jnum(c.ns_per_event), jnum(c.ratio_to_off), c.staged, c.staging_busy,
         std::all_of(c.counts.begin(), c.counts.end(),
                     [](const RunCounts& k) { return k.conserved; })
             ? "true"

@@ -15,90 +15,26 @@
 
 #include "buffers/readers.h"
 #include "core/current_cpu.h"
-#include "core/trace_symbols.h"
 #include "core/tracedat_reader.h"
 #include "core/tracedat_writer.h"
-#include "filters/parser.h"
 #include "tools/replay/filter_plan.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/replay.h"
+#include "tools/replay/router.h"
 #include "tools/replay/symbols.h"
 
 namespace tracepipe::tools::replay {
 namespace {
-
-using filters::detail::Code;
-
-// ---- routing of one record, by common_type ---------------------------------
-
-enum class Kind : uint8_t {
-  unknown,      // no format with this ID
-  skip,         // event not replayed
-  emit,         // Instance::emit_raw (filter, if any, inside the instance)
-  replay_side,  // Program::match here with the recorded context, then emit_raw unfiltered
-};
-
-struct Route {
-  Kind kind = Kind::unknown;
-  bool needs_comm = false;
-  uint32_t stat = 0;  // counter index (registry index; unknown = registry size)
-  const EventDesc* desc = nullptr;
-  const filters::Program* prog = nullptr;
-  CommSource comm;
-};
-
-// Does the program read something the record alone does not hold?
-struct ProgramNeeds {
-  bool comm = false;     // COMM/comm generic field: current->comm
-  bool strings = false;  // char * fields: printk_formats
-  bool masks = false;    // CPUS{...}: depends on nr_cpu_ids
-};
-ProgramNeeds needs_of(const filters::Program& p) {
-  ProgramNeeds n;
-  for (const filters::detail::Pred& e : p.entries()) {
-    n.comm = n.comm || e.code == Code::str_comm;
-    n.strings = n.strings || e.code == Code::str_ptr;
-    n.masks = n.masks || e.code == Code::cpu_in_mask || e.code == Code::scalar_in_mask ||
-              e.code == Code::cpumask_vs_mask || e.code == Code::cpumask_vs_cpu;
-  }
-  return n;
-}
-
-filters::ResolvedString resolve_printk(uint64_t address, bool user_space, const void* table) noexcept {
-  if (user_space) return {};  // .ustring reads user memory at event time: not in the file
-  const auto s = static_cast<const PrintkTable*>(table)->lookup(address);
-  if (!s) return {};
-  return {*s, true};
-}
-
-// ---- batches ----------------------------------------------------------------
-
-struct Rec {
-  uint64_t ts;
-  const std::byte* p;
-  uint32_t len;
-  EmitResult result;
-};
 
 struct Batch {
   std::vector<Rec> recs;
   std::vector<std::pair<uint32_t, int64_t>> lost;  // (record index, lost_before) from the input pages
 };
 
-constexpr uint64_t kTimingPeriod = 16;  // power of two
-// A timed record that took this many TSC cycles (~20 us) was preempted, not
-// slow: its sample is dropped (a page fault, ~1-2 us, still counts).
-constexpr uint64_t kPreempted = 50'000;
-
-struct Counter {
-  uint64_t replayed = 0, kept = 0, discarded = 0, lost = 0, skipped = 0;
-  uint64_t ticks = 0, samples = 0, cycles = 0;  // timing: records seen, timed, their cycles
-};
-
 struct CpuJob {
   size_t data_index = 0;  // in reader.cpu_data()
   uint32_t cpu = 0;
-  std::vector<Counter> counters;  // by Route::stat
+  std::vector<Counter> counters;  // by Router slot
   CpuWalkStats walk;
   uint64_t written = 0;
 };
@@ -159,17 +95,16 @@ uint64_t wall_ns() {
 
 class CpuPipeline {
  public:
-  CpuPipeline(const TraceDatReader& reader, Instance& inst, const std::vector<Route>& routes, const Route& unknown,
-              const PrintkTable& printk, Output* out, ProgressBar& progress, bool timing, CpuJob& job)
-      : reader_(reader), inst_(inst), routes_(routes), unknown_(unknown), printk_(printk), out_(out),
-        progress_(progress), timing_(timing), job_(job), cursor_(reader.cpu_records(job.data_index)),
-        swapper_(fmt::format("swapper/{}", job.cpu)) {}
+  CpuPipeline(const TraceDatReader& reader, Instance& inst, const Router& router, Output* out,
+              ProgressBar& progress, bool timing, CpuJob& job)
+      : reader_(reader), inst_(inst), router_(router), out_(out), progress_(progress), timing_(timing), job_(job),
+        cursor_(reader.cpu_records(job.data_index)) {}
 
   void run() {
     auto read = tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
                                                [this](tbb::flow_control& fc) { return read_batch(fc); });
     auto filter = tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::serial_in_order, [this](Batch* b) {
-      timing_ ? filter_batch<true>(*b) : filter_batch<false>(*b);
+      router_.feed(b->recs, job_.cpu, job_.counters, timing_);
       return b;
     });
     if (out_ != nullptr) {
@@ -212,94 +147,15 @@ class CpuPipeline {
     return b.release();
   }
 
-  // [filter] stage -> filter -> commit, one record at a time (hot loop).
-  // Timing samples every kTimingPeriod-th record of each event (its first
-  // included): two rdtsc around that record's emit.
-  template <bool kTiming>
-  void filter_batch(Batch& b) {
-    Counter* const counters = job_.counters.data();
-    const uint32_t cpu = job_.cpu;
-    for (Rec& r : b.recs) {
-      uint16_t id = 0;
-      if (r.len >= 2) [[likely]]
-        std::memcpy(&id, r.p, sizeof id);
-      const Route& rt = id < routes_.size() && r.len >= 2 ? routes_[id] : unknown_;
-      Counter& c = counters[rt.stat];
-      bool timed = false;
-      uint64_t t0 = 0;
-      if constexpr (kTiming) {
-        timed = (c.ticks++ & (kTimingPeriod - 1)) == 0;
-        if (timed) t0 = __rdtsc();
-      }
-      const std::span<const std::byte> rec(r.p, r.len);
-      switch (rt.kind) {
-        case Kind::emit:
-          r.result = inst_.emit_raw(*rt.desc, rec, cpu);
-          break;
-        case Kind::replay_side:
-          r.result = replay_side(rt, rec, cpu);
-          break;
-        case Kind::skip:
-        case Kind::unknown:
-          r.result = EmitResult::disabled;
-          break;
-      }
-      if constexpr (kTiming) {
-        if (timed) {
-          const uint64_t d = __rdtsc() - t0;
-          if (d < kPreempted) [[likely]] {
-            c.cycles += d;
-            ++c.samples;
-          }
-        }
-      }
-      switch (r.result) {
-        case EmitResult::kept: ++c.replayed; ++c.kept; break;
-        case EmitResult::discarded: ++c.replayed; ++c.discarded; break;
-        case EmitResult::lost: ++c.replayed; ++c.lost; break;
-        case EmitResult::disabled: ++c.skipped; break;
-      }
-    }
-  }
-
-  // The filter with the recorded context (COMM, printk strings), then an
-  // unfiltered commit of the records it keeps.
-  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) {
-    filters::EvalContext ctx;
-    ctx.cpu = cpu;
-    ctx.resolve = &resolve_printk;
-    ctx.resolve_user = &printk_;
-    if (rt.needs_comm) ctx.comm = comm_of(rt, rec);
-    if (!rt.prog->match(rec, ctx)) return EmitResult::discarded;
-    const EmitResult r = inst_.emit_raw(*rt.desc, rec, cpu);
-    return r;
-  }
-
-  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec) const {
-    if (rt.comm.field_size != 0) {
-      if (rt.comm.field_offset + rt.comm.field_size > rec.size()) return {};
-      const char* s = reinterpret_cast<const char*>(rec.data()) + rt.comm.field_offset;
-      return {s, strnlen(s, rt.comm.field_size)};
-    }
-    if (rec.size() < 8) return {};
-    int32_t pid;
-    std::memcpy(&pid, rec.data() + 4, sizeof pid);
-    if (pid == 0) return swapper_;  // the idle task of this CPU
-    return reader_.comm(pid).value_or(std::string_view());
-  }
-
   const TraceDatReader& reader_;
   Instance& inst_;
-  const std::vector<Route>& routes_;
-  const Route& unknown_;
-  const PrintkTable& printk_;
+  const Router& router_;
   Output* out_;
   ProgressBar& progress_;
   bool timing_;
   CpuJob& job_;
   CpuRecordCursor cursor_;
   uint64_t pages_seen_ = 0;
-  std::string swapper_;
 };
 
 // Ring geometry for the replay instance (P3).
@@ -400,46 +256,9 @@ ReplayResult run_replay(const ReplayOptions& o) {
   opts.mode = o.output ? BufferMode::drop_newest : BufferMode::overwrite;
   Instance inst(opts, registry);
 
-  // Routes by event ID.
-  const uint32_t machine_cpus = filters::effective_nr_cpu_ids(filters::CompileOptions{});
-  uint32_t max_id = 0;
-  for (const EventPlan& p : plan) max_id = std::max<uint32_t>(max_id, p.event->id());
-  std::vector<Route> routes(max_id + 1);
-  for (Route& r : routes) r.stat = registry.size();
-  const Route unknown{Kind::unknown, false, registry.size(), nullptr, nullptr, {}};
-  std::vector<FilterRoute> route_kind(registry.size(), FilterRoute::none);
-  for (const EventPlan& p : plan) {
-    Route& r = routes[p.event->id()];
-    r.stat = p.event->index();
-    r.desc = p.event;
-    if (!p.replayed) {
-      r.kind = Kind::skip;
-      continue;
-    }
-    inst.enable(*p.event);
-    if (p.soft_disabled) inst.set_soft_disabled(*p.event, true);
-    r.kind = Kind::emit;
-    if (!p.program) continue;
-    const ProgramNeeds needs = needs_of(*p.program);
-    bool in_instance = !needs.comm && !needs.strings && !(needs.masks && machine_cpus != ncpu);
-    if (in_instance) {
-      // Same text through the instance's own compile: it must accept it as
-      // the recording kernel did (it cannot take kallsyms yet).
-      const FilterStatus st = inst.set_filter(*p.event, p.filter);
-      in_instance = st.ok();
-    }
-    if (in_instance) {
-      route_kind[p.event->index()] = FilterRoute::instance;
-    } else {
-      r.kind = Kind::replay_side;
-      r.prog = p.program.get();
-      r.needs_comm = needs.comm;
-      r.comm = comm_source(p.event->format());
-      route_kind[p.event->index()] = FilterRoute::replay_side;
-    }
-  }
+  // Enable and filter the events; routes by event ID.
+  const Router router(reader, inst, plan, ncpu);
 
-  const PrintkTable printk(reader.printk_text());
   std::unique_ptr<Output> out;
   if (o.output) out = std::make_unique<Output>(reader, ncpu);
 
@@ -448,7 +267,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     jobs[i].data_index = i;
     jobs[i].cpu = reader.cpu_data()[i].cpu;
-    jobs[i].counters.resize(registry.size() + 1);
+    jobs[i].counters.resize(router.counter_slots());
     total_bytes += reader.cpu_data()[i].size;
   }
   const bool bar = o.progress == ProgressMode::on ||
@@ -464,7 +283,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     tbb::task_group tg;
     for (CpuJob& job : jobs)
       tg.run([&, jp = &job] {
-        CpuPipeline(reader, inst, routes, unknown, printk, out.get(), progress, o.timing, *jp).run();
+        CpuPipeline(reader, inst, router, out.get(), progress, o.timing, *jp).run();
       });
     tg.wait();
   }
@@ -480,7 +299,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   }
 
   // ---- results ----
-  std::vector<EventCounts> per_event(registry.size() + 1);
+  std::vector<EventCounts> per_event(router.counter_slots());
   for (const CpuJob& j : jobs) {
     for (size_t s = 0; s < j.counters.size(); ++s) {
       const Counter& c = j.counters[s];
@@ -499,7 +318,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     EventRow row;
     row.name = p.event->full_name();
     row.filter = p.filter;
-    row.route = route_kind[p.event->index()];
+    row.route = router.route(*p.event);
     row.replayed = p.replayed;
     row.soft_disabled = p.soft_disabled;
     row.note = p.note;
@@ -509,8 +328,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
     res.total += c;
   }
   std::sort(res.events.begin(), res.events.end(), [](const EventRow& a, const EventRow& b) { return a.name < b.name; });
-  res.unknown = per_event[registry.size()].skipped;
-  res.total.ns += per_event[registry.size()].ns;
+  res.unknown = per_event[router.unknown_slot()].skipped;
+  res.total.ns += per_event[router.unknown_slot()].ns;
   res.ring = inst.cpu_stats();
   return res;
 }

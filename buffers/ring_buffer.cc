@@ -175,9 +175,17 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcep
   const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
   if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::stale;
   if (pw_pins(w) != 0) return Recycle::pinned;
+  // The sub-buffer was written a whole lap ago: it is cold. The walk below
+  // chases one header to the next (a chain of dependent loads), and the
+  // memset after it touches every line anyway, so fetch the lines first, in
+  // parallel, with write intent.
+  const std::byte* page = cb.page(idx);
+  const uint64_t ahead = cb.subbuf_size < 8192 ? cb.subbuf_size : 8192;
+  for (uint64_t o = pw_read_off(w) & ~uint64_t{63}; o < ahead; o += 64) __builtin_prefetch(page + o, 1, 3);
   // Every record must be committed (I3); count those after read_off.
   uint64_t unread = 0;
-  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(w), [&](uint64_t, uint32_t word, const RecordHeader*) {
+  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(w), [&](uint64_t off, uint32_t word, const RecordHeader*) {
+    if (off + 8192 < cb.subbuf_size) __builtin_prefetch(page + off + 8192, 1, 3);  // large sub-buffers
     unread += word_kind(word) == kKindData;
   });
   if (r.stop == Stop::uncommitted) return Recycle::pending;

@@ -142,6 +142,12 @@ Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uin
       const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
       const uint64_t aold = (alap - 1) & kLapMask;
       if (pw_phase(w) == Phase::live && pw_lap(w) == aold) (void)recycle_overwrite(cb, aidx, aold);
+      // And start fetching the one the next switch will recycle: it is cold
+      // (written a lap ago) and its walk is a chain of dependent loads.
+      const uint64_t bidx = aidx + 1 == cb.nr_pos ? 0 : aidx + 1;
+      const std::byte* next = cb.page(bidx);
+      const uint64_t n = cb.subbuf_size < 4096 ? cb.subbuf_size : 4096;
+      for (uint64_t o = 0; o < n; o += 64) __builtin_prefetch(next + o, 1, 2);
     }
     auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
     h->ts = ts;  // (D)

@@ -235,7 +235,12 @@ TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers]
 
 namespace {
 OverwriteRingBuffer* g_sig_rb = nullptr;
-void write_in_handler(int) { (void)put(*g_sig_rb, 0, 16, 2); }
+void write_in_handler(int) {  // async-signal-safe: no allocation
+  Reservation r = g_sig_rb->reserve(0, 16);
+  if (!r) return;
+  std::memset(r.payload().data(), 2, 16);
+  g_sig_rb->commit(r);
+}
 }  // namespace
 
 TEST_CASE("interleave: a real signal handler writing between reserve and commit", "[buffers][interleave][signal]") {

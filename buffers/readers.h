@@ -30,6 +30,7 @@
 // Thread-safety: a reader object is used by one thread at a time; any number
 // of reader objects, of any kind, may run beside any number of writers.
 // Readers allocate (their copy buffers); writers never wait for them.
+// A reader (and a Snapshot) must not outlive its buffer.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -164,6 +164,7 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
   for (int i = 0; i < 2; ++i) {
     readers.emplace_back([&] {
       ThreadContext& c = *thread_context();
+      reads.fetch_add(1);
       while (!stop.load(std::memory_order_relaxed)) {
         WriterScope s(c);
         const Obj* o = current.load(std::memory_order_acquire);
@@ -173,6 +174,7 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
       }
     });
   }
+  while (reads.load() < 2) std::this_thread::yield();  // both readers running
   for (uint64_t i = 1; i <= 300; ++i) {
     Obj* old = current.exchange(new Obj{kAlive, i}, std::memory_order_acq_rel);
     synchronize();

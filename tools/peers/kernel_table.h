@@ -1,5 +1,5 @@
 #pragma once
-// Table 2 of the peers bench: the main bench's hackbench cases (tools/bench/)
+// Table 3 of the peers bench: the main bench's hackbench cases (tools/bench/)
 // traced by tracepipe and by the kernel's own trace events, interleaved.
 //
 //   every repetition, for each case (off, all, reject, accept, half):
@@ -73,7 +73,7 @@ struct KernelTable {
   double kernel_reject_ratio = -1;
 };
 
-/// Runs table 2. Throws PeerUnavailable if the kernel lacks one of the four
+/// Runs table 3. Throws PeerUnavailable if the kernel lacks one of the four
 /// events, std::runtime_error on a tracefs or workload error. `instance` is
 /// left with every event disabled.
 KernelTable run_kernel_table(const KernelTableOptions& options, TracefsInstance& instance,

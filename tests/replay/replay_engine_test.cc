@@ -276,3 +276,19 @@ TEST_CASE("replay engine: bad input is a clear error", "[replay][engine]") {
   o.filter_args = {"kmalloc bytes_req > 1"};
   CHECK_THROWS_AS(run_replay(o), ReplayError);
 }
+
+TEST_CASE("replay engine: a file without records replays to an empty result and output", "[replay][engine]") {
+  TempPath in("replay_in"), out("replay_out");
+  replay_test::make_writer(2).write(in.path);
+  ReplayOptions o;
+  o.input = in.path;
+  o.filter_args = {"sched_switch: prev_pid == 0"};
+  o.output = out.path;
+  o.progress = ProgressMode::off;
+  const ReplayResult r = run_replay(o);
+  CHECK(r.total.replayed == 0);
+  CHECK(r.events.empty());
+  CHECK(r.output_records == 0);
+  CHECK(replay_test::keys_of(out.path).records == 0);
+  CHECK(format_result(r, true).find("0 records read from 2 CPU buffer(s)") != std::string::npos);
+}

@@ -43,9 +43,15 @@ struct CpuJob {
 
 class Output {
  public:
-  Output(const TraceDatReader& in, uint32_t cpus)
+  Output(const TraceDatReader& in, uint32_t cpus, std::vector<std::string>& warnings)
       : w_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}) {
-    for (const EventFormat& f : in.formats()) w_.add_format(f);
+    for (const EventFormat& f : in.formats()) {
+      try {
+        w_.add_format(f);
+      } catch (const std::invalid_argument& e) {
+        warnings.push_back(fmt::format("-o: format {}/{} not written: {}", f.system, f.name, e.what()));
+      }
+    }
     for (const auto& [pid, comm] : in.cmdlines()) w_.set_cmdline(pid, comm);
     if (!in.kallsyms_text().empty()) w_.set_kallsyms(std::string(in.kallsyms_text()));
     if (!in.printk_text().empty()) w_.set_printk(std::string(in.printk_text()));
@@ -260,7 +266,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   const Router router(reader, inst, plan, ncpu);
 
   std::unique_ptr<Output> out;
-  if (o.output) out = std::make_unique<Output>(reader, ncpu);
+  if (o.output) out = std::make_unique<Output>(reader, ncpu, res.warnings);
 
   std::vector<CpuJob> jobs(reader.cpu_data().size());
   uint64_t total_bytes = 0;

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -351,6 +352,12 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
       hook(SynthesisStep::thread_written, tid);
     }
     if (dirfd >= 0) ::close(dirfd);
+    // Forget threads that are gone (their tid may be reused by a thread whose
+    // name tracepipe never wrote): keeps `known` as small as the process.
+    if (!tl.error)
+      std::erase_if(known(), [&](const auto& kv) {
+        return !std::binary_search(tl.tids.begin(), tl.tids.end(), kv.first);
+      });
   }
 
   if (o.mappings) {  // (Y4) one mmap per /proc/self/maps line

@@ -43,15 +43,16 @@ class NamedThreads {
   std::atomic<bool> stop_{false};
 };
 
-// `n` anonymous mappings that cannot merge (alternating protections, gaps).
+// `n` one-page anonymous mappings that cannot merge with anything: each sits
+// between PROT_NONE guard pages (and protections alternate).
 class Mappings {
  public:
   explicit Mappings(size_t n) {
     const size_t page = 4096;
-    base_ = static_cast<char*>(mmap(nullptr, 2 * n * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    len_ = 2 * n * page;
+    len_ = (2 * n + 1) * page;
+    base_ = static_cast<char*>(mmap(nullptr, len_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     for (size_t i = 0; i < n; ++i) {
-      char* p = base_ + 2 * i * page;
+      char* p = base_ + (2 * i + 1) * page;
       mprotect(p, page, (i % 2) != 0 ? PROT_READ : PROT_READ | PROT_WRITE);
       addrs_.push_back(reinterpret_cast<uint64_t>(p));
     }

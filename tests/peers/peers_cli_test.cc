@@ -154,7 +154,7 @@ TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards", 
   int cells = 0;
   for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), cell); it != std::sregex_iterator(); ++it) ++cells;
   CHECK(cells == 5);
-  const std::regex side(R"re(\{"side":"(tracepipe|lttng-ust)","ns":\[[0-9.e+-]+,[0-9.e+-]+\],"median":[0-9.e+-]+)re");
+  const std::regex side(R"re(\{"side":"(tracepipe|lttng-ust)","ns":\[[0-9.e+-]+,[0-9.e+-]+\],"wall_ns":\[[0-9.e+-]+,[0-9.e+-]+\],"median":[0-9.e+-]+)re");
   int sides = 0;
   for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), side); it != std::sregex_iterator(); ++it) ++sides;
   CHECK(sides == 10);

@@ -6,6 +6,8 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -201,11 +203,33 @@ TEST_CASE("peers: PinnedPool rethrows a job's exception and stays usable", "[pee
   PinnedPool pool({cpus[0]});
   CHECK_THROWS_WITH(pool.run(1, [](uint32_t) { throw std::runtime_error("boom"); }), "boom");
   std::atomic<int> ran{0};
-  const std::vector<uint64_t> el = pool.run(1, [&](uint32_t) { ran.fetch_add(1); });
+  const std::vector<PinnedPool::Elapsed> el = pool.run(1, [&](uint32_t) { ran.fetch_add(1); });
   CHECK(ran.load() == 1);
   CHECK(el.size() == 1);
   CHECK_THROWS_AS(pool.run(2, [](uint32_t) {}), std::invalid_argument);
   CHECK_THROWS_AS(pool.run(0, [](uint32_t) {}), std::invalid_argument);
+}
+
+TEST_CASE("peers: PinnedPool times wall and CPU time apart", "[peers][concurrency]") {
+  const std::vector<int> cpus = allowed_cpus();
+  PinnedPool pool({cpus[0]});
+  // Sleeping takes wall time, not CPU time.
+  const auto slept = pool.run(1, [](uint32_t) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
+  REQUIRE(slept.size() == 1);
+  CHECK(slept[0].wall >= 30'000'000u);
+  CHECK(slept[0].cpu < 10'000'000u);
+  // Spinning takes both.
+  const auto spun = pool.run(1, [](uint32_t) {
+    timespec t0{}, t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1'000'000'000 + (t.tv_nsec - t0.tv_nsec) < 20'000'000);
+  });
+  CHECK(spun[0].cpu >= 20'000'000u);
+  CHECK(spun[0].wall >= spun[0].cpu / 2);
+  CHECK(PinnedPool::mean_per(slept, 1000, false) == Approx(slept[0].wall / 1000.0));
+  CHECK(PinnedPool::mean_per(slept, 1000, true) == Approx(slept[0].cpu / 1000.0));
+  CHECK(PinnedPool::mean_per({}, 1000, true) == 0);
 }
 
 TEST_CASE("peers: LTTng MI listing gives the discarded and lost counters", "[peers][parser]") {

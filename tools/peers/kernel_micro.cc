@@ -97,13 +97,12 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
         for (size_t si = 0; si < specs.size(); ++si) {
           configure(specs[si]);
           inst.clear();
-          const std::vector<uint64_t> el = pool.run(threads[ti], [&](uint32_t) { syscall_loop(n); });
+          const std::vector<PinnedPool::Elapsed> el = pool.run(threads[ti], [&](uint32_t) { syscall_loop(n); });
           inst.enable_event(kSys, kEvent, false);
           if (r == 0) continue;
-          double sum = 0;
-          for (uint64_t e : el) sum += static_cast<double>(e) / static_cast<double>(n);
           KernelMicroRow& row = row_at(ti, si);
-          row.ns.push_back(sum / static_cast<double>(el.size()));
+          row.ns.push_back(PinnedPool::mean_per(el, n, o.timing == Timing::cpu));
+          row.wall_ns.push_back(PinnedPool::mean_per(el, n, false));
           row.recorded = inst.counts().recorded();
         }
       }

@@ -36,7 +36,8 @@ struct KernelMicroRow {
   std::string label;                 ///< "off", "ignored" or a MicroCase name
   std::optional<MicroCase> kase;     ///< empty for off and ignored
   uint32_t threads = 1;
-  std::vector<double> ns;            ///< ns per system call, one per round
+  std::vector<double> ns;            ///< ns per system call, one per round (MicroOptions::timing)
+  std::vector<double> wall_ns;       ///< the same rounds in wall time
   bench::Summary summary;
   double ns_per_event = 0;           ///< median - median(ignored); 0 for off/ignored
   uint64_t recorded = 0;             ///< events recorded in the last round (entries + overrun + dropped)

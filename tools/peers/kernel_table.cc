@@ -14,6 +14,12 @@
 namespace tracepipe::tools::peers {
 namespace {
 
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 uint64_t median_u64(std::vector<uint64_t> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -40,9 +46,11 @@ class KernelRunner {
     inst_.write("tracing_on", "1");
   }
 
-  /// One run; `filters` per EventKind; off = no event enabled.
+  /// One run; `filters` per EventKind; off = no event enabled. `cpu`
+  /// receives the process CPU time of the workload alone (not of the
+  /// tracefs writes around it).
   bench::RunTiming run(const bench::WorkloadConfig& w, bench::Case kase, const bench::EventFilters& filters,
-                       TracefsCounts& counts) {
+                       TracefsCounts& counts, double& cpu) {
     const bool traced = kase != bench::Case::off;
     if (traced) {
       for (size_t k = 0; k < events_.size(); ++k) {
@@ -54,7 +62,9 @@ class KernelRunner {
     bench::NullTracer none;
     bench::RunTiming t;
     try {
+      const double c0 = process_cpu_seconds();
       t = bench::run_hackbench(w, none);
+      cpu = process_cpu_seconds() - c0;
     } catch (...) {
       disable();
       throw;
@@ -114,23 +124,29 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
     for (size_t i = 0; i < cases.size(); ++i) {
       (void)engines[i]->run(small);
       TracefsCounts c;
-      (void)kernel.run(small, cases[i], filters.for_case(cases[i]), c);
+      double cpu = 0;
+      (void)kernel.run(small, cases[i], filters.for_case(cases[i]), c, cpu);
     }
   }
   progress.begin("peers: kernel hackbench", uint64_t{o.runs} * cases.size() * 2);
   for (uint32_t rep = 0; rep < o.runs; ++rep) {
     for (size_t i = 0; i < cases.size(); ++i) {  // A B A B: tracepipe, kernel
       KernelRow& row = table.rows[i];
+      const double c0 = process_cpu_seconds();
       const bench::RunTiming t = engines[i]->run(o.workload);
+      const double tp_cpu = process_cpu_seconds() - c0;
       const bench::RunCounts rc = engines[i]->last_counts();
-      row.tracepipe.seconds.push_back(t.seconds);
+      row.tracepipe.seconds.push_back(o.cpu_time ? tp_cpu : t.seconds);
+      row.tracepipe.wall_seconds.push_back(t.seconds);
       tp_events[i].push_back(rc.emitted);
       tp_kept[i].push_back(rc.accepted);
       progress.step(fmt::format("tracepipe {}", bench::name(cases[i])), rep, o.runs, t.seconds);
 
       TracefsCounts kc;
-      const bench::RunTiming kt = kernel.run(o.workload, cases[i], filters.for_case(cases[i]), kc);
-      row.kernel.seconds.push_back(kt.seconds);
+      double k_cpu = 0;
+      const bench::RunTiming kt = kernel.run(o.workload, cases[i], filters.for_case(cases[i]), kc, k_cpu);
+      row.kernel.seconds.push_back(o.cpu_time ? k_cpu : kt.seconds);
+      row.kernel.wall_seconds.push_back(kt.seconds);
       k_rec[i].push_back(kc.recorded());
       progress.step(fmt::format("kernel {}", bench::name(cases[i])), rep, o.runs, kt.seconds);
     }

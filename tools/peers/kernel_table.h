@@ -19,6 +19,10 @@
 // its runs and disabled after (untimed), so they never fire during
 // tracepipe's runs.
 //
+// A run's time is the process's CPU time over the run (all threads, user +
+// system; CLOCK_PROCESS_CPUTIME_ID) by default, so that time other tasks of
+// a shared machine take is not counted; --timing wall uses the workload's
+// wall time (release to last thread's end) as the main bench does.
 // ns per event = (median time of the case - median time of that side's off)
 // / events per run. tracepipe's events per run are its engine's count; the
 // kernel's are the records of its `all` runs (entries + overrun + dropped;
@@ -26,6 +30,7 @@
 // ns(reject) / ns(all): the cost of an event the filter drops, relative to
 // one that is recorded.
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -45,11 +50,13 @@ struct KernelTableOptions {
   std::vector<bench::Case> cases;   ///< off is always run
   bench::EngineOptions engine;      ///< tracepipe's engine; its buffer/mode also set the kernel's
   bool warmup = true;
+  bool cpu_time = true;             ///< process CPU time (else the workload's wall time)
 };
 
 /// One side's runs of one case.
 struct HackbenchSide {
-  std::vector<double> seconds;   ///< one per run
+  std::vector<double> seconds;   ///< one per run (CPU or wall, KernelTableOptions::cpu_time)
+  std::vector<double> wall_seconds;  ///< the workload's wall time of the same runs
   bench::Summary summary;
   uint64_t events = 0;           ///< events emitted per run (median; kernel: from `all`)
   uint64_t recorded = 0;         ///< events recorded per run (median)

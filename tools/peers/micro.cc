@@ -102,13 +102,12 @@ std::vector<MicroCell> run_micro(const MicroOptions& o, const std::vector<MicroS
           cell.sides[s].error = e.what();
         }
       }
-      auto run_round = [&](size_t s, uint64_t n) -> double {
+      // One round of side s: (ns per event by the chosen timing, in wall time).
+      auto run_round = [&](size_t s, uint64_t n) -> std::pair<double, double> {
         MicroSide* side = sides[s];
-        const std::vector<uint64_t> el = pool.run(threads, [&](uint32_t t) { side->emit(t, n); });
-        double sum = 0;
-        for (uint64_t e : el) sum += static_cast<double>(e) / static_cast<double>(n);
+        const std::vector<PinnedPool::Elapsed> el = pool.run(threads, [&](uint32_t t) { side->emit(t, n); });
         side->after_round();
-        return sum / static_cast<double>(el.size());
+        return {PinnedPool::mean_per(el, n, o.timing == Timing::cpu), PinnedPool::mean_per(el, n, false)};
       };
       // Untimed warm-up: registers threads, faults pages in, fills caches.
       for (size_t s = 0; s < sides.size(); ++s) {
@@ -124,7 +123,9 @@ std::vector<MicroCell> run_micro(const MicroOptions& o, const std::vector<MicroS
         for (size_t s = 0; s < sides.size(); ++s) {  // A B A B ...
           if (!live[s]) continue;
           try {
-            cell.sides[s].ns.push_back(run_round(s, cell.events));
+            const auto [ns, wall] = run_round(s, cell.events);
+            cell.sides[s].ns.push_back(ns);
+            cell.sides[s].wall_ns.push_back(wall);
           } catch (const std::exception& e) {
             cell.sides[s].error = e.what();
             live[s] = false;

@@ -8,8 +8,11 @@
 //     round r = 0..R-1:  side A, side B, side C, ...   (A B A B: drift cancels)
 //        each side: T pinned threads start together (a spin barrier) and each
 //        times its own loop of N events; the round's value is the mean over
-//        threads of elapsed/N, in ns per event; then after_round (untimed:
-//        drain the buffer so the next round loses nothing)
+//        threads of time/N, in ns per event, where time is the thread's CPU
+//        time (default: on a shared machine, time other tasks ran on that
+//        CPU is not counted) or its wall time (Timing::wall); then
+//        after_round (untimed: drain the buffer so the next round loses
+//        nothing)
 //     every side: end_case (counters: lost events must be 0 on both sides, or
 //                 the table says so)
 //
@@ -85,10 +88,17 @@ class MicroSide {
   virtual SideCounts end_case() = 0;
 };
 
+/// What a round's figure is made of.
+enum class Timing : uint8_t {
+  cpu,   ///< each thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
+  wall,  ///< each thread's wall time (CLOCK_MONOTONIC)
+};
+
 /// Results of one side in one (case, threads) cell.
 struct SideResult {
   std::string side;
-  std::vector<double> ns;   ///< ns per event, one per timed round
+  std::vector<double> ns;       ///< ns per event, one per timed round (the chosen Timing)
+  std::vector<double> wall_ns;  ///< the same rounds in wall time, for reference
   bench::Summary summary;   ///< over `ns`
   SideCounts counts;
   std::string error;        ///< non-empty if the side failed in this cell
@@ -110,6 +120,7 @@ struct MicroOptions {
   std::string glob = "zz*";
   uint64_t buffer_kb = 0;
   uint64_t overwrite_kb = 1024;
+  Timing timing = Timing::cpu;
 };
 
 /// Bytes per CPU a discard-mode buffer needs to hold one round of `events`

@@ -68,6 +68,9 @@ int run_peers(const PeersOptions& o) {
   mo.glob = o.glob;
   mo.buffer_kb = o.buffer_kb;
   mo.overwrite_kb = o.overwrite_kb;
+  if (o.timing != "cpu" && o.timing != "wall")
+    throw std::invalid_argument(fmt::format("unknown --timing '{}' (cpu, wall)", o.timing));
+  mo.timing = o.timing == "cpu" ? Timing::cpu : Timing::wall;
   if (!o.cases.empty()) {
     mo.cases.clear();
     for (const std::string& c : o.cases) {
@@ -84,6 +87,7 @@ int run_peers(const PeersOptions& o) {
   ko.workload.fds = o.hb_fds;
   ko.workload.loops = o.hb_loops;
   ko.runs = o.hb_runs;
+  ko.cpu_time = o.timing == "cpu";
   const auto staging = bench::parse_staging(o.hb_staging);
   if (!staging) throw std::invalid_argument(fmt::format("unknown --hb-staging '{}'", o.hb_staging));
   ko.engine.staging = *staging;
@@ -104,6 +108,7 @@ int run_peers(const PeersOptions& o) {
   report.disabled_scale = mo.disabled_scale;
   report.rounds = mo.rounds;
   report.glob = mo.glob;
+  report.timing = o.timing;
   report.workload = ko.workload;
   report.hb_runs = ko.runs;
   const std::vector<int> cpus = bench::detail::allowed_cpus();

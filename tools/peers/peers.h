@@ -71,6 +71,11 @@ struct PeersOptions {
   /// Staging of tracepipe's hackbench engine (tools/bench Staging name).
   std::string hb_staging = "on";
 
+  /// "cpu": each figure is CPU time (a worker thread's, or the whole
+  /// process's for hackbench), so time other tasks of a shared machine run on
+  /// our CPUs is not counted; "wall": wall-clock time.
+  std::string timing = "cpu";
+
   // ── Peers and environment ───────────────────────────────────────────────
   bool run_loops = true;      ///< tables 1 and 2
   bool run_hackbench = true;  ///< table 3

@@ -66,6 +66,10 @@ const Registrar reg{[](CLI::App& app) {
   const char* G = "General";
   sub->add_option("--table", *only, "Which tables: all, loop (1 and 2) or hackbench (3)")
       ->check(CLI::IsMember({"all", "loop", "hackbench"}))->group(G);
+  sub->add_option("--timing", o->timing,
+                  "cpu: thread CPU time per round (process CPU time for hackbench), so other tasks on a shared "
+                  "machine do not count; wall: wall-clock time")
+      ->check(CLI::IsMember({"cpu", "wall"}))->group(G);
   sub->add_option("--unavailable", o->unavailable,
                   "Treat these peers as unavailable (lttng, kernel); also $TRACEPIPE_PEERS_UNAVAILABLE")
       ->delimiter(',')->group(G);

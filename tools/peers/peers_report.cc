@@ -142,8 +142,9 @@ std::string format_text(const PeersReport& r) {
     o += fmt::format(
         "\nTable 1: one sched_switch-like event in a loop (64-byte record: 8-byte common header + 56-byte payload)\n"
         "  {} events per thread per round ({}x that when disabled), {} rounds after 1 warm-up, threads pinned to CPUs "
-        "{}, glob \"{}\"\n",
-        r.events, r.disabled_scale, r.rounds, join(r.cpus), r.glob);
+        "{}, glob \"{}\", {}\n",
+        r.events, r.disabled_scale, r.rounds, join(r.cpus), r.glob,
+        r.timing == "cpu" ? "times are each thread's CPU time" : "times are wall-clock");
     for (const std::string& d : r.sides) o += "  " + d + "\n";
     std::string head = fmt::format("\n{:<12} {:>3}", "case", "thr");
     for (const std::string& n : names) head += fmt::format("  {:>26}", n + " ns/event [min max]");
@@ -181,8 +182,9 @@ std::string format_text(const PeersReport& r) {
     const KernelMicroTable& k = *r.kernel_micro;
     o += fmt::format(
         "\nTable 2: the kernel's own cost per event: {} ({}-byte record) fired by getppid() in a loop, {} calls per "
-        "thread per round, {} rounds after 1 warm-up, rows interleaved, same pinned CPUs\n",
-        k.event, k.record_bytes, k.events, r.rounds);
+        "thread per round, {} rounds after 1 warm-up, rows interleaved, same pinned CPUs, {}\n",
+        k.event, k.record_bytes, k.events, r.rounds,
+        r.timing == "cpu" ? "thread CPU time" : "wall-clock time");
     o += fmt::format("\n{:<12} {:>3}  {:>26}  {:>9}  {:>10}\n", "row", "thr", "ns/syscall [min max]", "ns/event",
                      "recorded");
     for (const KernelMicroRow& row : k.rows) {
@@ -204,8 +206,9 @@ std::string format_text(const PeersReport& r) {
     const KernelTable& k = *r.kernel;
     o += fmt::format(
         "\nTable 3: hackbench -g {} -f {} -l {} ({} messages, 6 emit points per message), {} runs interleaved, "
-        "tracepipe then the kernel\n",
-        r.workload.groups, r.workload.fds, r.workload.loops, r.workload.messages(), r.hb_runs);
+        "tracepipe then the kernel, {}\n",
+        r.workload.groups, r.workload.fds, r.workload.loops, r.workload.messages(), r.hb_runs,
+        r.timing == "cpu" ? "times are the process's CPU time over the run" : "times are the workload's wall time");
     o += "  tracepipe: " + k.engine + "\n";
     std::string evs;
     for (const std::string& e : k.kernel_events) evs += (evs.empty() ? "" : ", ") + e;
@@ -239,6 +242,7 @@ std::string format_text(const PeersReport& r) {
 
 std::string format_json(const PeersReport& r) {
   std::string o = "{\"tool\":\"tracepipe bench-peers\"";
+  o += ",\"timing\":" + json_str(r.timing);
   o += ",\"skipped\":" + json_strs(r.skipped);
   o += ",\"errors\":" + json_strs(r.errors);
   o += fmt::format(",\"micro\":{{\"events\":{},\"rounds\":{},\"glob\":{},\"cpus\":[{}],\"sides\":{},\"cells\":[", r.events,
@@ -250,9 +254,9 @@ std::string format_json(const PeersReport& r) {
     for (size_t j = 0; j < c.sides.size(); ++j) {
       const SideResult& s = c.sides[j];
       o += fmt::format(
-          "{}{{\"side\":{},\"ns\":{},\"median\":{},\"min\":{},\"max\":{},\"lost\":{},\"overrun\":{},\"recorded\":{},"
+          "{}{{\"side\":{},\"ns\":{},\"wall_ns\":{},\"median\":{},\"min\":{},\"max\":{},\"lost\":{},\"overrun\":{},\"recorded\":{},"
           "\"bytes\":{},\"error\":{}}}",
-          j ? "," : "", json_str(s.side), json_nums(s.ns), json_num(s.summary.median), json_num(s.summary.min),
+          j ? "," : "", json_str(s.side), json_nums(s.ns), json_nums(s.wall_ns), json_num(s.summary.median), json_num(s.summary.min),
           json_num(s.summary.max), s.counts.lost, s.counts.overrun,
           s.counts.recorded_known ? std::to_string(s.counts.recorded) : "null", s.counts.bytes, json_str(s.error));
     }
@@ -281,8 +285,8 @@ std::string format_json(const PeersReport& r) {
     for (size_t i = 0; i < k.rows.size(); ++i) {
       const KernelRow& row = k.rows[i];
       auto side = [](const HackbenchSide& s) {
-        return fmt::format("{{\"seconds\":{},\"median\":{},\"rsd_pct\":{},\"events\":{},\"recorded\":{},\"ns_per_event\":{}}}",
-                           json_nums(s.seconds), json_num(s.summary.median), json_num(s.summary.stddev_pct), s.events,
+        return fmt::format("{{\"seconds\":{},\"wall_seconds\":{},\"median\":{},\"rsd_pct\":{},\"events\":{},\"recorded\":{},\"ns_per_event\":{}}}",
+                           json_nums(s.seconds), json_nums(s.wall_seconds), json_num(s.summary.median), json_num(s.summary.stddev_pct), s.events,
                            s.recorded, json_num(s.ns_per_event));
       };
       o += fmt::format("{}{{\"case\":{},\"tracepipe\":{},\"kernel\":{}}}", i ? "," : "",

@@ -18,6 +18,7 @@ struct PeersReport {
   uint32_t disabled_scale = 1;       ///< the disabled case runs this many times more
   uint32_t rounds = 0;
   std::string glob;
+  std::string timing = "cpu";        ///< "cpu" or "wall"
   std::vector<int> cpus;             ///< worker i pinned to cpus[i]
   std::vector<std::string> sides;    ///< one description line per side of table 1
   bench::WorkloadConfig workload;    ///< table 2

@@ -11,9 +11,9 @@
 namespace tracepipe::tools::peers {
 namespace {
 
-uint64_t mono_ns() noexcept {
+uint64_t clock_ns(clockid_t id) noexcept {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -65,9 +65,11 @@ void PinnedPool::worker(uint32_t index) {
     while (arrived_.load(std::memory_order_acquire) < active_) {
     }
     try {
-      const uint64_t t0 = mono_ns();
+      const uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+      const uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
       (*job_)(index);
-      elapsed_[index] = mono_ns() - t0;
+      const uint64_t t1 = clock_ns(CLOCK_MONOTONIC);
+      elapsed_[index] = Elapsed{t1 - t0, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0};
     } catch (...) {
       errors_[index] = std::current_exception();
     }
@@ -76,7 +78,14 @@ void PinnedPool::worker(uint32_t index) {
   }
 }
 
-std::vector<uint64_t> PinnedPool::run(uint32_t k, const std::function<void(uint32_t)>& job) {
+double PinnedPool::mean_per(const std::vector<Elapsed>& el, uint64_t n, bool cpu) noexcept {
+  if (el.empty() || n == 0) return 0;
+  double sum = 0;
+  for (const Elapsed& e : el) sum += static_cast<double>(cpu ? e.cpu : e.wall) / static_cast<double>(n);
+  return sum / static_cast<double>(el.size());
+}
+
+std::vector<PinnedPool::Elapsed> PinnedPool::run(uint32_t k, const std::function<void(uint32_t)>& job) {
   if (k == 0 || k > cpus_.size())
     throw std::invalid_argument(fmt::format("PinnedPool::run: {} threads, pool has {}", k, cpus_.size()));
   job_ = &job;

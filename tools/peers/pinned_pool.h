@@ -4,8 +4,9 @@
 //
 // run(k, job) wakes workers 0..k-1; each one waits at a spin barrier until
 // all k are awake (so two-thread rounds really overlap), then times its own
-// call of job(worker) with CLOCK_MONOTONIC. run() returns when all k are
-// done, with each worker's elapsed ns.
+// call of job(worker), both in wall time (CLOCK_MONOTONIC) and in the
+// thread's CPU time (CLOCK_THREAD_CPUTIME_ID: user + system, without the
+// time other tasks ran on its CPU). run() returns when all k are done.
 //
 // Invariants: one run() at a time (the caller's thread only); a worker
 // touches `job_` only between the generation bump that wakes it and its
@@ -31,16 +32,25 @@ class PinnedPool {
   size_t size() const noexcept { return cpus_.size(); }
   const std::vector<int>& cpus() const noexcept { return cpus_; }
 
-  /// Runs job(i) on workers i = 0..k-1 together; returns elapsed ns per
-  /// worker. Rethrows the first exception a job threw.
-  std::vector<uint64_t> run(uint32_t k, const std::function<void(uint32_t)>& job);
+  /// Time one worker spent in its job, in ns.
+  struct Elapsed {
+    uint64_t wall = 0;
+    uint64_t cpu = 0;  ///< this thread's CPU time (user + system)
+  };
+
+  /// Mean over workers of (CPU time if `cpu`, else wall time) / n, in ns.
+  static double mean_per(const std::vector<Elapsed>& el, uint64_t n, bool cpu) noexcept;
+
+  /// Runs job(i) on workers i = 0..k-1 together; returns each worker's
+  /// times. Rethrows the first exception a job threw.
+  std::vector<Elapsed> run(uint32_t k, const std::function<void(uint32_t)>& job);
 
  private:
   void worker(uint32_t index);
 
   std::vector<int> cpus_;
   std::vector<std::thread> threads_;
-  std::vector<uint64_t> elapsed_;
+  std::vector<Elapsed> elapsed_;
   std::vector<std::exception_ptr> errors_;
   const std::function<void(uint32_t)>* job_ = nullptr;
   uint32_t active_ = 0;

@@ -67,10 +67,17 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
       row.spec = cell;
       report.cases.push_back(std::move(row));
     }
+    auto label = [](const CaseSpec& c) {
+      return c.kase == Case::off ? std::string("off")
+                                 : fmt::format("{}/{}", name(c.kase), name(c.staging));
+    };
     if (o.warmup) {
       WorkloadConfig small = o.workload;
       small.loops = std::max<uint32_t>(1, small.loops / 10);
-      for (auto& e : engines) (void)e->run(small);
+      progress.begin("warm-up", cells.size());
+      for (size_t i = 0; i < cells.size(); ++i)
+        progress.step(label(cells[i]), 0, 1, engines[i]->run(small).seconds);
+      progress.end();
     }
     progress.begin("hackbench", uint64_t{o.runs} * cells.size());
     for (uint32_t rep = 0; rep < o.runs; ++rep) {
@@ -78,8 +85,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
         RunTiming t = engines[i]->run(o.workload);
         report.cases[i].seconds.push_back(t.seconds);
         report.cases[i].counts.push_back(engines[i]->last_counts());
-        progress.step(fmt::format("{}/{}", name(cells[i].kase), name(cells[i].staging)), rep,
-                      o.runs, t.seconds);
+        progress.step(label(cells[i]), rep, o.runs, t.seconds);
       }
     }
     progress.end();

@@ -191,6 +191,13 @@ TEST_CASE("replay cli: without --only-filtered unfiltered events are kept (kerne
   CHECK(kept_of(r.out, "kmem:kmalloc") == 42091);
   CHECK(kept_of(r.out, "kmem:kfree") == 44757);
   CHECK(kept_of(r.out, "total") == 257346 - (42345 - 42091));
+  // Several -F in one run, each on its event.
+  const Run two = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "-F", "sched_switch: prev_pid == 0",
+                          "--only-filtered", "--no-timing"});
+  REQUIRE(two.status == 0);
+  CHECK(kept_of(two.out, "kmem:kmalloc") == 42091);
+  CHECK(kept_of(two.out, "sched:sched_switch") == 61);
+  CHECK(kept_of(two.out, "total") == 42091 + 61);
 }
 
 TEST_CASE("replay cli: --bench runs both sides and agrees on the kept count", "[replay][cli][trace-cmd]") {

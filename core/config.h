@@ -8,7 +8,7 @@
 //   mode = "overwrite"               # or "drop_newest"
 //   clock = "local"                  # any name of trace_clock
 //   staging = "per_thread"           # "on" (= "per_cpu"), "per_thread", "off", "adaptive"
-//   adaptive_threshold = 0.5         # acceptance rate above which adaptive goes direct
+//   adaptive_threshold = 0.9         # acceptance rate above which adaptive goes direct
 //
 //   [systems.sched]                  # as events/sched/{enable,filter}
 //   enable = true

@@ -35,6 +35,7 @@
 // main() can name it. Its ID is assigned then (>= Registry::kFirstDeclaredId).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -215,10 +216,12 @@ struct EventDecl {
   }
 
   /// This event's descriptor in Registry::global() (registered on first call;
-  /// thread-safe).
-  static const EventDesc& desc() {
-    static const EventDesc& d = Registry::global().add_declared(make_format());
-    return d;
+  /// thread-safe). Inline: one load once registered.
+  [[gnu::always_inline]] static const EventDesc& desc() {
+    const EventDesc* d = registered_.load(std::memory_order_acquire);
+    if (d != nullptr) [[likely]]
+      return *d;
+    return register_slow();
   }
 
   /// Record size in bytes for these values (fixed part + dynamic strings).
@@ -260,6 +263,13 @@ struct EventDecl {
   static inline const EventDesc& registered_at_startup = desc();
 
  private:
+  static inline std::atomic<const EventDesc*> registered_{nullptr};
+  [[gnu::cold, gnu::noinline]] static const EventDesc& register_slow() {
+    static const EventDesc& d = Registry::global().add_declared(make_format());  // once, thread-safe
+    registered_.store(&d, std::memory_order_release);
+    return d;
+  }
+
   static void trace_slow(const EventDesc& d, typename Fields::arg_type... v) noexcept {
     ThreadContext* ctx = thread_context();
     if (ctx == nullptr) [[unlikely]] {

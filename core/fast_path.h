@@ -31,11 +31,12 @@ struct RawWriter {
 };
 
 /// One step of the per-(thread, event) acceptance average used by adaptive
-/// staging: s += (target - s) / 16, s in [0, 65536].
+/// staging: s += (target - s) / 32, s in [0, 65536] (about the last 32
+/// events weigh in).
 [[gnu::always_inline]] inline void adaptive_update(std::atomic<uint64_t>& score, bool accepted) noexcept {
   const auto s = static_cast<int64_t>(score.load(std::memory_order_relaxed));
   const int64_t target = accepted ? 65536 : 0;
-  score.store(static_cast<uint64_t>(s + ((target - s) >> 4)), std::memory_order_relaxed);
+  score.store(static_cast<uint64_t>(s + ((target - s) >> 5)), std::memory_order_relaxed);
 }
 
 }  // namespace detail

@@ -59,8 +59,9 @@
 //   per_cpu     one slot per CPU, claimed with an atomic (the kernel's design)
 //   per_thread  one slot per thread, claimed with a plain thread-local store
 //   adaptive    per_thread slots, but per (thread, event) an exponentially
-//               weighted acceptance rate decides: above adaptive_threshold the
-//               event reserves directly (no extra copy), below it stages.
+//               weighted acceptance rate (about the last 32 events) decides:
+//               above adaptive_threshold (default 0.9) the event reserves
+//               directly (no extra copy), below it stages.
 //
 // ══ Thread-safety ════════════════════════════════════════════════════════════
 //  emit*: any thread and signal handler, concurrently, lock-free.

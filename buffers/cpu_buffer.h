@@ -113,8 +113,8 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> lost_paused{0};
   std::atomic<uint64_t> lost_too_big{0};
   std::atomic<uint64_t> lost_busy{0};
-  std::atomic<uint64_t> discarded{0};
-  std::atomic<uint64_t> reclaimed{0};
+  std::atomic<uint64_t> padded{0};     // discards left as padding
+  std::atomic<uint64_t> reclaimed{0};  // discards whose space was reclaimed (one counter per discard)
 
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
   std::atomic<uint64_t> wake_at_switch{0};        // wake a waiter when switches reach this (0 = none)

@@ -115,8 +115,8 @@ CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
   s.lost_paused = cb.lost_paused.load(std::memory_order_relaxed);
   s.lost_too_big = cb.lost_too_big.load(std::memory_order_relaxed);
   s.lost_busy = cb.lost_busy.load(std::memory_order_relaxed);
-  s.discarded = cb.discarded.load(std::memory_order_relaxed);
   s.reclaimed = cb.reclaimed.load(std::memory_order_relaxed);
+  s.discarded = cb.padded.load(std::memory_order_relaxed) + s.reclaimed;
   s.read = cb.read.load(std::memory_order_relaxed);
   s.subbuf_switches = cb.switches.load(std::memory_order_relaxed);
   uint64_t oldest = UINT64_MAX, newest = 0;

@@ -177,14 +177,13 @@ void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
     }
     hooks_(Step::reclaiming, cb.cpu);
     if (cas16(&cb.tail, pos, ts, start, ts)) {  // keeps the stamp: I5
-      cb.discarded.fetch_add(1, std::memory_order_relaxed);
       cb.reclaimed.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
   // Someone reserved after us: leave padding of our length.
   std::atomic_ref<uint32_t>(r.hdr_->word).store(make_word(kKindPadding, r.len_), std::memory_order_release);
-  cb.discarded.fetch_add(1, std::memory_order_relaxed);
+  cb.padded.fetch_add(1, std::memory_order_relaxed);
   if (cb.wake_any.load(std::memory_order_relaxed) != 0) wake_waiters(cb);
 }
 

@@ -34,7 +34,7 @@ PinnedPool::PinnedPool(std::vector<int> cpus)
   while (started_.load(std::memory_order_acquire) != cpus_.size()) std::this_thread::yield();
   if (pin_errors_.load() != 0) {
     quit_.store(true);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.fetch_add(uint64_t{1} << kCountBits, std::memory_order_release);
     generation_.notify_all();
     for (auto& t : threads_) t.join();
     threads_.clear();
@@ -44,7 +44,7 @@ PinnedPool::PinnedPool(std::vector<int> cpus)
 
 PinnedPool::~PinnedPool() {
   quit_.store(true, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  generation_.fetch_add(uint64_t{1} << kCountBits, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : threads_) t.join();
 }
@@ -59,10 +59,14 @@ void PinnedPool::worker(uint32_t index) {
     if (g == seen) continue;
     seen = g;
     if (quit_.load(std::memory_order_relaxed)) return;
-    if (index >= active_) continue;  // not part of this run
+    // The word carries the run's thread count: a worker that is not part of
+    // the run never touches the run's state (it may wake late, while the
+    // next run is being set up).
+    const uint32_t active = static_cast<uint32_t>(g & kCountMask);
+    if (index >= active) continue;
     // Spin barrier: start the timed loops together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);
-    while (arrived_.load(std::memory_order_acquire) < active_) {
+    while (arrived_.load(std::memory_order_acquire) < active) {
     }
     try {
       const uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -89,11 +93,11 @@ std::vector<PinnedPool::Elapsed> PinnedPool::run(uint32_t k, const std::function
   if (k == 0 || k > cpus_.size())
     throw std::invalid_argument(fmt::format("PinnedPool::run: {} threads, pool has {}", k, cpus_.size()));
   job_ = &job;
-  active_ = k;
   arrived_.store(0, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   for (uint32_t i = 0; i < k; ++i) errors_[i] = nullptr;
-  generation_.fetch_add(1, std::memory_order_release);
+  const uint64_t g = generation_.load(std::memory_order_relaxed);
+  generation_.store(((g >> kCountBits) + 1) << kCountBits | k, std::memory_order_release);
   generation_.notify_all();
   for (uint32_t d = done_.load(std::memory_order_acquire); d < k; d = done_.load(std::memory_order_acquire))
     done_.wait(d, std::memory_order_acquire);

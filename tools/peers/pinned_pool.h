@@ -8,9 +8,12 @@
 // thread's CPU time (CLOCK_THREAD_CPUTIME_ID: user + system, without the
 // time other tasks ran on its CPU). run() returns when all k are done.
 //
-// Invariants: one run() at a time (the caller's thread only); a worker
-// touches `job_` only between the generation bump that wakes it and its
-// increment of `done_`, both ordered by acquire/release.
+// Invariants: one run() at a time (the caller's thread only). The wake-up
+// word `generation_` holds (sequence << 16 | k): a worker decides from that
+// one load whether it is part of the run, so a worker that wakes late never
+// reads state of a later run. A participant touches `job_`, `elapsed_[i]`
+// and `errors_[i]` only between the store that wakes it (release) and its
+// increment of `done_` (release), which run() waits for (acquire).
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -52,8 +55,10 @@ class PinnedPool {
   std::vector<std::thread> threads_;
   std::vector<Elapsed> elapsed_;
   std::vector<std::exception_ptr> errors_;
+  static constexpr unsigned kCountBits = 16;
+  static constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+
   const std::function<void(uint32_t)>* job_ = nullptr;
-  uint32_t active_ = 0;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint32_t> arrived_{0};
   std::atomic<uint32_t> done_{0};

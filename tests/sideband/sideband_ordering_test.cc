@@ -171,7 +171,8 @@ TEST_CASE("sideband ordering: a rename racing a synthesis waits for it (S2)", "[
       state_at = static_cast<ptrdiff_t>(i);
       CHECK(recs[i].chars(24, 16) == "sb-before");
     }
-    if (recs[i].type() == ev.task_comm().id() && recs[i].at<int32_t>(12) == tid) {
+    if (recs[i].type() == ev.task_comm().id() && recs[i].at<int32_t>(12) == tid &&
+        recs[i].at<uint8_t>(48) == static_cast<uint8_t>(CommReason::rename)) {
       rename_at = static_cast<ptrdiff_t>(i);
       CHECK(recs[i].chars(16, 16) == "sb-after");
       CHECK(recs[i].chars(32, 16) == "sb-before");

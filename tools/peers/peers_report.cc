@@ -175,7 +175,7 @@ std::string format_text(const PeersReport& r) {
         if (!s.error.empty()) o += fmt::format("  {} failed: {}\n", s.side, s.error);
     }
     o += "  (tp/peer < 1: tracepipe is faster; lost = dropped by a full buffer, must be 0; overrun = overwritten in "
-         "the overwrite case: records for tracepipe, packets for lttng-ust)\n";
+         "the overwrite case, in records; lttng-ust does not count what a snapshot session overwrites)\n";
   }
 
   if (r.kernel_micro) {
@@ -213,8 +213,11 @@ std::string format_text(const PeersReport& r) {
     std::string evs;
     for (const std::string& e : k.kernel_events) evs += (evs.empty() ? "" : ", ") + e;
     o += "  kernel: tracefs instance, events " + evs + ", same filters, this process's threads only\n";
-    o += fmt::format("\n{:<8} {:>12} {:>7} {:>9} {:>10}   {:>12} {:>7} {:>9} {:>10}\n", "case", "tp median s", "rsd%",
-                     "ns/event", "events/run", "kernel med s", "rsd%", "ns/event", "recorded");
+    const bool cpu = r.timing == "cpu";
+    o += fmt::format("\n{:<8} {:>12} {:>7} {:>9} {:>10}   {:>12} {:>7} {:>9} {:>10}\n", "case",
+                     cpu ? "tp cpu s" : "tp wall s", "rsd%", "ns/event", "events/run",
+                     cpu ? "kernel cpu s" : "kernel wall s", "rsd%", "ns/event", "recorded");
+    o += "         (medians)\n";
     for (const KernelRow& row : k.rows) {
       const bool off = row.kase == bench::Case::off;
       o += fmt::format("{:<8} {:>12.4f} {:>7.1f} {:>9} {:>10}   {:>12.4f} {:>7.1f} {:>9} {:>10}\n",

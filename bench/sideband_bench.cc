@@ -13,13 +13,16 @@
 //       drained: 1 = a consuming reader empties the buffer between rounds
 //       (timing paused), 0 = a full flight recorder (4 MiB per CPU), where
 //       the overrun check (RingBufferBase::stats, O(buffer)) costs extra.
-//       ns_per_record: wall time / records written.
+//       ns_per_record: records written per CPU second of the calling
+//       thread, inverted (user + system time: all the work, /proc reads
+//       included, runs on that thread; wall time on a shared 2-core machine
+//       mostly measures the neighbours).
 //   BM_SidebandEmitOnly/<what>  the records alone (names and maps read once,
 //       outside the loop): the cost of putting them in the ring buffer.
 //   BM_ProcAfterTheFact/<what>  what a post-processor does instead: read
 //       /proc/self/task/*/comm and/or /proc/self/maps into tables (no
 //       buffer), at the end of the run — when the threads may be gone.
-//       ns_per_record: per thread / mapping read.
+//       ns_per_record: per thread / mapping read (CPU time, as above).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -154,8 +157,7 @@ BENCHMARK(BM_SidebandSynth)
     ->Args({0, 0, 0})
     ->Setup(setup)
     ->Teardown(teardown)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+    ->Unit(benchmark::kMicrosecond);
 
 // The records alone: what the synthesis adds on top of reading /proc.
 void BM_SidebandEmitOnly(benchmark::State& state) {
@@ -199,8 +201,7 @@ BENCHMARK(BM_SidebandEmitOnly)
     ->Arg(2)
     ->Setup(setup)
     ->Teardown(teardown)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+    ->Unit(benchmark::kMicrosecond);
 
 // Reading /proc after the fact into lookup tables (the racy alternative).
 void BM_ProcAfterTheFact(benchmark::State& state) {
@@ -232,7 +233,6 @@ BENCHMARK(BM_ProcAfterTheFact)
     ->Arg(2)
     ->Setup(setup)
     ->Teardown(teardown)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/tracedat_reader.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
 
@@ -139,4 +140,49 @@ TEST_CASE("sideband trace-cmd: report names every writer from the sideband cmdli
   CHECK(done[0].find("synth=" + std::to_string(rep.synth) + " threads=" + std::to_string(rep.threads) +
                      " mappings=" + std::to_string(rep.mappings) + " lost=0 records=" + std::to_string(rep.kept - 1)) !=
         std::string::npos);
+}
+
+TEST_CASE("sideband trace-cmd: a trace.dat read back replays the same names, mappings and rounds",
+          "[sideband][tracedat]") {
+  prepare_thread();
+  Instance inst(small_options(1024));
+  inst.enable(Seen::desc());
+  const SynthesisReport first = enable_sideband(inst);
+  REQUIRE(first.complete());
+  Worker w([&] {
+    REQUIRE_FALSE(set_thread_name("readback-w"));
+    emit_seen(inst, 1);
+  });
+  const SynthesisReport second = synthesize_sideband(inst);
+  REQUIRE(second.complete());
+  TempPath p("readback.dat");
+  export_tracedat(inst, p.path, sideband_cmdlines(inst));
+
+  const TraceDatReader reader = TraceDatReader::open(p.path);
+  SidebandState from_file(reader.formats());
+  SidebandState from_buffer(inst.registry());
+  auto recs = reader.records();
+  size_t n = 0;
+  while (auto r = recs.next()) {
+    from_file.observe(r->payload);
+    ++n;
+  }
+  for (const Rec& r : snapshot(inst)) from_buffer.observe(r.span());
+  CHECK(n == snapshot(inst).size());
+  CHECK(from_file.malformed() == 0);
+  CHECK(from_file.observed() == from_buffer.observed());
+  CHECK(from_file.comm(w.tid) == "readback-w");
+  CHECK(from_file.cmdlines().size() == from_buffer.cmdlines().size());
+  CHECK(from_file.executable() == read_exe_path());
+  CHECK(from_file.mappings().size() == from_buffer.mappings().size());
+  const auto pc = reinterpret_cast<uint64_t>(&have_trace_cmd);
+  REQUIRE(from_file.mapping_at(pc) != nullptr);
+  CHECK(from_file.mapping_at(pc)->filename == read_exe_path());
+  const auto rounds = from_file.rounds();
+  REQUIRE(rounds.size() == 2);
+  CHECK(rounds[0].complete());
+  CHECK(rounds[1].complete());
+  CHECK(rounds[1].synth == second.synth);
+  // The file's cmdlines section holds the sideband names.
+  CHECK(reader.comm(w.tid) == "readback-w");
 }

@@ -9,7 +9,13 @@
 
 namespace tracepipe {
 
+namespace detail {
+thread_local constinit uint64_t tl_external_ts = 0;
+}  // namespace detail
+
 namespace {
+
+uint64_t external_clock() noexcept { return detail::tl_external_ts; }
 
 // Subscriber lists live on the (shared) EventDesc, so changes to them are
 // serialised across instances.
@@ -64,7 +70,7 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   rc.cpus = ncpu_;
   rc.size_per_cpu = static_cast<size_t>(options_.buffer_size_kb) * 1024u;
   rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
-  const buffers::FunctionClock clk(clock_.read);
+  const buffers::FunctionClock clk(options_.external_time ? &external_clock : clock_.read);
   if (options_.mode == BufferMode::overwrite)
     ring_ = std::make_unique<buffers::RingBuffer<buffers::OverflowMode::overwrite>>(rc, clk);
   else

@@ -97,6 +97,8 @@ namespace tracepipe {
 namespace detail {
 template <class Fill>
 struct FillWriter;
+/// The time stamp emit_raw_at() hands to instances with external_time.
+extern thread_local constinit uint64_t tl_external_ts __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
 /// How one emit ended (F4).
@@ -285,6 +287,15 @@ class Instance {
     detail::FillWriter<Fill> w{fill};
     NoEmitHooks hooks;
     return dispatch(state, size, 0, false, w, hooks);
+  }
+
+  /// emit_raw with the record's original time stamp, for instances built
+  /// with InstanceOptions::external_time (otherwise `ts` is ignored and the
+  /// instance's clock stamps the record).
+  template <class Hooks = NoEmitHooks>
+  EmitResult emit_raw_at(std::span<const std::byte> record, uint32_t cpu, uint64_t ts, Hooks&& hooks = {}) noexcept {
+    detail::tl_external_ts = ts;
+    return emit_raw(record, cpu, hooks);
   }
 
   /// Raw records refused by emit_raw (too short or unknown ID).

@@ -57,6 +57,11 @@ struct InstanceOptions {
   /// Number of per-CPU buffers; 0 = possible_cpus(). Events from CPU c go to
   /// buffer c % cpus.
   uint32_t cpus = 0;
+  /// Replay: records are stamped with the time given to
+  /// Instance::emit_raw_at() instead of reading `clock` (which then only
+  /// names the unit, e.g. in trace.dat). The ring still keeps each CPU's
+  /// stamps non-decreasing.
+  bool external_time = false;
 };
 
 }  // namespace tracepipe

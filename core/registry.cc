@@ -119,6 +119,13 @@ const EventDesc& Registry::add_format_text(std::string_view text, std::string_vi
   return add(parse_event_format(text, system));
 }
 
+std::vector<const EventDesc*> Registry::add_all(std::span<const EventFormat> formats) {
+  std::vector<const EventDesc*> out;
+  out.reserve(formats.size());
+  for (const EventFormat& f : formats) out.push_back(&add(f));
+  return out;
+}
+
 const EventDesc& Registry::add_declared(EventFormat format) {
   check_schema(format);
   std::lock_guard lk(mu_);

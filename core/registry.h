@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ class Registry {
   /// (or already present) descriptors sorted by name; throws on conflicts
   /// and on unreadable files, naming the file.
   std::vector<const EventDesc*> add_format_dir(const std::filesystem::path& dir);
+
+  /// Registers every format (e.g. TraceDatReader::formats() for replay);
+  /// returns their descriptors in the same order. Throws like add().
+  std::vector<const EventDesc*> add_all(std::span<const EventFormat> formats);
 
   /// Registers a C++-declared schema (core/event_decl.h): assigns the next
   /// free ID >= kFirstDeclaredId unless format.id is set. Same-name, same-

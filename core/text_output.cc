@@ -126,10 +126,22 @@ void TextFormatter::set_cmdlines(const std::vector<Cmdline>& cmdlines) {
 
 void TextFormatter::set_comm(int32_t pid, std::string_view comm) { comms_[pid] = std::string(comm); }
 
+const PrintFmt& TextFormatter::print_fmt(const EventDesc& event) const {
+  std::lock_guard lk(mu_);
+  auto& slot = fmts_[&event];
+  if (!slot) slot = std::make_unique<PrintFmt>(event.format());
+  return *slot;
+}
+
 void TextFormatter::format_fields(const EventDesc& event, std::span<const std::byte> payload,
                                   fmt::memory_buffer& out) const {
-  // FieldStyle::print_fmt renders through the print fmt engine when one is
-  // available for this event; the name=value layout is the fallback.
+  if (style_ == FieldStyle::print_fmt) {
+    const PrintFmt& pf = print_fmt(event);
+    if (pf.ok() && payload.size() >= event.fixed_size()) {
+      pf.render(payload, out);
+      return;
+    }
+  }
   format_fields_raw(event, payload, out);
 }
 

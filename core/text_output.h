@@ -24,8 +24,8 @@
 // trace_print_lat_fmt, print_fields; kernel/trace/trace.c: print_event_info,
 // print_func_help_header_irq.
 //
-// Thread-safety: a TextFormatter is immutable after set-up (set_cmdlines);
-// const methods may run concurrently.
+// Thread-safety: set_cmdlines/set_comm are set-up calls; afterwards const
+// methods may run concurrently (compiled print fmts are cached under a mutex).
 #include <cstdint>
 #include <map>
 #include <span>
@@ -35,7 +35,12 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
 #include "core/event.h"
+#include "core/print_fmt.h"
 #include "core/registry.h"
 #include "core/thread_context.h"
 
@@ -73,10 +78,14 @@ class TextFormatter {
   void format_fields(const EventDesc& event, std::span<const std::byte> payload, fmt::memory_buffer& out) const;
 
  private:
+  const PrintFmt& print_fmt(const EventDesc& event) const;
+
   const Registry& registry_;
   FieldStyle style_;
   bool ts_in_ns_;
   std::map<int32_t, std::string> comms_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<const EventDesc*, std::unique_ptr<PrintFmt>> fmts_;
 };
 
 /// name=value rendering of every non-common field (the kernel's

@@ -331,12 +331,18 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   }
 
   if (o.threads) {  // (Y3) one task_newtask per live thread, name read under the lock
-    const ThreadList tl = list_threads();
-    if (tl.error && rep.error.empty()) rep.error = "cannot list /proc/self/task: " + tl.error.message();
+    ThreadList tl = list_threads();
+    if (tl.error) {
+      if (rep.error.empty()) rep.error = "cannot list /proc/self/task: " + tl.error.message();
+      // No /proc (a chroot, a sandbox): state what tracepipe knows, the
+      // threads it named itself (report stays incomplete through `error`).
+      for (const auto& [tid, c] : known()) tl.tids.push_back(tid);
+      std::sort(tl.tids.begin(), tl.tids.end());
+    }
     const int dirfd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (const int32_t tid : tl.tids) {
       std::optional<Comm> c;
-      if (o.comm_source == CommSource::tracepipe) {
+      if (o.comm_source == CommSource::tracepipe || tl.error) {
         if (auto it = known().find(tid); it != known().end()) c = it->second;
       }
       if (!c) c = read_thread_comm(tid, dirfd);

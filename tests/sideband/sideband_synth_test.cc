@@ -2,7 +2,10 @@
 // mappings, how it orders with events, and how it reports a buffer that
 // fills up (S3: never a silent truncation).
 #include <catch2/catch.hpp>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <set>
@@ -353,4 +356,34 @@ TEST_CASE("sideband synth: an instance with its own registry", "[sideband][synth
   CHECK(sb.rounds()[0].complete());
   disable_sideband(inst);
   CHECK_FALSE(inst.enabled(ev.mmap()));
+}
+
+TEST_CASE("sideband synth: without /proc, the names tracepipe knows and a clear error", "[sideband][synth]") {
+  // In a child with its own mount namespace and an empty tmpfs over /proc.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("none", "/proc", "tmpfs", 0, nullptr) != 0)
+      _exit(77);
+    prepare_thread();
+    Instance inst(small_options());
+    enable_sideband(inst, false);
+    if (set_thread_name("no-proc")) _exit(10);  // prctl: needs no /proc
+    const SynthesisReport rep = synthesize_sideband(inst);
+    if (rep.complete()) _exit(11);
+    if (rep.error != "cannot read /proc/self/exe") _exit(12);
+    if (rep.threads != 1 || rep.mappings != 0 || rep.lost != 0) _exit(13);
+    if (rep.kept != rep.attempted || rep.attempted != 3) _exit(14);  // exec (empty name), our thread, done
+    SidebandState sb(inst.registry());
+    for (const Rec& r : snapshot(inst)) sb.observe(r.span());
+    if (sb.comm(static_cast<int32_t>(gettid())) != "no-proc") _exit(15);
+    if (sb.rounds().size() != 1 || !sb.rounds()[0].complete()) _exit(16);  // what was written is all there
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) TP_SKIP("cannot mount over /proc in a private mount namespace (needs root)");
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -145,7 +145,10 @@ void disable_sideband(Instance& instance);
 /// buffer that fills up makes the remaining records lost: they are counted
 /// and the synthesis goes on (and synth_done reports the loss if it fits).
 /// Throws nothing for /proc trouble: it is in `error`, and what could be read
-/// is written.
+/// is written (without /proc/self/task: the threads tracepipe named itself).
+/// Any other exception (std::bad_alloc) propagates with the lock released;
+/// records already written stay, without a synth_done (readers see the
+/// round incomplete).
 SynthesisReport synthesize_sideband(Instance& instance, const SynthesisOptions& options = {});
 
 /// Renames the calling thread (prctl(PR_SET_NAME), as

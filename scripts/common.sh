@@ -6,7 +6,7 @@ TP_JOBS="${TP_JOBS:-$(nproc)}"
 # tp_build DIR [cmake args...]: configure (once) and build everything in DIR.
 tp_build() {
   local dir="$1"; shift
-  cmake -S "$TP_ROOT" -B "$dir" "$@" >/dev/null
-  cmake --build "$dir" -j "$TP_JOBS" 2>&1 | grep -E "error|warning|Error" || true
+  cmake -S "$TP_ROOT" -B "$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$dir" -j "$TP_JOBS" 2>&1 | grep -E "error:|warning:|FAILED:" || true
   cmake --build "$dir" -j "$TP_JOBS" >/dev/null   # fail loudly if the build failed
 }

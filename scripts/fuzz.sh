@@ -12,7 +12,10 @@ for bin in "$dir"/tests/fuzz/*_fuzz; do
   corpus="$TP_ROOT/tests/fuzz/corpus/$name"
   work="$dir/corpus-$name"; mkdir -p "$work"
   echo "fuzz: $name for ${secs}s"
-  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    "$work" "$corpus" 2>&1 | grep -E "stat::number_of_executed_units|ERROR|SUMMARY|crash-" || true
-  test "${PIPESTATUS[0]}" -eq 0
+  log="$dir/$name.log"
+  if ! (cd "$dir" && "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 "$work" "$corpus" >"$log" 2>&1); then
+    tail -n 60 "$log"; echo "fuzz: $name FAILED (reproducer in $dir)"; exit 1
+  fi
+  grep -E "stat::number_of_executed_units" "$log" || true
 done

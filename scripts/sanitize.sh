@@ -9,6 +9,13 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 for kind in asan tsan; do
   if [ "$kind" = asan ]; then san="address,undefined"; else san="thread"; fi
   echo "sanitize: $kind build"
-  tp_build "$TP_ROOT/build-$kind" "${san_flags[@]}" -DTRACEPIPE_SANITIZE="$san"
-  (cd "$TP_ROOT/build-$kind" && ctest --output-on-failure -j "$TP_JOBS" -L 'concurrency|parser' --no-tests=ignore | tail -n 3)
+  dir="$TP_ROOT/build-$kind"
+  cmake -S "$TP_ROOT" -B "$dir" -G Ninja "${san_flags[@]}" -DTRACEPIPE_SANITIZE="$san" >/dev/null
+  mapfile -t targets < "$dir/sanitize_targets.txt"
+  cmake --build "$dir" -j "$TP_JOBS" --target "${targets[@]}" >/dev/null
+  log="$dir/ctest.log"
+  if ! (cd "$dir" && ctest --output-on-failure -j "$TP_JOBS" -L 'concurrency|parser' >"$log" 2>&1); then
+    cat "$log"; echo "sanitize: $kind tests FAILED"; exit 1
+  fi
+  grep -E "tests passed|tests failed" "$log"
 done

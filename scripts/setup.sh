@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config ccache
+  build-essential cmake ninja-build pkg-config ccache
   libtbb-dev libre2-dev libfmt-dev catch2 libbenchmark-dev
   libtomlplusplus-dev libcli11-dev
   trace-cmd clang libclang-rt-14-dev

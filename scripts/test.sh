@@ -3,4 +3,4 @@
 source "$(dirname "$0")/common.sh"
 tp_build "$TP_ROOT/build" -DCMAKE_BUILD_TYPE=Release
 cd "$TP_ROOT/build"
-ctest --output-on-failure -j "$TP_JOBS" "$@"
+ctest --output-on-failure --no-label-summary -j "$TP_JOBS" "$@"

@@ -105,7 +105,6 @@ struct alignas(64) CpuBuffer {
   uint32_t subbuf_shift = 0;                   // log2(S)
   uint32_t nr_pos = 0;                         // P
   uint32_t cpu = 0;
-  std::atomic<uint32_t> wake_any{0};           // a waiter wants a wake-up at any commit
 
   alignas(64) std::atomic<uint64_t> overrun{0};
   std::atomic<uint64_t> commit_overrun{0};
@@ -117,9 +116,6 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> reclaimed{0};  // discards whose space was reclaimed (one counter per discard)
 
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
-  std::atomic<uint64_t> wake_at_switch{0};        // wake a waiter when switches reach this (0 = none)
-  std::atomic<uint32_t> futex{0};                 // bumped on every wake; waiters sleep on it
-  std::atomic<uint32_t> waiting{0};               // threads sleeping on futex
 
   alignas(64) std::atomic<uint64_t> read{0};     // records consumed (handed out)
   std::atomic<uint64_t> held{0};                 // taken by consuming readers, not yet handed out
@@ -128,6 +124,7 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> held_bytes{0};           // their payload bytes
   std::atomic<uint64_t> read_lap{0};             // the consuming readers' current sub-buffer
   std::atomic<uint64_t> read_idx{0};
+  std::atomic<uint64_t> wait_polls{0};           // sleep slices ended in readers' wait() (writers never look)
 
   std::byte* page(uint64_t idx) const noexcept { return pages + (idx << subbuf_shift); }
 };
@@ -156,11 +153,9 @@ enum class Recycle : uint8_t {
 Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcept;
 /// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
-/// Wakes threads blocked in a reader's wait() on this CPU (futex).
-void wake_waiters(CpuBuffer& cb) noexcept;
-/// Called after each sub-buffer switch (slow path): counts it and wakes a
-/// waiter whose watermark was reached.
-void note_switch(CpuBuffer& cb) noexcept;
+/// Called after each sub-buffer switch (slow path): counts it. (Nothing
+/// else: writers never wake readers; wait() polls, see readers.h.)
+inline void note_switch(CpuBuffer& cb) noexcept { cb.switches.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace tracepipe::buffers::detail
 

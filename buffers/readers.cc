@@ -1,10 +1,6 @@
 // Readers: ConsumingReader, Iterator, Snapshot, merged helpers, wait().
 #include "buffers/readers.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <ctime>
@@ -190,26 +186,19 @@ WaitResult ConsumingReader::wait(unsigned percent, std::chrono::nanoseconds time
   // Sub-buffers that must be full and unread (buffer_percent of the data sub-buffers).
   const uint64_t want = (uint64_t{percent} * (cb_->nr_pos - 1) + 99) / 100;
   for (;;) {
-    const uint32_t seen = cb_->futex.load(std::memory_order_acquire);
-    // Ask writers for a wake-up, then look: a commit or switch after the
-    // look bumps `futex`, and the futex wait below then returns at once.
+    // Writers only publish (commit stores, tail CAS); the waiter looks.
     if (percent == 0) {
-      cb_->wake_any.store(1, std::memory_order_seq_cst);
       if (next_ < recs_.size() || refill()) return WaitResult::ready;
-    } else {
-      const uint64_t full = full_unread();
-      if (full >= want) return WaitResult::ready;
-      cb_->wake_at_switch.store(cb_->switches.load(std::memory_order_acquire) + (want - full),
-                                std::memory_order_seq_cst);
-      if (full_unread() >= want) return WaitResult::ready;
+    } else if (full_unread() >= want) {
+      return WaitResult::ready;
     }
     const auto now = clock::now();
     if (now >= deadline) return WaitResult::timeout;
-    const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, std::chrono::milliseconds(1));
-    timespec ts{static_cast<time_t>(slice.count() / 1000000000), static_cast<long>(slice.count() % 1000000000)};
-    cb_->waiting.fetch_add(1, std::memory_order_seq_cst);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&cb_->futex), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
-    cb_->waiting.fetch_sub(1, std::memory_order_seq_cst);
+    const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, kWaitPollInterval);
+    const timespec ts{static_cast<time_t>(slice.count() / 1000000000), static_cast<long>(slice.count() % 1000000000)};
+    // EINTR (a signal) only ends the slice early: the loop looks again.
+    (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+    cb_->wait_polls.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

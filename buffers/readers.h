@@ -29,7 +29,8 @@
 //
 // Thread-safety: a reader object is used by one thread at a time; any number
 // of reader objects, of any kind, may run beside any number of writers.
-// Readers allocate (their copy buffers); writers never wait for them.
+// Readers allocate (their copy buffers); writers never wait for them, and
+// never wake them: a blocked wait() polls (see ConsumingReader::wait).
 // A reader (and a Snapshot) must not outlive its buffer.
 #include <chrono>
 #include <cstddef>
@@ -43,6 +44,10 @@
 namespace tracepipe::buffers {
 
 enum class WaitResult : uint8_t { ready, timeout };
+
+/// How long ConsumingReader::wait() sleeps before it looks again: the bound
+/// on its latency after the watermark is reached (see wait()).
+inline constexpr std::chrono::nanoseconds kWaitPollInterval = std::chrono::milliseconds(1);
 
 namespace detail {
 /// A record copied out of a sub-buffer: where it sits in the reader's copy.
@@ -88,10 +93,21 @@ class ConsumingReader {
 
   /// Blocks until a record can be read (percent == 0), or until `percent`
   /// of the sub-buffers are full and unread (1..100, like buffer_percent),
-  /// or until `timeout`. A commit or sub-buffer switch wakes the waiter
-  /// (futex); a wake-up lost to the race with going to sleep costs at most
-  /// 1 ms, as the waiter re-checks at least that often.
-  /// Mirrors ring_buffer_wait / full_hit.
+  /// or until `timeout`; returns at once when that already holds.
+  /// Writers never wake the waiter: the write path makes no system call
+  /// (ring_buffer.h, "Costs"). The waiter polls instead: it looks, and if
+  /// not ready sleeps one slice of kWaitPollInterval (1 ms; less when the
+  /// timeout is nearer) and looks again. Latency bound: wait() returns at
+  /// most kWaitPollInterval after the commit or sub-buffer switch that
+  /// reached the watermark, plus the scheduler's delay in waking the thread.
+  /// Cost: about 1000 wake-ups per second while it waits (each a look at
+  /// one position word, or a refill when percent == 0), on the reader's
+  /// thread only. Each slice that ends is counted in CpuBuffer::wait_polls.
+  /// The kernel likewise keeps the wake-up out of the writer's context
+  /// (rb_wakeups queues an irq_work); user space has no such deferral, so
+  /// the waiter pays a bounded delay instead of the writer a syscall.
+  /// Same thread rules as next().
+  /// Mirrors kernel/trace/ring_buffer.c: ring_buffer_wait / full_hit.
   WaitResult wait(unsigned percent, std::chrono::nanoseconds timeout);
 
   uint32_t cpu() const noexcept { return cpu_; }

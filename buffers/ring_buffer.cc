@@ -2,11 +2,6 @@
 // helpers of the slow path; explicit instantiations of both modes.
 #include "buffers/ring_buffer.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <climits>
 #include <cstdlib>
 #include <ctime>
 #include <new>
@@ -204,27 +199,6 @@ Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept {
   // Fully consumed: everything up to S may be non-zero (END anywhere).
   if (!zero_and_free(cb, idx, w, cb.subbuf_size)) return Recycle::raced;
   return Recycle::recycled;
-}
-
-namespace {
-void futex_wake_all(CpuBuffer& cb) noexcept {
-  cb.futex.fetch_add(1, std::memory_order_release);
-  if (cb.waiting.load(std::memory_order_seq_cst) != 0)
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&cb.futex), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
-}  // namespace
-
-void wake_waiters(CpuBuffer& cb) noexcept {
-  if (cb.wake_any.exchange(0, std::memory_order_acq_rel) != 0) futex_wake_all(cb);
-}
-
-void note_switch(CpuBuffer& cb) noexcept {
-  const uint64_t n = cb.switches.fetch_add(1, std::memory_order_acq_rel) + 1;
-  const uint64_t at = cb.wake_at_switch.load(std::memory_order_acquire);
-  if (at != 0 && n >= at) {
-    uint64_t expect = at;
-    if (cb.wake_at_switch.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) futex_wake_all(cb);
-  }
 }
 
 }  // namespace detail

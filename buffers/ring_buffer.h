@@ -108,10 +108,14 @@
 //  (S3), and recyclers treat it as a pending record (I3).
 //
 // ══ Costs ═══════════════════════════════════════════════════════════════════
-//  Fast path: one CAS16 (lock cmpxchg16b) + the clock; commit: one store and
-//  one load of a flag on the tail's cache line. No allocation, lock, syscall.
+//  Fast path: one CAS16 (lock cmpxchg16b) + the clock; commit: one release
+//  store. No allocation, lock or system call, on any path: slow path and
+//  discard included. Writers never wake readers: a reader blocked in
+//  wait() polls with a 1 ms sleep (its latency bound), as the kernel defers
+//  its wake-up out of the write path (irq_work).
 //  Slow path (once per sub-buffer, out of line): claim the next position,
-//  CAS16, END word, in overwrite mode recycle the one after (walk + memset).
+//  CAS16, END word, switch count, in overwrite mode recycle the one after
+//  (walk + memset).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -275,9 +279,9 @@ class RingBufferBase {
 ///
 /// Thread-safety: reserve/commit/discard/write may be called from any number
 /// of threads and signal handlers at once, for any cpu; they are lock-free,
-/// allocate nothing and make no system call (except commit's wake-up of a
-/// reader that blocks in wait(): one futex wake per wait, as the kernel's
-/// rb_wakeups).
+/// allocate nothing and make no system call, not even to wake a reader
+/// blocked in ConsumingReader::wait() (that one polls every
+/// kWaitPollInterval = 1 ms instead; see readers.h).
 template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks>
 class RingBuffer : public RingBufferBase {
  public:
@@ -358,8 +362,6 @@ inline void RingBuffer<M, Clock, Hooks>::commit(const Reservation& r) noexcept {
     return;
   std::atomic_ref<uint32_t>(r.hdr_->word)
       .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)
-  if (r.cb_->wake_any.load(std::memory_order_relaxed) != 0) [[unlikely]]
-    detail::wake_waiters(*r.cb_);
 }
 
 template <OverflowMode M, class Clock, class Hooks>

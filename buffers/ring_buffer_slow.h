@@ -184,7 +184,6 @@ void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
   // Someone reserved after us: leave padding of our length.
   std::atomic_ref<uint32_t>(r.hdr_->word).store(make_word(kKindPadding, r.len_), std::memory_order_release);
   cb.padded.fetch_add(1, std::memory_order_relaxed);
-  if (cb.wake_any.load(std::memory_order_relaxed) != 0) wake_waiters(cb);
 }
 
 extern template class RingBuffer<OverflowMode::overwrite>;

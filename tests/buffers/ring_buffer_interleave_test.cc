@@ -1,7 +1,8 @@
 // Deterministic interleavings: a Hooks policy runs a nested writer at a
 // chosen step of reserve / switch / discard (ring_buffer.h (A)..(E), S1..S4),
 // so the order is forced, not hoped for. Plus the blocking waiter with a
-// writer thread. Label "concurrency".
+// writer thread that writes only while the waiter is blocked (it watches
+// the waiter's sleep slices, CpuBuffer::wait_polls). Label "concurrency".
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -201,35 +202,54 @@ TEST_CASE("interleave: a record reserved on one thread is committed from another
   CHECK(rb.stats(0).conserved(1));
 }
 
-TEST_CASE("interleave: a blocked waiter is woken by a writer thread", "[buffers][wait]") {
-  DropNewestRingBuffer rb(kSmall);
+namespace {
+// Until the waiter has ended `n` more sleep slices inside wait() (it is
+// blocked there), or `done`. No sleep: the waiter's own slices pace it.
+bool until_polled(const detail::CpuBuffer& cb, uint64_t n, const std::atomic<bool>& done) {
+  const uint64_t base = cb.wait_polls.load(std::memory_order_relaxed);
+  while (!done.load(std::memory_order_acquire)) {
+    if (cb.wait_polls.load(std::memory_order_relaxed) >= base + n) return true;
+    std::this_thread::yield();
+  }
+  return false;
+}
+}  // namespace
+
+TEST_CASE("interleave: a blocked waiter returns once a writer thread reaches its watermark", "[buffers][wait]") {
+  DropNewestRingBuffer rb(kSmall);  // 4 data sub-buffers + 1 spare, 256 bytes each
   ConsumingReader reader(rb, 0);
-  std::atomic<int> written{0};  // Catch assertions only on the test's thread
+  std::atomic<bool> done{false};
+  std::atomic<int> written{0}, while_blocked{0};  // Catch assertions only on the test's thread
   SECTION("any data") {
     std::thread w([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (until_polled(rb.cpu_buffer(0), 2, done)) ++while_blocked;
       written += put(rb, 0, 8, 1);
     });
-    const auto t0 = std::chrono::steady_clock::now();
     CHECK(reader.wait(0, std::chrono::seconds(20)) == WaitResult::ready);
-    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+    done = true;
     w.join();
+    CHECK(while_blocked == 1);  // the waiter was blocked when the record came
     CHECK(written == 1);
     CHECK(tags(drain(reader)) == std::vector<int>{1});
     CHECK(rb.stats(0).conserved(1));
   }
   SECTION("a watermark of full sub-buffers") {
+    // 75% of 4 = 3 full and unread: 3 * 4 records of 48 bytes (stride 64),
+    // plus the one that moves the tail into the 4th sub-buffer: 13.
     std::thread w([&] {
-      for (int i = 0; i < 16; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (int i = 0; i < 16 && until_polled(rb.cpu_buffer(0), 1, done); ++i) {
         written += put(rb, 0, 48, static_cast<uint8_t>(i));
+        ++while_blocked;
       }
     });
     CHECK(reader.wait(75, std::chrono::seconds(20)) == WaitResult::ready);
+    done = true;
     w.join();
-    CHECK(written == 16);
-    CHECK(tags(drain(reader)).size() == 16);
-    CHECK(rb.stats(0).conserved(16));
+    CHECK(while_blocked >= 13);
+    CHECK(while_blocked <= 14);  // one more if the waiter looked just before the 13th
+    CHECK(written == while_blocked);
+    CHECK(tags(drain(reader)).size() == static_cast<size_t>(written.load()));
+    CHECK(rb.stats(0).conserved(written));
   }
 }
 

@@ -48,7 +48,8 @@
 //     a CAS from LIVE with pins == 0 after a walk found every record committed
 //     (and an END word). A stalled writer's zero header therefore blocks the
 //     recycling of its sub-buffer; an overwrite writer that needs it drops its
-//     own record (commit_overrun) instead of tearing the stalled one.
+//     own record (commit_overrun) instead of tearing the stalled one. (Why
+//     it does not skip over it: docs/buffers.md, "Known limits".)
 //  I4 Conservation: every reserve attempt ends as exactly one of: a loss
 //     (counted by cause at the failure), a discard (counted by discard()), or
 //     a committed record, which is counted exactly once later: as read (the

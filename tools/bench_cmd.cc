@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "tools/bench/report.h"
 #include "tools/bench/runner.h"
 #include "tools/commands.h"
+#include "tools/peers/peers.h"
 
 namespace tracepipe::tools::bench {
 namespace {
@@ -33,6 +35,7 @@ struct CliOptions {
   bool quiet = false;
   bool no_warmup = false;
   bool perf_no_syscall = false;
+  bool peers = false;
 };
 
 template <class T, class Parse>
@@ -47,6 +50,13 @@ std::vector<T> parse_list(const std::vector<std::string>& names, Parse parse, co
 }
 
 void run(CliOptions& cli) {
+  if (cli.peers) {  // same as `tracepipe bench-peers` (docs/peers.md)
+    tracepipe::tools::peers::PeersOptions po;
+    po.json = cli.json;
+    po.quiet = cli.quiet;
+    if (const int rc = tracepipe::tools::peers::run_peers(po); rc != 0) std::exit(rc);
+    return;
+  }
   BenchOptions& o = cli.bench;
   if (!cli.cases.empty()) o.cases = parse_list<Case>(cli.cases, parse_case, "case");
   if (!cli.stagings.empty())
@@ -157,6 +167,10 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_flag("--json", cli->json, "Print JSON (shape in docs/bench.md) instead of tables")
       ->group(O);
   sub->add_flag("-q,--quiet", cli->quiet, "No progress line on stderr")->group(O);
+  sub->add_flag("--peers", cli->peers,
+                "Run the peers bench instead: the same event through tracepipe, LTTng-UST and the "
+                "kernel's ftrace, interleaved (same as `tracepipe bench-peers`, docs/peers.md)")
+      ->group(O);
 
   sub->callback([cli] { run(*cli); });
 }};

@@ -184,22 +184,23 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
   bool numeric = n <= Program::kTableMax;
   for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
   if (numeric) {
-    for (uint32_t bits = 0; bits < (1u << n); ++bits) {
+    prog->table_min_size_ = std::max<uint32_t>(prog->min_size_, 8);
+    uint32_t inverts = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      prog->lanes_.push_back(make_lane(prog->preds_[k]));
+      inverts |= uint32_t{prog->lanes_.back().invert} << k;
+    }
+    // raw lane bits b -> predicate results b ^ inverts -> the walk's verdict.
+    for (uint32_t raw = 0; raw < (1u << n); ++raw) {
+      const uint32_t bits = raw ^ inverts;
       uint32_t i = 0;
       while (i < n) {
         const bool r = (bits >> i & 1) != 0;
         i = r == static_cast<bool>(prog->preds_[i].branch_if) ? prog->preds_[i].target : i + 1;
       }
-      if (i == n) prog->table_[bits >> 6] |= uint64_t{1} << (bits & 63);
+      if (i == n) prog->table_[raw >> 6] |= uint64_t{1} << (raw & 63);
     }
-    prog->table_min_size_ = std::max<uint32_t>(prog->min_size_, 8);
-    for (const detail::Pred& p : prog->preds_) prog->lanes_.push_back(make_lane(p));
-    // One predicate: its program is "r" or "!r"; fold that into the lane.
-    if (n == 1) {
-      const uint64_t t = prog->table_[0] & 3;
-      if (t != 1 && t != 2) throw std::logic_error("filters: a one-predicate program ignores its predicate");
-      if (t == 1) prog->lanes_[0].invert ^= 1;  // true only when r == 0
-    }
+    prog->lane_count_ = n;
   }
   return prog;
 }

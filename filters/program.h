@@ -152,9 +152,24 @@ struct Lane {
   uint64_t span = 0;
 };
 
-[[gnu::always_inline]] inline bool eval_lane(const Lane& l, const std::byte* rec) noexcept {
+/// The lane's range test, before `invert` (compile() folds the inverts of a
+/// table-mode program into its truth table).
+[[gnu::always_inline]] inline bool eval_lane_raw(const Lane& l, const std::byte* rec) noexcept {
   const uint64_t y = (load<uint64_t>(rec + l.pos) ^ l.bias) & l.and_mask;
-  return ((y - l.lo) <= l.span) != static_cast<bool>(l.invert);
+  return (y - l.lo) <= l.span;
+}
+
+[[gnu::always_inline]] inline bool eval_lane(const Lane& l, const std::byte* rec) noexcept {
+  return eval_lane_raw(l, rec) != static_cast<bool>(l.invert);
+}
+
+/// The N lanes' raw results as bits 0..N-1 (unrolled: the lanes are independent).
+template <uint32_t N>
+[[gnu::always_inline]] inline uint32_t eval_lanes(const Lane* l, const std::byte* rec) noexcept {
+  uint32_t bits = 0;
+#pragma GCC unroll 8
+  for (uint32_t k = 0; k < N; ++k) bits |= static_cast<uint32_t>(eval_lane_raw(l[k], rec)) << k;
+  return bits;
 }
 
 }  // namespace detail
@@ -204,6 +219,7 @@ class Program {
   friend class ProgramBuilder;
 
   bool run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept;
+  bool table_lookup(uint32_t bits) const noexcept { return (table_[bits >> 6] >> (bits & 63)) & 1; }
   [[gnu::noinline]] bool eval_other(const detail::Pred& p, const std::byte* rec, size_t size,
                                     const EvalContext& ctx) const noexcept;
   [[gnu::noinline, gnu::cold]] bool run_checked(const std::byte* rec, size_t size,
@@ -216,14 +232,15 @@ class Program {
   /// Truth-table mode: for programs of at most kTableMax predicates that are
   /// all fixed-position integer compares (each costs a load and a compare),
   /// match() evaluates every predicate without a branch and looks the verdict
-  /// up: bit b of table_ is the program's verdict when predicate k evaluates
-  /// to bit k of b. Computed from the flat program itself, so the verdict is
+  /// up: bit b of table_ is the program's verdict when lane k's raw range
+  /// test gives bit k of b (the lanes' inverts are folded into the table). Computed from the flat program itself, so the verdict is
   /// the same; it only trades the short-circuit (worth little here) for no
   /// mispredicted branches.
   static constexpr uint32_t kTableMax = 8;
   uint64_t table_[4] = {0, 0, 0, 0};  ///< 2^kTableMax verdict bits
   std::vector<detail::Lane> lanes_;   ///< one per predicate in table mode
-  uint32_t table_min_size_ = 0;       ///< the lanes' 8-byte loads need this many bytes
+  uint32_t table_min_size_ = 0;       ///< the lanes' 8-byte loads need this many bytes (>= min_size_)
+  uint32_t lane_count_ = 0;           ///< lanes_.size(); 0 = not in truth-table mode
   uint32_t words_per_mask_ = 0;
   uint32_t nr_cpu_ids_ = 0;
   uint32_t min_size_ = 0;
@@ -311,16 +328,22 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 }
 
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+  if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
+    const detail::Lane* l = lanes_.data();
+    const std::byte* rec = record.data();
+    switch (lane_count_) {  // unrolled per size: the lanes are independent
+      case 1: return table_lookup(detail::eval_lanes<1>(l, rec));
+      case 2: return table_lookup(detail::eval_lanes<2>(l, rec));
+      case 3: return table_lookup(detail::eval_lanes<3>(l, rec));
+      case 4: return table_lookup(detail::eval_lanes<4>(l, rec));
+      case 5: return table_lookup(detail::eval_lanes<5>(l, rec));
+      case 6: return table_lookup(detail::eval_lanes<6>(l, rec));
+      case 7: return table_lookup(detail::eval_lanes<7>(l, rec));
+      default: return table_lookup(detail::eval_lanes<8>(l, rec));
+    }
+  }
   if (record.size() < min_size_) [[unlikely]]
     return run_checked(record.data(), record.size(), ctx);
-  if (!lanes_.empty() && record.size() >= table_min_size_) {
-    if (lanes_.size() == 1) return detail::eval_lane(lanes_[0], record.data());  // verdict folded in
-    const detail::Lane* l = lanes_.data();
-    const uint32_t n = static_cast<uint32_t>(lanes_.size());
-    uint32_t bits = 0;
-    for (uint32_t k = 0; k < n; ++k) bits |= static_cast<uint32_t>(detail::eval_lane(l[k], record.data())) << k;
-    return (table_[bits >> 6] >> (bits & 63)) & 1;
-  }
   return run(record.data(), record.size(), ctx);
 }
 

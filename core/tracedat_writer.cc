@@ -215,12 +215,9 @@ void TraceDatWriter::write(const std::filesystem::path& path) const {
   const std::filesystem::path tmp = path.string() + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp.string());
-  bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
-  for (size_t i = 0; ok && i < cpus_.size(); ++i) {
-    const auto& p = cpus_[i].pages;
-    ok = std::fwrite(p.data(), 1, p.size(), f) == p.size() &&
-         std::fwrite(tails[i].data(), 1, tails[i].size(), f) == tails[i].size();
-  }
+  auto put = [f](const std::vector<std::byte>& b) { return b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size(); };
+  bool ok = put(head);
+  for (size_t i = 0; ok && i < cpus_.size(); ++i) ok = put(cpus_[i].pages) && put(tails[i]);
   const int err = ok ? 0 : errno;
   if (std::fclose(f) != 0 && ok) {
     std::filesystem::remove(tmp);

@@ -25,7 +25,7 @@ using BenchEvent = EventDecl<"tpbench", "sample", Int<"value", uint32_t>, Int<"s
 static_assert(BenchEvent::fixed_size == 64);
 
 // `accept_every`: 0 = never accept, 1 = always, 2 = every other event.
-void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accept_every) {
+void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accept_every, bool soft = false) {
   InstanceOptions o;
   o.staging = staging;
   o.mode = BufferMode::overwrite;
@@ -35,6 +35,7 @@ void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accep
     state.SkipWithError("filter did not compile");
     return;
   }
+  if (soft) inst.set_soft_disabled(BenchEvent::desc(), true);
   prepare_thread();
   uint32_t i = 0;
   const auto value_of = [accept_every](uint32_t n) -> uint32_t {
@@ -61,6 +62,7 @@ void register_all() {
     Staging staging;
     bool filtered;
     uint32_t accept_every;
+    bool soft = false;
   };
   const Case cases[] = {
       {"emit/no_filter", Staging::per_thread, false, 1},
@@ -75,10 +77,12 @@ void register_all() {
       {"emit/adaptive/accept_0", Staging::adaptive, true, 0},
       {"emit/adaptive/accept_50", Staging::adaptive, true, 2},
       {"emit/adaptive/accept_100", Staging::adaptive, true, 1},
+      // No filter to run: the cost of staging itself (claim, build, release).
+      {"emit/soft_disabled/per_thread", Staging::per_thread, false, 0, true},
   };
   for (const Case& c : cases) {
     benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
-      run(st, c.staging, c.filtered, c.accept_every);
+      run(st, c.staging, c.filtered, c.accept_every, c.soft);
     })->MinTime(0.2);
   }
 }

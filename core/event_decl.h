@@ -96,6 +96,28 @@ constexpr std::string_view printf_conv() {
 
 constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
+/// memcpy for short runtime lengths without a library call: overlapping
+/// 8- or 4-byte moves up to 16 bytes, a call beyond.
+[[gnu::always_inline]] inline void copy_short(std::byte* dst, const char* src, size_t n) noexcept {
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<std::byte>(src[i]);
+  } else {
+    std::memcpy(dst, src, n);
+  }
+}
+
 }  // namespace detail
 
 /// An integer (or enum) field: Int<"pid", int32_t>.
@@ -134,8 +156,8 @@ struct Chars {
   static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
   [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
     const size_t n = std::min<size_t>(v.size(), N);
-    std::memcpy(rec + off, v.data(), n);
-    std::memset(rec + off + n, 0, N - n);
+    std::memset(rec + off, 0, N);  // constant size: a few vector stores
+    detail::copy_short(rec + off, v.data(), n);
   }
 };
 
@@ -158,7 +180,7 @@ struct Str {
     const uint32_t len = dyn_len(v);
     const uint32_t word = (len << 16) | dyn;
     std::memcpy(rec + off, &word, sizeof word);
-    std::memcpy(rec + dyn, v.data(), len - 1);
+    detail::copy_short(rec + dyn, v.data(), len - 1);
     rec[dyn + len - 1] = std::byte{0};
     dyn += len;
   }
@@ -189,6 +211,30 @@ struct EventDecl {
     return detail::align_up(off, max_align);
   }();
   static constexpr bool has_dynamic = (Fields::dynamic || ...);
+
+ private:
+  // Bytes of the fixed part no field covers (alignment gaps, tail padding).
+  struct Gaps {
+    uint32_t count = 0;
+    std::array<uint32_t, sizeof...(Fields) + 1> at{}, len{};
+  };
+  static constexpr Gaps kGaps = [] {
+    Gaps g;
+    uint32_t end = sizeof(CommonHeader);
+    size_t i = 0;
+    const auto note = [&](uint32_t from, uint32_t to) {
+      if (to > from) {
+        g.at[g.count] = from;
+        g.len[g.count] = to - from;
+        ++g.count;
+      }
+    };
+    ((note(end, offsets[i]), end = offsets[i] + Fields::size, ++i), ...);
+    note(end, fixed_size);
+    return g;
+  }();
+
+ public:
 
   /// The schema (common fields, fields, generated print fmt), ID 0 (the
   /// registry assigns one).
@@ -230,9 +276,10 @@ struct EventDecl {
   }
 
   /// Writes the event fields (not the common header) into `rec`, which holds
-  /// record_size(v...) bytes. Pads between fields are zeroed.
+  /// record_size(v...) bytes. Alignment gaps and tail padding are zeroed.
   [[gnu::always_inline]] static void write_fields(std::byte* rec, typename Fields::arg_type... v) noexcept {
-    std::memset(rec + sizeof(CommonHeader), 0, fixed_size - sizeof(CommonHeader));
+    if constexpr (kGaps.count != 0)
+      for (uint32_t g = 0; g < kGaps.count; ++g) std::memset(rec + kGaps.at[g], 0, kGaps.len[g]);
     uint32_t dyn = fixed_size;
     size_t i = 0;
     (Fields::put(rec, offsets[i++], dyn, v), ...);

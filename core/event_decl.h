@@ -71,7 +71,7 @@ concept FieldInteger = (std::integral<T> || std::is_enum_v<T>)&&(sizeof(T) == 1 
 
 template <class T>
 constexpr std::string_view kernel_int_type() {
-  using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
   if constexpr (std::is_same_v<U, bool>) return "bool";
   else if constexpr (std::is_same_v<U, char>) return "char";
   else if constexpr (std::is_signed_v<U>) {
@@ -89,7 +89,7 @@ constexpr std::string_view kernel_int_type() {
 
 template <class T>
 constexpr std::string_view printf_conv() {
-  using U = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
   if constexpr (sizeof(U) == 8) return std::is_signed_v<U> ? "%lld" : "%llu";
   else return std::is_signed_v<U> ? "%d" : "%u";
 }

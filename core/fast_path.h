@@ -30,6 +30,30 @@ struct RawWriter {
   }
 };
 
+/// Copies a staged record into its reservation: 32-byte moves for records up
+/// to 256 bytes (no call into the library's memcpy dispatch), memcpy beyond.
+[[gnu::always_inline]] inline void copy_record(std::byte* dst, const std::byte* src, size_t n) noexcept {
+  if (n <= 256) [[likely]] {
+    struct Chunk {
+      std::byte b[32];
+    };
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      Chunk c;
+      std::memcpy(&c, src + i, 32);
+      std::memcpy(dst + i, &c, 32);
+    }
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, src + i, 8);
+      std::memcpy(dst + i, &w, 8);
+    }
+    for (; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  std::memcpy(dst, src, n);
+}
+
 /// One step of the per-(thread, event) acceptance average used by adaptive
 /// staging: s += (target - s) / 32, s in [0, 65536] (about the last 32
 /// events weigh in).
@@ -109,7 +133,10 @@ template <buffers::OverflowMode M, class Writer, class Hooks>
           if (wcpu >= ncpu_) [[unlikely]]
             wcpu %= ncpu_;
         }
-        if (ring.write(wcpu, cl.payload())) [[likely]] {
+        const buffers::Reservation rr = ring.reserve(wcpu, size);
+        if (rr) [[likely]] {
+          detail::copy_record(rr.payload().data(), cl.payload().data(), size);
+          ring.commit(rr);
           counter_add(c[slot::kept_staged]);
           res = EmitResult::kept;
         } else {
@@ -163,7 +190,7 @@ template <class Fill, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::emit_fill(const EventDesc& event, uint32_t size, Fill&& fill,
                                                              Hooks&& hooks) noexcept {
   EventState* st = states_[event.index()].load(std::memory_order_acquire);
-  if (st == nullptr) [[unlikely]]
+  if (st == nullptr || st->desc != &event) [[unlikely]]  // never configured here / another registry's event
     return EmitResult::disabled;
   if (size < sizeof(CommonHeader)) [[unlikely]]
     size = sizeof(CommonHeader);
@@ -175,7 +202,7 @@ template <class Hooks>
 inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
                                      Hooks&& hooks) noexcept {
   EventState* st = states_[event.index()].load(std::memory_order_acquire);
-  if (st == nullptr) [[unlikely]]
+  if (st == nullptr || st->desc != &event) [[unlikely]]
     return EmitResult::disabled;
   if (record.size() < sizeof(CommonHeader) || record.size() > UINT32_MAX) [[unlikely]] {
     raw_refused_.fetch_add(1, std::memory_order_relaxed);

@@ -403,6 +403,17 @@ TEST_CASE("events: kernel format files load with their IDs; conflicts are refuse
   EventFormat same_id = sw->format();
   same_id.name = "renamed";
   CHECK_THROWS_AS(reg.add(same_id), RegistryError);
+  // An instance on the global registry ignores this registry's events (same
+  // dense index, different descriptor) instead of recording them wrongly.
+  {
+    Instance global_inst(small_options(Staging::per_thread));
+    const EventDesc* same_index = Registry::global().by_index(sw->index());
+    if (same_index != nullptr) {
+      global_inst.enable(*same_index);
+      CHECK(global_inst.emit_fill(*sw, 64, [](std::span<std::byte>) {}) == EmitResult::disabled);
+    }
+    CHECK_THROWS_AS(global_inst.enable(*sw), std::invalid_argument);
+  }
   // Instances on this registry filter kernel events by their real fields.
   Instance inst(small_options(Staging::per_thread), reg);
   inst.enable(*sw);

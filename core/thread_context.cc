@@ -16,6 +16,9 @@ thread_local constinit ThreadContext* tl_context = nullptr;
 namespace {
 
 thread_local constinit bool tl_registering = false;
+// SignalScope depth, kept even for unregistered threads: registering (malloc,
+// a mutex) is not async-signal-safe, so a handler never registers its thread.
+thread_local constinit uint32_t tl_signal_depth = 0;
 thread_local constinit bool tl_exited = false;
 
 // Process-wide registry of thread contexts. Never destroyed (threads may exit
@@ -86,7 +89,7 @@ thread_local ExitHook tl_exit_hook;
 }  // namespace
 
 ThreadContext* register_thread() {
-  if (tl_registering || tl_exited) return nullptr;
+  if (tl_registering || tl_exited || tl_signal_depth != 0) return nullptr;
   tl_registering = true;
   Registry& r = registry();
   ThreadContext* c = nullptr;
@@ -164,15 +167,18 @@ void refresh_thread_comm() {
 }
 
 SignalScope::SignalScope() noexcept : ctx_(detail::tl_context) {
+  ++detail::tl_signal_depth;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   if (ctx_ == nullptr) return;
   ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
 SignalScope::~SignalScope() {
-  if (ctx_ == nullptr) return;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  if (ctx_ != nullptr)
+    ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  --detail::tl_signal_depth;
 }
 
 uint32_t allocate_counter_group() {

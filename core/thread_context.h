@@ -114,8 +114,10 @@ void refresh_thread_comm();
 /// Marks the scope of a signal handler: events emitted inside get the
 /// hardirq flag ('h' in the trace layout), as the kernel marks events
 /// recorded in interrupt context. Events that interrupt another emit on the
-/// same thread are marked anyway. Async-signal-safe once the thread is
-/// registered.
+/// same thread are marked anyway. Async-signal-safe. Inside a SignalScope a
+/// thread that is not registered yet does not register (that allocates and
+/// locks): its events are dropped and counted in unregistered_drops(). Call
+/// prepare_thread() in threads whose signal handlers emit.
 class SignalScope {
  public:
   SignalScope() noexcept;

@@ -107,6 +107,19 @@ TEST_CASE("grace period: synchronize waits for a scope opened before it", "[core
   CHECK(synced.load());
 }
 
+TEST_CASE("thread_context: a signal handler never registers its thread", "[core][thread]") {
+  std::thread t([] {
+    const uint64_t before = unregistered_drops();
+    {
+      SignalScope in_handler;  // as a handler would open it
+      CHECK(thread_context() == nullptr);  // no malloc or mutex inside a handler
+    }
+    CHECK(unregistered_drops() == before);  // refusing to register is not itself a drop
+    CHECK(thread_context() != nullptr);     // outside the handler, registration works
+  });
+  t.join();
+}
+
 TEST_CASE("grace period: synchronize inside a scope is refused", "[core][rcu]") {
   ThreadContext& c = *thread_context();
   WriterScope s(c);

@@ -44,7 +44,9 @@ constexpr uint64_t make_tail(uint64_t lap, uint64_t idx, uint64_t off) noexcept 
 //        24..31 pins: readers currently copying from it (blocks recycling)
 //        32..33 phase: FREE (zeroed, unused), LIVE (holds data of `lap`),
 //               PREPARING (being zeroed by the party that moved it there)
-//        44..63 lap: the tail lap this sub-buffer holds (LIVE only)
+//        44..63 lap: the tail lap this sub-buffer holds (LIVE, PREPARING), or
+//               last held (FREE; lap -1 mod 2^20 before first use): a
+//               position's laps only go up, so a stale CAS always fails
 inline constexpr uint64_t kPinUnit = uint64_t{1} << 24;
 inline constexpr uint64_t kPinsMax = 255;
 enum class Phase : uint32_t { free = 0, live = 1, preparing = 2 };

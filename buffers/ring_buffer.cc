@@ -55,7 +55,9 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
     std::memset(mem, 0, bytes);  // I1, and no page fault on the write path later
     cb.pages = static_cast<std::byte*>(mem);
     cb.positions = positions;
-    for (uint32_t i = 0; i < nr_pos_; ++i) positions[i].store(make_pw(Phase::free, 0, 0, 0));
+    // FREE words carry the lap they last held (ABA protection, ring_buffer.h):
+    // position i >= 1 is first claimed for lap 0, so it "held" lap -1.
+    for (uint32_t i = 0; i < nr_pos_; ++i) positions[i].store(make_pw(Phase::free, kLapMask, 0, 0));
     positions[0].store(make_pw(Phase::live, 0, 0, 0));  // the tail starts in position 0, lap 0
     cb.subbuf_size = subbuf_size_;
     cb.subbuf_shift = shift;
@@ -152,12 +154,20 @@ namespace {
 
 // Moves a LIVE position (word w, which has no pins) to PREPARING, zeroes the
 // used part of its sub-buffer [0, used) and frees it. False when w changed.
+// The FREE word keeps the lap (ABA protection): only a switcher whose view
+// of the tail is current (it wants lap + 1) can claim it.
 bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[idx];
   if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0), std::memory_order_acq_rel))
     return false;
-  std::memset(cb.page(idx), 0, used < cb.subbuf_size ? used : cb.subbuf_size);
-  slot.store(make_pw(Phase::free, 0, 0, 0), std::memory_order_release);
+  // Zeroed with relaxed atomic 8-byte stores, not memset: another recycler
+  // that lost the CAS above may still be walking this sub-buffer's header
+  // words (atomic loads); its CAS fails and it discards what it saw, but the
+  // accesses must not be a data race.
+  const uint64_t n = ((used < cb.subbuf_size ? used : cb.subbuf_size) + 7) / 8;
+  auto* p = reinterpret_cast<uint64_t*>(cb.page(idx));
+  for (uint64_t i = 0; i < n; ++i) __atomic_store_n(p + i, uint64_t{0}, __ATOMIC_RELAXED);
+  slot.store(make_pw(Phase::free, pw_lap(w), 0, 0), std::memory_order_release);
   return true;
 }
 

@@ -12,7 +12,7 @@
 //                                  │                            changed only by CAS16
 //   position:  0        1        2 ▼      3        4  ...   P-1
 //            ┌────────┬────────┬────────┬────────┬──────┬────────┐
-//            │LIVE L  │LIVE L  │LIVE L  │FREE    │ ...  │LIVE L-1│  position words:
+//            │LIVE L  │LIVE L  │LIVE L  │FREE L-1│ ...  │LIVE L-1│  position words:
 //            │        │        │tail pg │(zeroed)│      │oldest  │  {lap, phase, pins,
 //            └────────┴────────┴────────┴────────┴──────┴───▲────┘   read_off}
 //                 sub-buffer seq = lap*P + idx               └ read_off: consuming reader
@@ -26,14 +26,29 @@
 // position; a reader does not swap a page out but pins it while it copies.
 //
 // ══ Sub-buffer (position) states, and who moves them ═════════════════════════
-//   FREE ──(writer switching into it, CAS; before the tail CAS)──────────▶ LIVE(lap)
+//   FREE(lap-1) ──(writer switching into it, CAS; before the tail CAS)───▶ LIVE(lap)
 //   LIVE ──(reader: pins +1 / -1, read_off forward; CAS)─────────────────▶ LIVE
 //   LIVE, closed, every record committed, pins == 0
 //        ──(overwrite writer recycling it: counts its unread records as overrun)
 //        ──(anyone, when read_off == S: fully consumed)──────────────────▶ PREPARING
-//   PREPARING ──(the same party: memset 0, release-store)────────────────▶ FREE
+//   PREPARING(lap) ──(the same party: memset 0, release-store)───────────▶ FREE(lap)
 //   "closed": the tail has left the sub-buffer. Every transition is a CAS on
 //   the whole word and checks the lap, so a party with a stale view fails.
+//
+//   ABA protection: the lap is in the word in EVERY phase, FREE included
+//   (FREE(L) = "zeroed, last held lap L"; before first use lap -1 mod 2^20).
+//   A position's lap only goes up: the tail passes each position once per
+//   lap and may enter it only when it is LIVE(that lap), so its history is
+//   LIVE(L) → PREPARING(L) → FREE(L) → LIVE(L+1) → ... and no word value
+//   repeats (within 2^20 laps, the same wrap as the tail's own lap). A writer
+//   may claim FREE only as FREE(nlap-1) → LIVE(nlap). A writer whose view of
+//   the tail is stale (preempted, or a signal handler ran, between (A) and
+//   (S1): other writers went around since) sees FREE(lap >= nlap) and retries
+//   with a fresh tail; if the position is recycled after its load, its CAS
+//   fails. (Without the lap, FREE was one value: a stale writer could CAS an
+//   old lap into a recycled position, which no later switch could ever claim
+//   or recycle again: every writer retried or failed there forever.)
+//   Regression tests: tests/buffers/ring_buffer_aba_test.cc.
 //
 // ══ Invariants ═══════════════════════════════════════════════════════════════
 //  I1 Zero: in a LIVE sub-buffer every byte after the last reserved record is 0,
@@ -94,7 +109,8 @@
 //
 // ══ The sub-buffer switch (reserve_slow, out of line), steps as in the code ═══
 //  (S1) the record does not fit: make the next position LIVE(lap): claim it
-//       if FREE; if it still holds the previous lap, recycle it (overwrite:
+//       if FREE(lap-1) (any other FREE lap: our view is stale, retry); if it
+//       still holds the previous lap, recycle it (overwrite:
 //       only if every record in it is committed and no reader pins it; else
 //       drop our record: commit_overrun / busy) or, drop-newest, free it only
 //       if fully consumed (else lost_full).

@@ -26,6 +26,12 @@ template <OverflowMode M>
     uint64_t w = slot.load(std::memory_order_acquire);
     switch (pw_phase(w)) {
       case Phase::free:
+        // FREE(lap) keeps the lap it last held (ABA protection): it is ours
+        // to claim only if it held the previous lap. Any other lap means our
+        // view of the tail is stale (the position was claimed, used and
+        // freed since we loaded the tail); the CAS on the whole word fails
+        // for the same reason if that happens after this load.
+        if (pw_lap(w) != old_lap) return Claim::retry;
         if (slot.compare_exchange_strong(w, make_pw(Phase::live, nlap, 0, 0), std::memory_order_acq_rel))
           return Claim::live;
         continue;

@@ -4,7 +4,8 @@
 // `--bench` figure (tools/replay/bench.h):
 //
 // BM_ReplayDecode:        walk every CPU's pages (CpuRecordCursor): records/s.
-// BM_ReplayEmit/<staging>: pre-decoded records -> Instance::emit_raw with the
+// BM_ReplayEmit/<staging>: pre-decoded records -> Instance::emit_raw_at (the
+//                         recorded stamps, external_time, as replay does) with the
 //                         filter `kmalloc: bytes_req > 100` (every other event
 //                         unfiltered), overwrite ring: stage -> filter -> commit.
 // BM_ReplayDecodeEmit:    both, as the command's [read] + [filter] stages.
@@ -71,6 +72,7 @@ std::unique_ptr<Instance> make_instance(Fixture& f, Staging staging) {
   o.subbuf_size_kb = 16;
   o.buffer_size_kb = 2048;
   o.mode = BufferMode::overwrite;
+  o.external_time = true;
   auto inst = std::make_unique<Instance>(o, f.registry);
   for (const EventDesc* d : f.registry.events()) inst->enable(*d);
   const EventDesc* km = f.registry.find("kmem:kmalloc");
@@ -106,7 +108,7 @@ void BM_ReplayEmit(benchmark::State& state) {
   prepare_thread();
   uint64_t n = 0, kept = 0;
   for (auto _ : state) {
-    for (const TraceRecord& r : f->records) kept += inst->emit_raw(r.payload, r.cpu) == EmitResult::kept;
+    for (const TraceRecord& r : f->records) kept += inst->emit_raw_at(r.payload, r.cpu, r.ts) == EmitResult::kept;
     n += f->records.size();
   }
   state.SetItemsProcessed(static_cast<int64_t>(n));
@@ -135,7 +137,7 @@ void BM_ReplayDecodeEmit(benchmark::State& state) {
       auto c = f->reader.cpu_records(i);
       const uint32_t cpu = f->reader.cpu_data()[i].cpu;
       while (auto r = c.next()) {
-        benchmark::DoNotOptimize(inst->emit_raw(r->payload, cpu));
+        benchmark::DoNotOptimize(inst->emit_raw_at(r->payload, cpu, r->ts));
         ++n;
       }
     }

@@ -256,9 +256,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
   else if (in.config == nullptr)
     opts.buffer_size_kb = o.output ? ring_kb(subbuf_kb) : InstanceOptions{}.buffer_size_kb;
   if (o.output) opts.buffer_size_kb = std::max(opts.buffer_size_kb, ring_kb(subbuf_kb));
-  // The ring's own stamps are never used (the output keeps the recorded
-  // ones, P2), so the cheapest clock unless the config names one.
-  if (in.config == nullptr) opts.clock = ClockId::x86_tsc;
+  // The ring stamps each record with its recorded time stamp (no clock read).
+  opts.external_time = true;
   opts.mode = o.output ? BufferMode::drop_newest : BufferMode::overwrite;
   Instance inst(opts, registry);
 

@@ -7,7 +7,7 @@
 //
 //   trace.dat (mmap) ─▶ [read]   serial: decode up to kBatchRecords records of
 //                                this CPU (zero-copy spans into the mapping)
-//                    ─▶ [filter] serial: Instance::emit_raw(record, cpu) for each:
+//                    ─▶ [filter] serial: Instance::emit_raw_at(record, cpu, ts) for each:
 //                                stage → filter → commit into the ring of `cpu`
 //                                (or cheap discard); counts per event, time per event
 //                    ─▶ [write]  serial (only with -o): drain the kept records
@@ -21,7 +21,8 @@
 //  P2 Pairing: the ring hands kept records out in commit order, so the k-th
 //     record drained for a batch is the batch's k-th kept record; the writer
 //     checks the length of each pair and gives it the recorded time stamp
-//     (the ring stamped it with the replay clock).
+//     (the ring's stamp is the same one, via emit_raw_at and external_time,
+//     but clamped to be non-decreasing per CPU).
 //  P3 No loss with -o: the ring is drop-newest and larger than the records of
 //     all batches in flight (kMaxLiveBatches x the batch byte bound), so a
 //     kept record is never dropped; a loss would be counted and reported.

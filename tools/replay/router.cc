@@ -106,10 +106,10 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
     const std::span<const std::byte> rec(r.p, r.len);
     switch (rt.kind) {
       case Kind::emit:
-        r.result = inst_.emit_raw(*rt.desc, rec, cpu);
+        r.result = inst_.emit_raw_at(rec, cpu, r.ts);
         break;
       case Kind::replay_side:
-        r.result = replay_side(rt, rec, cpu);
+        r.result = replay_side(rt, rec, cpu, r.ts);
         break;
       case Kind::skip:
       case Kind::unknown:
@@ -136,14 +136,15 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
 
 // The filter with the recorded context (COMM, printk strings), then an
 // unfiltered commit of the records it keeps.
-EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) const noexcept {
+EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu,
+                               uint64_t ts) const noexcept {
   filters::EvalContext ctx;
   ctx.cpu = cpu;
   ctx.resolve = &resolve_printk;
   ctx.resolve_user = &printk_;
   if (rt.needs_comm) ctx.comm = comm_of(rt, rec, cpu);
   if (!rt.prog->match(rec, ctx)) return EmitResult::discarded;
-  return inst_.emit_raw(*rt.desc, rec, cpu);
+  return inst_.emit_raw_at(rec, cpu, ts);
 }
 
 // current->comm at the time of the event (filter_pred_comm).

@@ -4,8 +4,8 @@
 // batch of one CPU through the instance.
 //
 //   record ─ common_type ─▶ route
-//     emit         Instance::emit_raw(event, record, cpu): stage → filter → commit,
-//                  the instance's own filter (or none) decides
+//     emit         Instance::emit_raw_at(record, cpu, recorded ts): stage → filter →
+//                  commit, the instance's own filter (or none) decides
 //     replay_side  Program::match(record, recorded context), then emit_raw into
 //                  the event's unfiltered state (kept) or nothing (discarded)
 //     skip         event not replayed (disabled, --only-filtered): counted only
@@ -85,7 +85,7 @@ class Router {
   };
   template <bool kTiming>
   void feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) const noexcept;
-  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) const noexcept;
+  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) const noexcept;
   std::string_view comm_of(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) const noexcept;
 
   const TraceDatReader& reader_;

@@ -162,8 +162,11 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
     fmt::format_to(it, "{:>16}-{:<7} [{:03}] {}", comm, h.common_pid, cpu,
                    latency_columns(h.common_flags, h.common_preempt_count));
   }
-  if (ts_in_ns_)
-    fmt::format_to(it, " {:>5}.{:06}: ", ts / 1000000000u, (ts % 1000000000u) / 1000u);
+  if (ts_in_ns_) {
+    // Rounded to the microsecond like the kernel's trace_print_time (ns2usecs adds 500 ns).
+    const uint64_t us = (ts + 500u) / 1000u;
+    fmt::format_to(it, " {:>5}.{:06}: ", us / 1000000u, us % 1000000u);
+  }
   else
     fmt::format_to(it, " {:>12}: ", ts);
   if (payload.size() < 2) {

@@ -1,5 +1,7 @@
 #include "core/thread_context.h"
 
+#include "core/sideband_hooks.h"
+
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -71,6 +73,7 @@ struct ExitHook {
   ThreadContext* ctx = nullptr;
   ~ExitHook() {
     if (ctx == nullptr) return;
+    sideband_thread_exiting(*ctx);  // (H2) task_exit, while the context is still ours
     tl_exited = true;
     tl_context = nullptr;
     Registry& r = registry();
@@ -120,6 +123,7 @@ ThreadContext* register_thread() {
   tl_exit_hook.ctx = c;
   tl_context = c;
   tl_registering = false;
+  sideband_thread_registered(*c);  // (H1) task_comm(first_write), outside the registry mutex
   return c;
 }
 

@@ -89,7 +89,7 @@ TEST_CASE("text: lines of an instance in the trace layout", "[core][text]") {
   std::getline(in, l1);
   std::getline(in, l2);
   const std::string prefix = fmt::format("{:>16}-{:<7} [{:03}] ..... {:>5}.{:06}: ", "tp-text", tid, cpu,
-                                         ts / 1000000000, ts % 1000000000 / 1000);
+                                         (ts + 500) / 1000 / 1000000, (ts + 500) / 1000 % 1000000);
   CHECK(l1 == prefix + "sample: value=7 seq=42 pad=hello");
   CHECK(l2.find("other: level=-3 msg=a message") != std::string::npos);
   // The fields style is the kernel's options/fields layout.

@@ -14,7 +14,7 @@
 //                          slot = stager.try_claim(cpu or thread, size)       (no clock read)
 //                          ├─ got it ─▶ build in slot ─▶ filter
 //                          │              ├─ reject ─▶ release slot                (cheap discard)
-//                          │              └─ accept ─▶ ring.write(copy of slot)    (stamped now)
+//                          │              └─ accept ─▶ ring.reserve + copy + commit (stamped now)
 //                          │                           ─▶ release slot
 //                          └─ busy (nested) or record too big for the slot:
 //                        direct: ring.reserve(cpu) ─▶ build in ring ─▶ filter
@@ -29,7 +29,7 @@
 // ══ Invariants ═══════════════════════════════════════════════════════════════
 //  F1 Time stamps are taken when a record enters the ring buffer: a staged
 //     record that is rejected never reads the clock; an accepted one is
-//     stamped by ring.write() at copy time.
+//     stamped by the ring's reserve at copy time.
 //  F2 Nesting: an emit that starts while another emit of the same thread is
 //     between claim and release (a signal handler) finds the staging slot
 //     busy and goes direct. If both are accepted, the nested record lands in
@@ -52,7 +52,8 @@
 //  F6 No allocation, lock or system call on the path once the thread is
 //     registered (thread_context(): the first emit of a thread registers it,
 //     or call prepare_thread() first). tests/core/noalloc_test.cc proves it
-//     under seccomp strict mode with malloc/new/pthread_mutex_lock counted.
+//     under a seccomp filter that kills on any system call, with malloc and
+//     pthread_mutex_lock counted.
 //
 // ══ Staging policies (InstanceOptions::staging) ═══════════════════════════════
 //   off         always direct: the kernel before the temp buffer (for measuring)

@@ -183,38 +183,47 @@ TEST_CASE("ordering: staging off — the outer reservation comes first; a reject
 
 TEST_CASE("ordering: a thread that migrates between claim and commit releases its own slot",
           "[core][ordering][concurrency]") {
-  if (possible_cpus() < 2) TP_SKIP("needs two CPUs");
+  // Two CPUs this thread may run on.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof allowed, &allowed);
+  std::vector<uint32_t> cpus;
+  for (uint32_t c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) TP_SKIP("needs two CPUs in the affinity mask");
+  const uint32_t from = cpus[0], to = cpus[1];
   for (Staging st : {Staging::per_cpu, Staging::per_thread}) {
     INFO("staging " << to_string(st));
-    Pin pin(0);
+    Pin pin(from);
     REQUIRE(pin.ok());
-    REQUIRE(current_cpu() == 0);
+    REQUIRE(current_cpu() == from);
     Instance inst(small_options(st));
     inst.enable(Sample::desc());
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
     struct Migrate {
+      uint32_t to;
       void operator()(EmitStep s) const {
         if (s != EmitStep::built_staged) return;
         cpu_set_t one;
         CPU_ZERO(&one);
-        CPU_SET(1, &one);
-        sched_setaffinity(0, sizeof one, &one);  // moves us to CPU 1 before it returns
+        CPU_SET(to, &one);
+        sched_setaffinity(0, sizeof one, &one);  // moves us to `to` before it returns
       }
     };
     auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 7, "moved"); };
-    REQUIRE(inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, Migrate{}) == EmitResult::kept);
-    REQUIRE(current_cpu() == 1);
+    REQUIRE(inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, Migrate{to}) == EmitResult::kept);
+    REQUIRE(current_cpu() == to);
     // The record entered the ring of the CPU we ran on at copy time.
-    CHECK(drain_cpu(inst, 0).empty());
-    const auto on1 = drain_cpu(inst, 1);
-    REQUIRE(on1.size() == 1);
-    CHECK(on1[0].at<uint32_t>(12) == 7);
-    // CPU 0's slot (the one claimed) is free again.
+    CHECK(drain_cpu(inst, from).empty());
+    const auto moved = drain_cpu(inst, to);
+    REQUIRE(moved.size() == 1);
+    CHECK(moved[0].at<uint32_t>(12) == 7);
+    // The slot claimed (on `from`) is free again.
     if (st == Staging::per_cpu) {
-      auto again = inst.stager_for_testing().cpu_slots().try_claim(0, 8);
+      auto again = inst.stager_for_testing().cpu_slots().try_claim(from, 8);
       CHECK(static_cast<bool>(again));
       buffers::TempBuffer::release(again);
-      CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(1));
+      CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(to));
     } else {
       CHECK_FALSE(buffers::PerThreadTempBuffer::busy_for_testing());
     }

@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 #include "buffers/readers.h"
 #include "core/current_cpu.h"
@@ -198,22 +200,10 @@ ReplayResult run_replay(const ReplayOptions& o) {
   // its kallsyms.
   SymbolRanges symbols;
   if (o.kallsyms) {
-    std::string text;
-    try {
-      text = [&] {
-        std::FILE* f = std::fopen(o.kallsyms->c_str(), "rb");
-        if (f == nullptr) throw std::runtime_error("cannot open");
-        std::string s;
-        char buf[65536];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-        std::fclose(f);
-        return s;
-      }();
-    } catch (const std::exception&) {
-      throw ReplayError("--kallsyms: cannot read " + o.kallsyms->string());
-    }
-    symbols = SymbolRanges(text);
+    std::ifstream f(*o.kallsyms, std::ios::binary);
+    std::ostringstream text;
+    if (!f || !(text << f.rdbuf())) throw ReplayError("--kallsyms: cannot read " + o.kallsyms->string());
+    symbols = SymbolRanges(text.str());
   } else {
     symbols = SymbolRanges(reader.kallsyms_text());
   }
@@ -246,7 +236,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   opts.cpus = ncpu;
   if (o.staging) opts.staging = *o.staging;
   const uint32_t page_kb = std::max<uint32_t>(4, (reader.page_size() + 1023) / 1024);
-  uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : 16;
+  uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : in.config != nullptr ? opts.subbuf_size_kb : 16;
   while (subbuf_kb < 2 * page_kb) subbuf_kb *= 2;  // a kernel record always fits
   opts.subbuf_size_kb = subbuf_kb;
   // Without -o nobody reads the ring: the kernel's default size, as a flight

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "buffers/readers.h"
+#include "core/sideband_state.h"
 #include "core/tracedat_writer.h"
 
 namespace tracepipe {
@@ -29,14 +30,19 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
   TraceDatWriter w(cfg);
   for (const EventDesc* d : inst.registry().events()) w.add_format(d->format());
   for (const Cmdline& c : inst.cmdlines()) w.set_cmdline(c.pid, c.comm);
+  // Names written into the trace by sideband records (core/sideband.h) are
+  // the ones in effect in it: they override saved_cmdlines (issue 8).
+  SidebandState sideband(inst.registry());
   for (uint32_t cpu = 0; cpu < inst.cpus(); ++cpu) {
     const buffers::CpuStats s = inst.cpu_stats(cpu);
     if (s.overrun > 0) w.add_lost(cpu, s.overrun);
     for_each_record(inst, cpu, options.consume, [&](const buffers::RecordView& r) {
       if (r.payload.size() < 2 || r.payload.size() > w.max_payload()) return;
       w.add_record(cpu, r.ts, r.payload);
+      (void)sideband.observe(r.payload);
     });
   }
+  sideband.apply_cmdlines(w);
   return w;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "replay_test_util.h"
+#include "test_support.h"
 #include "tools/replay/filter_plan.h"
 #include "tools/replay/router.h"
 

@@ -1,6 +1,9 @@
 #include "core/tracedat_writer.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -212,9 +215,24 @@ void TraceDatWriter::write(const std::filesystem::path& path) const {
     sizes.push_back(s.pages.size() + tails.back().size());
   }
   const std::vector<std::byte> head = headers(sizes);
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp.string());
+  // Replace only a regular file (never a device, FIFO or the target of a
+  // symlink), through a fresh temp file created with O_EXCL (mkstemp).
+  std::error_code sec;
+  const auto st = std::filesystem::symlink_status(path, sec);
+  if (!sec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw std::runtime_error("refusing to replace " + path.string() + ": not a regular file");
+  std::string tmp_name = path.string() + ".XXXXXX";
+  const int fd = ::mkstemp(tmp_name.data());
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp_name);
+  (void)::fchmod(fd, 0644);
+  const std::filesystem::path tmp = tmp_name;
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    const int e = errno;
+    ::close(fd);
+    std::filesystem::remove(tmp);
+    throw std::system_error(e, std::generic_category(), "cannot create " + tmp.string());
+  }
   auto put = [f](const std::vector<std::byte>& b) { return b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size(); };
   bool ok = put(head);
   for (size_t i = 0; ok && i < cpus_.size(); ++i) ok = put(cpus_[i].pages) && put(tails[i]);

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -112,4 +115,24 @@ TEST_CASE("tracedat_writer: bad input is refused", "[tracedat][writer]") {
   CHECK_THROWS_AS(w.add_record(0, 1, big), std::invalid_argument);
   CHECK_THROWS_AS(w.add_record(1, 1, encode_tick(1, 1)), std::invalid_argument);
   CHECK_NOTHROW(w.add_record(0, 1, {big.data(), w.max_payload()}));
+}
+
+TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or a symlink", "[tracedat][writer]") {
+  TraceDatWriter w({.cpus = 1});
+  w.add_format(tick_format());
+  w.add_record(0, 5, encode_tick(1, 2));
+  const TempPath fifo("writer_fifo.dat");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(w.write(fifo.path), Catch::Contains("not a regular file"));
+  CHECK(std::filesystem::is_fifo(fifo.path));
+  const TempPath target("writer_target.dat"), link("writer_link.dat");
+  std::filesystem::create_symlink(target.path, link.path);
+  CHECK_THROWS_WITH(w.write(link.path), Catch::Contains("not a regular file"));
+  CHECK(std::filesystem::is_symlink(link.path));
+  const TempPath regular("writer_regular.dat");
+  { std::FILE* f = std::fopen(regular.path.c_str(), "w"); REQUIRE(f); std::fputs("old", f); std::fclose(f); }
+  w.write(regular.path);
+  CHECK(TraceDatReader::open(regular.path).cpu_data().size() == 1);
+  for (const auto& e : std::filesystem::directory_iterator(regular.path.parent_path()))
+    CHECK(e.path().filename().string().rfind(regular.path.filename().string() + ".", 0) != 0);  // no temp left
 }

@@ -23,17 +23,6 @@ using namespace tp_tracedat_test;
 
 namespace {
 
-std::string report_text(const std::filesystem::path& p, ReportOptions o) {
-  const auto r = TraceDatReader::open(p);
-  TraceReport rep(r, o);
-  std::string out = rep.header();
-  auto m = r.records();
-  fmt::memory_buffer b;
-  while (auto rec = m.next()) rep.format(*rec, b);
-  out.append(b.data(), b.size());
-  return out;
-}
-
 void compare_with_trace_cmd(const std::filesystem::path& p) {
   const struct {
     const char* flag;

@@ -13,21 +13,6 @@
 using namespace tracepipe;
 using namespace tp_tracedat_test;
 
-namespace {
-
-std::string report_text(const std::filesystem::path& p, ReportOptions o) {
-  const auto r = TraceDatReader::open(p);
-  TraceReport rep(r, o);
-  std::string out = rep.header();
-  auto m = r.records();
-  fmt::memory_buffer b;
-  while (auto rec = m.next()) rep.format(*rec, b);
-  out.append(b.data(), b.size());
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("trace_report: lost events, raw clocks and unknown events", "[tracedat][report]") {
   const EventFormat tick{"tp", "tick", 7, kernel_common_fields(), {{"unsigned int", "n", 8, 4, false}}, "\"n=%u\", REC->n"};
   auto payload = [](uint16_t id, int32_t pid, uint32_t n) {

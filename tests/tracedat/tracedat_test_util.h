@@ -1,5 +1,6 @@
 #pragma once
-// Helpers for the trace.dat tests: temp files, running trace-cmd.
+// Helpers for the trace.dat tests: temp files, running trace-cmd, reports.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/trace_report.h"
+#include "core/tracedat_reader.h"
 #include "test_support.h"
 
 namespace tp_tracedat_test {
@@ -24,6 +27,19 @@ struct TempPath {
     std::filesystem::remove(path, ec);
   }
 };
+
+/// A whole file printed the way `tracepipe report` prints it (header, then
+/// every record merged by time stamp).
+inline std::string report_text(const std::filesystem::path& p, tracepipe::ReportOptions o) {
+  const auto r = tracepipe::TraceDatReader::open(p);
+  tracepipe::TraceReport rep(r, o);
+  std::string out = rep.header();
+  auto m = r.records();
+  fmt::memory_buffer b;
+  while (auto rec = m.next()) rep.format(*rec, b);
+  out.append(b.data(), b.size());
+  return out;
+}
 
 inline bool have_trace_cmd() { return std::system("trace-cmd list -c >/dev/null 2>&1") == 0; }
 

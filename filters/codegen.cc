@@ -52,9 +52,8 @@ detail::Lane make_lane(const detail::Pred& p) {
   using detail::Op;
   const NumericShape sh = shape_of(p.code);
   detail::Lane l;
-  const uint32_t end = p.offset + sh.width;
-  l.pos = end > 8 ? end - 8 : 0;
-  const unsigned s = 8 * (p.offset - l.pos);
+  l.pos = p.offset;
+  l.width = static_cast<uint8_t>(sh.width);
   const unsigned bits = 8 * sh.width;
   const uint64_t fmask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   const uint64_t sign = uint64_t{1} << (bits - 1);
@@ -77,7 +76,7 @@ detail::Lane make_lane(const detail::Pred& p) {
       break;
     case Op::ge: lo = vb; break;
     case Op::band:  // (field & v) != 0 on the raw bits
-      l.and_mask = v << s;
+      l.and_mask = v;
       l.lo = 0;
       l.span = 0;
       l.invert = 1;
@@ -91,10 +90,10 @@ detail::Lane make_lane(const detail::Pred& p) {
     l.invert = 1;
     return l;
   }
-  l.bias = sh.is_signed ? sign << s : 0;
-  l.and_mask = fmask << s;
-  l.lo = lo << s;
-  l.span = (hi - lo) << s;
+  l.bias = sh.is_signed ? sign : 0;
+  l.and_mask = fmask;
+  l.lo = lo;
+  l.span = hi - lo;
   return l;
 }
 
@@ -184,7 +183,7 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
   bool numeric = n <= Program::kTableMax;
   for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
   if (numeric) {
-    prog->table_min_size_ = std::max<uint32_t>(prog->min_size_, 8);
+    prog->table_min_size_ = prog->min_size_;
     uint32_t inverts = 0;
     for (uint32_t k = 0; k < n; ++k) {
       prog->lanes_.push_back(make_lane(prog->preds_[k]));

@@ -108,11 +108,17 @@ class EventDesc {
   bool has_dynamic_fields() const noexcept { return has_dynamic_; }
   const Registry& registry() const noexcept { return *registry_; }
 
-  /// Instances with this event enabled (tracepoint-style emission).
-  /// Internal to the fast path; see Instance.
-  std::atomic<const detail::Subscribers*>& subscribers_for_fast_path() const noexcept { return subscribers_; }
+  /// Instances with this event enabled (tracepoint-style emission); nullptr
+  /// when none. Internal to the fast path; see Instance. The word lives in
+  /// the descriptor, or, for an event registered by an EventDecl, in that
+  /// declaration's class-scope word (static storage), so EventDecl::enabled()
+  /// tests it with one load from a link-time address.
+  std::atomic<const detail::Subscribers*>& subscribers_for_fast_path() const noexcept { return *subscribers_word_; }
 
-  EventDesc(const Registry& registry, EventFormat format, uint32_t index, EventOrigin origin);
+  /// `subscribers_word`: where the subscriber list is published; nullptr =
+  /// the descriptor's own word. Must hold nullptr and outlive the descriptor.
+  EventDesc(const Registry& registry, EventFormat format, uint32_t index, EventOrigin origin,
+            std::atomic<const detail::Subscribers*>* subscribers_word = nullptr);
   EventDesc(const EventDesc&) = delete;
   EventDesc& operator=(const EventDesc&) = delete;
 
@@ -126,6 +132,7 @@ class EventDesc {
   bool has_dynamic_;
   EventOrigin origin_;
   mutable std::atomic<const detail::Subscribers*> subscribers_{nullptr};
+  std::atomic<const detail::Subscribers*>* subscribers_word_;  // &subscribers_ or an EventDecl's word
 };
 
 /// Splits "sys:name" (the kernel's set_event syntax). A missing ':' gives an

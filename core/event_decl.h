@@ -11,6 +11,33 @@
 //   RequestDone::emit(instance, 42, 1500, "GET", "/index.html");  // one instance
 //   RequestDone::trace(42, 1500, "GET", "/index.html");           // every instance
 //                                                                 // that enabled it
+//   TRACEPIPE_TRACE(RequestDone, id, now() - t0, m, path());      // same, and the
+//                                        // arguments are evaluated only if listened to
+//
+// Disabled cost (trace() and TRACEPIPE_TRACE): one relaxed load of the
+// declaration's class-scope subscriber word (a link-time address, constant-
+// initialised to nullptr: no guard variable) and one branch predicted not
+// taken; everything else (registration check, ReadSection, record) is in the
+// out-of-line trace_slow_path(). Invariants:
+//   (D1) The word registered_ points at is the EventDesc's subscriber word
+//        (Registry::add_declared(format, &listeners_)), so Instance::enable()
+//        publishes straight into it; no copy can go stale.
+//   (D2) If the registry already held the event (same schema registered by
+//        another declaration type or by a format file), the descriptor keeps
+//        its own word and listeners_ holds a non-null sentinel for good:
+//        enabled() is always true and trace_slow_path() reads the
+//        descriptor's word (correct, a few ns when disabled).
+//   (D3) trace_slow_path() re-reads the descriptor's word with acquire inside
+//        a ReadSection: enabled() is only a hint; a list seen there stays
+//        alive until the section ends (Instance frees it after synchronize()).
+// Registration: at static initialisation (registered_at_startup, which
+// enabled() odr-uses) or by the first desc() call. Before it, the word is
+// nullptr and no instance can subscribe through this declaration; only in
+// case (D2), during static initialisation, could a call made before the
+// registration miss an instance that enabled the other declaration's event.
+// The word has static storage; g++ marks such template statics
+// STB_GNU_UNIQUE, so a shared library holding one is never unloaded while
+// the registry points into it.
 //
 // Record layout (what the kernel's TRACE_EVENT macro would produce for the
 // same struct): the 8-byte common header, then the fields in declaration
@@ -117,6 +144,10 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
     std::memcpy(dst, src, n);
   }
 }
+
+/// Stands in EventDecl::listeners_ when the declaration's descriptor
+/// publishes into another word ((D2) in event_decl.h): non-null, never read.
+inline constexpr Subscribers kCheckDescriptorWord{};
 
 }  // namespace detail
 
@@ -294,42 +325,85 @@ struct EventDecl {
     return instance.emit_fill(desc(), record_size(v...), fill);
   }
 
+  /// True when some instance may have this event enabled: one relaxed load
+  /// of a word at a fixed address, no registration check (see (D1)-(D3) at
+  /// the top of this file). A hint: trace_slow_path() re-checks. Any thread,
+  /// signal handler included. The kernel's trace_<name>_enabled().
+  [[gnu::always_inline]] static bool enabled() noexcept {
+    (void)&registered_at_startup;
+    return listeners_.load(std::memory_order_relaxed) != nullptr;
+  }
+
   /// Emits into every instance that has the event enabled, each with its
   /// own filter (the kernel's tracepoint with one probe per instance).
-  /// Costs one load when no instance listens.
+  /// Costs one load and a branch when no instance listens; the arguments are
+  /// still converted to the field types at the call site (a `const char*`
+  /// for a Str field is strlen()ed) unless the compiler can drop that: use
+  /// TRACEPIPE_TRACE to skip argument evaluation for sure.
   [[gnu::always_inline]] static void trace(typename Fields::arg_type... v) noexcept {
-    (void)&registered_at_startup;
+    if (enabled()) [[unlikely]]
+      trace_slow_path(v...);
+  }
+
+  /// The part of trace() that runs once enabled() said yes: registers the
+  /// event if needed, then, inside a ReadSection, emits into each subscribed
+  /// instance (stage -> filter -> commit, as emit()). No allocation, lock or
+  /// system call; an unregistered thread's event is counted as a drop.
+  /// Out of line so that the disabled check inlines to two instructions; not
+  /// [[gnu::cold]], because when tracing is on this is the hot path and GCC
+  /// optimises cold functions for size. Called by TRACEPIPE_TRACE.
+  /// Mirrors include/linux/tracepoint.h: __DO_TRACE (the probe iteration).
+  [[gnu::noinline]] static void trace_slow_path(typename Fields::arg_type... v) noexcept {
     const EventDesc& d = desc();
-    if (d.subscribers_for_fast_path().load(std::memory_order_relaxed) == nullptr) [[likely]]
-      return;
-    trace_slow(d, v...);
-  }
-
-  /// Instantiated by emit()/trace(): registers the event during static
-  /// initialisation of any program that emits it.
-  static inline const EventDesc& registered_at_startup = desc();
-
- private:
-  static inline std::atomic<const EventDesc*> registered_{nullptr};
-  [[gnu::cold, gnu::noinline]] static const EventDesc& register_slow() {
-    static const EventDesc& d = Registry::global().add_declared(make_format());  // once, thread-safe
-    registered_.store(&d, std::memory_order_release);
-    return d;
-  }
-
-  static void trace_slow(const EventDesc& d, typename Fields::arg_type... v) noexcept {
+    std::atomic<const detail::Subscribers*>& word = d.subscribers_for_fast_path();
+    if (word.load(std::memory_order_relaxed) == nullptr) return;  // (D2) sentinel, or just disabled
     ThreadContext* ctx = thread_context();
     if (ctx == nullptr) [[unlikely]] {
       count_unregistered_drop();
       return;
     }
-    ReadSection rs(*ctx);  // keeps the subscriber list alive (not a nesting level)
-    const detail::Subscribers* subs = d.subscribers_for_fast_path().load(std::memory_order_acquire);
+    ReadSection rs(*ctx);  // (D3) keeps the subscriber list alive (not a nesting level)
+    const detail::Subscribers* subs = word.load(std::memory_order_acquire);
     if (subs == nullptr) return;
     const uint32_t size = record_size(v...);
     auto fill = [&](std::span<std::byte> rec) noexcept { write_fields(rec.data(), v...); };
     for (uint32_t i = 0; i < subs->count; ++i) subs->states[i]->instance->emit_to_state(*subs->states[i], size, fill);
   }
+
+  /// Instantiated by emit()/trace()/enabled(): registers the event during
+  /// static initialisation of any program that emits it.
+  static inline const EventDesc& registered_at_startup = desc();
+
+ private:
+  static inline std::atomic<const EventDesc*> registered_{nullptr};
+  // (D1) The subscriber word of the descriptor registered_ points at, unless
+  // (D2). Constant-initialised: reading it needs no guard.
+  static inline std::atomic<const detail::Subscribers*> listeners_{nullptr};
+
+  [[gnu::cold, gnu::noinline]] static const EventDesc& register_slow() {
+    static const EventDesc& d = [] () -> const EventDesc& {  // once, thread-safe
+      const EventDesc& r = Registry::global().add_declared(make_format(), &listeners_);
+      if (&r.subscribers_for_fast_path() != &listeners_)  // (D2)
+        listeners_.store(&detail::kCheckDescriptorWord, std::memory_order_relaxed);
+      return r;
+    }();
+    registered_.store(&d, std::memory_order_release);
+    return d;
+  }
 };
+
+/// Tracepoint-style emission that evaluates no argument unless some instance
+/// listens: `TRACEPIPE_TRACE(RequestDone, id, expensive(), ...)` is
+/// `if (RequestDone::enabled()) RequestDone::trace_slow_path(id, expensive(), ...)`,
+/// the disabled cost one load and a not-taken branch. `Decl` is an EventDecl
+/// type named without top-level commas (a `using` alias). A statement.
+/// Mirrors the kernel's trace_<name>() (include/linux/tracepoint.h:
+/// __DECLARE_TRACE), whose arguments are likewise evaluated only when
+/// the static key is on.
+#define TRACEPIPE_TRACE(Decl, ...)                       \
+  do {                                                   \
+    if (Decl::enabled()) [[unlikely]]                    \
+      Decl::trace_slow_path(__VA_ARGS__);                \
+  } while (0)
 
 }  // namespace tracepipe

@@ -10,8 +10,13 @@ namespace tracepipe {
 
 // ---- EventDesc ----------------------------------------------------------------
 
-EventDesc::EventDesc(const Registry& registry, EventFormat format, uint32_t index, EventOrigin origin)
-    : registry_(&registry), format_(std::move(format)), index_(index), origin_(origin) {
+EventDesc::EventDesc(const Registry& registry, EventFormat format, uint32_t index, EventOrigin origin,
+                     std::atomic<const detail::Subscribers*>* subscribers_word)
+    : registry_(&registry),
+      format_(std::move(format)),
+      index_(index),
+      origin_(origin),
+      subscribers_word_(subscribers_word != nullptr ? subscribers_word : &subscribers_) {
   full_name_ = format_.system + ":" + format_.name;
   has_dynamic_ = false;
   for (const auto* list : {&format_.common_fields, &format_.fields}) {
@@ -77,7 +82,8 @@ Registry& Registry::global() {
   return *r;
 }
 
-const EventDesc& Registry::insert_locked(EventFormat format, EventOrigin origin) {
+const EventDesc& Registry::insert_locked(EventFormat format, EventOrigin origin,
+                                        std::atomic<const detail::Subscribers*>* subscribers_word) {
   const std::string key = key_of(format.system, format.name);
   if (auto it = by_name_.find(key); it != by_name_.end()) {
     const EventDesc& old = *it->second;
@@ -95,7 +101,7 @@ const EventDesc& Registry::insert_locked(EventFormat format, EventOrigin origin)
   const uint32_t index = count_.load(std::memory_order_relaxed);
   if (index >= kMaxEvents) throw RegistryError("event " + key + ": registry is full (" +
                                                std::to_string(kMaxEvents) + " events)");
-  auto desc = std::make_unique<EventDesc>(*this, std::move(format), index, origin);
+  auto desc = std::make_unique<EventDesc>(*this, std::move(format), index, origin, subscribers_word);
   const EventDesc* d = desc.get();
   owned_.push_back(std::move(desc));
   by_name_.emplace(key, d);
@@ -126,7 +132,8 @@ std::vector<const EventDesc*> Registry::add_all(std::span<const EventFormat> for
   return out;
 }
 
-const EventDesc& Registry::add_declared(EventFormat format) {
+const EventDesc& Registry::add_declared(EventFormat format,
+                                        std::atomic<const detail::Subscribers*>* subscribers_word) {
   check_schema(format);
   std::lock_guard lk(mu_);
   if (format.id == 0) {
@@ -137,7 +144,7 @@ const EventDesc& Registry::add_declared(EventFormat format) {
       throw RegistryError("event " + format.system + ":" + format.name + ": no free event ID left");
     format.id = next_declared_id_++;
   }
-  return insert_locked(std::move(format), EventOrigin::declared);
+  return insert_locked(std::move(format), EventOrigin::declared, subscribers_word);
 }
 
 std::vector<const EventDesc*> Registry::add_format_dir(const std::filesystem::path& dir) {

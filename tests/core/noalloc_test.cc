@@ -146,7 +146,8 @@ struct Rig {
       }
       Nested::trace(i);  // tracepoint fan-out (no instance has it enabled: one load)
       Sample::trace(i, i, "fan out");  // into all five instances
-      count += 6;
+      TRACEPIPE_TRACE(Sample, i, i + 1, "macro");  // the same through the macro
+      count += 7;
       if (i % 64 == 0) {
         // Force the nested fallback: hold this thread's slot, emit, release.
         auto held = per_thread.stager_for_testing().thread_slots().try_claim(0, 8);

@@ -42,9 +42,9 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("--staging", o->staging, "tracepipe staging: per_cpu, per_thread, adaptive, off (default: core's)")
       ->group(T1);
   sub->add_option("--tp-api", o->tp_api,
-                  "tracepipe's call: trace (EventDecl::trace, tracepoint-style) or emit (EventDecl::emit into "
-                  "the instance)")
-      ->check(CLI::IsMember({"trace", "emit"}))->group(T1);
+                  "tracepipe's call: trace (TRACEPIPE_TRACE, tracepoint-style), trace-fn (EventDecl::trace) or "
+                  "emit (EventDecl::emit into the instance)")
+      ->check(CLI::IsMember({"trace", "trace-fn", "emit"}))->group(T1);
   sub->add_option("--buffer-kb", o->buffer_kb, "Buffer per CPU in the discard-mode cases, KiB (0 = one round)")
       ->group(T1);
   sub->add_option("--overwrite-kb", o->overwrite_kb, "Buffer per CPU in the overwrite case, both sides, KiB")

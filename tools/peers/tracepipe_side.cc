@@ -31,10 +31,21 @@ std::string_view comm_view(const char (&c)[16]) {
 
 /// The loops, out of line and shaped like the LTTng plugin's
 /// tp_peer_lttng_emit_loop: one call per iteration, prev_pid = i & 0x7fffffff.
-/// trace: the tracepoint-style call (every instance that enabled the event
-/// records it, each with its own filter, as lttng_ust_tracepoint() serves
-/// every session). emit: into one given instance.
+/// trace: TRACEPIPE_TRACE, the tracepoint-style macro (every instance that
+/// enabled the event records it, each with its own filter, as
+/// lttng_ust_tracepoint() serves every session; like that macro it evaluates
+/// no argument while nothing listens). trace-fn: the EventDecl::trace()
+/// function. emit: into one given instance.
 [[gnu::noinline]] void trace_loop(const tp_peer_event& ev, uint64_t n) {
+  const std::string_view prev_comm = comm_view(ev.prev_comm);
+  const std::string_view next_comm = comm_view(ev.next_comm);
+  for (uint64_t i = 0; i < n; ++i) {
+    TRACEPIPE_TRACE(PeerSwitch, prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio, ev.prev_state,
+                    next_comm, ev.next_pid, ev.next_prio);
+  }
+}
+
+[[gnu::noinline]] void trace_fn_loop(const tp_peer_event& ev, uint64_t n) {
   const std::string_view prev_comm = comm_view(ev.prev_comm);
   const std::string_view next_comm = comm_view(ev.next_comm);
   for (uint64_t i = 0; i < n; ++i) {
@@ -58,10 +69,12 @@ TracepipeSide::TracepipeSide(const std::string& staging, const std::string& api)
     : staging_(staging), event_(peer_event()) {
   if (api == "trace")
     api_ = Api::trace;
+  else if (api == "trace-fn")
+    api_ = Api::trace_fn;
   else if (api == "emit")
     api_ = Api::emit;
   else
-    throw std::invalid_argument(fmt::format("unknown tracepipe API '{}' (trace, emit)", api));
+    throw std::invalid_argument(fmt::format("unknown tracepipe API '{}' (trace, trace-fn, emit)", api));
   if (!staging.empty() && !parse_staging(staging))
     throw std::invalid_argument(
         fmt::format("unknown staging '{}' (off, per_cpu, per_thread, adaptive)", staging));
@@ -75,10 +88,10 @@ uint32_t TracepipeSide::record_size() noexcept { return PeerSwitch::fixed_size; 
 std::string TracepipeSide::description() const {
   InstanceOptions o;
   const Staging s = staging_.empty() ? o.staging : *parse_staging(staging_);
-  return fmt::format("tracepipe EventDecl::{} ({}), {}-byte record, staging {}, clock local",
-                     api_ == Api::trace ? "trace" : "emit",
-                     api_ == Api::trace ? "tracepoint-style, every instance" : "into one instance", record_size(),
-                     to_string(s));
+  const char* call = api_ == Api::trace      ? "TRACEPIPE_TRACE (tracepoint-style, every instance)"
+                     : api_ == Api::trace_fn ? "EventDecl::trace (tracepoint-style, every instance)"
+                                             : "EventDecl::emit (into one instance)";
+  return fmt::format("tracepipe {}, {}-byte record, staging {}, clock local", call, record_size(), to_string(s));
 }
 
 void TracepipeSide::begin_case(const MicroSetup& setup) {
@@ -112,10 +125,11 @@ void TracepipeSide::begin_case(const MicroSetup& setup) {
 }
 
 void TracepipeSide::emit(uint32_t /*thread*/, uint64_t n) {
-  if (api_ == Api::trace)
-    trace_loop(event_, n);
-  else
-    emit_loop(*instance_, event_, n);
+  switch (api_) {
+    case Api::trace: trace_loop(event_, n); break;
+    case Api::trace_fn: trace_fn_loop(event_, n); break;
+    case Api::emit: emit_loop(*instance_, event_, n); break;
+  }
 }
 
 void TracepipeSide::after_round() {

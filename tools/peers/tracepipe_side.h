@@ -1,9 +1,10 @@
 #pragma once
 // tracepipe as side A of table 1: the same sched_switch-like event
 // (tools/peers/lttng_plugin/peer_plugin.h) declared with EventDecl and fired
-// with EventDecl::trace() (the tracepoint-style call, the analogue of
-// lttng_ust_tracepoint(); default) or EventDecl::emit(instance) (--tp-api
-// emit), recorded by a fresh Instance per case:
+// with TRACEPIPE_TRACE (the tracepoint-style macro, the analogue of
+// lttng_ust_tracepoint(); default), the EventDecl::trace() function
+// (--tp-api trace-fn) or EventDecl::emit(instance) (--tp-api emit), recorded
+// by a fresh Instance per case:
 //   disabled     the event is registered, not enabled in the instance
 //   enabled      enabled, no filter, drop-newest buffer
 //   reject-int   filter `prev_pid < 0`
@@ -28,7 +29,8 @@ namespace tracepipe::tools::peers {
 class TracepipeSide final : public MicroSide {
  public:
   /// `staging`: a core/instance_options.h Staging name, "" for the default.
-  /// `api`: "trace" (EventDecl::trace) or "emit" (EventDecl::emit).
+  /// `api`: "trace" (TRACEPIPE_TRACE), "trace-fn" (EventDecl::trace) or
+  /// "emit" (EventDecl::emit).
   /// Throws std::invalid_argument for an unknown name.
   TracepipeSide(const std::string& staging, const std::string& api);
   ~TracepipeSide() override;
@@ -45,7 +47,7 @@ class TracepipeSide final : public MicroSide {
   static uint32_t record_size() noexcept;
 
  private:
-  enum class Api : uint8_t { trace, emit };
+  enum class Api : uint8_t { trace, trace_fn, emit };
   Api api_ = Api::trace;
   std::string staging_;
   MicroSetup setup_;

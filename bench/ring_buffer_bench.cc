@@ -55,16 +55,19 @@ struct Mono : FunctionClock {
 
 constexpr RingBufferConfig kConfig{.cpus = 2};  // kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers
 
+// Writers: Any = any_cpu (locked 16-byte CAS), Local = cpu_local (rseq).
+constexpr auto Any = Writers::any_cpu;
+constexpr auto Local = Writers::cpu_local;
+
 // One buffer per instantiation, shared by the threads of a run (each thread
 // writes its own CPU, or CPU 0 when `shared`).
-template <OverflowMode M, class Clock>
-RingBuffer<M, Clock>& buffer() {
-  static auto* rb = new RingBuffer<M, Clock>(kConfig, Clock{});
+template <OverflowMode M, class Clock, Writers W = Any>
+RingBuffer<M, Clock, NoHooks, W>& buffer() {
+  static auto* rb = new RingBuffer<M, Clock, NoHooks, W>(kConfig, Clock{});
   return *rb;
 }
 
-template <OverflowMode M, class Clock>
-[[gnu::noinline]] void drain(benchmark::State& state, RingBuffer<M, Clock>& rb, uint32_t cpu) {
+[[gnu::noinline]] void drain(benchmark::State& state, RingBufferBase& rb, uint32_t cpu) {
   state.PauseTiming();
   ConsumingReader reader(rb, cpu);
   while (reader.next()) {
@@ -72,17 +75,17 @@ template <OverflowMode M, class Clock>
   state.ResumeTiming();
 }
 
-template <OverflowMode M, class Clock, uint32_t Len, bool Shared = false>
+template <OverflowMode M, class Clock, uint32_t Len, Writers W = Any, bool Shared = false>
 void BM_ReserveCommit(benchmark::State& state) {
   pin_to_cpu(state.thread_index());
-  auto& rb = buffer<M, Clock>();
+  auto& rb = buffer<M, Clock, W>();
   const uint32_t cpu = Shared ? 0 : static_cast<uint32_t>(state.thread_index()) % rb.cpus();
   alignas(64) std::byte src[Len];
   std::memset(src, 0x5a, Len);
   for (auto _ : state) {
     Reservation r = rb.reserve(cpu, Len);
     if (!r) [[unlikely]] {
-      if constexpr (M == OverflowMode::drop_newest) drain(state, rb, cpu);
+      if constexpr (M == OverflowMode::drop_newest) drain(state, rb, r.cpu());
       continue;
     }
     std::memcpy(r.payload().data(), src, Len);
@@ -92,10 +95,10 @@ void BM_ReserveCommit(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * Len);
 }
 
-template <OverflowMode M>
+template <OverflowMode M, Writers W = Any>
 void BM_DiscardReclaim(benchmark::State& state) {
   pin_to_cpu(state.thread_index());
-  auto& rb = buffer<M, NullClock>();
+  auto& rb = buffer<M, NullClock, W>();
   const uint32_t cpu = static_cast<uint32_t>(state.thread_index()) % rb.cpus();
   for (auto _ : state) {
     Reservation r = rb.reserve(cpu, 64);
@@ -105,10 +108,10 @@ void BM_DiscardReclaim(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-template <OverflowMode M>
+template <OverflowMode M, Writers W = Any>
 void BM_DiscardPadding(benchmark::State& state) {
   pin_to_cpu(state.thread_index());
-  auto& rb = buffer<M, NullClock>();
+  auto& rb = buffer<M, NullClock, W>();
   const uint32_t cpu = static_cast<uint32_t>(state.thread_index()) % rb.cpus();
   for (auto _ : state) {
     Reservation a = rb.reserve(cpu, 64);
@@ -116,7 +119,7 @@ void BM_DiscardPadding(benchmark::State& state) {
     if (!a || !b) [[unlikely]] {
       rb.discard(b);
       rb.discard(a);
-      if constexpr (M == OverflowMode::drop_newest) drain(state, rb, cpu);
+      if constexpr (M == OverflowMode::drop_newest) drain(state, rb, a.cpu());
       continue;
     }
     rb.commit(b);
@@ -148,6 +151,8 @@ constexpr auto DN = OverflowMode::drop_newest;
 
 #define TP_RC(mode, clock, len) \
   BENCHMARK_TEMPLATE(BM_ReserveCommit, mode, clock, len)->MinTime(0.2)
+#define TP_RCL(mode, clock, len) \
+  BENCHMARK_TEMPLATE(BM_ReserveCommit, mode, clock, len, Local)->MinTime(0.2)
 
 TP_RC(OW, NullClock, 16);
 TP_RC(DN, NullClock, 16);
@@ -170,8 +175,25 @@ TP_RC(OW, NullClock, 64)->Threads(2);
 TP_RC(DN, NullClock, 64)->Threads(2);
 TP_RC(OW, TscClock, 64)->Threads(2);
 TP_RC(DN, TscClock, 64)->Threads(2);
-BENCHMARK_TEMPLATE(BM_ReserveCommit, OW, TscClock, 64, true)->MinTime(0.2)->Threads(2);
-BENCHMARK_TEMPLATE(BM_ReserveCommit, DN, TscClock, 64, true)->MinTime(0.2)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, OW, TscClock, 64, Any, true)->MinTime(0.2)->Threads(2);
+BENCHMARK_TEMPLATE(BM_ReserveCommit, DN, TscClock, 64, Any, true)->MinTime(0.2)->Threads(2);
+// cpu_local writers (rseq, no locked instruction): what the core's instances use.
+TP_RCL(OW, NullClock, 16);
+TP_RCL(DN, NullClock, 16);
+TP_RCL(OW, NullClock, 64);
+TP_RCL(DN, NullClock, 64);
+TP_RCL(OW, NullClock, 256);
+TP_RCL(DN, NullClock, 256);
+TP_RCL(OW, TscClock, 64);
+TP_RCL(DN, TscClock, 64);
+TP_RCL(OW, NullClock, 64)->Threads(2);
+TP_RCL(DN, NullClock, 64)->Threads(2);
+TP_RCL(OW, TscClock, 64)->Threads(2);
+TP_RCL(DN, TscClock, 64)->Threads(2);
+BENCHMARK_TEMPLATE(BM_DiscardReclaim, OW, Local)->MinTime(0.2)->Threads(1);
+BENCHMARK_TEMPLATE(BM_DiscardReclaim, DN, Local)->MinTime(0.2)->Threads(1);
+BENCHMARK_TEMPLATE(BM_DiscardPadding, OW, Local)->MinTime(0.2)->Threads(1);
+BENCHMARK_TEMPLATE(BM_DiscardPadding, DN, Local)->MinTime(0.2)->Threads(1);
 
 BENCHMARK_TEMPLATE(BM_DiscardReclaim, OW)->MinTime(0.2)->Threads(1)->Threads(2);
 BENCHMARK_TEMPLATE(BM_DiscardReclaim, DN)->MinTime(0.2)->Threads(1)->Threads(2);

@@ -82,11 +82,23 @@ void RingBufferBase::release() noexcept {
 
 void RingBufferBase::pause() noexcept {
   paused_.store(true, std::memory_order_release);
-  for (uint32_t c = 0; c < ncpu_; ++c) {
-    detail::CpuBuffer& cb = cpus_[c];
-    uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
-    while ((pos & detail::kPausedBit) == 0 && !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
+  // cpu_local writers store the tail without a lock (rseq.h): a section that
+  // compared before our CAS could still store over the PAUSED bit. After
+  // rseq_fence() every such section has finished or restarted (and will see
+  // the bit), so one more look at every tail settles it; a bit lost anyway is
+  // set again and the fence repeated.
+  for (bool again = true; again;) {
+    again = false;
+    for (uint32_t c = 0; c < ncpu_; ++c) {
+      detail::CpuBuffer& cb = cpus_[c];
+      uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
+      while ((pos & detail::kPausedBit) == 0 && !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
+      }
     }
+    if (!fence_on_pause_) break;
+    (void)detail::rseq_fence();
+    for (uint32_t c = 0; c < ncpu_; ++c)
+      if ((detail::load_relaxed(cpus_[c].tail.pos) & detail::kPausedBit) == 0) again = true;
   }
 }
 
@@ -152,18 +164,21 @@ namespace detail {
 
 namespace {
 
-// Moves a LIVE position (word w, which has no pins) to PREPARING, zeroes the
-// used part of its sub-buffer [0, used) and frees it. False when w changed.
-// The FREE word keeps the lap (ABA protection): only a switcher whose view
-// of the tail is current (it wants lap + 1) can claim it.
+// Moves a LIVE position from exactly word w to PREPARING, zeroes the used
+// part of its sub-buffer [0, used) and frees it. False when the word is no
+// longer w. w has no pins (free_consumed) or exactly one, the caller's own
+// (recycle_overwrite): nobody else can be reading the sub-buffer, and the
+// caller's pin is dropped by this same CAS. The FREE word keeps the lap (ABA
+// protection): only a switcher whose view of the tail is current (it wants
+// lap + 1) can claim it.
 bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[idx];
   if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0), std::memory_order_acq_rel))
     return false;
-  // Zeroed with relaxed atomic 8-byte stores, not memset: another recycler
-  // that lost the CAS above may still be walking this sub-buffer's header
-  // words (atomic loads); its CAS fails and it discards what it saw, but the
-  // accesses must not be a data race.
+  // Relaxed atomic 8-byte stores, not memset: walkers load header words
+  // atomically, and a walker that looked at the position word before our
+  // CAS (a reader whose pin then failed) does not touch the page, but the
+  // stores stay atomic so that no interleaving is a data race.
   const uint64_t n = ((used < cb.subbuf_size ? used : cb.subbuf_size) + 7) / 8;
   auto* p = reinterpret_cast<uint64_t*>(cb.page(idx));
   for (uint64_t i = 0; i < n; ++i) __atomic_store_n(p + i, uint64_t{0}, __ATOMIC_RELAXED);
@@ -179,24 +194,43 @@ uint64_t used_bytes(const WalkResult& r) noexcept { return r.stop == Stop::end ?
 Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcept {
   const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
   if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::stale;
-  if (pw_pins(w) != 0) return Recycle::pinned;
+  if (pw_pins(w) != 0) return Recycle::pinned;  // a reader is copying: do not even try
+  // Pin it before the walk (I3): a consuming reader that finished it
+  // (free_consumed) or another recycler cannot zero and reuse it under the
+  // walk, which would make our header loads race with a new writer's
+  // payload stores.
+  const std::optional<uint64_t> pinned = pin(cb, idx, old_lap);
+  if (!pinned) return Recycle::raced;  // no longer LIVE(old_lap): the caller looks again
+  const uint64_t p = *pinned;
+  if (pw_pins(p) != 1) {  // someone else (a reader, another recycler) holds it too
+    unpin(cb, idx);
+    return Recycle::pinned;
+  }
   // The sub-buffer was written a whole lap ago: it is cold. The walk below
   // chases one header to the next (a chain of dependent loads), and the
-  // memset after it touches every line anyway, so fetch the lines first, in
+  // zeroing after it touches every line anyway, so fetch the lines first, in
   // parallel, with write intent.
   const std::byte* page = cb.page(idx);
   const uint64_t ahead = cb.subbuf_size < 8192 ? cb.subbuf_size : 8192;
-  for (uint64_t o = pw_read_off(w) & ~uint64_t{63}; o < ahead; o += 64) __builtin_prefetch(page + o, 1, 3);
+  for (uint64_t o = pw_read_off(p) & ~uint64_t{63}; o < ahead; o += 64) __builtin_prefetch(page + o, 1, 3);
   // Every record must be committed (I3); count those after read_off.
   uint64_t unread = 0;
-  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(w), [&](uint64_t off, uint32_t word, const RecordHeader*) {
+  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(p), [&](uint64_t off, uint32_t word, const RecordHeader*) {
     if (off + 8192 < cb.subbuf_size) __builtin_prefetch(page + off + 8192, 1, 3);  // large sub-buffers
     unread += word_kind(word) == kKindData;
   });
-  if (r.stop == Stop::uncommitted) return Recycle::pending;
+  if (r.stop == Stop::uncommitted) {
+    unpin(cb, idx);
+    return Recycle::pending;
+  }
   // Bytes before read_off were walked by the reader; zero from 0 to the end.
-  uint64_t used = used_bytes(r);
-  if (!zero_and_free(cb, idx, w, used)) return Recycle::raced;
+  // The CAS is from exactly "pinned once, by us" at the read_off we walked
+  // from: a reader that pinned meanwhile, or consumed records (read_off moved;
+  // they are counted read, not overrun), makes it fail.
+  if (!zero_and_free(cb, idx, p, used_bytes(r))) {
+    unpin(cb, idx);
+    return Recycle::raced;
+  }
   cb.overrun.fetch_add(unread, std::memory_order_relaxed);
   return Recycle::recycled;
 }
@@ -215,5 +249,7 @@ Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept {
 
 template class RingBuffer<OverflowMode::overwrite>;
 template class RingBuffer<OverflowMode::drop_newest>;
+template class RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>;
+template class RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>;
 
 }  // namespace tracepipe::buffers

@@ -27,13 +27,20 @@
 //
 // ══ Sub-buffer (position) states, and who moves them ═════════════════════════
 //   FREE(lap-1) ──(writer switching into it, CAS; before the tail CAS)───▶ LIVE(lap)
-//   LIVE ──(reader: pins +1 / -1, read_off forward; CAS)─────────────────▶ LIVE
-//   LIVE, closed, every record committed, pins == 0
-//        ──(overwrite writer recycling it: counts its unread records as overrun)
-//        ──(anyone, when read_off == S: fully consumed)──────────────────▶ PREPARING
-//   PREPARING(lap) ──(the same party: memset 0, release-store)───────────▶ FREE(lap)
+//   LIVE ──(pins +1 / -1: readers and recyclers; read_off forward: readers
+//           only, while pinned; each a CAS or fetch_add/sub)─────────────▶ LIVE
+//   LIVE{pins 1, read_off r}, closed, every record after r committed
+//        ──(overwrite writer recycling it: pin from 0 to 1, walk from r,
+//           then CAS from exactly that word; counts the records after r as
+//           overrun; any other outcome: unpin)──────────────────────────▶ PREPARING
+//   LIVE{pins 0, read_off S} ──(anyone: fully consumed)──────────────────▶ PREPARING
+//   PREPARING(lap) ──(the same party: zero, release-store)───────────────▶ FREE(lap)
 //   "closed": the tail has left the sub-buffer. Every transition is a CAS on
 //   the whole word and checks the lap, so a party with a stale view fails.
+//   Nobody walks a sub-buffer without a pin (readers, stats(), recyclers), so
+//   no walk overlaps its zeroing or a new lap's writers: the recycler's CAS
+//   from "pins 1" proves that its pin was the only one when it walked, and a
+//   reader that pins or consumes (moves read_off) meanwhile makes it fail.
 //
 //   ABA protection: the lap is in the word in EVERY phase, FREE included
 //   (FREE(L) = "zeroed, last held lap L"; before first use lap -1 mod 2^20).
@@ -60,8 +67,9 @@
 //     the payload. Readers stop at the first zero word (an uncommitted record,
 //     or the end of what is reserved): records become visible in buffer order.
 //  I3 No tear: a sub-buffer is zeroed or reused only from PREPARING, entered by
-//     a CAS from LIVE with pins == 0 after a walk found every record committed
-//     (and an END word). A stalled writer's zero header therefore blocks the
+//     a CAS from LIVE whose only pin is the recycler's own, taken before its
+//     walk found every record committed (and an END word), or from LIVE with
+//     no pin when fully consumed (read_off == S). A stalled writer's zero header therefore blocks the
 //     recycling of its sub-buffer; an overwrite writer that needs it drops its
 //     own record (commit_overrun) instead of tearing the stalled one. (Why
 //     it does not skip over it: docs/buffers.md, "Known limits".)
@@ -69,7 +77,7 @@
 //     (counted by cause at the failure), a discard (counted by discard()), or
 //     a committed record, which is counted exactly once later: as read (the
 //     reader's CAS that moves read_off over it), as overrun (the recycler's CAS
-//     LIVE{read_off} → PREPARING counts the records after read_off), or it is
+//     LIVE{pins 1, read_off} → PREPARING counts the records after read_off), or it is
 //     still buffered (entries). Hence
 //        written = read + overrun + lost + discarded + entries (+ in flight).
 //  I5 Time order: stamps are non-decreasing in buffer order on each CPU (proof
@@ -111,7 +119,7 @@
 //  (S1) the record does not fit: make the next position LIVE(lap): claim it
 //       if FREE(lap-1) (any other FREE lap: our view is stale, retry); if it
 //       still holds the previous lap, recycle it (overwrite:
-//       only if every record in it is committed and no reader pins it; else
+//       only if every record in it is committed and no one else pins it; else
 //       drop our record: commit_overrun / busy) or, drop-newest, free it only
 //       if fully consumed (else lost_full).
 //  (S2) CAS16 the tail from {old sub-buffer, off} to {next, our stride}, with
@@ -144,6 +152,7 @@
 
 #include "buffers/cpu_buffer.h"
 #include "buffers/record.h"
+#include "buffers/rseq.h"
 #include "buffers/stats.h"
 
 namespace tracepipe::buffers {
@@ -202,7 +211,19 @@ struct NoHooks {
   [[gnu::always_inline]] constexpr void operator()(Step, uint32_t /*cpu*/) const noexcept {}
 };
 
-template <OverflowMode M, class Clock, class Hooks>
+/// Who may write a CPU's buffer; fixed at compile time (RingBuffer's W).
+enum class Writers : uint8_t {
+  /// Any thread may reserve in any CPU's buffer (replay writes recorded CPUs
+  /// from worker threads): the tail moves by a locked 16-byte CAS.
+  any_cpu,
+  /// A writer always reserves in the buffer of the CPU it runs on (the
+  /// kernel's model; reserve()'s cpu argument is ignored): the tail moves by
+  /// a restartable sequence, no locked instruction (buffers/rseq.h). Needs
+  /// detail::rseq_usable(); the constructor throws ConfigError otherwise.
+  cpu_local,
+};
+
+template <OverflowMode M, class Clock, class Hooks, Writers W>
 class RingBuffer;
 
 /// A reserved record: fill payload(), then pass it exactly once to commit()
@@ -222,7 +243,7 @@ class Reservation {
   ReserveError error() const noexcept { return err_; }
 
  private:
-  template <OverflowMode, class, class>
+  template <OverflowMode, class, class, Writers>
   friend class RingBuffer;
   Reservation(detail::RecordHeader* h, detail::CpuBuffer* cb, uint64_t pos, uint32_t len) noexcept
       : hdr_(h), cb_(cb), pos_(pos), len_(len), cpu_(cb->cpu) {}
@@ -264,6 +285,8 @@ class RingBufferBase {
   /// Restarts output. Mirrors ring_buffer_record_on.
   void resume() noexcept;
   bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
+  /// True for Writers::cpu_local buffers.
+  bool cpu_local() const noexcept { return fence_on_pause_; }
 
   /// Accounting of one CPU (zeroed CpuStats for a bad cpu). Walks the
   /// buffered records (entries, bytes, stamps): O(buffer), not for hot paths.
@@ -284,6 +307,7 @@ class RingBufferBase {
   size_t subbuf_size_ = 0;
   OverflowMode mode_;
   std::atomic<bool> paused_{false};
+  bool fence_on_pause_ = false;  // cpu_local writers: pause() must abort their sections (rseq.h)
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
 };
 
@@ -292,22 +316,37 @@ class RingBufferBase {
 /// out-of-line sub-buffer switch). Clock: the trace-clock policy
 /// (FunctionClock holds a ClockFn; NullClock reads none; any type with
 /// `uint64_t operator()() const noexcept` may be inlined). Hooks: test hooks.
-/// Explicitly instantiated for both modes with the default Clock and Hooks.
+/// W: who may write which CPU's buffer (Writers). Explicitly instantiated
+/// for both modes and both Writers with the default Clock and Hooks.
 ///
 /// Thread-safety: reserve/commit/discard/write may be called from any number
-/// of threads and signal handlers at once, for any cpu; they are lock-free,
+/// of threads and signal handlers at once, for any cpu (cpu_local: each on
+/// the CPU it runs on); they are lock-free,
 /// allocate nothing and make no system call, not even to wake a reader
 /// blocked in ConsumingReader::wait() (that one polls every
 /// kWaitPollInterval = 1 ms instead; see readers.h).
-template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks>
+template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks, Writers W = Writers::any_cpu>
 class RingBuffer : public RingBufferBase {
  public:
   static constexpr OverflowMode kMode = M;
+  static constexpr Writers kWriters = W;
 
+  /// Throws ConfigError for a bad config, or for cpu_local writers when
+  /// detail::rseq_usable() is false.
   explicit RingBuffer(const RingBufferConfig& cfg, Clock clock = Clock{}, Hooks hooks = Hooks{})
-      : RingBufferBase(cfg, M), clock_(clock), hooks_(hooks) {}
+      : RingBufferBase(cfg, M), clock_(clock), hooks_(hooks) {
+    if constexpr (W == Writers::cpu_local) {
+#if !defined(__SANITIZE_THREAD__)
+      if (!detail::rseq_usable())
+        throw ConfigError("ring buffer: cpu_local writers need rseq (glibc >= 2.35, not disabled by "
+                          "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
+      fence_on_pause_ = true;
+#endif
+    }
+  }
 
-  /// Reserves a record of payload_len bytes in CPU `cpu`'s buffer and stamps
+  /// Reserves a record of payload_len bytes in CPU `cpu`'s buffer (cpu_local:
+  /// the buffer of the CPU the caller runs on; `cpu` is ignored) and stamps
   /// it. Returns an empty Reservation when the CPU is unknown, the record is
   /// larger than max_payload(), output is paused, the buffer is full
   /// (drop-newest), or the sub-buffer to recycle is busy or has a pending
@@ -341,6 +380,28 @@ class RingBuffer : public RingBufferBase {
                                                         uint64_t last) noexcept;
   [[gnu::noinline]] void discard_slow(const Reservation& r) noexcept;
   [[gnu::noinline, gnu::cold]] Reservation fail_bad_cpu(uint32_t cpu) noexcept;
+  /// (C): the tail's compare-and-swap: a locked CAS16 (any_cpu, and under
+  /// ThreadSanitizer) or a restartable sequence on cb's CPU (cpu_local). On
+  /// failure {pos, last} hold the tail's current value.
+  [[gnu::always_inline]] static detail::LocalCas tail_cas(detail::CpuBuffer& cb, uint64_t& pos, uint64_t& last,
+                                                          uint64_t npos, uint64_t nts) noexcept {
+#if !defined(__SANITIZE_THREAD__)
+    if constexpr (W == Writers::cpu_local) {
+      const detail::LocalCas r = detail::cas16_local(&cb.tail, cb.cpu, pos, last, npos, nts);
+      if (r != detail::LocalCas::ok) [[unlikely]] {
+        pos = detail::load_relaxed(cb.tail.pos);
+        last = detail::load_relaxed(cb.tail.ts);
+      }
+      return r;
+    }
+#endif
+    return detail::cas16(&cb.tail, pos, last, npos, nts) ? detail::LocalCas::ok : detail::LocalCas::changed;
+  }
+  /// cpu_local: the CPU the caller runs on (as uint32_t; huge when the thread has no rseq area).
+  [[gnu::always_inline]] static uint32_t writer_cpu(uint32_t cpu) noexcept {
+    if constexpr (W == Writers::cpu_local) return static_cast<uint32_t>(detail::rseq_cpu());
+    return cpu;
+  }
 
   [[no_unique_address]] Clock clock_;
   [[no_unique_address]] Hooks hooks_;
@@ -348,41 +409,51 @@ class RingBuffer : public RingBufferBase {
 
 // ── Fast path ──────────────────────────────────────────────────────────────
 
-template <OverflowMode M, class Clock, class Hooks>
-inline Reservation RingBuffer<M, Clock, Hooks>::reserve(uint32_t cpu, uint32_t payload_len) noexcept {
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_t payload_len) noexcept {
+  cpu = writer_cpu(cpu);
   if (cpu >= ncpu_) [[unlikely]]
     return fail_bad_cpu(cpu);
-  detail::CpuBuffer& cb = cpus_[cpu];
+  detail::CpuBuffer* cb = &cpus_[cpu];
   const uint64_t stride = detail::stride_for(payload_len);
-  uint64_t pos = detail::load_relaxed(cb.tail.pos);  // (A)
-  uint64_t last = detail::load_relaxed(cb.tail.ts);
+  uint64_t pos = detail::load_relaxed(cb->tail.pos);  // (A)
+  uint64_t last = detail::load_relaxed(cb->tail.ts);
   hooks_(Step::loaded, cpu);
   for (;;) {
     const uint64_t off = detail::tail_off(pos);
-    if (off + stride > cb.subbuf_size) [[unlikely]]
-      return reserve_slow(cb, payload_len, pos, last);
+    if (off + stride > cb->subbuf_size) [[unlikely]]
+      return reserve_slow(*cb, payload_len, pos, last);
     const uint64_t now = clock_();  // (B)
     const uint64_t ts = now > last ? now : last;
     hooks_(Step::clocked, cpu);
-    if (detail::cas16(&cb.tail, pos, last, pos + stride, ts)) [[likely]] {  // (C)
-      auto* h = reinterpret_cast<detail::RecordHeader*>(cb.page(detail::tail_idx(pos)) + off);
+    const detail::LocalCas r = tail_cas(*cb, pos, last, pos + stride, ts);  // (C)
+    if (r == detail::LocalCas::ok) [[likely]] {
+      auto* h = reinterpret_cast<detail::RecordHeader*>(cb->page(detail::tail_idx(pos)) + off);
       h->ts = ts;  // (D)
       hooks_(Step::reserved, cpu);
-      return Reservation(h, &cb, pos, payload_len);
+      return Reservation(h, cb, pos, payload_len);
+    }
+    if (r == detail::LocalCas::migrated) {  // cpu_local only: follow the thread to its CPU
+      cpu = writer_cpu(cpu);
+      if (cpu >= ncpu_) [[unlikely]]
+        return fail_bad_cpu(cpu);
+      cb = &cpus_[cpu];
+      pos = detail::load_relaxed(cb->tail.pos);
+      last = detail::load_relaxed(cb->tail.ts);
     }
   }
 }
 
-template <OverflowMode M, class Clock, class Hooks>
-inline void RingBuffer<M, Clock, Hooks>::commit(const Reservation& r) noexcept {
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+inline void RingBuffer<M, Clock, Hooks, W>::commit(const Reservation& r) noexcept {
   if (r.hdr_ == nullptr) [[unlikely]]
     return;
   std::atomic_ref<uint32_t>(r.hdr_->word)
       .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)
 }
 
-template <OverflowMode M, class Clock, class Hooks>
-inline bool RingBuffer<M, Clock, Hooks>::write(uint32_t cpu, std::span<const std::byte> payload) noexcept {
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+inline bool RingBuffer<M, Clock, Hooks, W>::write(uint32_t cpu, std::span<const std::byte> payload) noexcept {
   const uint32_t len = payload.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(payload.size());
   Reservation r = reserve(cpu, len);
   if (!r) [[unlikely]]

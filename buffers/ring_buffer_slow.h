@@ -75,14 +75,14 @@ template <OverflowMode M>
 
 }  // namespace detail
 
-template <OverflowMode M, class Clock, class Hooks>
-Reservation RingBuffer<M, Clock, Hooks>::fail_bad_cpu(uint32_t cpu) noexcept {
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+Reservation RingBuffer<M, Clock, Hooks, W>::fail_bad_cpu(uint32_t cpu) noexcept {
   lost_bad_cpu_.fetch_add(1, std::memory_order_relaxed);
   return Reservation(ReserveError::bad_cpu, cpu);
 }
 
-template <OverflowMode M, class Clock, class Hooks>
-Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
                                                       uint64_t last) noexcept {
   using namespace detail;
   const uint64_t stride = stride_for(len);
@@ -103,12 +103,14 @@ Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uin
       const uint64_t now = clock_();  // (B)
       const uint64_t ts = now > last ? now : last;
       hooks_(Step::clocked, cb.cpu);
-      if (cas16(&cb.tail, pos, last, pos + stride, ts)) {  // (C)
+      const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
+      if (r == LocalCas::ok) {
         auto* h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);
         h->ts = ts;  // (D)
         hooks_(Step::reserved, cb.cpu);
         return Reservation(h, &cb, pos, len);
       }
+      if (r == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
       continue;
     }
     // (S1) The record does not fit: the next position must be LIVE(nlap).
@@ -133,7 +135,9 @@ Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uin
     const uint64_t now = clock_();
     const uint64_t ts = now > last ? now : last;
     const uint64_t npos = make_tail(nlap, nidx, 0);
-    if (!cas16(&cb.tail, pos, last, npos + stride, ts)) continue;  // tail changed: look again
+    const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
+    if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
+    if (sw != LocalCas::ok) continue;  // tail changed: look again
     hooks_(Step::switched, cb.cpu);
     // (S3) Close the sub-buffer we left. Until this END word is written the
     // left sub-buffer reads as having a pending record (I3), so nobody
@@ -162,8 +166,8 @@ Reservation RingBuffer<M, Clock, Hooks>::reserve_slow(detail::CpuBuffer& cb, uin
   }
 }
 
-template <OverflowMode M, class Clock, class Hooks>
-void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+void RingBuffer<M, Clock, Hooks, W>::discard_slow(const Reservation& r) noexcept {
   using namespace detail;
   CpuBuffer& cb = *r.cb_;
   const uint64_t stride = stride_for(r.len_);
@@ -182,10 +186,13 @@ void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
       zeroed = true;
     }
     hooks_(Step::reclaiming, cb.cpu);
-    if (cas16(&cb.tail, pos, ts, start, ts)) {  // keeps the stamp: I5
+    const LocalCas r = tail_cas(cb, pos, ts, start, ts);  // keeps the stamp: I5
+    if (r == LocalCas::ok) {
       cb.reclaimed.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    // cpu_local, and we run on another CPU now: only padding is possible.
+    if (r == LocalCas::migrated && static_cast<uint32_t>(rseq_cpu()) != cb.cpu) break;
   }
   // Someone reserved after us: leave padding of our length.
   std::atomic_ref<uint32_t>(r.hdr_->word).store(make_word(kKindPadding, r.len_), std::memory_order_release);
@@ -194,5 +201,7 @@ void RingBuffer<M, Clock, Hooks>::discard_slow(const Reservation& r) noexcept {
 
 extern template class RingBuffer<OverflowMode::overwrite>;
 extern template class RingBuffer<OverflowMode::drop_newest>;
+extern template class RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>;
+extern template class RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>;
 
 }  // namespace tracepipe::buffers

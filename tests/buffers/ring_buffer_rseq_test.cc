@@ -1,0 +1,326 @@
+// cpu_local writers (buffers/rseq.h): the restartable-sequence CAS, records
+// landing in the buffer of the writer's CPU, nested writers forced between
+// the steps, pause() against spinning writers, and a stress run with
+// migrating threads and signal handlers (conservation, no torn record,
+// stamps never go back). Label "concurrency". Under ThreadSanitizer the
+// cpu_local buffer uses the locked CAS (the sanitizer cannot follow rseq), so
+// these tests then check that fallback.
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <functional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "buffer_test_util.h"
+#include "test_support.h"
+
+using namespace tp_buffers_test;
+
+namespace {
+
+constexpr Writers Local = Writers::cpu_local;
+template <OverflowMode M, class Hooks = NoHooks>
+using LocalRB = RingBuffer<M, FunctionClock, Hooks, Local>;
+
+uint32_t online_cpus() { return static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))); }
+
+bool pin_to(uint32_t cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  return sched_setaffinity(0, sizeof s, &s) == 0;
+}
+void unpin() {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  for (uint32_t c = 0; c < CPU_SETSIZE && c < 1024; ++c) CPU_SET(c, &s);
+  sched_setaffinity(0, sizeof s, &s);
+}
+
+void require_rseq() {
+#if !defined(__SANITIZE_THREAD__)
+  if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable on this machine");
+#endif
+}
+
+RingBufferConfig config_for_all_cpus(size_t size, size_t subbuf) {
+  return RingBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)),
+                          .size_per_cpu = size,
+                          .subbuf_size = subbuf};
+}
+
+// Runs nest->at_step once, at the first outer occurrence of nest->step.
+struct Nest {
+  Step step = Step::clocked;
+  std::function<void()> fn;
+  int depth = 0;
+};
+struct TestHooks {
+  Nest* nest = nullptr;
+  void operator()(Step s, uint32_t) const noexcept {
+    if (nest == nullptr || !nest->fn || nest->depth != 0 || s != nest->step) return;
+    ++nest->depth;
+    auto f = std::move(nest->fn);
+    nest->fn = nullptr;
+    f();
+    --nest->depth;
+  }
+};
+
+}  // namespace
+
+#if !defined(__SANITIZE_THREAD__)
+TEST_CASE("rseq: cas16_local stores only on its CPU and only over the expected value", "[buffers][rseq]") {
+  require_rseq();
+  const uint32_t n = online_cpus();
+  REQUIRE(pin_to(0));
+  detail::TailWord t{100, 7};
+  CHECK(detail::cas16_local(&t, 0, 100, 7, 180, 9) == detail::LocalCas::ok);
+  CHECK(t.pos == 180);
+  CHECK(t.ts == 9);
+  CHECK(detail::cas16_local(&t, 0, 100, 9, 260, 10) == detail::LocalCas::changed);  // pos differs
+  CHECK(detail::cas16_local(&t, 0, 180, 8, 260, 10) == detail::LocalCas::changed);  // ts differs
+  CHECK(t.pos == 180);
+  CHECK(t.ts == 9);
+  if (n > 1) {
+    CHECK(detail::cas16_local(&t, 1, 180, 9, 260, 10) == detail::LocalCas::migrated);  // not on CPU 1
+    CHECK(t.pos == 180);
+  }
+  unpin();
+}
+#endif
+
+TEST_CASE("rseq: a cpu_local writer's record lands in the buffer of the CPU it runs on", "[buffers][rseq]") {
+  require_rseq();
+  const uint32_t n = online_cpus();
+  LocalRB<OverflowMode::drop_newest> rb(config_for_all_cpus(8192, 1024));
+  for (uint32_t cpu = 0; cpu < n && cpu < 4; ++cpu) {
+    REQUIRE(pin_to(cpu));
+    // The cpu argument is ignored: the writer's own CPU decides.
+    const uint32_t other = (cpu + 1) % rb.cpus();
+    Reservation r = rb.reserve(other, 24);
+    REQUIRE(r);
+    CHECK(r.cpu() == cpu);
+    std::memset(r.payload().data(), 0x40 + static_cast<int>(cpu), 24);
+    rb.commit(r);
+    ConsumingReader rd(rb, cpu);
+    auto got = drain(rd);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].tag == 0x40 + cpu);
+    CHECK(got[0].uniform);
+  }
+  unpin();
+}
+
+TEST_CASE("rseq: a writer nested between the load and the CAS lands first; reclaim and padding still work",
+          "[buffers][rseq]") {
+  require_rseq();
+  REQUIRE(pin_to(0));
+  Nest nest;
+  LocalRB<OverflowMode::overwrite, TestHooks> rb(config_for_all_cpus(4096, 256), &fake_clock,
+                                                 TestHooks{&nest});
+  g_fake_now = 1000;
+  // Nested at (B): the outer section's compare fails, it retries after the nested record.
+  nest.step = Step::clocked;
+  nest.fn = [&] {
+    g_fake_now = 2000;
+    REQUIRE(put(rb, 0, 16, 2));
+  };
+  REQUIRE(put(rb, 0, 16, 1));
+  // A discard of the last record reclaims its space; one that is not last becomes padding.
+  Reservation a = rb.reserve(0, 16);
+  REQUIRE(a);
+  rb.discard(a);
+  Reservation b = rb.reserve(0, 16);
+  Reservation c = rb.reserve(0, 16);
+  REQUIRE(b);
+  REQUIRE(c);
+  std::memset(c.payload().data(), 3, 16);
+  rb.commit(c);
+  rb.discard(b);
+  ConsumingReader rd(rb, 0);
+  const auto got = drain(rd);
+  REQUIRE(got.size() == 3);
+  CHECK(tags(got) == std::vector<int>{2, 1, 3});
+  CHECK(got[0].ts == 2000);
+  CHECK(got[1].ts == 2000);  // clamped to the nested record's stamp
+  const CpuStats s = rb.stats(0);
+  CHECK(s.reclaimed == 1);
+  CHECK(s.discarded - s.reclaimed == 1);  // the padding
+  CHECK(s.discarded == 2);
+  unpin();
+}
+
+TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU", "[buffers][rseq][concurrency]") {
+  require_rseq();
+  LocalRB<OverflowMode::overwrite> rb(config_for_all_cpus(64 * 1024, 1024));
+  const uint32_t n = std::min<uint32_t>(online_cpus(), 4);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> generation{0};  // odd: paused (pause() has returned)
+  std::atomic<uint64_t> violations{0}, writes{0};
+  std::vector<std::thread> writers;
+  for (uint32_t t = 0; t < 2 * n; ++t) {
+    writers.emplace_back([&, t] {
+      pin_to(t % n);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t g = generation.load(std::memory_order_acquire);
+        Reservation r = rb.reserve(0, 32);
+        if (r) {
+          rb.commit(r);
+          writes.fetch_add(1, std::memory_order_relaxed);
+          // Paused before we started and still the same pause: we must have failed.
+          if ((g & 1) == 1 && generation.load(std::memory_order_acquire) == g) violations.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 200; ++round) {
+    rb.pause();
+    generation.fetch_add(1, std::memory_order_acq_rel);  // now odd
+    std::this_thread::yield();
+    generation.fetch_add(1, std::memory_order_acq_rel);  // even again, before resume
+    rb.resume();
+    std::this_thread::yield();
+  }
+  stop = true;
+  for (auto& w : writers) w.join();
+  CHECK(violations.load() == 0);
+  CHECK(writes.load() > 0);
+  uint64_t paused_losses = 0;
+  for (uint32_t c = 0; c < rb.cpus(); ++c) paused_losses += rb.stats(c).lost_paused;
+  INFO("writes " << writes.load() << ", lost while paused " << paused_losses);
+}
+
+namespace {
+
+// Stress: each record is {writer, seq, checksum, filler}; writers are not
+// pinned (they migrate), and a signal handler writes nested records.
+struct Rec {
+  uint32_t writer;
+  uint32_t seq;
+  uint64_t sum;
+  uint8_t fill[16];
+};
+uint64_t checksum(uint32_t w, uint32_t s) { return (uint64_t{w} << 32 | s) * 0x9E3779B97F4A7C15ull; }
+
+LocalRB<OverflowMode::drop_newest>* g_rb = nullptr;
+std::atomic<uint32_t> g_sig_seq{0};
+std::atomic<uint64_t> g_sig_written{0}, g_sig_failed{0};
+constexpr uint32_t kSigWriter = 0xffff;
+
+void on_signal(int) {
+  if (g_rb == nullptr) return;
+  const uint32_t s = g_sig_seq.fetch_add(1);
+  Rec r{kSigWriter, s, checksum(kSigWriter, s), {}};
+  std::memset(r.fill, static_cast<int>(s & 0xff), sizeof r.fill);
+  if (g_rb->write(0, std::as_bytes(std::span(&r, 1))))
+    g_sig_written.fetch_add(1);
+  else
+    g_sig_failed.fetch_add(1);
+}
+
+}  // namespace
+
+TEST_CASE("rseq: migrating writers and signal handlers — no torn or duplicated record, conservation exact",
+          "[buffers][rseq][concurrency]") {
+  require_rseq();
+  LocalRB<OverflowMode::drop_newest> rb(config_for_all_cpus(256 * 1024, 1024));
+  g_rb = &rb;
+  struct sigaction sa {}, old {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR2, &sa, &old);
+
+  constexpr uint32_t kWriters = 4, kPer = 20000;
+  std::atomic<int> running{0};
+  std::atomic<uint64_t> discards{0};
+  std::vector<pthread_t> ids(kWriters);
+  std::vector<std::thread> writers;
+  std::atomic<bool> go{false};
+  for (uint32_t w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      ids[w] = pthread_self();
+      running.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (uint32_t s = 0; s < kPer; ++s) {
+        Rec r{w, s, checksum(w, s), {}};
+        std::memset(r.fill, static_cast<int>(s & 0xff), sizeof r.fill);
+        Reservation res = rb.reserve(0, sizeof r);
+        if (!res) continue;  // counted lost by the buffer
+        std::memcpy(res.payload().data(), &r, sizeof r);
+        if (s % 7 == 3) {
+          rb.discard(res);  // a reject: reclaimed or padding
+          discards.fetch_add(1);
+        } else {
+          rb.commit(res);
+        }
+        if (s % 1024 == 0) sched_yield();  // invite migration
+      }
+      running.fetch_sub(1);
+    });
+  }
+  while (running.load() < static_cast<int>(kWriters)) std::this_thread::yield();
+  go = true;
+  // A consuming reader on every CPU runs while the writers write.
+  std::vector<std::set<std::pair<uint32_t, uint32_t>>> seen(1);
+  uint64_t read = 0, torn = 0, dup = 0, back = 0;
+  std::vector<uint64_t> last_ts(rb.cpus(), 0);
+  std::vector<std::unique_ptr<ConsumingReader>> readers;
+  for (uint32_t c = 0; c < rb.cpus(); ++c) readers.push_back(std::make_unique<ConsumingReader>(rb, c));
+  auto consume = [&] {
+    for (uint32_t c = 0; c < rb.cpus(); ++c) {
+      while (auto v = readers[c]->next()) {
+        ++read;
+        if (v->ts < last_ts[c]) ++back;
+        last_ts[c] = v->ts;
+        Rec r;
+        if (v->payload.size() != sizeof r) {
+          ++torn;
+          continue;
+        }
+        std::memcpy(&r, v->payload.data(), sizeof r);
+        bool ok = r.sum == checksum(r.writer, r.seq);
+        for (uint8_t b : r.fill) ok &= b == (r.seq & 0xff);
+        if (!ok) ++torn;
+        if (!seen[0].insert({r.writer, r.seq}).second) ++dup;
+      }
+    }
+  };
+  uint32_t sent = 0;
+  while (running.load() > 0) {
+    for (uint32_t w = 0; w < kWriters && sent < 20000; ++w)
+      if (pthread_kill(ids[w], SIGUSR2) == 0) ++sent;
+    consume();
+  }
+  for (auto& t : writers) t.join();
+  g_rb = nullptr;
+  sigaction(SIGUSR2, &old, nullptr);
+  consume();
+
+  CHECK(torn == 0);
+  CHECK(dup == 0);
+  CHECK(back == 0);
+  uint64_t discarded = 0, lost = 0, entries = 0, rd = 0;
+  for (uint32_t c = 0; c < rb.cpus(); ++c) {
+    const CpuStats s = rb.stats(c);
+    discarded += s.discarded;
+    lost += s.lost();
+    entries += s.entries;
+    rd += s.read;
+  }
+  const uint64_t attempts = uint64_t{kWriters} * kPer + g_sig_written.load() + g_sig_failed.load();
+  CHECK(entries == 0);
+  CHECK(rd == read);
+  CHECK(discarded == discards.load());
+  // written = read + overrun (0: drop-newest) + lost + discarded + entries
+  CHECK(attempts == read + lost + discarded + entries);
+  CHECK(rb.lost_bad_cpu() == 0);
+  INFO("read " << read << ", lost " << lost << ", signals " << sent);
+}

@@ -54,6 +54,23 @@ std::optional<BufferMode> parse_buffer_mode(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::string_view to_string(WriterMode w) noexcept {
+  switch (w) {
+    case WriterMode::automatic: return "auto";
+    case WriterMode::any_cpu: return "any_cpu";
+    case WriterMode::cpu_local: return "cpu_local";
+  }
+  return "?";
+}
+
+std::optional<WriterMode> parse_writer_mode(std::string_view s) noexcept {
+  const std::string n = normalise(s);
+  if (n == "auto" || n == "automatic") return WriterMode::automatic;
+  if (n == "any_cpu") return WriterMode::any_cpu;
+  if (n == "cpu_local") return WriterMode::cpu_local;
+  return std::nullopt;
+}
+
 std::optional<Staging> parse_staging(std::string_view s) noexcept {
   const std::string n = normalise(s);
   if (n == "off") return Staging::off;
@@ -198,6 +215,11 @@ struct Ctx {
         auto st = parse_staging(s);
         if (!st) fail(v, key, "unknown staging '" + s + "' (expected on, off, per_cpu, per_thread or adaptive)");
         ic.options.staging = *st;
+      } else if (ks == "writers") {
+        const std::string s = get_string(v, key);
+        auto w = parse_writer_mode(s);
+        if (!w) fail(v, key, "unknown writers '" + s + "' (expected auto, any_cpu or cpu_local)");
+        ic.options.writers = *w;
       } else if (ks == "adaptive_threshold") {
         ic.options.adaptive_threshold = get_fraction(v, key);
       } else if (ks == "cpus") {

@@ -65,10 +65,10 @@ struct RawWriter {
 
 }  // namespace detail
 
-template <buffers::OverflowMode M, class Writer, class Hooks>
+template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::emit_impl(EventState& st, uint32_t size, uint32_t cpu,
                                                              bool cpu_given, Writer& w, Hooks& hooks) noexcept {
-  using Ring = buffers::RingBuffer<M>;
+  using Ring = buffers::RingBuffer<M, buffers::FunctionClock, buffers::NoHooks, WM>;
   Ring& ring = static_cast<Ring&>(*ring_);
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
   if ((flags & EventState::kEnabled) == 0) [[unlikely]]
@@ -179,11 +179,17 @@ template <buffers::OverflowMode M, class Writer, class Hooks>
 template <class Writer, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::dispatch(EventState& st, uint32_t size, uint32_t cpu,
                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {
-  // One predictable branch picks the mode-specialised path (no branch on the
-  // mode inside the ring buffer's write path).
+  // Two predictable branches pick the path specialised for the mode and the
+  // writers (no branch on either inside the ring buffer's write path).
+  using buffers::OverflowMode, buffers::Writers;
+  if (cpu_local_) [[likely]] {
+    if (options_.mode == BufferMode::overwrite)
+      return emit_impl<OverflowMode::overwrite, Writers::cpu_local>(st, size, cpu, cpu_given, w, hooks);
+    return emit_impl<OverflowMode::drop_newest, Writers::cpu_local>(st, size, cpu, cpu_given, w, hooks);
+  }
   if (options_.mode == BufferMode::overwrite)
-    return emit_impl<buffers::OverflowMode::overwrite>(st, size, cpu, cpu_given, w, hooks);
-  return emit_impl<buffers::OverflowMode::drop_newest>(st, size, cpu, cpu_given, w, hooks);
+    return emit_impl<OverflowMode::overwrite, Writers::any_cpu>(st, size, cpu, cpu_given, w, hooks);
+  return emit_impl<OverflowMode::drop_newest, Writers::any_cpu>(st, size, cpu, cpu_given, w, hooks);
 }
 
 template <class Fill, class Hooks>

@@ -71,10 +71,31 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   rc.size_per_cpu = static_cast<size_t>(options_.buffer_size_kb) * 1024u;
   rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
   const buffers::FunctionClock clk(options_.external_time ? &external_clock : clock_.read);
-  if (options_.mode == BufferMode::overwrite)
-    ring_ = std::make_unique<buffers::RingBuffer<buffers::OverflowMode::overwrite>>(rc, clk);
-  else
-    ring_ = std::make_unique<buffers::RingBuffer<buffers::OverflowMode::drop_newest>>(rc, clk);
+  switch (options_.writers) {
+    case WriterMode::automatic:
+      cpu_local_ = options_.cpus == 0 && !options_.external_time && buffers::detail::rseq_usable();
+      break;
+    case WriterMode::any_cpu: cpu_local_ = false; break;
+    case WriterMode::cpu_local:
+      if (options_.cpus != 0)
+        throw std::invalid_argument("writers = cpu_local needs one buffer per possible CPU (cpus = 0)");
+      if (!buffers::detail::rseq_usable())
+        throw std::invalid_argument("writers = cpu_local needs rseq and membarrier RSEQ, unavailable here");
+      cpu_local_ = true;
+      break;
+  }
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  if (options_.mode == BufferMode::overwrite) {
+    if (cpu_local_)
+      ring_ = std::make_unique<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
+    else
+      ring_ = std::make_unique<RingBuffer<OverflowMode::overwrite>>(rc, clk);
+  } else {
+    if (cpu_local_)
+      ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
+    else
+      ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest>>(rc, clk);
+  }
   stager_ = std::make_unique<Stager>(options_.staging);
   states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
 }

@@ -218,6 +218,8 @@ class Instance {
   const std::string& name() const noexcept { return options_.name; }
   Registry& registry() const noexcept { return registry_; }
   uint32_t cpus() const noexcept { return ncpu_; }
+  /// True if writers reserve with rseq in their own CPU's buffer (WriterMode).
+  bool cpu_local_writers() const noexcept { return cpu_local_; }
   const TraceClock& clock() const noexcept { return clock_; }
 
   // ── Control (cold, thread-safe, not async-signal-safe) ──────────────────────
@@ -270,7 +272,11 @@ class Instance {
 
   /// Emits a record built elsewhere, exactly as the kernel lays it out
   /// (common header included and kept as is), on CPU `cpu` (the recorded
-  /// one, for replay), through the same stage → filter → commit path. The
+  /// one, for replay), through the same stage → filter → commit path. With
+  /// cpu_local writers (WriterMode) the record goes to the buffer of the CPU
+  /// the caller runs on and `cpu` only feeds the filter's CPU fields; set
+  /// `cpus` or `external_time` (or writers = any_cpu) to place records by
+  /// `cpu`. The
   /// event is looked up by the record's common_type. Records shorter than 8
   /// bytes or of an unknown ID are refused (EmitResult::lost, counted in
   /// raw_refused()).
@@ -330,7 +336,7 @@ class Instance {
   Stager& stager_for_testing() noexcept { return *stager_; }
 
  private:
-  template <buffers::OverflowMode M, class Writer, class Hooks>
+  template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hooks>
   EmitResult emit_impl(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
   template <class Writer, class Hooks>
@@ -352,6 +358,7 @@ class Instance {
   Registry& registry_;
   TraceClock clock_;
   uint32_t ncpu_;
+  bool cpu_local_ = false;  ///< the ring is RingBuffer<M, ..., Writers::cpu_local>
   uint64_t adaptive_threshold_;  ///< in 1/65536
   std::unique_ptr<buffers::RingBufferBase> ring_;
   std::unique_ptr<Stager> stager_;

@@ -14,9 +14,13 @@
 //
 // Invariants
 //   * A context is written only by its own thread (and that thread's signal
-//     handlers); other threads read its atomics. So every update is a plain
-//     relaxed load + store, never a read-modify-write: a signal handler that
-//     interrupts the pair runs to completion and restores the value first.
+//     handlers); other threads read its atomics. nesting and gp_epoch are
+//     updated by a plain relaxed load + store, never a locked read-modify-
+//     write: a signal handler that interrupts the pair restores the value
+//     before it returns. Counters cannot use the pair (a handler's increment
+//     between the load and the store would be lost): counter_add is one
+//     non-locked `add` to memory, which a signal cannot split (signals are
+//     delivered between instructions), as the kernel's local_t / this_cpu_add.
 //   * Counters are exact: each (thread, counter) has one writer; a sum reads
 //     every live thread's slice plus the totals folded in by exited threads.
 //   * The first emit of a thread registers it: one allocation, one mutex, two
@@ -147,9 +151,17 @@ void free_counter_group(uint32_t group);
   return detail::allocate_block(ctx, group);
 }
 
-/// Adds `n` to this thread's slice of a counter (plain load + store).
+/// Adds `n` to this thread's slice of a counter: one instruction, so a
+/// signal handler's own increments are never lost (see the invariants above),
+/// and no lock prefix (only this thread writes it). Async-signal-safe.
+/// Mirrors the kernel's local_add (arch/x86/include/asm/local.h).
 [[gnu::always_inline]] inline void counter_add(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+  asm volatile("addq %1, %0" : "+m"(*reinterpret_cast<uint64_t*>(&c)) : "er"(n));
+#else
+  c.fetch_add(n, std::memory_order_relaxed);
+#endif
 }
 
 /// Sum of one slot of `group` over every thread, live or exited. Takes the

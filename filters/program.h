@@ -234,7 +234,7 @@ class Program {
   friend class ProgramBuilder;
 
   bool run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept;
-  bool table_lookup(uint32_t bits) const noexcept { return (table_[bits >> 6] >> (bits & 63)) & 1; }
+  [[gnu::always_inline]] bool table_lookup(uint32_t bits) const noexcept { return (table_[bits >> 6] >> (bits & 63)) & 1; }
   [[gnu::noinline]] bool eval_other(const detail::Pred& p, const std::byte* rec, size_t size,
                                     const EvalContext& ctx) const noexcept;
   [[gnu::noinline, gnu::cold]] bool run_checked(const std::byte* rec, size_t size,

@@ -107,6 +107,13 @@ ConfigError error_of(const std::string& text) {
 }
 }  // namespace
 
+TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]") {
+  CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers == WriterMode::cpu_local);
+  CHECK(parse_config("writers = \"any-cpu\"\n", "w.toml").instances[0].options.writers == WriterMode::any_cpu);
+  CHECK(parse_config("writers = \"auto\"\n", "w.toml").instances[0].options.writers == WriterMode::automatic);
+  CHECK(parse_config("", "w.toml").instances[0].options.writers == WriterMode::automatic);
+}
+
 TEST_CASE("config: errors name the file, the line and the key", "[core][config]") {
   struct Row {
     const char* text;
@@ -124,6 +131,8 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
        "mono_raw boot tai x86-tsc)"},
       {"staging = \"maybe\"\n", 1, "staging",
        "bad.toml:1: staging: unknown staging 'maybe' (expected on, off, per_cpu, per_thread or adaptive)"},
+      {"writers = \"mine\"\n", 1, "writers",
+       "bad.toml:1: writers: unknown writers 'mine' (expected auto, any_cpu or cpu_local)"},
       {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
       {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb", "bad.toml:1: buffer_sise_kb: unknown key"},

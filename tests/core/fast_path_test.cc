@@ -1,6 +1,7 @@
 // The write path: stage -> filter -> commit or discard, per staging policy.
 #include <catch2/catch.hpp>
 #include <unistd.h>
+#include <sched.h>
 
 #include <numeric>
 #include <string>
@@ -242,7 +243,9 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
 }
 
 TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core][fastpath][raw]") {
-  Instance inst(small_options(Staging::per_thread));
+  InstanceOptions o = small_options(Staging::per_thread);
+  o.writers = WriterMode::any_cpu;  // records go to the CPU given, not the caller's
+  Instance inst(o);
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "common_pid == 4242 && value < 5").ok());
   std::vector<std::byte> rec(64);
@@ -419,4 +422,45 @@ TEST_CASE("events: kernel format files load with their IDs; conflicts are refuse
   inst.enable(*sw);
   CHECK(inst.set_filter(*sw, "prev_pid == 1 && next_comm ~ \"kworker*\"").ok());
   CHECK(inst.set_filter(*sw, "nosuch == 1").error().code == filters::FilterErr::field_not_found);
+}
+
+TEST_CASE("fast path: writers are cpu_local by default, any_cpu when cpus or external_time is set",
+          "[core][fastpath][writers]") {
+  if (!buffers::detail::rseq_usable()) {
+    Instance inst(small_options(Staging::per_thread));
+    CHECK_FALSE(inst.cpu_local_writers());
+    InstanceOptions o = small_options(Staging::per_thread);
+    o.writers = WriterMode::cpu_local;
+    CHECK_THROWS_AS(Instance(o), std::invalid_argument);
+    return;
+  }
+  Instance inst(small_options(Staging::per_thread));
+  CHECK(inst.cpu_local_writers());
+  CHECK(inst.ring().cpu_local());
+  InstanceOptions with_cpus = small_options(Staging::per_thread);
+  with_cpus.cpus = 2;
+  CHECK_FALSE(Instance(with_cpus).cpu_local_writers());
+  InstanceOptions ext = small_options(Staging::per_thread);
+  ext.external_time = true;
+  CHECK_FALSE(Instance(ext).cpu_local_writers());
+  with_cpus.writers = WriterMode::cpu_local;
+  CHECK_THROWS_AS(Instance(with_cpus), std::invalid_argument);
+
+  // Each record lands in the buffer of the CPU its writer runs on.
+  inst.enable(Sample::desc());
+  const uint32_t n = std::min<uint32_t>(inst.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  for (uint32_t cpu = 0; cpu < n && cpu < 4; ++cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    REQUIRE(sched_setaffinity(0, sizeof set, &set) == 0);
+    REQUIRE(Sample::emit(inst, cpu, 100 + cpu, "local") == EmitResult::kept);
+    const auto recs = drain_cpu(inst, cpu);
+    REQUIRE(recs.size() == 1);
+    CHECK(recs[0].at<uint32_t>(8) == cpu);
+  }
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+  sched_setaffinity(0, sizeof all, &all);
 }

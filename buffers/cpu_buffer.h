@@ -144,7 +144,7 @@ enum class Recycle : uint8_t {
   recycled,  ///< it is FREE now
   raced,     ///< its position word changed meanwhile: look again
   pending,   ///< a record in it is not committed yet (or END not written)
-  pinned,    ///< a reader is copying from it
+  pinned,    ///< someone else pins it: a reader copying, or another recycler walking it
   unread,    ///< drop-newest: not fully consumed
   stale,     ///< it is not the expected lap
 };

@@ -15,8 +15,8 @@ template <class Fill>
 struct FillWriter {
   static constexpr bool kRaw = false;
   Fill& fill;
-  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, const CommonHeader& h) const noexcept {
-    std::memcpy(rec.data(), &h, sizeof h);
+  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, uint64_t header) const noexcept {
+    std::memcpy(rec.data(), &header, sizeof header);  // CommonHeader, as one store
     fill(rec);
   }
 };
@@ -25,7 +25,7 @@ struct FillWriter {
 struct RawWriter {
   static constexpr bool kRaw = true;
   std::span<const std::byte> src;
-  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, const CommonHeader&) const noexcept {
+  [[gnu::always_inline]] void operator()(std::span<std::byte> rec, uint64_t) const noexcept {
     std::memcpy(rec.data(), src.data(), src.size());
   }
 };
@@ -54,6 +54,19 @@ struct RawWriter {
   std::memcpy(dst, src, n);
 }
 
+/// The CommonHeader of a record as one little-endian word: common_type,
+/// common_flags, common_preempt_count, common_pid (core/event.h).
+[[gnu::always_inline]] inline uint64_t header_word(uint16_t type, int32_t pid) noexcept {
+  return uint64_t{type} | (uint64_t{static_cast<uint32_t>(pid)} << 32);
+}
+/// The flags and preempt-count bytes of a nested emit (depth emits already in
+/// flight on this thread) or of one inside a SignalScope: out of line.
+[[gnu::cold, gnu::noinline]] inline uint64_t nested_header_bits(uint32_t depth) noexcept {
+  const uint64_t preempt = depth < 15 ? depth : 15;
+  return (uint64_t{TraceFlag::hardirq} << 16) | (preempt << 24);
+}
+static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader, common_preempt_count) == 3);
+
 /// One step of the per-(thread, event) acceptance average used by adaptive
 /// staging: s += (target - s) / 32, s in [0, 65536] (about the last 32
 /// events weigh in).
@@ -80,18 +93,23 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
   }
   WriterScope scope(*ctx);  // (R2) nesting depth + read-side section (F5)
   auto& c = thread_counters(*ctx, st.counters).v;
-  const uint32_t phys = current_cpu();
-  if (!cpu_given) cpu = phys;
-  if (cpu >= ncpu_) [[unlikely]]
-    cpu %= ncpu_;
+  // The CPU: any_cpu rings need it to pick a buffer; cpu_local rings read it
+  // themselves, so it is read here only when the caller gave one.
+  if (cpu_given) {
+    if (cpu >= ncpu_) [[unlikely]]
+      cpu %= ncpu_;
+  } else if constexpr (WM == buffers::Writers::any_cpu) {
+    cpu = current_cpu();
+    if (cpu >= ncpu_) [[unlikely]]
+      cpu %= ncpu_;
+  }
 
-  CommonHeader hdr{};
+  uint64_t hdr = 0;
   if constexpr (!Writer::kRaw) {
+    hdr = detail::header_word(st.type, ctx->tid);
     const uint32_t depth = scope.depth();
-    hdr.common_type = st.desc->id();
-    hdr.common_flags = (depth != 0 || ctx->in_signal.load(std::memory_order_relaxed) != 0) ? TraceFlag::hardirq : 0;
-    hdr.common_preempt_count = static_cast<uint8_t>(depth < 15 ? depth : 15);
-    hdr.common_pid = ctx->tid;
+    if ((depth | ctx->in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
+      hdr |= detail::nested_header_bits(depth);
   }
 
   if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) [[likely]] {
@@ -109,7 +127,9 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
 
   const bool soft = (flags & EventState::kSoftDisabled) != 0;
   const filters::Program* prog = st.program.load(std::memory_order_acquire);  // (R4) one load (F5)
-  const filters::EvalContext ectx{cpu, ctx->comm_view()};
+  filters::EvalContext ectx{cpu, ctx->comm_view()};
+  if (WM == buffers::Writers::cpu_local && !cpu_given && prog != nullptr && prog->needs_cpu()) [[unlikely]]
+    ectx.cpu = current_cpu();  // the CPU field of a cpu_local writer: where it runs now
   const bool adaptive = options_.staging == Staging::adaptive;
 
   bool stage = options_.staging != Staging::off;
@@ -118,7 +138,7 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
     counter_add(c[slot::adaptive_direct]);
   }
   if (stage) {
-    const Claim cl = stager_->try_claim(phys, size);  // (R5) no clock read (F1)
+    const Claim cl = stager_->try_claim(size);  // (R5) no clock read (F1)
     if (cl) [[likely]] {
       w(cl.payload(), hdr);
       hooks(EmitStep::built_staged);
@@ -128,10 +148,12 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
         hooks(EmitStep::before_copy);
         // (R7) copy into the ring of the CPU we run on now; stamped here (F1, F3).
         uint32_t wcpu = cpu;
-        if (!cpu_given) {
-          wcpu = current_cpu();
-          if (wcpu >= ncpu_) [[unlikely]]
-            wcpu %= ncpu_;
+        if constexpr (WM == buffers::Writers::any_cpu) {
+          if (!cpu_given) {
+            wcpu = current_cpu();
+            if (wcpu >= ncpu_) [[unlikely]]
+              wcpu %= ncpu_;
+          }
         }
         const buffers::Reservation rr = ring.reserve(wcpu, size);
         if (rr) [[likely]] {

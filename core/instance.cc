@@ -130,6 +130,7 @@ EventState& Instance::state_locked(const EventDesc& event) {
   if (EventState* st = states_[event.index()].load(std::memory_order_relaxed)) return *st;
   auto st = std::make_unique<EventState>();
   st->desc = &event;
+  st->type = event.id();
   st->instance = this;
   st->counters = allocate_counter_group();
   EventState* raw = st.get();

@@ -179,6 +179,7 @@ struct alignas(64) EventState {
   uint32_t counters = 0;  ///< counter group (core/thread_context.h)
   std::atomic<const filters::Program*> program{nullptr};
   const EventDesc* desc = nullptr;
+  uint16_t type = 0;      ///< desc->id(): common_type, without the extra load
   Instance* instance = nullptr;
   // Cold, under the instance mutex:
   std::shared_ptr<const filters::Program> program_owner;

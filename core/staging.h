@@ -27,6 +27,7 @@
 #include <span>
 
 #include "buffers/temp_buffer.h"
+#include "core/current_cpu.h"
 #include "core/instance_options.h"
 
 namespace tracepipe {
@@ -76,6 +77,12 @@ class Stager {
   /// kMaxStagedRecord, busy when the slot is in use (S1).
   [[gnu::always_inline]] Claim try_claim(uint32_t phys_cpu, uint32_t size) noexcept {
     if (per_cpu_) return Claim(cpu_->try_claim(phys_cpu, size));
+    return Claim(thread_->try_claim(0, size));
+  }
+  /// Same, reading the CPU only for the per-CPU policy (the per-thread slot
+  /// needs none).
+  [[gnu::always_inline]] Claim try_claim(uint32_t size) noexcept {
+    if (per_cpu_) return Claim(cpu_->try_claim(current_cpu(), size));
     return Claim(thread_->try_claim(0, size));
   }
 

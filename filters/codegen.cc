@@ -175,6 +175,7 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       prog->masks_.insert(prog->masks_.end(), m.begin(), m.end());
     }
     prog->min_size_ = std::max(prog->min_size_, spec.end);
+    prog->needs_cpu_ |= p.code == detail::Code::cpu_cmp || p.code == detail::Code::cpu_in_mask;
     prog->preds_.push_back(p);
     prog->pred_text_.push_back(spec.text);
   }

@@ -207,6 +207,9 @@ class Program {
   size_t predicate_count() const noexcept { return preds_.size(); }
   /// Records shorter than this take the bounds-checked path of match().
   uint32_t min_record_size() const noexcept { return min_size_; }
+  /// True if a predicate reads EvalContext::cpu (CPU, cpu, common_cpu), so
+  /// a caller may skip finding out the CPU otherwise.
+  bool needs_cpu() const noexcept { return needs_cpu_; }
 
   /// For tests and tools: the verdict plus the indices of the predicates that
   /// were evaluated, in order (shows short-circuiting). Allocates.
@@ -255,6 +258,7 @@ class Program {
   uint64_t table_[4] = {0, 0, 0, 0};  ///< 2^kTableMax verdict bits
   std::vector<detail::Lane> lanes_;   ///< one per predicate in table mode
   uint32_t table_min_size_ = 0;       ///< the lanes' loads need this many bytes (== min_size_)
+  bool needs_cpu_ = false;            ///< some predicate reads EvalContext::cpu
   uint32_t lane_count_ = 0;           ///< lanes_.size(); 0 = not in truth-table mode
   uint32_t words_per_mask_ = 0;
   uint32_t nr_cpu_ids_ = 0;

@@ -175,13 +175,13 @@ bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexc
   std::atomic<uint64_t>& slot = cb.positions[idx];
   if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0), std::memory_order_acq_rel))
     return false;
-  // Relaxed atomic 8-byte stores, not memset: walkers load header words
-  // atomically, and a walker that looked at the position word before our
-  // CAS (a reader whose pin then failed) does not touch the page, but the
-  // stores stay atomic so that no interleaving is a data race.
-  const uint64_t n = ((used < cb.subbuf_size ? used : cb.subbuf_size) + 7) / 8;
-  auto* p = reinterpret_cast<uint64_t*>(cb.page(idx));
-  for (uint64_t i = 0; i < n; ++i) __atomic_store_n(p + i, uint64_t{0}, __ATOMIC_RELAXED);
+  // Nobody else touches the page now: readers and walkers only do so
+  // holding a pin, and the CAS above succeeded only with no pin but the
+  // caller's (which it dropped); a pin attempted from here on fails on the
+  // phase. So a plain memset (vector stores: ~3x faster than 8-byte atomic
+  // stores, which showed as ~2 ns per record in an overwrite run).
+  const uint64_t n = used < cb.subbuf_size ? used : cb.subbuf_size;
+  std::memset(cb.page(idx), 0, n);
   slot.store(make_pw(Phase::free, pw_lap(w), 0, 0), std::memory_order_release);
   return true;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "buffers/record.h"
+#include "buffers/sanitizers.h"
 
 namespace tracepipe::buffers::detail {
 
@@ -78,7 +79,7 @@ struct alignas(16) TailWord {
 /// builtin is used instead so that the sanitizer sees the synchronisation.
 [[gnu::always_inline]] inline bool cas16(TailWord* t, uint64_t& pos, uint64_t& ts, uint64_t npos,
                                          uint64_t nts) noexcept {
-#if defined(__SANITIZE_THREAD__)
+#if TP_TSAN
   unsigned __int128 exp = (static_cast<unsigned __int128>(ts) << 64) | pos;
   const unsigned __int128 des = (static_cast<unsigned __int128>(nts) << 64) | npos;
   const bool ok = __atomic_compare_exchange_n(reinterpret_cast<unsigned __int128*>(t), &exp, des,

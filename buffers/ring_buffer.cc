@@ -81,6 +81,7 @@ void RingBufferBase::release() noexcept {
 }
 
 void RingBufferBase::pause() noexcept {
+  const std::lock_guard lk(pause_mu_);
   paused_.store(true, std::memory_order_release);
   // cpu_local writers store the tail without a lock (rseq.h): a section that
   // compared before our CAS could still store over the PAUSED bit. After
@@ -103,6 +104,7 @@ void RingBufferBase::pause() noexcept {
 }
 
 void RingBufferBase::resume() noexcept {
+  const std::lock_guard lk(pause_mu_);
   for (uint32_t c = 0; c < ncpu_; ++c) {
     detail::CpuBuffer& cb = cpus_[c];
     uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);

@@ -146,6 +146,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -279,7 +280,9 @@ class RingBufferBase {
 
   /// Stops output on every CPU: from return on, reserve() fails with
   /// ReserveError::paused (counted lost_paused). Records reserved before
-  /// may still be committed. Mirrors perf's PERF_EVENT_IOC_PAUSE_OUTPUT and
+  /// may still be committed. pause() and resume() may race each other from
+  /// several threads (they are serialised: the last one to run wins); not
+  /// async-signal-safe (cpu_local: one membarrier system call). Mirrors perf's PERF_EVENT_IOC_PAUSE_OUTPUT and
   /// kernel/trace/ring_buffer.c: ring_buffer_record_off.
   void pause() noexcept;
   /// Restarts output. Mirrors ring_buffer_record_on.
@@ -307,6 +310,7 @@ class RingBufferBase {
   size_t subbuf_size_ = 0;
   OverflowMode mode_;
   std::atomic<bool> paused_{false};
+  std::mutex pause_mu_;  // serialises pause() and resume() (control plane only)
   bool fence_on_pause_ = false;  // cpu_local writers: pause() must abort their sections (rseq.h)
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
 };
@@ -336,12 +340,16 @@ class RingBuffer : public RingBufferBase {
   explicit RingBuffer(const RingBufferConfig& cfg, Clock clock = Clock{}, Hooks hooks = Hooks{})
       : RingBufferBase(cfg, M), clock_(clock), hooks_(hooks) {
     if constexpr (W == Writers::cpu_local) {
-#if !defined(__SANITIZE_THREAD__)
+#if TP_TSAN
+      // The locked CAS stands in for the sections (the sanitizer cannot
+      // follow them), but writers still find their CPU in the rseq area.
+      if (!detail::rseq_registered())
+#else
       if (!detail::rseq_usable())
+#endif
         throw ConfigError("ring buffer: cpu_local writers need rseq (glibc >= 2.35, not disabled by "
                           "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
-      fence_on_pause_ = true;
-#endif
+      fence_on_pause_ = !TP_TSAN;
     }
   }
 
@@ -385,7 +393,7 @@ class RingBuffer : public RingBufferBase {
   /// failure {pos, last} hold the tail's current value.
   [[gnu::always_inline]] static detail::LocalCas tail_cas(detail::CpuBuffer& cb, uint64_t& pos, uint64_t& last,
                                                           uint64_t npos, uint64_t nts) noexcept {
-#if !defined(__SANITIZE_THREAD__)
+#if !TP_TSAN
     if constexpr (W == Writers::cpu_local) {
       const detail::LocalCas r = detail::cas16_local(&cb.tail, cb.cpu, pos, last, npos, nts);
       if (r != detail::LocalCas::ok) [[unlikely]] {

@@ -20,7 +20,7 @@ bool register_fence() noexcept {
 }  // namespace
 
 bool rseq_usable() noexcept {
-#if defined(__SANITIZE_THREAD__) || !defined(__x86_64__)
+#if TP_TSAN || !defined(__x86_64__)
   return false;
 #else
   static const bool fence_ok = register_fence();  // once per process

@@ -24,6 +24,12 @@
 // stored ts without pos: harmless, since ts only ever grows the clamp of a
 // record that was never reserved, and the next section's compare fails once.
 //
+// Debuggers: a thread stopped inside a section (gdb stepi, a ptrace stop, the
+// trap flag) is sent to the abort handler when it resumes, so single-stepping
+// through a cpu_local reserve() restarts it forever; `continue` completes it.
+// Use Writers::any_cpu (InstanceOptions::writers = any_cpu) to step through
+// the write path.
+//
 // Invariant (what the caller must guarantee): every update of a tail word
 // while writers may run is either this section run on the tail's own CPU,
 // or a locked CAS followed by rseq_fence() and a re-check (RingBufferBase::
@@ -96,6 +102,10 @@ migrated:
 changed:
   return LocalCas::changed;
 }
+
+/// True if the calling thread has an rseq area the kernel keeps current
+/// (rseq_cpu() >= 0). Any thread, async-signal-safe.
+[[gnu::always_inline]] inline bool rseq_registered() noexcept { return __rseq_size > 0 && rseq_cpu() >= 0; }
 
 /// True if cpu_local writers can run in this process: the calling thread has
 /// an rseq area (glibc >= 2.35 registers one for every thread unless

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
+#include "buffers/sanitizers.h"
 #include "core/thread_context.h"
 #include "test_support.h"
 
@@ -51,7 +52,7 @@ void on_trap(int, siginfo_t*, void* ctx) {
 
 TEST_CASE("counters: a signal handler's increments between any two instructions are never lost",
           "[core][counters][concurrency]") {
-#if !defined(__x86_64__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if !defined(__x86_64__) || TP_TSAN || TP_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
 #else
   struct sigaction sa {}, old {};

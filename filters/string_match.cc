@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "filters/ctype.h"
@@ -73,10 +74,30 @@ std::unique_ptr<StringMatcher> StringMatcher::regex(std::string_view pat, std::s
   return m;
 }
 
+namespace {
+// RE2 takes locks, may allocate and runs std::call_once: it must not be
+// re-entered by a signal handler that interrupted it on the same thread (a
+// nested emit evaluating another =~ filter): that aborted or hung. The
+// nested evaluation is refused instead: "no match", counted.
+constinit thread_local int t_in_regex = 0;
+std::atomic<uint64_t> g_regex_reentries{0};
+}  // namespace
+
+uint64_t regex_reentries() noexcept { return g_regex_reentries.load(std::memory_order_relaxed); }
+
 bool StringMatcher::match_slow(CString s, int len) const noexcept {
   if (mode_ == MatchMode::glob) return glob_match(pattern_, s);  // regex_match_glob
+  if (t_in_regex != 0) [[unlikely]] {
+    g_regex_reentries.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   const size_t n = smatch::bounded_strlen(s, len == 0 ? SIZE_MAX : static_cast<size_t>(len));
-  return RE2::PartialMatch(re2::StringPiece(reinterpret_cast<const char*>(s.base), n), *re_);
+  t_in_regex = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs from here sees the flag
+  const bool r = RE2::PartialMatch(re2::StringPiece(reinterpret_cast<const char*>(s.base), n), *re_);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_in_regex = 0;
+  return r;
 }
 
 }  // namespace tracepipe::filters

@@ -64,6 +64,12 @@ class StringMatcher {
   std::unique_ptr<re2::RE2> re_;
 };
 
+/// =~ / !~ evaluations refused because a signal handler ran them while the
+/// same thread was already inside RE2 (not async-signal-safe: it locks and
+/// allocates). Such an evaluation reads as "no match" (so !~ matches).
+/// Process-wide, since start.
+uint64_t regex_reentries() noexcept;
+
 namespace smatch {
 
 // strncmp(str, pat, n) == 0 with pat NUL-terminated at its size (pat holds

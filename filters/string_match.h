@@ -75,9 +75,17 @@ namespace smatch {
 // strncmp(str, pat, n) == 0 with pat NUL-terminated at its size (pat holds
 // no NUL). Within the first min(n, |pat|) bytes every byte must equal pat's
 // (a NUL in str would differ); past |pat|, pat's terminator must meet a NUL.
+// Short patterns (comm names, prefixes) are compared inline: a call into
+// libc's memcmp costs more than the bytes themselves.
 inline bool strn_equal(CString s, std::string_view pat, size_t n) noexcept {
   const size_t m = std::min(n, pat.size());
-  if (m > s.avail || (m && std::memcmp(s.base, pat.data(), m) != 0)) return false;
+  if (m > s.avail) return false;
+  if (m <= 16) {
+    for (size_t i = 0; i < m; ++i)
+      if (s.base[i] != static_cast<unsigned char>(pat[i])) return false;
+  } else if (std::memcmp(s.base, pat.data(), m) != 0) {
+    return false;
+  }
   return n <= pat.size() || s.at(pat.size()) == 0;
 }
 

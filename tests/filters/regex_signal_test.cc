@@ -6,13 +6,11 @@
 // Deterministic: the x86 trap flag raises SIGTRAP after every instruction of
 // the outer match, and the handler runs a nested match each time, so nested
 // matches run at every point inside RE2 (and outside it, before and after).
-#include <signal.h>
-#include <ucontext.h>
-
 #include <catch2/catch.hpp>
 #include <cstring>
 
 #include "filters/string_match.h"
+#include "single_step.h"
 #include "test_support.h"
 
 using tracepipe::filters::CString;
@@ -21,28 +19,13 @@ using tracepipe::filters::StringMatcher;
 namespace {
 
 const StringMatcher* g_re = nullptr;
-volatile sig_atomic_t g_stepping = 0;
 volatile long g_nested = 0, g_nested_true = 0;
 const char kSubject[] = "hackbench-42";
+const CString kS{reinterpret_cast<const unsigned char*>(kSubject), sizeof kSubject};
 
-void on_trap(int, siginfo_t*, void* ctx) {
-  if (g_stepping == 0) {
-    static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_EFL] &= ~0x100LL;
-    return;
-  }
-  const CString s{reinterpret_cast<const unsigned char*>(kSubject), sizeof kSubject};
+void nested_match() {
   g_nested = g_nested + 1;
-  if (g_re->match(s, 0)) g_nested_true = g_nested_true + 1;
-}
-
-[[gnu::noinline]] bool stepped_match(const StringMatcher& re) {
-  const CString s{reinterpret_cast<const unsigned char*>(kSubject), sizeof kSubject};
-  g_stepping = 1;
-  asm volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
-  const bool r = re.match(s, 0);
-  g_stepping = 0;
-  asm volatile("pushfq\n\tandq $~0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
-  return r;
+  if (g_re->match(kS, 0)) g_nested_true = g_nested_true + 1;
 }
 
 }  // namespace
@@ -61,16 +44,9 @@ TEST_CASE("regex: a signal handler's =~ inside an RE2 match on the same thread i
   const auto re = StringMatcher::regex("^hack[a-z]+-[0-9]+$", err);
   REQUIRE(re);
   g_re = re.get();
-  const CString s{reinterpret_cast<const unsigned char*>(kSubject), sizeof kSubject};
-  REQUIRE(re->match(s, 0));  // warm: RE2 builds its DFA state outside the stepped run
-  struct sigaction sa {}, old {};
-  sa.sa_sigaction = on_trap;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  REQUIRE(sigaction(SIGTRAP, &sa, &old) == 0);
+  REQUIRE(re->match(kS, 0));  // warm: RE2 builds its DFA state outside the stepped run
   const uint64_t before = tracepipe::filters::regex_reentries();
-  const bool outer = stepped_match(*re);
-  sigaction(SIGTRAP, &old, nullptr);
+  const bool outer = tp_test::single_stepped(nested_match, [&] { return re->match(kS, 0); });
   const uint64_t refused = tracepipe::filters::regex_reentries() - before;
   CHECK(outer);                      // the interrupted match still answers right
   CHECK(refused > 0);                // some handlers ran while inside RE2 ...

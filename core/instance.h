@@ -23,8 +23,8 @@
 //
 // Mirrors kernel/trace/trace.c: trace_event_buffer_lock_reserve and
 // __buffer_unlock_commit / __trace_event_discard_commit (commit 0fc1b09ff1ff,
-// "tracing: Use temp buffer when filtering events"). See design.md "The fast
-// path".
+// "tracing: Use temp buffer when filtering events"). User guide: docs/core.md
+// ("Staging policies", "Writers", "Ordering").
 //
 // ══ Invariants ═══════════════════════════════════════════════════════════════
 //  F1 Time stamps are taken when a record enters the ring buffer: a staged

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "buffers/readers.h"
 #include "core/event_decl.h"
 #include "core/instance.h"
 
@@ -39,12 +40,26 @@ EmitResult emit_bench(Instance& inst, uint32_t value, uint32_t seq) {
 }
 
 // `accept_every`: 0 = never accept, 1 = always, 2 = every other event.
+// Drop-newest cases: when the ring is full, it is drained by a consuming
+// reader with the timer paused (as in bench/ring_buffer_bench.cc), so only
+// the write path is timed and the overwrite ring's recycling is left out.
+[[gnu::noinline]] void drain(benchmark::State& state, Instance& inst) {
+  state.PauseTiming();
+  for (uint32_t c = 0; c < inst.cpus(); ++c) {
+    buffers::ConsumingReader reader(inst.ring(), c);
+    while (reader.next()) {
+    }
+  }
+  state.ResumeTiming();
+}
+
 template <class E = BenchEvent>
-void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accept_every, bool soft = false) {
+void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accept_every, bool soft = false,
+         BufferMode mode = BufferMode::overwrite) {
   using BenchEvent = E;
   InstanceOptions o;
   o.staging = staging;
-  o.mode = BufferMode::overwrite;
+  o.mode = mode;
   Instance inst(o);
   inst.enable(BenchEvent::desc());
   if (filtered && !inst.set_filter(BenchEvent::desc(), "value == 1").ok()) {
@@ -63,6 +78,8 @@ void run(benchmark::State& state, Staging staging, bool filtered, uint32_t accep
   for (auto _ : state) {
     const EmitResult r = emit_bench<E>(inst, value_of(i), i);
     benchmark::DoNotOptimize(r);
+    if (r == EmitResult::lost && mode == BufferMode::drop_newest) [[unlikely]]
+      drain(state, inst);
     ++i;
   }
   const EventStats s = inst.event_stats(BenchEvent::desc());
@@ -80,6 +97,7 @@ void register_all() {
     uint32_t accept_every;
     bool soft = false;
     bool u64 = false;
+    BufferMode mode = BufferMode::overwrite;
   };
   const Case cases[] = {
       {"emit/no_filter", Staging::per_thread, false, 1},
@@ -100,13 +118,19 @@ void register_all() {
       {"emit/staged_discard/per_thread/u64_field", Staging::per_thread, true, 0, false, true},
       {"emit/staged_commit/per_thread/u64_field", Staging::per_thread, true, 1, false, true},
       {"emit/no_filter/u64_field", Staging::per_thread, false, 1, false, true},
+      // Drop-newest rings (drained untimed): commits without the overwrite
+      // ring's recycling of the oldest sub-buffer.
+      {"emit/no_filter/drop_newest", Staging::per_thread, false, 1, false, false, BufferMode::drop_newest},
+      {"emit/staged_commit/per_thread/drop_newest", Staging::per_thread, true, 1, false, false,
+       BufferMode::drop_newest},
+      {"emit/direct_commit/drop_newest", Staging::off, true, 1, false, false, BufferMode::drop_newest},
   };
   for (const Case& c : cases) {
     benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
       if (c.u64)
-        run<BenchEvent64>(st, c.staging, c.filtered, c.accept_every, c.soft);
+        run<BenchEvent64>(st, c.staging, c.filtered, c.accept_every, c.soft, c.mode);
       else
-        run<BenchEvent>(st, c.staging, c.filtered, c.accept_every, c.soft);
+        run<BenchEvent>(st, c.staging, c.filtered, c.accept_every, c.soft, c.mode);
     })->MinTime(0.2);
   }
 }

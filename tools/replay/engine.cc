@@ -10,16 +10,15 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 
 #include "buffers/readers.h"
 #include "core/current_cpu.h"
 #include "core/tracedat_reader.h"
 #include "core/tracedat_writer.h"
 #include "tools/replay/filter_plan.h"
+#include "tools/replay/input_file.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/replay.h"
 #include "tools/replay/router.h"
@@ -200,10 +199,13 @@ ReplayResult run_replay(const ReplayOptions& o) {
   // its kallsyms.
   SymbolRanges symbols;
   if (o.kallsyms) {
-    std::ifstream f(*o.kallsyms, std::ios::binary);
-    std::ostringstream text;
-    if (!f || !(text << f.rdbuf())) throw ReplayError("--kallsyms: cannot read " + o.kallsyms->string());
-    symbols = SymbolRanges(text.str());
+    std::string text;
+    try {
+      text = read_regular_file(*o.kallsyms, kMaxKallsymsBytes);
+    } catch (const InputFileError& e) {
+      throw ReplayError(std::string("--kallsyms: ") + e.what());
+    }
+    symbols = SymbolRanges(text);
   } else {
     symbols = SymbolRanges(reader.kallsyms_text());
   }

@@ -45,6 +45,8 @@ namespace tracepipe::tools::replay {
 inline constexpr size_t kBatchRecords = 4096;          ///< records per batch, at most
 inline constexpr size_t kBatchBytes = 256 * 1024;      ///< payload bytes per batch, at most
 inline constexpr size_t kMaxLiveBatches = 4;           ///< batches in flight per CPU
+/// --kallsyms larger than this is refused (a /proc/kallsyms is ~10-20 MiB).
+inline constexpr uint64_t kMaxKallsymsBytes = uint64_t{256} << 20;
 
 enum class ProgressMode : uint8_t { automatic, on, off };
 
@@ -53,7 +55,9 @@ struct ReplayOptions {
   std::vector<std::string> filter_args;              ///< raw -F arguments
   std::optional<std::filesystem::path> config;       ///< --config TOML (its main instance)
   std::optional<std::filesystem::path> output;       ///< -o OUT.dat
-  std::optional<std::filesystem::path> kallsyms;     ///< --kallsyms, overrides the file's
+  /// --kallsyms, overrides the file's: a regular file of at most
+  /// kMaxKallsymsBytes (else ReplayError naming the option and the path).
+  std::optional<std::filesystem::path> kallsyms;
   bool only_filtered = false;                        ///< trace-cmd report -F semantics
   std::optional<Staging> staging;                    ///< overrides the config's (default per_thread)
   uint32_t subbuf_size_kb = 0;                       ///< ring sub-buffer; 0 = automatic

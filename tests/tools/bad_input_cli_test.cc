@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,23 @@ struct Scratch {
   }
 };
 
+// REPLAYED, KEPT of the row `name` of replay's table (--no-timing: the last
+// four columns are REPLAYED KEPT DISCARDED LOST).
+std::pair<uint64_t, uint64_t> counts_of(const std::string& table, const std::string& name) {
+  std::istringstream in(table);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    std::vector<std::string> tok;
+    std::istringstream ls(line);
+    for (std::string t; ls >> t;) tok.push_back(t);
+    REQUIRE(tok.size() >= 5);
+    return {std::stoull(tok[tok.size() - 4]), std::stoull(tok[tok.size() - 3])};
+  }
+  FAIL("no row " << name << " in:\n" << table);
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge files", "[tools][cli]") {
@@ -85,6 +104,7 @@ TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge fi
   Run r = s.replay({s.dat.string()});
   INFO(r.err);
   REQUIRE(r.status == 0);
+  CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 10});
 
   r = s.replay({s.dat.string(), "--config", "/dev/zero"});
   CHECK(r.status == 2);
@@ -113,4 +133,28 @@ TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge fi
                      ": 67108865 bytes is over the limit of 64 MiB for a config file\n");
   // Nothing was printed as if the replay had run.
   CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: replay -F with an empty event name list is an error naming the option and the text",
+          "[tools][cli]") {
+  Scratch s;
+  Run r = s.replay({s.dat.string(), "-F", ",,: bytes_req > 1"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: -F ',,: bytes_req > 1': no event name in the event list ',,'\n");
+  CHECK(r.out.empty());
+
+  r = s.replay({s.dat.string(), "-F", "kmalloc,,kmalloc: bytes_req > 1"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: -F 'kmalloc,,kmalloc: bytes_req > 1': an empty event name in the event list "
+                 "'kmalloc,,kmalloc'\n");
+  r = s.replay({s.dat.string(), "-F", "kmalloc,: bytes_req > 1"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: -F 'kmalloc,: bytes_req > 1': an empty event name in the event list "
+                 "'kmalloc,'\n");
+
+  // The well-formed list still works: 5 of the 10 records have bytes_req > 4.
+  r = s.replay({s.dat.string(), "-F", "kmalloc,kmem:kmalloc: bytes_req > 4"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 5});
 }

@@ -225,6 +225,19 @@ FilterArg parse_filter_arg(std::string_view arg) {
     throw ReplayError(origin + ": expected 'EVENT: FILTER' (e.g. 'sched:sched_switch: prev_pid == 0')");
   std::string events(trim(arg.substr(0, c)));
   if (events.empty()) throw ReplayError(origin + ": no event before ':'");
+  // Every item of the list names something: ",,", "a,,b" or "a," would
+  // otherwise filter fewer events than written, without a word.
+  for (std::string_view list = events;;) {
+    const size_t comma = list.find(',');
+    if (trim(list.substr(0, comma)).empty())
+      throw ReplayError(fmt::format("{}: {} in the event list '{}'", origin,
+                                    events.find_first_not_of(std::string(kSpace) + ",") == std::string::npos
+                                        ? "no event name"
+                                        : "an empty event name",
+                                    events));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
   std::string_view rest = arg.substr(c + 1);
   const size_t b = rest.find_first_not_of(kSpace);
   return FilterArg{std::move(events), std::string(b == std::string_view::npos ? std::string_view() : rest.substr(b)),

@@ -45,8 +45,9 @@ struct FilterArg {
   std::string origin;  ///< for messages: "-F 'sched_switch: prev_pid == 0'"
 };
 
-/// Splits "EVENTS: EXPR". Throws ReplayError when there is no ':' or the
-/// event part is empty.
+/// Splits "EVENTS: EXPR". Throws ReplayError when there is no ':', the
+/// event part is empty, or an item of the event list is empty (",,: EXPR",
+/// "a,,b: EXPR", "a,: EXPR"); the message quotes the argument.
 FilterArg parse_filter_arg(std::string_view arg);
 
 /// What replay does with one recorded event.

@@ -10,6 +10,7 @@
 #include "core/trace_report.h"
 #include "core/tracedat_reader.h"
 #include "tools/commands.h"
+#include "tools/replay/input_file.h"
 
 namespace tracepipe::tools {
 namespace {
@@ -41,6 +42,9 @@ void print_info(const TraceDatReader& r) {
 }
 
 void run(const ReportCli& cli) {
+  // A FIFO would block the open until a writer comes (and a device is no
+  // trace.dat): "tracepipe: FILE: not a regular file (a FIFO)", exit 1.
+  require_regular_file(cli.file);
   const auto reader = TraceDatReader::open(cli.file);
   if (cli.info) {
     print_info(reader);

@@ -158,3 +158,43 @@ TEST_CASE("cli: replay -F with an empty event name list is an error naming the o
   REQUIRE(r.status == 0);
   CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 5});
 }
+
+TEST_CASE("cli: report and replay refuse a FIFO or a device as the input trace, without blocking",
+          "[tools][cli]") {
+  Scratch s;
+  // No writer ever opens this FIFO: opening it for reading would block.
+  const fs::path fifo = s.fifo("trace.dat");
+  Run r = s.run({"report", fifo.string()});
+  CHECK(r.status == 1);
+  CHECK(r.err == "tracepipe: " + fifo.string() + ": not a regular file (a FIFO)\n");
+  CHECK(r.out.empty());
+  r = s.run({"report", "--info", "-i", fifo.string()});
+  CHECK(r.status == 1);
+  CHECK(r.err == "tracepipe: " + fifo.string() + ": not a regular file (a FIFO)\n");
+  r = s.run({"report", "/dev/zero"});
+  CHECK(r.status == 1);
+  CHECK(r.err == "tracepipe: /dev/zero: not a regular file (a character device)\n");
+  r = s.run({"report", s.dir.string()});
+  CHECK(r.status == 1);
+  CHECK(r.err == "tracepipe: " + s.dir.string() + ": not a regular file (a directory)\n");
+
+  r = s.replay({fifo.string()});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: " + fifo.string() + ": not a regular file (a FIFO)\n");
+  CHECK(r.out.empty());
+  r = s.replay({"-i", "/dev/zero", "--bench", "--reps", "1"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: /dev/zero: not a regular file (a character device)\n");
+  r = s.replay({(s.dir / "missing.dat").string()});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: " + (s.dir / "missing.dat").string() +
+                     ": cannot access it: No such file or directory\n");
+
+  // A regular file still reads: report prints the 10 records.
+  r = s.run({"report", s.dat.string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  size_t lines = 0;
+  for (size_t p = r.out.find("kmalloc:"); p != std::string::npos; p = r.out.find("kmalloc:", p + 1)) ++lines;
+  CHECK(lines == 10);
+}

@@ -179,6 +179,13 @@ uint64_t ring_kb(uint32_t subbuf_kb) {
 
 ReplayResult run_replay(const ReplayOptions& o) {
   ReplayResult res;
+  // A FIFO would block the open below until a writer comes (and a device is
+  // no trace.dat): refuse them before opening anything.
+  try {
+    require_regular_file(o.input);
+  } catch (const InputFileError& e) {
+    throw ReplayError(e.what());
+  }
   const TraceDatReader reader = TraceDatReader::open(o.input);
   if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
 

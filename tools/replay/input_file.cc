@@ -51,7 +51,7 @@ std::string_view file_kind(unsigned mode) noexcept {
 void require_regular_file(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw InputFileError(path, fmt::format("cannot stat it: {}", std::strerror(errno)));
+    throw InputFileError(path, fmt::format("cannot access it: {}", std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
     throw InputFileError(path, fmt::format("not a regular file ({})", file_kind(st.st_mode)));
 }

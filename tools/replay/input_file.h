@@ -31,7 +31,7 @@ std::string_view file_kind(unsigned mode) noexcept;
 
 /// Throws InputFileError unless `path` (symbolic links followed) is a regular
 /// file. Uses stat() only: nothing is opened, so a FIFO cannot block it.
-/// A missing or unreachable file: "cannot stat it: <strerror>".
+/// A missing or unreachable file: "cannot access it: <strerror>".
 void require_regular_file(const std::filesystem::path& path);
 
 /// The whole content of the regular file `path`, at most `max_bytes` bytes.

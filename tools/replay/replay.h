@@ -125,7 +125,9 @@ struct ReplayResult {
   }
 };
 
-/// Runs the replay. Throws ReplayError (filter_plan.h) on user errors,
+/// Runs the replay. Throws ReplayError (filter_plan.h) on user errors (an
+/// input that is missing or not a regular file - a FIFO, a device - is one,
+/// refused before it is opened),
 /// TraceDatError on a malformed file, std::system_error on I/O errors.
 ReplayResult run_replay(const ReplayOptions& options);
 

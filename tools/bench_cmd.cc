@@ -16,6 +16,7 @@
 #include "tools/bench/report.h"
 #include "tools/bench/runner.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tools/peers/peers.h"
 
 namespace tracepipe::tools::bench {
@@ -103,7 +104,7 @@ const Registrar reg{[](CLI::App& app) {
       ->group(W);
   sub->add_option("-l,--loops", o.workload.loops,
                   "Messages each sender writes to each receiver of its group")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1u, 1'000'000u))
       ->group(W);
   sub->add_option("-s,--datasize", o.workload.msg_bytes, "Bytes per message")
       ->check(CLI::Range(1, 4096))
@@ -137,7 +138,7 @@ const Registrar reg{[](CLI::App& app) {
       ->group(C);
   sub->add_option("--warn-spread", o.warn_spread_pct,
                   "Warn when a case's relative stddev exceeds this many percent")
-      ->check(CLI::PositiveNumber)
+      ->check(number_range(0.01, 1000))
       ->group(C);
   sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
 
@@ -155,6 +156,7 @@ const Registrar reg{[](CLI::App& app) {
 
   const char* P = "Second table (perf overwrite series)";
   sub->add_option("--perf-events", o.perf_events, "Events per run (N); 0 skips the table")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1'000'000'000}))
       ->group(P);
   sub->add_flag("--perf-no-syscall", cli->perf_no_syscall,
                 "Do not make a close(-1) system call before each event")

@@ -12,6 +12,7 @@
 
 #include "core/tracedat_error.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tools/replay/bench.h"
 #include "tools/replay/filter_plan.h"
 #include "tools/replay/replay.h"
@@ -19,12 +20,16 @@
 namespace tracepipe::tools {
 namespace {
 
+// --buffer-size-kb at most 1 GiB per CPU (the ring is allocated up front,
+// one per recorded CPU).
+constexpr uint64_t kMaxBufferSizeKb = uint64_t{1} << 20;
+
 struct ReplayCli {
   replay::ReplayOptions o;
   std::string input = "trace.dat";
   std::string config, output, kallsyms, staging;
   bool no_timing = false, progress = false, no_progress = false, verbose = false;
-  unsigned bench = 0;
+  unsigned bench_reps = 5;
   bool bench_flag = false;
   std::string trace_cmd = "trace-cmd";
 };
@@ -58,7 +63,7 @@ void run(ReplayCli& cli) {
   try {
     if (cli.bench_flag) {
       replay::BenchOptions b;
-      b.reps = cli.bench == 0 ? 5 : cli.bench;
+      b.reps = cli.bench_reps;
       b.trace_cmd = cli.trace_cmd;
       const replay::BenchResult r = replay::run_bench(o, b);
       std::fputs(replay::format_bench(o, r).c_str(), stdout);
@@ -100,17 +105,22 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("--kallsyms", cli->kallsyms,
                   "kallsyms text for FIELD.function == SYMBOL (default: the file's, if it has one)");
   sub->add_option("--staging", cli->staging, "off | per_cpu | per_thread | adaptive (default per_thread)");
-  sub->add_option("--subbuf-size-kb", cli->o.subbuf_size_kb, "ring sub-buffer size in KiB (default 16)");
+  // 0 means "automatic" inside ReplayOptions: on the command line each has a
+  // range, so a 0 is an error rather than a silent default.
+  sub->add_option("--subbuf-size-kb", cli->o.subbuf_size_kb, "ring sub-buffer size in KiB (default 16)")
+      ->check(power_of_two_range(4, 1024));
   sub->add_option("--buffer-size-kb", cli->o.buffer_size_kb,
-                  "ring size per CPU in KiB (default: automatic; with -o never below what the batches in flight need)");
-  sub->add_option("-j,--threads", cli->o.threads, "worker threads (default: all cores)");
+                  "ring size per CPU in KiB (default: automatic; with -o never below what the batches in flight need)")
+      ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));
+  sub->add_option("-j,--threads", cli->o.threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(1u, 1024u));
   sub->add_flag("--no-timing", cli->no_timing, "do not estimate the time per event (it samples every 16th record of each event with rdtsc)");
   sub->add_flag("--progress", cli->progress, "always draw the progress bar on stderr");
   sub->add_flag("--no-progress", cli->no_progress, "never draw the progress bar");
   sub->add_flag("-v,--verbose", cli->verbose, "also print the instance's path counters and ring statistics");
   sub->add_flag("--bench", cli->bench_flag,
                 "measure events/s (best of --reps runs) next to `trace-cmd report -F` with the same filters");
-  sub->add_option("--reps", cli->bench, "repetitions for --bench (default 5)");
+  sub->add_option("--reps", cli->bench_reps, "repetitions for --bench (default 5)")->check(CLI::Range(1u, 1000u));
   sub->add_option("--trace-cmd", cli->trace_cmd, "trace-cmd executable for --bench (\"\" to skip it)");
   sub->callback([cli] { run(*cli); });
 }};

@@ -198,3 +198,51 @@ TEST_CASE("cli: report and replay refuse a FIFO or a device as the input trace, 
   for (size_t p = r.out.find("kmalloc:"); p != std::string::npos; p = r.out.find("kmalloc:", p + 1)) ++lines;
   CHECK(lines == 10);
 }
+
+TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and the range", "[tools][cli]") {
+  Scratch s;
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;  // first line of stderr
+  };
+  const std::string dat = s.dat.string();
+  const std::vector<Case> cases = {
+      // replay: 0 meant "automatic" inside and was taken silently.
+      {{"replay", dat, "--buffer-size-kb", "0"}, "--buffer-size-kb: Value 0 not in range 1 to 1048576"},
+      {{"replay", dat, "--buffer-size-kb", "1048577"}, "--buffer-size-kb: Value 1048577 not in range 1 to 1048576"},
+      {{"replay", dat, "--subbuf-size-kb", "0"}, "--subbuf-size-kb: Value 0 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "--subbuf-size-kb", "12"}, "--subbuf-size-kb: Value 12 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "--subbuf-size-kb", "2048"}, "--subbuf-size-kb: Value 2048 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "-j", "0"}, "--threads: Value 0 not in range 1 to 1024"},
+      {{"replay", dat, "--threads", "-1"}, "--threads: Value -1 not in range 1 to 1024"},
+      {{"replay", dat, "--bench", "--reps", "0"}, "--reps: Value 0 not in range 1 to 1000"},
+      // bench: unbounded counts (a run of 2^64 events) and an unreadable range message.
+      {{"bench", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
+      {{"bench", "--perf-events", "1000000001"}, "--perf-events: Value 1000000001 not in range 0 to 1000000000"},
+      {{"bench", "--warn-spread", "0"}, "--warn-spread: Value 0 not in range 0.01 to 1000"},
+      {{"bench", "-b", "0"}, "--buffer-kb: Value 0 not in range 8 to 4194304"},
+      {{"bench-peers", "--buffer-kb", "1048577"}, "--buffer-kb: Value 1048577 not in range 0 to 1048576"},
+      {{"bench-peers", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
+  };
+  for (const Case& c : cases) {
+    std::string cmd;
+    for (const std::string& a : c.args) cmd += a + " ";
+    INFO(cmd);
+    const Run r = s.run(c.args);
+    CHECK(r.status == 105);  // CLI11's ValidationError: nothing ran
+    CHECK(r.err.substr(0, r.err.find('\n')) == c.err);
+    CHECK(r.out.empty());
+  }
+
+  // The bounds themselves are accepted and the replay runs.
+  for (const std::vector<std::string>& ok :
+       {std::vector<std::string>{"--buffer-size-kb", "1", "--subbuf-size-kb", "4", "-j", "1"},
+        std::vector<std::string>{"--subbuf-size-kb", "1024", "-j", "1024"}}) {
+    std::vector<std::string> args{dat};
+    args.insert(args.end(), ok.begin(), ok.end());
+    const Run r = s.replay(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 10});
+  }
+}

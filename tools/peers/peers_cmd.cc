@@ -46,7 +46,7 @@ const Registrar reg{[](CLI::App& app) {
                   "emit (EventDecl::emit into the instance)")
       ->check(CLI::IsMember({"trace", "trace-fn", "emit"}))->group(T1);
   sub->add_option("--buffer-kb", o->buffer_kb, "Buffer per CPU in the discard-mode cases, KiB (0 = one round)")
-      ->group(T1);
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))->group(T1);
   sub->add_option("--overwrite-kb", o->overwrite_kb, "Buffer per CPU in the overwrite case, both sides, KiB")
       ->check(CLI::Range(64, 1 << 20))->group(T1);
   sub->add_option("--lttng-plugin", o->lttng_plugin, "Path of libtracepipe_peer_lttng.so (default: search)")
@@ -56,7 +56,7 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("-g,--groups", o->hb_groups, "hackbench groups")->check(CLI::Range(1, 64))->group(T2);
   sub->add_option("-f,--fds", o->hb_fds, "hackbench senders = receivers per group")->check(CLI::Range(1, 64))->group(T2);
   sub->add_option("-l,--loops", o->hb_loops, "hackbench messages per sender and receiver")
-      ->check(CLI::PositiveNumber)->group(T2);
+      ->check(CLI::Range(1u, 1'000'000u))->group(T2);
   sub->add_option("--hb-runs", o->hb_runs, "Runs per case and side")->check(CLI::Range(1, 1000))->group(T2);
   sub->add_option("--hb-cases", o->hb_cases, "Cases: off, all, reject, accept, half (off always runs)")
       ->delimiter(',')->group(T2);

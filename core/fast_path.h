@@ -78,11 +78,57 @@ static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader
 
 }  // namespace detail
 
-template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hooks>
+// The ring's write path is specialised per overflow mode and writers
+// (template arguments); the emit around it is written once. Only reserve()
+// and discard() are picked by ring_kind_ (one predictable branch each):
+// inlining four whole copies of the emit, one per kind, made every emit
+// ~2 ns slower (code size: measured in the staged-reject and commit paths).
+[[gnu::always_inline]] inline buffers::Reservation Instance::ring_reserve(uint32_t cpu, uint32_t size) noexcept {
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  switch (ring_kind_) {
+    case RingKind::overwrite_local:
+      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .reserve(cpu, size);
+    case RingKind::drop_newest_local:
+      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .reserve(cpu, size);
+    default:
+      return reserve_any_cpu(cpu, size);  // replay's rings: out of line, keeps the emit small
+  }
+}
+
+[[gnu::always_inline]] inline void Instance::ring_commit(const buffers::Reservation& r) noexcept {
+  // The same release store for every kind (the compiler folds the cases).
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  switch (ring_kind_) {
+    case RingKind::overwrite_local:
+      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .commit(r);
+    case RingKind::drop_newest_local:
+      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .commit(r);
+    case RingKind::overwrite_any: return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).commit(r);
+    default: return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).commit(r);
+  }
+}
+
+[[gnu::always_inline]] inline void Instance::ring_discard(const buffers::Reservation& r) noexcept {
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  switch (ring_kind_) {
+    case RingKind::overwrite_local:
+      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .discard(r);
+    case RingKind::drop_newest_local:
+      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+          .discard(r);
+    case RingKind::overwrite_any: return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).discard(r);
+    default: return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).discard(r);
+  }
+}
+
+template <class Writer, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::emit_impl(EventState& st, uint32_t size, uint32_t cpu,
                                                              bool cpu_given, Writer& w, Hooks& hooks) noexcept {
-  using Ring = buffers::RingBuffer<M, buffers::FunctionClock, buffers::NoHooks, WM>;
-  Ring& ring = static_cast<Ring&>(*ring_);
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
   if ((flags & EventState::kEnabled) == 0) [[unlikely]]
     return EmitResult::disabled;
@@ -98,7 +144,7 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
   if (cpu_given) {
     if (cpu >= ncpu_) [[unlikely]]
       cpu %= ncpu_;
-  } else if constexpr (WM == buffers::Writers::any_cpu) {
+  } else if (!cpu_local_) {
     cpu = current_cpu();
     if (cpu >= ncpu_) [[unlikely]]
       cpu %= ncpu_;
@@ -114,13 +160,13 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
 
   if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) [[likely]] {
     // (R3) unfiltered: reserve, build in place, commit.
-    const buffers::Reservation r = ring.reserve(cpu, size);
+    const buffers::Reservation r = ring_reserve(cpu, size);
     if (!r) [[unlikely]] {
       counter_add(c[slot::lost_unfiltered]);
       return EmitResult::lost;
     }
     w(r.payload(), hdr);
-    ring.commit(r);
+    ring_commit(r);
     counter_add(c[slot::kept_unfiltered]);
     return EmitResult::kept;
   }
@@ -128,11 +174,12 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
   const bool soft = (flags & EventState::kSoftDisabled) != 0;
   const filters::Program* prog = st.program.load(std::memory_order_acquire);  // (R4) one load (F5)
   filters::EvalContext ectx{cpu, ctx->comm_view()};
-  if (WM == buffers::Writers::cpu_local && !cpu_given && prog != nullptr && prog->needs_cpu()) [[unlikely]]
+  if (cpu_local_ && !cpu_given && prog != nullptr && prog->needs_cpu()) [[unlikely]]
     ectx.cpu = current_cpu();  // the CPU field of a cpu_local writer: where it runs now
-  const bool adaptive = options_.staging == Staging::adaptive;
+  const Staging staging = options_.staging;
+  const bool adaptive = staging == Staging::adaptive;
 
-  bool stage = options_.staging != Staging::off;
+  bool stage = staging != Staging::off;
   if (adaptive && c[slot::adaptive_score].load(std::memory_order_relaxed) > adaptive_threshold_) {
     stage = false;  // mostly accepted here: skip the extra copy
     counter_add(c[slot::adaptive_direct]);
@@ -148,17 +195,15 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
         hooks(EmitStep::before_copy);
         // (R7) copy into the ring of the CPU we run on now; stamped here (F1, F3).
         uint32_t wcpu = cpu;
-        if constexpr (WM == buffers::Writers::any_cpu) {
-          if (!cpu_given) {
-            wcpu = current_cpu();
-            if (wcpu >= ncpu_) [[unlikely]]
-              wcpu %= ncpu_;
-          }
+        if (!cpu_local_ && !cpu_given) {
+          wcpu = current_cpu();
+          if (wcpu >= ncpu_) [[unlikely]]
+            wcpu %= ncpu_;
         }
-        const buffers::Reservation rr = ring.reserve(wcpu, size);
+        const buffers::Reservation rr = ring_reserve(wcpu, size);
         if (rr) [[likely]] {
           detail::copy_record(rr.payload().data(), cl.payload().data(), size);
-          ring.commit(rr);
+          ring_commit(rr);
           counter_add(c[slot::kept_staged]);
           res = EmitResult::kept;
         } else {
@@ -178,7 +223,7 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
   }
 
   // (R9) direct: reserve in the ring, build, filter, commit or discard.
-  const buffers::Reservation r = ring.reserve(cpu, size);
+  const buffers::Reservation r = ring_reserve(cpu, size);
   if (!r) [[unlikely]] {
     counter_add(c[slot::lost_direct]);
     return EmitResult::lost;
@@ -188,11 +233,11 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
   const bool accept = !soft && (prog == nullptr || prog->match(r.payload(), ectx));
   if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
   if (accept) {
-    ring.commit(r);
+    ring_commit(r);
     counter_add(c[slot::kept_direct]);
     return EmitResult::kept;
   }
-  ring.discard(r);  // reclaimed if still the last record, else padding
+  ring_discard(r);  // reclaimed if still the last record, else padding
   counter_add(c[slot::rejected_direct]);
   if (soft) counter_add(c[slot::soft]);
   return EmitResult::discarded;
@@ -201,17 +246,7 @@ template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hook
 template <class Writer, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::dispatch(EventState& st, uint32_t size, uint32_t cpu,
                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {
-  // Two predictable branches pick the path specialised for the mode and the
-  // writers (no branch on either inside the ring buffer's write path).
-  using buffers::OverflowMode, buffers::Writers;
-  if (cpu_local_) [[likely]] {
-    if (options_.mode == BufferMode::overwrite)
-      return emit_impl<OverflowMode::overwrite, Writers::cpu_local>(st, size, cpu, cpu_given, w, hooks);
-    return emit_impl<OverflowMode::drop_newest, Writers::cpu_local>(st, size, cpu, cpu_given, w, hooks);
-  }
-  if (options_.mode == BufferMode::overwrite)
-    return emit_impl<OverflowMode::overwrite, Writers::any_cpu>(st, size, cpu, cpu_given, w, hooks);
-  return emit_impl<OverflowMode::drop_newest, Writers::any_cpu>(st, size, cpu, cpu_given, w, hooks);
+  return emit_impl(st, size, cpu, cpu_given, w, hooks);
 }
 
 template <class Fill, class Hooks>

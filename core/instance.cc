@@ -85,6 +85,9 @@ Instance::Instance(InstanceOptions options, Registry& registry)
       break;
   }
   using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  const bool ow = options_.mode == BufferMode::overwrite;
+  ring_kind_ = cpu_local_ ? (ow ? RingKind::overwrite_local : RingKind::drop_newest_local)
+                          : (ow ? RingKind::overwrite_any : RingKind::drop_newest_any);
   if (options_.mode == BufferMode::overwrite) {
     if (cpu_local_)
       ring_ = std::make_unique<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
@@ -98,6 +101,12 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   }
   stager_ = std::make_unique<Stager>(options_.staging);
   states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
+}
+
+buffers::Reservation Instance::reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept {
+  using buffers::OverflowMode, buffers::RingBuffer;
+  if (ring_kind_ == RingKind::overwrite_any) return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).reserve(cpu, size);
+  return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).reserve(cpu, size);
 }
 
 std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Registry& registry) {

@@ -337,9 +337,13 @@ class Instance {
   Stager& stager_for_testing() noexcept { return *stager_; }
 
  private:
-  template <buffers::OverflowMode M, buffers::Writers WM, class Writer, class Hooks>
+  template <class Writer, class Hooks>
   EmitResult emit_impl(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
+  buffers::Reservation ring_reserve(uint32_t cpu, uint32_t size) noexcept;
+  [[gnu::noinline]] buffers::Reservation reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept;
+  void ring_commit(const buffers::Reservation& r) noexcept;
+  void ring_discard(const buffers::Reservation& r) noexcept;
   template <class Writer, class Hooks>
   [[gnu::always_inline]] EmitResult dispatch(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,
                                              Writer& w, Hooks& hooks) noexcept;
@@ -360,6 +364,9 @@ class Instance {
   TraceClock clock_;
   uint32_t ncpu_;
   bool cpu_local_ = false;  ///< the ring is RingBuffer<M, ..., Writers::cpu_local>
+  /// Which RingBuffer<M, FunctionClock, NoHooks, W> ring_ is (fast_path.h).
+  enum class RingKind : uint8_t { overwrite_local, drop_newest_local, overwrite_any, drop_newest_any };
+  RingKind ring_kind_ = RingKind::drop_newest_any;
   uint64_t adaptive_threshold_;  ///< in 1/65536
   std::unique_ptr<buffers::RingBufferBase> ring_;
   std::unique_ptr<Stager> stager_;

@@ -347,6 +347,10 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 }
 
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+  // One predicate, the commonest filter: no jump table (~0.7 ns per staged
+  // reject, measured in the emit path).
+  if (lane_count_ == 1 && record.size() >= table_min_size_) [[likely]]
+    return table_lookup(detail::eval_lanes<1>(lanes_.data(), record.data()));
   if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
     const detail::Lane* l = lanes_.data();
     const std::byte* rec = record.data();

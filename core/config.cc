@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -279,55 +280,19 @@ namespace {
 // load_config refuses a larger file (bytes).
 constexpr uint64_t kMaxConfigBytes = uint64_t{64} << 20;
 
-std::string_view file_kind(mode_t mode) noexcept {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a file";
-}
-
-// The whole text of a config file. Only a regular file is read: a FIFO would
-// block the open until a writer comes, /dev/zero never ends. It is checked
-// with stat() before the open, opened with O_NONBLOCK (a file swapped for a
-// FIFO in between does not block) and checked again with fstat(); reading
-// stops past kMaxConfigBytes even if the file grows meanwhile.
+// The whole text of a config file: a regular file only, at most
+// kMaxConfigBytes (core/input_file.h says why and how), with the errors in
+// ConfigError's "FILE: message" form.
 std::string read_config_text(const std::filesystem::path& file) {
   const std::string name = file.string();
-  auto fail = [&](const std::string& msg) -> void { throw ConfigError(name, 0, "", msg); };
-  auto not_regular = [&](mode_t mode) { fail("not a regular file (" + std::string(file_kind(mode)) + ")"); };
-  auto too_large = [&](uint64_t n) {
-    fail(std::to_string(n) + " bytes is over the limit of " + std::to_string(kMaxConfigBytes >> 20) +
-         " MiB for a config file");
-  };
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) fail("cannot open the file");
-  if (!S_ISREG(st.st_mode)) not_regular(st.st_mode);
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail("cannot open the file");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) fail(std::string("cannot stat the file: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) not_regular(st.st_mode);
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) too_large(static_cast<uint64_t>(st.st_size));
-  std::string text;
-  text.reserve(static_cast<size_t>(st.st_size));
-  char buf[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(std::string("cannot read the file: ") + std::strerror(errno));
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > kMaxConfigBytes)  // grew, or procfs said size 0
-      fail("longer than the limit of " + std::to_string(kMaxConfigBytes >> 20) + " MiB for a config file");
-    text.append(buf, static_cast<size_t>(n));
+  if (::stat(file.c_str(), &st) != 0) throw ConfigError(name, 0, "", "cannot open the file");
+  try {
+    return read_regular_file(file, kMaxConfigBytes);
+  } catch (const InputFileError& e) {
+    const bool size = e.problem().find("limit of") != std::string::npos;
+    throw ConfigError(name, 0, "", e.problem() + (size ? " for a config file" : ""));
   }
-  return text;
 }
 
 }  // namespace

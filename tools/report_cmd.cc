@@ -10,7 +10,7 @@
 #include "core/trace_report.h"
 #include "core/tracedat_reader.h"
 #include "tools/commands.h"
-#include "tools/replay/input_file.h"
+#include "core/input_file.h"
 
 namespace tracepipe::tools {
 namespace {

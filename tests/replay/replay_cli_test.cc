@@ -19,28 +19,22 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out, err;
+using Run = tp_test::CommandResult;
+
+// A scratch folder for the commands' output, removed at exit.
+struct ScratchDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("replay_cli_" + std::to_string(getpid()));
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 Run run(const std::vector<std::string>& args) {
-  replay_test::TempPath out("replay_cli_out"), err("replay_cli_err");
-  std::string cmd = quote(args[0]);
-  for (size_t i = 1; i < args.size(); ++i) cmd += " " + quote(args[i]);
-  cmd += " >" + quote(out.path.string()) + " 2>" + quote(err.path.string());
-  const int rc = std::system(cmd.c_str());
-  Run r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = tp_test::read_file(out.path);
-  r.err = tp_test::read_file(err.path);
-  return r;
+  static const ScratchDir scratch;
+  return tp_test::run_command(args, scratch.path);
 }
 
 Run replay(std::vector<std::string> args) {

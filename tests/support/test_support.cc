@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,6 +33,26 @@ std::string read_file(const std::filesystem::path& p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& scratch_dir,
+                          int timeout_s) {
+  const std::filesystem::path out = scratch_dir / "cmd.stdout", err = scratch_dir / "cmd.stderr";
+  std::string cmd = "timeout " + std::to_string(timeout_s);
+  for (const std::string& a : argv) cmd += " " + shell_quote(a);
+  cmd += " </dev/null >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+  const int rc = std::system(cmd.c_str());
+  CommandResult r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
 }
 
 }  // namespace tp_test

@@ -2,6 +2,7 @@
 // Helpers shared by all tests.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tp_test {
 
@@ -18,6 +19,19 @@ bool tracefs_writable();
 
 /// Reads a whole file; throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& p);
+
+/// Exit status (-1 if it did not exit) and what a command wrote.
+struct CommandResult {
+  int status = -1;
+  std::string out, err;
+};
+/// `s` quoted for /bin/sh.
+std::string shell_quote(const std::string& s);
+/// Runs argv (no shell interpretation of the arguments) with stdin from
+/// /dev/null under `timeout timeout_s`, capturing stdout and stderr in
+/// files under `scratch_dir`.
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& scratch_dir,
+                          int timeout_s = 120);
 
 }  // namespace tp_test
 

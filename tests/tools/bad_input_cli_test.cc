@@ -22,16 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Run = tp_test::CommandResult;
 
 // A scratch directory with a small valid trace.dat (kmalloc records on 2 CPUs).
 struct Scratch {
@@ -61,17 +52,9 @@ struct Scratch {
     return p;
   }
   // `tracepipe ARGS...` with a 60 s limit.
-  Run run(const std::vector<std::string>& args) const {
-    const fs::path out = dir / "stdout", err = dir / "stderr";
-    std::string cmd = "timeout 60 " + quote(TP_TRACEPIPE_EXE);
-    for (const std::string& a : args) cmd += " " + quote(a);
-    cmd += " </dev/null >" + quote(out.string()) + " 2>" + quote(err.string());
-    const int rc = std::system(cmd.c_str());
-    Run r;
-    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = tp_test::read_file(out);
-    r.err = tp_test::read_file(err);
-    return r;
+  Run run(std::vector<std::string> args) const {
+    args.insert(args.begin(), TP_TRACEPIPE_EXE);
+    return tp_test::run_command(args, dir, 60);
   }
   Run replay(std::vector<std::string> args) const {
     args.insert(args.begin(), {"replay", "--no-progress", "--no-timing"});

@@ -15,14 +15,14 @@
 
 #include "core/config.h"
 #include "test_support.h"
-#include "tools/replay/input_file.h"
+#include "core/input_file.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using tracepipe::tools::InputFileError;
-using tracepipe::tools::read_regular_file;
-using tracepipe::tools::require_regular_file;
+using tracepipe::InputFileError;
+using tracepipe::read_regular_file;
+using tracepipe::require_regular_file;
 
 // A temp directory removed at the end; SIGALRM (default action: terminate)
 // ends the test run if something blocks.

@@ -18,7 +18,7 @@
 #include "core/tracedat_reader.h"
 #include "core/tracedat_writer.h"
 #include "tools/replay/filter_plan.h"
-#include "tools/replay/input_file.h"
+#include "core/input_file.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/replay.h"
 #include "tools/replay/router.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Files named on the command line (the input trace.dat, --kallsyms), checked
+// Files named by the user (the input trace.dat, --kallsyms, a config file), checked
 // before they are opened or read: a FIFO would block the open (or the read)
 // until some writer comes, and /dev/zero or /dev/urandom never end, so only a
 // regular file is accepted, and text read whole has a size limit.
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace tracepipe::tools {
+namespace tracepipe {
 
 /// A named file that cannot be used. what() is "PATH: PROBLEM", e.g.
 /// "/tmp/f: not a regular file (a FIFO)"; callers add the option's name.
@@ -42,4 +42,4 @@ void require_regular_file(const std::filesystem::path& path);
 /// the message names the limit in MiB -, or an I/O error).
 std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes);
 
-}  // namespace tracepipe::tools
+}  // namespace tracepipe

@@ -1,4 +1,4 @@
-#include "tools/replay/input_file.h"
+#include "core/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 
 #include <fmt/core.h>
 
-namespace tracepipe::tools {
+namespace tracepipe {
 namespace {
 
 std::string limit_text(uint64_t max_bytes) {
@@ -88,4 +88,4 @@ std::string read_regular_file(const std::filesystem::path& path, uint64_t max_by
   return text;
 }
 
-}  // namespace tracepipe::tools
+}  // namespace tracepipe

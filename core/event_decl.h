@@ -321,7 +321,11 @@ struct EventDecl {
   /// system call. Any thread or signal handler.
   [[gnu::always_inline]] static EmitResult emit(Instance& instance, typename Fields::arg_type... v) noexcept {
     (void)&registered_at_startup;
-    auto fill = [&](std::span<std::byte> rec) noexcept { write_fields(rec.data(), v...); };
+    // Always inlined: called from two places in the emit (staged and direct),
+    // GCC would otherwise keep it out of line, with the arguments in memory.
+    auto fill = [&](std::span<std::byte> rec) noexcept __attribute__((always_inline)) {
+      write_fields(rec.data(), v...);
+    };
     return instance.emit_fill(desc(), record_size(v...), fill);
   }
 
@@ -366,7 +370,11 @@ struct EventDecl {
     const detail::Subscribers* subs = word.load(std::memory_order_acquire);
     if (subs == nullptr) return;
     const uint32_t size = record_size(v...);
-    auto fill = [&](std::span<std::byte> rec) noexcept { write_fields(rec.data(), v...); };
+    // Always inlined: called from two places in the emit (staged and direct),
+    // GCC would otherwise keep it out of line, with the arguments in memory.
+    auto fill = [&](std::span<std::byte> rec) noexcept __attribute__((always_inline)) {
+      write_fields(rec.data(), v...);
+    };
     for (uint32_t i = 0; i < subs->count; ++i) subs->states[i]->instance->emit_to_state(*subs->states[i], size, fill);
   }
 

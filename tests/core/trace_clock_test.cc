@@ -1,5 +1,6 @@
 // Trace clocks: names as the kernel's trace_clock file, ns units, no syscall.
 #include <catch2/catch.hpp>
+#include <utility>
 #include <time.h>
 
 #include <set>
@@ -61,11 +62,26 @@ TEST_CASE("trace_clock: local is TSC calibrated to ns and tracks mono_raw", "[co
     CHECK(cal.tsc_hz < 10'000'000'000ull);  // < 10 GHz
   }
   // Over 20 ms, local and mono_raw advance by the same amount within 0.1%
-  // and stay within 1 ms of each other in absolute value.
-  const uint64_t l0 = local.read(), r0 = now(CLOCK_MONOTONIC_RAW);
+  // and stay within 1 ms of each other in absolute value. Each end point is
+  // the tightest of several mono_raw / local / mono_raw brackets, so that a
+  // preemption between two reads (a busy CI machine: 160 us is 0.8% of
+  // 20 ms) does not count as clock error.
+  const auto pair = [&] {
+    uint64_t best_l = 0, best_r = 0, best_w = ~0ull;
+    for (int i = 0; i < 9; ++i) {
+      const uint64_t ra = now(CLOCK_MONOTONIC_RAW), l = local.read(), rb = now(CLOCK_MONOTONIC_RAW);
+      if (rb >= ra && rb - ra < best_w) {
+        best_w = rb - ra;
+        best_l = l;
+        best_r = ra + (rb - ra) / 2;
+      }
+    }
+    return std::pair{best_l, best_r};
+  };
+  const auto [l0, r0] = pair();
   const timespec wait{0, 20'000'000};
   nanosleep(&wait, nullptr);
-  const uint64_t l1 = local.read(), r1 = now(CLOCK_MONOTONIC_RAW);
+  const auto [l1, r1] = pair();
   const double dl = static_cast<double>(l1 - l0), dr = static_cast<double>(r1 - r0);
   CHECK(dl / dr == Approx(1.0).epsilon(0.001));
   const int64_t skew = static_cast<int64_t>(l1 - r1);

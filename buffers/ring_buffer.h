@@ -253,6 +253,7 @@ class Reservation {
  private:
   template <OverflowMode, class, class, Writers>
   friend class RingBuffer;
+  friend class RingBufferBase;
   Reservation(detail::RecordHeader* h, detail::CpuBuffer* cb, uint64_t pos, uint32_t len) noexcept
       : hdr_(h), cb_(cb), pos_(pos), len_(len), cpu_(cb->cpu) {}
   Reservation(ReserveError e, uint32_t cpu) noexcept : cpu_(cpu), err_(e) {}
@@ -297,6 +298,15 @@ class RingBufferBase {
   bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
   /// True for Writers::cpu_local buffers.
   bool cpu_local() const noexcept { return fence_on_pause_; }
+
+  /// RingBuffer::commit for a caller that holds only the base: commit is
+  /// the same release store whatever the mode, clock or writers.
+  [[gnu::always_inline]] static void commit_reservation(const Reservation& r) noexcept {
+    if (r.hdr_ == nullptr) [[unlikely]]
+      return;
+    std::atomic_ref<uint32_t>(r.hdr_->word)
+        .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)
+  }
 
   /// Accounting of one CPU (zeroed CpuStats for a bad cpu). Walks the
   /// buffered records (entries, bytes, stamps): O(buffer), not for hot paths.
@@ -461,10 +471,7 @@ inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
 inline void RingBuffer<M, Clock, Hooks, W>::commit(const Reservation& r) noexcept {
-  if (r.hdr_ == nullptr) [[unlikely]]
-    return;
-  std::atomic_ref<uint32_t>(r.hdr_->word)
-      .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)
+  commit_reservation(r);
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>

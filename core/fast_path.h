@@ -80,7 +80,8 @@ static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader
 
 // The ring's write path is specialised per overflow mode and writers
 // (template arguments); the emit around it is written once. Only reserve()
-// and discard() are picked by ring_kind_ (one predictable branch each):
+// and discard() are picked by ring_kind_ (one predictable branch each;
+// commit is the same store for all):
 // inlining four whole copies of the emit, one per kind, made every emit
 // ~2 ns slower (code size: measured in the staged-reject and commit paths).
 [[gnu::always_inline]] inline buffers::Reservation Instance::ring_reserve(uint32_t cpu, uint32_t size) noexcept {
@@ -98,18 +99,7 @@ static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader
 }
 
 [[gnu::always_inline]] inline void Instance::ring_commit(const buffers::Reservation& r) noexcept {
-  // The same release store for every kind (the compiler folds the cases).
-  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
-  switch (ring_kind_) {
-    case RingKind::overwrite_local:
-      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
-          .commit(r);
-    case RingKind::drop_newest_local:
-      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
-          .commit(r);
-    case RingKind::overwrite_any: return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).commit(r);
-    default: return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).commit(r);
-  }
+  buffers::RingBufferBase::commit_reservation(r);  // the same store for every kind
 }
 
 [[gnu::always_inline]] inline void Instance::ring_discard(const buffers::Reservation& r) noexcept {

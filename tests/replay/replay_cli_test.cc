@@ -42,22 +42,12 @@ Run replay(std::vector<std::string> args) {
   return run(args);
 }
 
-// KEPT of one row of the table (printed with --no-timing: the last four
-// columns are REPLAYED KEPT DISCARDED LOST).
+// KEPT of one row of the table.
 uint64_t kept_of(const std::string& table, const std::string& name) {
-  std::istringstream in(table);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) != 0) continue;
-    std::vector<std::string> tok;
-    std::istringstream ls(line);
-    std::string t;
-    while (ls >> t) tok.push_back(t);
-    REQUIRE(tok.size() >= 5);
-    return std::stoull(tok[tok.size() - 3]);
-  }
-  FAIL("no row " << name << " in:\n" << table);
-  return 0;
+  const auto c = replay_test::replayed_kept(table, name);
+  INFO("table:\n" << table);
+  REQUIRE(c);
+  return c->second;
 }
 
 std::string trace_cmd() {

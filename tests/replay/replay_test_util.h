@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,23 @@ inline constexpr std::string_view kKmalloc =
     "\tfield:int node;\toffset:48;\tsize:4;\tsigned:1;\n\n"
     "print fmt: \"call_site=%lx ptr=%p bytes_req=%zu bytes_alloc=%zu node=%d\", REC->call_site, REC->ptr, "
     "REC->bytes_req, REC->bytes_alloc, REC->node\n";
+
+/// REPLAYED and KEPT of the row `name` of replay's table (printed with
+/// --no-timing: the last four columns are REPLAYED KEPT DISCARDED LOST);
+/// nullopt if there is no such row.
+inline std::optional<std::pair<uint64_t, uint64_t>> replayed_kept(const std::string& table, const std::string& name) {
+  std::istringstream in(table);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + " ", 0) != 0) continue;
+    std::vector<std::string> tok;
+    std::istringstream ls(line);
+    for (std::string t; ls >> t;) tok.push_back(t);
+    if (tok.size() < 5) return std::nullopt;
+    return std::pair{std::stoull(tok[tok.size() - 4]), std::stoull(tok[tok.size() - 3])};
+  }
+  return std::nullopt;
+}
 
 /// A unique path in the temp directory (removed by the destructor).
 struct TempPath {

@@ -35,6 +35,12 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::filesystem::path sparse_file(const std::filesystem::path& p, uint64_t size) {
+  std::ofstream(p, std::ios::binary).close();
+  std::filesystem::resize_file(p, size);
+  return p;
+}
+
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by all tests.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ bool tracefs_writable();
 
 /// Reads a whole file; throws std::runtime_error naming the path on failure.
 std::string read_file(const std::filesystem::path& p);
+
+/// Creates (or truncates) `p` as a sparse file of `size` bytes, which costs
+/// no disk space; returns p.
+std::filesystem::path sparse_file(const std::filesystem::path& p, uint64_t size);
 
 /// Exit status (-1 if it did not exit) and what a command wrote.
 struct CommandResult {

@@ -45,12 +45,7 @@ struct Scratch {
     REQUIRE(mkfifo(p.c_str(), 0600) == 0);
     return p;
   }
-  fs::path sparse(const std::string& name, uint64_t size) const {
-    const fs::path p = dir / name;
-    std::ofstream(p, std::ios::binary).close();
-    fs::resize_file(p, size);
-    return p;
-  }
+  fs::path sparse(const std::string& name, uint64_t size) const { return tp_test::sparse_file(dir / name, size); }
   // `tracepipe ARGS...` with a 60 s limit.
   Run run(std::vector<std::string> args) const {
     args.insert(args.begin(), TP_TRACEPIPE_EXE);
@@ -62,21 +57,12 @@ struct Scratch {
   }
 };
 
-// REPLAYED, KEPT of the row `name` of replay's table (--no-timing: the last
-// four columns are REPLAYED KEPT DISCARDED LOST).
+// REPLAYED, KEPT of the row `name` of replay's table.
 std::pair<uint64_t, uint64_t> counts_of(const std::string& table, const std::string& name) {
-  std::istringstream in(table);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) != 0) continue;
-    std::vector<std::string> tok;
-    std::istringstream ls(line);
-    for (std::string t; ls >> t;) tok.push_back(t);
-    REQUIRE(tok.size() >= 5);
-    return {std::stoull(tok[tok.size() - 4]), std::stoull(tok[tok.size() - 3])};
-  }
-  FAIL("no row " << name << " in:\n" << table);
-  return {};
+  const auto c = replay_test::replayed_kept(table, name);
+  INFO("table:\n" << table);
+  REQUIRE(c);
+  return *c;
 }
 
 }  // namespace

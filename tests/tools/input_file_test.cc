@@ -49,12 +49,7 @@ struct Scratch {
     return p;
   }
   // A sparse file of `size` bytes (costs no disk space).
-  fs::path sparse(const std::string& name, uint64_t size) const {
-    const fs::path p = dir / name;
-    std::ofstream(p, std::ios::binary).close();
-    fs::resize_file(p, size);
-    return p;
-  }
+  fs::path sparse(const std::string& name, uint64_t size) const { return tp_test::sparse_file(dir / name, size); }
 };
 
 std::string config_error(const fs::path& p) {

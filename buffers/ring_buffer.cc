@@ -80,27 +80,56 @@ void RingBufferBase::release() noexcept {
   cpus_ = nullptr;
 }
 
-void RingBufferBase::pause() noexcept {
+PauseFence RingBufferBase::pause() noexcept {
   const std::lock_guard lk(pause_mu_);
   paused_.store(true, std::memory_order_release);
   // cpu_local writers store the tail without a lock (rseq.h): a section that
-  // compared before our CAS could still store over the PAUSED bit. After
-  // rseq_fence() every such section has finished or restarted (and will see
-  // the bit), so one more look at every tail settles it; a bit lost anyway is
-  // set again and the fence repeated.
-  for (bool again = true; again;) {
-    again = false;
+  // compared before our CAS could still store over the PAUSED bit. After the
+  // fence (P2) every such section has finished or restarted (and will see
+  // the bit), so one more look at every tail (P3) settles it; a bit lost
+  // anyway is set again and the fence repeated.
+  auto set_paused_bits = [this] {
     for (uint32_t c = 0; c < ncpu_; ++c) {
       detail::CpuBuffer& cb = cpus_[c];
       uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
       while ((pos & detail::kPausedBit) == 0 && !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
       }
     }
+  };
+  PauseFence how = fence_on_pause_ ? PauseFence::membarrier : PauseFence::not_needed;
+  for (bool again = true; again;) {
+    again = false;
+    set_paused_bits();  // (P1)
     if (!fence_on_pause_) break;
-    (void)detail::rseq_fence();
-    for (uint32_t c = 0; c < ncpu_; ++c)
+    const PauseFence f = fence_sections();  // (P2)
+    if (f == PauseFence::failed) {
+      // (P4) Nothing proves the sections done: set again the bits lost so
+      // far, but a section still in flight may clear one later. Reported
+      // (return value and counter), never hidden.
+      set_paused_bits();
+      pause_unfenced_.fetch_add(1, std::memory_order_relaxed);
+      return PauseFence::failed;
+    }
+    if (f == PauseFence::cpu_visits) how = f;
+    for (uint32_t c = 0; c < ncpu_; ++c)  // (P3)
       if ((detail::load_relaxed(cpus_[c].tail.pos) & detail::kPausedBit) == 0) again = true;
   }
+  if (how == PauseFence::cpu_visits) pause_fence_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  return how;
+}
+
+PauseFence RingBufferBase::fence_sections() noexcept {
+  if (fence_fn_(*this)) return PauseFence::membarrier;
+  // membarrier refused (a seccomp filter, a kernel that lost the
+  // registration, -ENOMEM): run on each CPU in turn instead (rseq.h:
+  // run_on_cpu). A CPU we cannot run on is fine only if it is offline.
+  detail::SavedAffinity saved;
+  if (!saved.ok()) return PauseFence::failed;
+  bool ok = true;
+  for (uint32_t c = 0; c < ncpu_ && ok; ++c)
+    if (!visit_fn_(*this, c) && detail::cpu_online(c)) ok = false;
+  if (!saved.restore()) ok = false;  // cannot happen (the mask was ours); never hide it
+  return ok ? PauseFence::cpu_visits : PauseFence::failed;
 }
 
 void RingBufferBase::resume() noexcept {

@@ -139,6 +139,33 @@
 //  new sub-buffer; readers stop at the missing END (a zero word, I2) until
 //  (S3), and recyclers treat it as a pending record (I3).
 //
+// ══ pause(): stopping writers, steps as in ring_buffer.cc ═════════════════════
+//  (P1) set the PAUSED bit of every tail (CAS16; a paused tail sends every
+//       reserve to the slow path, which fails it as lost_paused).
+//  (P2) cpu_local only: fence the sections. A section that compared the tail
+//       before (P1) may still store its old value + stride over the bit
+//       (rseq.h, "Invariant"). The fence ends every section in flight:
+//       detail::rseq_fence() (membarrier PRIVATE_EXPEDITED_RSEQ: the kernel
+//       restarts the sections of every CPU running one of our threads), or,
+//       if that system call fails, the calling thread runs on each CPU of
+//       the buffer in turn (detail::run_on_cpu: for it to run there, the
+//       thread that was there was switched out, which restarts its section);
+//       an offline CPU runs nobody and is skipped. The caller's affinity is
+//       saved and restored around the visits.
+//  (P3) look at every tail again: a bit lost before the fence is set again
+//       and the fence repeated (sections that start after a fence see the
+//       bit, so this ends).
+//  (P4) if neither fence works (membarrier refused and some online CPU
+//       refuses us: a cpuset), pause() sets the bits once more and returns
+//       PauseFence::failed, counted pause_unfenced(): a writer may then keep
+//       reserving on one CPU until the next pause(). A sleep would not be a
+//       fence (a preempted vCPU can hold a section for milliseconds), so
+//       pause() does not pretend. Tests force each failure through Hooks
+//       (NoHooks' comment).
+//  Invariant: pause() returns PauseFence::failed or no reserve() that
+//  starts after its return succeeds until resume() (tested with spinning
+//  writers, with membarrier and with the CPU visits).
+//
 // ══ Costs ═══════════════════════════════════════════════════════════════════
 //  Fast path: one CAS16 (lock cmpxchg16b, ~9 ns here) or, cpu_local, the
 //  rseq section (~1.7 ns) + the clock; commit: one release store. No allocation, lock or system call, on any path: slow path and
@@ -149,6 +176,7 @@
 //  CAS16, END word, switch count, in overwrite mode recycle the one after
 //  (walk + memset).
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -215,8 +243,26 @@ enum class Step : uint8_t {
   reclaiming,  ///< discard: tail is at our end, about to CAS it back
 };
 /// Default Hooks: does nothing, compiles to nothing.
+///
+/// A Hooks type may also replace pause()'s two fences for cpu_local writers
+/// (tests force them to fail; see "pause()" at the top of this file):
+///   bool rseq_fence() noexcept;          instead of detail::rseq_fence()
+///   bool run_on_cpu(uint32_t) noexcept;  instead of detail::run_on_cpu()
+/// Each is optional and used only by pause(), never by the write path.
 struct NoHooks {
   [[gnu::always_inline]] constexpr void operator()(Step, uint32_t /*cpu*/) const noexcept {}
+};
+
+/// How pause() made sure that no cpu_local writer's section, already past
+/// its compare when the PAUSED bit was set, stores over the bit after
+/// pause() returns ("pause()" at the top of this file).
+enum class PauseFence : uint8_t {
+  not_needed,  ///< any_cpu writers (or ThreadSanitizer builds): the locked CAS is enough
+  membarrier,  ///< detail::rseq_fence(): one membarrier(PRIVATE_EXPEDITED_RSEQ)
+  cpu_visits,  ///< rseq_fence() failed; the calling thread ran on every online CPU of
+               ///< the buffer in turn (detail::run_on_cpu), counted pause_fence_fallbacks()
+  failed,      ///< both failed: a writer on some CPU may still reserve after pause()
+               ///< returns (its tail can lose the PAUSED bit); counted pause_unfenced()
 };
 
 /// Who may write a CPU's buffer; fixed at compile time (RingBuffer's W).
@@ -290,9 +336,14 @@ class RingBufferBase {
   /// ReserveError::paused (counted lost_paused). Records reserved before
   /// may still be committed. pause() and resume() may race each other from
   /// several threads (they are serialised: the last one to run wins); not
-  /// async-signal-safe (cpu_local: one membarrier system call). Mirrors perf's PERF_EVENT_IOC_PAUSE_OUTPUT and
+  /// async-signal-safe (cpu_local: one membarrier system call, or if that
+  /// fails a visit of every CPU, which briefly changes the calling thread's
+  /// affinity and restores it). Returns how writers in flight were fenced;
+  /// PauseFence::failed means the guarantee above does not hold for
+  /// cpu_local writers (see PauseFence; paused() is still true, and a second
+  /// pause() may succeed). Mirrors perf's PERF_EVENT_IOC_PAUSE_OUTPUT and
   /// kernel/trace/ring_buffer.c: ring_buffer_record_off.
-  void pause() noexcept;
+  PauseFence pause() noexcept;
   /// Restarts output. Mirrors ring_buffer_record_on.
   void resume() noexcept;
   bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
@@ -314,6 +365,11 @@ class RingBufferBase {
   CpuStats stats(uint32_t cpu) const noexcept;
   /// Reservations refused because cpu >= cpus().
   uint64_t lost_bad_cpu() const noexcept { return lost_bad_cpu_.load(std::memory_order_relaxed); }
+  /// pause() calls whose membarrier failed and that fenced by CPU visits
+  /// (PauseFence::cpu_visits), and those that could not fence at all
+  /// (PauseFence::failed). Both 0 for any_cpu buffers.
+  uint64_t pause_fence_fallbacks() const noexcept { return pause_fence_fallbacks_.load(std::memory_order_relaxed); }
+  uint64_t pause_unfenced() const noexcept { return pause_unfenced_.load(std::memory_order_relaxed); }
 
   /// Internal, for readers.h: the state of one CPU (cpu < cpus()).
   detail::CpuBuffer& cpu_buffer(uint32_t cpu) const noexcept { return cpus_[cpu]; }
@@ -330,6 +386,17 @@ class RingBufferBase {
   std::mutex pause_mu_;  // serialises pause() and resume() (control plane only)
   bool fence_on_pause_ = false;  // cpu_local writers: pause() must abort their sections (rseq.h)
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
+  std::atomic<uint64_t> pause_fence_fallbacks_{0};
+  std::atomic<uint64_t> pause_unfenced_{0};
+  // pause()'s fences: detail::rseq_fence / detail::run_on_cpu, or a Hooks
+  // policy's replacements (set by RingBuffer's constructor; tests).
+  using FenceFn = bool (*)(RingBufferBase&) noexcept;
+  using VisitFn = bool (*)(RingBufferBase&, uint32_t cpu) noexcept;
+  FenceFn fence_fn_ = [](RingBufferBase&) noexcept { return detail::rseq_fence(); };
+  VisitFn visit_fn_ = [](RingBufferBase&, uint32_t cpu) noexcept { return detail::run_on_cpu(cpu); };
+
+ private:
+  PauseFence fence_sections() noexcept;
 };
 
 /// The per-CPU ring buffer, specialised per overflow mode at compile time:
@@ -368,6 +435,12 @@ class RingBuffer : public RingBufferBase {
                           "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
       fence_on_pause_ = !TP_TSAN;
     }
+    if constexpr (requires(Hooks& h) { { h.rseq_fence() } noexcept -> std::convertible_to<bool>; })
+      fence_fn_ = [](RingBufferBase& b) noexcept -> bool { return static_cast<RingBuffer&>(b).hooks_.rseq_fence(); };
+    if constexpr (requires(Hooks& h, uint32_t c) { { h.run_on_cpu(c) } noexcept -> std::convertible_to<bool>; })
+      visit_fn_ = [](RingBufferBase& b, uint32_t c) noexcept -> bool {
+        return static_cast<RingBuffer&>(b).hooks_.run_on_cpu(c);
+      };
   }
 
   /// Reserves a record of payload_len bytes in CPU `cpu`'s buffer (cpu_local:

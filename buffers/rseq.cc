@@ -2,8 +2,13 @@
 #include "buffers/rseq.h"
 
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstring>
+
+#include "buffers/cpu_list.h"
 
 namespace tracepipe::buffers::detail {
 
@@ -29,5 +34,40 @@ bool rseq_usable() noexcept {
 }
 
 bool rseq_fence() noexcept { return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) == 0; }
+
+bool run_on_cpu(uint32_t cpu) noexcept {
+  constexpr size_t kBits = 8 * sizeof(unsigned long);
+  unsigned long mask[65536 / kBits] = {};
+  if (cpu >= 65536) return false;
+  mask[cpu / kBits] = 1ul << (cpu % kBits);
+  // The raw system call: glibc's wrapper refuses masks larger than its own
+  // idea of the kernel's, which we do not need here.
+  if (syscall(__NR_sched_setaffinity, 0, sizeof mask, mask) != 0) return false;
+  // sched_setaffinity returns once the kernel has moved us (it waits for the
+  // migration), so we run on `cpu` now; check it anyway, through the same
+  // field the sections compare (rseq_cpu), or getcpu when there is none.
+  for (int i = 0; i < 3; ++i) {
+    const int32_t now = __rseq_size > 0 && rseq_cpu() >= 0 ? rseq_cpu() : sched_getcpu();
+    if (now == static_cast<int32_t>(cpu)) return true;
+    sched_yield();
+  }
+  return false;
+}
+
+SavedAffinity::SavedAffinity() noexcept {
+  std::memset(mask_, 0, sizeof mask_);
+  ok_ = syscall(__NR_sched_getaffinity, 0, sizeof mask_, mask_) > 0;
+}
+
+bool SavedAffinity::restore() noexcept {
+  return ok_ && syscall(__NR_sched_setaffinity, 0, sizeof mask_, mask_) == 0;
+}
+
+bool cpu_online(uint32_t cpu) noexcept {
+  char buf[4096];
+  const auto text = read_cpu_list_file("/sys/devices/system/cpu/online", buf, sizeof buf);
+  if (!text) return true;
+  return cpu_list_contains(*text, cpu).value_or(true);
+}
 
 }  // namespace tracepipe::buffers::detail

@@ -32,8 +32,9 @@
 //
 // Invariant (what the caller must guarantee): every update of a tail word
 // while writers may run is either this section run on the tail's own CPU,
-// or a locked CAS followed by rseq_fence() and a re-check (RingBufferBase::
-// pause does this). A thread on another CPU must never write the tail with a
+// or a locked CAS followed by a fence (rseq_fence(), or run_on_cpu() on every
+// CPU when membarrier fails) and a re-check (RingBufferBase::pause does this,
+// and reports it when it can do neither). A thread on another CPU must never write the tail with a
 // locked CAS alone: a section that already compared would overwrite it.
 #include <sys/rseq.h>
 
@@ -119,7 +120,44 @@ bool rseq_usable() noexcept;
 /// called is aborted or has completed before it returns, and sections that
 /// start afterwards see every store made before the call.
 /// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ). A system call: for
-/// pause(), never for the write path. Returns false if the call failed.
+/// pause(), never for the write path. Returns false if the call failed
+/// (then it guarantees nothing: use the CPU visits below).
 bool rseq_fence() noexcept;
+
+/// The same guarantee as rseq_fence() for one CPU, without membarrier:
+/// moves the calling thread onto `cpu` alone (sched_setaffinity) and checks
+/// that it runs there. For the caller to run on `cpu`, the thread that ran
+/// there was switched out: a section it was inside aborts when it resumes
+/// (the kernel's rseq_preempt), or it had finished; sections that start
+/// there afterwards see every store made before the call (a context switch
+/// is a full barrier). Returns false if the caller cannot run on `cpu`
+/// (offline, or outside its cpuset). Changes the caller's affinity: save it
+/// first (saved_affinity) and restore it after. Control plane only (two
+/// system calls and a migration, ~10-50 us). What membarrier does from the
+/// kernel (kernel/sched/membarrier.c: an IPI to each CPU that runs one of our
+/// threads), done from user space by going there.
+bool run_on_cpu(uint32_t cpu) noexcept;
+
+/// The calling thread's CPU affinity, saved by its constructor and put back
+/// by restore(); for run_on_cpu() loops. Holds up to 65536 CPUs on the stack.
+class SavedAffinity {
+ public:
+  SavedAffinity() noexcept;
+  /// False if the affinity could not be read (then restore() does nothing
+  /// and run_on_cpu() must not be used: it could not be undone).
+  bool ok() const noexcept { return ok_; }
+  /// Puts the saved affinity back; false if the kernel refused it.
+  bool restore() noexcept;
+
+ private:
+  unsigned long mask_[65536 / (8 * sizeof(unsigned long))];
+  bool ok_ = false;
+};
+
+/// True if `cpu` is online now (/sys/devices/system/cpu/online; also true
+/// when that file cannot be read, the safe answer for a fence: an online
+/// CPU may hold a section). An offline CPU runs no thread, so it holds no
+/// section a fence would have to wait for.
+bool cpu_online(uint32_t cpu) noexcept;
 
 }  // namespace tracepipe::buffers::detail

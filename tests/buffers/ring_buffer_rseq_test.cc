@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <functional>
@@ -159,9 +160,51 @@ TEST_CASE("rseq: a writer nested between the load and the CAS lands first; recla
   unpin();
 }
 
-TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU", "[buffers][rseq][concurrency]") {
-  require_rseq();
-  LocalRB<OverflowMode::overwrite> rb(config_for_all_cpus(64 * 1024, 1024));
+namespace {
+
+// pause()'s fences, replaced through the Hooks policy (ring_buffer.h: NoHooks).
+struct FenceCtl {
+  bool membarrier_works = true;   // false: rseq_fence() fails as if the system call was refused
+  bool visits_work = true;        // false: run_on_cpu() fails for every CPU
+  bool fake_fence = false;        // true: "succeeds" without fencing anything (to show the test's teeth)
+  std::atomic<uint32_t> fences{0};
+  std::atomic<uint32_t> visits[64] = {};
+  std::atomic<int32_t> ran_on[64] = {};
+};
+struct FenceHooks {
+  FenceCtl* ctl = nullptr;
+  void operator()(Step, uint32_t) const noexcept {}
+  bool rseq_fence() noexcept {
+    ctl->fences.fetch_add(1);
+    if (ctl->fake_fence) return true;
+    return ctl->membarrier_works && detail::rseq_fence();
+  }
+  bool run_on_cpu(uint32_t c) noexcept {
+    if (!ctl->visits_work) return false;
+    const bool ok = detail::run_on_cpu(c);
+    if (c < 64) {
+      ctl->visits[c].fetch_add(1);
+      ctl->ran_on[c] = ok ? sched_getcpu() : -1;
+    }
+    return ok;
+  }
+};
+
+std::vector<uint32_t> affinity_of_this_thread() {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  sched_getaffinity(0, sizeof s, &s);
+  std::vector<uint32_t> v;
+  for (uint32_t c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &s)) v.push_back(c);
+  return v;
+}
+
+// Spinning writers on every CPU against 200 pause/resume rounds: a writer
+// that starts after pause() returned and before resume() must fail.
+// Returns the number of violations (and the pause() results seen).
+template <class RB>
+uint64_t pause_race(RB& rb, std::vector<PauseFence>* results = nullptr, int rounds = 200) {
   const uint32_t n = std::min<uint32_t>(online_cpus(), 4);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> generation{0};  // odd: paused (pause() has returned)
@@ -190,8 +233,9 @@ TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
   }
   // Every writer is writing before the first pause (else the check checks nothing).
   while (ready.load() < 2 * n || writes.load() < 2 * n) std::this_thread::yield();
-  for (int round = 0; round < 200; ++round) {
-    rb.pause();
+  for (int round = 0; round < rounds; ++round) {
+    const PauseFence f = rb.pause();
+    if (results != nullptr) results->push_back(f);
     generation.fetch_add(1, std::memory_order_acq_rel);  // now odd
     std::this_thread::yield();
     generation.fetch_add(1, std::memory_order_acq_rel);  // even again, before resume
@@ -200,12 +244,111 @@ TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
   }
   stop = true;
   for (auto& w : writers) w.join();
-  CHECK(violations.load() == 0);
   CHECK(writes.load() > 0);
   uint64_t paused_losses = 0;
   for (uint32_t c = 0; c < rb.cpus(); ++c) paused_losses += rb.stats(c).lost_paused;
   INFO("writes " << writes.load() << ", lost while paused " << paused_losses);
+  CHECK(paused_losses > 0);
+  return violations.load();
 }
+
+}  // namespace
+
+TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU", "[buffers][rseq][concurrency]") {
+  require_rseq();
+  LocalRB<OverflowMode::overwrite> rb(config_for_all_cpus(64 * 1024, 1024));
+  std::vector<PauseFence> results;
+  CHECK(pause_race(rb, &results) == 0);
+  const PauseFence expect = TP_TSAN ? PauseFence::not_needed : PauseFence::membarrier;
+  CHECK(std::count(results.begin(), results.end(), expect) == static_cast<long>(results.size()));
+  CHECK(rb.pause_fence_fallbacks() == 0);
+  CHECK(rb.pause_unfenced() == 0);
+}
+
+#if !TP_TSAN
+TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU; no writer reserves after it",
+          "[buffers][rseq][concurrency]") {
+  require_rseq();
+  FenceCtl ctl;
+  ctl.membarrier_works = false;
+  LocalRB<OverflowMode::overwrite, FenceHooks> rb(config_for_all_cpus(64 * 1024, 1024), FunctionClock{},
+                                                  FenceHooks{&ctl});
+  std::vector<PauseFence> results;
+  CHECK(pause_race(rb, &results, 100) == 0);
+  CHECK(std::count(results.begin(), results.end(), PauseFence::cpu_visits) == 100);
+  CHECK(rb.pause_fence_fallbacks() == 100);
+  CHECK(rb.pause_unfenced() == 0);
+  CHECK(ctl.fences.load() >= 100);  // the membarrier was tried first, every time
+  for (uint32_t c = 0; c < online_cpus() && c < 64; ++c) CHECK(ctl.visits[c].load() >= 100);
+}
+
+TEST_CASE("rseq: the CPU visits run on each CPU, skip offline ones and restore the caller's affinity",
+          "[buffers][rseq]") {
+  require_rseq();
+  const uint32_t n = online_cpus();
+  REQUIRE(n == static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));  // no offline CPU below n here
+  FenceCtl ctl;
+  ctl.membarrier_works = false;
+  // Two more buffers than CPUs: CPUs n and n+1 do not exist (offline), so
+  // run_on_cpu fails for them and the fence must skip them, not fail.
+  RingBufferConfig cfg = config_for_all_cpus(8192, 1024);
+  cfg.cpus = n + 2;
+  LocalRB<OverflowMode::drop_newest, FenceHooks> rb(cfg, FunctionClock{}, FenceHooks{&ctl});
+  const uint32_t home = n - 1;  // the caller is pinned to the last CPU: the visits must put it back
+  REQUIRE(pin_to(home));
+  CHECK(rb.pause() == PauseFence::cpu_visits);
+  CHECK(affinity_of_this_thread() == std::vector<uint32_t>{home});
+  CHECK(sched_getcpu() == static_cast<int>(home));
+  for (uint32_t c = 0; c < n + 2; ++c) {
+    INFO("cpu " << c);
+    CHECK(ctl.visits[c].load() == 1);
+    CHECK(ctl.ran_on[c].load() == (c < n ? static_cast<int32_t>(c) : -1));
+  }
+  CHECK(rb.pause_fence_fallbacks() == 1);
+  CHECK(rb.pause_unfenced() == 0);
+  // Paused for real: a writer on this CPU is refused and counted.
+  CHECK_FALSE(rb.reserve(0, 16));
+  CHECK(rb.stats(home).lost_paused == 1);
+  rb.resume();
+  unpin();
+}
+
+TEST_CASE("rseq: pause() that can fence neither way says so and counts it", "[buffers][rseq]") {
+  require_rseq();
+  FenceCtl ctl;
+  ctl.membarrier_works = false;
+  ctl.visits_work = false;
+  LocalRB<OverflowMode::drop_newest, FenceHooks> rb(config_for_all_cpus(8192, 1024), FunctionClock{},
+                                                    FenceHooks{&ctl});
+  REQUIRE(pin_to(0));
+  const std::vector<uint32_t> before = affinity_of_this_thread();
+  CHECK(rb.pause() == PauseFence::failed);
+  CHECK(rb.pause_unfenced() == 1);
+  CHECK(rb.pause_fence_fallbacks() == 0);
+  CHECK(ctl.fences.load() == 1);
+  CHECK(affinity_of_this_thread() == before);
+  // The bits are set all the same: writers that run now are refused.
+  CHECK(rb.paused());
+  CHECK_FALSE(rb.reserve(0, 16));
+  CHECK(rb.stats(0).lost_paused == 1);
+  // The membarrier works again: the next pause() is fenced.
+  ctl.membarrier_works = true;
+  CHECK(rb.pause() == PauseFence::membarrier);
+  CHECK(rb.pause_unfenced() == 1);
+  rb.resume();
+  CHECK(rb.reserve(0, 16));
+  unpin();
+}
+
+TEST_CASE("rseq: an any_cpu buffer's pause() needs no fence", "[buffers][rseq]") {
+  FenceCtl ctl;
+  RingBuffer<OverflowMode::drop_newest, FunctionClock, FenceHooks> rb(RingBufferConfig{.cpus = 2, .size_per_cpu = 4096, .subbuf_size = 1024},
+                                                                     FunctionClock{}, FenceHooks{&ctl});
+  CHECK(rb.pause() == PauseFence::not_needed);
+  CHECK(ctl.fences.load() == 0);
+  CHECK(rb.pause_unfenced() == 0);
+}
+#endif
 
 namespace {
 

@@ -36,7 +36,10 @@ TempBuffer::~TempBuffer() {
 }
 
 StagedRecord TempBuffer::claim_failed(uint32_t cpu, uint32_t len) noexcept {
-  if (cpu >= ncpu_) return StagedRecord(StageError::bad_cpu, cpu);
+  if (cpu >= ncpu_) {
+    bad_cpu_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return StagedRecord(StageError::bad_cpu, cpu);
+  }
   if (len > capacity_) {
     slots_[cpu].too_big_fallbacks.fetch_add(1, std::memory_order_relaxed);
     return StagedRecord(StageError::too_big, cpu);

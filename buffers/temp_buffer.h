@@ -110,7 +110,7 @@ class TempBuffer {
 
   /// Claims CPU `cpu`'s slot for a record of `len` bytes. Empty when the
   /// slot is busy, the record is larger than capacity(), or cpu is unknown
-  /// (busy and too_big are counted). Mirrors the claim in
+  /// (each counted: busy and too_big per CPU, bad_cpu in bad_cpu_fallbacks()). Mirrors the claim in
   /// kernel/trace/trace.c: trace_event_buffer_lock_reserve.
   [[nodiscard, gnu::always_inline]] StagedRecord try_claim(uint32_t cpu, uint32_t len) noexcept {
     if (cpu >= ncpu_ || len > capacity_) [[unlikely]]
@@ -133,6 +133,9 @@ class TempBuffer {
   uint32_t capacity() const noexcept { return capacity_; }
   uint32_t cpus() const noexcept { return ncpu_; }
   TempStats stats(uint32_t cpu) const noexcept;
+  /// Claims refused because cpu >= cpus() (a CPU id above the configured
+  /// count: the caller then reserves directly).
+  uint64_t bad_cpu_fallbacks() const noexcept { return bad_cpu_fallbacks_.load(std::memory_order_relaxed); }
   bool busy_for_testing(uint32_t cpu) const noexcept { return slots_[cpu].busy.load() != 0; }
 
  private:
@@ -142,6 +145,7 @@ class TempBuffer {
   std::byte* mem_ = nullptr;
   uint32_t ncpu_ = 0;
   uint32_t capacity_ = 0;
+  std::atomic<uint64_t> bad_cpu_fallbacks_{0};
 };
 
 /// Staging with one slot per thread (the option of design.md). Same

@@ -2,6 +2,8 @@
 
 #include <sys/sysinfo.h>
 
+#include "buffers/cpu_list.h"
+
 namespace tracepipe {
 
 uint32_t detail::current_cpu_slow() noexcept {
@@ -21,10 +23,7 @@ bool current_cpu_uses_rseq() noexcept {
 }
 
 uint32_t possible_cpus() noexcept {
-  static const uint32_t n = [] {
-    const int c = get_nprocs_conf();
-    return c > 0 ? static_cast<uint32_t>(c) : 1u;
-  }();
+  static const uint32_t n = detail::cpu_slots(buffers::nr_cpu_ids_from_sysfs(), get_nprocs_conf());
   return n;
 }
 

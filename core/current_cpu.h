@@ -15,6 +15,7 @@
 #include <sys/rseq.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace tracepipe {
 
@@ -43,8 +44,22 @@ namespace detail {
 /// system call); false if it falls back to sched_getcpu().
 bool current_cpu_uses_rseq() noexcept;
 
-/// Number of CPUs the system may bring online (get_nprocs_conf()); every
-/// value of current_cpu() is below it. Per-CPU structures are sized by it.
+/// The kernel's nr_cpu_ids: the highest CPU number the system may ever
+/// bring online + 1 (/sys/devices/system/cpu/possible), and at least
+/// get_nprocs_conf(). Every value of current_cpu() is below it, also when
+/// CPU numbers have holes ("0,2,4": a count would say 3, CPU 4 exists) or
+/// CPUs can be hot-added. Per-CPU structures are sized by it, so no writer
+/// finds its CPU without a buffer. Read once per process.
 uint32_t possible_cpus() noexcept;
+
+namespace detail {
+/// possible_cpus()'s rule: nr_cpu_ids when known, never below nprocs_conf,
+/// at least 1.
+constexpr uint32_t cpu_slots(std::optional<uint32_t> nr_cpu_ids, int nprocs_conf) noexcept {
+  uint32_t n = nprocs_conf > 0 ? static_cast<uint32_t>(nprocs_conf) : 1u;
+  if (nr_cpu_ids && *nr_cpu_ids > n) n = *nr_cpu_ids;
+  return n;
+}
+}  // namespace detail
 
 }  // namespace tracepipe

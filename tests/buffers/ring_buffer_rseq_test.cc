@@ -160,6 +160,34 @@ TEST_CASE("rseq: a writer nested between the load and the CAS lands first; recla
   unpin();
 }
 
+TEST_CASE("rseq: a cpu_local writer on a CPU without a buffer is counted bad_cpu and writes nowhere",
+          "[buffers][rseq]") {
+  require_rseq();
+  if (online_cpus() < 2) TP_SKIP("needs a second CPU");
+  // One buffer on a machine with more CPUs: the writer on CPU 1 has none.
+  LocalRB<OverflowMode::drop_newest> rb(RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024});
+  REQUIRE(pin_to(1));
+  for (uint32_t i = 0; i < 5; ++i) {
+    const Reservation r = rb.reserve(0, 16);  // the cpu argument does not matter: CPU 1 decides
+    CHECK_FALSE(r);
+    CHECK(r.error() == ReserveError::bad_cpu);
+    CHECK(r.cpu() == 1);
+  }
+  const std::byte payload[8] = {};
+  CHECK_FALSE(rb.write(0, payload));
+  CHECK(rb.lost_bad_cpu() == 6);
+  const CpuStats s0 = rb.stats(0);  // CPU 0's buffer saw none of it
+  CHECK(s0.entries == 0);
+  CHECK(s0.lost() == 0);
+  CHECK(rb.stats(1).entries == 0);  // no such CPU: zeroed stats, no out-of-bounds read
+  // Back on CPU 0 the same writer lands in buffer 0.
+  REQUIRE(pin_to(0));
+  CHECK(rb.write(5, payload));
+  CHECK(rb.stats(0).entries == 1);
+  CHECK(rb.lost_bad_cpu() == 6);
+  unpin();
+}
+
 namespace {
 
 // pause()'s fences, replaced through the Hooks policy (ring_buffer.h: NoHooks).

@@ -60,6 +60,7 @@ TEST_CASE("temp buffer: the capacity boundary", "[buffers][temp]") {
   CHECK_FALSE(tb.busy_for_testing(0));  // nothing was claimed
   CHECK(tb.stats(0).too_big_fallbacks == 1);
   CHECK(tb.try_claim(3, 1).error() == StageError::bad_cpu);
+  CHECK(tb.bad_cpu_fallbacks() == 1);  // counted under its own cause, not busy or too_big
 }
 
 TEST_CASE("temp buffer: release after migrating frees the slot that was claimed", "[buffers][temp]") {

@@ -6,7 +6,11 @@
 #include <set>
 #include <string>
 
+#include <sys/sysinfo.h>
+
+#include "buffers/cpu_list.h"
 #include "core/current_cpu.h"
+#include "core/instance.h"
 #include "core/trace_clock.h"
 
 using namespace tracepipe;
@@ -123,4 +127,21 @@ TEST_CASE("current_cpu: reads rseq and agrees with sched_getcpu", "[core][cpu]")
     if (static_cast<int>(c) == ref) return;
   }
   FAIL("current_cpu() never agreed with sched_getcpu() in 1000 tries");
+}
+
+TEST_CASE("possible_cpus: per-CPU structures are sized by nr_cpu_ids, not by a CPU count", "[core][cpu]") {
+  // The rule: the highest possible CPU + 1, never below get_nprocs_conf().
+  static_assert(detail::cpu_slots(5u, 3) == 5);   // possible "0,2,4": CPU 4 exists, a count says 3
+  static_assert(detail::cpu_slots(64u, 2) == 64); // hot-pluggable: 2 present, 64 possible
+  static_assert(detail::cpu_slots(2u, 2) == 2);
+  static_assert(detail::cpu_slots(std::nullopt, 8) == 8);  // no sysfs: the count
+  static_assert(detail::cpu_slots(std::nullopt, -1) == 1);
+  static_assert(detail::cpu_slots(1u, 4) == 4);
+  const auto ids = buffers::nr_cpu_ids_from_sysfs();
+  REQUIRE(ids);
+  CHECK(possible_cpus() == std::max(*ids, static_cast<uint32_t>(get_nprocs_conf())));
+  // An instance has a buffer for every CPU id a writer can have.
+  Instance inst;
+  CHECK(inst.cpus() == possible_cpus());
+  CHECK(inst.ring().cpus() == possible_cpus());
 }

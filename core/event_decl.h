@@ -17,7 +17,7 @@
 // Disabled cost (trace() and TRACEPIPE_TRACE): one relaxed load of the
 // declaration's class-scope subscriber word (a link-time address, constant-
 // initialised to nullptr: no guard variable) and one branch predicted not
-// taken; everything else (registration check, ReadSection, record) is in the
+// taken; everything else (registration check, WriterScope, record) is in the
 // out-of-line trace_slow_path(). Invariants:
 //   (D1) The word registered_ points at is the EventDesc's subscriber word
 //        (Registry::add_declared(format, &listeners_)), so Instance::enable()
@@ -28,8 +28,10 @@
 //        enabled() is always true and trace_slow_path() reads the
 //        descriptor's word (correct, a few ns when disabled).
 //   (D3) trace_slow_path() re-reads the descriptor's word with acquire inside
-//        a ReadSection: enabled() is only a hint; a list seen there stays
-//        alive until the section ends (Instance frees it after synchronize()).
+//        a WriterScope (a read-side section): enabled() is only a hint; a
+//        list seen there stays alive until the scope ends (Instance frees it
+//        after synchronize()). The same scope is the nesting level of the
+//        emits into each listed instance, which run one after the other.
 // Registration: at static initialisation (registered_at_startup, which
 // enabled() odr-uses) or by the first desc() call. Before it, the word is
 // nullptr and no instance can subscribe through this declaration; only in
@@ -359,7 +361,7 @@ struct EventDecl {
   }
 
   /// The part of trace() that runs once enabled() said yes: registers the
-  /// event if needed, then, inside a ReadSection, emits into each subscribed
+  /// event if needed, then, inside one WriterScope, emits into each subscribed
   /// instance (stage -> filter -> commit, as emit()). No allocation, lock or
   /// system call; an unregistered thread's event is counted as a drop.
   /// Out of line so that the disabled check inlines to two instructions; not
@@ -375,7 +377,9 @@ struct EventDecl {
       count_unregistered_drop();
       return;
     }
-    ReadSection rs(*ctx);  // (D3) keeps the subscriber list alive (not a nesting level)
+    // (D3) One WriterScope keeps the subscriber list alive and is the
+    // nesting level of every emit below (they run one after the other).
+    WriterScope scope(*ctx);
     const detail::Subscribers* subs = word.load(std::memory_order_acquire);
     if (subs == nullptr) return;
     const uint32_t size = record_size(v...);
@@ -385,7 +389,14 @@ struct EventDecl {
     auto fill = [&](std::span<std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
       write_fields(rec.data(), v...);
     };
-    for (uint32_t i = 0; i < subs->count; ++i) subs->states[i]->instance->emit_to_state(*subs->states[i], size, fill);
+    const uint32_t depth = scope.depth();
+    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
+      EventState& st = *subs->states[0];
+      st.instance->emit_to_state_in_scope(st, *ctx, depth, size, fill);
+      return;
+    }
+    for (uint32_t i = 0; i < subs->count; ++i)
+      subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
   }
 
   /// Instantiated by emit()/trace()/enabled(): registers the event during

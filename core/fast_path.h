@@ -128,6 +128,19 @@ template <class Writer, class Hooks>
     return EmitResult::lost;
   }
   WriterScope scope(*ctx);  // (R2) nesting depth + read-side section (F5)
+  return emit_in_scope(st, flags, *ctx, scope.depth(), size, cpu, cpu_given, w, hooks);
+}
+
+// The emit once the caller holds a WriterScope on ctx and has seen `flags`
+// (st.flags, loaded with acquire) say enabled (emit_impl above, or
+// EventDecl::trace_slow_path, whose one scope covers its subscriber list and
+// every instance it emits into: the thread-local lookup and the read-side
+// section are paid once per event, not once per instance).
+template <class Writer, class Hooks>
+[[gnu::always_inline]] inline EmitResult Instance::emit_in_scope(EventState& st, uint32_t flags, ThreadContext& tc,
+                                                                 uint32_t depth, uint32_t size, uint32_t cpu,
+                                                                 bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+  ThreadContext* ctx = &tc;
   auto& c = thread_counters(*ctx, st.counters).v;
   // The CPU: any_cpu rings need it to pick a buffer; cpu_local rings read it
   // themselves, so it is read here only when the caller gave one.
@@ -143,7 +156,6 @@ template <class Writer, class Hooks>
   uint64_t hdr = 0;
   if constexpr (!Writer::kRaw) {
     hdr = detail::header_word(st.type, ctx->tid);
-    const uint32_t depth = scope.depth();
     if ((depth | ctx->in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
       hdr |= detail::nested_header_bits(depth);
   }

@@ -296,6 +296,19 @@ class Instance {
     NoEmitHooks hooks;
     return dispatch(state, size, 0, false, w, hooks);
   }
+  /// Internal: the same, for a caller that already holds a WriterScope on
+  /// `ctx` (its depth() is `depth`): EventDecl::trace_slow_path opens one
+  /// scope for all the instances an event fans out to.
+  template <class Fill>
+  [[gnu::always_inline]] EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx, uint32_t depth,
+                                                           uint32_t size, Fill& fill) noexcept {
+    const uint32_t flags = state.flags.load(std::memory_order_acquire);
+    if ((flags & EventState::kEnabled) == 0) [[unlikely]]
+      return EmitResult::disabled;
+    detail::FillWriter<Fill> w{fill};
+    NoEmitHooks hooks;
+    return emit_in_scope(state, flags, ctx, depth, size, 0, false, w, hooks);
+  }
 
   /// emit_raw with the record's original time stamp, for instances built
   /// with InstanceOptions::external_time (otherwise `ts` is ignored and the
@@ -340,6 +353,9 @@ class Instance {
   template <class Writer, class Hooks>
   EmitResult emit_impl(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
+  template <class Writer, class Hooks>
+  EmitResult emit_in_scope(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth, uint32_t size,
+                           uint32_t cpu, bool cpu_given, Writer& w, Hooks& hooks) noexcept;
   buffers::Reservation ring_reserve(uint32_t cpu, uint32_t size) noexcept;
   [[gnu::noinline]] buffers::Reservation reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept;
   void ring_commit(const buffers::Reservation& r) noexcept;

@@ -1,5 +1,5 @@
 // The write path allocates nothing: operator new and malloc (and friends) are
-// replaced in this executable and counted while reserve/commit/discard/write,
+// counted in this executable (tests/support/alloc_counter.h) while reserve/commit/discard/write,
 // sub-buffer switches, overwrite recycling, drop-newest losses, pause, and
 // temp-buffer claims run. (Readers may allocate; they are not counted.)
 #include <catch2/catch.hpp>
@@ -11,69 +11,12 @@
 
 #include "buffers/ring_buffer.h"
 #include "buffers/temp_buffer.h"
+#include "alloc_counter.h"
 #include "test_support.h"
 
 namespace {
-std::atomic<uint64_t> g_allocs{0};
+uint64_t allocs() noexcept { return tp_test::alloc_counter::count(); }
 }  // namespace
-
-#if !defined(TRACEPIPE_SANITIZED)
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_malloc(n);
-}
-void* calloc(size_t a, size_t b) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_calloc(a, b);
-}
-void* realloc(void* p, size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t al, size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(al, n);
-}
-void* memalign(size_t al, size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  return __libc_memalign(al, n);
-}
-int posix_memalign(void** out, size_t al, size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  *out = __libc_memalign(al, n);
-  return *out != nullptr ? 0 : 12;  // ENOMEM
-}
-void free(void* p) { __libc_free(p); }
-}  // extern "C"
-
-void* operator new(size_t n) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = __libc_malloc(n != 0 ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void* operator new(size_t n, std::align_val_t al) {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = __libc_memalign(static_cast<size_t>(al), n != 0 ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n, std::align_val_t al) { return operator new(n, al); }
-void operator delete(void* p) noexcept { __libc_free(p); }
-void operator delete[](void* p) noexcept { __libc_free(p); }
-void operator delete(void* p, size_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, size_t) noexcept { __libc_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
-#endif
 
 using namespace tracepipe::buffers;
 
@@ -127,9 +70,7 @@ TEST_CASE("write path: no allocation in any mode", "[buffers][alloc]") {
 #if defined(TRACEPIPE_SANITIZED)
   TP_SKIP("malloc is not replaceable under sanitizers");
 #else
-  const uint64_t before_probe = g_allocs.load();
-  delete new int(3);  // the counter works (the test can fail)
-  REQUIRE(g_allocs.load() == before_probe + 1);
+  REQUIRE(tp_test::alloc_counter::probe() == 2);  // the counter works (the test can fail)
 
   const RingBufferConfig cfg{.cpus = 2, .size_per_cpu = 8192, .subbuf_size = 512};
   OverwriteRingBuffer over(cfg);
@@ -137,11 +78,10 @@ TEST_CASE("write path: no allocation in any mode", "[buffers][alloc]") {
   TempBuffer tb(TempBufferConfig{.cpus = 2, .slot_size = 512});
   PerThreadTempBuffer ptb(512);
 
-  const uint64_t before = g_allocs.load();
+  const uint64_t before = allocs();
   const uint64_t a1 = exercise(over, tb, ptb);
   const uint64_t a2 = exercise(drop, tb, ptb);
-  const uint64_t allocs = g_allocs.load() - before;
-  CHECK(allocs == 0);
+  CHECK(allocs() - before == 0);
 
   // The exercise did reach the slow paths.
   const CpuStats o = over.stats(0), d = drop.stats(0);

@@ -1,13 +1,7 @@
 #include "core/config.h"
 #include "core/input_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <tuple>
 
 #include <toml++/toml.h>
@@ -285,8 +279,6 @@ constexpr uint64_t kMaxConfigBytes = uint64_t{64} << 20;
 // ConfigError's "FILE: message" form.
 std::string read_config_text(const std::filesystem::path& file) {
   const std::string name = file.string();
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) throw ConfigError(name, 0, "", "cannot open the file");
   try {
     return read_regular_file(file, kMaxConfigBytes);
   } catch (const InputFileError& e) {

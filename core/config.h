@@ -91,7 +91,7 @@ struct Config {
 /// Parses TOML text; `file` names the source in errors. Throws ConfigError.
 Config parse_config(std::string_view toml_text, std::string_view file = "<config>");
 /// Reads and parses a file. Throws ConfigError (including for an unreadable
-/// file). Only a regular file of at most 64 MiB is read: a FIFO, a
+/// file: "FILE: cannot open it: <strerror>"). Only a regular file of at most 64 MiB is read: a FIFO, a
 /// device (/dev/zero) or a directory is refused without blocking, with
 /// "FILE: not a regular file (a FIFO)"; a larger file with "FILE: N bytes is
 /// over the limit of 64 MiB for a config file".

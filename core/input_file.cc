@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -24,14 +25,6 @@ std::string limit_text(uint64_t max_bytes) {
 [[noreturn]] void too_long(const std::filesystem::path& path, uint64_t max_bytes) {
   throw InputFileError(path, fmt::format("longer than the limit of {}", limit_text(max_bytes)));
 }
-
-// Closes the descriptor on every path out of read_regular_file.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -56,15 +49,38 @@ void require_regular_file(const std::filesystem::path& path) {
     throw InputFileError(path, fmt::format("not a regular file ({})", file_kind(st.st_mode)));
 }
 
-std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes) {
-  require_regular_file(path);
-  const Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (f.fd < 0) throw InputFileError(path, fmt::format("cannot open it: {}", std::strerror(errno)));
+RegularFile RegularFile::open(const std::filesystem::path& path) {
+  // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting
+  // for a writer. It changes nothing for a regular file's reads or mmap.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw InputFileError(path, fmt::format("cannot open it: {}", std::strerror(errno)));
+  RegularFile f(fd, 0);  // closes fd if we throw below
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw InputFileError(path, fmt::format("cannot stat it: {}", std::strerror(errno)));
+  if (::fstat(fd, &st) != 0) throw InputFileError(path, fmt::format("cannot stat it: {}", std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
     throw InputFileError(path, fmt::format("not a regular file ({})", file_kind(st.st_mode)));
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  f.size_ = static_cast<uint64_t>(st.st_size);
+  return f;
+}
+
+RegularFile::RegularFile(RegularFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)), size_(o.size_) {}
+
+RegularFile& RegularFile::operator=(RegularFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    size_ = o.size_;
+  }
+  return *this;
+}
+
+RegularFile::~RegularFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  const RegularFile f = RegularFile::open(path);
+  const uint64_t size = f.size();
   if (size > max_bytes) too_large(path, size, max_bytes);
 
   std::string text;
@@ -75,7 +91,7 @@ std::string read_regular_file(const std::filesystem::path& path, uint64_t max_by
       if (have > max_bytes) too_long(path, max_bytes);
       text.resize(std::min<uint64_t>(max_bytes + 1, have + have / 2 + 4096));
     }
-    const ssize_t n = ::read(f.fd, text.data() + have, text.size() - have);
+    const ssize_t n = ::read(f.fd(), text.data() + have, text.size() - have);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw InputFileError(path, fmt::format("cannot read it: {}", std::strerror(errno)));

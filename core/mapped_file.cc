@@ -1,39 +1,30 @@
 #include "core/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <system_error>
+#include <cstring>
 #include <utility>
+
+#include <fmt/core.h>
+
+#include "core/input_file.h"
 
 namespace tracepipe {
 
 MappedFile MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path.string());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw std::system_error(e, std::generic_category(), "cannot stat " + path.string());
-  }
+  // Opened without blocking and checked on the descriptor (not by a stat of
+  // the path first, which a FIFO swapped in afterwards would defeat).
+  const RegularFile f = RegularFile::open(path);
   MappedFile m;
-  if (st.st_size > 0) {
-    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int e = errno;
-      ::close(fd);
-      throw std::system_error(e, std::generic_category(), "cannot map " + path.string());
-    }
+  if (f.size() > 0) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(f.size()), PROT_READ, MAP_PRIVATE, f.fd(), 0);
+    if (p == MAP_FAILED) throw InputFileError(path, fmt::format("cannot map it: {}", std::strerror(errno)));
     m.data_ = static_cast<const std::byte*>(p);
-    m.size_ = static_cast<size_t>(st.st_size);
+    m.size_ = static_cast<size_t>(f.size());
     m.mapped_ = true;
   }
-  ::close(fd);
-  return m;
+  return m;  // the mapping outlives the descriptor
 }
 
 MappedFile MappedFile::copy_of(std::span<const std::byte> bytes) {

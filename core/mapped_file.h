@@ -12,8 +12,13 @@ namespace tracepipe {
 class MappedFile {
  public:
   MappedFile() = default;
-  /// Maps `path` read-only (MAP_PRIVATE). An empty file gives an empty span.
-  /// Throws std::system_error naming the path if it cannot be opened or mapped.
+  /// Maps the regular file `path` read-only (MAP_PRIVATE). An empty file
+  /// gives an empty span. Opened by RegularFile::open (core/input_file.h):
+  /// the open never blocks, and the descriptor, not the path, is checked, so
+  /// a FIFO, a directory or a device is refused promptly even if it replaced
+  /// a regular file a moment earlier. Throws InputFileError "PATH: PROBLEM":
+  /// "not a regular file (a FIFO)" (or "a directory", "a character device",
+  /// ...), "cannot open it: <strerror>", "cannot map it: <strerror>".
   static MappedFile open(const std::filesystem::path& path);
   /// Owns a copy of `bytes` (for tests and fuzzing).
   static MappedFile copy_of(std::span<const std::byte> bytes);

@@ -172,8 +172,10 @@ class MergedRecordCursor {
 /// decoded lazily by the cursors.
 class TraceDatReader {
  public:
-  /// Maps and parses `path`. Throws std::system_error if the file cannot be
-  /// read, TraceDatError (section + offset) if it is malformed/unsupported.
+  /// Maps and parses `path` (MappedFile::open). Throws InputFileError
+  /// (core/input_file.h) if it cannot be opened or mapped or is no regular
+  /// file - a FIFO is refused without blocking -, TraceDatError (section +
+  /// offset) if it is malformed/unsupported.
   static TraceDatReader open(const std::filesystem::path& path);
   /// Parses bytes already in memory (owned by `file`).
   explicit TraceDatReader(MappedFile file);

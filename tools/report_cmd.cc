@@ -10,7 +10,6 @@
 #include "core/trace_report.h"
 #include "core/tracedat_reader.h"
 #include "tools/commands.h"
-#include "core/input_file.h"
 
 namespace tracepipe::tools {
 namespace {
@@ -42,9 +41,8 @@ void print_info(const TraceDatReader& r) {
 }
 
 void run(const ReportCli& cli) {
-  // A FIFO would block the open until a writer comes (and a device is no
-  // trace.dat): "tracepipe: FILE: not a regular file (a FIFO)", exit 1.
-  require_regular_file(cli.file);
+  // The open refuses a FIFO without blocking, a device or a directory:
+  // "tracepipe: FILE: not a regular file (a FIFO)", exit 1.
   const auto reader = TraceDatReader::open(cli.file);
   if (cli.info) {
     print_info(reader);

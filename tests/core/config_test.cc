@@ -170,6 +170,6 @@ TEST_CASE("config: load_config names an unreadable file", "[core][config]") {
     load_config("/nonexistent/tracepipe.toml");
     FAIL("no error");
   } catch (const ConfigError& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/tracepipe.toml: cannot open the file");
+    CHECK(std::string(e.what()) == "/nonexistent/tracepipe.toml: cannot open it: No such file or directory");
   }
 }

@@ -157,7 +157,7 @@ TEST_CASE("cli: report and replay refuse a FIFO or a device as the input trace, 
   r = s.replay({(s.dir / "missing.dat").string()});
   CHECK(r.status == 2);
   CHECK(r.err == "tracepipe replay: " + (s.dir / "missing.dat").string() +
-                     ": cannot access it: No such file or directory\n");
+                     ": cannot open it: No such file or directory\n");
 
   // A regular file still reads: report prints the 10 records.
   r = s.run({"report", s.dat.string()});

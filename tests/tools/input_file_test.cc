@@ -81,7 +81,7 @@ TEST_CASE("load_config: a FIFO, a device or a directory is refused without block
   CHECK(config_error("/dev/zero") == "/dev/zero: not a regular file (a character device)");
   CHECK(config_error(s.dir) == s.dir.string() + ": not a regular file (a directory)");
   CHECK(config_error(s.dir / "missing.toml") ==
-        (s.dir / "missing.toml").string() + ": cannot open the file");
+        (s.dir / "missing.toml").string() + ": cannot open it: No such file or directory");
 }
 
 TEST_CASE("load_config: a file over 64 MiB is refused, naming the limit", "[tools][config]") {

@@ -179,14 +179,14 @@ uint64_t ring_kb(uint32_t subbuf_kb) {
 
 ReplayResult run_replay(const ReplayOptions& o) {
   ReplayResult res;
-  // A FIFO would block the open below until a writer comes (and a device is
-  // no trace.dat): refuse them before opening anything.
-  try {
-    require_regular_file(o.input);
-  } catch (const InputFileError& e) {
-    throw ReplayError(e.what());
-  }
-  const TraceDatReader reader = TraceDatReader::open(o.input);
+  // The open refuses a FIFO (without blocking), a device or a directory.
+  const TraceDatReader reader = [&] {
+    try {
+      return TraceDatReader::open(o.input);
+    } catch (const InputFileError& e) {
+      throw ReplayError(e.what());
+    }
+  }();
   if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
 
   // Events of the file, with their kernel IDs.

@@ -126,9 +126,9 @@ struct ReplayResult {
 };
 
 /// Runs the replay. Throws ReplayError (filter_plan.h) on user errors (an
-/// input that is missing or not a regular file - a FIFO, a device - is one,
-/// refused before it is opened),
-/// TraceDatError on a malformed file, std::system_error on I/O errors.
+/// input that is missing, unreadable or not a regular file - a FIFO, a
+/// device - is one, refused without blocking), TraceDatError on a malformed
+/// file, std::system_error on other I/O errors.
 ReplayResult run_replay(const ReplayOptions& options);
 
 /// The per-event table and totals (stdout of the command).

@@ -194,7 +194,6 @@ namespace {
 struct FenceCtl {
   bool membarrier_works = true;   // false: rseq_fence() fails as if the system call was refused
   bool visits_work = true;        // false: run_on_cpu() fails for every CPU
-  bool fake_fence = false;        // true: "succeeds" without fencing anything (to show the test's teeth)
   std::atomic<uint32_t> fences{0};
   std::atomic<uint32_t> visits[64] = {};
   std::atomic<int32_t> ran_on[64] = {};
@@ -204,7 +203,6 @@ struct FenceHooks {
   void operator()(Step, uint32_t) const noexcept {}
   bool rseq_fence() noexcept {
     ctl->fences.fetch_add(1);
-    if (ctl->fake_fence) return true;
     return ctl->membarrier_works && detail::rseq_fence();
   }
   bool run_on_cpu(uint32_t c) noexcept {
@@ -230,7 +228,9 @@ std::vector<uint32_t> affinity_of_this_thread() {
 
 // Spinning writers on every CPU against 200 pause/resume rounds: a writer
 // that starts after pause() returned and before resume() must fail.
-// Returns the number of violations (and the pause() results seen).
+// Returns the number of violations (and the pause() results seen). With a
+// fence hook that does nothing, 2000 rounds saw 20k-120k violations here:
+// a lost PAUSED bit leaves its CPU recording for the whole pause.
 template <class RB>
 uint64_t pause_race(RB& rb, std::vector<PauseFence>* results = nullptr, int rounds = 200) {
   const uint32_t n = std::min<uint32_t>(online_cpus(), 4);

@@ -194,9 +194,9 @@ struct Ctx {
       const std::string ks(ksv);
       const std::string key = join(prefix, ks);
       if (ks == "buffer_size_kb") {
-        ic.options.buffer_size_kb = static_cast<uint64_t>(get_int(v, key, 1, int64_t{1} << 32));
+        ic.options.buffer_size_kb = static_cast<uint64_t>(get_int(v, key, 1, int64_t{kMaxBufferSizeKb}));
       } else if (ks == "subbuf_size_kb") {
-        const auto kb = get_int(v, key, 4, 1024);
+        const auto kb = get_int(v, key, kMinSubbufSizeKb, kMaxSubbufSizeKb);
         if ((kb & (kb - 1)) != 0) fail(v, key, "must be a power of two (4, 8, 16, ...)");
         ic.options.subbuf_size_kb = static_cast<uint32_t>(kb);
       } else if (ks == "mode") {
@@ -222,7 +222,7 @@ struct Ctx {
       } else if (ks == "adaptive_threshold") {
         ic.options.adaptive_threshold = get_fraction(v, key);
       } else if (ks == "cpus") {
-        ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, 4096));
+        ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, kMaxCpus));
       } else if (ks == "systems") {
         for (auto [sk, sv] : in_file_order(get_table(v, key))) {
           const std::string skey = join(key, sk);

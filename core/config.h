@@ -3,8 +3,8 @@
 // buffers and clock, the staging policy, and which events each records with
 // which filter (the kernel's filter strings, unchanged).
 //
-//   buffer_size_kb = 1408            # per CPU, as buffer_size_kb
-//   subbuf_size_kb = 4               # as buffer_subbuf_size_kb
+//   buffer_size_kb = 1408            # per CPU, as buffer_size_kb (1..kMaxBufferSizeKb)
+//   subbuf_size_kb = 4               # as buffer_subbuf_size_kb (power of two, 4..1024)
 //   mode = "overwrite"               # or "drop_newest"
 //   clock = "local"                  # any name of trace_clock
 //   staging = "per_thread"           # "on" (= "per_cpu"), "per_thread", "off", "adaptive"

@@ -55,6 +55,18 @@ std::string_view to_string(WriterMode w) noexcept;
 /// "auto", "any_cpu" or "cpu_local" ('-' may stand for '_').
 std::optional<WriterMode> parse_writer_mode(std::string_view s) noexcept;
 
+/// Bounds of the numeric options, shared by the config file (core/config.h)
+/// and the command line (tools/replay_cmd.cc), so both refuse the same values.
+/// Largest buffer_size_kb: 1 GiB per CPU (the rings are allocated up front,
+/// one per CPU, so a typo such as 4 TiB must fail at parse time, not as an
+/// allocation failure or an OOM kill).
+inline constexpr uint64_t kMaxBufferSizeKb = uint64_t{1} << 20;
+/// subbuf_size_kb: a power of two in [kMinSubbufSizeKb, kMaxSubbufSizeKb].
+inline constexpr uint32_t kMinSubbufSizeKb = 4;
+inline constexpr uint32_t kMaxSubbufSizeKb = 1024;
+/// Largest explicit `cpus` (0 = possible_cpus()).
+inline constexpr uint32_t kMaxCpus = 4096;
+
 struct InstanceOptions {
   /// Instance name, as /sys/kernel/tracing/instances/NAME ("main" for the
   /// top-level one).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "core/instance_options.h"
 #include "core/tracedat_error.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
@@ -19,10 +20,6 @@
 
 namespace tracepipe::tools {
 namespace {
-
-// --buffer-size-kb at most 1 GiB per CPU (the ring is allocated up front,
-// one per recorded CPU).
-constexpr uint64_t kMaxBufferSizeKb = uint64_t{1} << 20;
 
 struct ReplayCli {
   replay::ReplayOptions o;
@@ -108,10 +105,10 @@ const Registrar reg{[](CLI::App& app) {
   // 0 means "automatic" inside ReplayOptions: on the command line each has a
   // range, so a 0 is an error rather than a silent default.
   sub->add_option("--subbuf-size-kb", cli->o.subbuf_size_kb, "ring sub-buffer size in KiB (default 16)")
-      ->check(power_of_two_range(4, 1024));
+      ->check(power_of_two_range(kMinSubbufSizeKb, kMaxSubbufSizeKb));
   sub->add_option("--buffer-size-kb", cli->o.buffer_size_kb,
                   "ring size per CPU in KiB (default: automatic; with -o never below what the batches in flight need)")
-      ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));
+      ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));  // as the config file's (core/instance_options.h)
   sub->add_option("-j,--threads", cli->o.threads, "worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));
   sub->add_flag("--no-timing", cli->no_timing, "do not estimate the time per event (it samples every 16th record of each event with rdtsc)");

@@ -107,6 +107,20 @@ ConfigError error_of(const std::string& text) {
 }
 }  // namespace
 
+TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive", "[core][config]") {
+  CHECK(kMaxBufferSizeKb == 1048576);  // 1 GiB per CPU, as tracepipe replay --buffer-size-kb
+  const Config cfg = parse_config("buffer_size_kb = 1048576\nsubbuf_size_kb = 1024\ncpus = 4096\n"
+                                  "[instances.small]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 0\n",
+                                  "b.toml");
+  REQUIRE(cfg.instances.size() == 2);
+  CHECK(cfg.instances[0].options.buffer_size_kb == 1048576);
+  CHECK(cfg.instances[0].options.subbuf_size_kb == 1024);
+  CHECK(cfg.instances[0].options.cpus == 4096);
+  CHECK(cfg.instances[1].options.buffer_size_kb == 1);
+  CHECK(cfg.instances[1].options.subbuf_size_kb == 4);
+  CHECK(cfg.instances[1].options.cpus == 0);
+}
+
 TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]") {
   CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers == WriterMode::cpu_local);
   CHECK(parse_config("writers = \"any-cpu\"\n", "w.toml").instances[0].options.writers == WriterMode::any_cpu);
@@ -122,7 +136,18 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
     const char* what;
   };
   const Row rows[] = {
-      {"buffer_size_kb = 0\n", 1, "buffer_size_kb", "bad.toml:1: buffer_size_kb: value 0 is outside 1..4294967296"},
+      {"buffer_size_kb = 0\n", 1, "buffer_size_kb", "bad.toml:1: buffer_size_kb: value 0 is outside 1..1048576"},
+      // The CLI's bound (--buffer-size-kb): 1 GiB per CPU, not 4 TiB.
+      {"\nbuffer_size_kb = 1048577\n", 2, "buffer_size_kb",
+       "bad.toml:2: buffer_size_kb: value 1048577 is outside 1..1048576"},
+      {"[instances.x]\nbuffer_size_kb = 4294967296\n", 2, "instances.x.buffer_size_kb",
+       "bad.toml:2: instances.x.buffer_size_kb: value 4294967296 is outside 1..1048576"},
+      {"subbuf_size_kb = 2048\n", 1, "subbuf_size_kb", "bad.toml:1: subbuf_size_kb: value 2048 is outside 4..1024"},
+      {"subbuf_size_kb = 2\n", 1, "subbuf_size_kb", "bad.toml:1: subbuf_size_kb: value 2 is outside 4..1024"},
+      {"cpus = 4097\n", 1, "cpus", "bad.toml:1: cpus: value 4097 is outside 0..4096"},
+      {"cpus = -1\n", 1, "cpus", "bad.toml:1: cpus: value -1 is outside 0..4096"},
+      {"adaptive_threshold = -0.5\n", 1, "adaptive_threshold",
+       "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
       {"\nsubbuf_size_kb = 6\n", 2, "subbuf_size_kb", "bad.toml:2: subbuf_size_kb: must be a power of two (4, 8, 16, ...)"},
       {"mode = 3\n", 1, "mode", "bad.toml:1: mode: expected a string"},
       {"mode = \"ring\"\n", 1, "mode", "bad.toml:1: mode: unknown mode 'ring' (expected overwrite or drop_newest)"},

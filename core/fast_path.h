@@ -76,6 +76,21 @@ static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader
   score.store(static_cast<uint64_t>(s + ((target - s) >> 5)), std::memory_order_relaxed);
 }
 
+/// Makes the filters::EvalContext of one emit when the program asks for it
+/// (Program::match_lazy). cpu_local writers know no CPU up front: theirs is
+/// read then, where the thread runs now.
+struct EvalContextMaker {
+  const filters::Program* prog;
+  const ThreadContext* ctx;
+  uint32_t cpu;
+  bool read_cpu;  ///< cpu_local writer and no CPU given by the caller
+  [[gnu::always_inline]] filters::EvalContext operator()() const noexcept {
+    filters::EvalContext e{cpu, ctx->comm_view()};
+    if (read_cpu && prog->needs_cpu()) e.cpu = current_cpu();
+    return e;
+  }
+};
+
 }  // namespace detail
 
 // The ring's write path is specialised per overflow mode and writers
@@ -175,9 +190,9 @@ template <class Writer, class Hooks>
 
   const bool soft = (flags & EventState::kSoftDisabled) != 0;
   const filters::Program* prog = st.program.load(std::memory_order_acquire);  // (R4) one load (F5)
-  filters::EvalContext ectx{cpu, ctx->comm_view()};
-  if (cpu_local_ && !cpu_given && prog != nullptr && prog->needs_cpu()) [[unlikely]]
-    ectx.cpu = current_cpu();  // the CPU field of a cpu_local writer: where it runs now
+  // The filter's context (CPU, comm), built only if a predicate can read it:
+  // not for integer-compare programs (truth-table mode).
+  const detail::EvalContextMaker ectx{prog, ctx, cpu, cpu_local_ && !cpu_given};
   const Staging staging = options_.staging;
   const bool adaptive = staging == Staging::adaptive;
 
@@ -191,7 +206,7 @@ template <class Writer, class Hooks>
     if (cl) [[likely]] {
       w(cl.payload(), hdr);
       hooks(EmitStep::built_staged);
-      const bool accept = !soft && (prog == nullptr || prog->match(cl.payload(), ectx));  // (R6)
+      const bool accept = !soft && (prog == nullptr || prog->match_lazy(cl.payload(), ectx));  // (R6)
       EmitResult res;
       if (accept) {
         hooks(EmitStep::before_copy);
@@ -232,7 +247,7 @@ template <class Writer, class Hooks>
   }
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
-  const bool accept = !soft && (prog == nullptr || prog->match(r.payload(), ectx));
+  const bool accept = !soft && (prog == nullptr || prog->match_lazy(r.payload(), ectx));
   if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
   if (accept) {
     ring_commit(r);

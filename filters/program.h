@@ -200,6 +200,13 @@ class Program {
   /// Mirrors kernel/trace/trace_events_filter.c: filter_match_preds.
   [[gnu::always_inline]] inline bool match(std::span<const std::byte> record,
                                            const EvalContext& ctx = {}) const noexcept;
+  /// The same, with the context made by `make_ctx()` (returns an
+  /// EvalContext) only when a predicate may read it: a program of
+  /// fixed-position integer compares (truth-table mode) never calls it, so
+  /// the write path does not build a context it would not read.
+  template <class MakeCtx>
+  [[gnu::always_inline]] inline bool match_lazy(std::span<const std::byte> record,
+                                                const MakeCtx& make_ctx) const noexcept;
 
   /// The program as a listing (see the worked example above). Allocates.
   std::string dump() const;
@@ -347,6 +354,11 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 }
 
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+  return match_lazy(record, [&ctx]() -> const EvalContext& { return ctx; });
+}
+
+template <class MakeCtx>
+inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx& make_ctx) const noexcept {
   // One predicate, the commonest filter: no jump table (~0.7 ns per staged
   // reject, measured in the emit path).
   if (lane_count_ == 1 && record.size() >= table_min_size_) [[likely]]
@@ -366,8 +378,8 @@ inline bool Program::match(std::span<const std::byte> record, const EvalContext&
     }
   }
   if (record.size() < min_size_) [[unlikely]]
-    return run_checked(record.data(), record.size(), ctx);
-  return run(record.data(), record.size(), ctx);
+    return run_checked(record.data(), record.size(), make_ctx());
+  return run(record.data(), record.size(), make_ctx());
 }
 
 }  // namespace tracepipe::filters

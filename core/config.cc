@@ -6,6 +6,8 @@
 
 #include <toml++/toml.h>
 
+#include "buffers/rseq.h"
+
 namespace tracepipe {
 
 ConfigError::ConfigError(std::string file, uint32_t line, std::string key, std::string message)
@@ -183,12 +185,30 @@ struct Ctx {
     return s;
   }
 
+  // What the Instance constructor would refuse about `writers`, reported
+  // here at the writers key's line instead of as a bare std::invalid_argument
+  // from Instance::from_config.
+  void check_writers(const InstanceConfig& ic, const toml::node& writers, const toml::node* cpus) const {
+    if (ic.options.writers != WriterMode::cpu_local) return;
+    const std::string& key = ic.writers_where.key;
+    if (cpus != nullptr && ic.options.cpus != 0)
+      fail(writers, key,
+           "cpu_local needs one buffer per possible CPU, but cpus = " + std::to_string(ic.options.cpus) +
+               " is set at line " + std::to_string(line_of(*cpus)) + " (remove cpus, or use writers = \"any_cpu\")");
+    if (!buffers::detail::rseq_usable())
+      fail(writers, key,
+           "cpu_local needs rseq and membarrier RSEQ, unavailable in this process "
+           "(use writers = \"auto\" or \"any_cpu\")");
+  }
+
   InstanceConfig parse_instance(const toml::table& t, const std::string& name, const std::string& prefix,
                                 bool top, std::vector<const toml::table*>* nested,
                                 std::vector<std::string>* nested_names) const {
     InstanceConfig ic;
     ic.file = file;
     ic.options.name = name;
+    const toml::node* writers_node = nullptr;
+    const toml::node* cpus_node = nullptr;
     for (auto [ksv, vp] : in_file_order(t)) {
       const toml::node& v = *vp;
       const std::string ks(ksv);
@@ -219,10 +239,13 @@ struct Ctx {
         auto w = parse_writer_mode(s);
         if (!w) fail(v, key, "unknown writers '" + s + "' (expected auto, any_cpu or cpu_local)");
         ic.options.writers = *w;
+        ic.writers_where = where(v, key);
+        writers_node = &v;
       } else if (ks == "adaptive_threshold") {
         ic.options.adaptive_threshold = get_fraction(v, key);
       } else if (ks == "cpus") {
         ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, kMaxCpus));
+        cpus_node = &v;
       } else if (ks == "systems") {
         for (auto [sk, sv] : in_file_order(get_table(v, key))) {
           const std::string skey = join(key, sk);
@@ -244,6 +267,7 @@ struct Ctx {
         fail(v, key, "unknown key");
       }
     }
+    if (writers_node != nullptr) check_writers(ic, *writers_node, cpus_node);
     return ic;
   }
 };

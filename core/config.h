@@ -30,8 +30,9 @@
 // (as writing events/SYS/filter and then events/SYS/EV/filter would).
 //
 // Every error (TOML syntax, unknown key, wrong type, bad value, unknown event,
-// rejected filter) is a ConfigError naming the file, the line and the key;
-// filter errors add the kernel's parse_error text and caret.
+// rejected filter, writers = "cpu_local" with cpus set or where rseq is
+// unusable) is a ConfigError naming the file, the line and the key; filter
+// errors add the kernel's parse_error text and caret.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -79,6 +80,9 @@ struct EventSettings {
 
 struct InstanceConfig {
   InstanceOptions options;
+  /// The `writers` key (line 0 when the file does not set it): errors the
+  /// Instance constructor raises about writers are reported there.
+  ConfigSource writers_where;
   std::vector<EventSettings> systems;  ///< applied first, in file order
   std::vector<EventSettings> events;   ///< then these, in file order
   std::string file;                    ///< source file, for messages

@@ -110,7 +110,17 @@ buffers::Reservation Instance::reserve_any_cpu(uint32_t cpu, uint32_t size) noex
 }
 
 std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Registry& registry) {
-  auto inst = std::make_unique<Instance>(config.options, registry);
+  std::unique_ptr<Instance> inst;
+  try {
+    inst = std::make_unique<Instance>(config.options, registry);
+  } catch (const std::invalid_argument& e) {
+    // parse_config already refuses what it can see; this names the file for
+    // options changed after parsing (e.g. `cpus` set by the caller), at the
+    // writers key when that is the option refused.
+    if (config.options.writers == WriterMode::cpu_local && config.writers_where.line != 0)
+      throw ConfigError(config.file, config.writers_where.line, config.writers_where.key, e.what());
+    throw ConfigError(config.file, 0, "", e.what());
+  }
   inst->apply(config);
   return inst;
 }

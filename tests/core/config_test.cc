@@ -1,9 +1,15 @@
 // TOML configuration: values, defaults, and errors naming file, line and key.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
 
+#include "buffers/rseq.h"
 #include "core/config.h"
+#include "core/instance.h"
 
 using namespace tracepipe;
 
@@ -122,7 +128,9 @@ TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive",
 }
 
 TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]") {
-  CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers == WriterMode::cpu_local);
+  // Where rseq is unusable, cpu_local is a parse error (next test cases).
+  if (buffers::detail::rseq_usable())
+    CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers == WriterMode::cpu_local);
   CHECK(parse_config("writers = \"any-cpu\"\n", "w.toml").instances[0].options.writers == WriterMode::any_cpu);
   CHECK(parse_config("writers = \"auto\"\n", "w.toml").instances[0].options.writers == WriterMode::automatic);
   CHECK(parse_config("", "w.toml").instances[0].options.writers == WriterMode::automatic);
@@ -197,4 +205,83 @@ TEST_CASE("config: load_config names an unreadable file", "[core][config]") {
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()) == "/nonexistent/tracepipe.toml: cannot open it: No such file or directory");
   }
+}
+
+TEST_CASE("config: writers = cpu_local with cpus set is an error at the writers line", "[core][config]") {
+  // Either order in the file; the message names the cpus line too.
+  const ConfigError a = error_of("writers = \"cpu_local\"\ncpus = 2\n");
+  CHECK(a.line() == 1);
+  CHECK(a.key() == "writers");
+  CHECK(std::string(a.what()) ==
+        "bad.toml:1: writers: cpu_local needs one buffer per possible CPU, but cpus = 2 is set at line 2 "
+        "(remove cpus, or use writers = \"any_cpu\")");
+  const ConfigError b = error_of("mode = \"overwrite\"\ncpus = 8\n\nwriters = \"cpu-local\"\n");
+  CHECK(std::string(b.what()) ==
+        "bad.toml:4: writers: cpu_local needs one buffer per possible CPU, but cpus = 8 is set at line 2 "
+        "(remove cpus, or use writers = \"any_cpu\")");
+  const ConfigError c = error_of("[instances.x]\ncpus = 1\nwriters = \"cpu_local\"\n");
+  CHECK(std::string(c.what()) ==
+        "bad.toml:3: instances.x.writers: cpu_local needs one buffer per possible CPU, but cpus = 1 is set at "
+        "line 2 (remove cpus, or use writers = \"any_cpu\")");
+  // cpus = 0 (one buffer per possible CPU) is no conflict; any_cpu with cpus is fine.
+  const Config ok = parse_config("cpus = 2\nwriters = \"any_cpu\"\n[instances.y]\ncpus = 0\nwriters = \"auto\"\n", "ok.toml");
+  CHECK(ok.instances[0].options.cpus == 2);
+  CHECK(ok.instances[0].writers_where.line == 2);
+  CHECK(ok.instances[1].writers_where.key == "instances.y.writers");
+}
+
+TEST_CASE("config: Instance::from_config names the file and the writers line for a refused option",
+          "[core][config]") {
+  // Options changed after parsing reach the constructor's check: its
+  // std::invalid_argument comes back as a ConfigError.
+  InstanceConfig ic;
+  ic.file = "h.toml";
+  ic.options.writers = WriterMode::cpu_local;
+  ic.options.cpus = 2;
+  ic.writers_where = {"h.toml", 7, "instances.x.writers"};
+  try {
+    (void)Instance::from_config(ic);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "h.toml:7: instances.x.writers: writers = cpu_local needs one buffer per possible CPU (cpus = 0)");
+  }
+  InstanceConfig bad;
+  bad.file = "h.toml";
+  bad.options.adaptive_threshold = 2.0;
+  try {
+    (void)Instance::from_config(bad);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "h.toml: adaptive_threshold must be between 0 and 1");
+  }
+}
+
+// Run by the next test in a child process where glibc registers no rseq
+// area (GLIBC_TUNABLES=glibc.pthread.rseq=0), so rseq_usable() is false.
+TEST_CASE("config: writers = cpu_local without rseq (child process)", "[.][config_rseq_off]") {
+  REQUIRE_FALSE(buffers::detail::rseq_usable());
+  const ConfigError e = error_of("mode = \"overwrite\"\nwriters = \"cpu_local\"\n");
+  CHECK(std::string(e.what()) ==
+        "bad.toml:2: writers: cpu_local needs rseq and membarrier RSEQ, unavailable in this process "
+        "(use writers = \"auto\" or \"any_cpu\")");
+  const ConfigError n = error_of("[instances.x]\nwriters = \"cpu_local\"\n");
+  CHECK(n.key() == "instances.x.writers");
+  CHECK(n.line() == 2);
+  // auto falls back to any_cpu silently; it is no error.
+  CHECK(parse_config("writers = \"auto\"\n", "ok.toml").instances[0].options.writers == WriterMode::automatic);
+}
+
+TEST_CASE("config: writers = cpu_local where rseq is unusable is an error at the writers line", "[core][config]") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+    ::execl("/proc/self/exe", "core_tests", "[config_rseq_off]", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // the child's checks passed (its output is above)
 }

@@ -202,7 +202,7 @@ template <class Writer, class Hooks>
     counter_add(c[slot::adaptive_direct]);
   }
   if (stage) {
-    const Claim cl = stager_->try_claim(size);  // (R5) no clock read (F1)
+    const Claim cl = stager_.try_claim(size);  // (R5) no clock read (F1)
     if (cl) [[likely]] {
       w(cl.payload(), hdr);
       hooks(EmitStep::built_staged);
@@ -232,7 +232,7 @@ template <class Writer, class Hooks>
         if (soft) counter_add(c[slot::soft]);
         res = EmitResult::discarded;
       }
-      stager_->release(cl);
+      stager_.release(cl);
       if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
       return res;
     }

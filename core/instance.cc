@@ -60,7 +60,10 @@ struct Instance::Retired {
 };
 
 Instance::Instance(InstanceOptions options, Registry& registry)
-    : options_(std::move(options)), registry_(registry), clock_(trace_clock(options_.clock)) {
+    : options_(std::move(options)),
+      registry_(registry),
+      clock_(trace_clock(options_.clock)),
+      stager_(options_.staging) {
   if (!(options_.adaptive_threshold >= 0.0 && options_.adaptive_threshold <= 1.0))
     throw std::invalid_argument("adaptive_threshold must be between 0 and 1");
   if (options_.buffer_size_kb == 0) throw std::invalid_argument("buffer_size_kb must be at least 1");
@@ -99,7 +102,6 @@ Instance::Instance(InstanceOptions options, Registry& registry)
     else
       ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest>>(rc, clk);
   }
-  stager_ = std::make_unique<Stager>(options_.staging);
   states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
 }
 

@@ -325,7 +325,10 @@ class Instance {
   // ── Buffer control and statistics ──────────────────────────────────────────
 
   /// Stops / restarts recording (writes are dropped and counted lost_paused).
-  void pause() noexcept { ring_->pause(); }
+  /// pause() says how in-flight cpu_local writers were fenced; `failed`
+  /// means a writer may still have reserved after it returned (see
+  /// buffers::PauseFence; counted in ring().pause_unfenced()).
+  buffers::PauseFence pause() noexcept { return ring_->pause(); }
   void resume() noexcept { ring_->resume(); }
   bool paused() const noexcept { return ring_->paused(); }
 
@@ -347,7 +350,7 @@ class Instance {
   buffers::RingBufferBase& ring() noexcept { return *ring_; }
   const buffers::RingBufferBase& ring() const noexcept { return *ring_; }
   /// The staging buffers, for tests that force a slot busy.
-  Stager& stager_for_testing() noexcept { return *stager_; }
+  Stager& stager_for_testing() noexcept { return stager_; }
 
  private:
   template <class Writer, class Hooks>
@@ -385,7 +388,7 @@ class Instance {
   RingKind ring_kind_ = RingKind::drop_newest_any;
   uint64_t adaptive_threshold_;  ///< in 1/65536
   std::unique_ptr<buffers::RingBufferBase> ring_;
-  std::unique_ptr<Stager> stager_;
+  Stager stager_;  ///< by value: the emit reads its policy without a pointer hop
   std::unique_ptr<std::atomic<EventState*>[]> states_;  ///< Registry::kMaxEvents entries
   mutable std::atomic<uint64_t> raw_refused_{0};
 

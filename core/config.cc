@@ -274,12 +274,80 @@ struct Ctx {
 
 }  // namespace
 
+namespace {
+
+// Line `line` (1-based) of `text`, without its newline; empty past the end.
+std::string_view line_at(std::string_view text, uint64_t line) {
+  for (uint64_t l = 1; l < line; ++l) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return {};
+    text.remove_prefix(nl + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// The key of a `[a."b c".d]` table header on `line`, as our error keys spell
+// it (key_segment quoting), or nullopt if the line holds no such header.
+// Bare, "basic" (with \" and \\ escapes) and 'literal' segments.
+std::optional<std::string> table_header_key(std::string_view line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] != '[' || line.substr(i, 2) == "[[") return std::nullopt;
+  ++i;
+  std::string key;
+  while (true) {
+    i = line.find_first_not_of(" \t", i);
+    if (i == std::string_view::npos) return std::nullopt;
+    std::string seg;
+    if (line[i] == '"' || line[i] == '\'') {
+      const char q = line[i++];
+      while (i < line.size() && line[i] != q) {
+        if (q == '"' && line[i] == '\\' && i + 1 < line.size()) ++i;
+        seg += line[i++];
+      }
+      if (i == line.size()) return std::nullopt;
+      ++i;
+    } else {
+      while (i < line.size() && line[i] != '.' && line[i] != ']' && line[i] != ' ' && line[i] != '\t') seg += line[i++];
+      if (seg.empty()) return std::nullopt;
+    }
+    key = key.empty() ? key_segment(seg) : key + "." + key_segment(seg);
+    i = line.find_first_not_of(" \t", i);
+    if (i == std::string_view::npos) return std::nullopt;
+    if (line[i] == ']') return key;
+    if (line[i] != '.') return std::nullopt;
+    ++i;
+  }
+}
+
+// toml++ reports a table defined twice as "cannot redefine existing table
+// 'KEY'", and may garble KEY (quoted segments lose or repeat characters).
+// Rebuilt from the header line itself: "FILE:LINE: KEY: table defined twice
+// (first at line N)". nullopt for any other parse error.
+std::optional<ConfigError> duplicate_table_error(std::string_view text, const std::string& file,
+                                                 const toml::parse_error& e) {
+  if (e.description().find("cannot redefine existing table") == std::string_view::npos) return std::nullopt;
+  const uint64_t line = e.source().begin.line;
+  const std::optional<std::string> key = table_header_key(line_at(text, line));
+  if (!key) return std::nullopt;
+  std::string msg = "table defined twice";
+  for (uint64_t l = 1; l < line; ++l) {
+    if (table_header_key(line_at(text, l)) == key) {
+      msg += " (first at line " + std::to_string(l) + ")";
+      break;
+    }
+  }
+  return ConfigError(file, static_cast<uint32_t>(line), *key, msg);
+}
+
+}  // namespace
+
 Config parse_config(std::string_view toml_text, std::string_view file) {
   Ctx ctx{std::string(file)};
   toml::table root;
   try {
     root = toml::parse(toml_text, std::string_view(file));
   } catch (const toml::parse_error& e) {
+    if (auto dup = duplicate_table_error(toml_text, ctx.file, e)) throw *dup;
     throw ConfigError(ctx.file, static_cast<uint32_t>(e.source().begin.line), "",
                       std::string(e.description()));
   }

@@ -285,3 +285,23 @@ TEST_CASE("config: writers = cpu_local where rseq is unusable is an error at the
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);  // the child's checks passed (its output is above)
 }
+
+TEST_CASE("config: a table defined twice names the file, the second header's line and the table",
+          "[core][config]") {
+  // toml++ alone says "cannot redefine existing table 'events."scsched:...'"
+  // (the key garbled); the message is rebuilt from the header line.
+  const ConfigError a = error_of(
+      "[events.\"sched:sched_switch\"]\nenable = true\n\n[events.\"sched:sched_switch\"]\nfilter = \"x\"\n");
+  CHECK(a.line() == 4);
+  CHECK(a.key() == "events.\"sched:sched_switch\"");
+  CHECK(std::string(a.what()) == "bad.toml:4: events.\"sched:sched_switch\": table defined twice (first at line 1)");
+
+  const ConfigError b = error_of("mode = \"overwrite\"\n[instances.x]\ncpus = 1\n[systems.sched]\n  [ instances . 'x' ]  # again\n");
+  CHECK(std::string(b.what()) == "bad.toml:5: instances.x: table defined twice (first at line 2)");
+
+  // Other TOML errors keep toml++'s text at their line.
+  const ConfigError c = error_of("mode = \"overwrite\"\nmode = \"drop_newest\"\n");
+  CHECK(c.line() == 2);
+  CHECK(c.key().empty());
+  CHECK(std::string(c.what()).rfind("bad.toml:2: ", 0) == 0);
+}

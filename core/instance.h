@@ -207,7 +207,9 @@ class Instance {
   /// on bad sizes). Every event starts disabled.
   explicit Instance(InstanceOptions options = {}, Registry& registry = Registry::global());
   /// Builds from a parsed config section and applies its events (throws
-  /// ConfigError naming file/line/key for unknown events or bad filters).
+  /// ConfigError naming file/line/key for unknown events or bad filters, and
+  /// naming the file, and the `writers` line when that is the cause, for
+  /// options the constructor refuses).
   static std::unique_ptr<Instance> from_config(const InstanceConfig& config,
                                                Registry& registry = Registry::global());
   /// Disables every event, waits for in-flight emits (grace period), frees.

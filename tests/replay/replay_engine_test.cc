@@ -254,6 +254,36 @@ TEST_CASE("replay engine: soft-disabled events, unknown IDs and lost marks", "[r
   CHECK(lost == 7);
 }
 
+TEST_CASE("replay engine: a config asking for cpu_local writers replays with any_cpu and says so", "[replay][engine]") {
+  TempPath in("replay_in"), out("replay_out"), cfg("replay_cfg");
+  TraceDatWriter w = replay_test::make_writer(2);
+  w.add_record(0, 10, replay_test::kmalloc(1, 1, 100));
+  w.add_record(1, 11, replay_test::kmalloc(1, 2, 200));
+  w.write(in.path);
+  {
+    std::ofstream f(cfg.path);
+    f << "writers = \"cpu_local\"\n";
+  }
+  ReplayOptions o;
+  o.input = in.path;
+  o.config = cfg.path;
+  o.output = out.path;
+  o.progress = ProgressMode::off;
+  const ReplayResult r = run_replay(o);
+  CHECK(r.total.kept == 2);
+  bool warned = false;
+  for (const std::string& m : r.warnings) warned = warned || m.find("cpu_local") != std::string::npos;
+  CHECK(warned);
+  // Each record is still on the CPU it was recorded on.
+  const auto rd = TraceDatReader::open(out.path);
+  for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+    auto c = rd.cpu_records(cpu);
+    size_t n = 0;
+    while (c.next()) ++n;
+    CHECK(n == 1);
+  }
+}
+
 TEST_CASE("replay engine: bad input is a clear error", "[replay][engine]") {
   TempPath in("replay_in");
   {

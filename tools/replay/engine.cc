@@ -243,6 +243,13 @@ ReplayResult run_replay(const ReplayOptions& o) {
   if (in.config != nullptr) opts = in.config->options;
   opts.name = "replay";
   opts.cpus = ncpu;
+  // Records go to the CPU they were recorded on, written from this thread:
+  // only any_cpu writers can do that (cpu_local writes where it runs).
+  if (opts.writers == WriterMode::cpu_local)
+    res.warnings.push_back(fmt::format("{}: writers = \"cpu_local\" does not apply to replay, which writes each "
+                                       "record to its recorded CPU; using any_cpu",
+                                       o.config->string()));
+  opts.writers = WriterMode::any_cpu;
   if (o.staging) opts.staging = *o.staging;
   const uint32_t page_kb = std::max<uint32_t>(4, (reader.page_size() + 1023) / 1024);
   uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : in.config != nullptr ? opts.subbuf_size_kb : 16;

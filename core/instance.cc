@@ -343,18 +343,33 @@ void Instance::apply(const InstanceConfig& config) {
   for (const EventSettings& s : config.systems) {
     const auto events = registry_.system_events(s.pattern);
     if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no events in system '" + s.pattern + "'");
+    const size_t first = plan.size();
+    bool any_accepts = false;
     for (const EventDesc* d : events) {
       Planned p{d, &s, std::nullopt, false};
       if (s.filter) {
         if (clears_filter(*s.filter)) {
           p.clear = true;
+          any_accepts = true;
         } else {
           p.program = filters::compile(*s.filter, d->filter_fields());
           // Kernel semantics: events without the fields stay unfiltered.
           if (!p.program->ok()) p.clear = true;
+          any_accepts = any_accepts || p.program->ok();
         }
       }
       plan.push_back(std::move(p));
+    }
+    // The kernel takes such a write and leaves every event of the system
+    // unfiltered, the error only in each event's filter file. In a config
+    // file that is a typo nobody would see: refuse it, showing the first
+    // event's error (as `tracepipe replay -F SYSTEM: ...` does).
+    if (s.filter && !any_accepts) {
+      const EventDesc& d = *plan[first].event;
+      const filters::FilterError& e = plan[first].program->error();
+      throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
+                        "no event of system '" + s.pattern + "' accepts the filter (first, " + d.full_name() +
+                            ": parse_error: " + std::string(e.message()) + ")\n" + e.render(*s.filter));
     }
   }
   for (const EventSettings& s : config.events) {

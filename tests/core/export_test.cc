@@ -210,6 +210,23 @@ soft_disable = true
   CHECK(error_of("\n[events.\"nosuch:event\"]\nenable = true\n") ==
         "bad.toml:2: events.\"nosuch:event\": no event matches 'nosuch:event'");
   CHECK(error_of("[systems.nosys]\nenable = true\n") == "bad.toml:1: systems.nosys: no events in system 'nosys'");
+  // A system filter no event of the system accepts: a typo, refused with
+  // the first event's error (the kernel would take the write and leave
+  // every event unfiltered).
+  const std::string none = error_of("[systems.tptest]\nenable = true\nfilter = \"nope == 1\"\n");
+  CHECK(none.rfind("bad.toml:3: systems.tptest.filter: no event of system 'tptest' accepts the filter (first, tptest:",
+                   0) == 0);
+  CHECK(none.find("parse_error: Field not found)\n") != std::string::npos);
+  CHECK(none.find("  Command: nope == 1\n") != std::string::npos);
+  CHECK(error_of("[systems.tptest]\nfilter = \"value == \"\n").find("accepts the filter") != std::string::npos);
+  // One that some events accept: those get it, the others stay unfiltered
+  // with the error kept for them, as in the kernel.
+  auto partial = Instance::from_config(parse_config("[systems.tptest]\nenable = true\nfilter = \"value == 3\"\n",
+                                                    "part.toml").instances[0]);
+  CHECK(partial->filter(Sample::desc()) == "value == 3");
+  CHECK(partial->filter(Other::desc()) == "none");
+  CHECK(Sample::emit(*partial, 4, 0, "") == EmitResult::discarded);
+  CHECK(Other::emit(*partial, 1, "x") == EmitResult::kept);
 }
 
 TEST_CASE("config: the sample file in examples/ loads", "[core][config]") {

@@ -2,11 +2,14 @@
 #include "core/input_file.h"
 
 #include <algorithm>
+#include <iterator>
+#include <span>
 #include <tuple>
 
 #include <toml++/toml.h>
 
 #include "buffers/rseq.h"
+#include "core/key_suggest.h"
 
 namespace tracepipe {
 
@@ -116,6 +119,19 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
   return out;
 }
 
+// The keys each kind of table accepts, in the order core/config.h documents
+// them: unknown-key errors list them (key_suggest.h).
+constexpr std::string_view kInstanceKeys[] = {
+    "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
+    "adaptive_threshold", "cpus",       "systems", "events", "instances",
+};
+static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
+// [instances.NAME]: the same but "instances" (they do not nest).
+constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 1);
+constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable"};
+// [systems.NAME]: no soft_disable (the kernel has no system-wide one).
+constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
+
 struct Ctx {
   std::string file;
 
@@ -178,8 +194,7 @@ struct Ctx {
         s.soft_disable = get_bool(v, key);
         s.soft_disable_where = where(v, key);
       } else {
-        fail(v, key, is_system ? "unknown key (expected enable or filter)"
-                               : "unknown key (expected enable, filter or soft_disable)");
+        fail(v, key, unknown_key_message(ks, is_system ? kSystemKeys : std::span<const std::string_view>(kEventKeys)));
       }
     }
     return s;
@@ -264,7 +279,8 @@ struct Ctx {
           nested_names->push_back(std::string(ik));
         }
       } else {
-        fail(v, key, "unknown key");
+        fail(v, key, unknown_key_message(ks, top ? std::span<const std::string_view>(kInstanceKeys)
+                                                 : kNestedInstanceKeys));
       }
     }
     if (writers_node != nullptr) check_writers(ic, *writers_node, cpus_node);

@@ -32,7 +32,11 @@
 // Every error (TOML syntax, unknown key, wrong type, bad value, unknown event,
 // rejected filter, writers = "cpu_local" with cpus set or where rseq is
 // unusable) is a ConfigError naming the file, the line and the key; filter
-// errors add the kernel's parse_error text and caret.
+// errors add the kernel's parse_error text and caret. An unknown key or table
+// lists the keys valid where it stands, and names the one it is close to:
+//   f.toml:1: buffer_size: unknown key (expected buffer_size_kb, ... or
+//   instances); did you mean 'buffer_size_kb'?
+// (core/key_suggest.h; on one line).
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -10,6 +10,7 @@
 #include "buffers/rseq.h"
 #include "core/config.h"
 #include "core/instance.h"
+#include "core/key_suggest.h"
 
 using namespace tracepipe;
 
@@ -168,13 +169,17 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
        "bad.toml:1: writers: unknown writers 'mine' (expected auto, any_cpu or cpu_local)"},
       {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
-      {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb", "bad.toml:1: buffer_sise_kb: unknown key"},
+      {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb",
+       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, systems, events or instances); did you mean 'buffer_size_kb'?"},
       {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
        "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
       {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
-       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter or soft_disable)"},
+       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter or soft_disable); did you mean "
+       "'filter'?"},
       {"[systems.sched]\nsoft_disable = true\n", 2, "systems.sched.soft_disable",
        "bad.toml:2: systems.sched.soft_disable: unknown key (expected enable or filter)"},
+      {"[systems.sched]\nfilters = \"x\"\n", 2, "systems.sched.filters",
+       "bad.toml:2: systems.sched.filters: unknown key (expected enable or filter); did you mean 'filter'?"},
       {"events = 3\n", 1, "events", "bad.toml:1: events: expected a table"},
       {"[instances.main]\n", 1, "instances.main",
        "bad.toml:1: instances.main: 'main' is the top level of the file; choose another name"},
@@ -189,6 +194,83 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
     CHECK(e.key() == r.key);
     CHECK(std::string(e.what()) == r.what);
   }
+}
+
+TEST_CASE("config: every unknown key or table lists the valid keys of its table", "[core][config]") {
+  const std::string top =
+      "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, systems";
+  struct Row {
+    const char* text;
+    uint32_t line;
+    const char* key;
+    const char* what;
+  };
+  const Row rows[] = {
+      // The reported case: a prefix of a valid key.
+      {"buffer_size = 4\n", 1, "buffer_size",
+       "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events or instances); did you mean 'buffer_size_kb'?"},
+      // A misspelt table at the top level, at its header's line.
+      {"mode = \"overwrite\"\n\n[event.\"x:y\"]\nenable = true\n", 3, "event",
+       "bad.toml:3: event: unknown key (expected BUILTIN, events or instances); did you mean 'events'?"},
+      {"[instance.errors]\n", 1, "instance",
+       "bad.toml:1: instance: unknown key (expected BUILTIN, events or instances); did you mean 'instances'?"},
+      // The CLI's spelling with '-' is one fold away.
+      {"buffer-size-kb = 4\n", 1, "buffer-size-kb",
+       "bad.toml:1: buffer-size-kb: unknown key (expected BUILTIN, events or instances); did you mean 'buffer_size_kb'?"},
+      // Nothing close: the list alone.
+      {"verbose = true\n", 1, "verbose", "bad.toml:1: verbose: unknown key (expected BUILTIN, events or instances)"},
+      // [instances.NAME]: the same keys but instances (they do not nest).
+      {"[instances.x]\nbufer_size_kb = 4\n", 2, "instances.x.bufer_size_kb",
+       "bad.toml:2: instances.x.bufer_size_kb: unknown key (expected BUILTIN or events); did you mean 'buffer_size_kb'?"},
+      {"[instances.x.instances.y]\n", 1, "instances.x.instances",
+       "bad.toml:1: instances.x.instances: unknown key (expected BUILTIN or events)"},
+      {"[instances.x.sytems.sched]\nenable = true\n", 1, "instances.x.sytems",
+       "bad.toml:1: instances.x.sytems: unknown key (expected BUILTIN or events); did you mean 'systems'?"},
+      // [systems.X] and [events."X"], inside an instance too.
+      {"[systems.sched]\nenabled = true\n", 2, "systems.sched.enabled",
+       "bad.toml:2: systems.sched.enabled: unknown key (expected enable or filter); did you mean 'enable'?"},
+      {"[instances.x.systems.sched]\nfoo = 1\n", 2, "instances.x.systems.sched.foo",
+       "bad.toml:2: instances.x.systems.sched.foo: unknown key (expected enable or filter)"},
+      {"[events.\"myapp:job\"]\nenabled = true\n", 2, "events.\"myapp:job\".enabled",
+       "bad.toml:2: events.\"myapp:job\".enabled: unknown key (expected enable, filter or soft_disable); did you "
+       "mean 'enable'?"},
+      {"[instances.x.events.\"a:b\"]\nsoft-disable = true\n", 2, "instances.x.events.\"a:b\".soft-disable",
+       "bad.toml:2: instances.x.events.\"a:b\".soft-disable: unknown key (expected enable, filter or "
+       "soft_disable); did you mean 'soft_disable'?"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.text);
+    std::string what = r.what;
+    if (const size_t at = what.find("BUILTIN"); at != std::string::npos) what.replace(at, 7, top);
+    const ConfigError e = error_of(r.text);
+    CHECK(e.line() == r.line);
+    CHECK(e.key() == r.key);
+    CHECK(std::string(e.what()) == what);
+  }
+}
+
+TEST_CASE("config: closest_name suggests one close key, never a tie", "[core][config]") {
+  constexpr std::string_view keys[] = {"enable", "filter", "soft_disable", "events", "cpus", "clock"};
+  CHECK(closest_name("filtre", keys) == "filter");       // distance 2
+  CHECK(closest_name("FILTER", keys) == "filter");       // case folded
+  CHECK(closest_name("soft-disable", keys) == "soft_disable");
+  CHECK(closest_name("soft", keys) == "soft_disable");   // a prefix of 4
+  CHECK(closest_name("cpus_max", keys) == "cpus");       // a key is its prefix
+  CHECK(closest_name("cpu", keys) == "cpus");            // distance 1
+  CHECK(closest_name("eventz", keys) == "events");
+  CHECK(!closest_name("zzz", keys));
+  CHECK(!closest_name("x", keys));                       // nothing within 2 edits
+  CHECK(!closest_name("en", keys));                      // too short for a prefix hint
+  CHECK(!closest_name("c", keys));
+  // Equally close to two keys: no guess.
+  constexpr std::string_view two[] = {"mode", "node"};
+  CHECK(!closest_name("lode", two));
+  CHECK(closest_name("mod", two) == "mode");
+  CHECK(either_of(std::span<const std::string_view>(keys, 1)) == "enable");
+  CHECK(either_of(std::span<const std::string_view>(keys, 2)) == "enable or filter");
+  CHECK(either_of(keys) == "enable, filter, soft_disable, events, cpus or clock");
+  CHECK(unknown_key_message("cpu", keys) ==
+        "unknown key (expected enable, filter, soft_disable, events, cpus or clock); did you mean 'cpus'?");
 }
 
 TEST_CASE("config: TOML syntax errors carry the line", "[core][config]") {

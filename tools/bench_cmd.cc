@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/instance_options.h"
 #include "tools/bench/report.h"
 #include "tools/bench/runner.h"
 #include "tools/commands.h"
@@ -127,8 +128,8 @@ const Registrar reg{[](CLI::App& app) {
       ->delimiter(',')
       ->group(C);
   sub->add_option("--staging", cli->stagings,
-                  "Staging modes: on (per-CPU temp buffer), off, adaptive, per_thread [default: "
-                  "on,off,adaptive]")
+                  "Staging modes: on or per_cpu (per-CPU temp buffer, the config file's name), off, "
+                  "adaptive, per_thread [default: on,off,adaptive]")
       ->delimiter(',')
       ->group(C);
   sub->add_option("--filters", cli->filters_file,
@@ -143,11 +144,15 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
 
   const char* E = "Engine";
-  sub->add_option("-b,--buffer-kb", cli->buffer_kb, "Ring buffer size per CPU, KiB")
-      ->check(CLI::Range(8, 4 * 1024 * 1024))
+  sub->add_option("-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
+                  "Ring buffer size per CPU, KiB (--buffer-size-kb: the config file's and replay's "
+                  "name)")
+      ->check(CLI::Range(uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/instance_options.h)
       ->group(E);
-  sub->add_option("-m,--mode", cli->mode, "Ring buffer mode when full: overwrite or drop")
-      ->check(CLI::IsMember({"overwrite", "drop"}))
+  sub->add_option("-m,--mode", cli->mode,
+                  "Ring buffer mode when full: overwrite, or drop_newest (the config file's name) "
+                  "= drop")
+      ->check(CLI::IsMember({"overwrite", "drop_newest", "drop"}))
       ->group(E);
   sub->add_option(
          "-C,--clock", o.engine.clock,

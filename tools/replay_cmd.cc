@@ -52,7 +52,7 @@ void run(ReplayCli& cli) {
   if (!cli.kallsyms.empty()) o.kallsyms = cli.kallsyms;
   if (!cli.staging.empty()) {
     o.staging = parse_staging(cli.staging);
-    if (!o.staging) throw replay::ReplayError("--staging: expected off, per_cpu, per_thread or adaptive");
+    if (!o.staging) throw replay::ReplayError("--staging: expected off, per_cpu (or on), per_thread or adaptive");
   }
   o.timing = !cli.no_timing;
   o.progress = cli.progress ? replay::ProgressMode::on
@@ -101,13 +101,15 @@ const Registrar reg{[](CLI::App& app) {
                 "(default: kernel instance semantics, unfiltered events are kept)");
   sub->add_option("--kallsyms", cli->kallsyms,
                   "kallsyms text for FIELD.function == SYMBOL (default: the file's, if it has one)");
-  sub->add_option("--staging", cli->staging, "off | per_cpu | per_thread | adaptive (default per_thread)");
+  sub->add_option("--staging", cli->staging,
+                  "off | per_cpu (or on, as in tracepipe bench) | per_thread | adaptive (default per_thread)");
   // 0 means "automatic" inside ReplayOptions: on the command line each has a
   // range, so a 0 is an error rather than a silent default.
   sub->add_option("--subbuf-size-kb", cli->o.subbuf_size_kb, "ring sub-buffer size in KiB (default 16)")
       ->check(power_of_two_range(kMinSubbufSizeKb, kMaxSubbufSizeKb));
   sub->add_option("--buffer-size-kb", cli->o.buffer_size_kb,
-                  "ring size per CPU in KiB (default: automatic; with -o never below what the batches in flight need)")
+                  "ring size per CPU in KiB, the config file's buffer_size_kb (default: automatic; with -o never "
+                  "below what the batches in flight need)")
       ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));  // as the config file's (core/instance_options.h)
   sub->add_option("-j,--threads", cli->o.threads, "worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));

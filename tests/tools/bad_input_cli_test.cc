@@ -189,7 +189,11 @@ TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and t
       {{"bench", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
       {{"bench", "--perf-events", "1000000001"}, "--perf-events: Value 1000000001 not in range 0 to 1000000000"},
       {{"bench", "--warn-spread", "0"}, "--warn-spread: Value 0 not in range 0.01 to 1000"},
-      {{"bench", "-b", "0"}, "--buffer-kb: Value 0 not in range 8 to 4194304"},
+      // bench's buffer bound is the config file's and replay's (kMaxBufferSizeKb, 1 GiB).
+      {{"bench", "-b", "0"}, "--buffer-kb: Value 0 not in range 8 to 1048576"},
+      {{"bench", "--buffer-size-kb", "1048577"}, "--buffer-kb: Value 1048577 not in range 8 to 1048576"},
+      {{"bench", "--mode", "drop-newest"}, "--mode: drop-newest not in {overwrite,drop_newest,drop}"},
+      {{"bench-peers", "--overwrite-kb", "1048577"}, "--overwrite-kb: Value 1048577 not in range 64 to 1048576"},
       {{"bench-peers", "--buffer-kb", "1048577"}, "--buffer-kb: Value 1048577 not in range 0 to 1048576"},
       {{"bench-peers", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
   };

@@ -149,7 +149,31 @@ TEST_CASE("bench cli: --help documents the options, bad options fail", "[tools][
        {"--groups", "--fds", "--loops", "--runs", "--cases", "--staging", "--buffer-kb", "--mode",
         "--clock", "--filters", "--json", "--perf-events"})
     CHECK(h.out.find(opt) != std::string::npos);
+  // The config file's spellings, next to bench's own (docs/bench.md).
+  CHECK(h.out.find("-b,--buffer-kb,--buffer-size-kb") != std::string::npos);
+  CHECK(h.out.find("overwrite, or drop_newest (the config file's name) = drop") != std::string::npos);
+  CHECK(h.out.find("on or per_cpu (per-CPU temp buffer, the config file's name)") != std::string::npos);
   CHECK(run_tracepipe("bench --cases sometimes").status != 0);
+  CHECK(run_tracepipe("bench --staging per_cpuu -q -r 1 -l 1").status != 0);
   CHECK(run_tracepipe("bench --mode sideways").status != 0);
   CHECK(run_tracepipe("bench -q --clock sundial -r 1 -l 1").status == 1);
+}
+
+TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest and per_cpu", "[tools][bench]") {
+  // The same run spelt both ways reports the same configuration, in bench's names.
+  for (const char* args : {"--buffer-size-kb 64 -m drop_newest --staging per_cpu",
+                           "-b 64 -m drop --staging on", "--buffer-kb=64 --mode=drop_newest --staging=per_cpu"}) {
+    INFO(args);
+    Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 --no-warmup --json ") +
+                          args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    mini_json::Value doc = mini_json::parse(r.out);
+    CHECK(doc["config"]["buffer_bytes_per_cpu"].number() == 64 * 1024);
+    CHECK(doc["config"]["mode"].str() == "drop");
+    const auto& cases = doc["cases"].array();
+    REQUIRE(cases.size() == 2);  // off + all/on
+    CHECK(cases[1]["case"].str() == "all");
+    CHECK(cases[1]["staging"].str() == "on");
+  }
 }

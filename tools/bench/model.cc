@@ -55,6 +55,7 @@ std::optional<Case> parse_case(std::string_view s) {
 }
 
 std::optional<Staging> parse_staging(std::string_view s) {
+  if (s == "per_cpu") return Staging::on;  // the config file's and replay's name
   for (Staging g : {Staging::on, Staging::off, Staging::adaptive, Staging::per_thread})
     if (name(g) == s) return g;
   return std::nullopt;

@@ -37,6 +37,8 @@ inline constexpr Staging kAllStagings[] = {Staging::on, Staging::off, Staging::a
 std::string_view name(Case c);
 std::string_view name(Staging s);
 std::optional<Case> parse_case(std::string_view s);
+/// A name(Staging), or "per_cpu" for Staging::on (core's and the config
+/// file's name for it, core/instance_options.h); nullopt otherwise.
 std::optional<Staging> parse_staging(std::string_view s);
 
 /// One cell of the matrix. The `off` case traces nothing, so it is run once

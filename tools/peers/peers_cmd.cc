@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/instance_options.h"
 #include "tools/commands.h"
 #include "tools/peers/peers.h"
 
@@ -46,9 +47,9 @@ const Registrar reg{[](CLI::App& app) {
                   "emit (EventDecl::emit into the instance)")
       ->check(CLI::IsMember({"trace", "trace-fn", "emit"}))->group(T1);
   sub->add_option("--buffer-kb", o->buffer_kb, "Buffer per CPU in the discard-mode cases, KiB (0 = one round)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))->group(T1);
+      ->check(CLI::Range(uint64_t{0}, kMaxBufferSizeKb))->group(T1);
   sub->add_option("--overwrite-kb", o->overwrite_kb, "Buffer per CPU in the overwrite case, both sides, KiB")
-      ->check(CLI::Range(64, 1 << 20))->group(T1);
+      ->check(CLI::Range(uint64_t{64}, kMaxBufferSizeKb))->group(T1);
   sub->add_option("--lttng-plugin", o->lttng_plugin, "Path of libtracepipe_peer_lttng.so (default: search)")
       ->group(T1);
 
@@ -60,7 +61,7 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("--hb-runs", o->hb_runs, "Runs per case and side")->check(CLI::Range(1, 1000))->group(T2);
   sub->add_option("--hb-cases", o->hb_cases, "Cases: off, all, reject, accept, half (off always runs)")
       ->delimiter(',')->group(T2);
-  sub->add_option("--hb-staging", o->hb_staging, "tracepipe engine staging: on, off, adaptive, per_thread")
+  sub->add_option("--hb-staging", o->hb_staging, "tracepipe engine staging: on (or per_cpu), off, adaptive, per_thread")
       ->group(T2);
 
   const char* G = "General";

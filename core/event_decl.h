@@ -33,7 +33,7 @@
 //        after synchronize()). The same scope is the nesting level of the
 //        emits into each listed instance, which run one after the other.
 // Registration: at static initialisation (registered_at_startup, which
-// enabled() odr-uses) or by the first desc() call. Before it, the word is
+// desc() and enabled() odr-use) or by the first desc() call. Before it, the word is
 // nullptr and no instance can subscribe through this declaration; only in
 // case (D2), during static initialisation, could a call made before the
 // registration miss an instance that enabled the other declaration's event.
@@ -305,6 +305,7 @@ struct EventDecl {
   /// This event's descriptor in Registry::global() (registered on first call;
   /// thread-safe). Inline: one load once registered.
   [[gnu::always_inline]] static const EventDesc& desc() {
+    (void)&registered_at_startup;  // a program that names the event registers it at startup
     const EventDesc* d = registered_.load(std::memory_order_acquire);
     if (d != nullptr) [[likely]]
       return *d;
@@ -399,8 +400,10 @@ struct EventDecl {
       subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
   }
 
-  /// Instantiated by emit()/trace()/enabled(): registers the event during
-  /// static initialisation of any program that emits it.
+  /// Instantiated by desc() (and so by emit(), trace(), enabled() and
+  /// TRACEPIPE_TRACE): registers the event during static initialisation of
+  /// any program that uses it in any of these ways, so that a config file or
+  /// Instance::enable("sys:name") in main() finds it before its first use.
   static inline const EventDesc& registered_at_startup = desc();
 
  private:

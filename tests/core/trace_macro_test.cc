@@ -117,3 +117,19 @@ TEST_CASE("TRACEPIPE_TRACE: a declaration sharing another's descriptor still rec
   for (const Rec& r : recs) CHECK(r.header().common_type == d.id());
   inst.enable(d, false);
 }
+
+namespace {
+// Used below through desc() only: no emit, trace or enabled() anywhere.
+using DescOnly = EventDecl<"tpstartup", "desc_only", Int<"x", int32_t>>;
+}  // namespace
+
+TEST_CASE("EventDecl: a declaration used only through desc() is registered before main", "[core][trace_macro]") {
+  // Looked up by name first: only static initialisation can have put it
+  // there (a config file applied at the top of main() relies on this).
+  const EventDesc* by_name = Registry::global().find("tpstartup:desc_only");
+  REQUIRE(by_name != nullptr);
+  CHECK(by_name == &DescOnly::desc());
+  Instance inst{InstanceOptions{}};
+  CHECK(inst.enable("tpstartup:desc_only") == 1);
+  CHECK(inst.enabled(DescOnly::desc()));
+}

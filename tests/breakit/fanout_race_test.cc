@@ -182,7 +182,7 @@ TEST_CASE("breakit: signal handlers tracing the same event get 'h' and the nesti
   CHECK(odd_records == handled);
 }
 
-TEST_CASE("breakit: pause() stops every writer on both CPUs; a reader races; counts conserve",
+TEST_CASE("breakit: pause stops every writer on both CPUs while a reader races, counts conserve",
           "[breakit][pause]") {
   for (WriterMode wm : {WriterMode::any_cpu, WriterMode::automatic}) {
     InstanceOptions o = opts(Staging::per_thread, BufferMode::drop_newest, 64);

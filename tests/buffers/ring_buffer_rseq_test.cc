@@ -121,7 +121,7 @@ TEST_CASE("rseq: a cpu_local writer's record lands in the buffer of the CPU it r
   unpin();
 }
 
-TEST_CASE("rseq: a writer nested between the load and the CAS lands first; reclaim and padding still work",
+TEST_CASE("rseq: a writer nested between the load and the CAS lands first, reclaim and padding still work",
           "[buffers][rseq]") {
   require_rseq();
   REQUIRE(pin_to(0));
@@ -294,7 +294,7 @@ TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
 }
 
 #if !TP_TSAN
-TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU; no writer reserves after it",
+TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU, no writer reserves after it",
           "[buffers][rseq][concurrency]") {
   require_rseq();
   FenceCtl ctl;

@@ -106,7 +106,7 @@ TEST_CASE("fast path: filtered events per staging policy (counts, paths, records
   }
 }
 
-TEST_CASE("fast path: a failed filter keeps the previous one; 0 clears", "[core][fastpath][filter]") {
+TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears", "[core][fastpath][filter]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
@@ -319,7 +319,7 @@ TEST_CASE("fast path: system filters apply to the events that have the fields", 
   CHECK_THROWS_AS(inst.set_system_filter("nosuchsystem", "a == 1"), std::invalid_argument);
 }
 
-TEST_CASE("fast path: drop-newest loses when full and counts it; pause drops", "[core][fastpath]") {
+TEST_CASE("fast path: drop-newest loses when full and counts it, pause drops", "[core][fastpath]") {
   InstanceOptions o = small_options(Staging::per_thread, BufferMode::drop_newest);
   o.buffer_size_kb = 8;
   o.cpus = 1;
@@ -381,7 +381,7 @@ TEST_CASE("events: a declared event prints a kernel format file", "[core][event]
   CHECK(level == -2);
 }
 
-TEST_CASE("events: kernel format files load with their IDs; conflicts are refused", "[core][event]") {
+TEST_CASE("events: kernel format files load with their IDs, conflicts are refused", "[core][event]") {
   const auto dir = tp_test::shared_data_or_skip("kernel/formats");
   Registry reg;
   const auto events = reg.add_format_dir(dir);

@@ -132,7 +132,7 @@ TEST_CASE("ordering: a nested accepted event lands before the staged outer one",
   }
 }
 
-TEST_CASE("ordering: a nested rejected event is reclaimed; the outer one still lands", "[core][ordering][concurrency]") {
+TEST_CASE("ordering: a nested rejected event is reclaimed, the outer one still lands", "[core][ordering][concurrency]") {
   SignalHandler h(emit_nested);
   const uint32_t cpu = current_cpu();
   Pin pin(cpu);
@@ -150,7 +150,7 @@ TEST_CASE("ordering: a nested rejected event is reclaimed; the outer one still l
   CHECK(sum_discarded(s.inst, &buffers::CpuStats::reclaimed) == 1);
 }
 
-TEST_CASE("ordering: staging off — the outer reservation comes first; a rejected outer becomes padding",
+TEST_CASE("ordering: staging off — the outer reservation comes first, a rejected outer becomes padding",
           "[core][ordering][concurrency]") {
   SignalHandler h(emit_nested);
   const uint32_t cpu = current_cpu();

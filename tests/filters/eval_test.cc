@@ -233,7 +233,7 @@ TEST_CASE("eval: a __data_loc pointing outside the record reads as an empty stri
   CHECK_FALSE(eval("dyn ~ \"*abcd\"", cut));  // the suffix window lies outside the record
 }
 
-TEST_CASE("eval: char * strings go through the resolver; unknown is false even for !=", "[filters][eval]") {
+TEST_CASE("eval: char * strings go through the resolver, unknown is false even for !=", "[filters][eval]") {
   static const std::map<uint64_t, std::string> strings = {{0x1000, "Start context switch"}, {0x2000, "End"}};
   auto resolve = [](uint64_t a, bool, const void*) noexcept -> ResolvedString {
     auto it = strings.find(a);

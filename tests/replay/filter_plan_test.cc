@@ -149,7 +149,7 @@ TEST_CASE("replay plan: a rejected filter is an error with the kernel's message 
   CHECK(sys.find("Field not found") != std::string::npos);
 }
 
-TEST_CASE("replay plan: config systems, then events, then -F; enable and soft_disable", "[replay][plan]") {
+TEST_CASE("replay plan: config systems, then events, then -F, enable and soft_disable", "[replay][plan]") {
   Fixture f;
   const Config cfg = parse_config(R"(
 [systems.sched]

@@ -78,7 +78,7 @@ TEST_CASE("tracedat_writer: round trip through the reader", "[tracedat][writer]"
   CHECK(w.stats().records == in.size() + 2);
 }
 
-TEST_CASE("tracedat_writer: write() and to_bytes() give the same file; empty CPUs are fine", "[tracedat][writer]") {
+TEST_CASE("tracedat_writer: write() and to_bytes() give the same file, empty CPUs are fine", "[tracedat][writer]") {
   TraceDatWriter w({.cpus = 4, .page_size = 8192, .clock = "mono"});
   w.add_format(tick_format());
   w.add_record(2, 77, encode_tick(1, 5));

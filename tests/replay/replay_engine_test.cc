@@ -98,6 +98,20 @@ void check_output(const std::filesystem::path& out, const Expected& e) {
   }
 }
 
+/// Options replaying `in` into `out` with the config file `cfg`, which gets `text`.
+ReplayOptions with_config(const TempPath& in, const TempPath& out, const TempPath& cfg, const char* text) {
+  {
+    std::ofstream f(cfg.path);
+    f << text;
+  }
+  ReplayOptions o;
+  o.input = in.path;
+  o.config = cfg.path;
+  o.output = out.path;
+  o.progress = ProgressMode::off;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("replay engine: counts, per-CPU order and recorded stamps through -o", "[replay][engine]") {
@@ -223,16 +237,7 @@ TEST_CASE("replay engine: soft-disabled events, unknown IDs and lost marks", "[r
   replay_test::put(bad, 0, uint16_t{999});  // no format with this ID
   w.add_record(0, ts++, bad);
   w.write(in.path);
-  {
-    std::ofstream f(cfg.path);
-    f << "[events.\"kmem:kmalloc\"]\nsoft_disable = true\n";
-  }
-  ReplayOptions o;
-  o.input = in.path;
-  o.config = cfg.path;
-  o.output = out.path;
-  o.progress = ProgressMode::off;
-  const ReplayResult r = run_replay(o);
+  const ReplayResult r = run_replay(with_config(in, out, cfg, "[events.\"kmem:kmalloc\"]\nsoft_disable = true\n"));
   const EventRow* km = row(r, "kmem:kmalloc");
   REQUIRE(km != nullptr);
   CHECK(km->soft_disabled);
@@ -260,16 +265,7 @@ TEST_CASE("replay engine: a config asking for cpu_local writers replays with any
   w.add_record(0, 10, replay_test::kmalloc(1, 1, 100));
   w.add_record(1, 11, replay_test::kmalloc(1, 2, 200));
   w.write(in.path);
-  {
-    std::ofstream f(cfg.path);
-    f << "writers = \"cpu_local\"\n";
-  }
-  ReplayOptions o;
-  o.input = in.path;
-  o.config = cfg.path;
-  o.output = out.path;
-  o.progress = ProgressMode::off;
-  const ReplayResult r = run_replay(o);
+  const ReplayResult r = run_replay(with_config(in, out, cfg, "writers = \"cpu_local\"\n"));
   CHECK(r.total.kept == 2);
   bool warned = false;
   for (const std::string& m : r.warnings) warned = warned || m.find("cpu_local") != std::string::npos;

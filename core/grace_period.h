@@ -42,31 +42,9 @@ namespace detail {
 extern constinit std::atomic<uint64_t> gp_global_epoch;
 }  // namespace detail
 
-/// RAII: a read-side section only (no nesting count): for code that reads
-/// RCU-protected pointers around emits (tracepoint-style fan-out).
-/// Async-signal-safe.
-class ReadSection {
- public:
-  [[gnu::always_inline]] explicit ReadSection(ThreadContext& c) noexcept : c_(c) {
-    prev_epoch_ = c.gp_epoch.load(std::memory_order_relaxed);
-    if (prev_epoch_ == 0) c.gp_epoch.store(detail::gp_global_epoch.load(std::memory_order_relaxed),
-                                           std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  [[gnu::always_inline]] ~ReadSection() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    c_.gp_epoch.store(prev_epoch_, std::memory_order_release);
-  }
-  ReadSection(const ReadSection&) = delete;
-  ReadSection& operator=(const ReadSection&) = delete;
-
- private:
-  ThreadContext& c_;
-  uint64_t prev_epoch_;
-};
-
-/// RAII: one emit on the calling thread. Opens a read-side section and counts
-/// nesting. Cost: two loads and two stores to thread-local memory on entry,
+/// RAII: one emit on the calling thread (or one tracepoint-style fan-out,
+/// whose emits into each instance run inside it). Opens a read-side section
+/// and counts nesting. Cost: two loads and two stores to thread-local memory on entry,
 /// two stores on exit; no atomic read-modify-write, no fence instruction.
 /// Async-signal-safe.
 class WriterScope {

@@ -290,17 +290,10 @@ class Instance {
   EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
                       Hooks&& hooks = {}) noexcept;
 
-  /// Internal (tracepoint-style emission, EventDecl::trace): emits into one
-  /// subscribed state of this instance.
-  template <class Fill>
-  [[gnu::always_inline]] EmitResult emit_to_state(EventState& state, uint32_t size, Fill& fill) noexcept {
-    detail::FillWriter<Fill> w{fill};
-    NoEmitHooks hooks;
-    return dispatch(state, size, 0, false, w, hooks);
-  }
-  /// Internal: the same, for a caller that already holds a WriterScope on
-  /// `ctx` (its depth() is `depth`): EventDecl::trace_slow_path opens one
-  /// scope for all the instances an event fans out to.
+  /// Internal (tracepoint-style emission: EventDecl::trace_slow_path, the
+  /// sideband's fan-out): emits into one subscribed state of this instance,
+  /// for a caller that already holds a WriterScope on `ctx` (its depth() is
+  /// `depth`), one scope for all the instances an event fans out to.
   template <class Fill>
   [[gnu::always_inline]] EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx, uint32_t depth,
                                                            uint32_t size, Fill& fill) noexcept {

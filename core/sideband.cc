@@ -115,12 +115,13 @@ void fan_out(const EventDesc& d, A... a) noexcept {
     count_unregistered_drop();
     return;
   }
-  ReadSection rs(*ctx);
+  WriterScope scope(*ctx);  // keeps the list alive; the nesting level of every emit below
   const detail::Subscribers* subs = d.subscribers_for_fast_path().load(std::memory_order_acquire);
   if (subs == nullptr) return;
   const uint32_t size = Decl::record_size(a...);
   auto fill = [&](std::span<std::byte> rec) noexcept { Decl::write_fields(rec.data(), a...); };
-  for (uint32_t i = 0; i < subs->count; ++i) subs->states[i]->instance->emit_to_state(*subs->states[i], size, fill);
+  for (uint32_t i = 0; i < subs->count; ++i)
+    subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, scope.depth(), size, fill);
 }
 
 // Emits Decl into one instance.

@@ -230,8 +230,9 @@ class Instance {
   /// Enables or disables one event in this instance.
   void enable(const EventDesc& event, bool on = true);
   /// Every event matching a set_event pattern ("sched:*", "sched:sched_switch",
-  /// "irq", "*:*"); returns how many matched.
-  size_t enable(std::string_view pattern, bool on = true);
+  /// "irq", "*:*"); returns how many matched. 0 is the kernel's EINVAL for a
+  /// name that matches nothing (a typo): [[nodiscard]] so it is not lost.
+  [[nodiscard]] size_t enable(std::string_view pattern, bool on = true);
   bool enabled(const EventDesc& event) const noexcept;
 
   /// Soft-disable: the event stays armed (it goes through staging and its

@@ -18,7 +18,7 @@ int main() {
   tracepipe::InstanceOptions opts;
   opts.buffer_size_kb = 512;
   tracepipe::Instance inst(opts);
-  inst.enable("net:*");  // the kernel's set_event syntax
+  if (inst.enable("net:*") != 2) return 1;  // the kernel's set_event syntax; 0 would mean a typo
   (void)inst.set_filter(Packet::desc(), "port == 80");
 
   // A writer thread records packets the whole time.

@@ -112,6 +112,13 @@ ConfigError error_of(const std::string& text) {
   FAIL("no ConfigError for: " << text);
   throw;
 }
+/// One bad config text and the error it must give.
+struct ErrorRow {
+  const char* text;
+  uint32_t line;
+  const char* key;
+  const char* what;
+};
 }  // namespace
 
 TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive", "[core][config]") {
@@ -138,13 +145,7 @@ TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]")
 }
 
 TEST_CASE("config: errors name the file, the line and the key", "[core][config]") {
-  struct Row {
-    const char* text;
-    uint32_t line;
-    const char* key;
-    const char* what;
-  };
-  const Row rows[] = {
+  const ErrorRow rows[] = {
       {"buffer_size_kb = 0\n", 1, "buffer_size_kb", "bad.toml:1: buffer_size_kb: value 0 is outside 1..1048576"},
       // The CLI's bound (--buffer-size-kb): 1 GiB per CPU, not 4 TiB.
       {"\nbuffer_size_kb = 1048577\n", 2, "buffer_size_kb",
@@ -186,7 +187,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
       {"[instances.x]\nmode = \"nope\"\n", 2, "instances.x.mode",
        "bad.toml:2: instances.x.mode: unknown mode 'nope' (expected overwrite or drop_newest)"},
   };
-  for (const Row& r : rows) {
+  for (const ErrorRow& r : rows) {
     INFO(r.text);
     const ConfigError e = error_of(r.text);
     CHECK(e.file() == "bad.toml");
@@ -199,13 +200,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
 TEST_CASE("config: every unknown key or table lists the valid keys of its table", "[core][config]") {
   const std::string top =
       "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, systems";
-  struct Row {
-    const char* text;
-    uint32_t line;
-    const char* key;
-    const char* what;
-  };
-  const Row rows[] = {
+  const ErrorRow rows[] = {
       // The reported case: a prefix of a valid key.
       {"buffer_size = 4\n", 1, "buffer_size",
        "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events or instances); did you mean 'buffer_size_kb'?"},
@@ -238,7 +233,7 @@ TEST_CASE("config: every unknown key or table lists the valid keys of its table"
        "bad.toml:2: instances.x.events.\"a:b\".soft-disable: unknown key (expected enable, filter or "
        "soft_disable); did you mean 'soft_disable'?"},
   };
-  for (const Row& r : rows) {
+  for (const ErrorRow& r : rows) {
     INFO(r.text);
     std::string what = r.what;
     if (const size_t at = what.find("BUILTIN"); at != std::string::npos) what.replace(at, 7, top);

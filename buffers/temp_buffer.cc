@@ -1,6 +1,9 @@
 // TempBuffer / PerThreadTempBuffer: construction and the cold paths.
 #include "buffers/temp_buffer.h"
 
+#include <sched.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,6 +23,8 @@ TempBuffer::TempBuffer(const TempBufferConfig& cfg) {
   if (cfg.cpus == 0 || cfg.cpus > 65536)
     throw ConfigError("temp buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
   check_slot_size(cfg.slot_size, size_t{1} << 20);
+  if (cfg.writers == Writers::cpu_local && !detail::rseq_usable())
+    throw ConfigError("temp buffer: writers = cpu_local needs rseq and membarrier RSEQ, unavailable in this process");
   const size_t slot = (cfg.slot_size + 63) / 64 * 64;  // each slot starts on its own cache line
   mem_ = static_cast<std::byte*>(std::aligned_alloc(64, slot * cfg.cpus));
   if (mem_ == nullptr) throw std::bad_alloc();
@@ -27,6 +32,7 @@ TempBuffer::TempBuffer(const TempBufferConfig& cfg) {
   slots_ = new detail::TempSlot[cfg.cpus];
   for (uint32_t c = 0; c < cfg.cpus; ++c) slots_[c].mem = mem_ + slot * c;
   ncpu_ = cfg.cpus;
+  cpu_local_ = cfg.writers == Writers::cpu_local;
   capacity_ = static_cast<uint32_t>(cfg.slot_size - detail::kTempHeader);
 }
 
@@ -46,6 +52,16 @@ StagedRecord TempBuffer::claim_failed(uint32_t cpu, uint32_t len) noexcept {
   }
   slots_[cpu].busy_fallbacks.fetch_add(1, std::memory_order_relaxed);
   return StagedRecord(StageError::busy, cpu);
+}
+
+StagedRecord TempBuffer::refused_not_here(uint32_t cpu) noexcept {
+  bad_cpu_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  return StagedRecord(StageError::bad_cpu, cpu);
+}
+
+uint32_t TempBuffer::cpu_now_slow() noexcept {
+  const int c = sched_getcpu();
+  return c >= 0 ? static_cast<uint32_t>(c) : UINT32_MAX;  // UINT32_MAX: bad_cpu
 }
 
 TempStats TempBuffer::stats(uint32_t cpu) const noexcept {

@@ -7,19 +7,32 @@
 // ══ Design ═══════════════════════════════════════════════════════════════════
 //   per CPU:  ┌ line 0: busy flag, fallback counters ┐   ┌ slot: [u32 hdr][u32 len][payload ...] ┐
 //             └──────────────────────────────────────┘──▶└────────── slot_size bytes ─────────────┘
-//   try_claim(cpu, len):
+//   try_claim(cpu, len) / try_claim_local(len) (the CPU the caller runs on):
 //     len > capacity()          → empty, too_big (counted), nothing claimed
-//     busy.exchange(1) == 1     → empty, busy (counted): nested or another
+//     busy was 1                → empty, busy (counted): nested or another
 //                                 thread holds this CPU's slot
-//     otherwise                 → StagedRecord owning the slot
+//     otherwise                 → StagedRecord owning the slot; busy = 1
+//   How busy goes 0 → 1 is fixed per TempBuffer (TempBufferConfig::writers):
+//     any_cpu    busy.exchange(1): a locked instruction (~4 ns here); any
+//                thread may claim any CPU's slot.
+//     cpu_local  a restartable sequence on the slot of the CPU the caller
+//                runs on (buffers/rseq.h: claim_local): "if busy == 0 then
+//                busy = 1", restarted if the thread is preempted, migrated or
+//                signalled inside it; a load and a store (~1 ns). This is the
+//                kernel's own claim (trace_buffered_event_cnt, a per-CPU
+//                increment with preemption disabled) in user space. A claim
+//                of another CPU's slot is refused (bad_cpu): that store would
+//                race with a section already past its compare.
 //   release(h): h's slot.busy = 0 (release store). The handle names the slot
 //   it claimed, so a thread that migrated to another CPU between claim and
 //   release still releases its own slot (the kernel had to disable preemption
 //   for this: "tracing: Disable preemption when using the filter buffer").
 //
-//  Invariants: at most one live StagedRecord per slot (the exchange); a
-//  nested claimer never changes the flag (exchange(1) on 1 leaves 1), so it
-//  needs no undo. capacity() = slot_size - 8: the kernel's slot also holds
+//  Invariants: at most one live StagedRecord per slot (the exchange, or the
+//  section: only threads running on CPU c store 1 into slot c, one at a time,
+//  since a thread switched in on c aborts the section of the one switched
+//  out); only the owner stores 0, from any CPU; a nested claimer never
+//  changes the flag, so it needs no undo. capacity() = slot_size - 8: the kernel's slot also holds
 //  an event header and a length word, and its two off-by-header bugs were at
 //  exactly this boundary (tested at capacity() and capacity() + 1).
 //
@@ -30,7 +43,8 @@
 //  thread (claims are non-recursive anyway: a nested claim on any instance
 //  falls back).
 //
-//  Cost: per-CPU claim = one xchg (~4-5 ns here), release = one store.
+//  Cost: per-CPU claim = one xchg (~4-5 ns here) with any_cpu, one rseq
+//  section (~1 ns) with cpu_local; release = one store.
 //  Per-thread claim ≈ 1 ns. No allocation, lock or system call.
 #include <atomic>
 #include <cstddef>
@@ -38,7 +52,8 @@
 #include <memory>
 #include <span>
 
-#include "buffers/ring_buffer.h"  // ConfigError
+#include "buffers/ring_buffer.h"  // ConfigError, Writers
+#include "buffers/rseq.h"
 
 namespace tracepipe::buffers {
 
@@ -47,7 +62,7 @@ enum class StageError : uint8_t {
   none,
   busy,     ///< slot in use (nested event, or another thread on that CPU)
   too_big,  ///< record larger than capacity()
-  bad_cpu,  ///< cpu >= cpus()
+  bad_cpu,  ///< cpu >= cpus(), or (cpu_local) not the CPU the caller runs on
 };
 
 /// Fallback counters of one slot (per CPU) or of a PerThreadTempBuffer.
@@ -59,6 +74,11 @@ struct TempStats {
 struct TempBufferConfig {
   uint32_t cpus = 1;
   size_t slot_size = 4096;  ///< bytes per slot incl. the 8-byte header; in [64, 1 MiB]
+  /// How a slot is claimed (see the design comment): any_cpu = locked
+  /// exchange, any slot from anywhere; cpu_local = restartable sequence, only
+  /// the slot of the CPU the caller runs on. cpu_local needs
+  /// detail::rseq_usable() (the constructor throws ConfigError otherwise).
+  Writers writers = Writers::any_cpu;
 };
 
 /// A claimed staging slot: write the record into data(), then release it
@@ -112,15 +132,31 @@ class TempBuffer {
   /// slot is busy, the record is larger than capacity(), or cpu is unknown
   /// (each counted: busy and too_big per CPU, bad_cpu in bad_cpu_fallbacks()). Mirrors the claim in
   /// kernel/trace/trace.c: trace_event_buffer_lock_reserve.
+  /// With cpu_local writers only the caller's own CPU can be claimed: any
+  /// other `cpu` is refused with bad_cpu (use try_claim_local()).
   [[nodiscard, gnu::always_inline]] StagedRecord try_claim(uint32_t cpu, uint32_t len) noexcept {
     if (cpu >= ncpu_ || len > capacity_) [[unlikely]]
       return claim_failed(cpu, len);
+    if (cpu_local_) return claim_local_loop(cpu, len, false);
     detail::TempSlot& s = slots_[cpu];
     if (s.busy.exchange(1, std::memory_order_acquire) != 0) [[unlikely]]
       return claim_failed(cpu, len);
-    std::byte* mem = s.mem;
-    reinterpret_cast<uint32_t*>(mem)[1] = len;
-    return StagedRecord(&s.busy, mem + detail::kTempHeader, len, cpu);
+    return claimed(s, len, cpu);
+  }
+  /// Claims the slot of the CPU the caller runs on now (the staging claim of
+  /// the fast path). cpu_local: one restartable sequence, retried with the
+  /// new CPU if the thread migrated inside it. any_cpu: the exchange on the
+  /// CPU read from the rseq area (sched_getcpu() when the thread has none).
+  /// The record's cpu() says which slot was claimed. Same errors as
+  /// try_claim; bad_cpu when the CPU cannot be read or is >= cpus().
+  [[nodiscard, gnu::always_inline]] StagedRecord try_claim_local(uint32_t len) noexcept {
+    if (cpu_local_) [[likely]] {
+      const auto cpu = static_cast<uint32_t>(detail::rseq_cpu());  // -1 (no area) is >= ncpu_
+      if (cpu >= ncpu_ || len > capacity_) [[unlikely]]
+        return claim_failed(cpu, len);
+      return claim_local_loop(cpu, len, true);
+    }
+    return try_claim(cpu_now(), len);
   }
   /// Releases the slot `h` claimed (whatever CPU the caller runs on now).
   /// No-op for an empty handle. Mirrors __trace_event_discard_commit /
@@ -132,19 +168,52 @@ class TempBuffer {
   /// Largest record a slot holds: slot_size - 8.
   uint32_t capacity() const noexcept { return capacity_; }
   uint32_t cpus() const noexcept { return ncpu_; }
+  Writers writers() const noexcept { return cpu_local_ ? Writers::cpu_local : Writers::any_cpu; }
   TempStats stats(uint32_t cpu) const noexcept;
   /// Claims refused because cpu >= cpus() (a CPU id above the configured
-  /// count: the caller then reserves directly).
+  /// count), the CPU could not be read, or (cpu_local) try_claim named a CPU
+  /// the caller does not run on: the caller then reserves directly.
   uint64_t bad_cpu_fallbacks() const noexcept { return bad_cpu_fallbacks_.load(std::memory_order_relaxed); }
   bool busy_for_testing(uint32_t cpu) const noexcept { return slots_[cpu].busy.load() != 0; }
 
  private:
   [[gnu::noinline, gnu::cold]] StagedRecord claim_failed(uint32_t cpu, uint32_t len) noexcept;
+  /// The CPU for an any_cpu claim_local: the rseq area, else sched_getcpu().
+  [[gnu::always_inline]] static uint32_t cpu_now() noexcept {
+    const int32_t c = detail::rseq_cpu();
+    return c >= 0 ? static_cast<uint32_t>(c) : cpu_now_slow();
+  }
+  [[gnu::noinline, gnu::cold]] static uint32_t cpu_now_slow() noexcept;
+  [[gnu::always_inline]] static StagedRecord claimed(detail::TempSlot& s, uint32_t len, uint32_t cpu) noexcept {
+    std::byte* mem = s.mem;
+    reinterpret_cast<uint32_t*>(mem)[1] = len;
+    return StagedRecord(&s.busy, mem + detail::kTempHeader, len, cpu);
+  }
+  /// cpu_local claim of `cpu`'s slot (cpu < ncpu_, len <= capacity_). A
+  /// section aborted by preemption or a signal is retried on the same CPU;
+  /// after a migration, `follow` retries on the new CPU (try_claim_local),
+  /// else the claim is refused with bad_cpu (try_claim of a foreign CPU).
+  [[gnu::always_inline]] StagedRecord claim_local_loop(uint32_t cpu, uint32_t len, bool follow) noexcept {
+    for (;;) {
+      detail::TempSlot& s = slots_[cpu];
+      const detail::LocalCas r = detail::claim_local(&s.busy, cpu);
+      if (r == detail::LocalCas::ok) [[likely]]
+        return claimed(s, len, cpu);
+      if (r == detail::LocalCas::changed) return claim_failed(cpu, len);  // busy
+      const auto now = static_cast<uint32_t>(detail::rseq_cpu());
+      if (now != cpu && !follow) return refused_not_here(cpu);
+      if (now >= ncpu_) [[unlikely]]
+        return claim_failed(now, len);
+      cpu = now;
+    }
+  }
+  [[gnu::noinline, gnu::cold]] StagedRecord refused_not_here(uint32_t cpu) noexcept;
 
   detail::TempSlot* slots_ = nullptr;
   std::byte* mem_ = nullptr;
   uint32_t ncpu_ = 0;
   uint32_t capacity_ = 0;
+  bool cpu_local_ = false;
   std::atomic<uint64_t> bad_cpu_fallbacks_{0};
 };
 

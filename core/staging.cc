@@ -5,7 +5,12 @@
 namespace tracepipe {
 
 buffers::TempBuffer& detail::cpu_temp_buffer() {
-  static auto* t = new buffers::TempBuffer(buffers::TempBufferConfig{possible_cpus(), kSlotSize});
+  // cpu_local when the process can (the claim is then a restartable
+  // sequence, ~1 ns, instead of a locked exchange, ~4 ns); the same rule as
+  // the rings' WriterMode::automatic.
+  static auto* t = new buffers::TempBuffer(buffers::TempBufferConfig{
+      possible_cpus(), kSlotSize,
+      buffers::detail::rseq_usable() ? buffers::Writers::cpu_local : buffers::Writers::any_cpu});
   return *t;
 }
 

@@ -16,7 +16,9 @@
 // Invariants (buffers/temp_buffer.h has the details)
 //  S1 Non-recursive: a slot is claimed by at most one emit at a time; a
 //     nested emit (signal handler; per CPU also another thread on that CPU)
-//     finds it busy and goes direct.
+//     finds it busy and goes direct. Per CPU, the claim is a restartable
+//     sequence on the caller's CPU when the process has rseq (no locked
+//     instruction), a locked exchange otherwise (buffers/temp_buffer.h).
 //  S2 A claim remembers its slot, so release() frees exactly what was
 //     claimed, even after the thread migrated.
 //  S3 The slots are shared by every instance, like the kernel's per-CPU temp
@@ -72,17 +74,12 @@ class Stager {
   Staging policy() const noexcept { return policy_; }
   bool per_cpu() const noexcept { return per_cpu_; }
 
-  /// Claims the slot of `phys_cpu` (the CPU the caller runs on; per-CPU
-  /// policy) or of the calling thread. Fails with too_big when size >
-  /// kMaxStagedRecord, busy when the slot is in use (S1).
-  [[gnu::always_inline]] Claim try_claim(uint32_t phys_cpu, uint32_t size) noexcept {
-    if (per_cpu_) return Claim(cpu_->try_claim(phys_cpu, size));
-    return Claim(thread_->try_claim(0, size));
-  }
-  /// Same, reading the CPU only for the per-CPU policy (the per-thread slot
-  /// needs none).
+  /// Claims the slot of the CPU the caller runs on now (per-CPU policy: a restartable
+  /// sequence when the process has rseq, TempBuffer::try_claim_local) or the
+  /// calling thread. Fails with too_big when size > kMaxStagedRecord, busy
+  /// when the slot is in use (S1).
   [[gnu::always_inline]] Claim try_claim(uint32_t size) noexcept {
-    if (per_cpu_) return Claim(cpu_->try_claim(current_cpu(), size));
+    if (per_cpu_) return Claim(cpu_->try_claim_local(size));
     return Claim(thread_->try_claim(0, size));
   }
 

@@ -1,12 +1,16 @@
 // Unit tests of the temp buffer (staging): claim, nesting, size boundary,
-// migration between claim and release, per-thread variant.
+// migration between claim and release, per-thread variant, the rseq
+// (cpu_local) claim.
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 #include <thread>
 
 #include "buffers/temp_buffer.h"
+#include "test_support.h"
 
 using namespace tracepipe::buffers;
 
@@ -128,4 +132,101 @@ TEST_CASE("temp buffer: a signal handler that runs during a claim falls back", "
   std::signal(SIGUSR2, old);
   g_tb = nullptr;
   g_ptb = nullptr;
+}
+
+namespace {
+void require_rseq() {
+  if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
+}
+uint32_t online_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
+}  // namespace
+
+TEST_CASE("temp buffer: cpu_local claims the slot of the CPU the caller runs on", "[buffers][temp][rseq]") {
+  require_rseq();
+  const uint32_t cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
+  TempBuffer tb(TempBufferConfig{.cpus = cpus, .slot_size = 256, .writers = Writers::cpu_local});
+  CHECK(tb.writers() == Writers::cpu_local);
+  for (uint32_t cpu = 0; cpu < online_cpus() && cpu < 4; ++cpu) {
+    tp_test::PinToCpu pin(cpu);
+    REQUIRE(pin.ok());
+    StagedRecord a = tb.try_claim_local(100);
+    REQUIRE(a);
+    CHECK(a.cpu() == cpu);
+    CHECK(a.data().size() == 100);
+    CHECK(tb.busy_for_testing(cpu));
+    // Nested on the same CPU: busy, counted, and the outer claim holds.
+    StagedRecord nested = tb.try_claim_local(8);
+    CHECK(nested.error() == StageError::busy);
+    CHECK(tb.stats(cpu).busy_fallbacks == 1);
+    CHECK(tb.try_claim(cpu, 8).error() == StageError::busy);  // the same slot, named
+    CHECK(tb.stats(cpu).busy_fallbacks == 2);
+    TempBuffer::release(nested);
+    CHECK(tb.busy_for_testing(cpu));
+    TempBuffer::release(a);
+    CHECK_FALSE(tb.busy_for_testing(cpu));
+    // Too big: refused before anything is claimed.
+    CHECK(tb.try_claim_local(249).error() == StageError::too_big);
+    CHECK(tb.stats(cpu).too_big_fallbacks == 1);
+    CHECK_FALSE(tb.busy_for_testing(cpu));
+  }
+}
+
+TEST_CASE("temp buffer: cpu_local refuses another CPU's slot, and a migrated owner releases its own",
+          "[buffers][temp][rseq]") {
+  require_rseq();
+  if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
+  TempBuffer tb(TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)),
+                                 .slot_size = 256,
+                                 .writers = Writers::cpu_local});
+  StagedRecord h;
+  {
+    tp_test::PinToCpu on0(0);
+    REQUIRE(on0.ok());
+    // Naming CPU 1 from CPU 0 is refused: that store could race with a
+    // section on CPU 1 that already compared.
+    CHECK(tb.try_claim(1, 8).error() == StageError::bad_cpu);
+    CHECK(tb.bad_cpu_fallbacks() == 1);
+    CHECK_FALSE(tb.busy_for_testing(1));
+    h = tb.try_claim(0, 16);  // our own CPU, named: fine
+    REQUIRE(h);
+    CHECK(h.cpu() == 0);
+  }
+  {
+    tp_test::PinToCpu on1(1);
+    REQUIRE(on1.ok());
+    StagedRecord here = tb.try_claim_local(8);  // CPU 1's slot is free
+    REQUIRE(here);
+    CHECK(here.cpu() == 1);
+    TempBuffer::release(here);
+    TempBuffer::release(h);  // released from CPU 1: CPU 0's slot is freed
+  }
+  CHECK_FALSE(tb.busy_for_testing(0));
+  CHECK_FALSE(tb.busy_for_testing(1));
+  tp_test::PinToCpu on0(0);
+  StagedRecord again = tb.try_claim_local(8);
+  CHECK(again.cpu() == 0);
+  CHECK(static_cast<bool>(again));
+  TempBuffer::release(again);
+}
+
+TEST_CASE("temp buffer: a signal handler that runs during a cpu_local claim falls back",
+          "[buffers][temp][rseq][signal]") {
+  require_rseq();
+  tp_test::PinToCpu pin(0);
+  REQUIRE(pin.ok());
+  TempBuffer tb(TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)),
+                                 .slot_size = 128,
+                                 .writers = Writers::cpu_local});
+  auto old = std::signal(SIGUSR2, claim_in_handler);
+  g_tb = &tb;
+  StagedRecord outer = tb.try_claim_local(16);
+  REQUIRE(outer);
+  std::raise(SIGUSR2);
+  CHECK(g_in_handler == StageError::busy);
+  TempBuffer::release(outer);
+  std::raise(SIGUSR2);
+  CHECK(g_in_handler == StageError::none);
+  CHECK(tb.stats(0).busy_fallbacks == 1);
+  std::signal(SIGUSR2, old);
+  g_tb = nullptr;
 }

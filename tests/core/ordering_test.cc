@@ -21,23 +21,7 @@ using namespace tp_core_test;
 
 namespace {
 
-// Pins the calling thread to one CPU for the scope; restores the mask.
-class Pin {
- public:
-  explicit Pin(uint32_t cpu) {
-    sched_getaffinity(0, sizeof old_, &old_);
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    ok_ = sched_setaffinity(0, sizeof s, &s) == 0;
-  }
-  ~Pin() { sched_setaffinity(0, sizeof old_, &old_); }
-  bool ok() const { return ok_; }
-
- private:
-  cpu_set_t old_{};
-  bool ok_ = false;
-};
+using Pin = tp_test::PinToCpu;
 
 std::atomic<Instance*> g_inst{nullptr};
 std::atomic<uint32_t> g_nested_seq{0};
@@ -220,10 +204,15 @@ TEST_CASE("ordering: a thread that migrates between claim and commit releases it
     CHECK(moved[0].at<uint32_t>(12) == 7);
     // The slot claimed (on `from`) is free again.
     if (st == Staging::per_cpu) {
-      auto again = inst.stager_for_testing().cpu_slots().try_claim(from, 8);
-      CHECK(static_cast<bool>(again));
-      buffers::TempBuffer::release(again);
+      CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(from));
       CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(to));
+      // And it can be claimed again, by a thread on `from`.
+      Pin back(from);
+      REQUIRE(back.ok());
+      auto again = inst.stager_for_testing().cpu_slots().try_claim_local(8);
+      CHECK(static_cast<bool>(again));
+      CHECK(again.cpu() == from);
+      buffers::TempBuffer::release(again);
     } else {
       CHECK_FALSE(buffers::PerThreadTempBuffer::busy_for_testing());
     }

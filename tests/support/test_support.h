@@ -1,5 +1,7 @@
 #pragma once
 // Helpers shared by all tests.
+#include <sched.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -37,6 +39,27 @@ std::string shell_quote(const std::string& s);
 /// files under `scratch_dir`.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& scratch_dir,
                           int timeout_s = 120);
+
+/// Pins the calling thread to one CPU for the scope (ok() says whether the
+/// kernel agreed); the destructor puts the previous mask back.
+class PinToCpu {
+ public:
+  explicit PinToCpu(uint32_t cpu) {
+    sched_getaffinity(0, sizeof old_, &old_);
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    ok_ = sched_setaffinity(0, sizeof s, &s) == 0;
+  }
+  ~PinToCpu() { sched_setaffinity(0, sizeof old_, &old_); }
+  PinToCpu(const PinToCpu&) = delete;
+  PinToCpu& operator=(const PinToCpu&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t old_{};
+  bool ok_ = false;
+};
 
 }  // namespace tp_test
 

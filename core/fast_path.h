@@ -68,12 +68,15 @@ struct RawWriter {
 static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader, common_preempt_count) == 3);
 
 /// One step of the per-(thread, event) acceptance average used by adaptive
-/// staging: s += (target - s) / 32, s in [0, 65536] (about the last 32
-/// events weigh in).
-[[gnu::always_inline]] inline void adaptive_update(std::atomic<uint64_t>& score, bool accepted) noexcept {
-  const auto s = static_cast<int64_t>(score.load(std::memory_order_relaxed));
+/// staging: s += (target - s) / 32 (rounded down), s in [0, 65536] (about
+/// the last 32 events weigh in). `s` is the value the emit loaded for its
+/// decision (only this thread writes the score). At a steady 0% or 100% the
+/// step is 0 and nothing is stored: those are the rates where adaptive must
+/// cost no more than the policy it picks.
+[[gnu::always_inline]] inline void adaptive_update(std::atomic<uint64_t>& score, uint64_t s, bool accepted) noexcept {
   const int64_t target = accepted ? 65536 : 0;
-  score.store(static_cast<uint64_t>(s + ((target - s) >> 5)), std::memory_order_relaxed);
+  const int64_t step = (target - static_cast<int64_t>(s)) >> 5;
+  if (step != 0) score.store(static_cast<uint64_t>(static_cast<int64_t>(s) + step), std::memory_order_relaxed);
 }
 
 /// Makes the filters::EvalContext of one emit when the program asks for it
@@ -197,10 +200,11 @@ template <class Writer, class Hooks>
   const bool adaptive = staging == Staging::adaptive;
 
   bool stage = staging != Staging::off;
-  if (adaptive && c[slot::adaptive_score].load(std::memory_order_relaxed) > adaptive_threshold_) {
-    stage = false;  // mostly accepted here: skip the extra copy
-    counter_add(c[slot::adaptive_direct]);
-  }
+  const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
+  // Mostly accepted here: skip the extra copy. Not counted here: an adaptive
+  // instance's direct emits are these plus nested and too_big
+  // (event_stats() derives adaptive_direct), one store less per emit.
+  if (adaptive && score > adaptive_threshold_) stage = false;
   if (stage) {
     const Claim cl = stager_.try_claim(size);  // (R5) no clock read (F1)
     if (cl) [[likely]] {
@@ -233,7 +237,7 @@ template <class Writer, class Hooks>
         res = EmitResult::discarded;
       }
       stager_.release(cl);
-      if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
+      if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
       return res;
     }
     counter_add(c[cl.why() == ClaimFailure::busy ? slot::nested : slot::too_big]);
@@ -248,7 +252,7 @@ template <class Writer, class Hooks>
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
   const bool accept = !soft && (prog == nullptr || prog->match_lazy(r.payload(), ectx));
-  if (adaptive) detail::adaptive_update(c[slot::adaptive_score], accept);
+  if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
   if (accept) {
     ring_commit(r);
     counter_add(c[slot::kept_direct]);

@@ -123,7 +123,8 @@ struct EventStats {
   uint64_t direct = 0;          ///< filtered emits built directly in the ring
   uint64_t nested = 0;          ///< of direct: the staging slot was busy (nesting)
   uint64_t too_big = 0;         ///< of direct: the record did not fit a staging slot
-  uint64_t adaptive_direct = 0; ///< of direct: chosen by adaptive staging
+  uint64_t adaptive_direct = 0; ///< of direct: chosen by adaptive staging (direct - nested - too_big
+                                ///< for an adaptive instance, 0 otherwise)
   uint64_t emitted() const noexcept { return kept + discarded + lost; }
   /// Records that reached the ring buffer's reserve (what CpuStats conserves).
   uint64_t ring_attempts() const noexcept { return kept + lost + ring_discards; }
@@ -189,12 +190,15 @@ struct alignas(64) EventState {
 };
 
 /// Counter slots of an EventState's group: each emit adds 1 to exactly one
-/// outcome slot (0..7), plus at most two diagnostic slots (8..11).
+/// outcome slot, plus at most two diagnostic slots. The group is two cache
+/// lines (detail::CounterGroup): what the common paths touch (their outcome,
+/// soft, nested, the adaptive score) shares the first, so a path touches one
+/// counter line; losses and too_big, the rare ones, fill the second.
 namespace slot {
-inline constexpr uint32_t kept_unfiltered = 0, lost_unfiltered = 1, kept_staged = 2, rejected_staged = 3,
-                          lost_staged = 4, kept_direct = 5, rejected_direct = 6, lost_direct = 7, soft = 8,
-                          nested = 9, too_big = 10, adaptive_direct = 11,
-                          adaptive_score = 15;  ///< per thread, not a count
+inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged = 2, kept_direct = 3,
+                          rejected_direct = 4, soft = 5, nested = 6,
+                          adaptive_score = 7,  ///< per thread, not a count
+    lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11;
 }
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and

@@ -245,6 +245,18 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   CHECK(s.ring_discards < 10);
   CHECK(s.staged > 1060);
   CHECK(drain(inst).size() == 1000);
+
+  // A busy slot sends an event direct too, but that is nesting, not the
+  // policy's choice: adaptive_direct leaves it out.
+  const uint64_t chosen = s.adaptive_direct;
+  buffers::StagedRecord held = inst.stager_for_testing().thread_slots().try_claim(0, 8);
+  REQUIRE(held);
+  CHECK(Sample::emit(inst, 0, 1, "") == EmitResult::discarded);
+  buffers::PerThreadTempBuffer::release(held);
+  s = inst.event_stats(Sample::desc());
+  CHECK(s.nested == 1);
+  CHECK(s.adaptive_direct == chosen);
+  CHECK(s.direct == s.adaptive_direct + s.nested);
 }
 
 TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core][fastpath][raw]") {

@@ -5,6 +5,7 @@
 //   BM_DiscardReclaim<mode>                reserve + discard of the last record (space reclaimed)
 //   BM_DiscardPadding<mode>                reserve a, reserve b, commit b, discard a (padding): ns per pair
 //   BM_TempClaimRelease<per-cpu|per-thread> staging claim + release
+//   BM_TempClaimReleaseLocal                 the per-CPU claim by rseq (cpu_local)
 //
 // Clocks: Null (no clock read), Tsc (rdtsc inlined as a Clock policy),
 // TscFn (rdtsc behind the default FunctionClock pointer), Mono
@@ -16,6 +17,7 @@
 // clock <= 15 ns; overwrite and drop-newest within 5%.
 #include <benchmark/benchmark.h>
 #include <sched.h>
+#include <sys/sysinfo.h>
 #include <x86intrin.h>
 
 #include <cstring>
@@ -146,6 +148,24 @@ void BM_TempClaimRelease(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The per-CPU claim the core uses when the process has rseq: a restartable
+// sequence on the caller's CPU (Writers::cpu_local), no locked instruction.
+void BM_TempClaimReleaseLocal(benchmark::State& state) {
+  if (!detail::rseq_usable()) {
+    state.SkipWithError("rseq or membarrier RSEQ unavailable");
+    return;
+  }
+  pin_to_cpu(state.thread_index());
+  static auto* tb = new TempBuffer(
+      TempBufferConfig{.cpus = static_cast<uint32_t>(get_nprocs_conf()), .writers = Writers::cpu_local});
+  for (auto _ : state) {
+    StagedRecord h = tb->try_claim_local(64);
+    benchmark::DoNotOptimize(h);
+    TempBuffer::release(h);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 constexpr auto OW = OverflowMode::overwrite;
 constexpr auto DN = OverflowMode::drop_newest;
 
@@ -202,5 +222,6 @@ BENCHMARK_TEMPLATE(BM_DiscardPadding, DN)->MinTime(0.2)->Threads(1)->Threads(2);
 
 BENCHMARK_TEMPLATE(BM_TempClaimRelease, TempBuffer)->MinTime(0.2)->Threads(1)->Threads(2);
 BENCHMARK_TEMPLATE(BM_TempClaimRelease, PerThreadTempBuffer)->MinTime(0.2)->Threads(1)->Threads(2);
+BENCHMARK(BM_TempClaimReleaseLocal)->MinTime(0.2)->Threads(1)->Threads(2);
 
 }  // namespace

@@ -128,6 +128,12 @@ TEST_CASE("bench-peers: bad options fail with a message", "[peers][cli]") {
   Run u = run_peers("-q --unavailable nosuch --table loop");
   CHECK(u.status != 0);
   CHECK(contains(u.err, "unknown peer 'nosuch'"));
+  // A round that no buffer can hold is refused before anything runs.
+  Run big = run_peers("-q --unavailable lttng kernel --table loop --cases enabled -n 8388609");
+  CHECK(big.status != 0);
+  CHECK(contains(big.err, "--events 8388609: one round needs 1025 MiB of buffer per CPU"));
+  CHECK(contains(big.err, "use at most 8388608 events"));
+  CHECK(big.out.empty());
 }
 
 TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards", "[peers][cli][lttng]") {

@@ -12,12 +12,14 @@
 
 #include <fmt/core.h>
 
+#include "core/instance_options.h"
 #include "tools/bench/model.h"
 #include "tools/bench/progress.h"
 #include "tools/bench/workload.h"
 #include "tools/peers/kernel_micro.h"
 #include "tools/peers/kernel_table.h"
 #include "tools/peers/lttng_side.h"
+#include "tools/peers/micro.h"
 #include "tools/peers/peers_report.h"
 #include "tools/peers/tracefs.h"
 #include "tools/peers/tracepipe_side.h"
@@ -68,6 +70,13 @@ int run_peers(const PeersOptions& o) {
   mo.glob = o.glob;
   mo.buffer_kb = o.buffer_kb;
   mo.overwrite_kb = o.overwrite_kb;
+  // A round must fit one buffer (nothing lost: both sides are compared with
+  // nothing dropped); past the config's per-CPU bound, say so before running.
+  if (o.buffer_kb == 0 && round_buffer_kb(o.events) > kMaxBufferSizeKb)
+    throw std::invalid_argument(fmt::format(
+        "--events {}: one round needs {} MiB of buffer per CPU (2 x 64 bytes per event), above the {} MiB "
+        "maximum; use at most {} events, or set --buffer-kb (records beyond it are then lost and reported)",
+        o.events, (round_buffer_kb(o.events) + 1023) / 1024, kMaxBufferSizeKb / 1024, kMaxBufferSizeKb * 1024 / 128));
   if (o.timing != "cpu" && o.timing != "wall")
     throw std::invalid_argument(fmt::format("unknown --timing '{}' (cpu, wall)", o.timing));
   mo.timing = o.timing == "cpu" ? Timing::cpu : Timing::wall;

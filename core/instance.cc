@@ -43,11 +43,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// "0" or blank clears a filter (kernel: "0" clears; an empty write too).
-bool clears_filter(std::string_view expr) {
-  const std::string_view t = trim(expr);
-  return t.empty() || t == "0";
-}
+// "0" clears a filter, surrounding whitespace allowed (kernel:
+// apply_event_filter compares the stripped string with "0"). A blank string
+// is not a clear: the kernel rejects it (EINVAL, "Error" at position 0), and
+// so does filters::compile, so a config value that went missing cannot
+// remove filtering silently.
+bool clears_filter(std::string_view expr) { return trim(expr) == "0"; }
 
 }  // namespace
 

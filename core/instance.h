@@ -246,9 +246,12 @@ class Instance {
   bool soft_disabled(const EventDesc& event) const noexcept;
 
   /// Compiles `expr` against the event's fields and swaps it in atomically
-  /// (F5). "0" (or an empty/blank string) clears the filter, as in the kernel.
+  /// (F5). "0" (whitespace around it allowed) clears the filter, as in the
+  /// kernel; a blank string is the kernel's EINVAL "Error" at position 0.
   /// On a compile error the previous filter stays in force and the error is
-  /// returned (the kernel's message and caret).
+  /// returned (the kernel's message and caret). The kernel instead disables
+  /// the event's filter on a failed write: a deliberate difference
+  /// (docs/filters.md, "Where the core deliberately differs").
   FilterStatus set_filter(const EventDesc& event, std::string_view expr);
   void clear_filter(const EventDesc& event);
   /// The active filter expression, or "none" (the kernel's filter file).

@@ -207,6 +207,11 @@ soft_disable = true
   CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \"valu == 3\"\n") ==
         "bad.toml:3: events.\"tptest:sample\".filter: filter rejected for tptest:sample: parse_error: Field not "
         "found\nevent filter parse error: error: Field not found\n  Command: valu == 3\n                ^\n");
+  // A blank filter is the kernel's EINVAL "Error", not a silent clear (only
+  // "0" clears).
+  CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \"  \"\n").rfind(
+            "bad.toml:3: events.\"tptest:sample\".filter: filter rejected for tptest:sample: parse_error: Error", 0) == 0);
+  CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \" 0 \"\n") == "no error");
   CHECK(error_of("\n[events.\"nosuch:event\"]\nenable = true\n") ==
         "bad.toml:2: events.\"nosuch:event\": no event matches 'nosuch:event'");
   CHECK(error_of("[systems.nosys]\nenable = true\n") == "bad.toml:1: systems.nosys: no events in system 'nosys'");

@@ -106,7 +106,7 @@ TEST_CASE("fast path: filtered events per staging policy (counts, paths, records
   }
 }
 
-TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears", "[core][fastpath][filter]") {
+TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is an error", "[core][fastpath][filter]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
@@ -116,6 +116,15 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears", "[core]
   CHECK(bad.render() ==
         "event filter parse error: error: Field not found\n  Command: valu == 1\n                ^\n");
   CHECK(inst.filter(Sample::desc()) == "value == 1");  // still in force
+  // Blank is not a clear: the kernel's EINVAL "Error" at 0 (only "0" clears).
+  for (const char* blank : {"", "   ", "\n"}) {
+    const FilterStatus b = inst.set_filter(Sample::desc(), blank);
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().code == filters::FilterErr::errno_error);
+    CHECK(b.error().caret() == 0);
+    CHECK(b.error().err == EINVAL);
+    CHECK(inst.filter(Sample::desc()) == "value == 1");
+  }
   CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
   CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::discarded);
   REQUIRE(inst.set_filter(Sample::desc(), " 0 ").ok());
@@ -401,7 +410,7 @@ TEST_CASE("events: a declared event prints a kernel format file", "[core][event]
 TEST_CASE("events: kernel format files load with their IDs, conflicts are refused", "[core][event]") {
   const auto dir = tp_test::shared_data_or_skip("kernel/formats");
   Registry reg;
-  const auto events = reg.add_format_dir(dir);
+  const auto events = reg.add_format_dir(dir).events;
   CHECK(events.size() == 19);
   const EventDesc* sw = reg.find("sched:sched_switch");
   REQUIRE(sw != nullptr);
@@ -416,7 +425,7 @@ TEST_CASE("events: kernel format files load with their IDs, conflicts are refuse
   CHECK(reg.match("*:*").size() == 19);
   CHECK(reg.match("sched:sched_wak*").size() == 2);
   // Loading again is idempotent; a different format under the same name fails.
-  CHECK(reg.add_format_dir(dir).size() == 19);
+  CHECK(reg.add_format_dir(dir).events.size() == 19);
   EventFormat changed = sw->format();
   changed.fields.pop_back();
   CHECK_THROWS_AS(reg.add(changed), RegistryError);

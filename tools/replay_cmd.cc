@@ -17,6 +17,7 @@
 #include "tools/replay/bench.h"
 #include "tools/replay/filter_plan.h"
 #include "tools/replay/replay.h"
+#include "tools/tracedat_message.h"
 
 namespace tracepipe::tools {
 namespace {
@@ -78,7 +79,7 @@ void run(ReplayCli& cli) {
     std::exit(2);
   } catch (const TraceDatError& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "tracepipe replay: {}: {}\n", o.input.string(), e.what());
+    fmt::print(stderr, "tracepipe replay: {}\n", tracedat_message(e, o.input.string()));
     std::exit(1);
   }
 }

@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/trace_report.h"
 #include "core/tracedat_reader.h"
 #include "tools/commands.h"
+#include "tools/tracedat_message.h"
 
 namespace tracepipe::tools {
 namespace {
@@ -40,10 +42,9 @@ void print_info(const TraceDatReader& r) {
   }
 }
 
-void run(const ReportCli& cli) {
-  // The open refuses a FIFO without blocking, a device or a directory:
-  // "tracepipe: FILE: not a regular file (a FIFO)", exit 1.
+void print(const ReportCli& cli) {
   const auto reader = TraceDatReader::open(cli.file);
+  for (const std::string& w : reader.warnings()) fmt::print(stderr, "tracepipe report: warning: {}\n", w);
   if (cli.info) {
     print_info(reader);
     return;
@@ -55,6 +56,18 @@ void run(const ReportCli& cli) {
   TraceReport report(reader, ReportOptions{!cli.no_plugins, cli.ns});
   report.print_all(stdout);
   std::fflush(stdout);
+}
+
+// The open refuses a FIFO without blocking, a device or a directory:
+// "tracepipe: FILE: not a regular file (a FIFO)", exit 1. A malformed file
+// (found at the open or while printing) is named by its path the same way.
+void run(const ReportCli& cli) {
+  try {
+    print(cli);
+  } catch (const TraceDatError& e) {
+    std::fflush(stdout);
+    throw std::runtime_error(tracedat_message(e, cli.file));
+  }
 }
 
 const Registrar reg{[](CLI::App& app) {

@@ -219,3 +219,39 @@ TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and t
     CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 10});
   }
 }
+
+TEST_CASE("cli: a malformed input trace is named by the path given, not as 'trace.dat'", "[tools][cli]") {
+  Scratch s;
+  const std::string magic_error = ": file header at offset 0 (0x0): expected the trace.dat magic";
+  // Not a trace.dat at all (a TOML file), and a trace cut short, called s6.dat.
+  const fs::path toml = s.dir / "good.toml";
+  std::ofstream(toml) << "[instance]\nbuffer_size_kb = 64\n";
+  const fs::path cut = s.dir / "s6.dat";
+  const std::string whole = tp_test::read_file(s.dat);
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 3);
+
+  Run r = s.run({"report", toml.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe: " + toml.string() + magic_error));
+  CHECK(r.err.find("trace.dat:") == std::string::npos);
+  r = s.run({"report", "-i", toml.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe: " + toml.string() + magic_error));
+  r = s.run({"report", cut.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe: " + cut.string() + ": "));
+  CHECK(r.err.find("trace.dat:") == std::string::npos);
+  r = s.run({"report", "--info", cut.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe: " + cut.string() + ": "));
+  CHECK(r.err.find("trace.dat:") == std::string::npos);
+
+  r = s.replay({toml.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe replay: " + toml.string() + magic_error));
+  CHECK(r.err.find("trace.dat:") == std::string::npos);
+  r = s.replay({cut.string()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe replay: " + cut.string() + ": "));
+  CHECK(r.err.find("trace.dat:") == std::string::npos);
+}

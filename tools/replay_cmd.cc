@@ -51,14 +51,16 @@ void run(ReplayCli& cli) {
   if (!cli.config.empty()) o.config = cli.config;
   if (!cli.output.empty()) o.output = cli.output;
   if (!cli.kallsyms.empty()) o.kallsyms = cli.kallsyms;
-  if (!cli.staging.empty()) {
-    o.staging = parse_staging(cli.staging);
-    if (!o.staging) throw replay::ReplayError("--staging: expected off, per_cpu (or on), per_thread or adaptive");
-  }
   o.timing = !cli.no_timing;
   o.progress = cli.progress ? replay::ProgressMode::on
                             : cli.no_progress ? replay::ProgressMode::off : replay::ProgressMode::automatic;
   try {
+    if (!cli.staging.empty()) {  // a usage error like the others: exit 2, "tracepipe replay: "
+      o.staging = parse_staging(cli.staging);
+      if (!o.staging)
+        throw replay::ReplayError(fmt::format(
+            "--staging '{}': expected off, per_cpu (or on), per_thread or adaptive", cli.staging));
+    }
     if (cli.bench_flag) {
       replay::BenchOptions b;
       b.reps = cli.bench_reps;

@@ -255,3 +255,19 @@ TEST_CASE("cli: a malformed input trace is named by the path given, not as 'trac
   CHECK_THAT(r.err, Catch::StartsWith("tracepipe replay: " + cut.string() + ": "));
   CHECK(r.err.find("trace.dat:") == std::string::npos);
 }
+
+TEST_CASE("cli: replay --staging with an unknown mode is a usage error like replay's others", "[tools][cli]") {
+  Scratch s;
+  Run r = s.replay({s.dat.string(), "--staging", "bogus"});
+  CHECK(r.status == 2);
+  CHECK(r.err == "tracepipe replay: --staging 'bogus': expected off, per_cpu (or on), per_thread or adaptive\n");
+  CHECK(r.out.empty());
+  // Every documented spelling runs.
+  for (const char* mode : {"off", "per_cpu", "on", "per_thread", "adaptive"}) {
+    INFO(mode);
+    r = s.replay({s.dat.string(), "--staging", mode});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 10});
+  }
+}

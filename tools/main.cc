@@ -14,6 +14,10 @@ std::vector<AddCommand>& command_table() {
 }
 }  // namespace tracepipe::tools
 
+namespace {
+constexpr int kUsageExit = 2;  // as `tracepipe replay`'s usage errors
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"tracepipe: the Linux ftrace event pipeline in user space"};
   app.set_version_flag("--version", tracepipe::version());
@@ -22,6 +26,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // No subcommand at all: the usage with the list of subcommands, on
+    // stderr, and exit 2 like the subcommands' usage errors (replay's). Other
+    // parse errors keep CLI11's message and exit code (105 for a bad value).
+    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      fmt::print(stderr, "{}", app.help());
+      return kUsageExit;
+    }
     return app.exit(e);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tracepipe: {}\n", e.what());

@@ -271,3 +271,17 @@ TEST_CASE("cli: replay --staging with an unknown mode is a usage error like repl
     CHECK(counts_of(r.out, "kmem:kmalloc") == std::pair<uint64_t, uint64_t>{10, 10});
   }
 }
+
+TEST_CASE("cli: bare tracepipe prints the usage with the subcommands and exits 2", "[tools][cli]") {
+  Scratch s;
+  const Run r = s.run({});
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains("Usage:"));
+  CHECK_THAT(r.err, Catch::Contains("Subcommands:"));
+  for (const char* sub : {"report", "replay", "bench"}) CHECK_THAT(r.err, Catch::Contains(std::string("\n  ") + sub));
+  // Help asked for is not an error, and an unknown option stays CLI11's.
+  const Run h = s.run({"--help"});
+  CHECK(h.status == 0);
+  CHECK_THAT(h.out, Catch::Contains("Subcommands:"));
+}

@@ -63,6 +63,12 @@ void run(CliOptions& cli) {
   if (!cli.cases.empty()) o.cases = parse_list<Case>(cli.cases, parse_case, "case");
   if (!cli.stagings.empty())
     o.stagings = parse_list<Staging>(cli.stagings, parse_staging, "staging mode");
+  // Print per-CPU staging by the name it was asked by ("on" or "per_cpu").
+  for (const std::string& n : cli.stagings)
+    if (parse_staging(n) == Staging::on) {
+      o.staging_on_name = n;
+      break;
+    }
   o.workload.channel = cli.channel == "pipe" ? Channel::pipe : Channel::socketpair;
   o.workload.pin = !cli.no_pin;
   o.engine.overwrite = cli.mode == "overwrite";

@@ -78,7 +78,22 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
     CHECK(c["mean_s"].number() > 0);
     CHECK(c["median_s"].number() > 0);
     CHECK(c["stddev_pct"].number() >= 0);
-    CHECK(c["ns_per_event"].is_number());
+    // A figure only when significant (positive, above the spread), else null.
+    CHECK(c["ns_per_event_measured"].is_number());
+    CHECK(c["significant"].is_bool());
+    if (c["significant"].boolean()) {
+      CHECK(c["ns_per_event"].is_number());
+      CHECK(c["ns_per_event"].number() == c["ns_per_event_measured"].number());
+    } else {
+      CHECK(c["ns_per_event"].is_null());
+      const std::string cell = kase + "/" + staging;
+      bool listed = false;
+      for (const auto& w : doc["warnings"].array())
+        if (w.str().find("not significant") != std::string::npos && w.str().find(cell) != std::string::npos)
+          listed = true;
+      CHECK(listed);
+    }
+    if (kase != "off" && c["ns_per_event_measured"].number() <= 0) CHECK_FALSE(c["significant"].boolean());
     CHECK(c["conserved"].boolean());
     const double events = c["events"].number();
     const double accepted = c["accepted"].number();
@@ -160,9 +175,12 @@ TEST_CASE("bench cli: --help documents the options, bad options fail", "[tools][
 }
 
 TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest and per_cpu", "[tools][bench]") {
-  // The same run spelt both ways reports the same configuration, in bench's names.
-  for (const char* args : {"--buffer-size-kb 64 -m drop_newest --staging per_cpu",
-                           "-b 64 -m drop --staging on", "--buffer-kb=64 --mode=drop_newest --staging=per_cpu"}) {
+  // The same run spelt both ways reports the same configuration, in bench's
+  // names, except that per-CPU staging keeps the name it was asked by.
+  for (const auto& [args, staging] :
+       {std::pair<const char*, const char*>{"--buffer-size-kb 64 -m drop_newest --staging per_cpu", "per_cpu"},
+        {"-b 64 -m drop --staging on", "on"},
+        {"--buffer-kb=64 --mode=drop_newest --staging=per_cpu", "per_cpu"}}) {
     INFO(args);
     Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 --no-warmup --json ") +
                           args);
@@ -174,6 +192,13 @@ TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest 
     const auto& cases = doc["cases"].array();
     REQUIRE(cases.size() == 2);  // off + all/on
     CHECK(cases[1]["case"].str() == "all");
-    CHECK(cases[1]["staging"].str() == "on");
+    CHECK(cases[1]["staging"].str() == staging);
   }
+  // The table too: the cell's staging column and its progress/warning label.
+  Run r = run_tracepipe("bench -q -g 1 -f 1 -l 2 -r 1 --cases reject --perf-events 0 --no-warmup --staging per_cpu");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find(" per_cpu ") != std::string::npos);
+  CHECK(r.out.find(" on ") == std::string::npos);
+  CHECK(r.out.find("/on") == std::string::npos);
 }

@@ -82,8 +82,10 @@ TEST_CASE("bench report: warnings for spread, noise and contradicting counts", "
   CHECK(has("high spread (relative stddev above 5%): all/on ±33.3%"));
   CHECK(has("reject/on: the reject-all filter accepted 3 events"));
   CHECK(
-      has("difference to off within the run-to-run spread (ns/event not significant): "
-          "reject/off"));
+      has("difference to off (or base) negative or within the run-to-run spread (ns/event not "
+          "significant, shown as n.s.): reject/off"));
+  CHECK_FALSE(r.cases[3].significant);
+  CHECK(r.cases[2].significant);
   // finalize() is idempotent: warnings are not duplicated.
   const size_t n = r.warnings.size();
   finalize(r, 5.0);
@@ -154,4 +156,68 @@ TEST_CASE("bench report: the table shows every row and the warnings", "[tools][b
   CHECK(t.find("perf overwrite series") != std::string::npos);
   CHECK(t.find("warning: something odd") != std::string::npos);
   CHECK(t.find("1,000") != std::string::npos);
+}
+
+TEST_CASE("bench report: a negative or in-spread cost is n.s. in the table, null in the JSON", "[tools][bench]") {
+  BenchReport r = sample_report();
+  // reject/on faster than off by far more than the spread: a negative cost
+  // (the noise of a short run), not a figure.
+  r.cases[2].seconds = {0.70, 0.71, 0.69};
+  // reject/off above off, but by less than its spread.
+  r.cases[3].seconds = {0.70, 0.80, 0.90};
+  // overwrite below base in the second table.
+  r.perf[1].seconds = {0.9, 0.9, 0.9};
+  finalize(r, 1000.0);
+  CHECK(r.cases[2].ns_per_event < 0);
+  CHECK_FALSE(r.cases[2].significant);
+  CHECK(r.cases[3].ns_per_event > 0);
+  CHECK_FALSE(r.cases[3].significant);
+  CHECK(r.cases[1].significant);
+  CHECK_FALSE(r.perf[1].significant);
+  bool listed = false;
+  for (const auto& w : r.warnings)
+    if (w.find("not significant, shown as n.s.): reject/on, reject/off, overwrite") != std::string::npos)
+      listed = true;
+  CHECK(listed);
+
+  const std::string t = format_table(r);
+  auto row_of = [&](const std::string& start) {
+    const size_t p = t.find(start);
+    REQUIRE(p != std::string::npos);
+    return t.substr(p, t.find('\n', p) - p);
+  };
+  CHECK(row_of("reject  common_preempt_count==20   on").find(" n.s. ") != std::string::npos);
+  CHECK(row_of("reject  common_preempt_count==20   off").find(" n.s. ") != std::string::npos);
+  CHECK(row_of("all").find(" 1000000.0 ") != std::string::npos);
+  CHECK(row_of("overwrite  ").find(" n.s. ") != std::string::npos);
+  CHECK(t.find("-90000") == std::string::npos);  // reject/on's -90,000 ns never printed
+
+  mini_json::Value doc = mini_json::parse(to_json(r));
+  const auto& cases = doc["cases"].array();
+  CHECK(cases[1]["ns_per_event"].number() == Approx(1e6));
+  CHECK(cases[1]["significant"].boolean());
+  CHECK(cases[2]["ns_per_event"].is_null());
+  CHECK_FALSE(cases[2]["significant"].boolean());
+  CHECK(cases[2]["ns_per_event_measured"].number() == Approx(-0.09 * 1e9 / 1000));
+  CHECK(cases[3]["ns_per_event"].is_null());
+  const auto& perf = doc["overwrite_series"]["cases"].array();
+  CHECK(perf[1]["ns_per_event"].is_null());
+  CHECK(perf[1]["ns_per_event_measured"].number() == Approx(-0.1 * 1e9 / 100));
+}
+
+TEST_CASE("bench report: per-CPU staging is printed by the name it was asked by", "[tools][bench]") {
+  BenchReport r = sample_report();
+  r.staging_on_name = "per_cpu";
+  r.cases[2].counts[1].accepted = 3;
+  finalize(r, 5.0);
+  const std::string t = format_table(r);
+  CHECK(t.find("common_preempt_count==20   per_cpu") != std::string::npos);
+  bool named = false;
+  for (const auto& w : r.warnings)
+    if (w.find("reject/per_cpu: the reject-all filter accepted 3 events") != std::string::npos) named = true;
+  CHECK(named);
+  mini_json::Value doc = mini_json::parse(to_json(r));
+  CHECK(doc["cases"].array()[1]["staging"].str() == "per_cpu");
+  CHECK(doc["cases"].array()[3]["staging"].str() == "off");
+  CHECK(t.find("/on") == std::string::npos);
 }

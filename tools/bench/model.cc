@@ -34,6 +34,8 @@ std::string_view name(Staging s) {
   return "?";
 }
 
+std::string_view name(Staging s, std::string_view on_name) { return s == Staging::on ? on_name : name(s); }
+
 std::string_view name(PerfCase c) {
   switch (c) {
     case PerfCase::base:

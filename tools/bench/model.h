@@ -37,6 +37,11 @@ inline constexpr Staging kAllStagings[] = {Staging::on, Staging::off, Staging::a
 std::string_view name(Case c);
 std::string_view name(Staging s);
 std::optional<Case> parse_case(std::string_view s);
+/// name(s), except that Staging::on reads `on_name`: the spelling given to
+/// --staging ("on", bench's, or "per_cpu", the config file's), so that the
+/// table, the warnings, the progress line and the JSON all print one name.
+std::string_view name(Staging s, std::string_view on_name);
+
 /// A name(Staging), or "per_cpu" for Staging::on (core's and the config
 /// file's name for it, core/instance_options.h); nullopt otherwise.
 std::optional<Staging> parse_staging(std::string_view s);
@@ -83,6 +88,11 @@ struct CaseResult {
   uint64_t staged = 0;               ///< median over runs
   uint64_t staging_busy = 0;         ///< median over runs
   double ns_per_event = 0;           ///< (median - median of off) / events
+  /// ns_per_event is a cost above the noise: the difference to off is
+  /// positive and at least the larger run-to-run stddev of the two cells.
+  /// When false the table prints "n.s." and the JSON's ns_per_event is null
+  /// (the measured figure stays in ns_per_event_measured). True for off.
+  bool significant = true;
   double ratio_to_off = 0;           ///< median / median of off
 };
 
@@ -117,6 +127,7 @@ struct PerfResult {
   uint64_t events = 0;       ///< events emitted per run (N; 0 for base)
   PerfCounts median_counts;  ///< counts of the lower-median run by `lost` (they add up)
   double ns_per_event = 0;   ///< (median - median of base) / N
+  bool significant = true;   ///< as CaseResult::significant, against base
 };
 
 /// Everything the report prints. Filled by the runner.
@@ -130,6 +141,7 @@ struct BenchReport {
   std::string engine;  ///< what the emit points were bound to
   std::vector<std::pair<std::string, std::string>> half_filters;  ///< event -> expression
   std::vector<CaseResult> cases;
+  std::string staging_on_name = "on";  ///< how Staging::on is printed (name(Staging, on_name))
   uint64_t perf_events = 0;  ///< N of the second table; 0 = table not run
   bool perf_syscall = true;  ///< each perf iteration also makes a close(-1)
   std::vector<PerfResult> perf;

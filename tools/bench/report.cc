@@ -92,6 +92,20 @@ std::string cpu_list(const std::vector<int>& cpus) {
   return out;
 }
 
+// A traced cell's cost over the base is a figure only when it is positive
+// and at least the larger of the two cells' run-to-run stddevs (with one run
+// each there is no spread: only the sign counts). Below that, or negative,
+// the difference is noise.
+bool above_noise(const Summary& cell, const Summary& base) {
+  const double diff = cell.median - base.median;
+  return diff > 0 && diff >= std::max(cell.stddev, base.stddev);
+}
+
+// The ns/event column: the figure, or "n.s." when it is not significant.
+std::string ns_cell(double ns, bool significant) {
+  return significant ? fmt::format("{:.1f}", ns) : std::string("n.s.");
+}
+
 }  // namespace
 
 void finalize(BenchReport& r, double warn_spread_pct) {
@@ -129,7 +143,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
     const std::string label = c.spec.kase == Case::off
                                   ? std::string("off")
-                                  : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging));
+                                  : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name));
     if (!same) warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
     if (c.spec.kase == Case::off && c.events != 0)
       warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
@@ -170,10 +184,10 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     if (!off || off->summary.median <= 0) continue;
     c.ratio_to_off = c.summary.median / off->summary.median;
     c.ns_per_event = ns_per_event(c.summary.median, off->summary.median, c.events);
-    if (c.spec.kase == Case::off || c.summary.n < 2) continue;
-    const double diff = std::fabs(c.summary.median - off->summary.median);
-    if (diff < std::max(c.summary.stddev, off->summary.stddev))
-      noise.push_back(fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging)));
+    if (c.spec.kase == Case::off) continue;
+    c.significant = above_noise(c.summary, off->summary);
+    if (!c.significant)
+      noise.push_back(fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name)));
   }
 
   const PerfResult* base = nullptr;
@@ -198,8 +212,11 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       spread.push_back(fmt::format("{} ±{:.1f}%", name(p.kase), p.summary.stddev_pct));
   }
   for (PerfResult& p : r.perf)
-    if (base && p.kase != PerfCase::base)
+    if (base && p.kase != PerfCase::base) {
       p.ns_per_event = ns_per_event(p.summary.median, base->summary.median, p.events);
+      p.significant = above_noise(p.summary, base->summary);
+      if (!p.significant) noise.push_back(std::string(name(p.kase)));
+    }
 
   auto join = [](const std::vector<std::string>& v) {
     return fmt::format("{}", fmt::join(v, ", "));
@@ -222,8 +239,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
                     warn_spread_pct, join(spread)));
   if (!noise.empty())
     warn(
-        fmt::format("difference to off within the run-to-run spread (ns/event not significant): "
-                    "{}",
+        fmt::format("difference to off (or base) negative or within the run-to-run spread "
+                    "(ns/event not significant, shown as n.s.): {}",
                     join(noise)));
 }
 
@@ -253,11 +270,11 @@ std::string format_table(const BenchReport& r) {
           c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
       line(fmt::format(
           "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>5.2f}",
-          name(c.spec.kase), filter_label(c.spec.kase), off ? "-" : name(c.spec.staging),
+          name(c.spec.kase), filter_label(c.spec.kase), off ? "-" : name(c.spec.staging, r.staging_on_name),
           c.summary.mean, c.summary.stddev_pct, c.summary.median, with_commas(c.events),
           off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
           off ? std::string("-") : lost_pct,
-          off ? std::string("-") : fmt::format("{:.1f}", c.ns_per_event), c.ratio_to_off));
+          off ? std::string("-") : ns_cell(c.ns_per_event, c.significant), c.ratio_to_off));
     }
     if (!r.half_filters.empty()) {
       line("");
@@ -278,7 +295,7 @@ std::string format_table(const BenchReport& r) {
       const bool base = p.kase == PerfCase::base;
       line(fmt::format("{:<19} {:>9.4f} {:>6.1f}% {:>9.4f} {:>9} {:>11} {:>11} {:>11} {:>11}",
                        name(p.kase), p.summary.mean, p.summary.stddev_pct, p.summary.median,
-                       base ? std::string("-") : fmt::format("{:.1f}", p.ns_per_event),
+                       base ? std::string("-") : ns_cell(p.ns_per_event, p.significant),
                        with_commas(p.median_counts.written), with_commas(p.median_counts.lost),
                        with_commas(p.median_counts.overrun), with_commas(p.median_counts.read)));
     }
@@ -313,12 +330,14 @@ std::string to_json(const BenchReport& r) {
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
         "{}, \"lost\": {}, "
-        "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ratio_to_off\": {}, "
+        "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+        "\"significant\": {}, \"ratio_to_off\": {}, "
         "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging)), c.summary.n,
+        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
         c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
-        jnum(c.ns_per_event), jnum(c.ratio_to_off), c.staged, c.staging_busy,
+        c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
+        c.significant ? "true" : "false", jnum(c.ratio_to_off), c.staged, c.staging_busy,
         std::all_of(c.counts.begin(), c.counts.end(),
                     [](const RunCounts& k) { return k.conserved; })
             ? "true"
@@ -334,10 +353,13 @@ std::string to_json(const BenchReport& r) {
       out += fmt::format(
           "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
           "{}, "
-          "\"events\": {}, \"ns_per_event\": {}, \"written\": {}, \"lost\": {}, \"overrun\": {}, "
+          "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, \"significant\": {}, "
+          "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
           "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
           i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
-          jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events, jnum(p.ns_per_event),
+          jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events,
+          p.significant ? jnum(p.ns_per_event) : "null", jnum(p.ns_per_event),
+          p.significant ? "true" : "false",
           p.median_counts.written, p.median_counts.lost, p.median_counts.overrun,
           p.median_counts.read, p.median_counts.snapshots,
           std::all_of(p.counts.begin(), p.counts.end(),

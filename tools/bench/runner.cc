@@ -43,6 +43,7 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
   BenchReport report;
   report.workload = o.workload;
   report.runs = o.runs;
+  report.staging_on_name = o.staging_on_name;
   report.buffer_bytes_per_cpu = o.engine.buffer_bytes_per_cpu;
   report.mode = o.engine.overwrite ? "overwrite" : "drop";
   report.clock = o.engine.clock;
@@ -67,9 +68,9 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
       row.spec = cell;
       report.cases.push_back(std::move(row));
     }
-    auto label = [](const CaseSpec& c) {
+    auto label = [&o](const CaseSpec& c) {
       return c.kase == Case::off ? std::string("off")
-                                 : fmt::format("{}/{}", name(c.kase), name(c.staging));
+                                 : fmt::format("{}/{}", name(c.kase), name(c.staging, o.staging_on_name));
     };
     if (o.warmup) {
       WorkloadConfig small = o.workload;

@@ -21,6 +21,7 @@ struct BenchOptions {
   uint32_t runs = 10;  ///< repetitions per cell (perf stat -r)
   std::vector<Case> cases{std::begin(kAllCases), std::end(kAllCases)};
   std::vector<Staging> stagings{std::begin(kAllStagings), std::end(kAllStagings)};
+  std::string staging_on_name = "on";  ///< how Staging::on is printed: "on" or "per_cpu"
   EngineOptions engine;                               ///< staging is set per cell
   std::optional<std::filesystem::path> filters_file;  ///< overrides of the case filters
   bool hackbench = true;                              ///< run the first table

@@ -240,7 +240,12 @@ template <class Writer, class Hooks>
       if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
       return res;
     }
-    counter_add(c[cl.why() == ClaimFailure::busy ? slot::nested : slot::too_big]);
+    // Busy: this thread's own outer emit holds the slot (nested), or, with
+    // per-CPU slots and no emit of ours in flight, another thread does: one
+    // preempted on this CPU between its claim and release (contended).
+    counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
+                  : depth == 0 && stager_.per_cpu() ? slot::contended
+                                                    : slot::nested]);
   }
 
   // (R9) direct: reserve in the ring, build, filter, commit or discard.

@@ -435,13 +435,14 @@ EventStats Instance::event_stats(const EventDesc& event) const {
   s.staged = v[slot::kept_staged] + v[slot::rejected_staged] + v[slot::lost_staged];
   s.direct = v[slot::kept_direct] + v[slot::rejected_direct] + v[slot::lost_direct];
   s.nested = v[slot::nested];
+  s.contended = v[slot::contended];
   s.too_big = v[slot::too_big];
   // Every direct emit of an adaptive instance was chosen by the acceptance
   // average or found its slot busy or too small (fast_path.h), so the
   // chosen ones need no counter of their own. Clamped: while writers run,
   // a nested count may be summed before its outcome.
   if (options_.staging == Staging::adaptive) {
-    const uint64_t failed = s.nested + s.too_big;
+    const uint64_t failed = s.nested + s.contended + s.too_big;
     s.adaptive_direct = s.direct > failed ? s.direct - failed : 0;
   }
   return s;

@@ -121,10 +121,14 @@ struct EventStats {
   uint64_t unfiltered = 0;      ///< emits with no filter and not soft-disabled (reserved directly)
   uint64_t staged = 0;          ///< filtered emits built in a staging slot
   uint64_t direct = 0;          ///< filtered emits built directly in the ring
-  uint64_t nested = 0;          ///< of direct: the staging slot was busy (nesting)
+  uint64_t nested = 0;          ///< of direct: the staging slot was busy, held by this thread's own outer
+                                ///< emit (a signal handler, or an emit inside a fill)
+  uint64_t contended = 0;       ///< of direct: the per-CPU staging slot was held by another thread (one
+                                ///< preempted while it staged there; per_cpu staging only: the kernel
+                                ///< cannot see this, it stages with preemption off)
   uint64_t too_big = 0;         ///< of direct: the record did not fit a staging slot
-  uint64_t adaptive_direct = 0; ///< of direct: chosen by adaptive staging (direct - nested - too_big
-                                ///< for an adaptive instance, 0 otherwise)
+  uint64_t adaptive_direct = 0; ///< of direct: chosen by adaptive staging (direct - nested - contended -
+                                ///< too_big for an adaptive instance, 0 otherwise)
   uint64_t emitted() const noexcept { return kept + discarded + lost; }
   /// Records that reached the ring buffer's reserve (what CpuStats conserves).
   uint64_t ring_attempts() const noexcept { return kept + lost + ring_discards; }
@@ -193,12 +197,13 @@ struct alignas(64) EventState {
 /// outcome slot, plus at most two diagnostic slots. The group is two cache
 /// lines (detail::CounterGroup): what the common paths touch (their outcome,
 /// soft, nested, the adaptive score) shares the first, so a path touches one
-/// counter line; losses and too_big, the rare ones, fill the second.
+/// counter line; losses, too_big and contended, the rare ones, fill the
+/// second.
 namespace slot {
 inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged = 2, kept_direct = 3,
                           rejected_direct = 4, soft = 5, nested = 6,
                           adaptive_score = 7,  ///< per thread, not a count
-    lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11;
+    lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12;
 }
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and

@@ -33,11 +33,12 @@ struct ReplayCli {
 };
 
 void print_verbose(const replay::ReplayResult& r) {
-  fmt::print("\npath (instance counters): EVENT  staged / direct (nested, too big) / unfiltered / ring discards\n");
+  fmt::print(
+      "\npath (instance counters): EVENT  staged / direct (nested, contended, too big) / unfiltered / ring discards\n");
   for (const auto& e : r.events) {
     if (!e.replayed) continue;
-    fmt::print("  {:<32} {:>9} / {:>9} ({}, {}) / {:>9} / {}\n", e.name, e.path.staged, e.path.direct, e.path.nested,
-               e.path.too_big, e.path.unfiltered, e.path.ring_discards);
+    fmt::print("  {:<32} {:>9} / {:>9} ({}, {}, {}) / {:>9} / {}\n", e.name, e.path.staged, e.path.direct,
+               e.path.nested, e.path.contended, e.path.too_big, e.path.unfiltered, e.path.ring_discards);
   }
   fmt::print("ring (per CPU): entries overrun lost discarded read\n");
   for (size_t c = 0; c < r.ring.size(); ++c)

@@ -228,7 +228,11 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     CHECK(held.cpu() == current_cpu());
     CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
     buffers::TempBuffer::release(held);
-    CHECK(inst.event_stats(Sample::desc()).nested == 1);
+    // Held by something other than an emit of this thread: contended, the
+    // case of another thread preempted on this CPU with the slot.
+    CHECK(inst.event_stats(Sample::desc()).contended == 1);
+    CHECK(inst.event_stats(Sample::desc()).nested == 0);
+    CHECK(inst.event_stats(Sample::desc()).direct == 1);
     CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
     CHECK(inst.event_stats(Sample::desc()).staged == 1);
   }

@@ -110,10 +110,55 @@ TEST_CASE("ordering: a nested accepted event lands before the staged outer one",
     CHECK(recs[1].header().common_preempt_count == 0);
     const EventStats ns = s.inst.event_stats(Nested::desc());
     CHECK(ns.nested == 1);
+    CHECK(ns.contended == 0);  // its own thread held the slot
     CHECK(ns.direct == 1);
     CHECK(ns.kept == 1);
     CHECK(s.inst.event_stats(Sample::desc()).staged == 1);
   }
+}
+
+TEST_CASE("ordering: a thread preempted holding its CPU's slot sends the others there direct, counted as contended",
+          "[core][ordering][concurrency]") {
+  // Thread A stages on CPU c and, with the slot held, blocks (the hook joins
+  // thread B); B, pinned to the same CPU, runs meanwhile, finds the slot
+  // busy and reserves directly. The kernel cannot see this (it stages with
+  // preemption off); tracepipe counts it apart from nesting.
+  const uint32_t cpu = current_cpu();
+  Pin pin(cpu);
+  REQUIRE(pin.ok());
+  Instance inst(small_options(Staging::per_cpu));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+  EmitResult b_result = EmitResult::disabled;
+  struct RunOtherThread {
+    Instance* inst;
+    uint32_t cpu;
+    EmitResult* out;
+    void operator()(EmitStep s) const {
+      if (s != EmitStep::built_staged) return;
+      std::thread([this] {
+        Pin same(cpu);
+        prepare_thread();
+        *out = Sample::emit(*inst, 1, 2, "other");
+      }).join();
+    }
+  };
+  auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 1, "holder"); };
+  REQUIRE(inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, RunOtherThread{&inst, cpu, &b_result}) ==
+          EmitResult::kept);
+  CHECK(b_result == EmitResult::kept);
+  const EventStats s = inst.event_stats(Sample::desc());
+  CHECK(s.contended == 1);
+  CHECK(s.nested == 0);
+  CHECK(s.direct == 1);
+  CHECK(s.staged == 1);
+  CHECK(s.kept == 2);
+  // B's record first (it reserved while A's sat in the slot), then A's.
+  const auto recs = drain_cpu(inst, cpu);
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0].at<uint32_t>(12) == 2);
+  CHECK(recs[1].at<uint32_t>(12) == 1);
+  CHECK(recs[0].ts <= recs[1].ts);
 }
 
 TEST_CASE("ordering: a nested rejected event is reclaimed, the outer one still lands", "[core][ordering][concurrency]") {

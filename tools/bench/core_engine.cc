@@ -121,7 +121,7 @@ class CoreCaseEngine final : public CaseEngine {
       c.rejected += s.discarded;
       c.lost += s.lost;
       c.staged += s.staged;
-      c.staging_busy += s.nested;
+      c.staging_busy += s.nested + s.contended;
     }
     if (instance_->enabled(*tracer_.desc[0])) {  // the ring's walk is only worth it when tracing
       uint64_t accounted = 0;

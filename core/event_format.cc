@@ -64,6 +64,50 @@ std::optional<uint64_t> take_attr(std::string_view& rest, std::string_view key, 
   return v;
 }
 
+// Where a print fmt that starts at text[from] ends: at the first newline
+// outside a string or character literal (or the end of the text). The
+// kernel prints the format string verbatim, so a '\n' inside a string of the
+// source (ext4_fc_stats, ext4_getfsmap_*) arrives as a real newline inside
+// the quotes; libtraceevent's tokenizer keeps such a newline in the string.
+// A literal still open at the end of the text is no multi-line string but a
+// malformed one: the print fmt then ends at its own line, as before, and any
+// text on later lines is refused by the caller with its line number.
+struct PrintFmtExtent {
+  size_t end;         // index of the terminating '\n', or text.size()
+  uint32_t newlines;  // newlines inside literals before `end`
+};
+
+PrintFmtExtent print_fmt_extent(std::string_view text, size_t from) {
+  const size_t own_line_end = std::min(text.find('\n', from), text.size());
+  char quote = 0;  // '"' or '\'' while inside a literal
+  uint32_t newlines = 0;
+  for (size_t i = from; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == 0) {
+      if (c == '\n') return {i, newlines};
+      if (c == '"' || c == '\'') quote = c;
+    } else if (c == '\\') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++newlines;
+      ++i;  // the escaped character, whatever it is
+    } else if (c == quote) {
+      quote = 0;
+    } else if (c == '\n') {
+      ++newlines;
+    }
+  }
+  if (quote != 0) return {own_line_end, 0};  // unterminated: not a multi-line string
+  return {text.size(), newlines};
+}
+
+// "\r\n" -> "\n" inside a multi-line print fmt (the parser accepts CRLF text).
+std::string without_cr_before_newline(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!(s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n')) out += s[i];
+  return out;
+}
+
 bool is_ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -204,10 +248,14 @@ EventFormat parse_event_format_impl(std::string_view text, std::string_view syst
     if (starts_with(line, "print fmt:")) {
       if (!have_format) fail(line_no, raw, "'print fmt:' before 'format:'");
       if (have_print) fail(line_no, raw, "second 'print fmt:'");
-      std::string_view body = raw.substr(raw.find("print fmt:") + 10);
+      const size_t body_at = static_cast<size_t>(raw.data() - text.data()) + raw.find("print fmt:") + 10;
+      const PrintFmtExtent ext = print_fmt_extent(text, body_at);
+      std::string_view body = text.substr(body_at, ext.end - body_at);
       if (!body.empty() && body.front() == ' ') body.remove_prefix(1);
       while (!body.empty() && (body.back() == '\r')) body.remove_suffix(1);
-      ev.print_fmt = std::string(body);
+      ev.print_fmt = without_cr_before_newline(body);
+      line_no += ext.newlines;
+      pos = ext.end + 1;
       have_print = true;
       stage = Stage::done;
       continue;

@@ -79,7 +79,10 @@ struct EventFormat {
   uint32_t id = 0;     ///< the value stored in each record's common_type
   std::vector<FormatField> common_fields;  ///< before the blank line
   std::vector<FormatField> fields;         ///< event-specific fields
-  std::string print_fmt;  ///< raw text after "print fmt: " (without the final newline)
+  /// Raw text after "print fmt: " (without the final newline). May hold
+  /// newlines: the kernel prints a "\n" of the format string's source as a
+  /// real newline inside the quotes (ext4_fc_stats, ext4_getfsmap_*).
+  std::string print_fmt;
 
   /// The field named `name`, searching event fields first, then common
   /// fields; nullptr if absent. The pointer is valid while *this is unchanged.
@@ -106,7 +109,11 @@ class FormatError : public std::runtime_error {
 
 /// Parses a kernel `format` file. `system` is stored in the result (the file
 /// does not name it). Accepts the kernel's exact output and reasonable
-/// variations (spaces instead of tabs, CRLF, missing `signed:`). Requires
+/// variations (spaces instead of tabs, CRLF, missing `signed:`). The print
+/// fmt ends at the first newline outside a string or character literal, so a
+/// quoted string may span lines (the newline is kept in print_fmt, as
+/// libtraceevent keeps it); a literal left open at the end of the text is
+/// not multi-line and ends at its own line. Requires
 /// `name:`, `ID:`, `format:`; fields must fit in 32 bits (offset + size).
 /// Throws FormatError naming the line on anything else. Never reads outside
 /// `text`. Mirrors kernel/trace/trace_events.c: f_show (the printer this

@@ -147,7 +147,7 @@ const EventDesc& Registry::add_declared(EventFormat format,
   return insert_locked(std::move(format), EventOrigin::declared, subscribers_word);
 }
 
-std::vector<const EventDesc*> Registry::add_format_dir(const std::filesystem::path& dir) {
+FormatDirLoad Registry::add_format_dir(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw RegistryError("format directory " + dir.string() + " does not exist");
   struct Item {
@@ -173,16 +173,38 @@ std::vector<const EventDesc*> Registry::add_format_dir(const std::filesystem::pa
     }
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.file < b.file; });
-  std::vector<const EventDesc*> out;
+  FormatDirLoad load;
+  auto& out = load.events;
   for (const Item& it : items) {
     std::ifstream in(it.file, std::ios::binary);
     if (!in) throw RegistryError("cannot read " + it.file.string());
     std::ostringstream ss;
     ss << in.rdbuf();
+    if (!in.good() && !in.eof()) throw RegistryError("cannot read " + it.file.string());
+    // The event name for the skip list: the directory (tracefs layout) or
+    // the part after "__" (flat layout), so it is known even when the
+    // text's own "name:" line is what fails.
+    const std::string fname = it.file.filename().string();
+    const std::string event = fname == "format" ? it.file.parent_path().filename().string()
+                                                : it.file.stem().string().substr(it.system.size() + 2);
+    EventFormat format;
     try {
-      out.push_back(&add_format_text(ss.str(), it.system));
+      format = parse_event_format(ss.str(), it.system);
+      check_schema(format);
     } catch (const FormatError& e) {
-      throw RegistryError(it.file.string() + ": " + e.what());
+      // what() starts with "<system>/<name from the text>: "; say it once.
+      std::string_view why = e.what();
+      if (const auto colon = why.find(": "); why.starts_with(it.system + "/") && colon != std::string_view::npos)
+        why.remove_prefix(colon + 2);
+      load.skipped.push_back(it.system + "/" + event + ": " + std::string(why));
+      continue;
+    } catch (const RegistryError& e) {
+      load.skipped.push_back(it.system + "/" + event + ": " + e.what());
+      continue;
+    }
+    try {
+      std::lock_guard lk(mu_);
+      out.push_back(&insert_locked(std::move(format), EventOrigin::kernel_format));
     } catch (const RegistryError& e) {
       throw RegistryError(it.file.string() + ": " + e.what());
     }
@@ -190,7 +212,7 @@ std::vector<const EventDesc*> Registry::add_format_dir(const std::filesystem::pa
   std::sort(out.begin(), out.end(),
             [](const EventDesc* a, const EventDesc* b) { return a->full_name() < b->full_name(); });
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return load;
 }
 
 const EventDesc* Registry::find(std::string_view full_name) const {

@@ -42,6 +42,16 @@ class RegistryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// What Registry::add_format_dir loaded.
+struct FormatDirLoad {
+  /// The added (or already present) descriptors, sorted by name, no duplicates.
+  std::vector<const EventDesc*> events;
+  /// One entry per format file left out because its text does not parse or
+  /// its schema is unusable (e.g. common fields that are not the kernel's):
+  /// "<system>/<event>: <reason>", in file order.
+  std::vector<std::string> skipped;
+};
+
 class Registry {
  public:
   /// At most this many events per registry (dense indices 0 .. kMaxEvents-1).
@@ -69,10 +79,15 @@ class Registry {
   /// Loads every event format under `dir`, in either layout:
   ///   * a tracefs events tree: <dir>/<system>/<event>/format
   ///   * flat files named <system>__<event>.format (the shared data layout)
-  /// Files named header_page / header_event are skipped. Returns the added
-  /// (or already present) descriptors sorted by name; throws on conflicts
-  /// and on unreadable files, naming the file.
-  std::vector<const EventDesc*> add_format_dir(const std::filesystem::path& dir);
+  /// Files named header_page / header_event are ignored. A format whose
+  /// text does not parse (FormatError) or whose schema add() refuses on its
+  /// own (not the kernel's common fields, a field overlapping the header or
+  /// beyond 64 KiB) is skipped and listed in FormatDirLoad::skipped; the
+  /// others still load, as libtraceevent keeps the events it could parse.
+  /// Throws RegistryError, naming the file, on conflicts with registered
+  /// events (name or ID taken by a different schema), a full registry, an
+  /// unreadable file or a missing directory.
+  FormatDirLoad add_format_dir(const std::filesystem::path& dir);
 
   /// Registers every format (e.g. TraceDatReader::formats() for replay);
   /// returns their descriptors in the same order. Throws like add().

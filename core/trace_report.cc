@@ -189,7 +189,11 @@ void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) {
   if (!opt_.plugins || !plugin(*f, rec.payload, out)) {
     const size_t index = static_cast<size_t>(f - reader_.formats().data());
     const PrintContext ctx{&kallsyms_, &printk_};
+    const size_t start = out.size();
     printers_[index]->render(rec.payload, out, ctx);
+    // A print fmt ending in a newline (ext4_getfsmap_*: "...0x%llx\n") does
+    // not add a blank line: trace-cmd report drops one trailing newline.
+    if (out.size() > start && out.data()[out.size() - 1] == '\n') out.resize(out.size() - 1);
   }
   out.push_back('\n');
 }

@@ -118,7 +118,10 @@ class TraceDatParser {
       try {
         r_.formats_.push_back(parse_event_format(text, system));
       } catch (const FormatError& e) {
-        c.fail(at, e.what());
+        // One bad format must not cost the whole file (libtraceevent warns
+        // and goes on): its records then print as an unknown type.
+        r_.warnings_.push_back(
+            fmt::format("{} at offset {} (0x{:x}): {}; format skipped", c.section(), at, at, e.what()));
       }
     }
   }

@@ -205,6 +205,13 @@ class TraceDatReader {
   }
   /// The format named system/name, or nullptr.
   const EventFormat* find_format(std::string_view system, std::string_view name) const noexcept;
+  /// Problems the reader stepped over instead of refusing the file, in file
+  /// order. Today: an event format whose text does not parse is left out of
+  /// formats() (its records then have no format: TraceReport prints them as
+  /// "[UNKNOWN TYPE <id>]"); the entry reads "<section> at offset <n>
+  /// (0x<hex>): <system>/<name>: format line <N>: <reason>: '<line>'; format
+  /// skipped". Framing errors (a size past the end of the file) still throw.
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
   std::string_view kallsyms_text() const noexcept { return kallsyms_; }
   std::string_view printk_text() const noexcept { return printk_; }
@@ -257,6 +264,7 @@ class TraceDatReader {
   std::string_view header_page_text_, header_event_text_;
   std::vector<EventFormat> formats_;
   std::vector<int32_t> by_id_;
+  std::vector<std::string> warnings_;
   std::string_view kallsyms_, printk_, cmdlines_text_;
   std::unordered_map<int32_t, std::string> cmdlines_;
   std::vector<TraceDatOption> options_;

@@ -19,7 +19,8 @@ void skip(const std::string& reason) {
 
 std::filesystem::path shared_data_or_skip(const std::string& rel) {
   std::filesystem::path p = std::filesystem::path(TP_SHARED_DATA) / rel;
-  if (!std::filesystem::exists(p)) skip("shared data absent: " + p.string());
+  if (!std::filesystem::exists(p))
+    skip("shared data absent: " + p.string() + " (configure with -DTP_SHARED_DATA=<dir> to use a copy kept elsewhere)");
   return p;
 }
 

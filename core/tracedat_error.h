@@ -11,7 +11,8 @@ namespace tracepipe {
 /// offset is in bytes from the start of the file. Sections are named after
 /// trace-cmd's: "file header", "header_page", "header_event",
 /// "ftrace formats", "event formats", "kallsyms", "printk", "cmdlines",
-/// "options", "flyrecord", "cpu N data", "section <id>".
+/// "options", "flyrecord", "cpu N data", "cpu N decompressed data" (offset
+/// within that CPU's decompressed data), "section <id>".
 class TraceDatError : public std::runtime_error {
  public:
   TraceDatError(std::string section, uint64_t offset, const std::string& reason);

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "core/tracedat_cursor.h"
+#include "core/tracedat_decompress.h"
 
 namespace tracepipe {
 
@@ -194,8 +195,7 @@ class TraceDatParser {
   }
 
   void apply_option(const TraceDatOption& o) {
-    ByteCursor c(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset,
-                 fmt::format("option {}", o.id));
+    ByteCursor c = ByteCursor::over(o.data, o.file_offset, fmt::format("option {}", o.id), options_note_);
     switch (static_cast<TraceDatOptionId>(o.id)) {
       case TraceDatOptionId::offset: {
         // ASCII number (strtoll base 0 in trace-cmd).
@@ -226,6 +226,14 @@ class TraceDatParser {
 
   void check_cpu_data(ByteCursor& c, uint64_t at, const CpuDataInfo& d) {
     if (d.size == 0) return;
+    if (algo_ != detail::Compression::none) {
+      // Chunked data: its length comes from the chunk headers (trace-cmd
+      // stores a size 4 bytes short of them), bounded by the end of file.
+      if (d.offset >= file_.size())
+        c.fail(at, fmt::format("cpu {} data offset {} lies beyond the end of the file ({} bytes)", d.cpu, d.offset,
+                               file_.size()));
+      return;
+    }
     if (d.offset > file_.size() || d.size > file_.size() - d.offset)
       c.fail(at, fmt::format("cpu {} data [{}, +{}) lies beyond the end of the file ({} bytes)", d.cpu,
                              d.offset, d.size, file_.size()));
@@ -271,7 +279,7 @@ class TraceDatParser {
       const uint64_t at = c.pos();
       CpuDataInfo d{cpu, c.u64(), c.u64()};
       check_cpu_data(c, at, d);
-      r_.cpu_data_.push_back(d);
+      add_cpu(d);
     }
     // trace-cmd reads the clock text only if a TRACECLOCK option exists.
     if (r_.option(TraceDatOptionId::traceclock)) r_.trace_clock_ = trim_nul(c.text(c.u64()));
@@ -294,28 +302,51 @@ class TraceDatParser {
     s.size = c.u64();
     s.body = c.pos();
     if (s.id != want_id) c.fail(at, fmt::format("section id {} where {} was expected", s.id, want_id));
-    if (s.flags & 1) c.fail(at, fmt::format("compressed sections are not supported ({})", r_.compression_));
+    if ((s.flags & 1) && algo_ == detail::Compression::none)
+      c.fail(at, "section is flagged compressed but the file's compression is 'none'");
     if (s.size > c.remaining()) c.fail(at, fmt::format("section size {} runs past the end of the file", s.size));
     return s;
   }
 
+  // The section's body; a compressed one is decompressed into a buffer the
+  // reader owns, and errors inside it name offsets within that buffer.
   ByteCursor section_body(const Section& s, std::string name) {
-    return ByteCursor(file_.first(static_cast<size_t>(s.body + s.size)), s.body, std::move(name));
+    if (!(s.flags & 1)) return ByteCursor(file_.first(static_cast<size_t>(s.body + s.size)), s.body, std::move(name));
+    r_.owned_.push_back(detail::decompress_section(algo_, file_, s.body, s.size, name));
+    return ByteCursor::over(r_.owned_.back(), 0, std::move(name),
+                            fmt::format("(offset within the decompressed body of the section at file offset {})",
+                                        s.body - 16));
+  }
+
+  // Records one CPU's data; compressed data is decompressed now into a
+  // buffer the reader owns (memory: its uncompressed size).
+  void add_cpu(CpuDataInfo d) {
+    if (algo_ == detail::Compression::none || d.size == 0) {
+      d.uncompressed_size = d.size;
+      r_.cpu_bytes_.push_back(file_.subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)));
+    } else {
+      r_.owned_.push_back(
+          detail::decompress_chunks(algo_, file_, d.offset, file_.size(), fmt::format("cpu {} data", d.cpu)));
+      d.uncompressed_size = r_.owned_.back().size();
+      r_.cpu_bytes_.push_back(r_.owned_.back());
+    }
+    r_.cpu_data_.push_back(d);
   }
 
   void parse_v7(ByteCursor& c) {
     const uint64_t cpos = c.pos();
     r_.compression_ = std::string(c.cstr());
     c.cstr();  // compression version
-    if (r_.compression_ != "none")
-      c.fail(cpos, fmt::format("compressed trace.dat ({}) is not supported; convert it with "
-                               "'trace-cmd convert --compression none'", r_.compression_));
+    algo_ = detail::compression_from_name(r_.compression_, cpos);
     uint64_t opt_at = c.u64();
     std::unordered_set<uint64_t> seen;
     while (opt_at != 0) {
       if (!seen.insert(opt_at).second) c.fail(opt_at, "options sections form a loop");
       const Section s = read_section_header(opt_at, "options", 0);
       ByteCursor oc = section_body(s, "options");
+      options_note_ = (s.flags & 1) ? fmt::format("(offset within the decompressed options section at file offset {})",
+                                                  opt_at)
+                                    : std::string();
       opt_at = read_options(oc, true);
     }
     // Sections advertised by options 16..21, visited in trace-cmd's order.
@@ -356,7 +387,7 @@ class TraceDatParser {
     // The top instance: BUFFER option with an empty name (or BUFFER_TEXT).
     for (const auto& o : r_.options_) {
       if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer)) {
-        ByteCursor b(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset, "options");
+        ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
         const uint64_t sect = b.u64();
         const std::string_view name = b.cstr();
         if (!name.empty()) continue;  // other instances: not read
@@ -371,12 +402,12 @@ class TraceDatParser {
           const uint64_t at = b.pos();
           CpuDataInfo d{b.u32(), b.u64(), b.u64()};
           check_cpu_data(b, at, d);
-          r_.cpu_data_.push_back(d);
+          add_cpu(d);
         }
         return;
       }
       if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer_text)) {
-        ByteCursor b(file_.first(static_cast<size_t>(o.file_offset + o.data.size())), o.file_offset, "options");
+        ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
         const uint64_t sect = b.u64();
         if (!b.cstr().empty()) continue;
         const Section s = read_section_header(sect, "latency", 22);
@@ -391,6 +422,8 @@ class TraceDatParser {
   TraceDatReader& r_;
   std::span<const std::byte> file_;
   std::optional<uint32_t> cpucount_;
+  detail::Compression algo_ = detail::Compression::none;
+  std::string options_note_;  // appended to option errors of a compressed OPTIONS section
 };
 
 // ---------------------------------------------------------------- TraceDatReader
@@ -442,8 +475,9 @@ CpuRecordCursor TraceDatReader::cpu_records(size_t index) const {
   if (index >= cpu_data_.size())
     throw std::out_of_range(fmt::format("cpu data index {} >= {}", index, cpu_data_.size()));
   const auto& d = cpu_data_[index];
-  return CpuRecordCursor(file_.bytes().subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)),
-                         d.offset, d.cpu, header_page_.layout, ts_offset_);
+  const bool decompressed = d.size != 0 && !compression_.empty() && compression_ != "none";
+  return CpuRecordCursor(cpu_bytes_[index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout, ts_offset_,
+                         decompressed);
 }
 
 MergedRecordCursor TraceDatReader::records() const {
@@ -456,13 +490,22 @@ MergedRecordCursor TraceDatReader::records() const {
 // ---------------------------------------------------------------- cursors
 
 CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                                 kpage::PageLayout layout, int64_t ts_offset)
-    : data_(data), file_offset_(file_offset), cpu_(cpu), layout_(layout), ts_offset_(ts_offset) {}
+                                 kpage::PageLayout layout, int64_t ts_offset, bool decompressed)
+    : data_(data),
+      file_offset_(file_offset),
+      cpu_(cpu),
+      layout_(layout),
+      ts_offset_(ts_offset),
+      decompressed_(decompressed) {}
+
+std::string CpuRecordCursor::section_name() const {
+  return decompressed_ ? fmt::format("cpu {} decompressed data", cpu_) : fmt::format("cpu {} data", cpu_);
+}
 
 bool CpuRecordCursor::next_page() {
   // Close the current page: report its error, fold its counts.
   if (const auto e = page_.error()) {
-    throw TraceDatError(fmt::format("cpu {} data", cpu_), file_offset_ + page_start_ + e.offset,
+    throw TraceDatError(section_name(), file_offset_ + page_start_ + e.offset,
                         std::string(kpage::page_error_text(e.code)));
   }
   const auto& c = page_.counts();
@@ -477,7 +520,7 @@ bool CpuRecordCursor::next_page() {
     next_page_ += len;
     const auto parsed = kpage::parse_page_untrusted(data_.subspan(page_start_, len), layout_);
     if (!parsed.page) {
-      throw TraceDatError(fmt::format("cpu {} data", cpu_), file_offset_ + page_start_ + parsed.error.offset,
+      throw TraceDatError(section_name(), file_offset_ + page_start_ + parsed.error.offset,
                           std::string(kpage::page_error_text(parsed.error.code)));
     }
     ++done_.pages;

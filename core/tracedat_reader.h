@@ -3,10 +3,14 @@
 //
 // Supported: version 6 (all of it: header_page/header_event, ftrace and
 // event formats, kallsyms, printk formats, saved cmdlines, options,
-// flyrecord per-CPU data, latency text) and version 7 without compression
-// (sections located through the OPTIONS section; the top instance's
-// flyrecord data from its BUFFER option). Compressed version-7 files and
-// big-endian files are rejected with a TraceDatError. See docs/tracedat.md.
+// flyrecord per-CPU data, latency text) and version 7, uncompressed or
+// compressed with zstd or zlib (sections located through the OPTIONS
+// section; the top instance's flyrecord data from its BUFFER option).
+// Compressed sections are decompressed at open into buffers the reader
+// owns, and so is each CPU's chunked trace data: a compressed file costs
+// its uncompressed size in memory (core/tracedat_decompress.h caps it).
+// Other algorithms and big-endian files are rejected with a TraceDatError.
+// See docs/tracedat.md.
 //
 //   file (mmap'd, read-only)
 //   ├─ headers ──► formats (by ID), cmdlines, options, kallsyms/printk text
@@ -16,9 +20,11 @@
 //      CpuRecordCursor (one CPU, file order = time order)
 //      MergedRecordCursor (all CPUs, by time stamp, ties to the lower CPU)
 //
-// Records are zero-copy: TraceRecord::payload points into the mapping and
-// stays valid while the reader lives. A malformed page makes the cursor
-// throw TraceDatError naming the CPU and the file offset.
+// Records are zero-copy: TraceRecord::payload points into the mapping (or
+// the decompressed buffer) and stays valid while the reader lives. A
+// malformed page makes the cursor throw TraceDatError naming the CPU and
+// the file offset ("cpu N decompressed data" and the offset within that
+// CPU's decompressed data for a compressed file).
 //
 // Thread-safety: a reader is immutable after construction; any number of
 // threads may use it and create cursors concurrently (one cursor per
@@ -59,7 +65,10 @@ struct TraceDatOption {
 struct CpuDataInfo {
   uint32_t cpu;     ///< CPU number
   uint64_t offset;  ///< byte offset in the file (page aligned)
-  uint64_t size;    ///< bytes (a whole number of pages, normally)
+  uint64_t size;    ///< bytes as stored (a whole number of pages, normally; for
+                    ///< compressed files the chunk bytes, which trace-cmd
+                    ///< records 4 bytes short)
+  uint64_t uncompressed_size = 0;  ///< bytes of page data (== size unless compressed)
 };
 
 /// The parsed header_page text: where the sub-buffer header fields are.
@@ -122,8 +131,9 @@ class CpuRecordCursor {
  private:
   friend class TraceDatReader;
   CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                  kpage::PageLayout layout, int64_t ts_offset);
+                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed);
   bool next_page();  // false at the end; throws on a bad page
+  [[gnu::cold]] std::string section_name() const;
 
   std::span<const std::byte> data_;
   uint64_t file_offset_ = 0;
@@ -135,6 +145,7 @@ class CpuRecordCursor {
   kpage::PageCursor page_;
   size_t page_start_ = 0;
   CpuWalkStats done_;  // counts of finished pages
+  bool decompressed_ = false;  // data_ is decompressed: offsets are within it
 };
 
 /// Records of all CPUs merged by time stamp (ties go to the lower CPU
@@ -189,7 +200,8 @@ class TraceDatReader {
   uint32_t user_long_size() const noexcept { return user_long_size_; }
   /// Sub-buffer size in bytes, from the file header.
   uint32_t page_size() const noexcept { return page_size_; }
-  /// v7 compression name ("none"); empty for v6.
+  /// v7 compression name from the file header ("none", "zstd", "zlib");
+  /// empty for v6.
   const std::string& compression() const noexcept { return compression_; }
 
   const HeaderPageInfo& header_page() const noexcept { return header_page_; }
@@ -274,6 +286,10 @@ class TraceDatReader {
   uint32_t cpu_count_ = 0;
   std::vector<CpuDataInfo> cpu_data_;
   std::string_view latency_text_;
+  // Decompressed section bodies and CPU data (compressed v7 files only);
+  // the views above point into them. Moving a vector keeps its buffer.
+  std::vector<std::vector<std::byte>> owned_;
+  std::vector<std::span<const std::byte>> cpu_bytes_;  // page data per cpu_data_ entry
 };
 
 }  // namespace tracepipe

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config ccache
   libtbb-dev libre2-dev libfmt-dev catch2 libbenchmark-dev
-  libtomlplusplus-dev libcli11-dev
+  libtomlplusplus-dev libcli11-dev libzstd-dev zlib1g-dev
   trace-cmd clang libclang-rt-14-dev
 )
 # Optional peers for `tracepipe bench --peers`; install failures are not fatal.

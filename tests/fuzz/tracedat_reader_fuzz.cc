@@ -12,6 +12,7 @@
 #include "core/event_format.cc"
 #include "core/kernel_page.cc"
 #include "core/mapped_file.cc"
+#include "core/tracedat_decompress.cc"
 #include "core/tracedat_reader.cc"
 
 #include <cstddef>

@@ -162,7 +162,9 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
   return false;
 }
 
-void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) {
+void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) { format_with(rec, ns_clock_, out); }
+
+void TraceReport::format_with(const TraceRecord& rec, bool ns_clock, fmt::memory_buffer& out) {
   auto it = std::back_inserter(out);
   if (rec.lost_before > 0) fmt::format_to(it, "CPU:{} [{} EVENTS DROPPED]\n", rec.cpu, rec.lost_before);
   else if (rec.lost_before < 0) fmt::format_to(it, "CPU:{} [EVENTS DROPPED]\n", rec.cpu);
@@ -170,7 +172,7 @@ void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) {
   int32_t pid = 0;
   if (rec.payload.size() >= 8) std::memcpy(&pid, rec.payload.data() + 4, 4);
   fmt::format_to(it, "{:>16}-{:<5} [{:03}]", comms_.find(pid), pid, rec.cpu);
-  if (!ns_clock_) {
+  if (!ns_clock) {
     fmt::format_to(it, "{:12}: ", rec.ts);
   } else if (opt_.ns_timestamps) {
     fmt::format_to(it, " {:5}.{:09}: ", rec.ts / 1000000000u, rec.ts % 1000000000u);
@@ -202,7 +204,20 @@ uint64_t TraceReport::print_all(std::FILE* out) {
   const std::string h = header();
   if (std::fwrite(h.data(), 1, h.size(), out) != h.size())
     throw std::system_error(errno, std::generic_category(), "report: write failed");
-  auto m = reader_.records();
+  // One merged cursor per buffer; the earliest head wins, ties to the
+  // earlier buffer (trace-cmd walks its handles in order with a strict <).
+  const auto bufs = reader_.buffers();
+  std::vector<MergedRecordCursor> cur;
+  std::vector<std::optional<TraceRecord>> head;
+  std::vector<uint8_t> ns;
+  size_t width = 0;
+  bool named = false;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    cur.push_back(reader_.buffer_records(i));
+    ns.push_back(bufs[i].name.empty() ? ns_clock_ : is_ns_clock(bufs[i].clock));
+    if (!bufs[i].name.empty()) named = true, width = std::max(width, bufs[i].name.size());
+  }
+  head.resize(cur.size());
   fmt::memory_buffer buf;
   uint64_t n = 0;
   auto flush = [&] {
@@ -211,10 +226,20 @@ uint64_t TraceReport::print_all(std::FILE* out) {
     buf.clear();
   };
   try {
-    while (auto rec = m.next()) {
-      format(*rec, buf);
+    for (size_t i = 0; i < cur.size(); ++i) head[i] = cur[i].next();
+    for (;;) {
+      size_t best = cur.size();
+      for (size_t i = 0; i < cur.size(); ++i)
+        if (head[i] && (best == cur.size() || head[i]->ts < head[best]->ts)) best = i;
+      if (best == cur.size()) break;
+      if (named) {
+        if (bufs[best].name.empty()) fmt::format_to(std::back_inserter(buf), "{:{}}  ", "", width);
+        else fmt::format_to(std::back_inserter(buf), "{:>{}}: ", bufs[best].name, width);
+      }
+      format_with(*head[best], ns[best], buf);
       ++n;
       if (buf.size() > (1u << 16)) flush();
+      head[best] = cur[best].next();
     }
   } catch (...) {
     flush();

@@ -21,6 +21,13 @@
 //     printed may shadow saved_cmdlines).
 //   * lost events: "CPU:N [K EVENTS DROPPED]" (or "[EVENTS DROPPED]" when
 //     the count was not stored) before the first record after the loss.
+//   * instances: a file with named buffers (`trace-cmd extract -B NAME`)
+//     prints one stream, the top instance and every instance merged by
+//     time stamp (ties to the earlier buffer of TraceDatReader::buffers()),
+//     each output prefixed with the instance name right aligned to the
+//     longest name and ": " (the top instance: that many spaces and two
+//     more); each buffer's time stamps print per its own clock. As
+//     trace-cmd 3.1 read_data_info / print_handle_file do.
 //
 // Mirrors trace-cmd tracecmd/trace-read.c and libtraceevent
 // tep_print_event / plugins/plugin_sched_switch.c / plugin_hrtimer.c
@@ -75,7 +82,8 @@ class TraceReport {
   /// Appends the line(s) of one record, each ending in '\n' (a lost-events
   /// line first when the record follows a loss).
   void format(const TraceRecord& rec, fmt::memory_buffer& out);
-  /// Prints the header and every record, merged by time stamp, to `out`.
+  /// Prints the header and every record of every buffer, merged by time
+  /// stamp, to `out` (instance prefixes as described above).
   /// Returns the number of records. Throws TraceDatError on a malformed
   /// page (after printing what came before it) and std::system_error on a
   /// write error.
@@ -86,6 +94,7 @@ class TraceReport {
 
  private:
   bool plugin(const EventFormat& f, std::span<const std::byte> payload, fmt::memory_buffer& out);
+  void format_with(const TraceRecord& rec, bool ns_clock, fmt::memory_buffer& out);
 
   const TraceDatReader& reader_;
   ReportOptions opt_;

@@ -12,7 +12,9 @@ namespace tracepipe {
 /// trace-cmd's: "file header", "header_page", "header_event",
 /// "ftrace formats", "event formats", "kallsyms", "printk", "cmdlines",
 /// "options", "flyrecord", "cpu N data", "cpu N decompressed data" (offset
-/// within that CPU's decompressed data), "section <id>".
+/// within that CPU's decompressed data), "section <id>"; a named
+/// instance's data is "buffer 'NAME' flyrecord", "buffer 'NAME' cpu N
+/// data" (and "... decompressed data").
 class TraceDatError : public std::runtime_error {
  public:
   TraceDatError(std::string section, uint64_t offset, const std::string& reason);

@@ -275,14 +275,18 @@ class TraceDatParser {
     c.set_section("flyrecord");
     if (r_.cpu_count_ > c.remaining() / 16)
       c.fail(cpus_at, fmt::format("{} CPUs do not fit in the rest of the file", r_.cpu_count_));
+    const size_t top = new_buffer("", 0, r_.cpu_count_);
+    r_.top_buffer_ = top;
     for (uint32_t cpu = 0; cpu < r_.cpu_count_; ++cpu) {
       const uint64_t at = c.pos();
       CpuDataInfo d{cpu, c.u64(), c.u64()};
       check_cpu_data(c, at, d);
-      add_cpu(d);
+      add_cpu(top, d);
     }
     // trace-cmd reads the clock text only if a TRACECLOCK option exists.
     if (r_.option(TraceDatOptionId::traceclock)) r_.trace_clock_ = trim_nul(c.text(c.u64()));
+    r_.buffers_[top].clock = r_.clock_name();
+    read_v6_instances();
   }
 
   // ---------------------------------------------------------------- version 7
@@ -318,19 +322,117 @@ class TraceDatParser {
                                         s.body - 16));
   }
 
-  // Records one CPU's data; compressed data is decompressed now into a
-  // buffer the reader owns (memory: its uncompressed size).
-  void add_cpu(CpuDataInfo d) {
+  // A new, empty buffer; a second buffer with the same name is refused,
+  // naming the BUFFER option that repeats it.
+  size_t new_buffer(std::string name, uint64_t option_at, uint32_t cpus) {
+    for (const auto& b : r_.buffers_)
+      if (b.name == name)
+        ByteCursor(file_, 0, "options")
+            .fail(option_at, name.empty() ? std::string("second BUFFER option for the top instance")
+                                          : fmt::format("BUFFER option '{}' repeats an instance name", name));
+    TraceDatBuffer b;
+    b.name = std::move(name);
+    b.cpu_count = cpus;
+    b.option_offset = option_at;
+    r_.buffers_.push_back(std::move(b));
+    r_.cpu_bytes_.emplace_back();
+    return r_.buffers_.size() - 1;
+  }
+
+  // Records one CPU's data of buffer `bi`; compressed data is decompressed
+  // now into a buffer the reader owns (memory: its uncompressed size).
+  void add_cpu(size_t bi, CpuDataInfo d) {
+    const std::string& name = r_.buffers_[bi].name;
     if (algo_ == detail::Compression::none || d.size == 0) {
       d.uncompressed_size = d.size;
-      r_.cpu_bytes_.push_back(file_.subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)));
+      r_.cpu_bytes_[bi].push_back(file_.subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)));
     } else {
-      r_.owned_.push_back(
-          detail::decompress_chunks(algo_, file_, d.offset, file_.size(), fmt::format("cpu {} data", d.cpu)));
+      r_.owned_.push_back(detail::decompress_chunks(
+          algo_, file_, d.offset, file_.size(),
+          name.empty() ? fmt::format("cpu {} data", d.cpu) : fmt::format("buffer '{}' cpu {} data", name, d.cpu)));
       d.uncompressed_size = r_.owned_.back().size();
-      r_.cpu_bytes_.push_back(r_.owned_.back());
+      r_.cpu_bytes_[bi].push_back(r_.owned_.back());
     }
-    r_.cpu_data_.push_back(d);
+    r_.buffers_[bi].cpu_data.push_back(d);
+  }
+
+  // Version 6 instances: each BUFFER option holds u64 offset + name; at
+  // that offset lies a "flyrecord" CPU table of the header's CPU count,
+  // then the instance's clock text (read when a TRACECLOCK option exists).
+  // Mirrors trace-cmd lib/trace-cmd/trace-input.c: handle_options (BUFFER),
+  // tracecmd_buffer_instance_handle (behaviour).
+  void read_v6_instances() {
+    const bool has_clock = r_.option(TraceDatOptionId::traceclock) != nullptr;
+    for (const auto& o : r_.options_) {
+      if (o.id != static_cast<uint16_t>(TraceDatOptionId::buffer)) continue;
+      ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
+      const uint64_t at = b.u64();
+      std::string name(b.cstr());
+      if (name.empty()) b.fail(o.file_offset, "BUFFER option has an empty instance name");
+      if (at >= file_.size())
+        b.fail(o.file_offset, fmt::format("BUFFER option '{}': flyrecord offset {} lies beyond the end of the file "
+                                          "({} bytes)", name, at, file_.size()));
+      const size_t bi = new_buffer(name, o.file_offset, r_.cpu_count_);
+      ByteCursor c(file_, 0, fmt::format("buffer '{}' flyrecord", name));
+      c.seek(at);
+      c.expect(std::string_view("flyrecord\0", 10),
+               fmt::format("\"flyrecord\" (from the BUFFER option at offset {})", o.file_offset));
+      if (r_.cpu_count_ > c.remaining() / 16)
+        c.fail(at, fmt::format("{} CPUs do not fit in the rest of the file", r_.cpu_count_));
+      for (uint32_t cpu = 0; cpu < r_.cpu_count_; ++cpu) {
+        const uint64_t cat = c.pos();
+        CpuDataInfo d{cpu, c.u64(), c.u64()};
+        check_cpu_data(c, cat, d);
+        add_cpu(bi, d);
+      }
+      std::string clock;
+      if (has_clock) clock = bracketed(trim_nul(c.text(c.u64())));
+      r_.buffers_[bi].clock = clock.empty() ? r_.clock_name() : clock;
+    }
+  }
+
+  // "[local] global" -> "local"; text without brackets -> "".
+  static std::string bracketed(std::string_view s) {
+    const auto open = s.find('[');
+    const auto close = s.find(']', open == std::string_view::npos ? 0 : open);
+    if (open == std::string_view::npos || close == std::string_view::npos) return {};
+    return std::string(s.substr(open + 1, close - open - 1));
+  }
+
+  // One v7 BUFFER option: u64 FLYRECORD section offset, name, clock, u32
+  // sub-buffer size, u32 CPU count, per CPU u32 id, u64 offset, u64 size.
+  void read_v7_buffer(const TraceDatOption& o) {
+    ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
+    const uint64_t sect = b.u64();
+    std::string name(b.cstr());
+    const std::string_view clock = b.cstr();
+    const uint64_t ps_at = b.pos();
+    if (b.u32() != r_.page_size_) b.fail(ps_at, "BUFFER page size differs from the file header's");
+    const uint64_t cpus_at = b.pos();
+    const uint32_t cpus = b.u32();
+    const std::string what = name.empty() ? std::string("BUFFER option") : fmt::format("BUFFER option '{}'", name);
+    if (cpus > b.remaining() / 20) b.fail(cpus_at, fmt::format("{}: {} CPUs do not fit in the option", what, cpus));
+    if (cpus == 0 && !name.empty()) b.fail(cpus_at, fmt::format("{} has 0 CPUs", what));
+    if (sect >= file_.size())
+      b.fail(o.file_offset, fmt::format("{}: flyrecord section offset {} lies beyond the end of the file ({} bytes)",
+                                        what, sect, file_.size()));
+    const bool top = name.empty();
+    const size_t bi = new_buffer(std::move(name), o.file_offset, cpus);
+    r_.buffers_[bi].clock = std::string(clock);
+    read_section_header(sect, top ? std::string("flyrecord") : fmt::format("buffer '{}' flyrecord", r_.buffers_[bi].name), 3);
+    for (uint32_t i = 0; i < cpus; ++i) {
+      const uint64_t at = b.pos();
+      CpuDataInfo d{b.u32(), b.u64(), b.u64()};
+      check_cpu_data(b, at, d);
+      add_cpu(bi, d);
+    }
+    if (top) {
+      r_.top_buffer_ = bi;
+      r_.buffer_clock_ = r_.buffers_[bi].clock;
+      // trace-cmd report's "cpus=" is the CPUCOUNT option's when present
+      // (a top BUFFER of `extract -B NAME` holds 0 CPUs).
+      r_.cpu_count_ = cpucount_.value_or(cpus);
+    }
   }
 
   void parse_v7(ByteCursor& c) {
@@ -384,39 +486,37 @@ class TraceDatParser {
       ByteCursor b = section_body(read_section_header(*at, "cmdlines", 21), "cmdlines");
       read_cmdlines(b);
     }
-    // The top instance: BUFFER option with an empty name (or BUFFER_TEXT).
+    // The top instance: BUFFER option with an empty name (or BUFFER_TEXT),
+    // then the named instances in option order.
     for (const auto& o : r_.options_) {
       if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer)) {
         ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
-        const uint64_t sect = b.u64();
-        const std::string_view name = b.cstr();
-        if (!name.empty()) continue;  // other instances: not read
-        r_.buffer_clock_ = b.cstr();
-        const uint64_t ps_at = b.pos();
-        if (b.u32() != r_.page_size_) b.fail(ps_at, "BUFFER page size differs from the file header's");
-        const uint32_t cpus = b.u32();
-        if (cpus > b.remaining() / 20) b.fail(b.pos(), fmt::format("{} CPUs do not fit in the option", cpus));
-        read_section_header(sect, "flyrecord", 3);
-        r_.cpu_count_ = cpus;
-        for (uint32_t i = 0; i < cpus; ++i) {
-          const uint64_t at = b.pos();
-          CpuDataInfo d{b.u32(), b.u64(), b.u64()};
-          check_cpu_data(b, at, d);
-          add_cpu(d);
-        }
-        return;
-      }
-      if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer_text)) {
+        b.u64();
+        if (!b.cstr().empty()) continue;
+        if (r_.top_buffer_) c.fail(o.file_offset, "second BUFFER option for the top instance");
+        read_v7_buffer(o);
+      } else if (o.id == static_cast<uint16_t>(TraceDatOptionId::buffer_text) && !r_.top_buffer_ &&
+                 r_.latency_text_.empty()) {
         ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
         const uint64_t sect = b.u64();
         if (!b.cstr().empty()) continue;
         const Section s = read_section_header(sect, "latency", 22);
         ByteCursor t = section_body(s, "latency");
         r_.latency_text_ = t.text(s.size);
-        return;
       }
     }
-    if (cpucount_ && *cpucount_ != 0) c.fail(0, "version 7 file has no BUFFER option for the top instance");
+    if (!r_.latency_text_.empty()) return;
+    for (const auto& o : r_.options_) {
+      if (o.id != static_cast<uint16_t>(TraceDatOptionId::buffer)) continue;
+      ByteCursor b = ByteCursor::over(o.data, o.file_offset, "options");
+      b.u64();
+      if (!b.cstr().empty()) read_v7_buffer(o);
+    }
+    if (!r_.top_buffer_) {
+      if (r_.buffers_.empty() && cpucount_ && *cpucount_ != 0)
+        c.fail(0, "version 7 file has no BUFFER option (no trace data of any instance)");
+      r_.cpu_count_ = cpucount_.value_or(0);
+    }
   }
 
   TraceDatReader& r_;
@@ -471,35 +571,60 @@ std::string TraceDatReader::clock_name() const {
   return std::string(trace_clock_.substr(open + 1, close - open - 1));
 }
 
-CpuRecordCursor TraceDatReader::cpu_records(size_t index) const {
-  if (index >= cpu_data_.size())
-    throw std::out_of_range(fmt::format("cpu data index {} >= {}", index, cpu_data_.size()));
-  const auto& d = cpu_data_[index];
+std::optional<size_t> TraceDatReader::find_buffer(std::string_view name) const noexcept {
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i].name == name) return i;
+  return std::nullopt;
+}
+
+CpuRecordCursor TraceDatReader::buffer_cpu_records(size_t buffer, size_t index) const {
+  if (buffer >= buffers_.size())
+    throw std::out_of_range(fmt::format("buffer index {} >= {}", buffer, buffers_.size()));
+  const auto& b = buffers_[buffer];
+  if (index >= b.cpu_data.size())
+    throw std::out_of_range(fmt::format("cpu data index {} >= {}", index, b.cpu_data.size()));
+  const auto& d = b.cpu_data[index];
   const bool decompressed = d.size != 0 && !compression_.empty() && compression_ != "none";
-  return CpuRecordCursor(cpu_bytes_[index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout, ts_offset_,
-                         decompressed);
+  return CpuRecordCursor(cpu_bytes_[buffer][index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout,
+                         ts_offset_, decompressed, b.name);
+}
+
+MergedRecordCursor TraceDatReader::buffer_records(size_t buffer) const {
+  if (buffer >= buffers_.size())
+    throw std::out_of_range(fmt::format("buffer index {} >= {}", buffer, buffers_.size()));
+  std::vector<CpuRecordCursor> v;
+  v.reserve(buffers_[buffer].cpu_data.size());
+  for (size_t i = 0; i < buffers_[buffer].cpu_data.size(); ++i) v.push_back(buffer_cpu_records(buffer, i));
+  return MergedRecordCursor(std::move(v));
+}
+
+CpuRecordCursor TraceDatReader::cpu_records(size_t index) const {
+  if (!top_buffer_) throw std::out_of_range(fmt::format("cpu data index {} >= 0 (the file has no top instance)", index));
+  return buffer_cpu_records(*top_buffer_, index);
 }
 
 MergedRecordCursor TraceDatReader::records() const {
-  std::vector<CpuRecordCursor> v;
-  v.reserve(cpu_data_.size());
-  for (size_t i = 0; i < cpu_data_.size(); ++i) v.push_back(cpu_records(i));
-  return MergedRecordCursor(std::move(v));
+  if (!top_buffer_) return MergedRecordCursor({});
+  return buffer_records(*top_buffer_);
 }
 
 // ---------------------------------------------------------------- cursors
 
 CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                                 kpage::PageLayout layout, int64_t ts_offset, bool decompressed)
+                                 kpage::PageLayout layout, int64_t ts_offset, bool decompressed,
+                                 std::string_view buffer)
     : data_(data),
       file_offset_(file_offset),
       cpu_(cpu),
       layout_(layout),
       ts_offset_(ts_offset),
-      decompressed_(decompressed) {}
+      decompressed_(decompressed),
+      buffer_(buffer) {}
 
 std::string CpuRecordCursor::section_name() const {
-  return decompressed_ ? fmt::format("cpu {} decompressed data", cpu_) : fmt::format("cpu {} data", cpu_);
+  const std::string prefix = buffer_.empty() ? std::string() : fmt::format("buffer '{}' ", buffer_);
+  return decompressed_ ? fmt::format("{}cpu {} decompressed data", prefix, cpu_)
+                       : fmt::format("{}cpu {} data", prefix, cpu_);
 }
 
 bool CpuRecordCursor::next_page() {

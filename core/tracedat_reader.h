@@ -6,6 +6,12 @@
 // flyrecord per-CPU data, latency text) and version 7, uncompressed or
 // compressed with zstd or zlib (sections located through the OPTIONS
 // section; the top instance's flyrecord data from its BUFFER option).
+// Every buffer is read: the top instance and each named instance that
+// `trace-cmd record/extract -B NAME` stored (v6: a BUFFER option with the
+// offset of the instance's own "flyrecord" CPU table; v7: a BUFFER option
+// per instance with its clock, CPU count and per-CPU data). buffers()
+// lists them; the top-instance calls (cpu_data, cpu_records, records)
+// are unchanged.
 // Compressed sections are decompressed at open into buffers the reader
 // owns, and so is each CPU's chunked trace data: a compressed file costs
 // its uncompressed size in memory (core/tracedat_decompress.h caps it).
@@ -71,6 +77,16 @@ struct CpuDataInfo {
   uint64_t uncompressed_size = 0;  ///< bytes of page data (== size unless compressed)
 };
 
+/// One ring buffer stored in the file: the top instance (name "") or a
+/// named instance (tracefs instances/NAME).
+struct TraceDatBuffer {
+  std::string name;            ///< "" for the top instance
+  std::string clock;           ///< its trace clock ("local"); empty when not recorded
+  uint32_t cpu_count = 0;      ///< CPUs of the buffer (v6: the file header's; v7: its BUFFER option's)
+  uint64_t option_offset = 0;  ///< file offset of its BUFFER option's data (0 for the v6 top table)
+  std::vector<CpuDataInfo> cpu_data;  ///< one entry per CPU in file order
+};
+
 /// The parsed header_page text: where the sub-buffer header fields are.
 struct HeaderPageInfo {
   FormatField timestamp;
@@ -131,7 +147,7 @@ class CpuRecordCursor {
  private:
   friend class TraceDatReader;
   CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed);
+                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed, std::string_view buffer = {});
   bool next_page();  // false at the end; throws on a bad page
   [[gnu::cold]] std::string section_name() const;
 
@@ -146,6 +162,7 @@ class CpuRecordCursor {
   size_t page_start_ = 0;
   CpuWalkStats done_;  // counts of finished pages
   bool decompressed_ = false;  // data_ is decompressed: offsets are within it
+  std::string_view buffer_;    // instance name for errors ("" = top); owned by the reader
 };
 
 /// Records of all CPUs merged by time stamp (ties go to the lower CPU
@@ -245,18 +262,38 @@ class TraceDatReader {
   /// Added to every time stamp (OPTION OFFSET); 0 when absent.
   int64_t ts_offset() const noexcept { return ts_offset_; }
 
-  /// CPU count from the file header (v6) or the BUFFER option (v7).
+  /// CPU count from the file header (v6) or, for v7, the CPUCOUNT option
+  /// (the top BUFFER option's count when CPUCOUNT is absent): what
+  /// `trace-cmd report` prints as "cpus=N".
   uint32_t cpu_count() const noexcept { return cpu_count_; }
-  /// Data of the top instance, one entry per CPU in file order.
-  std::span<const CpuDataInfo> cpu_data() const noexcept { return cpu_data_; }
+  /// Data of the top instance, one entry per CPU in file order (empty when
+  /// a v7 file holds only named instances).
+  std::span<const CpuDataInfo> cpu_data() const noexcept {
+    return top_buffer_ ? std::span<const CpuDataInfo>(buffers_[*top_buffer_].cpu_data) : std::span<const CpuDataInfo>();
+  }
+
+  /// Every buffer of the file in trace-cmd report's order: the top
+  /// instance first when the file has one (always for v6; for v7 when a
+  /// BUFFER option has the empty name), then the named instances in the
+  /// order of their BUFFER options. Empty for latency files.
+  std::span<const TraceDatBuffer> buffers() const noexcept { return buffers_; }
+  /// Index in buffers() of the buffer named `name` ("" = top), or nullopt.
+  std::optional<size_t> find_buffer(std::string_view name) const noexcept;
+  /// Records of CPU position `cpu_index` of buffers()[buffer].cpu_data.
+  /// Throws std::out_of_range for a bad index.
+  CpuRecordCursor buffer_cpu_records(size_t buffer, size_t cpu_index) const;
+  /// Records of all CPUs of buffers()[buffer], merged by time stamp (ties
+  /// to the lower CPU index). Throws std::out_of_range for a bad index.
+  MergedRecordCursor buffer_records(size_t buffer) const;
   /// True for "latency" files (no per-CPU data, the rest is ASCII text).
   bool is_latency() const noexcept { return !latency_text_.empty(); }
   std::string_view latency_text() const noexcept { return latency_text_; }
 
-  /// Records of the CPU at position `index` of cpu_data(). Throws
-  /// std::out_of_range if index >= cpu_data().size().
+  /// Records of the CPU at position `index` of cpu_data() (the top
+  /// instance). Throws std::out_of_range if index >= cpu_data().size().
   CpuRecordCursor cpu_records(size_t index) const;
-  /// Records of all CPUs merged by time stamp.
+  /// Records of all CPUs of the top instance merged by time stamp (none
+  /// when the file has no top instance).
   MergedRecordCursor records() const;
 
   /// The whole file.
@@ -281,15 +318,16 @@ class TraceDatReader {
   std::unordered_map<int32_t, std::string> cmdlines_;
   std::vector<TraceDatOption> options_;
   std::string_view trace_clock_;
-  std::string_view buffer_clock_;  // v7 BUFFER option's clock name
+  std::string buffer_clock_;  // v7 top BUFFER option's clock name
   int64_t ts_offset_ = 0;
   uint32_t cpu_count_ = 0;
-  std::vector<CpuDataInfo> cpu_data_;
+  std::vector<TraceDatBuffer> buffers_;
+  std::optional<size_t> top_buffer_;  // index in buffers_
   std::string_view latency_text_;
   // Decompressed section bodies and CPU data (compressed v7 files only);
   // the views above point into them. Moving a vector keeps its buffer.
   std::vector<std::vector<std::byte>> owned_;
-  std::vector<std::span<const std::byte>> cpu_bytes_;  // page data per cpu_data_ entry
+  std::vector<std::vector<std::span<const std::byte>>> cpu_bytes_;  // page data per buffer, per cpu_data entry
 };
 
 }  // namespace tracepipe

@@ -44,6 +44,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     auto m = r.records();
     while (auto rec = m.next()) sum += rec->ts;
+    // Every buffer (top and named instances), per CPU and merged.
+    for (size_t b = 0; b < r.buffers().size(); ++b) {
+      sum += r.buffers()[b].cpu_count;
+      for (size_t i = 0; i < r.buffers()[b].cpu_data.size(); ++i) {
+        try {
+          auto c = r.buffer_cpu_records(b, i);
+          while (auto rec = c.next()) sum += rec->ts + rec->payload.size();
+        } catch (const TraceDatError&) {
+        }
+      }
+      try {
+        auto mb = r.buffer_records(b);
+        while (auto rec = mb.next()) sum += rec->ts;
+      } catch (const TraceDatError&) {
+      }
+    }
     if (sum == 42) return 0;  // keep the loop observable
   } catch (const TraceDatError&) {
   }

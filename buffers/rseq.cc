@@ -16,7 +16,7 @@ namespace {
 
 long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
 
-bool register_fence() noexcept {
+[[maybe_unused]] bool register_fence() noexcept {  // unused where rseq_usable() is always false
   const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
   if (cmds < 0 || (cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0) return false;
   return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0;

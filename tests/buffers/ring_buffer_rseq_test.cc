@@ -216,7 +216,7 @@ struct FenceHooks {
   }
 };
 
-std::vector<uint32_t> affinity_of_this_thread() {
+[[maybe_unused]] std::vector<uint32_t> affinity_of_this_thread() {  // unused in TSan builds
   cpu_set_t s;
   CPU_ZERO(&s);
   sched_getaffinity(0, sizeof s, &s);

@@ -62,24 +62,41 @@ enum class LocalCas : uint8_t {
   return static_cast<int32_t>(area->cpu_id);
 }
 
+/// The frame every critical section below shares: its struct rseq_cs
+/// descriptor (version 0, flags 0, start 1:, length up to the post-commit
+/// label 2:, abort handler 4:) in section __rseq_cs, the store of the
+/// descriptor's address into rseq->rseq_cs (offset 8 of the area, operand
+/// %[area]; clobbers rax) that arms it, then the start label 1:. The body
+/// follows; TP_RSEQ_SECTION_END puts the post-commit label and the abort
+/// handler (the four signature bytes the kernel checks, glibc's RSEQ_SIG
+/// 0x53053053 for x86, then a jump to the asm goto label `migrated`).
+#define TP_RSEQ_SECTION_BEGIN            \
+  ".pushsection __rseq_cs, \"aw\"\n\t"   \
+  ".balign 32\n\t"                       \
+  "3:\n\t"                               \
+  ".long 0x0, 0x0\n\t"                   \
+  ".quad 1f, (2f - 1f), 4f\n\t"          \
+  ".popsection\n\t"                      \
+  "leaq 3b(%%rip), %%rax\n\t"            \
+  "movq %%rax, 8(%[area])\n\t"           \
+  "1:\n\t"
+#define TP_RSEQ_SECTION_END                  \
+  "2:\n\t"                                   \
+  ".pushsection __rseq_failure, \"ax\"\n\t" \
+  ".byte 0x0f, 0xb9, 0x3d\n\t"               \
+  ".long 0x53053053\n\t"                     \
+  "4:\n\t"                                   \
+  "jmp %l[migrated]\n\t"                     \
+  ".popsection\n\t"
+
 /// If the calling thread runs on `cpu` and *t == {pos, ts}: *t = {npos, nts},
 /// atomically with respect to every thread and signal handler on that CPU.
 /// Not atomic against other CPUs (see the invariant above). Async-signal-safe.
 [[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t cpu, uint64_t pos, uint64_t ts,
                                                    uint64_t npos, uint64_t nts) noexcept {
   auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
-  // 0x53053053 is glibc's RSEQ_SIG for x86: the kernel checks that the four
-  // bytes before the abort handler hold the signature the thread registered.
   asm goto(
-      ".pushsection __rseq_cs, \"aw\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0x0, 0x0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      "leaq 3b(%%rip), %%rax\n\t"
-      "movq %%rax, 8(%[area])\n\t"
-      "1:\n\t"
+      TP_RSEQ_SECTION_BEGIN
       "cmpl 4(%[area]), %[cpu]\n\t"
       "jnz %l[migrated]\n\t"
       "cmpq (%[t]), %[pos]\n\t"
@@ -88,13 +105,7 @@ enum class LocalCas : uint8_t {
       "jnz %l[changed]\n\t"
       "movq %[nts], 8(%[t])\n\t"
       "movq %[npos], (%[t])\n\t"
-      "2:\n\t"
-      ".pushsection __rseq_failure, \"ax\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
-      "4:\n\t"
-      "jmp %l[migrated]\n\t"
-      ".popsection\n\t"
+      TP_RSEQ_SECTION_END
       :
       : [area] "r"(area), [t] "r"(t), [cpu] "r"(cpu), [pos] "r"(pos), [ts] "r"(ts), [npos] "r"(npos),
         [nts] "r"(nts)
@@ -120,27 +131,13 @@ changed:
 [[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t cpu) noexcept {
   auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
   asm goto(
-      ".pushsection __rseq_cs, \"aw\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0x0, 0x0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      "leaq 3b(%%rip), %%rax\n\t"
-      "movq %%rax, 8(%[area])\n\t"
-      "1:\n\t"
+      TP_RSEQ_SECTION_BEGIN
       "cmpl 4(%[area]), %[cpu]\n\t"
       "jnz %l[migrated]\n\t"
       "cmpl $0, (%[flag])\n\t"
       "jnz %l[changed]\n\t"
       "movl $1, (%[flag])\n\t"
-      "2:\n\t"
-      ".pushsection __rseq_failure, \"ax\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
-      "4:\n\t"
-      "jmp %l[migrated]\n\t"
-      ".popsection\n\t"
+      TP_RSEQ_SECTION_END
       :
       : [area] "r"(area), [flag] "r"(flag), [cpu] "r"(cpu)
       : "memory", "cc", "rax"

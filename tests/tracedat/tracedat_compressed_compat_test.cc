@@ -17,23 +17,6 @@ using namespace tp_tracedat_test;
 
 namespace {
 
-// Same records (time stamp, CPU, payload) in the same merged order.
-size_t same_records(const TraceDatReader& x, const TraceDatReader& y) {
-  auto a = x.records();
-  auto b = y.records();
-  size_t n = 0;
-  for (;;) {
-    auto p = a.next();
-    auto q = b.next();
-    REQUIRE(p.has_value() == q.has_value());
-    if (!p) return n;
-    REQUIRE(p->ts == q->ts);
-    REQUIRE(p->cpu == q->cpu);
-    REQUIRE(std::equal(p->payload.begin(), p->payload.end(), q->payload.begin(), q->payload.end()));
-    ++n;
-  }
-}
-
 void convert(const std::filesystem::path& in, const std::filesystem::path& out, const char* compression) {
   const std::string cmd = fmt::format("trace-cmd convert -i '{}' --file-version 7 --compression {} -o '{}' >/dev/null 2>&1",
                                       in.string(), compression, out.string());

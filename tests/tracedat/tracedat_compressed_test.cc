@@ -18,6 +18,7 @@
 #include "core/tracedat_decompress.h"
 #include "core/tracedat_reader.h"
 #include "test_support.h"
+#include "tracedat_test_util.h"
 
 using namespace tracepipe;
 
@@ -76,20 +77,7 @@ TEST_CASE("tracedat_compressed: a zstd file reads like its uncompressed source",
   CHECK(z.cpu_data()[0].uncompressed_size == 768);
   CHECK(z.cpu_data()[1].uncompressed_size == 1024);
   CHECK(n.cpu_data()[0].uncompressed_size == n.cpu_data()[0].size);
-  auto a = z.records();
-  auto b = n.records();
-  size_t count = 0;
-  for (;;) {
-    auto x = a.next();
-    auto y = b.next();
-    REQUIRE(x.has_value() == y.has_value());
-    if (!x) break;
-    REQUIRE(x->ts == y->ts);
-    REQUIRE(x->cpu == y->cpu);
-    REQUIRE(std::equal(x->payload.begin(), x->payload.end(), y->payload.begin(), y->payload.end()));
-    ++count;
-  }
-  CHECK(count == 24);
+  CHECK(tp_tracedat_test::same_records(z, n) == 24);
 }
 
 TEST_CASE("tracedat_compressed: a real zstd capture (trace-cmd extract) reads whole", "[tracedat][reader]") {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,25 @@
 #include "test_support.h"
 
 namespace tp_tracedat_test {
+
+/// The number of records when x and y hold the same records (time stamp,
+/// CPU, payload) in the same merged order; a REQUIRE fails at the first
+/// difference. Include catch2 before this header.
+inline size_t same_records(const tracepipe::TraceDatReader& x, const tracepipe::TraceDatReader& y) {
+  auto a = x.records();
+  auto b = y.records();
+  size_t n = 0;
+  for (;;) {
+    auto p = a.next();
+    auto q = b.next();
+    REQUIRE(p.has_value() == q.has_value());
+    if (!p) return n;
+    REQUIRE(p->ts == q->ts);
+    REQUIRE(p->cpu == q->cpu);
+    REQUIRE(std::equal(p->payload.begin(), p->payload.end(), q->payload.begin(), q->payload.end()));
+    ++n;
+  }
+}
 
 /// A file path in the temp directory, removed when the object dies.
 struct TempPath {

@@ -202,7 +202,7 @@ template <class Writer, class Hooks>
   bool stage = staging != Staging::off;
   const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
   // Mostly accepted here: skip the extra copy. Not counted here: an adaptive
-  // instance's direct emits are these plus nested and too_big
+  // instance's direct emits are these plus nested, contended and too_big
   // (event_stats() derives adaptive_direct), one store less per emit.
   if (adaptive && score > adaptive_threshold_) stage = false;
   if (stage) {

@@ -42,16 +42,7 @@ void require_rseq() {
 uint32_t conf_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)); }
 uint32_t online_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
 
-void set_affinity(pthread_t th, uint32_t cpu_or_all) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  if (cpu_or_all == UINT32_MAX) {
-    for (uint32_t c = 0; c < online_cpus(); ++c) CPU_SET(c, &s);
-  } else {
-    CPU_SET(cpu_or_all, &s);
-  }
-  pthread_setaffinity_np(th, sizeof s, &s);  // may fail for an exited thread: harmless
-}
+using tp_test::set_thread_affinity;
 
 // Ownership bookkeeping shared by threads and handlers (lock-free, async-signal-safe).
 struct Owners {
@@ -112,7 +103,7 @@ std::thread affinity_flipper(std::vector<pthread_t>& threads, std::atomic<bool>&
     while (!stop.load()) {
       for (pthread_t th : threads) {
         const uint32_t pick = rng() % (n + 1);
-        set_affinity(th, pick == n ? UINT32_MAX : pick);
+        set_thread_affinity(th, pick == n ? UINT32_MAX : pick);
       }
       flips.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -435,7 +426,7 @@ TEST_CASE("breakit: a cpu_local buffer with fewer slots than CPUs refuses the ot
   std::atomic<bool> worker_done{false}, flipper_stopped{false};
   std::thread worker([&] {
     for (int i = 0; i < 40000; ++i) {
-      if (i % 4000 == 0) set_affinity(pthread_self(), (i / 4000) % 2);  // both CPUs for sure
+      if (i % 4000 == 0) set_thread_affinity(pthread_self(), (i / 4000) % 2);  // both CPUs for sure
       const StagedRecord h = tb.try_claim_local(8);
       tally.count(h);
       if (h) {
@@ -448,7 +439,7 @@ TEST_CASE("breakit: a cpu_local buffer with fewer slots than CPUs refuses the ot
     // One claim on each CPU for sure, whatever the flipper left us: a
     // loaded machine may have kept the loop above on one CPU.
     for (uint32_t cpu : {0u, 1u}) {
-      set_affinity(pthread_self(), cpu);
+      set_thread_affinity(pthread_self(), cpu);
       const StagedRecord h = tb.try_claim_local(8);
       tally.count(h);
       if (h) {

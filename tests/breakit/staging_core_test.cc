@@ -78,16 +78,7 @@ void trace_in_handler(int sig) {
   errno = saved;
 }
 
-void set_affinity(pthread_t th, uint32_t cpu_or_all) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  if (cpu_or_all == UINT32_MAX) {
-    for (uint32_t c = 0; c < online_cpus(); ++c) CPU_SET(c, &s);
-  } else {
-    CPU_SET(cpu_or_all, &s);
-  }
-  pthread_setaffinity_np(th, sizeof s, &s);
-}
+using tp_test::set_thread_affinity;
 
 // The storm: `nthreads` unpinned writers trace kIters events each (value i,
 // tag t; odd values pass the filter), an affinity flipper and a signaller
@@ -141,7 +132,7 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
     while (!writers_done.load()) {
       for (pthread_t th : handles) {
         const uint32_t pick = rng() % (n + 1);
-        set_affinity(th, pick == n ? UINT32_MAX : pick);
+        set_thread_affinity(th, pick == n ? UINT32_MAX : pick);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(300));
     }

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by all tests.
+#include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -60,6 +62,21 @@ class PinToCpu {
   cpu_set_t old_{};
   bool ok_ = false;
 };
+
+/// Sets thread `th`'s CPU affinity to one CPU, or to every online CPU when
+/// `cpu_or_all` is UINT32_MAX. Failure (e.g. an exited thread) is ignored:
+/// for tests that move threads around while they run.
+inline void set_thread_affinity(pthread_t th, uint32_t cpu_or_all) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  if (cpu_or_all == UINT32_MAX) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(c, &s);
+  } else {
+    CPU_SET(cpu_or_all, &s);
+  }
+  pthread_setaffinity_np(th, sizeof s, &s);
+}
 
 }  // namespace tp_test
 

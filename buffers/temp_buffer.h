@@ -164,6 +164,10 @@ class TempBuffer {
   [[gnu::always_inline]] static void release(const StagedRecord& h) noexcept {
     if (h.flag_ != nullptr) h.flag_->store(0, std::memory_order_release);
   }
+  /// release() of a handle known to hold a slot (not empty).
+  [[gnu::always_inline]] static void release_claimed(const StagedRecord& h) noexcept {
+    h.flag_->store(0, std::memory_order_release);
+  }
 
   /// Largest record a slot holds: slot_size - 8.
   uint32_t capacity() const noexcept { return capacity_; }
@@ -232,9 +236,29 @@ class PerThreadTempBuffer {
     std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
     return StagedRecord(&t.busy, t.mem + detail::kTempHeader, len, 0);
   }
+  /// try_claim() for a caller that already knows len <= capacity() (the
+  /// fast path's staging, whose slots have a fixed size): no load of the
+  /// capacity on the way.
+  [[nodiscard, gnu::always_inline]] StagedRecord try_claim_fitting(uint32_t len) noexcept {
+    ThreadSlot& t = tls_;
+    if (t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      return claim_failed(len);
+    t.busy.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
+    return StagedRecord(&t.busy, t.mem + detail::kTempHeader, len, 0);
+  }
   [[gnu::always_inline]] static void release(const StagedRecord& h) noexcept {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     if (h.flag_ != nullptr) h.flag_->store(0, std::memory_order_relaxed);
+  }
+  /// release() of a handle that holds the calling thread's slot (claimed on
+  /// this thread, not yet released). The store's address is the thread's own
+  /// slot, known at once, not a pointer kept in the handle: the next claim's
+  /// load of the flag then never waits on (or is replayed after) a store
+  /// whose address came late (see WriterScope's destructor, core/grace_period.h).
+  [[gnu::always_inline]] static void release_claimed(const StagedRecord& /*h*/) noexcept {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    tls_.busy.store(0, std::memory_order_relaxed);
   }
   uint32_t capacity() const noexcept { return capacity_; }
   TempStats stats() const noexcept {

@@ -178,7 +178,7 @@ template <class Writer, class Hooks>
       hdr |= detail::nested_header_bits(depth);
   }
 
-  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) [[likely]] {
+  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) {
     // (R3) unfiltered: reserve, build in place, commit.
     const buffers::Reservation r = ring_reserve(cpu, size);
     if (!r) [[unlikely]] {
@@ -205,12 +205,14 @@ template <class Writer, class Hooks>
   // instance's direct emits are these plus nested, contended and too_big
   // (event_stats() derives adaptive_direct), one store less per emit.
   if (adaptive && score > adaptive_threshold_) stage = false;
-  if (stage) {
+  if (stage) [[likely]] {
     const Claim cl = stager_.try_claim(size);  // (R5) no clock read (F1)
     if (cl) [[likely]] {
       w(cl.payload(), hdr);
       hooks(EmitStep::built_staged);
-      const bool accept = !soft && (prog == nullptr || prog->match_lazy(cl.payload(), ectx));  // (R6)
+      bool accept = false;
+      if (!soft) [[likely]]
+        accept = prog == nullptr || prog->match_lazy(cl.payload(), ectx);  // (R6)
       EmitResult res;
       if (accept) {
         hooks(EmitStep::before_copy);

@@ -260,6 +260,25 @@ class PerThreadTempBuffer {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     tls_.busy.store(0, std::memory_order_relaxed);
   }
+  /// The calling thread's slot without a handle, for a caller that keeps
+  /// its own state (the fast path's per-thread staging): claim_own() is
+  /// try_claim() minus the size test and the counting (a caller whose claim
+  /// fails calls try_claim(), which fails the same way and counts why);
+  /// own_data() is the payload (kMaxSlotSize - 8 bytes); release_own() frees
+  /// the slot. Same thread, same contract as try_claim/release.
+  [[nodiscard, gnu::always_inline]] static bool claim_own() noexcept {
+    ThreadSlot& t = tls_;
+    if (t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      return false;
+    t.busy.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
+    return true;
+  }
+  [[gnu::always_inline]] static std::byte* own_data() noexcept { return tls_.mem + detail::kTempHeader; }
+  [[gnu::always_inline]] static void release_own() noexcept {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    tls_.busy.store(0, std::memory_order_relaxed);
+  }
   uint32_t capacity() const noexcept { return capacity_; }
   TempStats stats() const noexcept {
     return {busy_fallbacks_.load(std::memory_order_relaxed), too_big_fallbacks_.load(std::memory_order_relaxed)};

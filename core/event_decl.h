@@ -78,14 +78,6 @@
 #include "core/instance.h"
 #include "core/registry.h"
 
-// Marks a lambda's call operator always_inline, after its parameter list:
-// clang takes the attribute before noexcept, GCC after it.
-#if defined(__clang__)
-#define TP_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
-#else
-#define TP_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
-#endif
-
 namespace tracepipe {
 
 /// A string usable as a template argument: EventDecl<"sys", "name", ...>.

@@ -6,6 +6,14 @@
 
 #include "core/instance.h"
 
+// Marks a lambda's call operator always_inline, after its parameter list:
+// clang takes the attribute before noexcept, GCC after it.
+#if defined(__clang__)
+#define TP_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
+#else
+#define TP_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
+#endif
+
 namespace tracepipe {
 
 namespace detail {
@@ -192,12 +200,70 @@ template <class Writer, class Hooks>
   }
 
   const bool soft = (flags & EventState::kSoftDisabled) != 0;
-  const filters::Program* prog = st.program.load(std::memory_order_acquire);  // (R4) one load (F5)
-  // The filter's context (CPU, comm), built only if a predicate can read it:
-  // not for integer-compare programs (truth-table mode).
-  const detail::EvalContextMaker ectx{prog, ctx, cpu, cpu_local_ && !cpu_given};
+  // (R4) The program, loaded once by whichever path runs the filter (F5):
+  // on_staged after its claim, or the direct path. Its context (CPU, comm)
+  // is built only if a predicate can read it: not for integer-compare
+  // programs (truth-table mode).
+  const auto load_program = [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    return st.program.load(std::memory_order_acquire);
+  };
   const Staging staging = options_.staging;
   const bool adaptive = staging == Staging::adaptive;
+
+  // (R6..R8) on a claimed staging slot: build, filter, then copy into the
+  // ring and commit, or just release (nothing touched the ring). `release`
+  // frees the slot. Inlined twice below: for the per-thread slot, claimed
+  // and freed by its thread-local address with no handle to carry, and for
+  // the other policies.
+  const auto on_staged = [&](std::span<std::byte> rec, uint64_t score, auto release)
+                             TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
+    w(rec, hdr);
+    hooks(EmitStep::built_staged);
+    const filters::Program* prog = load_program();
+    bool accept = false;
+    if (!soft) [[likely]]
+      accept = prog == nullptr ||
+               prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given});  // (R6)
+    EmitResult res;
+    if (accept) {
+      hooks(EmitStep::before_copy);
+      // (R7) copy into the ring of the CPU we run on now; stamped here (F1, F3).
+      uint32_t wcpu = cpu;
+      if (!cpu_local_ && !cpu_given) {
+        wcpu = current_cpu();
+        if (wcpu >= ncpu_) [[unlikely]]
+          wcpu %= ncpu_;
+      }
+      const buffers::Reservation rr = ring_reserve(wcpu, size);
+      if (rr) [[likely]] {
+        detail::copy_record(rr.payload().data(), rec.data(), size);
+        ring_commit(rr);
+        counter_add(c[slot::kept_staged]);
+        res = EmitResult::kept;
+      } else {
+        counter_add(c[slot::lost_staged]);
+        res = EmitResult::lost;
+      }
+    } else {
+      counter_add(c[slot::rejected_staged]);  // (R8) cheap discard: nothing touched the ring
+      if (soft) counter_add(c[slot::soft]);
+      res = EmitResult::discarded;
+    }
+    release();
+    if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
+    return res;
+  };
+
+  // (R5) no clock read (F1). The default policy first, on its own: a loop
+  // of staged discards runs at the speed of its instruction count, and the
+  // per-thread slot needs no policy test, handle or capacity load. A failed
+  // claim (nested, too big) goes on below, where try_claim() fails the same
+  // way and counts why.
+  if (staging == Staging::per_thread && size <= kMaxStagedRecord) [[likely]] {
+    if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, 0,
+                       []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); });
+  }
 
   bool stage = staging != Staging::off;
   const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
@@ -205,43 +271,10 @@ template <class Writer, class Hooks>
   // instance's direct emits are these plus nested, contended and too_big
   // (event_stats() derives adaptive_direct), one store less per emit.
   if (adaptive && score > adaptive_threshold_) stage = false;
-  if (stage) [[likely]] {
-    const Claim cl = stager_.try_claim(size);  // (R5) no clock read (F1)
-    if (cl) [[likely]] {
-      w(cl.payload(), hdr);
-      hooks(EmitStep::built_staged);
-      bool accept = false;
-      if (!soft) [[likely]]
-        accept = prog == nullptr || prog->match_lazy(cl.payload(), ectx);  // (R6)
-      EmitResult res;
-      if (accept) {
-        hooks(EmitStep::before_copy);
-        // (R7) copy into the ring of the CPU we run on now; stamped here (F1, F3).
-        uint32_t wcpu = cpu;
-        if (!cpu_local_ && !cpu_given) {
-          wcpu = current_cpu();
-          if (wcpu >= ncpu_) [[unlikely]]
-            wcpu %= ncpu_;
-        }
-        const buffers::Reservation rr = ring_reserve(wcpu, size);
-        if (rr) [[likely]] {
-          detail::copy_record(rr.payload().data(), cl.payload().data(), size);
-          ring_commit(rr);
-          counter_add(c[slot::kept_staged]);
-          res = EmitResult::kept;
-        } else {
-          counter_add(c[slot::lost_staged]);
-          res = EmitResult::lost;
-        }
-      } else {
-        counter_add(c[slot::rejected_staged]);  // (R8) cheap discard: nothing touched the ring
-        if (soft) counter_add(c[slot::soft]);
-        res = EmitResult::discarded;
-      }
-      stager_.release(cl);
-      if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
-      return res;
-    }
+  if (stage) {
+    const Claim cl = stager_.try_claim(size);
+    if (cl) [[likely]]
+      return on_staged(cl.payload(), score, [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
     // Busy: this thread's own outer emit holds the slot (nested), or, with
     // per-CPU slots and no emit of ours in flight, another thread does: one
     // preempted on this CPU between its claim and release (contended).
@@ -258,7 +291,10 @@ template <class Writer, class Hooks>
   }
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
-  const bool accept = !soft && (prog == nullptr || prog->match_lazy(r.payload(), ectx));
+  const filters::Program* prog = load_program();
+  const bool accept =
+      !soft && (prog == nullptr ||
+                prog->match_lazy(r.payload(), detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given}));
   if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
   if (accept) {
     ring_commit(r);

@@ -75,7 +75,8 @@ class WriterScope {
     // that ran meanwhile restored it. Storing the constant 0, not the value
     // loaded on entry, keeps the next emit's load of this word off a chain
     // of store-to-load forwards through this one.
-    if (prev_epoch_ == 0) c.gp_epoch.store(0, std::memory_order_release);
+    if (prev_epoch_ == 0) [[likely]]
+      c.gp_epoch.store(0, std::memory_order_release);
   }
   WriterScope(const WriterScope&) = delete;
   WriterScope& operator=(const WriterScope&) = delete;

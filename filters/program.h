@@ -159,14 +159,17 @@ struct Lane {
 /// The lane's range test, before `invert` (compile() folds the inverts of a
 /// table-mode program into its truth table).
 /// Zero-extended load of a 1, 2, 4 or 8-byte field. Each call site sees one
-/// width per program, so the switch predicts perfectly.
+/// width per program, so the tests predict perfectly; their order is the
+/// layout: a 4-byte field (int, pid_t, the commonest in kernel events) falls
+/// straight through, an 8-byte one takes one branch, as a switch had laid
+/// out 8 straight and 4 behind two jumps (~0.7 ns per staged reject of a
+/// u32 field, the emit bench's u32 vs u64 cases).
 [[gnu::always_inline]] inline uint64_t load_width(const std::byte* p, uint32_t width) noexcept {
-  switch (width) {
-    case 1: return load<uint8_t>(p);
-    case 2: return load<uint16_t>(p);
-    case 4: return load<uint32_t>(p);
-    default: return load<uint64_t>(p);
-  }
+  if (width == 4) [[likely]]
+    return load<uint32_t>(p);
+  if (width == 8) return load<uint64_t>(p);
+  if (width == 2) return load<uint16_t>(p);
+  return load<uint8_t>(p);
 }
 
 [[gnu::always_inline]] inline bool eval_lane_raw(const Lane& l, const std::byte* rec) noexcept {

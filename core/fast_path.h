@@ -254,23 +254,24 @@ template <class Writer, class Hooks>
     return res;
   };
 
-  // (R5) no clock read (F1). The default policy first, on its own: a loop
-  // of staged discards runs at the speed of its instruction count, and the
-  // per-thread slot needs no policy test, handle or capacity load. A failed
-  // claim (nested, too big) goes on below, where try_claim() fails the same
-  // way and counts why.
-  if (staging == Staging::per_thread && size <= kMaxStagedRecord) [[likely]] {
+  // Adaptive: mostly accepted here, so skip the extra copy. Not counted
+  // here: an adaptive instance's direct emits are these plus nested,
+  // contended and too_big (event_stats() derives adaptive_direct), one store
+  // less per emit.
+  const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
+  const bool stage = staging != Staging::off && !(adaptive && score > adaptive_threshold_);
+
+  // (R5) no clock read (F1). The per-thread slot (per_thread, the default,
+  // and adaptive while it stages) on its own lane: a loop of staged discards
+  // runs at the speed of its instruction count, and this slot needs no
+  // handle or capacity load. A failed claim (nested, too big) goes on below,
+  // where try_claim() fails the same way and counts why.
+  if ((staging == Staging::per_thread || (adaptive && stage)) && size <= kMaxStagedRecord) [[likely]] {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, 0,
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, score,
                        []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); });
   }
 
-  bool stage = staging != Staging::off;
-  const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
-  // Mostly accepted here: skip the extra copy. Not counted here: an adaptive
-  // instance's direct emits are these plus nested, contended and too_big
-  // (event_stats() derives adaptive_direct), one store less per emit.
-  if (adaptive && score > adaptive_threshold_) stage = false;
   if (stage) {
     const Claim cl = stager_.try_claim(size);
     if (cl) [[likely]]

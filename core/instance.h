@@ -57,8 +57,10 @@
 //
 // ══ Staging policies (InstanceOptions::staging) ═══════════════════════════════
 //   off         always direct: the kernel before the temp buffer (for measuring)
-//   per_cpu     one slot per CPU, claimed with an atomic (the kernel's design)
+//   per_cpu     one slot per CPU (the kernel's design), claimed by a restartable
+//               sequence (a locked exchange when the process has no rseq)
 //   per_thread  one slot per thread, claimed with a plain thread-local store
+//               (the default; the emit's own lane, by the slot's address)
 //   adaptive    per_thread slots, but per (thread, event) an exponentially
 //               weighted acceptance rate (about the last 32 events) decides:
 //               above adaptive_threshold (default 0.9) the event reserves

@@ -46,37 +46,39 @@ extern constinit std::atomic<uint64_t> gp_global_epoch;
 /// RAII: one emit on the calling thread (or one tracepoint-style fan-out,
 /// whose emits into each instance run inside it). Opens a read-side section
 /// and counts nesting. Cost: two loads and two stores to thread-local memory on entry,
-/// two stores on exit; no atomic read-modify-write, no fence instruction.
-/// Async-signal-safe. Precondition: `c` is the calling thread's context
-/// (thread_context()), which stays so until the scope ends.
+/// one or two stores on exit; no atomic read-modify-write, no fence instruction.
+/// Async-signal-safe. Precondition: the calling thread is registered and
+/// `c` is its context (what thread_context() returned); the scope works on
+/// the calling thread's context whatever `c` is (checked by assert).
 class WriterScope {
  public:
-  [[gnu::always_inline]] explicit WriterScope(ThreadContext& c) noexcept : c_(c) {
-    prev_epoch_ = c.gp_epoch.load(std::memory_order_relaxed);
-    if (prev_epoch_ == 0) c.gp_epoch.store(detail::gp_global_epoch.load(std::memory_order_relaxed),
+  [[gnu::always_inline]] explicit WriterScope([[maybe_unused]] ThreadContext& c) noexcept {
+    ThreadContext& t = *detail::tl_context;
+    assert(&c == &t);
+    prev_epoch_ = t.gp_epoch.load(std::memory_order_relaxed);
+    if (prev_epoch_ == 0) t.gp_epoch.store(detail::gp_global_epoch.load(std::memory_order_relaxed),
                                            std::memory_order_relaxed);  // (A)
-    depth_ = c.nesting.load(std::memory_order_relaxed);
-    c.nesting.store(depth_ + 1, std::memory_order_relaxed);  // (B)
+    depth_ = t.nesting.load(std::memory_order_relaxed);
+    t.nesting.store(depth_ + 1, std::memory_order_relaxed);  // (B)
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   [[gnu::always_inline]] ~WriterScope() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    // c_ is this thread's context (the precondition), so it is re-read from
-    // thread-local storage rather than through c_: inside an inlined emit
-    // GCC spills c_ (or &c_.nesting) to the stack, and these two stores then
-    // get their address only after a reload, late. The next emit's loads of
-    // the same two words wait for that address; a %fs-relative address is
-    // ready at once (a loop of staged discards, A/B in one sitting: 6.5 -> 6.1 ns).
-    ThreadContext& c = *detail::tl_context;
-    assert(&c == &c_);
-    c.nesting.store(depth_, std::memory_order_relaxed);
+    // The context is re-read from thread-local storage rather than kept in
+    // the scope: inside an inlined emit GCC spills a kept pointer (or
+    // &nesting) to the stack, and these two stores then get their address
+    // only after a reload, late. The next emit's loads of the same two words
+    // wait for that address; a %fs-relative address is ready at once (a loop
+    // of staged discards, A/B in one sitting: 6.5 -> 6.1 ns).
+    ThreadContext& t = *detail::tl_context;
+    t.nesting.store(depth_, std::memory_order_relaxed);
     // (D) Only the scope that opened the section (it saw 0) closes it; an
     // inner one found the word as its opener left it, and every handler
     // that ran meanwhile restored it. Storing the constant 0, not the value
     // loaded on entry, keeps the next emit's load of this word off a chain
     // of store-to-load forwards through this one.
     if (prev_epoch_ == 0) [[likely]]
-      c.gp_epoch.store(0, std::memory_order_release);
+      t.gp_epoch.store(0, std::memory_order_release);
   }
   WriterScope(const WriterScope&) = delete;
   WriterScope& operator=(const WriterScope&) = delete;
@@ -86,7 +88,6 @@ class WriterScope {
   uint32_t depth() const noexcept { return depth_; }
 
  private:
-  ThreadContext& c_;
   uint64_t prev_epoch_;
   uint32_t depth_;
 };

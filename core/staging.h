@@ -38,6 +38,9 @@ namespace tracepipe {
 inline constexpr uint32_t kSlotSize = 4096;
 /// Largest record that is staged: the slot minus its header and length word.
 inline constexpr uint32_t kMaxStagedRecord = kSlotSize - 8;
+// The emit's per-thread lane claims the thread's slot without a capacity
+// test (PerThreadTempBuffer::claim_own): the slot must be this size.
+static_assert(kSlotSize == buffers::PerThreadTempBuffer::kMaxSlotSize);
 
 /// Why try_claim() returned nothing.
 enum class ClaimFailure : uint8_t { none, busy, too_big };

@@ -73,6 +73,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "core/event.h"
 #include "core/instance.h"
@@ -147,6 +148,29 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
   }
 }
 
+/// Zeroes N bytes (a compile-time size) with explicit 16/8/4/2/1-byte stores.
+/// Not memset: where GCC optimises a block for size (a path it guesses is
+/// rare, e.g. a soft-disabled event's staging) it expands a constant memset
+/// to `rep stos`, ~9 ns here against ~0.5 for the stores.
+template <size_t N>
+[[gnu::always_inline]] inline void zero_fixed(std::byte* p) noexcept {
+  struct Z16 {
+    uint64_t a, b;
+  };
+  constexpr Z16 z16{};
+  constexpr uint64_t z8 = 0;
+  constexpr uint32_t z4 = 0;
+  constexpr uint16_t z2 = 0;
+  [&]<size_t... I>(std::index_sequence<I...>) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    (std::memcpy(p + 16 * I, &z16, 16), ...);
+  }(std::make_index_sequence<N / 16>{});
+  constexpr size_t t = N / 16 * 16;
+  if constexpr ((N & 8) != 0) std::memcpy(p + t, &z8, 8);
+  if constexpr ((N & 4) != 0) std::memcpy(p + t + (N & 8), &z4, 4);
+  if constexpr ((N & 2) != 0) std::memcpy(p + t + (N & 12), &z2, 2);
+  if constexpr ((N & 1) != 0) p[N - 1] = std::byte{0};
+}
+
 /// Stands in EventDecl::listeners_ when the declaration's descriptor
 /// publishes into another word ((D2) in event_decl.h): non-null, never read.
 inline constexpr Subscribers kCheckDescriptorWord{};
@@ -189,7 +213,7 @@ struct Chars {
   static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
   [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
     const size_t n = std::min<size_t>(v.size(), N);
-    std::memset(rec + off, 0, N);  // constant size: a few vector stores
+    detail::zero_fixed<N>(rec + off);  // a few vector stores
     detail::copy_short(rec + off, v.data(), n);
   }
 };

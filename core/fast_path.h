@@ -186,20 +186,6 @@ template <class Writer, class Hooks>
       hdr |= detail::nested_header_bits(depth);
   }
 
-  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) {
-    // (R3) unfiltered: reserve, build in place, commit.
-    const buffers::Reservation r = ring_reserve(cpu, size);
-    if (!r) [[unlikely]] {
-      counter_add(c[slot::lost_unfiltered]);
-      return EmitResult::lost;
-    }
-    w(r.payload(), hdr);
-    ring_commit(r);
-    counter_add(c[slot::kept_unfiltered]);
-    return EmitResult::kept;
-  }
-
-  const bool soft = (flags & EventState::kSoftDisabled) != 0;
   // (R4) The program, loaded once by whichever path runs the filter (F5):
   // on_staged after its claim, or the direct path. Its context (CPU, comm)
   // is built only if a predicate can read it: not for integer-compare
@@ -207,15 +193,13 @@ template <class Writer, class Hooks>
   const auto load_program = [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) {
     return st.program.load(std::memory_order_acquire);
   };
-  const Staging staging = options_.staging;
-  const bool adaptive = staging == Staging::adaptive;
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the
   // ring and commit, or just release (nothing touched the ring). `release`
-  // frees the slot. Inlined twice below: for the per-thread slot, claimed
-  // and freed by its thread-local address with no handle to carry, and for
-  // the other policies.
-  const auto on_staged = [&](std::span<std::byte> rec, uint64_t score, auto release)
+  // frees the slot. Inlined three times below: the per-thread lane (soft and
+  // adaptive are constant false there and fold away), the per-thread slot of
+  // the other cases, and the per-CPU slot with its handle.
+  const auto on_staged = [&](std::span<std::byte> rec, bool soft, bool adaptive, uint64_t score, auto release)
                              TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     w(rec, hdr);
     hooks(EmitStep::built_staged);
@@ -253,7 +237,36 @@ template <class Writer, class Hooks>
     if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
     return res;
   };
+  const auto release_own = []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); };
 
+  // (R5) no clock read (F1). The lane: filtered, not soft-disabled, per-thread
+  // staging (kThreadStaging), decided by one test of the flags already
+  // loaded. A loop of staged discards runs at the speed of its instruction
+  // count, and this lane has no policy to test and no handle or capacity to
+  // load. A failed claim (nested, too big) goes on below, where try_claim()
+  // fails the same way and counts why.
+  constexpr uint32_t kLane = EventState::kFiltered | EventState::kThreadStaging;
+  if ((flags & (kLane | EventState::kSoftDisabled)) == kLane && size <= kMaxStagedRecord) {
+    if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, false, false, 0, release_own);
+  }
+
+  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) {
+    // (R3) unfiltered: reserve, build in place, commit.
+    const buffers::Reservation r = ring_reserve(cpu, size);
+    if (!r) [[unlikely]] {
+      counter_add(c[slot::lost_unfiltered]);
+      return EmitResult::lost;
+    }
+    w(r.payload(), hdr);
+    ring_commit(r);
+    counter_add(c[slot::kept_unfiltered]);
+    return EmitResult::kept;
+  }
+
+  const bool soft = (flags & EventState::kSoftDisabled) != 0;
+  const Staging staging = options_.staging;
+  const bool adaptive = staging == Staging::adaptive;
   // Adaptive: mostly accepted here, so skip the extra copy. Not counted
   // here: an adaptive instance's direct emits are these plus nested,
   // contended and too_big (event_stats() derives adaptive_direct), one store
@@ -261,21 +274,18 @@ template <class Writer, class Hooks>
   const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
   const bool stage = staging != Staging::off && !(adaptive && score > adaptive_threshold_);
 
-  // (R5) no clock read (F1). The per-thread slot (per_thread, the default,
-  // and adaptive while it stages) on its own lane: a loop of staged discards
-  // runs at the speed of its instruction count, and this slot needs no
-  // handle or capacity load. A failed claim (nested, too big) goes on below,
-  // where try_claim() fails the same way and counts why.
-  if ((staging == Staging::per_thread || (adaptive && stage)) && size <= kMaxStagedRecord) [[likely]] {
+  // The per-thread slot when the lane above did not try it: a soft-disabled
+  // event of a per-thread instance, and adaptive while it stages.
+  if (((staging == Staging::per_thread && soft) || (adaptive && stage)) && size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, score,
-                       []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); });
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, soft, adaptive, score, release_own);
   }
 
   if (stage) {
     const Claim cl = stager_.try_claim(size);
     if (cl) [[likely]]
-      return on_staged(cl.payload(), score, [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
+      return on_staged(cl.payload(), soft, adaptive, score,
+                       [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
     // Busy: this thread's own outer emit holds the slot (nested), or, with
     // per-CPU slots and no emit of ours in flight, another thread does: one
     // preempted on this CPU between its claim and release (contended).

@@ -155,6 +155,7 @@ EventState& Instance::state_locked(const EventDesc& event) {
   st->type = event.id();
   st->instance = this;
   st->counters = allocate_counter_group();
+  if (options_.staging == Staging::per_thread) st->flags.store(EventState::kThreadStaging, std::memory_order_relaxed);
   EventState* raw = st.get();
   owned_states_.push_back(std::move(st));
   states_[event.index()].store(raw, std::memory_order_release);

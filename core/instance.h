@@ -181,6 +181,11 @@ struct alignas(64) EventState {
   static constexpr uint32_t kEnabled = 1u << 0;
   static constexpr uint32_t kSoftDisabled = 1u << 1;
   static constexpr uint32_t kFiltered = 1u << 2;
+  /// The instance stages in the thread's slot (Staging::per_thread): set
+  /// once when the state is made, so that the emit picks its per-thread lane
+  /// with one test of this word (core/fast_path.h). Adaptive instances
+  /// stage through the general path (their score decides first).
+  static constexpr uint32_t kThreadStaging = 1u << 3;
 
   std::atomic<uint32_t> flags{0};
   uint32_t counters = 0;  ///< counter group (core/thread_context.h)

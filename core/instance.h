@@ -11,7 +11,8 @@
 //                   │
 //                   └─ filtered or soft-disabled:
 //                        staging on (and, if adaptive, this event is mostly rejected here)?
-//                          slot = stager.try_claim(cpu or thread, size)       (no clock read)
+//                          slot = stager.try_claim(cpu or thread, size)       (no clock read;
+//                                 per_thread: the thread's slot by address, picked by one flags test)
 //                          ├─ got it ─▶ build in slot ─▶ filter
 //                          │              ├─ reject ─▶ release slot                (cheap discard)
 //                          │              └─ accept ─▶ ring.reserve + copy + commit (stamped now)

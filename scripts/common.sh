@@ -10,10 +10,18 @@ tp_build() {
   local dir="$1"; shift
   cmake -S "$TP_ROOT" -B "$dir" -G Ninja "$@" >/dev/null
   echo "build: $dir (log: $dir/build.log)" >&2
-  if ! cmake --build "$dir" -j "$TP_JOBS" 2>&1 | tee "$dir/build.log" | awk '
-      /^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), a, "/"); p = int(100 * a[1] / a[2]);
-                               if (p >= last + 10) { last = p; printf "build: %d%%\n", p > "/dev/stderr" } }
-      /error:|warning:|FAILED:/ { print > "/dev/stderr" }'; then
+  # A bash loop, not awk: Debian's mawk reads a pipe in blocks, so its
+  # progress lines came in bursts at the end.
+  if ! cmake --build "$dir" -j "$TP_JOBS" 2>&1 | tee "$dir/build.log" | {
+      last=0
+      while IFS= read -r line; do
+        if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+          p=$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))
+          if ((p >= last + 10)); then last=$p; echo "build: $p%" >&2; fi
+        fi
+        if [[ $line == *error:* || $line == *warning:* || $line == *FAILED:* ]]; then echo "$line" >&2; fi
+      done
+    }; then
     tail -n 40 "$dir/build.log" >&2
     echo "build: FAILED in $dir" >&2
     return 1

@@ -31,14 +31,21 @@ void print_info(const TraceDatReader& r) {
   fmt::print("formats: {}\ncmdlines: {}\noptions:", r.formats().size(), r.cmdlines().size());
   for (const auto& o : r.options()) fmt::print(" {}", o.id);
   fmt::print("\ncpus: {}\n", r.cpu_count());
-  for (size_t i = 0; i < r.cpu_data().size(); ++i) {
-    auto c = r.cpu_records(i);
+  const auto cpu_line = [](const CpuDataInfo& d, CpuRecordCursor c) {
     while (c.next()) {
     }
     const auto s = c.stats();
-    fmt::print("  cpu {}: offset {} size {} pages {} records {} discarded {} lost-pages {} lost {}\n",
-               r.cpu_data()[i].cpu, r.cpu_data()[i].offset, r.cpu_data()[i].size, s.pages, s.records, s.discarded,
-               s.pages_with_loss, s.lost_events);
+    fmt::print("  cpu {}: offset {} size {} pages {} records {} discarded {} lost-pages {} lost {}\n", d.cpu,
+               d.offset, d.size, s.pages, s.records, s.discarded, s.pages_with_loss, s.lost_events);
+  };
+  for (size_t i = 0; i < r.cpu_data().size(); ++i) cpu_line(r.cpu_data()[i], r.cpu_records(i));
+  // Named instances (trace-cmd record/extract -B), in the file's order.
+  for (size_t b = 0; b < r.buffers().size(); ++b) {
+    const TraceDatBuffer& buf = r.buffers()[b];
+    if (buf.name.empty()) continue;  // the top instance: above
+    fmt::print("buffer '{}': clock {} cpus {}\n", buf.name, buf.clock.empty() ? "(not recorded)" : buf.clock,
+               buf.cpu_count);
+    for (size_t i = 0; i < buf.cpu_data.size(); ++i) cpu_line(buf.cpu_data[i], r.buffer_cpu_records(b, i));
   }
 }
 

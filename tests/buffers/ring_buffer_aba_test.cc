@@ -173,11 +173,16 @@ void run_progress() {
           else
             rb.commit(r);
         } else {
-          // Refused (drop-newest full, or busy): give the reader a turn, as a
-          // real writer that lost records would not spin on; without it a
-          // TSan build on 2 shared CPUs starved the reader (26 switches in
-          // 16000 attempts, 15917 lost as full) and the switch check failed.
-          std::this_thread::yield();
+          // Refused (drop-newest full, or busy): wait, boundedly, until the
+          // reader has taken a record, as a real writer that lost records
+          // would not spin on. One yield was not enough: a TSan build on 2
+          // shared CPUs starved the reader (26, then 50 switches in 16000
+          // attempts, ~15900 lost as full) and the switch check failed.
+          const uint64_t seen = reader_got.load(std::memory_order_relaxed);
+          for (int k = 0; k < 200 && reader_got.load(std::memory_order_relaxed) == seen &&
+                          !stalled.load(std::memory_order_relaxed);
+               ++k)
+            std::this_thread::yield();
         }
         done_iters[t].store(i + 1, std::memory_order_relaxed);
       }

@@ -229,43 +229,24 @@ class PerThreadTempBuffer {
   explicit PerThreadTempBuffer(size_t slot_size = kMaxSlotSize);  // throws ConfigError
 
   [[nodiscard, gnu::always_inline]] StagedRecord try_claim(uint32_t /*cpu*/, uint32_t len) noexcept {
-    ThreadSlot& t = tls_;
-    if (len > capacity_ || t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if (len > capacity_ || !claim_own()) [[unlikely]]
       return claim_failed(len);
-    t.busy.store(1, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
-    return StagedRecord(&t.busy, t.mem + detail::kTempHeader, len, 0);
-  }
-  /// try_claim() for a caller that already knows len <= capacity() (the
-  /// fast path's staging, whose slots have a fixed size): no load of the
-  /// capacity on the way.
-  [[nodiscard, gnu::always_inline]] StagedRecord try_claim_fitting(uint32_t len) noexcept {
-    ThreadSlot& t = tls_;
-    if (t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]
-      return claim_failed(len);
-    t.busy.store(1, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
-    return StagedRecord(&t.busy, t.mem + detail::kTempHeader, len, 0);
+    return StagedRecord(&tls_.busy, own_data(), len, 0);
   }
   [[gnu::always_inline]] static void release(const StagedRecord& h) noexcept {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     if (h.flag_ != nullptr) h.flag_->store(0, std::memory_order_relaxed);
-  }
-  /// release() of a handle that holds the calling thread's slot (claimed on
-  /// this thread, not yet released). The store's address is the thread's own
-  /// slot, known at once, not a pointer kept in the handle: the next claim's
-  /// load of the flag then never waits on (or is replayed after) a store
-  /// whose address came late (see WriterScope's destructor, core/grace_period.h).
-  [[gnu::always_inline]] static void release_claimed(const StagedRecord& /*h*/) noexcept {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    tls_.busy.store(0, std::memory_order_relaxed);
   }
   /// The calling thread's slot without a handle, for a caller that keeps
   /// its own state (the fast path's per-thread staging): claim_own() is
   /// try_claim() minus the size test and the counting (a caller whose claim
   /// fails calls try_claim(), which fails the same way and counts why);
   /// own_data() is the payload (kMaxSlotSize - 8 bytes); release_own() frees
-  /// the slot. Same thread, same contract as try_claim/release.
+  /// the slot. Same thread, same contract as try_claim/release. release_own()
+  /// stores to the thread's own slot, an address known at once, not through a
+  /// pointer kept in a handle: the next claim's load of the flag then never
+  /// waits on a store whose address came late (see WriterScope's destructor,
+  /// core/grace_period.h).
   [[nodiscard, gnu::always_inline]] static bool claim_own() noexcept {
     ThreadSlot& t = tls_;
     if (t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]

@@ -186,12 +186,15 @@ template <class Writer, class Hooks>
       hdr |= detail::nested_header_bits(depth);
   }
 
-  // (R4) The program, loaded once by whichever path runs the filter (F5):
-  // on_staged after its claim, or the direct path. Its context (CPU, comm)
-  // is built only if a predicate can read it: not for integer-compare
-  // programs (truth-table mode).
-  const auto load_program = [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) {
-    return st.program.load(std::memory_order_acquire);
+  // (R4, R6) The filter, run by whichever path built the record (on_staged
+  // after its claim, or the direct path): the program pointer is loaded
+  // once per emit (F5); its context (CPU, comm) is built only if a
+  // predicate can read it, not for integer-compare programs (truth-table
+  // mode).
+  const auto passes_filter = [&](std::span<const std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    const filters::Program* prog = st.program.load(std::memory_order_acquire);
+    return prog == nullptr ||
+           prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given});
   };
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the
@@ -203,11 +206,9 @@ template <class Writer, class Hooks>
                              TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     w(rec, hdr);
     hooks(EmitStep::built_staged);
-    const filters::Program* prog = load_program();
     bool accept = false;
     if (!soft) [[likely]]
-      accept = prog == nullptr ||
-               prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given});  // (R6)
+      accept = passes_filter(rec);  // (R6)
     EmitResult res;
     if (accept) {
       hooks(EmitStep::before_copy);
@@ -302,10 +303,7 @@ template <class Writer, class Hooks>
   }
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
-  const filters::Program* prog = load_program();
-  const bool accept =
-      !soft && (prog == nullptr ||
-                prog->match_lazy(r.payload(), detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given}));
+  const bool accept = !soft && passes_filter(r.payload());
   if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
   if (accept) {
     ring_commit(r);

@@ -82,19 +82,14 @@ class Stager {
   /// calling thread. Fails with too_big when size > kMaxStagedRecord, busy
   /// when the slot is in use (S1).
   [[gnu::always_inline]] Claim try_claim(uint32_t size) noexcept {
-    if (!per_cpu_) {
-      // Every slot is kSlotSize: the size test needs no load of the capacity.
-      if (size > kMaxStagedRecord) [[unlikely]]
-        return Claim(thread_->try_claim(0, size));  // refused and counted as too_big
-      return Claim(thread_->try_claim_fitting(size));
-    }
+    if (!per_cpu_) return Claim(thread_->try_claim(0, size));
     return Claim(cpu_->try_claim_local(size));
   }
 
   /// Frees a slot that try_claim() claimed (c is true) (S2).
   [[gnu::always_inline]] void release(const Claim& c) noexcept {
     if (!per_cpu_)
-      buffers::PerThreadTempBuffer::release_claimed(c.rec_);
+      buffers::PerThreadTempBuffer::release_own();  // c holds this thread's slot
     else
       buffers::TempBuffer::release_claimed(c.rec_);
   }

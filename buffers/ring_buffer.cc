@@ -222,7 +222,7 @@ uint64_t used_bytes(const WalkResult& r) noexcept { return r.stop == Stop::end ?
 
 }  // namespace
 
-Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcept {
+Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_t stride) noexcept {
   const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
   if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::stale;
   if (pw_pins(w) != 0) return Recycle::pinned;  // a reader is copying: do not even try
@@ -242,14 +242,28 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap) noexcep
   // zeroing after it touches every line anyway, so fetch the lines first, in
   // parallel, with write intent.
   const std::byte* page = cb.page(idx);
-  const uint64_t ahead = cb.subbuf_size < 8192 ? cb.subbuf_size : 8192;
-  for (uint64_t o = pw_read_off(p) & ~uint64_t{63}; o < ahead; o += 64) __builtin_prefetch(page + o, 1, 3);
-  // Every record must be committed (I3); count those after read_off.
-  uint64_t unread = 0;
-  const WalkResult r = walk_subbuf(cb, idx, pw_read_off(p), [&](uint64_t off, uint32_t word, const RecordHeader*) {
-    if (off + 8192 < cb.subbuf_size) __builtin_prefetch(page + off + 8192, 1, 3);  // large sub-buffers
-    unread += word_kind(word) == kKindData;
-  });
+  const uint64_t first = pw_read_off(p) & ~uint64_t{63};
+  const uint64_t ahead = cb.subbuf_size - first < 8192 ? cb.subbuf_size : first + 8192;
+  for (uint64_t o = first; o < ahead; o += 64) __builtin_prefetch(page + o, 1, 3);
+  // Every record must be committed (I3); count those after read_off. The
+  // walk costs a few instructions per record at every switch: padding is
+  // rare, so it is the case counted by a branch.
+  uint64_t walked = 0, padding = 0;
+  uint64_t fetch_at = ahead < cb.subbuf_size ? first & ~uint64_t{4095} : cb.subbuf_size;  // large sub-buffers only
+  const WalkResult r = walk_subbuf(
+      cb, idx, pw_read_off(p),
+      [&](uint64_t off, uint32_t word, const RecordHeader*) {
+        ++walked;
+        if (word_kind(word) != kKindData) [[unlikely]]
+          ++padding;
+        if (off >= fetch_at) [[unlikely]] {  // keep the lines 4..8 KiB ahead of the walk in flight
+          const uint64_t end = fetch_at + 8192 + 4096 < cb.subbuf_size ? fetch_at + 8192 + 4096 : cb.subbuf_size;
+          for (uint64_t o = fetch_at + 8192; o < end; o += 64) __builtin_prefetch(page + o, 1, 3);
+          fetch_at += 4096;
+        }
+      },
+      stride);
+  const uint64_t unread = walked - padding;
   if (r.stop == Stop::uncommitted) {
     unpin(cb, idx);
     return Recycle::pending;

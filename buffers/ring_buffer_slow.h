@@ -19,7 +19,7 @@ enum class Claim : uint8_t { live, retry, full, busy, commit_overrun };
 /// Mirrors kernel/trace/ring_buffer.c: rb_move_tail (the part that decides
 /// between pushing the head and dropping).
 template <OverflowMode M>
-[[gnu::always_inline]] inline Claim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap) noexcept {
+[[gnu::always_inline]] inline Claim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap, uint64_t stride) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[nidx];
   const uint64_t old_lap = (nlap - 1) & kLapMask;
   for (;;) {
@@ -44,7 +44,7 @@ template <OverflowMode M>
     if (pw_lap(w) != old_lap) return Claim::retry;  // our view of the tail is stale
     Recycle r;
     if constexpr (M == OverflowMode::overwrite) {
-      r = recycle_overwrite(cb, nidx, old_lap);
+      r = recycle_overwrite(cb, nidx, old_lap, stride);
     } else {
       r = free_consumed(cb, nidx, old_lap);
     }
@@ -117,7 +117,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     const uint64_t nidx = idx + 1 == cb.nr_pos ? 0 : idx + 1;
     const uint64_t nlap = nidx == 0 ? (lap + 1) & kLapMask : lap;
     hooks_(Step::switching, cb.cpu);
-    switch (claim_next<M>(cb, nidx, nlap)) {
+    switch (claim_next<M>(cb, nidx, nlap, stride)) {
       case Claim::live:
         break;
       case Claim::retry:
@@ -151,7 +151,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       const uint64_t alap = aidx == 0 ? (nlap + 1) & kLapMask : nlap;
       const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
       const uint64_t aold = (alap - 1) & kLapMask;
-      if (pw_phase(w) == Phase::live && pw_lap(w) == aold) (void)recycle_overwrite(cb, aidx, aold);
+      if (pw_phase(w) == Phase::live && pw_lap(w) == aold) (void)recycle_overwrite(cb, aidx, aold, stride);
       // And start fetching the one the next switch will recycle: it is cold
       // (written a lap ago) and its walk is a chain of dependent loads.
       const uint64_t bidx = aidx + 1 == cb.nr_pos ? 0 : aidx + 1;

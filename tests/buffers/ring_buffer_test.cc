@@ -134,6 +134,51 @@ TEST_CASE("ring buffer: overwrite keeps the newest sub-buffers and counts overru
   CHECK(rb.stats(0).conserved(100));
 }
 
+// The recycle walk steps by the previous record's stride and checks it
+// (walk_subbuf): a mix of lengths, zero-length records and padding must
+// still be walked record by record, every unread data record counted as
+// overrun once and no padding counted.
+TEST_CASE("ring buffer: overwrite with mixed lengths and padding counts overrun exactly", "[buffers][overwrite]") {
+  OverwriteRingBuffer rb(kSmall);
+  constexpr size_t kLens[] = {8, 8, 8, 40, 8, 0, 100, 8, 24, 24, 24, 56};
+  std::vector<Got> committed;  // what the writer committed, in order
+  uint64_t attempts = 0;
+  for (int i = 0; i < 400; ++i) {
+    const size_t len = kLens[i % std::size(kLens)];
+    const auto tag = static_cast<uint8_t>(i % 251);
+    if (i % 7 == 3) {  // a discard that is not the last record: padding
+      Reservation a = rb.reserve(0, 16);
+      Reservation b = rb.reserve(0, static_cast<uint32_t>(len));
+      attempts += 2;
+      REQUIRE(a);
+      REQUIRE(b);
+      std::memset(b.payload().data(), tag, len);
+      rb.commit(b);
+      rb.discard(a);
+    } else {
+      ++attempts;
+      REQUIRE(put(rb, 0, len, tag));
+    }
+    committed.push_back(Got{0, 0, tag, len, true});
+  }
+  const CpuStats s = rb.stats(0);
+  CHECK(s.discarded == 400 / 7 + (400 % 7 > 3 ? 1 : 0));
+  CHECK(s.reclaimed == 0);  // never the last record: all left as padding
+  ConsumingReader reader(rb, 0);
+  const std::vector<Got> got = drain(reader);
+  REQUIRE(!got.empty());
+  REQUIRE(got.size() < committed.size());
+  CHECK(s.entries == got.size());
+  CHECK(s.overrun == committed.size() - got.size());  // every record not read was overwritten, and only those
+  for (size_t k = 0; k < got.size(); ++k) {  // what is left is the newest records, whole
+    const Got& want = committed[committed.size() - got.size() + k];
+    if (want.len != 0) CHECK(got[k].tag == want.tag);  // a zero-length record has no tag byte
+    CHECK(got[k].len == want.len);
+    CHECK(got[k].uniform);
+  }
+  CHECK(rb.stats(0).conserved(attempts));
+}
+
 TEST_CASE("ring buffer: drop-newest refuses when full, and accepts again once read", "[buffers][drop]") {
   DropNewestRingBuffer rb(kSmall);
   int ok = 0, attempts = 0;

@@ -75,16 +75,23 @@ struct RawWriter {
 }
 static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader, common_preempt_count) == 3);
 
-/// One step of the per-(thread, event) acceptance average used by adaptive
-/// staging: s += (target - s) / 32 (rounded down), s in [0, 65536] (about
-/// the last 32 events weigh in). `s` is the value the emit loaded for its
-/// decision (only this thread writes the score). At a steady 0% or 100% the
-/// step is 0 and nothing is stored: those are the rates where adaptive must
-/// cost no more than the policy it picks.
-[[gnu::always_inline]] inline void adaptive_update(std::atomic<uint64_t>& score, uint64_t s, bool accepted) noexcept {
-  const int64_t target = accepted ? 65536 : 0;
-  const int64_t step = (target - static_cast<int64_t>(s)) >> 5;
-  if (step != 0) score.store(static_cast<uint64_t>(static_cast<int64_t>(s) + step), std::memory_order_relaxed);
+/// One step of this thread's acceptance average for an adaptive event that
+/// goes direct: s += (target - s) / 32 (rounded down), s in [0, 65536]
+/// (about the last 32 events weigh in), kept with the direct period `gen` it
+/// belongs to (EventState::kGenShift); a score from an earlier period starts
+/// again at 65536 (the period began because events were accepted). Only this
+/// thread writes the slot. At a steady 100% the step is 0 and nothing is
+/// stored. True when the average fell to `threshold` or below: time to stage.
+[[gnu::always_inline]] inline bool adaptive_direct_step(std::atomic<uint64_t>& score, uint32_t gen, bool accepted,
+                                                        uint64_t threshold) noexcept {
+  const uint64_t v = score.load(std::memory_order_relaxed);
+  const int64_t s = (v >> 32) == gen ? static_cast<int64_t>(v & 0x1ffff) : 65536;
+  const int64_t step = ((accepted ? 65536 : 0) - s) >> 5;
+  if (step == 0 && (v >> 32) == gen) [[likely]]
+    return false;
+  const uint64_t ns = static_cast<uint64_t>(s + step);
+  score.store((uint64_t{gen} << 32) | ns, std::memory_order_relaxed);
+  return ns <= threshold;
 }
 
 /// Makes the filters::EvalContext of one emit when the program asks for it
@@ -199,10 +206,12 @@ template <class Writer, class Hooks>
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the
   // ring and commit, or just release (nothing touched the ring). `release`
-  // frees the slot. Inlined three times below: the per-thread lane (soft and
-  // adaptive are constant false there and fold away), the per-thread slot of
-  // the other cases, and the per-CPU slot with its handle.
-  const auto on_staged = [&](std::span<std::byte> rec, bool soft, bool adaptive, uint64_t score, auto release)
+  // frees the slot. Inlined three times below: the thread-slot lane (soft is
+  // constant false there and folds away), the thread's slot for a
+  // soft-disabled event, and the per-CPU slot with its handle. `adaptive`
+  // (the lane): every 32nd accept asks, out of line, whether the event is
+  // adaptive and accepted often enough to go direct; a reject pays nothing.
+  const auto on_staged = [&](std::span<std::byte> rec, bool soft, bool adaptive, auto release)
                              TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     w(rec, hdr);
     hooks(EmitStep::built_staged);
@@ -224,6 +233,8 @@ template <class Writer, class Hooks>
         detail::copy_record(rr.payload().data(), rec.data(), size);
         ring_commit(rr);
         counter_add(c[slot::kept_staged]);
+        if (adaptive && (c[slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
+          adaptive_check_staged(st, c);
         res = EmitResult::kept;
       } else {
         counter_add(c[slot::lost_staged]);
@@ -235,21 +246,20 @@ template <class Writer, class Hooks>
       res = EmitResult::discarded;
     }
     release();
-    if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
     return res;
   };
   const auto release_own = []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); };
 
-  // (R5) no clock read (F1). The lane: filtered, not soft-disabled, per-thread
-  // staging (kThreadStaging), decided by one test of the flags already
-  // loaded. A loop of staged discards runs at the speed of its instruction
-  // count, and this lane has no policy to test and no handle or capacity to
-  // load. A failed claim (nested, too big) goes on below, where try_claim()
+  // (R5) no clock read (F1). The lane: filtered, not soft-disabled, staging
+  // in the thread's slot (kThreadStaging: per_thread, or adaptive while it
+  // stages), decided by one test of the flags already loaded. A loop of
+  // staged discards runs at the speed of its instruction count, and this
+  // lane has no policy to test and no handle or capacity to load. A failed claim (nested, too big) goes on below, where try_claim()
   // fails the same way and counts why.
   constexpr uint32_t kLane = EventState::kFiltered | EventState::kThreadStaging;
   if ((flags & (kLane | EventState::kSoftDisabled)) == kLane && size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, false, false, 0, release_own);
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, false, true, release_own);
   }
 
   if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) {
@@ -267,25 +277,27 @@ template <class Writer, class Hooks>
 
   const bool soft = (flags & EventState::kSoftDisabled) != 0;
   const Staging staging = options_.staging;
-  const bool adaptive = staging == Staging::adaptive;
-  // Adaptive: mostly accepted here, so skip the extra copy. Not counted
-  // here: an adaptive instance's direct emits are these plus nested,
+  // Adaptive and direct now (mostly accepted: skip the extra copy). Not
+  // counted here: an adaptive instance's direct emits are these plus nested,
   // contended and too_big (event_stats() derives adaptive_direct), one store
   // less per emit.
-  const uint64_t score = adaptive ? c[slot::adaptive_score].load(std::memory_order_relaxed) : 0;
-  const bool stage = staging != Staging::off && !(adaptive && score > adaptive_threshold_);
+  const bool adaptive_direct = (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
+  const bool stage = staging != Staging::off && !adaptive_direct;
 
-  // The per-thread slot when the lane above did not try it: a soft-disabled
-  // event of a per-thread instance, and adaptive while it stages.
-  if (((staging == Staging::per_thread && soft) || (adaptive && stage)) && size <= kMaxStagedRecord) {
+  // The thread's slot when the lane above did not try it: a soft-disabled
+  // event that stages in it (soft events never accept: nothing to check).
+  // Nested and too-big emits failed the lane's claim and fail try_claim too.
+  if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
+          (EventState::kThreadStaging | EventState::kSoftDisabled) &&
+      size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, soft, adaptive, score, release_own);
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
   }
 
   if (stage) {
     const Claim cl = stager_.try_claim(size);
     if (cl) [[likely]]
-      return on_staged(cl.payload(), soft, adaptive, score,
+      return on_staged(cl.payload(), soft, false,
                        [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
     // Busy: this thread's own outer emit holds the slot (nested), or, with
     // per-CPU slots and no emit of ours in flight, another thread does: one
@@ -304,7 +316,11 @@ template <class Writer, class Hooks>
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
   const bool accept = !soft && passes_filter(r.payload());
-  if (adaptive) detail::adaptive_update(c[slot::adaptive_score], score, accept);
+  if (adaptive_direct &&
+      detail::adaptive_direct_step(c[slot::adaptive_score],
+                                   st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift, accept,
+                                   adaptive_threshold_)) [[unlikely]]
+    adaptive_back_to_staging(st, c);
   if (accept) {
     ring_commit(r);
     counter_add(c[slot::kept_direct]);

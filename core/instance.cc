@@ -156,6 +156,8 @@ EventState& Instance::state_locked(const EventDesc& event) {
   st->instance = this;
   st->counters = allocate_counter_group();
   if (options_.staging == Staging::per_thread) st->flags.store(EventState::kThreadStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::adaptive)  // starts staging: the rate is unknown
+    st->flags.store(EventState::kThreadStaging | EventState::kAdaptive, std::memory_order_relaxed);
   EventState* raw = st.get();
   owned_states_.push_back(std::move(st));
   states_[event.index()].store(raw, std::memory_order_release);
@@ -172,6 +174,42 @@ void Instance::set_flag_locked(EventState& st, uint32_t flag, bool on) {
     st.flags.fetch_or(flag, std::memory_order_release);
   else
     st.flags.fetch_and(~flag, std::memory_order_release);
+}
+
+// Adaptive staging, the two flips (fast_path.h calls them; the writer's own
+// counter group holds its evidence, so no lock and no shared store but the
+// flip itself). A flip is an atomic RMW of the flags word, so it never undoes
+// a control change made meanwhile, and it keeps the release sequence that
+// publishes a program with kFiltered.
+void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept {
+  if ((st.flags.load(std::memory_order_relaxed) & EventState::kAdaptive) == 0) return;  // per_thread: every 32nd accept
+  const uint64_t kept = c[slot::kept_staged].load(std::memory_order_relaxed);
+  const uint64_t rejected = c[slot::rejected_staged].load(std::memory_order_relaxed);
+  const uint64_t dk = kept - c[slot::adaptive_kept_mark].load(std::memory_order_relaxed);
+  const uint64_t dr = rejected - c[slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
+  c[slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
+  c[slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
+  if (dk == 0) return;
+  const uint64_t rate = (dk << 16) / (dk + dr);  // in 1/65536
+  if (rate <= adaptive_threshold_) return;
+  // Mostly accepted: go direct, a new period; this thread's moving average
+  // starts from its window, other threads' from "all accepted".
+  uint32_t f = st.flags.load(std::memory_order_relaxed);
+  uint32_t nf;
+  do {
+    if ((f & EventState::kThreadStaging) == 0) return;  // another thread flipped it
+    nf = (f & ~EventState::kThreadStaging) + (1u << EventState::kGenShift);
+  } while (!st.flags.compare_exchange_weak(f, nf, std::memory_order_relaxed));
+  c[slot::adaptive_score].store((uint64_t{nf >> EventState::kGenShift} << 32) | rate, std::memory_order_relaxed);
+}
+
+void Instance::adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept {
+  // A fresh window for this thread's next check.
+  c[slot::adaptive_kept_mark].store(c[slot::kept_staged].load(std::memory_order_relaxed),
+                                      std::memory_order_relaxed);
+  c[slot::adaptive_rejected_mark].store(c[slot::rejected_staged].load(std::memory_order_relaxed),
+                                          std::memory_order_relaxed);
+  st.flags.fetch_or(EventState::kThreadStaging, std::memory_order_relaxed);
 }
 
 void Instance::subscribe_locked(EventState& st, bool on, Retired& retired) {

@@ -10,7 +10,7 @@
 //                   ├─ no filter, not soft-disabled ─▶ ring.reserve(cpu) ─▶ build ─▶ commit
 //                   │
 //                   └─ filtered or soft-disabled:
-//                        staging on (and, if adaptive, this event is mostly rejected here)?
+//                        staging on (and, if adaptive, the event's current choice is to stage)?
 //                          slot = stager.try_claim(cpu or thread, size)       (no clock read;
 //                                 per_thread: the thread's slot by address, picked by one flags test)
 //                          ├─ got it ─▶ build in slot ─▶ filter
@@ -62,10 +62,15 @@
 //               sequence (a locked exchange when the process has no rseq)
 //   per_thread  one slot per thread, claimed with a plain thread-local store
 //               (the default; the emit's own lane, by the slot's address)
-//   adaptive    per_thread slots, but per (thread, event) an exponentially
-//               weighted acceptance rate (about the last 32 events) decides:
-//               above adaptive_threshold (default 0.9) the event reserves
-//               directly (no extra copy), below it stages.
+//   adaptive    per_thread slots, and per event a choice, flipped by the
+//               writers' own evidence: while staging, every 32nd accepted
+//               event of a thread checks that thread's acceptance rate since
+//               its last check, and above adaptive_threshold (default 0.9)
+//               the event goes direct (reserve, no extra copy); while direct,
+//               each thread keeps a moving average (about the last 32
+//               events) and the first to see it fall below the threshold
+//               turns staging back on. The staged lane pays nothing for it
+//               on a reject and one test on an accept.
 //
 // ══ Thread-safety ════════════════════════════════════════════════════════════
 //  emit*: any thread and signal handler, concurrently, lock-free.
@@ -182,11 +187,18 @@ struct alignas(64) EventState {
   static constexpr uint32_t kEnabled = 1u << 0;
   static constexpr uint32_t kSoftDisabled = 1u << 1;
   static constexpr uint32_t kFiltered = 1u << 2;
-  /// The instance stages in the thread's slot (Staging::per_thread): set
-  /// once when the state is made, so that the emit picks its per-thread lane
-  /// with one test of this word (core/fast_path.h). Adaptive instances
-  /// stage through the general path (their score decides first).
+  /// The event stages in the thread's slot now, so that the emit picks its
+  /// per-thread lane with one test of this word (core/fast_path.h). Set
+  /// once when the state is made for Staging::per_thread; for adaptive it is
+  /// the event's current choice, which writers flip (adaptive_* below).
   static constexpr uint32_t kThreadStaging = 1u << 3;
+  /// Staging::adaptive (set once): the lane checks the acceptance rate of
+  /// its accepted events, and the direct path keeps a moving average.
+  static constexpr uint32_t kAdaptive = 1u << 4;
+  /// Adaptive: bits 8..31 count the flips to direct, so that a thread can
+  /// tell its moving average (slot::adaptive_score) is from an earlier
+  /// direct period and start again.
+  static constexpr uint32_t kGenShift = 8;
 
   std::atomic<uint32_t> flags{0};
   uint32_t counters = 0;  ///< counter group (core/thread_context.h)
@@ -210,8 +222,11 @@ struct alignas(64) EventState {
 namespace slot {
 inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged = 2, kept_direct = 3,
                           rejected_direct = 4, soft = 5, nested = 6,
-                          adaptive_score = 7,  ///< per thread, not a count
-    lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12;
+                          adaptive_score = 7,  ///< per thread, not a count: while direct, the acceptance
+                                               ///< average (bits 0..16, 1/65536) and the period (32..55)
+    lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
+                          adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
+                          adaptive_rejected_mark = 14;  ///< rejected_staged then
 }
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and
@@ -387,6 +402,8 @@ class Instance {
   EventState& state_locked(const EventDesc& event);
   const EventState* state_of(const EventDesc& event) const noexcept;
   void set_flag_locked(EventState& st, uint32_t flag, bool on);
+  [[gnu::cold, gnu::noinline]] void adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept;
+  [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept;
   void enable_locked(const EventDesc& event, bool on, Retired& retired);
   void subscribe_locked(EventState& st, bool on, Retired& retired);
   void unsubscribe_locked(EventState& st, Retired& retired);

@@ -187,9 +187,12 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
   const uint64_t rejected = c[slot::rejected_staged].load(std::memory_order_relaxed);
   const uint64_t dk = kept - c[slot::adaptive_kept_mark].load(std::memory_order_relaxed);
   const uint64_t dr = rejected - c[slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
+  // The call comes at every 32nd accept of the thread's lifetime, but the
+  // window restarts when staging comes back: judge no fewer than 32 accepts
+  // (else one accept after a flip back could send the event direct again).
+  if (dk < 32) return;
   c[slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
   c[slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
-  if (dk == 0) return;
   const uint64_t rate = (dk << 16) / (dk + dr);  // in 1/65536
   if (rate <= adaptive_threshold_) return;
   // Mostly accepted: go direct, a new period; this thread's moving average

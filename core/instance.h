@@ -62,15 +62,16 @@
 //               sequence (a locked exchange when the process has no rseq)
 //   per_thread  one slot per thread, claimed with a plain thread-local store
 //               (the default; the emit's own lane, by the slot's address)
-//   adaptive    per_thread slots, and per event a choice, flipped by the
-//               writers' own evidence: while staging, every 32nd accepted
-//               event of a thread checks that thread's acceptance rate since
-//               its last check, and above adaptive_threshold (default 0.9)
-//               the event goes direct (reserve, no extra copy); while direct,
-//               each thread keeps a moving average (about the last 32
-//               events) and the first to see it fall below the threshold
-//               turns staging back on. The staged lane pays nothing for it
-//               on a reject and one test on an accept.
+//   adaptive    per_thread slots, and per (instance, event) a choice,
+//               flipped by the writers' own evidence: while staging, at every
+//               32nd accepted staged event of a thread, that thread's rate
+//               over at least its last 32 accepts (since its last verdict)
+//               above adaptive_threshold (default 0.9) sends the event direct
+//               (reserve, no extra copy); while direct, each thread keeps a
+//               moving average (about the last 32 events) and the first to
+//               see it fall to the threshold or below turns staging back on.
+//               The staged lane pays nothing for it on a reject and one test
+//               on an accept.
 //
 // ══ Thread-safety ════════════════════════════════════════════════════════════
 //  emit*: any thread and signal handler, concurrently, lock-free.

@@ -300,6 +300,7 @@ struct Model {
   uint64_t staged = 0, direct = 0, chosen = 0, too_big = 0, kept = 0, discarded = 0, flips = 0;
   void check() {
     const uint64_t dk = kept_staged - kept_mark, dr = rejected_staged - rejected_mark;
+    if (dk < 32) return;  // a window restarted by a flip back: wait for 32 accepts
     kept_mark = kept_staged;
     rejected_mark = rejected_staged;
     const uint64_t rate = (dk << 16) / (dk + dr);

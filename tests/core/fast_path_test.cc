@@ -311,6 +311,57 @@ TEST_CASE("fast path: adaptive threads that disagree flip the event's choice, co
   CHECK(total_accounted(inst) == inst.ring_attempts());
 }
 
+// The rate check comes at every 32nd accept of a thread's lifetime, but the
+// window it judges restarts when staging comes back: it must hold at least
+// 32 accepts, or one accept right after a flip back would send the event
+// direct again (a fresh user's reproduction: thread B at ~23% kept).
+TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes back", "[core][fastpath][adaptive]") {
+  Instance inst(small_options(Staging::adaptive));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
+  auto on_thread = [&](auto&& f) {
+    std::thread t([&] {
+      prepare_thread();
+      f();
+    });
+    t.join();
+  };
+  std::atomic<bool> b_go{false}, b_next{false}, b_done{false};
+  std::atomic<int> b_phase{0};
+  // Thread B keeps its context across phases: it waits between them.
+  std::thread b([&] {
+    prepare_thread();
+    for (uint32_t i = 0; i < 31; ++i) (void)Sample::emit(inst, 1, i, "");   // 31 staged accepts
+    for (uint32_t i = 0; i < 100; ++i) (void)Sample::emit(inst, 0, i, "");  // 100 staged rejects
+    b_phase = 1;
+    while (!b_go.load()) std::this_thread::yield();
+    for (uint32_t i = 0; i < 4; ++i) (void)Sample::emit(inst, 0, i, "");  // direct: the 4th brings staging back
+    (void)Sample::emit(inst, 1, 0, "");  // B's 32nd accept of its lifetime, 1st of the new window
+    b_phase = 2;
+    while (!b_next.load()) std::this_thread::yield();
+    for (uint32_t i = 0; i < 4; ++i) (void)Sample::emit(inst, 0, i, "");  // must still stage
+    b_done = true;
+  });
+  while (b_phase.load() != 1) std::this_thread::yield();
+  on_thread([&] {
+    for (uint32_t i = 0; i < 40; ++i) (void)Sample::emit(inst, 1, i, "");  // A: 32 staged, then 8 direct
+  });
+  EventStats s = inst.event_stats(Sample::desc());
+  CHECK(s.staged == 31 + 100 + 32);
+  CHECK(s.adaptive_direct == 8);
+  b_go = true;
+  while (b_phase.load() != 2) std::this_thread::yield();
+  s = inst.event_stats(Sample::desc());
+  CHECK(s.adaptive_direct == 8 + 4);
+  CHECK(s.staged == 31 + 100 + 32 + 1);  // the accept was staged and judged nothing
+  b_next = true;
+  b.join();
+  s = inst.event_stats(Sample::desc());
+  CHECK(b_done.load());
+  CHECK(s.adaptive_direct == 8 + 4);  // still staging: the rejects did not go direct
+  CHECK(s.staged == 31 + 100 + 32 + 1 + 4);
+}
+
 TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core][fastpath][raw]") {
   InstanceOptions o = small_options(Staging::per_thread);
   o.writers = WriterMode::any_cpu;  // records go to the CPU given, not the caller's

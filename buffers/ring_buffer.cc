@@ -256,7 +256,7 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
         ++walked;
         if (word_kind(word) != kKindData) [[unlikely]]
           ++padding;
-        if (off >= fetch_at) [[unlikely]] {  // keep the lines 4..8 KiB ahead of the walk in flight
+        if (off >= fetch_at) [[unlikely]] {  // entering a 4 KiB block: fetch the one 8 KiB past it
           const uint64_t end = fetch_at + 8192 + 4096 < cb.subbuf_size ? fetch_at + 8192 + 4096 : cb.subbuf_size;
           for (uint64_t o = fetch_at + 8192; o < end; o += 64) __builtin_prefetch(page + o, 1, 3);
           fetch_at += 4096;

@@ -254,8 +254,9 @@ template <class Writer, class Hooks>
   // in the thread's slot (kThreadStaging: per_thread, or adaptive while it
   // stages), decided by one test of the flags already loaded. A loop of
   // staged discards runs at the speed of its instruction count, and this
-  // lane has no policy to test and no handle or capacity to load. A failed claim (nested, too big) goes on below, where try_claim()
-  // fails the same way and counts why.
+  // lane has no policy to test and no handle or capacity to load. A failed
+  // claim (nested, too big) goes on below, where try_claim() fails the same
+  // way and counts why.
   constexpr uint32_t kLane = EventState::kFiltered | EventState::kThreadStaging;
   if ((flags & (kLane | EventState::kSoftDisabled)) == kLane && size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]

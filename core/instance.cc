@@ -181,6 +181,14 @@ void Instance::set_flag_locked(EventState& st, uint32_t flag, bool on) {
 // flip itself). A flip is an atomic RMW of the flags word, so it never undoes
 // a control change made meanwhile, and it keeps the release sequence that
 // publishes a program with kFiltered.
+namespace {
+// Starts a thread's staged-check window at its current staged counts.
+void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) noexcept {
+  c[slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
+  c[slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
+}
+}  // namespace
+
 void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept {
   if ((st.flags.load(std::memory_order_relaxed) & EventState::kAdaptive) == 0) return;  // per_thread: every 32nd accept
   const uint64_t kept = c[slot::kept_staged].load(std::memory_order_relaxed);
@@ -191,8 +199,7 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
   // window restarts when staging comes back: judge no fewer than 32 accepts
   // (else one accept after a flip back could send the event direct again).
   if (dk < 32) return;
-  c[slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
-  c[slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
+  restart_window(c, kept, rejected);
   const uint64_t rate = (dk << 16) / (dk + dr);  // in 1/65536
   if (rate <= adaptive_threshold_) return;
   // Mostly accepted: go direct, a new period; this thread's moving average
@@ -208,10 +215,8 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
 
 void Instance::adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept {
   // A fresh window for this thread's next check.
-  c[slot::adaptive_kept_mark].store(c[slot::kept_staged].load(std::memory_order_relaxed),
-                                      std::memory_order_relaxed);
-  c[slot::adaptive_rejected_mark].store(c[slot::rejected_staged].load(std::memory_order_relaxed),
-                                          std::memory_order_relaxed);
+  restart_window(c, c[slot::kept_staged].load(std::memory_order_relaxed),
+                 c[slot::rejected_staged].load(std::memory_order_relaxed));
   st.flags.fetch_or(EventState::kThreadStaging, std::memory_order_relaxed);
 }
 

@@ -26,12 +26,6 @@ using namespace tp_core_test;
 
 namespace {
 
-uint64_t total_accounted(const Instance& inst) {
-  uint64_t n = 0;
-  for (const auto& s : inst.cpu_stats()) n += s.accounted();
-  return n;
-}
-
 struct alignas(64) WriterTally {
   std::atomic<uint64_t> iter{0};
   std::atomic<uint64_t> kept{0}, discarded{0}, lost{0}, disabled{0};

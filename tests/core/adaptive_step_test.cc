@@ -25,6 +25,7 @@ namespace {
 
 using namespace tracepipe;
 using tp_core_test::Sample;
+using tp_core_test::total_accounted;
 
 Instance* g_inst = nullptr;
 uint64_t g_step = 0, g_at = 0;
@@ -37,12 +38,6 @@ void on_step() {
   SignalScope sig;
   g_result = Sample::emit(*g_inst, g_value, 0xabcdef, "handler");
   g_emitted = true;
-}
-
-uint64_t accounted(const Instance& inst) {
-  uint64_t n = 0;
-  for (const auto& s : inst.cpu_stats()) n += s.accounted();
-  return n;
 }
 
 enum class Scenario { check_flips_direct, first_direct, back_to_staging };
@@ -95,13 +90,13 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
                     s.kept == pre_kept + (outer_value != 0) + (hvalue != 0) &&
                     s.discarded == pre_disc + (outer_value == 0) + (hvalue == 0) && s.lost == 0 &&
                     s.unfiltered + s.staged + s.direct == s.emitted() &&
-                    s.adaptive_direct + s.nested == s.direct && accounted(*inst) == inst->ring_attempts();
+                    s.adaptive_direct + s.nested == s.direct && total_accounted(*inst) == inst->ring_attempts();
     if (!ok) {
       ++bad;
       UNSCOPED_INFO("step " << k << ": outer " << static_cast<int>(r) << " handler " << static_cast<int>(g_result)
                             << " kept " << s.kept << " discarded " << s.discarded << " staged " << s.staged
                             << " direct " << s.direct << " nested " << s.nested << " accounted "
-                            << accounted(*inst) << " attempts " << inst->ring_attempts());
+                            << total_accounted(*inst) << " attempts " << inst->ring_attempts());
     }
     // The records: the pre ones, the outer (if kept), the handler's (if kept), whole.
     const auto recs = tp_core_test::drain(*inst);
@@ -128,7 +123,7 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
     for (uint32_t i = 0; i < 8; ++i)
       if (Sample::emit(*inst, 0, i, "") != EmitResult::discarded) ++bad;
     const EventStats e = inst->event_stats(Sample::desc());
-    if (e.unfiltered + e.staged + e.direct != e.emitted() || accounted(*inst) != inst->ring_attempts()) ++bad;
+    if (e.unfiltered + e.staged + e.direct != e.emitted() || total_accounted(*inst) != inst->ring_attempts()) ++bad;
     if (bad > 20) break;
   }
   INFO("runs " << runs);

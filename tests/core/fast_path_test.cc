@@ -18,12 +18,6 @@ namespace {
 
 const Staging kAllStaging[] = {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive};
 
-uint64_t total_accounted(const Instance& inst) {
-  uint64_t n = 0;
-  for (const auto& s : inst.cpu_stats()) n += s.accounted();
-  return n;
-}
-
 std::string pad_of(uint32_t i) { return "p" + std::to_string(i); }
 
 }  // namespace

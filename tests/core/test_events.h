@@ -67,4 +67,12 @@ inline tracepipe::InstanceOptions small_options(tracepipe::Staging staging,
   return o;
 }
 
+/// The ring's accounting summed over CPUs (CpuStats::accounted): equals
+/// Instance::ring_attempts() once no emit is in flight.
+inline uint64_t total_accounted(const tracepipe::Instance& inst) {
+  uint64_t n = 0;
+  for (const auto& s : inst.cpu_stats()) n += s.accounted();
+  return n;
+}
+
 }  // namespace tp_core_test

@@ -201,6 +201,13 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       if (i == n) prog->table_[raw >> 6] |= uint64_t{1} << (raw & 63);
     }
     prog->lane_count_ = n;
+    // One lane whose verdict is its result or the inverse (table 0b10 or
+    // 0b01; a program that ignores its only predicate keeps the table).
+    if (n == 1 && (prog->table_[0] == 0b10 || prog->table_[0] == 0b01)) {
+      prog->single_ = prog->lanes_[0];
+      prog->single_.invert = prog->table_[0] == 0b01;
+      prog->single_min_size_ = prog->table_min_size_;
+    }
   }
   return prog;
 }

@@ -253,6 +253,15 @@ class Program {
   [[gnu::noinline, gnu::cold]] bool run_checked(const std::byte* rec, size_t size,
                                                 const EvalContext& ctx) const noexcept;
 
+  /// One-predicate truth-table programs (the commonest filter) keep their
+  /// lane and verdict inline, first in the object: one load of the program
+  /// pointer, then the lane's constants from the same line, with no load of
+  /// lanes_' storage or of the table (the staged reject is a few dozen
+  /// instructions, so each counts). single_min_size_ is UINT32_MAX otherwise,
+  /// so one compare both picks this path and checks the record's size.
+  uint32_t single_min_size_ = UINT32_MAX;
+  detail::Lane single_{};  ///< invert folded in: the verdict is eval_lane(single_)
+
   std::vector<detail::Pred> preds_;
   std::vector<std::shared_ptr<const StringMatcher>> strings_;
   std::vector<uint64_t> masks_;          ///< CPU bitmaps, words_per_mask_ words each
@@ -362,10 +371,10 @@ inline bool Program::match(std::span<const std::byte> record, const EvalContext&
 
 template <class MakeCtx>
 inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx& make_ctx) const noexcept {
-  // One predicate, the commonest filter: no jump table (~0.7 ns per staged
-  // reject, measured in the emit path).
-  if (lane_count_ == 1 && record.size() >= table_min_size_) [[likely]]
-    return table_lookup(detail::eval_lanes<1>(lanes_.data(), record.data()));
+  // One predicate, the commonest filter: its lane inline, no jump table and
+  // no table (see single_).
+  if (record.size() >= single_min_size_) [[likely]]
+    return detail::eval_lane(single_, record.data());
   if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
     const detail::Lane* l = lanes_.data();
     const std::byte* rec = record.data();

@@ -101,6 +101,7 @@ TEST_CASE("eval: every width x signedness x operator against a model", "[filters
       for (const char* op : ops) {
         const std::string expr = std::string(f.name) + " " + op + " " + lit;
         const auto prog = must_compile(expr, K());
+        const auto neg_prog = must_compile("!(" + expr + ")", K());
         for (int64_t v : values) {
           Record rec(kFixed);
           std::memcpy(rec.bytes().data() + f.off, &v, f.size);  // little endian truncation
@@ -124,6 +125,9 @@ TEST_CASE("eval: every width x signedness x operator against a model", "[filters
           }
           INFO(expr << " with value " << v);
           CHECK(prog->match(rec.span()) == want);
+          // The negation folds the verdict's inversion into the one-lane path
+          // (Program::single_): both senses must hold.
+          CHECK(neg_prog->match(rec.span()) == !want);
           ++checked;
         }
       }

@@ -8,12 +8,6 @@
 #include <mutex>
 #include <string>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define TP_HAVE_TSC 1
-#else
-#define TP_HAVE_TSC 0
-#endif
 
 namespace tracepipe {
 namespace {
@@ -32,7 +26,7 @@ std::atomic<uint64_t> g_counter{0};
 
 [[gnu::always_inline]] inline uint64_t read_tsc() noexcept {
 #if TP_HAVE_TSC
-  return __rdtsc();
+  return buffers::read_tsc();
 #else
   return read_clockid(CLOCK_MONOTONIC_RAW);
 #endif
@@ -105,8 +99,8 @@ void calibrate() {
     return;
   }
   g_tsc.tsc_hz = static_cast<uint64_t>(hz);
-  g_tsc.shift = 32;
-  g_tsc.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << 32) / hz);
+  g_tsc.shift = buffers::TscScale::kShift;
+  g_tsc.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << g_tsc.shift) / hz);
   g_tsc.base_tsc = b.tsc;
   g_tsc.base_ns = b.ns;
 }
@@ -137,9 +131,14 @@ constexpr TraceClock kPerfFallback{ClockId::perf, "perf", &clock_mono_raw, true}
 }  // namespace
 
 uint64_t tsc_to_ns(uint64_t tsc) noexcept {
-  const auto delta = static_cast<__int128>(static_cast<int64_t>(tsc - g_tsc.base_tsc));
-  const auto scaled = static_cast<int64_t>((delta * static_cast<__int128>(g_tsc.mult)) >> g_tsc.shift);
-  return g_tsc.base_ns + static_cast<uint64_t>(scaled);
+  return buffers::scale_tsc({g_tsc.base_tsc, g_tsc.base_ns, g_tsc.mult}, tsc);
+}
+
+std::optional<buffers::TscScale> inline_tsc_scale(ClockId id) {
+  if (!buffers::kHaveTsc || (id != ClockId::local && id != ClockId::perf)) return std::nullopt;
+  const TscCalibration& c = tsc_calibration();
+  if (!c.invariant_tsc) return std::nullopt;  // local/perf read mono_raw then
+  return buffers::TscScale{c.base_tsc, c.base_ns, c.mult};
 }
 
 const TscCalibration& tsc_calibration() {

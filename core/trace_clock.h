@@ -33,6 +33,8 @@
 #include <string>
 #include <string_view>
 
+#include "buffers/tsc_clock.h"
+
 namespace tracepipe {
 
 enum class ClockId : uint8_t { local, global, counter, uptime, perf, mono, mono_raw, boot, tai, x86_tsc };
@@ -72,12 +74,19 @@ struct TscCalibration {
   uint64_t base_tsc = 0;       ///< TSC at calibration
   uint64_t base_ns = 0;        ///< CLOCK_MONOTONIC_RAW at calibration, ns
   uint64_t mult = 0;           ///< ns = base_ns + ((tsc - base_tsc) * mult) >> shift
-  uint32_t shift = 32;
+  uint32_t shift = 32;         ///< always buffers::TscScale::kShift
 };
 const TscCalibration& tsc_calibration();
 
 /// Converts a TSC value with the calibration above (used by `local`).
 /// Values before base_tsc give times before base_ns.
 uint64_t tsc_to_ns(uint64_t tsc) noexcept;
+
+/// The scale `id` applies to the TSC, for a ring to read the clock inline
+/// (buffers::FunctionClock, no call per reserve): set for local and perf
+/// when the TSC is invariant (calibrating on first use, like trace_clock()),
+/// nullopt for every other clock, or where local/perf fall back to mono_raw.
+/// scale_tsc(*inline_tsc_scale(id), t) == tsc_to_ns(t) for every t. Thread-safe.
+std::optional<buffers::TscScale> inline_tsc_scale(ClockId id);
 
 }  // namespace tracepipe

@@ -12,6 +12,8 @@
 #include "core/current_cpu.h"
 #include "core/instance.h"
 #include "core/trace_clock.h"
+#include "test_events.h"
+#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -96,6 +98,45 @@ TEST_CASE("trace_clock: local is TSC calibrated to ns and tracks mono_raw", "[co
     const uint64_t t = local.read();
     REQUIRE(t >= prev);
     prev = t;
+  }
+}
+
+TEST_CASE("trace_clock: the inline TSC scale is local's own conversion", "[core][clock]") {
+  for (ClockId id : {ClockId::global, ClockId::counter, ClockId::uptime, ClockId::mono, ClockId::mono_raw,
+                     ClockId::boot, ClockId::tai, ClockId::x86_tsc})
+    CHECK_FALSE(inline_tsc_scale(id).has_value());
+  const TscCalibration& cal = tsc_calibration();
+  const bool inline_expected = buffers::kHaveTsc && cal.invariant_tsc;
+  REQUIRE(inline_tsc_scale(ClockId::local).has_value() == inline_expected);
+  REQUIRE(inline_tsc_scale(ClockId::perf).has_value() == inline_expected);
+  if (!inline_expected) TP_SKIP("no invariant TSC here: local and perf read mono_raw through their function");
+  const buffers::TscScale s = *inline_tsc_scale(ClockId::local);
+  CHECK(cal.shift == buffers::TscScale::kShift);
+  CHECK(s.mult < (uint64_t{1} << 63));
+  // Before, at and after the base, a second and an hour away, and the ends
+  // of the counter's range: the same ns as tsc_to_ns (which `local` reads).
+  const uint64_t hour = cal.tsc_hz * 3600;
+  for (uint64_t t : {cal.base_tsc, cal.base_tsc + 1, cal.base_tsc - 1, cal.base_tsc + cal.tsc_hz,
+                     cal.base_tsc - cal.tsc_hz, cal.base_tsc + hour, uint64_t{0}, ~uint64_t{0}}) {
+    INFO("tsc " << t);
+    CHECK(buffers::scale_tsc(s, t) == tsc_to_ns(t));
+  }
+}
+
+TEST_CASE("trace_clock: an instance on local stamps records with local's time", "[core][clock]") {
+  InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
+  o.clock = ClockId::local;
+  Instance inst(o);
+  inst.enable(tp_core_test::Sample::desc());
+  const TraceClock& local = trace_clock(ClockId::local);
+  const uint64_t before = local.read();
+  for (uint32_t i = 0; i < 10; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
+  const uint64_t after = local.read();
+  const auto recs = tp_core_test::drain(inst);
+  REQUIRE(recs.size() == 10);
+  for (const auto& r : recs) {
+    CHECK(r.ts >= before);
+    CHECK(r.ts <= after);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "core/trace_clock.h"
 
+#include "buffers/tsc_clock.h"  // TP_HAVE_TSC, read_tsc, scale_tsc
+
 #include <time.h>
 
 #include <array>

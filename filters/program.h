@@ -257,9 +257,10 @@ class Program {
   /// lane and verdict inline, first in the object: one load of the program
   /// pointer, then the lane's constants from the same line, with no load of
   /// lanes_' storage or of the table (the staged reject is a few dozen
-  /// instructions, so each counts). single_min_size_ is UINT32_MAX otherwise,
-  /// so one compare both picks this path and checks the record's size.
-  uint32_t single_min_size_ = UINT32_MAX;
+  /// instructions, so each counts). single_min_size_ is SIZE_MAX otherwise,
+  /// so one compare both picks this path and checks the record's size (a
+  /// size_t: no record is that long, while one of UINT32_MAX bytes can be).
+  size_t single_min_size_ = SIZE_MAX;
   detail::Lane single_{};  ///< invert folded in: the verdict is eval_lane(single_)
 
   std::vector<detail::Pred> preds_;

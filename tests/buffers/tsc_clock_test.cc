@@ -1,9 +1,12 @@
 // The inline TSC clock: scale_tsc's arithmetic (signed differences, the
-// fixed shift) and FunctionClock reading it without calling its function.
+// fixed shift, equal to the variable-shift conversion it replaced at every
+// end of the signed range), the calibration's mult bound, and FunctionClock
+// reading it without calling its function.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cstdint>
+#include <random>
 
 #include "buffers/readers.h"
 #include "buffers/ring_buffer.h"
@@ -73,4 +76,59 @@ TEST_CASE("tsc_clock: FunctionClock with a scale reads the TSC inline, without i
     ++n;
   }
   CHECK(n == 3);
+}
+
+namespace {
+// The conversion exactly as core/trace_clock.cc had it before 0ec8610
+// (mult zero-extended to 128 bits, a variable shift): an independent reference.
+uint64_t old_tsc_to_ns(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint32_t shift, uint64_t tsc) {
+  const auto delta = static_cast<__int128>(static_cast<int64_t>(tsc - base_tsc));
+  const auto scaled = static_cast<int64_t>((delta * static_cast<__int128>(mult)) >> shift);
+  return base_ns + static_cast<uint64_t>(scaled);
+}
+// core/trace_clock.cc: calibrate()
+uint64_t mult_for(uint64_t hz) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << TscScale::kShift) / hz);
+}
+}  // namespace
+
+TEST_CASE("tsc_clock: the calibration's mult is below 2^63 for any counter of >= 1 Hz", "[buffers][clock]") {
+  CHECK(mult_for(1) == uint64_t{1000000000} << 32);
+  CHECK(mult_for(1) < (uint64_t{1} << 63));
+  for (uint64_t hz : {uint64_t{2}, uint64_t{1000}, uint64_t{24000000}, uint64_t{1000000000}, uint64_t{2994383000},
+                      uint64_t{10000000000}})
+    CHECK(mult_for(hz) < mult_for(1));
+}
+
+TEST_CASE("tsc_clock: scale_tsc equals the previous conversion at the ends of the signed range",
+          "[buffers][clock]") {
+  std::mt19937_64 rng(0x0ec8610);
+  const uint64_t hzs[] = {1, 3, 1000, 24000000, 1000000000, 2994383000, 3000000000, 10000000000};
+  for (uint64_t hz : hzs) {
+    const uint64_t mult = mult_for(hz);
+    for (int b = 0; b < 8; ++b) {
+      const uint64_t base_tsc = b == 0 ? 0 : b == 1 ? ~uint64_t{0} : b == 2 ? uint64_t{1} << 63 : rng();
+      const uint64_t base_ns = b < 3 ? uint64_t{123456789} : rng();
+      const TscScale s{base_tsc, base_ns, mult};
+      const uint64_t deltas[] = {0, 1, ~uint64_t{0} /* -1 */, uint64_t{1} << 31, uint64_t{1} << 32,
+                                 (uint64_t{1} << 32) - 1, uint64_t{1} << 62, (uint64_t{1} << 63) - 1,
+                                 uint64_t{1} << 63 /* INT64_MIN */, (uint64_t{1} << 63) + 1, hz, 0 - hz,
+                                 hz * 3600, 0 - hz * 3600};
+      for (uint64_t d : deltas) {
+        const uint64_t t = base_tsc + d;
+        INFO("hz " << hz << " base_tsc " << base_tsc << " delta " << d);
+        CHECK(scale_tsc(s, t) == old_tsc_to_ns(base_tsc, base_ns, mult, 32, t));
+      }
+      for (int k = 0; k < 1000; ++k) {
+        const uint64_t t = rng();
+        CHECK(scale_tsc(s, t) == old_tsc_to_ns(base_tsc, base_ns, mult, 32, t));
+      }
+    }
+  }
+  // Hand-computed at a realistic rate: 3 GHz, one second and one hour either side.
+  const TscScale g3{1'000'000'000'000, 7'000'000'000, mult_for(3'000'000'000)};
+  CHECK(mult_for(3'000'000'000) == 1431655765);
+  CHECK(scale_tsc(g3, 1'000'000'000'000 + 3'000'000'000) == 7'000'000'000 + 999'999'999);  // 0.99999999977 s
+  CHECK(scale_tsc(g3, 1'000'000'000'000 - 3'000'000'000) == 7'000'000'000 - 1'000'000'000);
+  CHECK(scale_tsc(g3, 1'000'000'000'000 + 10'800'000'000'000) == 7'000'000'000 + 3'599'999'999'161);
 }

@@ -75,10 +75,8 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   rc.size_per_cpu = static_cast<size_t>(options_.buffer_size_kb) * 1024u;
   rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
   // `local` and `perf` are read inline by the ring (no call per reserve).
-  const std::optional<buffers::TscScale> tsc = options_.external_time ? std::nullopt : inline_tsc_scale(options_.clock);
-  const buffers::FunctionClock clk = options_.external_time ? buffers::FunctionClock(&external_clock)
-                                     : tsc                  ? buffers::FunctionClock(clock_.read, *tsc)
-                                                            : buffers::FunctionClock(clock_.read);
+  const buffers::FunctionClock clk =
+      options_.external_time ? buffers::FunctionClock(&external_clock) : ring_clock(options_.clock);
   switch (options_.writers) {
     case WriterMode::automatic:
       cpu_local_ = options_.cpus == 0 && !options_.external_time && buffers::detail::rseq_usable();

@@ -1,6 +1,7 @@
 #include "core/trace_clock.h"
 
-#include "buffers/tsc_clock.h"  // TP_HAVE_TSC, read_tsc, scale_tsc
+#include "buffers/ring_buffer.h"  // FunctionClock
+#include "buffers/tsc_clock.h"    // TP_HAVE_TSC, read_tsc, scale_tsc
 
 #include <time.h>
 
@@ -141,6 +142,12 @@ std::optional<buffers::TscScale> inline_tsc_scale(ClockId id) {
   const TscCalibration& c = tsc_calibration();
   if (!c.invariant_tsc) return std::nullopt;  // local/perf read mono_raw then
   return buffers::TscScale{c.base_tsc, c.base_ns, c.mult};
+}
+
+buffers::FunctionClock ring_clock(ClockId id) {
+  const ClockFn read = trace_clock(id).read;
+  if (const auto scale = inline_tsc_scale(id)) return buffers::FunctionClock(read, *scale);
+  return buffers::FunctionClock(read);
 }
 
 const TscCalibration& tsc_calibration() {

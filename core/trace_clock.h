@@ -35,6 +35,10 @@
 
 #include "buffers/tsc_clock.h"
 
+namespace tracepipe::buffers {
+struct FunctionClock;  // buffers/ring_buffer.h
+}  // namespace tracepipe::buffers
+
 namespace tracepipe {
 
 enum class ClockId : uint8_t { local, global, counter, uptime, perf, mono, mono_raw, boot, tai, x86_tsc };
@@ -88,5 +92,11 @@ uint64_t tsc_to_ns(uint64_t tsc) noexcept;
 /// nullopt for every other clock, or where local/perf fall back to mono_raw.
 /// scale_tsc(*inline_tsc_scale(id), t) == tsc_to_ns(t) for every t. Thread-safe.
 std::optional<buffers::TscScale> inline_tsc_scale(ClockId id);
+
+/// The clock policy a ring buffer should stamp with for `id`: `id`'s scale
+/// read inline when inline_tsc_scale(id) has one, else a call of
+/// trace_clock(id).read. What Instance gives its ring; for tools that build
+/// rings themselves (include buffers/ring_buffer.h to use the result).
+buffers::FunctionClock ring_clock(ClockId id);
 
 }  // namespace tracepipe

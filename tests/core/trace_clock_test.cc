@@ -111,6 +111,13 @@ TEST_CASE("trace_clock: the inline TSC scale is local's own conversion", "[core]
   const bool inline_expected = buffers::kHaveTsc && cal.invariant_tsc;
   REQUIRE(inline_tsc_scale(ClockId::local).has_value() == inline_expected);
   REQUIRE(inline_tsc_scale(ClockId::perf).has_value() == inline_expected);
+  // ring_clock: what an Instance stamps with, and tools that build rings.
+  for (ClockId id : {ClockId::local, ClockId::perf, ClockId::mono, ClockId::counter, ClockId::x86_tsc}) {
+    const buffers::FunctionClock rc = ring_clock(id);
+    INFO(trace_clock_name(id));
+    CHECK(rc.fn == trace_clock(id).read);
+    CHECK(rc.inline_tsc == (inline_expected && (id == ClockId::local || id == ClockId::perf)));
+  }
   if (!inline_expected) TP_SKIP("no invariant TSC here: local and perf read mono_raw through their function");
   const buffers::TscScale s = *inline_tsc_scale(ClockId::local);
   CHECK(cal.shift == buffers::TscScale::kShift);

@@ -5,8 +5,8 @@
 
 #include <cstring>
 #include <set>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <sys/sysinfo.h>
 
@@ -194,9 +194,9 @@ TEST_CASE("trace_clock: instances on other clocks stamp with that clock, not the
 }
 
 TEST_CASE("trace_clock: each warm emit on local is stamped between the local reads around it", "[core][clock]") {
-  // The commit's instance test brackets ten emits, the first of which
-  // registers the thread (microseconds): a ring scale whose base is off by a
-  // few hundred ns passes it. Bracket each warm emit on its own instead.
+  // Each warm emit on its own: a bracket around several emits, the first of
+  // which registers the thread (microseconds), would pass a ring scale whose
+  // base is off by a few hundred ns.
   InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
   o.clock = ClockId::local;
   Instance inst(o);

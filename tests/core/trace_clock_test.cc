@@ -157,38 +157,40 @@ TEST_CASE("trace_clock: an external_time instance on local keeps the caller's st
   }
 }
 
+namespace {
+struct Bracketed {
+  uint64_t before, after;
+  std::vector<tp_core_test::Rec> recs;
+};
+// Five emits into an instance stamped by `id`, between two reads of `id`.
+Bracketed emit_bracketed(ClockId id) {
+  InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
+  o.clock = id;
+  Instance inst(o);
+  inst.enable(tp_core_test::Sample::desc());
+  const TraceClock& c = trace_clock(id);
+  Bracketed b{c.read(), 0, {}};
+  for (uint32_t i = 0; i < 5; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
+  b.after = c.read();
+  b.recs = tp_core_test::drain(inst);
+  REQUIRE(b.recs.size() == 5);
+  return b;
+}
+}  // namespace
+
 TEST_CASE("trace_clock: instances on other clocks stamp with that clock, not the TSC", "[core][clock]") {
-  {
-    InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
-    o.clock = ClockId::counter;
-    Instance inst(o);
-    inst.enable(tp_core_test::Sample::desc());
-    const TraceClock& c = trace_clock(ClockId::counter);
-    const uint64_t before = c.read();
-    for (uint32_t i = 0; i < 5; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
-    const uint64_t after = c.read();
-    const auto recs = tp_core_test::drain(inst);
-    REQUIRE(recs.size() == 5);
-    for (const auto& r : recs) {
-      CHECK(r.ts > before);
-      CHECK(r.ts < after);
-    }
+  // counter: every read is a new value, so the stamps lie strictly inside.
+  const Bracketed cb = emit_bracketed(ClockId::counter);
+  for (const auto& r : cb.recs) {
+    CHECK(r.ts > cb.before);
+    CHECK(r.ts < cb.after);
   }
   for (ClockId id : {ClockId::global, ClockId::mono, ClockId::mono_raw, ClockId::boot}) {
-    InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
-    o.clock = id;
-    Instance inst(o);
-    inst.enable(tp_core_test::Sample::desc());
-    const TraceClock& c = trace_clock(id);
-    const uint64_t before = c.read();
-    for (uint32_t i = 0; i < 5; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
-    const uint64_t after = c.read();
-    const auto recs = tp_core_test::drain(inst);
-    REQUIRE(recs.size() == 5);
-    for (const auto& r : recs) {
+    const Bracketed b = emit_bracketed(id);
+    for (const auto& r : b.recs) {
       INFO(trace_clock_name(id));
-      CHECK(r.ts >= before);
-      CHECK(r.ts <= after);
+      CHECK(r.ts >= b.before);
+      CHECK(r.ts <= b.after);
     }
   }
 }

@@ -205,8 +205,9 @@ template <class Writer, class Hooks>
   // frees the slot. Inlined three times below: the thread-slot lane (soft is
   // constant false there and folds away), the thread's slot for a
   // soft-disabled event, and the per-CPU slot with its handle. `adaptive`
-  // (the lane): every 32nd accept asks, out of line, whether the event is
-  // adaptive and accepted often enough to go direct; a reject pays nothing.
+  // (the lane): every 32nd accept of an adaptive event (kAdaptive, in the
+  // flags already loaded) asks, out of line, whether it is accepted often
+  // enough to go direct; a reject pays nothing.
   const auto on_staged = [&](std::span<std::byte> rec, bool soft, bool adaptive, auto release)
                              TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     w(rec, hdr);
@@ -229,7 +230,8 @@ template <class Writer, class Hooks>
         detail::copy_record(rr.payload().data(), rec.data(), size);
         ring_commit(rr);
         counter_add(c[slot::kept_staged]);
-        if (adaptive && (flags & EventState::kAdaptive) != 0 && (c[slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
+        if (adaptive && (flags & EventState::kAdaptive) != 0 &&
+            (c[slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
           adaptive_check_staged(st, c);
         res = EmitResult::kept;
       } else {

@@ -191,8 +191,9 @@ void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) 
 }
 }  // namespace
 
+// Called only for adaptive events (the lane tests kAdaptive, which is set
+// when the event's state is made and never cleared).
 void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept {
-  if ((st.flags.load(std::memory_order_relaxed) & EventState::kAdaptive) == 0) return;  // per_thread: every 32nd accept
   const uint64_t kept = c[slot::kept_staged].load(std::memory_order_relaxed);
   const uint64_t rejected = c[slot::rejected_staged].load(std::memory_order_relaxed);
   const uint64_t dk = kept - c[slot::adaptive_kept_mark].load(std::memory_order_relaxed);

@@ -310,6 +310,11 @@ template <class Writer, class Hooks>
   const buffers::Reservation r = ring_reserve(cpu, size);
   if (!r) [[unlikely]] {
     counter_add(c[slot::lost_direct]);
+    // An adaptive event stages again while the ring refuses (full, paused,
+    // busy): there its rejects are discarded without asking the ring, which
+    // would count each as lost. Kept staged accepts bring it back direct
+    // once the ring has room. A too-big record is refused by size alone.
+    if (adaptive_direct && r.error() != buffers::ReserveError::too_big) adaptive_back_to_staging(st, c);
     return EmitResult::lost;
   }
   w(r.payload(), hdr);

@@ -356,6 +356,40 @@ TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes ba
   CHECK(s.staged == 31 + 100 + 32 + 1 + 4);
 }
 
+// A drop-newest ring that fills while an adaptive event goes direct: the
+// refused emit is lost (the kernel's loss too), and the event stages again,
+// so that while the ring stays full its rejects are discarded in the slot
+// instead of being refused by the ring and counted lost. Once the ring has
+// room, kept accepts send it direct again.
+TEST_CASE("fast path: a full ring sends an adaptive event back to staging", "[core][fastpath][adaptive]") {
+  Instance inst(small_options(Staging::adaptive));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
+  uint32_t n = 0;
+  while (Sample::emit(inst, 1, n, "") == EmitResult::kept) REQUIRE(++n < 1000000);
+  EventStats s = inst.event_stats(Sample::desc());
+  REQUIRE(s.lost == 1);
+  CHECK(s.staged == 32);
+  CHECK(s.adaptive_direct == n - 32 + 1);  // the refused emit went direct too
+  for (uint32_t i = 0; i < 1000; ++i) CHECK(Sample::emit(inst, 0, i, "") == EmitResult::discarded);
+  s = inst.event_stats(Sample::desc());
+  CHECK(s.lost == 1);
+  CHECK(s.discarded == 1000);
+  CHECK(s.ring_discards == 0);  // staged: none reached the ring
+  CHECK(s.staged == 32 + 1000);
+  CHECK(total_accounted(inst) == inst.ring_attempts());
+
+  CHECK(drain(inst).size() == n);
+  for (uint32_t i = 0; i < 100; ++i) CHECK(Sample::emit(inst, 1, i, "") == EmitResult::kept);
+  s = inst.event_stats(Sample::desc());
+  // The check at the 64th staged accept judges a window that holds the 1000
+  // rejects (stay staged); the one at the 96th judges 32 of 32: direct.
+  CHECK(s.staged == 32 + 1000 + 64);
+  CHECK(s.adaptive_direct == n - 32 + 1 + 36);
+  CHECK(s.lost == 1);
+  CHECK(total_accounted(inst) == inst.ring_attempts());
+}
+
 TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core][fastpath][raw]") {
   InstanceOptions o = small_options(Staging::per_thread);
   o.writers = WriterMode::any_cpu;  // records go to the CPU given, not the caller's

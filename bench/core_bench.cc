@@ -15,8 +15,12 @@
 #include <string>
 
 #include "buffers/readers.h"
+#include "buffers/ring_buffer.h"
+#include "buffers/rseq.h"
 #include "core/event_decl.h"
 #include "core/instance.h"
+#include "core/trace_clock.h"
+#include "filters/filter.h"
 
 namespace {
 
@@ -111,6 +115,76 @@ void loop_only(benchmark::State& state) {
   }
 }
 
+// The floor: the parts an emit is made of, joined by hand with none of the
+// emit's own work (no event state, thread context, counters or policy).
+// `commit` reserves in the same ring as an instance (overwrite, cpu_local,
+// `local` read inline), writes the same 64 bytes in the same stores and
+// commits; `filter_commit` runs the same compiled program on the record
+// before committing (what any filtered direct commit must add);
+// `stage_filter_copy_commit` builds it in a buffer, filters, then reserves,
+// copies and commits (what any staged commit must add, less the slot's
+// claim and release). Their ratios bound what the emit's ratios can reach.
+enum class Floor { commit, filter_commit, stage_filter_copy_commit };
+
+template <Floor F>
+void floor_case(benchmark::State& state) {
+  using Ring = buffers::RingBuffer<buffers::OverflowMode::overwrite, buffers::FunctionClock, buffers::NoHooks,
+                                   buffers::Writers::cpu_local>;
+  if (!buffers::detail::rseq_usable()) {
+    state.SkipWithError("no rseq: the instance's ring would not be cpu_local");
+    return;
+  }
+  buffers::RingBufferConfig rc;
+  rc.cpus = Instance(InstanceOptions{}).cpus();
+  Ring ring(rc, ring_clock(ClockId::local));
+  const filters::CompileResult cr = filters::compile("value == 1", BenchEvent::desc().filter_fields());
+  if (!cr.ok()) {
+    state.SkipWithError("filter did not compile");
+    return;
+  }
+  const filters::Program& prog = *cr.program();
+  const uint64_t hdr = uint64_t{BenchEvent::desc().id()} | (uint64_t{4242} << 32);  // type, pid
+  alignas(64) std::byte staged[64];
+  // The event's stores: header word, value, seq, then the 48-byte array
+  // ("bench" and zeros), as EventDecl's writer makes them.
+  const auto build = [&](std::byte* p, uint32_t value, uint32_t seq) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    std::memcpy(p, &hdr, 8);
+    std::memcpy(p + 8, &value, 4);
+    std::memcpy(p + 12, &seq, 4);
+    std::memset(p + 16, 0, 48);
+    std::memcpy(p + 16, "bench", 5);
+  };
+  uint32_t i = 0;
+  for (auto _ : state) {
+    bool kept = false;
+    if constexpr (F == Floor::stage_filter_copy_commit) {
+      build(staged, 1, i);
+      if (prog.match({staged, 64})) {
+        const buffers::Reservation r = ring.reserve(0, 64);
+        if (r) {
+          std::memcpy(r.payload().data(), staged, 64);
+          ring.commit(r);
+          kept = true;
+        }
+      }
+    } else {
+      const buffers::Reservation r = ring.reserve(0, 64);
+      if (r) {
+        build(r.payload().data(), 1, i);
+        if (F == Floor::commit || prog.match(r.payload())) {
+          ring.commit(r);
+          kept = true;
+        } else {
+          ring.discard(r);
+        }
+      }
+    }
+    benchmark::DoNotOptimize(kept);
+    benchmark::DoNotOptimize(staged);
+    ++i;
+  }
+}
+
 template <class E>
 using RunFn = void (*)(benchmark::State&, Staging, bool, bool);
 
@@ -169,6 +243,10 @@ void register_all() {
     })->MinTime(0.2);
   }
   benchmark::RegisterBenchmark("emit/loop_only", loop_only)->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/commit", floor_case<Floor::commit>)->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/filter_commit", floor_case<Floor::filter_commit>)->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/stage_filter_copy_commit", floor_case<Floor::stage_filter_copy_commit>)
+      ->MinTime(0.2);
 }
 
 const int registered = (register_all(), 0);

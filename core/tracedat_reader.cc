@@ -13,10 +13,16 @@
 
 namespace tracepipe {
 
-TraceDatError::TraceDatError(std::string section, uint64_t offset, const std::string& reason)
-    : std::runtime_error(fmt::format("trace.dat: {} at offset {} (0x{:x}): {}", section, offset, offset, reason)),
+TraceDatError::TraceDatError(std::string section, uint64_t offset, std::string reason, std::string file)
+    : std::runtime_error(fmt::format("{}: {} at offset {} (0x{:x}): {}", file, section, offset, offset, reason)),
       section_(std::move(section)),
-      offset_(offset) {}
+      offset_(offset),
+      reason_(std::move(reason)),
+      file_(std::move(file)) {}
+
+std::string TraceDatError::detail() const {
+  return fmt::format("{} at offset {} (0x{:x}): {}", section_, offset_, offset_, reason_);
+}
 
 std::optional<uint16_t> TraceRecord::event_id() const noexcept {
   if (payload.size() < 2) return std::nullopt;
@@ -529,11 +535,17 @@ class TraceDatParser {
 // ---------------------------------------------------------------- TraceDatReader
 
 TraceDatReader TraceDatReader::open(const std::filesystem::path& path) {
-  return TraceDatReader(MappedFile::open(path));
+  return TraceDatReader(MappedFile::open(path), path.string());
 }
 
-TraceDatReader::TraceDatReader(MappedFile file) : file_(std::move(file)) {
-  TraceDatParser(*this).parse();
+TraceDatReader::TraceDatReader(MappedFile file, std::string name)
+    : file_(std::move(file)), name_(std::make_unique<const std::string>(std::move(name))) {
+  try {
+    TraceDatParser(*this).parse();
+  } catch (const TraceDatError& e) {
+    if (e.file() == *name_) throw;
+    throw e.with_file(*name_);
+  }
 }
 
 void TraceDatReader::index_formats() {
@@ -586,7 +598,7 @@ CpuRecordCursor TraceDatReader::buffer_cpu_records(size_t buffer, size_t index) 
   const auto& d = b.cpu_data[index];
   const bool decompressed = d.size != 0 && !compression_.empty() && compression_ != "none";
   return CpuRecordCursor(cpu_bytes_[buffer][index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout,
-                         ts_offset_, decompressed, b.name);
+                         ts_offset_, decompressed, b.name, *name_);
 }
 
 MergedRecordCursor TraceDatReader::buffer_records(size_t buffer) const {
@@ -612,14 +624,15 @@ MergedRecordCursor TraceDatReader::records() const {
 
 CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
                                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed,
-                                 std::string_view buffer)
+                                 std::string_view buffer, std::string_view file)
     : data_(data),
       file_offset_(file_offset),
       cpu_(cpu),
       layout_(layout),
       ts_offset_(ts_offset),
       decompressed_(decompressed),
-      buffer_(buffer) {}
+      buffer_(buffer),
+      file_(file) {}
 
 std::string CpuRecordCursor::section_name() const {
   const std::string prefix = buffer_.empty() ? std::string() : fmt::format("buffer '{}' ", buffer_);
@@ -631,7 +644,7 @@ bool CpuRecordCursor::next_page() {
   // Close the current page: report its error, fold its counts.
   if (const auto e = page_.error()) {
     throw TraceDatError(section_name(), file_offset_ + page_start_ + e.offset,
-                        std::string(kpage::page_error_text(e.code)));
+                        std::string(kpage::page_error_text(e.code)), std::string(file_));
   }
   const auto& c = page_.counts();
   done_.records += c.data;
@@ -646,7 +659,7 @@ bool CpuRecordCursor::next_page() {
     const auto parsed = kpage::parse_page_untrusted(data_.subspan(page_start_, len), layout_);
     if (!parsed.page) {
       throw TraceDatError(section_name(), file_offset_ + page_start_ + parsed.error.offset,
-                          std::string(kpage::page_error_text(parsed.error.code)));
+                          std::string(kpage::page_error_text(parsed.error.code)), std::string(file_));
     }
     ++done_.pages;
     if (parsed.page->missed_events) {

@@ -37,6 +37,7 @@
 // thread).
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -147,7 +148,8 @@ class CpuRecordCursor {
  private:
   friend class TraceDatReader;
   CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed, std::string_view buffer = {});
+                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed, std::string_view buffer,
+                  std::string_view file);
   bool next_page();  // false at the end; throws on a bad page
   [[gnu::cold]] std::string section_name() const;
 
@@ -163,6 +165,7 @@ class CpuRecordCursor {
   CpuWalkStats done_;  // counts of finished pages
   bool decompressed_ = false;  // data_ is decompressed: offsets are within it
   std::string_view buffer_;    // instance name for errors ("" = top); owned by the reader
+  std::string_view file_ = "trace.dat";  // TraceDatError's file; owned by the reader
 };
 
 /// Records of all CPUs merged by time stamp (ties go to the lower CPU
@@ -203,10 +206,12 @@ class TraceDatReader {
   /// Maps and parses `path` (MappedFile::open). Throws InputFileError
   /// (core/input_file.h) if it cannot be opened or mapped or is no regular
   /// file - a FIFO is refused without blocking -, TraceDatError (section +
-  /// offset) if it is malformed/unsupported.
+  /// offset) if it is malformed/unsupported. Its errors, and those of its
+  /// cursors, name `path`.
   static TraceDatReader open(const std::filesystem::path& path);
-  /// Parses bytes already in memory (owned by `file`).
-  explicit TraceDatReader(MappedFile file);
+  /// Parses bytes already in memory (owned by `file`); `name` is the file
+  /// its TraceDatErrors and its cursors' name.
+  explicit TraceDatReader(MappedFile file, std::string name = "trace.dat");
 
   TraceDatReader(TraceDatReader&&) noexcept = default;
   TraceDatReader& operator=(TraceDatReader&&) noexcept = default;
@@ -298,6 +303,8 @@ class TraceDatReader {
 
   /// The whole file.
   std::span<const std::byte> bytes() const noexcept { return file_.bytes(); }
+  /// The name errors give the file: open()'s path, or the constructor's name.
+  const std::string& name() const noexcept { return *name_; }
 
  private:
   friend class TraceDatParser;
@@ -305,6 +312,8 @@ class TraceDatReader {
   void index_formats();
 
   MappedFile file_;
+  // Behind a pointer so that cursors' views of it survive a move of the reader.
+  std::unique_ptr<const std::string> name_ = std::make_unique<const std::string>("trace.dat");
   uint32_t version_ = 0;
   uint32_t user_long_size_ = 0;
   uint32_t page_size_ = 0;

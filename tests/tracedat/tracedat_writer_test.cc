@@ -136,3 +136,63 @@ TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or 
   for (const auto& e : std::filesystem::directory_iterator(regular.path.parent_path()))
     CHECK(e.path().filename().string().rfind(regular.path.filename().string() + ".", 0) != 0);  // no temp left
 }
+
+// A reader opened from a path names it in its errors, the headers' and its
+// cursors' alike (also after the reader was moved); one made from bytes
+// says "trace.dat".
+TEST_CASE("tracedat_reader: errors name the file the reader was opened from", "[tracedat][reader]") {
+  TraceDatWriter w({.cpus = 1});
+  w.add_format(tick_format());
+  for (uint64_t i = 0; i < 1000; ++i) w.add_record(0, 1000 + i, encode_tick(i, 2));
+  std::vector<std::byte> bytes = w.to_bytes();
+  const TempPath good("reader_named_good.dat"), bad_page("reader_named_page.dat"), bad_magic("reader_named_magic.dat");
+  const auto put = [](const TempPath& p, const std::vector<std::byte>& b) {
+    std::FILE* f = std::fopen(p.path.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fwrite(b.data(), 1, b.size(), f) == b.size());
+    std::fclose(f);
+  };
+  put(good, bytes);
+  const uint64_t page = TraceDatReader::open(good.path).cpu_data()[0].offset;
+  std::vector<std::byte> corrupt = bytes;
+  const uint32_t words[2] = {0, 100000};  // first record: type_len 0, length 100000
+  std::memcpy(&corrupt[page + 16], words, 8);
+  put(bad_page, corrupt);
+  corrupt = bytes;
+  corrupt[3] = std::byte{'X'};
+  put(bad_magic, corrupt);
+
+  const std::string magic_path = bad_magic.path.string();
+  try {
+    (void)TraceDatReader::open(bad_magic.path);
+    FAIL("accepted a bad magic");
+  } catch (const TraceDatError& e) {
+    CHECK(e.file() == magic_path);
+    CHECK(std::string(e.what()) == magic_path + ": " + e.detail());
+    CHECK_THAT(e.detail(), Catch::StartsWith("file header at offset 0 (0x0): expected the trace.dat magic"));
+  }
+
+  const std::string page_path = bad_page.path.string();
+  TraceDatReader opened = TraceDatReader::open(bad_page.path);
+  CHECK(opened.name() == page_path);
+  const TraceDatReader moved = std::move(opened);
+  auto cursor = moved.cpu_records(0);
+  try {
+    while (cursor.next()) {
+    }
+    FAIL("accepted a bad record length");
+  } catch (const TraceDatError& e) {
+    CHECK(e.file() == page_path);
+    CHECK(e.section() == "cpu 0 data");
+    CHECK(e.offset() == page + 16);
+    CHECK_THAT(e.what(), Catch::StartsWith(page_path + ": cpu 0 data at offset " + std::to_string(page + 16)));
+  }
+
+  try {
+    (void)TraceDatReader(MappedFile::copy_of(corrupt));
+    FAIL("accepted a bad magic");
+  } catch (const TraceDatError& e) {
+    CHECK(e.file() == "trace.dat");
+    CHECK_THAT(e.what(), Catch::StartsWith("trace.dat: file header at offset 0"));
+  }
+}

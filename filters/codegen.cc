@@ -201,11 +201,31 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       if (i == n) prog->table_[raw >> 6] |= uint64_t{1} << (raw & 63);
     }
     prog->lane_count_ = n;
-    // One lane whose verdict is its result or the inverse (table 0b10 or
-    // 0b01; a program that ignores its only predicate keeps the table).
-    if (n == 1 && (prog->table_[0] == 0b10 || prog->table_[0] == 0b01)) {
-      prog->single_ = prog->lanes_[0];
-      prog->single_.invert = prog->table_[0] == 0b01;
+    // One lane whose verdict is its raw result or the inverse (table 0b10
+    // or 0b01; a program that ignores its only predicate keeps the table).
+    // The inverse of a range is the rest of the circle of 64-bit values, a
+    // range too: (y - lo) > span iff (y - (lo + span + 1)) <= 2^64 - 2 - span
+    // (mod 2^64), so the lane needs no invert step. Only the inverse of
+    // "anything" (span 2^64 - 1) is no range: that program keeps the table.
+    const bool inverse = prog->table_[0] == 0b01;
+    if (n == 1 && (prog->table_[0] == 0b10 || inverse) && !(inverse && prog->lanes_[0].span == ~uint64_t{0})) {
+      detail::Lane l = prog->lanes_[0];
+      if (l.width == 4 && l.and_mask == 0xffffffffu && l.span < 0xffffffffu) {
+        // A compare of a 4-byte field (not '&', not impossible): in 32-bit
+        // arithmetic the sign bias is an addition of 2^31, so it folds into
+        // lo, and the inverse is again the rest of the 2^32 circle.
+        const uint32_t lo = static_cast<uint32_t>(l.lo ^ l.bias);
+        const uint32_t span = static_cast<uint32_t>(l.span);
+        l.lo = inverse ? uint32_t(lo + span + 1) : lo;
+        l.span = inverse ? uint32_t(0xffffffffu - span - 1) : span;
+        l.bias = 0;
+        l.compare32 = 1;
+      } else if (inverse) {
+        l.lo = l.lo + l.span + 1;
+        l.span = ~uint64_t{0} - l.span - 1;
+      }
+      l.invert = 0;
+      prog->single_ = l;
       prog->single_min_size_ = prog->table_min_size_;
     }
   }

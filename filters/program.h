@@ -150,6 +150,10 @@ struct Lane {
   uint32_t pos = 0;    ///< the field's offset in the record, bytes
   uint8_t width = 8;   ///< the field's width: 1, 2, 4 or 8 bytes
   uint8_t invert = 0;
+  /// Program::single_ only: a compare of a 4-byte field in 32-bit
+  /// arithmetic, (uint32)(field - lo) <= (uint32)span, bias and invert
+  /// folded into lo and span (eval_single).
+  uint8_t compare32 = 0;
   uint64_t bias = 0;
   uint64_t and_mask = ~uint64_t{0};
   uint64_t lo = 0;
@@ -179,6 +183,16 @@ struct Lane {
 
 [[gnu::always_inline]] inline bool eval_lane(const Lane& l, const std::byte* rec) noexcept {
   return eval_lane_raw(l, rec) != static_cast<bool>(l.invert);
+}
+
+/// The verdict of Program::single_: a 4-byte compare without the bias and
+/// mask steps (the commonest filter: an int or u32 field against a number),
+/// else the lane's range test, both with the inversion folded in (codegen).
+[[gnu::always_inline]] inline bool eval_single(const Lane& l, const std::byte* rec) noexcept {
+  if (l.compare32 != 0) [[likely]]
+    return static_cast<uint32_t>(load<uint32_t>(rec + l.pos) - static_cast<uint32_t>(l.lo)) <=
+           static_cast<uint32_t>(l.span);
+  return eval_lane_raw(l, rec);
 }
 
 /// The N lanes' raw results as bits 0..N-1 (unrolled: the lanes are independent).
@@ -261,7 +275,7 @@ class Program {
   /// so one compare both picks this path and checks the record's size (a
   /// size_t: no record is that long, while one of UINT32_MAX bytes can be).
   size_t single_min_size_ = SIZE_MAX;
-  detail::Lane single_{};  ///< invert folded in: the verdict is eval_lane(single_)
+  detail::Lane single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
 
   std::vector<detail::Pred> preds_;
   std::vector<std::shared_ptr<const StringMatcher>> strings_;
@@ -375,7 +389,7 @@ inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx
   // One predicate, the commonest filter: its lane inline, no jump table and
   // no table (see single_).
   if (record.size() >= single_min_size_) [[likely]]
-    return detail::eval_lane(single_, record.data());
+    return detail::eval_single(single_, record.data());
   if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
     const detail::Lane* l = lanes_.data();
     const std::byte* rec = record.data();

@@ -274,36 +274,43 @@ template <class Writer, class Hooks>
     return EmitResult::kept;
   }
 
-  const bool soft = (flags & EventState::kSoftDisabled) != 0;
-  const Staging staging = options_.staging;
+  // Filtered, not soft-disabled, and no slot to try (staging off, or
+  // adaptive gone direct: kThreadStaging clear): straight to the direct
+  // path, by one test of the flags. Else the slots, in the order below.
+  constexpr uint32_t kDirectMask =
+      EventState::kFiltered | EventState::kSoftDisabled | EventState::kThreadStaging | EventState::kCpuStaging;
+  bool soft = false;
   // Adaptive and direct now (mostly accepted: skip the extra copy). Not
   // counted here: an adaptive instance's direct emits are these plus nested,
   // contended and too_big (event_stats() derives adaptive_direct), one store
   // less per emit.
-  const bool adaptive_direct = (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
-  const bool stage = staging != Staging::off && !adaptive_direct;
+  bool adaptive_direct = (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
+  if ((flags & kDirectMask) != EventState::kFiltered) {
+    soft = (flags & EventState::kSoftDisabled) != 0;
+    const bool stage = options_.staging != Staging::off && !adaptive_direct;
 
-  // The thread's slot when the lane above did not try it: a soft-disabled
-  // event that stages in it (soft events never accept: nothing to check).
-  // Nested and too-big emits failed the lane's claim and fail try_claim too.
-  if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
-          (EventState::kThreadStaging | EventState::kSoftDisabled) &&
-      size <= kMaxStagedRecord) {
-    if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
-  }
+    // The thread's slot when the lane above did not try it: a soft-disabled
+    // event that stages in it (soft events never accept: nothing to check).
+    // Nested and too-big emits failed the lane's claim and fail try_claim too.
+    if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
+            (EventState::kThreadStaging | EventState::kSoftDisabled) &&
+        size <= kMaxStagedRecord) {
+      if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
+        return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
+    }
 
-  if (stage) {
-    const Claim cl = stager_.try_claim(size);
-    if (cl) [[likely]]
-      return on_staged(cl.payload(), soft, false,
-                       [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
-    // Busy: this thread's own outer emit holds the slot (nested), or, with
-    // per-CPU slots and no emit of ours in flight, another thread does: one
-    // preempted on this CPU between its claim and release (contended).
-    counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
-                  : depth == 0 && stager_.per_cpu() ? slot::contended
-                                                    : slot::nested]);
+    if (stage) {
+      const Claim cl = stager_.try_claim(size);
+      if (cl) [[likely]]
+        return on_staged(cl.payload(), soft, false,
+                         [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
+      // Busy: this thread's own outer emit holds the slot (nested), or, with
+      // per-CPU slots and no emit of ours in flight, another thread does: one
+      // preempted on this CPU between its claim and release (contended).
+      counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
+                    : depth == 0 && stager_.per_cpu() ? slot::contended
+                                                      : slot::nested]);
+    }
   }
 
   // (R9) direct: reserve in the ring, build, filter, commit or discard.

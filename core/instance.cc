@@ -158,6 +158,7 @@ EventState& Instance::state_locked(const EventDesc& event) {
   st->instance = this;
   st->counters = allocate_counter_group();
   if (options_.staging == Staging::per_thread) st->flags.store(EventState::kThreadStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::per_cpu) st->flags.store(EventState::kCpuStaging, std::memory_order_relaxed);
   if (options_.staging == Staging::adaptive)  // starts staging: the rate is unknown
     st->flags.store(EventState::kThreadStaging | EventState::kAdaptive, std::memory_order_relaxed);
   EventState* raw = st.get();

@@ -196,6 +196,10 @@ struct alignas(64) EventState {
   /// Staging::adaptive (set once): the lane checks the acceptance rate of
   /// its accepted events, and the direct path keeps a moving average.
   static constexpr uint32_t kAdaptive = 1u << 4;
+  /// Staging::per_cpu (set once): a filtered emit tries the per-CPU slot,
+  /// so that the direct path is picked by one test of this word when no
+  /// slot is to be tried (staging off, or adaptive gone direct).
+  static constexpr uint32_t kCpuStaging = 1u << 5;
   /// Adaptive: bits 8..31 count the flips to direct, so that a thread can
   /// tell its moving average (slot::adaptive_score) is from an earlier
   /// direct period and start again.

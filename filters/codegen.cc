@@ -210,16 +210,16 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
     const bool inverse = prog->table_[0] == 0b01;
     if (n == 1 && (prog->table_[0] == 0b10 || inverse) && !(inverse && prog->lanes_[0].span == ~uint64_t{0})) {
       detail::Lane l = prog->lanes_[0];
-      if (l.width == 4 && l.and_mask == 0xffffffffu && l.span < 0xffffffffu) {
-        // A compare of a 4-byte field (not '&', not impossible): in 32-bit
-        // arithmetic the sign bias is an addition of 2^31, so it folds into
-        // lo, and the inverse is again the rest of the 2^32 circle.
-        const uint32_t lo = static_cast<uint32_t>(l.lo ^ l.bias);
-        const uint32_t span = static_cast<uint32_t>(l.span);
-        l.lo = inverse ? uint32_t(lo + span + 1) : lo;
-        l.span = inverse ? uint32_t(0xffffffffu - span - 1) : span;
+      const uint64_t fmask = l.width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * l.width)) - 1;
+      if (l.and_mask == fmask && l.span < fmask) {
+        // A compare (not '&', not impossible), done in the field's own
+        // width: there the sign bias is an addition of half the circle, so
+        // it folds into lo, and the inverse is again the rest of the circle.
+        const uint64_t lo = (l.lo ^ l.bias) & fmask;
+        l.lo = inverse ? (lo + l.span + 1) & fmask : lo;
+        l.span = inverse ? fmask - l.span - 1 : l.span;
         l.bias = 0;
-        l.compare32 = 1;
+        l.compare_width = l.width;
       } else if (inverse) {
         l.lo = l.lo + l.span + 1;
         l.span = ~uint64_t{0} - l.span - 1;

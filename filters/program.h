@@ -150,10 +150,11 @@ struct Lane {
   uint32_t pos = 0;    ///< the field's offset in the record, bytes
   uint8_t width = 8;   ///< the field's width: 1, 2, 4 or 8 bytes
   uint8_t invert = 0;
-  /// Program::single_ only: a compare of a 4-byte field in 32-bit
-  /// arithmetic, (uint32)(field - lo) <= (uint32)span, bias and invert
-  /// folded into lo and span (eval_single).
-  uint8_t compare32 = 0;
+  /// Program::single_ only: 1, 2, 4 or 8 for a compare of a field of that
+  /// many bytes done in arithmetic of its width, (field - lo) mod 2^(8 *
+  /// width) <= span, bias and invert folded into lo and span (eval_single);
+  /// 0 for the lane's general form.
+  uint8_t compare_width = 0;
   uint64_t bias = 0;
   uint64_t and_mask = ~uint64_t{0};
   uint64_t lo = 0;
@@ -185,13 +186,23 @@ struct Lane {
   return eval_lane_raw(l, rec) != static_cast<bool>(l.invert);
 }
 
-/// The verdict of Program::single_: a 4-byte compare without the bias and
-/// mask steps (the commonest filter: an int or u32 field against a number),
-/// else the lane's range test, both with the inversion folded in (codegen).
+/// The verdict of Program::single_: a compare in the field's own width,
+/// without the bias and mask steps (the commonest filter: an int, u32 or
+/// u64 field against a number), else the lane's range test, both with the
+/// inversion folded in (codegen). 4 bytes first: int and pid_t are the
+/// commonest kernel fields.
 [[gnu::always_inline]] inline bool eval_single(const Lane& l, const std::byte* rec) noexcept {
-  if (l.compare32 != 0) [[likely]]
+  const uint32_t w = l.compare_width;
+  if (w == 4) [[likely]]
     return static_cast<uint32_t>(load<uint32_t>(rec + l.pos) - static_cast<uint32_t>(l.lo)) <=
            static_cast<uint32_t>(l.span);
+  if (w == 8) return load<uint64_t>(rec + l.pos) - l.lo <= l.span;
+  if (w == 2)
+    return static_cast<uint16_t>(load<uint16_t>(rec + l.pos) - static_cast<uint16_t>(l.lo)) <=
+           static_cast<uint16_t>(l.span);
+  if (w == 1)
+    return static_cast<uint8_t>(load<uint8_t>(rec + l.pos) - static_cast<uint8_t>(l.lo)) <=
+           static_cast<uint8_t>(l.span);
   return eval_lane_raw(l, rec);
 }
 

@@ -81,6 +81,9 @@ static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader
 [[gnu::always_inline]] inline bool adaptive_direct_step(std::atomic<uint64_t>& score, uint32_t gen, bool accepted,
                                                         uint64_t threshold) noexcept {
   const uint64_t v = score.load(std::memory_order_relaxed);
+  // The steady state of a mostly accepted event, by one compare.
+  if (accepted && v == ((uint64_t{gen} << 32) | 65536)) [[likely]]
+    return false;
   const int64_t s = (v >> 32) == gen ? static_cast<int64_t>(v & 0x1ffff) : 65536;
   const int64_t step = ((accepted ? 65536 : 0) - s) >> 5;
   if (step == 0 && (v >> 32) == gen) [[likely]]
@@ -327,11 +330,12 @@ template <class Writer, class Hooks>
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
   const bool accept = !soft && passes_filter(r.payload());
-  if (adaptive_direct &&
-      detail::adaptive_direct_step(c[slot::adaptive_score],
-                                   st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift, accept,
-                                   adaptive_threshold_)) [[unlikely]]
-    adaptive_back_to_staging(st, c);
+  if (adaptive_direct) {
+    if (detail::adaptive_direct_step(c[slot::adaptive_score],
+                                     st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift, accept,
+                                     adaptive_threshold_)) [[unlikely]]
+      adaptive_back_to_staging(st, c);
+  }
   if (accept) {
     ring_commit(r);
     counter_add(c[slot::kept_direct]);

@@ -539,13 +539,19 @@ TraceDatReader TraceDatReader::open(const std::filesystem::path& path) {
 }
 
 TraceDatReader::TraceDatReader(MappedFile file, std::string name)
-    : file_(std::move(file)), name_(std::make_unique<const std::string>(std::move(name))) {
+    : file_(std::move(file)),
+      name_(std::make_unique<const std::string>(name.empty() ? std::string("trace.dat") : std::move(name))) {
   try {
     TraceDatParser(*this).parse();
   } catch (const TraceDatError& e) {
     if (e.file() == *name_) throw;
     throw e.with_file(*name_);
   }
+}
+
+const std::string& TraceDatReader::name() const noexcept {
+  static const std::string kDefault = "trace.dat";
+  return name_ ? *name_ : kDefault;
 }
 
 void TraceDatReader::index_formats() {
@@ -598,7 +604,7 @@ CpuRecordCursor TraceDatReader::buffer_cpu_records(size_t buffer, size_t index) 
   const auto& d = b.cpu_data[index];
   const bool decompressed = d.size != 0 && !compression_.empty() && compression_ != "none";
   return CpuRecordCursor(cpu_bytes_[buffer][index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout,
-                         ts_offset_, decompressed, b.name, *name_);
+                         ts_offset_, decompressed, b.name, name());
 }
 
 MergedRecordCursor TraceDatReader::buffer_records(size_t buffer) const {

@@ -303,8 +303,9 @@ class TraceDatReader {
 
   /// The whole file.
   std::span<const std::byte> bytes() const noexcept { return file_.bytes(); }
-  /// The name errors give the file: open()'s path, or the constructor's name.
-  const std::string& name() const noexcept { return *name_; }
+  /// The name errors give the file: open()'s path, or the constructor's
+  /// name ("trace.dat" if that is empty, or for a moved-from reader).
+  const std::string& name() const noexcept;
 
  private:
   friend class TraceDatParser;

@@ -30,6 +30,9 @@ namespace {
 
 // 5016 bytes: too big for a staging slot (4088), fits an 8 KiB sub-buffer.
 using Big = EventDecl<"tpacct", "big", Int<"value", uint32_t>, Chars<"pad", 4096>, Chars<"pad2", 904>>;
+[[gnu::noinline]] EmitResult emit_big(Instance& inst, uint32_t value, std::string_view pad, std::string_view pad2) {
+  return Big::emit(inst, value, pad, pad2);
+}
 static_assert(Big::fixed_size > kMaxStagedRecord && Big::fixed_size < 8000);
 
 struct Tally {
@@ -93,7 +96,7 @@ void check_stats(Instance& inst, const EventDesc& d, const Tally& t) {
 // An emit whose fill emits `inner` more Sample events (nested: depth 1).
 EmitResult emit_nesting(Instance& inst, uint32_t value, int inner, Tally& t_inner, uint32_t inner_value) {
   auto fill = [&](std::span<std::byte> rec) noexcept {
-    for (int k = 0; k < inner; ++k) t_inner.add(Sample::emit(inst, inner_value, 7, ""));
+    for (int k = 0; k < inner; ++k) t_inner.add(emit_sample(inst, inner_value, 7, ""));
     Sample::write_fields(rec.data(), value, 1, "outer");
   };
   return inst.emit_fill(Sample::desc(), Sample::fixed_size, fill);
@@ -142,13 +145,13 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
       const uint32_t v = stretch == 0 ? 1 : stretch == 1 ? 0 : stretch == 2 ? (rng() & 1) : (rng() % 20 != 0);
       const uint32_t what = rng() % 16;
       if (what == 0) {
-        tb.add(Big::emit(inst, v, pad, pad));
+        tb.add(emit_big(inst, v, pad, pad));
         ++emits;
       } else if (what == 1) {
         ts.add(emit_nesting(inst, v, 1 + static_cast<int>(rng() % 3), ts, rng() & 1));
         ++emits;
       } else {
-        ts.add(Sample::emit(inst, v, static_cast<uint32_t>(i), ""));
+        ts.add(emit_sample(inst, v, static_cast<uint32_t>(i), ""));
         ++emits;
       }
       if (rng() % 1500 == 0) drain_count(inst);  // sometimes the ring has room again
@@ -215,7 +218,7 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
         // Phases of 100%, 97%, 50%, 0% acceptance, different per writer.
         const uint64_t phase = (i / 5000 + id) % 4;
         const uint32_t v = phase == 0 ? 1 : phase == 1 ? (rng() % 32 != 0) : phase == 2 ? (rng() & 1) : 0;
-        t[id].add(Sample::emit(inst, v, static_cast<uint32_t>(i), ""));
+        t[id].add(emit_sample(inst, v, static_cast<uint32_t>(i), ""));
       }
     });
   for (auto& w : ws) w.join();
@@ -244,7 +247,7 @@ std::atomic<uint64_t> g_sig_kept{0}, g_sig_discarded{0}, g_sig_lost{0}, g_sig_di
 void on_sigusr1(int) {
   const int saved = errno;
   g_sig_calls.fetch_add(1, std::memory_order_relaxed);
-  const EmitResult r = Sample::emit(*g_sig_inst, g_sig_calls.load(std::memory_order_relaxed) & 1, 99, "sig");
+  const EmitResult r = emit_sample(*g_sig_inst, g_sig_calls.load(std::memory_order_relaxed) & 1, 99, "sig");
   switch (r) {
     case EmitResult::kept: g_sig_kept.fetch_add(1, std::memory_order_relaxed); break;
     case EmitResult::discarded: g_sig_discarded.fetch_add(1, std::memory_order_relaxed); break;
@@ -304,7 +307,7 @@ TEST_CASE("accounting: control toggles, signals and writers on every staging mod
       for (uint64_t i = 0; (i & 255) != 0 || std::chrono::steady_clock::now() < end; ++i) {
         emits.fetch_add(1, std::memory_order_relaxed);
         const uint32_t v = (i / 3000 + id) % 3 == 0 ? 1 : (rng() % 3 != 0);
-        t[id].add(Sample::emit(inst, v, static_cast<uint32_t>(i), ""));
+        t[id].add(emit_sample(inst, v, static_cast<uint32_t>(i), ""));
       }
       // Block the signal before leaving, so no handler runs on a dying thread.
       sigset_t s;
@@ -358,7 +361,7 @@ TEST_CASE("accounting: control toggles, signals and writers on every staging mod
 namespace {
 // Sends an adaptive event direct: 32 staged accepts (the first check).
 void go_direct(Instance& inst) {
-  for (int i = 0; i < 32; ++i) REQUIRE(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
+  for (int i = 0; i < 32; ++i) REQUIRE(emit_sample(inst, 1, 0, "") == EmitResult::kept);
 }
 }  // namespace
 
@@ -374,14 +377,14 @@ TEST_CASE("accounting: a paused ring sends an adaptive event back to staging", "
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
   go_direct(inst);
-  REQUIRE(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
+  REQUIRE(emit_sample(inst, 1, 0, "") == EmitResult::kept);
   EventStats s = inst.event_stats(Sample::desc());
   REQUIRE(s.staged == 32);
   REQUIRE(s.adaptive_direct == 1);
   inst.pause();
-  CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::lost);  // direct, refused: flips
-  for (int i = 0; i < 100; ++i) CHECK(Sample::emit(inst, 0, 0, "") == EmitResult::discarded);
-  for (int i = 0; i < 10; ++i) CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::lost);  // staged, paused
+  CHECK(emit_sample(inst, 1, 0, "") == EmitResult::lost);  // direct, refused: flips
+  for (int i = 0; i < 100; ++i) CHECK(emit_sample(inst, 0, 0, "") == EmitResult::discarded);
+  for (int i = 0; i < 10; ++i) CHECK(emit_sample(inst, 1, 0, "") == EmitResult::lost);  // staged, paused
   s = inst.event_stats(Sample::desc());
   CHECK(s.adaptive_direct == 2);
   CHECK(s.ring_discards == 0);
@@ -391,8 +394,8 @@ TEST_CASE("accounting: a paused ring sends an adaptive event back to staging", "
   inst.resume();
   // The window holds the 100 rejects: the 32nd kept accept judges 32/132,
   // stays staged; the 64th judges 32/32: direct.
-  for (int i = 0; i < 64; ++i) CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
-  for (int i = 0; i < 5; ++i) CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
+  for (int i = 0; i < 64; ++i) CHECK(emit_sample(inst, 1, 0, "") == EmitResult::kept);
+  for (int i = 0; i < 5; ++i) CHECK(emit_sample(inst, 1, 0, "") == EmitResult::kept);
   s = inst.event_stats(Sample::desc());
   CHECK(s.staged == 32 + 100 + 10 + 64);
   CHECK(s.adaptive_direct == 2 + 5);
@@ -412,11 +415,11 @@ TEST_CASE("accounting: a too-big refusal keeps an adaptive event direct", "[core
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
   REQUIRE(inst.set_filter(Big::desc(), "value != 0").ok());
   go_direct(inst);
-  for (int i = 0; i < 32; ++i) REQUIRE(Big::emit(inst, 1, "", "") == EmitResult::lost);
+  for (int i = 0; i < 32; ++i) REQUIRE(emit_big(inst, 1, "", "") == EmitResult::lost);
   // Big: never staged (too big for a slot); Sample still direct.
   const EventStats sb0 = inst.event_stats(Big::desc());
   CHECK(sb0.staged == 0);
-  CHECK(Sample::emit(inst, 0, 0, "") == EmitResult::discarded);
+  CHECK(emit_sample(inst, 0, 0, "") == EmitResult::discarded);
   const EventStats s = inst.event_stats(Sample::desc());
   CHECK(s.ring_discards == 1);  // direct: reserved, then discarded
   CHECK(s.adaptive_direct == 1);

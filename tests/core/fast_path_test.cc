@@ -24,9 +24,9 @@ std::string pad_of(uint32_t i) { return "p" + std::to_string(i); }
 
 TEST_CASE("fast path: an unfiltered event lands with the common header filled in", "[core][fastpath]") {
   Instance inst(small_options(Staging::per_thread));
-  CHECK(Sample::emit(inst, 1, 2, "x") == EmitResult::disabled);  // not enabled yet
+  CHECK(emit_sample(inst, 1, 2, "x") == EmitResult::disabled);  // not enabled yet
   inst.enable(Sample::desc());
-  REQUIRE(Sample::emit(inst, 7, 42, "hello") == EmitResult::kept);
+  REQUIRE(emit_sample(inst, 7, 42, "hello") == EmitResult::kept);
   const auto recs = drain(inst);
   REQUIRE(recs.size() == 1);
   const Rec& r = recs[0];
@@ -60,7 +60,7 @@ TEST_CASE("fast path: filtered events per staging policy (counts, paths, records
     for (uint32_t i = 0; i < 200; ++i) {
       const uint32_t value = i % 20;
       const bool accept = value > 10 && i != 3;
-      const EmitResult res = Sample::emit(inst, value, i, pad_of(i));
+      const EmitResult res = emit_sample(inst, value, i, pad_of(i));
       REQUIRE(res == (accept ? EmitResult::kept : EmitResult::discarded));
       expect_kept += accept;
     }
@@ -121,16 +121,16 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is
     CHECK(b.error().err == EINVAL);
     CHECK(inst.filter(Sample::desc()) == "value == 1");
   }
-  CHECK(Sample::emit(inst, 1, 0, "") == EmitResult::kept);
-  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::discarded);
+  CHECK(emit_sample(inst, 1, 0, "") == EmitResult::kept);
+  CHECK(emit_sample(inst, 2, 0, "") == EmitResult::discarded);
   REQUIRE(inst.set_filter(Sample::desc(), " 0 ").ok());
   CHECK(inst.filter(Sample::desc()) == "none");
-  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::kept);
+  CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
   CHECK(inst.event_stats(Sample::desc()).unfiltered == 1);
   REQUIRE(inst.set_filter(Sample::desc(), "seq == 5").ok());
   inst.clear_filter(Sample::desc());
   CHECK(inst.filter(Sample::desc()) == "none");
-  CHECK(Sample::emit(inst, 2, 0, "") == EmitResult::kept);
+  CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
 }
 
 TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[core][fastpath]") {
@@ -140,14 +140,14 @@ TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[c
     inst.enable(Sample::desc());
     inst.set_soft_disabled(Sample::desc(), true);
     CHECK(inst.soft_disabled(Sample::desc()));
-    for (int i = 0; i < 10; ++i) CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::discarded);
+    for (int i = 0; i < 10; ++i) CHECK(emit_sample(inst, 1, 1, "") == EmitResult::discarded);
     const EventStats s = inst.event_stats(Sample::desc());
     CHECK(s.discarded == 10);
     CHECK(s.soft_discarded == 10);
     CHECK(s.kept == 0);
     CHECK(drain(inst).empty());
     inst.set_soft_disabled(Sample::desc(), false);
-    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
   }
 }
 
@@ -190,8 +190,8 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
     auto held = inst.stager_for_testing().thread_slots().try_claim(0, 8);  // force busy
     REQUIRE(held);
-    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
-    CHECK(Sample::emit(inst, 2, 2, "") == EmitResult::discarded);
+    CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(emit_sample(inst, 2, 2, "") == EmitResult::discarded);
     buffers::PerThreadTempBuffer::release(held);
     const EventStats s = inst.event_stats(Sample::desc());
     CHECK(s.nested == 2);
@@ -205,7 +205,7 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     }
     CHECK(discarded == 1);
     CHECK(reclaimed == 1);
-    CHECK(Sample::emit(inst, 1, 3, "") == EmitResult::kept);  // slot free again: staged
+    CHECK(emit_sample(inst, 1, 3, "") == EmitResult::kept);  // slot free again: staged
     CHECK(inst.event_stats(Sample::desc()).staged == 1);
     CHECK(drain(inst).size() == 2);
   }
@@ -222,14 +222,14 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     buffers::StagedRecord held = slots.try_claim_local(8);
     REQUIRE(static_cast<bool>(held));
     CHECK(held.cpu() == current_cpu());
-    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
     buffers::TempBuffer::release(held);
     // Held by something other than an emit of this thread: contended, the
     // case of another thread preempted on this CPU with the slot.
     CHECK(inst.event_stats(Sample::desc()).contended == 1);
     CHECK(inst.event_stats(Sample::desc()).nested == 0);
     CHECK(inst.event_stats(Sample::desc()).direct == 1);
-    CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+    CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
     CHECK(inst.event_stats(Sample::desc()).staged == 1);
   }
 }
@@ -239,7 +239,7 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   Instance inst(small_options(Staging::adaptive));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
-  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(Sample::emit(inst, 1, i, "") == EmitResult::kept);
+  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(emit_sample(inst, 1, i, "") == EmitResult::kept);
   EventStats s = inst.event_stats(Sample::desc());
   // The 32nd accepted staged event checks the rate since the start: 32 of
   // 32 is above 90%, so the event goes direct from the 33rd on.
@@ -247,7 +247,7 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   CHECK(s.adaptive_direct == 968);
   CHECK(s.direct == s.adaptive_direct);
   CHECK(s.ring_discards == 0);
-  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(Sample::emit(inst, 0, i, "") == EmitResult::discarded);
+  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(emit_sample(inst, 0, i, "") == EmitResult::discarded);
   s = inst.event_stats(Sample::desc());
   // Direct, the moving average starts at 65536 and loses 1/32 per reject:
   // 63488, 61504, 59582, then 57720, at or below 0.9 * 65536 (58982): the
@@ -262,7 +262,7 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   const uint64_t chosen = s.adaptive_direct;
   buffers::StagedRecord held = inst.stager_for_testing().thread_slots().try_claim(0, 8);
   REQUIRE(held);
-  CHECK(Sample::emit(inst, 0, 1, "") == EmitResult::discarded);
+  CHECK(emit_sample(inst, 0, 1, "") == EmitResult::discarded);
   buffers::PerThreadTempBuffer::release(held);
   s = inst.event_stats(Sample::desc());
   CHECK(s.nested == 1);
@@ -287,7 +287,7 @@ TEST_CASE("fast path: adaptive threads that disagree flip the event's choice, co
     ready.fetch_add(1);
     while (ready.load() < 2) {
     }
-    for (uint32_t i = 0; i < kEach; ++i) (void)Sample::emit(inst, value, i, "");
+    for (uint32_t i = 0; i < kEach; ++i) (void)emit_sample(inst, value, i, "");
   };
   std::thread accepting(run, 1), rejecting(run, 0);
   accepting.join();
@@ -325,20 +325,20 @@ TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes ba
   // Thread B keeps its context across phases: it waits between them.
   std::thread b([&] {
     prepare_thread();
-    for (uint32_t i = 0; i < 31; ++i) (void)Sample::emit(inst, 1, i, "");   // 31 staged accepts
-    for (uint32_t i = 0; i < 100; ++i) (void)Sample::emit(inst, 0, i, "");  // 100 staged rejects
+    for (uint32_t i = 0; i < 31; ++i) (void)emit_sample(inst, 1, i, "");   // 31 staged accepts
+    for (uint32_t i = 0; i < 100; ++i) (void)emit_sample(inst, 0, i, "");  // 100 staged rejects
     b_phase = 1;
     while (!b_go.load()) std::this_thread::yield();
-    for (uint32_t i = 0; i < 4; ++i) (void)Sample::emit(inst, 0, i, "");  // direct: the 4th brings staging back
-    (void)Sample::emit(inst, 1, 0, "");  // B's 32nd accept of its lifetime, 1st of the new window
+    for (uint32_t i = 0; i < 4; ++i) (void)emit_sample(inst, 0, i, "");  // direct: the 4th brings staging back
+    (void)emit_sample(inst, 1, 0, "");  // B's 32nd accept of its lifetime, 1st of the new window
     b_phase = 2;
     while (!b_next.load()) std::this_thread::yield();
-    for (uint32_t i = 0; i < 4; ++i) (void)Sample::emit(inst, 0, i, "");  // must still stage
+    for (uint32_t i = 0; i < 4; ++i) (void)emit_sample(inst, 0, i, "");  // must still stage
     b_done = true;
   });
   while (b_phase.load() != 1) std::this_thread::yield();
   on_thread([&] {
-    for (uint32_t i = 0; i < 40; ++i) (void)Sample::emit(inst, 1, i, "");  // A: 32 staged, then 8 direct
+    for (uint32_t i = 0; i < 40; ++i) (void)emit_sample(inst, 1, i, "");  // A: 32 staged, then 8 direct
   });
   EventStats s = inst.event_stats(Sample::desc());
   CHECK(s.staged == 31 + 100 + 32);
@@ -366,12 +366,12 @@ TEST_CASE("fast path: a full ring sends an adaptive event back to staging", "[co
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
   uint32_t n = 0;
-  while (Sample::emit(inst, 1, n, "") == EmitResult::kept) REQUIRE(++n < 1000000);
+  while (emit_sample(inst, 1, n, "") == EmitResult::kept) REQUIRE(++n < 1000000);
   EventStats s = inst.event_stats(Sample::desc());
   REQUIRE(s.lost == 1);
   CHECK(s.staged == 32);
   CHECK(s.adaptive_direct == n - 32 + 1);  // the refused emit went direct too
-  for (uint32_t i = 0; i < 1000; ++i) CHECK(Sample::emit(inst, 0, i, "") == EmitResult::discarded);
+  for (uint32_t i = 0; i < 1000; ++i) CHECK(emit_sample(inst, 0, i, "") == EmitResult::discarded);
   s = inst.event_stats(Sample::desc());
   CHECK(s.lost == 1);
   CHECK(s.discarded == 1000);
@@ -380,7 +380,7 @@ TEST_CASE("fast path: a full ring sends an adaptive event back to staging", "[co
   CHECK(total_accounted(inst) == inst.ring_attempts());
 
   CHECK(drain(inst).size() == n);
-  for (uint32_t i = 0; i < 100; ++i) CHECK(Sample::emit(inst, 1, i, "") == EmitResult::kept);
+  for (uint32_t i = 0; i < 100; ++i) CHECK(emit_sample(inst, 1, i, "") == EmitResult::kept);
   s = inst.event_stats(Sample::desc());
   // The check at the 64th staged accept judges a window that holds the 1000
   // rejects (stay staged); the one at the 96th judges 32 of 32: direct.
@@ -455,8 +455,8 @@ TEST_CASE("fast path: system filters apply to the events that have the fields", 
   CHECK(inst.filter(Sample::desc()) == "value == 3");
   CHECK(inst.filter(Other::desc()) == "none");
   CHECK(inst.filter_error(Other::desc()).has_value());
-  CHECK(Sample::emit(inst, 3, 0, "") == EmitResult::kept);
-  CHECK(Sample::emit(inst, 4, 0, "") == EmitResult::discarded);
+  CHECK(emit_sample(inst, 3, 0, "") == EmitResult::kept);
+  CHECK(emit_sample(inst, 4, 0, "") == EmitResult::discarded);
   CHECK(Other::emit(inst, 1, "x") == EmitResult::kept);  // left unfiltered
   // A filter on a field both events have.
   const SystemFilterResult all = inst.set_system_filter("tptest", "common_pid > 0");
@@ -475,7 +475,7 @@ TEST_CASE("fast path: drop-newest loses when full and counts it, pause drops", "
   inst.enable(Sample::desc());
   uint64_t kept = 0, lost = 0;
   for (uint32_t i = 0; i < 1000; ++i) {
-    const EmitResult r = Sample::emit(inst, i, i, "");
+    const EmitResult r = emit_sample(inst, i, i, "");
     kept += r == EmitResult::kept;
     lost += r == EmitResult::lost;
   }
@@ -490,10 +490,10 @@ TEST_CASE("fast path: drop-newest loses when full and counts it, pause drops", "
   REQUIRE(recs.size() == kept);
   for (size_t i = 0; i < recs.size(); ++i) CHECK(recs[i].at<uint32_t>(12) == i);  // the oldest survive
   inst.pause();
-  CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::lost);
+  CHECK(emit_sample(inst, 1, 1, "") == EmitResult::lost);
   CHECK(inst.cpu_stats(0).lost_paused == 1);
   inst.resume();
-  CHECK(Sample::emit(inst, 1, 1, "") == EmitResult::kept);
+  CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
 }
 
 TEST_CASE("events: a declared event prints a kernel format file", "[core][event]") {
@@ -602,7 +602,7 @@ TEST_CASE("fast path: writers are cpu_local by default, any_cpu when cpus or ext
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     REQUIRE(sched_setaffinity(0, sizeof set, &set) == 0);
-    REQUIRE(Sample::emit(inst, cpu, 100 + cpu, "local") == EmitResult::kept);
+    REQUIRE(emit_sample(inst, cpu, 100 + cpu, "local") == EmitResult::kept);
     const auto recs = drain_cpu(inst, cpu);
     REQUIRE(recs.size() == 1);
     CHECK(recs[0].at<uint32_t>(8) == cpu);

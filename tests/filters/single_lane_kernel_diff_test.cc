@@ -243,6 +243,25 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
   CHECK(t.programs > 10000);
 }
 
+// Every operator, plain and negated, of `f` against the literal `ls`, on
+// every value in `all`.
+static void check_every_operator(const F& f, const std::vector<FieldDesc>& fields, const CompileOptions& opt,
+                          const std::string& ls, uint64_t lit_raw, const std::vector<uint64_t>& all,
+                          std::mt19937_64& rng, Tally& t) {
+  for (const char* op : kOps)
+    for (bool neg : {false, true}) {
+      const std::string expr = neg ? "!(" + std::string(f.name) + " " + op + " " + ls + ")"
+                                   : std::string(f.name) + " " + op + " " + ls;
+      CompileResult c = compile(expr, fields, opt);
+      if (!c.ok()) {
+        ++t.refused;
+        continue;
+      }
+      ++t.programs;
+      check_program(f, expr, nullptr, *c.program(), op, lit_raw, neg, all, rng, t);
+    }
+}
+
 TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every value", "[filters][eval][single_lane]") {
   const auto fields = make_fields();
   CompileOptions opt;
@@ -257,18 +276,7 @@ TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every
       const std::string ls = std::to_string(lit);
       uint64_t lit_raw = 0;
       if (!kernel_literal(f, ls, lit_raw)) continue;
-      for (const char* op : kOps)
-        for (bool neg : {false, true}) {
-          const std::string expr = neg ? "!(" + std::string(f.name) + " " + op + " " + ls + ")"
-                                       : std::string(f.name) + " " + op + " " + ls;
-          CompileResult c = compile(expr, fields, opt);
-          if (!c.ok()) {
-            ++t.refused;
-            continue;
-          }
-          ++t.programs;
-          check_program(f, expr, nullptr, *c.program(), op, lit_raw, neg, all, rng, t);
-        }
+      check_every_operator(f, fields, opt, ls, lit_raw, all, rng, t);
     }
   }
   CHECK(t.mismatches == 0);
@@ -288,15 +296,7 @@ TEST_CASE("single lane diff: 2-byte fields, every value for edge literals", "[fi
     for (const char* ls : lits) {
       uint64_t lit_raw = 0;
       if (!kernel_literal(f, ls, lit_raw)) continue;
-      for (const char* op : kOps)
-        for (bool neg : {false, true}) {
-          const std::string expr = neg ? "!(" + std::string(f.name) + " " + op + " " + ls + ")"
-                                       : std::string(f.name) + " " + op + " " + ls;
-          CompileResult c = compile(expr, fields, opt);
-          if (!c.ok()) continue;
-          ++t.programs;
-          check_program(f, expr, nullptr, *c.program(), op, lit_raw, neg, all, rng, t);
-        }
+      check_every_operator(f, fields, opt, ls, lit_raw, all, rng, t);
     }
   }
   CHECK(t.mismatches == 0);

@@ -544,8 +544,7 @@ TraceDatReader::TraceDatReader(MappedFile file, std::string name)
   try {
     TraceDatParser(*this).parse();
   } catch (const TraceDatError& e) {
-    if (e.file() == *name_) throw;
-    throw e.with_file(*name_);
+    throw e.with_file(*name_);  // the parser's errors say "trace.dat"
   }
 }
 

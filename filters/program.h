@@ -186,6 +186,12 @@ struct Lane {
   return eval_lane_raw(l, rec) != static_cast<bool>(l.invert);
 }
 
+/// (field - lo) mod 2^(8 * sizeof(T)) <= span: a compare in T's width.
+template <class T>
+[[gnu::always_inline]] inline bool compare_in(const Lane& l, const std::byte* rec) noexcept {
+  return static_cast<T>(load<T>(rec + l.pos) - static_cast<T>(l.lo)) <= static_cast<T>(l.span);
+}
+
 /// The verdict of Program::single_: a compare in the field's own width,
 /// without the bias and mask steps (the commonest filter: an int, u32 or
 /// u64 field against a number), else the lane's range test, both with the
@@ -194,15 +200,10 @@ struct Lane {
 [[gnu::always_inline]] inline bool eval_single(const Lane& l, const std::byte* rec) noexcept {
   const uint32_t w = l.compare_width;
   if (w == 4) [[likely]]
-    return static_cast<uint32_t>(load<uint32_t>(rec + l.pos) - static_cast<uint32_t>(l.lo)) <=
-           static_cast<uint32_t>(l.span);
-  if (w == 8) return load<uint64_t>(rec + l.pos) - l.lo <= l.span;
-  if (w == 2)
-    return static_cast<uint16_t>(load<uint16_t>(rec + l.pos) - static_cast<uint16_t>(l.lo)) <=
-           static_cast<uint16_t>(l.span);
-  if (w == 1)
-    return static_cast<uint8_t>(load<uint8_t>(rec + l.pos) - static_cast<uint8_t>(l.lo)) <=
-           static_cast<uint8_t>(l.span);
+    return compare_in<uint32_t>(l, rec);
+  if (w == 8) return compare_in<uint64_t>(l, rec);
+  if (w == 2) return compare_in<uint16_t>(l, rec);
+  if (w == 1) return compare_in<uint8_t>(l, rec);
   return eval_lane_raw(l, rec);
 }
 

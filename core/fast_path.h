@@ -71,28 +71,6 @@ struct RawWriter {
 }
 static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader, common_preempt_count) == 3);
 
-/// One step of this thread's acceptance average for an adaptive event that
-/// goes direct: s += (target - s) / 32 (rounded down), s in [0, 65536]
-/// (about the last 32 events weigh in), kept with the direct period `gen` it
-/// belongs to (EventState::kGenShift); a score from an earlier period starts
-/// again at 65536 (the period began because events were accepted). Only this
-/// thread writes the slot. At a steady 100% the step is 0 and nothing is
-/// stored. True when the average fell to `threshold` or below: time to stage.
-[[gnu::always_inline]] inline bool adaptive_direct_step(std::atomic<uint64_t>& score, uint32_t gen, bool accepted,
-                                                        uint64_t threshold) noexcept {
-  const uint64_t v = score.load(std::memory_order_relaxed);
-  // The steady state of a mostly accepted event, by one compare.
-  if (accepted && v == ((uint64_t{gen} << 32) | 65536)) [[likely]]
-    return false;
-  const int64_t s = (v >> 32) == gen ? static_cast<int64_t>(v & 0x1ffff) : 65536;
-  const int64_t step = ((accepted ? 65536 : 0) - s) >> 5;
-  if (step == 0 && (v >> 32) == gen) [[likely]]
-    return false;
-  const uint64_t ns = static_cast<uint64_t>(s + step);
-  score.store((uint64_t{gen} << 32) | ns, std::memory_order_relaxed);
-  return ns <= threshold;
-}
-
 /// Makes the filters::EvalContext of one emit when the program asks for it
 /// (Program::match_lazy). cpu_local writers know no CPU up front: theirs is
 /// read then, where the thread runs now.
@@ -329,21 +307,18 @@ template <class Writer, class Hooks>
   }
   w(r.payload(), hdr);
   hooks(EmitStep::built_direct);
-  const bool accept = !soft && passes_filter(r.payload());
-  if (adaptive_direct) {
-    if (detail::adaptive_direct_step(c[slot::adaptive_score],
-                                     st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift, accept,
-                                     adaptive_threshold_)) [[unlikely]]
-      adaptive_back_to_staging(st, c);
-  }
-  if (accept) {
+  if (!soft && passes_filter(r.payload())) {
     ring_commit(r);
-    counter_add(c[slot::kept_direct]);
+    counter_add(c[slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
     return EmitResult::kept;
   }
   ring_discard(r);  // reclaimed if still the last record, else padding
   counter_add(c[slot::rejected_direct]);
   if (soft) counter_add(c[slot::soft]);
+  // Adaptive gone direct: the thread's average moves at rejects only, an
+  // accept pays nothing (adaptive_direct_rejected catches up the accepts
+  // since the thread's previous reject from its kept_direct count).
+  if (adaptive_direct) adaptive_direct_rejected(st, c);
   return EmitResult::discarded;
 }
 

@@ -231,7 +231,8 @@ inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged 
                                                ///< average (bits 0..16, 1/65536) and the period (32..55)
     lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
                           adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
-                          adaptive_rejected_mark = 14;  ///< rejected_staged then
+                          adaptive_rejected_mark = 14,  ///< rejected_staged then
+                          adaptive_direct_mark = 15;    ///< kept_direct when adaptive_score was last set
 }
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and
@@ -409,6 +410,7 @@ class Instance {
   void set_flag_locked(EventState& st, uint32_t flag, bool on);
   [[gnu::cold, gnu::noinline]] void adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept;
   [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept;
+  [[gnu::noinline]] void adaptive_direct_rejected(EventState& st, std::atomic<uint64_t>* c) noexcept;
   void enable_locked(const EventDesc& event, bool on, Retired& retired);
   void subscribe_locked(EventState& st, bool on, Retired& retired);
   void unsubscribe_locked(EventState& st, Retired& retired);

@@ -1,8 +1,9 @@
 // Every emit counted once, on every staging mode, after a1d0a29 (a full ring
 // sends an adaptive event back to staging), 34bec1d (kCpuStaging: the
-// direct path by one flag test) and 0b8e36f (the adaptive step's one-compare
-// steady state): EventStats::emitted() equals the number of emits that were
-// not `disabled`, kept/discarded/lost equal the emits' own results, and the
+// direct path by one flag test) and the adaptive average's move to rejects
+// only (its values: tests/core/adaptive_average_test.cc):
+// EventStats::emitted() equals the number of emits that were not
+// `disabled`, kept/discarded/lost equal the emits' own results, and the
 // ring's accounting (CpuStats::accounted summed) equals ring_attempts().
 // Filtered, soft-disabled, nested (an emit inside a fill, and a signal
 // handler), too-big (for staging and for the ring) and ring-full emits;
@@ -484,40 +485,4 @@ TEST_CASE("accounting: trace() fans out to adaptive, per_cpu and off instances",
     CHECK(s.emitted() == calls.load());
     CHECK(total_accounted(*i) == i->ring_attempts());
   }
-}
-
-// 0b8e36f: adaptive_direct_step's early return for an accept at the top of
-// the current period is the old function exactly (result and stored word),
-// for scores in and out of the period, near the top, at the threshold.
-TEST_CASE("accounting: adaptive_direct_step equals its form before the early return", "[core][accounting][adaptive]") {
-  const auto old_step = [](std::atomic<uint64_t>& score, uint32_t gen, bool accepted, uint64_t threshold) {
-    const uint64_t v = score.load(std::memory_order_relaxed);
-    const int64_t s = (v >> 32) == gen ? static_cast<int64_t>(v & 0x1ffff) : 65536;
-    const int64_t step = ((accepted ? 65536 : 0) - s) >> 5;
-    if (step == 0 && (v >> 32) == gen) return false;
-    const uint64_t ns = static_cast<uint64_t>(s + step);
-    score.store((uint64_t{gen} << 32) | ns, std::memory_order_relaxed);
-    return ns <= threshold;
-  };
-  std::mt19937_64 rng(9);
-  uint64_t checks = 0;
-  const uint32_t gens[] = {0, 1, 2, 0xfffffe, 0xffffff};
-  const uint64_t thresholds[] = {0, 58982, 65535, 65536, 65537};
-  for (uint32_t gen : gens)
-    for (uint32_t vgen : gens)
-      for (uint64_t th : thresholds)
-        for (bool acc : {false, true})
-          for (int k = 0; k < 400; ++k) {
-            uint64_t low = k < 64 ? 65536 - k : k < 100 ? static_cast<uint64_t>(k - 64) : rng() % 65537;
-            if (k == 399) low = 0x1ffff;  // not a value the code stores
-            const uint64_t v = (uint64_t{vgen} << 32) | low;
-            std::atomic<uint64_t> a{v}, b{v};
-            const bool ra = detail::adaptive_direct_step(a, gen, acc, th);
-            const bool rb = old_step(b, gen, acc, th);
-            INFO("gen " << gen << " vgen " << vgen << " low " << low << " acc " << acc << " th " << th);
-            REQUIRE(ra == rb);
-            REQUIRE(a.load() == b.load());
-            ++checks;
-          }
-  CHECK(checks == 5 * 5 * 5 * 2 * 400);
 }

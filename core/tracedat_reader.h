@@ -244,7 +244,10 @@ class TraceDatReader {
   /// formats() (its records then have no format: TraceReport prints them as
   /// "[UNKNOWN TYPE <id>]"); the entry reads "<section> at offset <n>
   /// (0x<hex>): <system>/<name>: format line <N>: <reason>: '<line>'; format
-  /// skipped". Framing errors (a size past the end of the file) still throw.
+  /// skipped". An entry does not name the file: prefix name(), as
+  /// TraceDatError::detail() is prefixed and as the commands print it
+  /// ("tracepipe report: warning: <file>: <entry>"). Framing errors (a size
+  /// past the end of the file) still throw.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
   std::string_view kallsyms_text() const noexcept { return kallsyms_; }

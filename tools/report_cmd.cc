@@ -51,7 +51,8 @@ void print_info(const TraceDatReader& r) {
 
 void print(const ReportCli& cli) {
   const auto reader = TraceDatReader::open(cli.file);
-  for (const std::string& w : reader.warnings()) fmt::print(stderr, "tracepipe report: warning: {}\n", w);
+  for (const std::string& w : reader.warnings())
+    fmt::print(stderr, "tracepipe report: warning: {}: {}\n", reader.name(), w);
   if (cli.info) {
     print_info(reader);
     return;

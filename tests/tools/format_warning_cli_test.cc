@@ -56,7 +56,8 @@ TEST_CASE("cli: report and replay skip an unparsable format with a warning", "[t
   const auto rep = s.run({"report", s.dat.string()});
   INFO("stdout:\n" << rep.out << "\nstderr:\n" << rep.err);
   CHECK(rep.status == 0);
-  CHECK_THAT(rep.err, Catch::StartsWith("tracepipe report: warning: event formats at offset "));
+  // Named by the path given, as errors are.
+  CHECK_THAT(rep.err, Catch::StartsWith("tracepipe report: warning: " + s.dat.string() + ": event formats at offset "));
   CHECK_THAT(rep.err, Catch::Contains("bad/broken: format line 12: text after 'print fmt:': 'stray'; format skipped\n"));
   CHECK_THAT(rep.out, Catch::Contains("kmalloc:"));
   CHECK_THAT(rep.out, Catch::Contains("[UNKNOWN TYPE 4000]\n"));
@@ -64,6 +65,6 @@ TEST_CASE("cli: report and replay skip an unparsable format with a warning", "[t
   const auto rp = s.run({"replay", "--no-progress", "--no-timing", s.dat.string()});
   INFO("replay stdout:\n" << rp.out << "\nstderr:\n" << rp.err);
   CHECK(rp.status == 0);
-  CHECK_THAT(rp.out + rp.err, Catch::Contains("warning: event formats at offset "));
+  CHECK_THAT(rp.out + rp.err, Catch::Contains("warning: " + s.dat.string() + ": event formats at offset "));
   CHECK_THAT(rp.out + rp.err, Catch::Contains("bad/broken: format line 12"));
 }

@@ -189,7 +189,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   }();
   if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
   // Formats the reader skipped (unparsable text): their records replay as unknown IDs.
-  for (const std::string& w : reader.warnings()) res.warnings.push_back(w);
+  for (const std::string& w : reader.warnings()) res.warnings.push_back(fmt::format("{}: {}", reader.name(), w));
 
   // Events of the file, with their kernel IDs.
   Registry registry;

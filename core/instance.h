@@ -71,7 +71,9 @@
 //               moving average (about the last 32 events) and the first to
 //               see it fall to the threshold or below turns staging back on.
 //               The staged lane pays nothing for it on a reject and one test
-//               on an accept.
+//               on an accept; the direct path nothing on an accept (the
+//               average moves at rejects, catching up the accepts counted
+//               since: Instance::adaptive_direct_rejected).
 //
 // ══ Thread-safety ════════════════════════════════════════════════════════════
 //  emit*: any thread and signal handler, concurrently, lock-free.

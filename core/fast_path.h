@@ -109,7 +109,7 @@ struct EvalContextMaker {
 }
 
 [[gnu::always_inline]] inline void Instance::ring_commit(const buffers::Reservation& r) noexcept {
-  buffers::RingBufferBase::commit_reservation(r);  // the same store for every kind
+  buffers::RingBufferBase::commit_granted(r);  // the same store for every kind; r was tested
 }
 
 [[gnu::always_inline]] inline void Instance::ring_discard(const buffers::Reservation& r) noexcept {

@@ -400,7 +400,7 @@ class Instance {
                            uint32_t cpu, bool cpu_given, Writer& w, Hooks& hooks) noexcept;
   buffers::Reservation ring_reserve(uint32_t cpu, uint32_t size) noexcept;
   [[gnu::noinline]] buffers::Reservation reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept;
-  void ring_commit(const buffers::Reservation& r) noexcept;
+  void ring_commit(const buffers::Reservation& r) noexcept;  ///< r granted (tested) by the caller
   void ring_discard(const buffers::Reservation& r) noexcept;
   template <class Writer, class Hooks>
   [[gnu::always_inline]] EmitResult dispatch(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,

@@ -2,7 +2,7 @@
 // The acceptance average an adaptive event keeps per thread while it goes
 // direct (Staging::adaptive; docs/core.md, "Adaptive staging"). Pure
 // functions: Instance::adaptive_direct_rejected applies them to the thread's
-// counter slots (slot::adaptive_score, slot::adaptive_direct_mark).
+// counter slot slot::adaptive_score.
 #include <cstdint>
 
 namespace tracepipe::detail {
@@ -28,6 +28,49 @@ namespace tracepipe::detail {
     s = next;
   }
   return s;
+}
+
+/// The thread's average and what its next reject needs, as one word
+/// (slot::adaptive_score), so that a reject replaces it with one
+/// compare-exchange (Instance::adaptive_direct_rejected) and a same-event
+/// emit in a signal handler inside the reject cannot leave half of its
+/// update. Two slots, a score and a mark, could pair one reject's score with
+/// another's mark (found by a review: a handler reject inside a reject
+/// dropped every accept since the previous one).
+///   bits  0..16  s, in 1/65536
+///   bits 17..47  the thread's kept_direct count when s was last set, mod 2^31
+///   bits 48..63  the direct period s belongs to (EventState::kGenShift), mod 2^16
+/// Both wraps are benign: 2^31 or more accepts between two rejects of one
+/// thread are counted mod 2^31 (a shortfall only if the remainder is under
+/// 259, when the average comes out low); a score from 2^16·k periods earlier
+/// is taken as current, and its catch-up over every accept since then
+/// brings it within 32 of the 65536 a fresh period starts from.
+struct AdaptiveScore {
+  static constexpr uint64_t kMarkMask = (uint64_t{1} << 31) - 1;
+  static constexpr uint64_t kPeriodMask = 0xffff;
+  int64_t s;
+  uint64_t mark;    ///< kept_direct mod 2^31
+  uint64_t period;  ///< mod 2^16
+
+  [[nodiscard]] static constexpr AdaptiveScore unpack(uint64_t w) noexcept {
+    return {static_cast<int64_t>(w & 0x1ffff), (w >> 17) & kMarkMask, w >> 48};
+  }
+  [[nodiscard]] static constexpr uint64_t pack(int64_t s, uint64_t kept, uint64_t period) noexcept {
+    return static_cast<uint64_t>(s) | ((kept & kMarkMask) << 17) | ((period & kPeriodMask) << 48);
+  }
+};
+
+/// The word after one reject of the thread's direct emit: the accepts since
+/// the word was set (kept - mark) caught up, then the reject's step; a word
+/// from another period starts again at 65536 (the period began because
+/// events were accepted). `kept` is the thread's kept_direct count, `period`
+/// the event's current one (flags >> EventState::kGenShift).
+[[nodiscard]] constexpr uint64_t adaptive_score_after_reject(uint64_t word, uint64_t kept, uint64_t period) noexcept {
+  const AdaptiveScore a = AdaptiveScore::unpack(word);
+  int64_t s = 65536;
+  if (a.period == (period & AdaptiveScore::kPeriodMask))
+    s = adaptive_average_after_accepts(a.s, (kept - a.mark) & AdaptiveScore::kMarkMask);
+  return AdaptiveScore::pack(adaptive_average_step(s, false), kept, period);
 }
 
 }  // namespace tracepipe::detail

@@ -216,33 +216,37 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
     if ((f & EventState::kThreadStaging) == 0) return;  // another thread flipped it
     nf = (f & ~EventState::kThreadStaging) + (1u << EventState::kGenShift);
   } while (!st.flags.compare_exchange_weak(f, nf, std::memory_order_relaxed));
-  c[slot::adaptive_score].store((uint64_t{nf >> EventState::kGenShift} << 32) | rate, std::memory_order_relaxed);
-  c[slot::adaptive_direct_mark].store(c[slot::kept_direct].load(std::memory_order_relaxed),
-                                      std::memory_order_relaxed);
+  c[slot::adaptive_score].store(detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
+                                                              c[slot::kept_direct].load(std::memory_order_relaxed),
+                                                              nf >> EventState::kGenShift),
+                                std::memory_order_relaxed);
 }
 
 // A reject of an adaptive event gone direct (fast_path.h, after its discard).
-// The thread's average (slot::adaptive_score: s in bits 0..16, the direct
-// period it belongs to in bits 32..55) moves one step per direct emit, but
-// only here: the accepts since it was last set are this thread's kept_direct
-// count minus slot::adaptive_direct_mark, caught up first
-// (core/adaptive_average.h), so the result is what a step at every emit
-// would give and an accepted direct emit pays nothing for the policy. A
-// score from an earlier period starts again at 65536 (the period began
-// because events were accepted). Only this thread writes its slots; a
-// handler's emit inside this one leaves a consistent pair either way.
+// The thread's average moves one step per direct emit, but only here: the
+// accepts since its word was set (this thread's kept_direct count minus the
+// word's mark) are caught up first (core/adaptive_average.h), so the result
+// is what a step at every emit would give and an accepted direct emit pays
+// nothing for the policy. Only this thread writes the word, but a signal
+// handler's emit of the same event may run anywhere in here: the word is
+// read before the count (so its mark is never past it) and replaced by a
+// compare-exchange, which fails if a handler's reject replaced it meanwhile,
+// and then the step is made again from the handler's word. So every step
+// counts, in an order the emits could have had (a handler's accept after
+// the count was read counts at the next reject). A locked instruction, on
+// rejects only.
 void Instance::adaptive_direct_rejected(EventState& st, std::atomic<uint64_t>* c) noexcept {
-  const uint64_t gen = st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift;
-  const uint64_t v = c[slot::adaptive_score].load(std::memory_order_relaxed);
-  const uint64_t kept = c[slot::kept_direct].load(std::memory_order_relaxed);
-  int64_t s = 65536;
-  if ((v >> 32) == gen)
-    s = detail::adaptive_average_after_accepts(static_cast<int64_t>(v & 0x1ffff),
-                                               kept - c[slot::adaptive_direct_mark].load(std::memory_order_relaxed));
-  s = detail::adaptive_average_step(s, false);
-  c[slot::adaptive_score].store((gen << 32) | static_cast<uint64_t>(s), std::memory_order_relaxed);
-  c[slot::adaptive_direct_mark].store(kept, std::memory_order_relaxed);
-  if (static_cast<uint64_t>(s) <= adaptive_threshold_) adaptive_back_to_staging(st, c);
+  std::atomic<uint64_t>& score = c[slot::adaptive_score];
+  uint64_t word = score.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the word before the count, as a handler sees them
+    const uint64_t kept = c[slot::kept_direct].load(std::memory_order_relaxed);
+    const uint64_t period = st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift;
+    next = detail::adaptive_score_after_reject(word, kept, period);
+  } while (!score.compare_exchange_weak(word, next, std::memory_order_relaxed));
+  if (static_cast<uint64_t>(detail::AdaptiveScore::unpack(next).s) <= adaptive_threshold_)
+    adaptive_back_to_staging(st, c);
 }
 
 void Instance::adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept {

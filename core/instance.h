@@ -230,11 +230,11 @@ namespace slot {
 inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged = 2, kept_direct = 3,
                           rejected_direct = 4, soft = 5, nested = 6,
                           adaptive_score = 7,  ///< per thread, not a count: while direct, the acceptance
-                                               ///< average (bits 0..16, 1/65536) and the period (32..55)
+                                               ///< average, the kept_direct mark and the period, one
+                                               ///< word (detail::AdaptiveScore, core/adaptive_average.h)
     lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
                           adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
-                          adaptive_rejected_mark = 14,  ///< rejected_staged then
-                          adaptive_direct_mark = 15;    ///< kept_direct when adaptive_score was last set
+                          adaptive_rejected_mark = 14;  ///< rejected_staged then
 }
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and

@@ -58,6 +58,36 @@ TEST_CASE("adaptive average: catching up n accepts equals n single steps", "[cor
   CHECK(detail::adaptive_average_step(0, true) == 2048);
 }
 
+TEST_CASE("adaptive average: the score word packs s, the count's mark and the period", "[core][adaptive]") {
+  using detail::AdaptiveScore;
+  const uint64_t w = AdaptiveScore::pack(65536, (uint64_t{1} << 31) + 5, 0x12345);
+  const AdaptiveScore a = AdaptiveScore::unpack(w);
+  CHECK(a.s == 65536);
+  CHECK(a.mark == 5);          // mod 2^31
+  CHECK(a.period == 0x2345);   // mod 2^16
+  CHECK(AdaptiveScore::unpack(AdaptiveScore::pack(0, 0, 0)).s == 0);
+  CHECK(AdaptiveScore::unpack(AdaptiveScore::pack(0x1ffff, ~uint64_t{0}, ~uint64_t{0})).mark == (uint64_t{1} << 31) - 1);
+
+  // A reject: the accepts since the mark caught up, then one reject step;
+  // the new word's mark is the count given.
+  const uint64_t w0 = AdaptiveScore::pack(40000, 100, 7);
+  const AdaptiveScore r = AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 7));
+  CHECK(r.s == detail::adaptive_average_step(detail::adaptive_average_after_accepts(40000, 31), false));
+  CHECK(r.mark == 131);
+  CHECK(r.period == 7);
+  // No accept since: the reject alone.
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 100, 7)).s ==
+        detail::adaptive_average_step(40000, false));
+  // Another period (also one that differs only above bit 15 is the same):
+  // start again at 65536.
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 8)).s == 63488);
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 7 + 0x10000)).s ==
+        r.s);
+  // The count wrapped past 2^31 since the mark: still the right difference.
+  const uint64_t wm = AdaptiveScore::pack(40000, (uint64_t{1} << 31) - 3, 7);
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(wm, (uint64_t{1} << 31) + 28, 7)).s == r.s);
+}
+
 namespace {
 
 // Staging::adaptive on one thread, as docs/core.md states it, with a step

@@ -1,0 +1,190 @@
+// Writer threads that take turns one emit at a time in a random but
+// deterministic interleaving (handoff by semaphores), with soft-disable
+// toggles, records too big to stage, and thread exits (a new thread starts
+// on a zeroed context), at thresholds 0 to 0.999. Each emit's path (staged
+// or direct) and result is checked against a model of the per-emit rule
+// (the average stepped at every direct emit, as before 6c52a24) with shared
+// flags and period and per-thread scores: the reject-only average must
+// flip at the same emits.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+#include <cstring>
+
+#include "core/adaptive_average.h"
+#include "core/instance.h"
+#include "test_events.h"
+
+namespace {
+using namespace tracepipe;
+using tp_core_test::Other;
+
+struct Worker {
+  std::binary_semaphore go{0}, done{0};
+  std::function<void()> job;
+  bool quit = false;
+  std::thread th;
+  Worker() {
+    th = std::thread([this] {
+      for (;;) {
+        go.acquire();
+        if (quit) return;
+        job();
+        done.release();
+      }
+    });
+  }
+  void run(std::function<void()> f) {
+    job = std::move(f);
+    go.release();
+    done.acquire();
+  }
+  ~Worker() {
+    quit = true;
+    go.release();
+    th.join();
+  }
+};
+
+struct ThreadModel {
+  uint64_t kept_staged = 0, rejected_staged = 0, kept_mark = 0, rejected_mark = 0;
+  uint64_t sgen = 0;
+  int64_t s = 0;
+};
+
+struct Model {
+  uint64_t thr;
+  bool direct = false, soft = false;
+  uint64_t gen = 0;
+  // Returns {went_direct, result}
+  std::pair<bool, EmitResult> emit(ThreadModel& t, bool accept, bool big) {
+    if (direct) {
+      const bool acc = accept && !soft;
+      const bool same = t.sgen == gen;
+      if (!(acc && same && t.s == 65536)) {
+        const int64_t s0 = same ? t.s : 65536;
+        const int64_t step = detail::adaptive_average_step(s0, acc) - s0;
+        if (!(step == 0 && same)) {
+          t.s = s0 + step;
+          t.sgen = gen;
+          if (static_cast<uint64_t>(t.s) <= thr) {
+            direct = false;
+            t.kept_mark = t.kept_staged;
+            t.rejected_mark = t.rejected_staged;
+          }
+        }
+      }
+      return {true, acc ? EmitResult::kept : EmitResult::discarded};
+    }
+    if (big) return {true, accept && !soft ? EmitResult::kept : EmitResult::discarded};
+    if (soft || !accept) {
+      ++t.rejected_staged;
+      return {false, EmitResult::discarded};
+    }
+    ++t.kept_staged;
+    if (t.kept_staged % 32 == 0) {
+      const uint64_t dk = t.kept_staged - t.kept_mark, dr = t.rejected_staged - t.rejected_mark;
+      if (dk >= 32) {
+        t.kept_mark = t.kept_staged;
+        t.rejected_mark = t.rejected_staged;
+        const uint64_t rate = (dk << 16) / (dk + dr);
+        if (rate > thr) {
+          direct = true;
+          ++gen;
+          t.s = static_cast<int64_t>(rate);
+          t.sgen = gen;
+        }
+      }
+    }
+    return {false, EmitResult::kept};
+  }
+};
+}  // namespace
+
+TEST_CASE("adaptive: threads taking turns flip where a per-emit model does", "[core][adaptive]") {
+  const double threshold = GENERATE(0.9, 0.5, 0.97, 0.0, 0.999, 0.3);
+  const uint64_t seed = GENERATE(11u, 12u, 13u, 14u);
+  CAPTURE(threshold, seed);
+  InstanceOptions o = tp_core_test::small_options(Staging::adaptive, BufferMode::overwrite);
+  o.subbuf_size_kb = 16;
+  o.buffer_size_kb = 1024;
+  o.adaptive_threshold = threshold;
+  Instance inst(o);
+  inst.enable(Other::desc());
+  REQUIRE(inst.set_filter(Other::desc(), "level != 0").ok());
+  Model m{static_cast<uint64_t>(threshold * 65536.0)};
+  constexpr int kThreads = 3;
+  std::unique_ptr<Worker> w[kThreads];
+  ThreadModel tm[kThreads];
+  for (auto& x : w) x = std::make_unique<Worker>();
+  std::mt19937_64 rng(seed);
+  const std::string small_msg(20, 'x'), big_msg(4200, 'y');
+  const uint32_t rates[] = {100, 96, 90, 85, 99, 50, 100, 0, 92, 100, 97, 10, 88, 100, 98, 94};
+  uint64_t emits = 0, mism = 0, exits = 0, softs = 0, bigs = 0, flips = 0;
+  bool last = false;
+  for (int round = 0; round < 4; ++round)
+    for (uint32_t rate : rates) {
+      // In a phase, threads take turns in runs (so per-thread averages move).
+      for (int i = 0; i < 1500; ++i) {
+        const int t = static_cast<int>((rng() % 8 == 0) ? rng() % kThreads : (i / 50) % kThreads);
+        const uint64_t roll = rng() % 1000;
+        if (roll == 0) {  // thread exit, new thread on a zeroed context
+          w[t].reset();
+          w[t] = std::make_unique<Worker>();
+          tm[t] = ThreadModel{};
+          ++exits;
+          continue;
+        }
+        if (roll == 1 || (m.soft && roll < 40)) {  // soft toggle
+          m.soft = !m.soft;
+          inst.set_soft_disabled(Other::desc(), m.soft);
+          ++softs;
+          continue;
+        }
+        const bool accept = rng() % 100 < rate;
+        const bool big = rng() % 60 == 0;
+        bigs += big;
+        const auto want = m.emit(tm[t], accept, big);
+        const EventStats before = inst.event_stats(Other::desc());
+        EmitResult r{};
+        w[t]->run([&] {
+          if (!big) {
+            r = Other::emit(inst, accept ? 1 : 0, small_msg);
+          } else {
+            std::vector<std::byte> rec(4200);
+            const uint16_t id = Other::desc().id();
+            std::memcpy(rec.data(), &id, 2);
+            const int16_t lv = accept ? 1 : 0;
+            std::memcpy(rec.data() + 8, &lv, 2);
+            r = inst.emit_raw(Other::desc(), rec, 0);
+          }
+        });
+        const EventStats after = inst.event_stats(Other::desc());
+        const bool went_direct = after.direct == before.direct + 1;
+        ++emits;
+        if (went_direct != want.first || r != want.second) {
+          ++mism;
+          if (mism < 10)
+            UNSCOPED_INFO("emit " << emits << " thread " << t << " accept " << accept << " big " << big << " soft "
+                                  << m.soft << ": direct " << went_direct << " want " << want.first << " result "
+                                  << static_cast<int>(r) << " want " << static_cast<int>(want.second));
+          if (mism > 20) break;
+        }
+        if (went_direct != last) ++flips;
+        last = went_direct;
+      }
+      if (mism > 20) break;
+    }
+  INFO("emits " << emits << " exits " << exits << " soft toggles " << softs << " big " << bigs << " flips " << flips);
+  CHECK(mism == 0);
+  CHECK(flips > 4);
+  CHECK(exits > 0);
+  const EventStats s = inst.event_stats(Other::desc());
+  CHECK(s.lost == 0);
+}

@@ -18,9 +18,9 @@ namespace tracepipe::detail {
 /// s after `accepts` accept steps, as many single steps would leave it. An
 /// accept stops moving s once 65536 - s < 32 (the step rounds to 0), which
 /// takes at most 259 steps from any s (tests/core/adaptive_average_test.cc),
-/// so the loop runs at most that often whatever `accepts` is. Used at a reject, to catch up the accepts since
-/// the thread's previous reject: an accepted direct emit then pays nothing
-/// for the policy.
+/// so the loop runs at most that often whatever `accepts` is. Used at a
+/// reject, to catch up the accepts since the thread's previous reject: an
+/// accepted direct emit then pays nothing for the policy.
 [[nodiscard]] constexpr int64_t adaptive_average_after_accepts(int64_t s, uint64_t accepts) noexcept {
   for (; accepts != 0; --accepts) {
     const int64_t next = adaptive_average_step(s, true);

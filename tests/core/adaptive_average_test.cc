@@ -12,6 +12,7 @@
 
 #include "core/adaptive_average.h"
 #include "core/instance.h"
+#include "adaptive_model.h"
 #include "test_events.h"
 
 using namespace tracepipe;
@@ -88,52 +89,6 @@ TEST_CASE("adaptive average: the score word packs s, the count's mark and the pe
   CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(wm, (uint64_t{1} << 31) + 28, 7)).s == r.s);
 }
 
-namespace {
-
-// Staging::adaptive on one thread, as docs/core.md states it, with a step
-// at every direct emit: what the instance did before the average moved to
-// rejects only (0b8e36f's adaptive_direct_step).
-struct Model {
-  uint64_t threshold;  // in 1/65536
-  bool direct = false;
-  uint64_t kept_staged = 0, rejected_staged = 0, kept_mark = 0, rejected_mark = 0;
-  int64_t s = 0;
-
-  // True when this emit goes direct.
-  bool emit(bool accept) {
-    const bool was_direct = direct;
-    if (direct) {
-      s = detail::adaptive_average_step(s, accept);
-      if (static_cast<uint64_t>(s) <= threshold) {
-        direct = false;
-        kept_mark = kept_staged;
-        rejected_mark = rejected_staged;
-      }
-      return was_direct;
-    }
-    if (!accept) {
-      ++rejected_staged;
-      return false;
-    }
-    ++kept_staged;
-    if (kept_staged % 32 == 0) {
-      const uint64_t dk = kept_staged - kept_mark, dr = rejected_staged - rejected_mark;
-      if (dk >= 32) {
-        kept_mark = kept_staged;
-        rejected_mark = rejected_staged;
-        const uint64_t rate = (dk << 16) / (dk + dr);
-        if (rate > threshold) {
-          direct = true;
-          s = static_cast<int64_t>(rate);
-        }
-      }
-    }
-    return false;
-  }
-};
-
-}  // namespace
-
 TEST_CASE("adaptive average: every emit takes the path a per-emit step predicts", "[core][adaptive]") {
   const double threshold = GENERATE(0.9, 0.5, 0.97, 0.0);
   const uint64_t seed = GENERATE(1u, 2u, 3u);
@@ -145,6 +100,7 @@ TEST_CASE("adaptive average: every emit takes the path a per-emit step predicts"
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
   prepare_thread();
   Model m{static_cast<uint64_t>(threshold * 65536.0)};
+  ThreadModel thread;
   std::mt19937_64 rng(seed);
   // Phases of 400 emits, each at one acceptance rate (in 1/100), around and
   // far from the threshold, and runs of pure accepts long enough for the
@@ -156,7 +112,7 @@ TEST_CASE("adaptive average: every emit takes the path a per-emit step predicts"
     for (uint32_t rate : rates)
       for (int i = 0; i < 400; ++i) {
         const bool accept = rng() % 100 < rate;
-        const bool want_direct = m.emit(accept);
+        const bool want_direct = m.emit(thread, accept, false).first;
         const EmitResult r = emit_sample(inst, accept ? 1 : 0, static_cast<uint32_t>(i), "");
         REQUIRE(r == (accept ? EmitResult::kept : EmitResult::discarded));
         const EventStats s = inst.event_stats(Sample::desc());

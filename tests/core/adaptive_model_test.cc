@@ -19,11 +19,14 @@
 
 #include "core/adaptive_average.h"
 #include "core/instance.h"
+#include "adaptive_model.h"
 #include "test_events.h"
 
 namespace {
 using namespace tracepipe;
+using tp_core_test::Model;
 using tp_core_test::Other;
+using tp_core_test::ThreadModel;
 
 struct Worker {
   std::binary_semaphore go{0}, done{0};
@@ -52,59 +55,6 @@ struct Worker {
   }
 };
 
-struct ThreadModel {
-  uint64_t kept_staged = 0, rejected_staged = 0, kept_mark = 0, rejected_mark = 0;
-  uint64_t sgen = 0;
-  int64_t s = 0;
-};
-
-struct Model {
-  uint64_t thr;
-  bool direct = false, soft = false;
-  uint64_t gen = 0;
-  // Returns {went_direct, result}
-  std::pair<bool, EmitResult> emit(ThreadModel& t, bool accept, bool big) {
-    if (direct) {
-      const bool acc = accept && !soft;
-      const bool same = t.sgen == gen;
-      if (!(acc && same && t.s == 65536)) {
-        const int64_t s0 = same ? t.s : 65536;
-        const int64_t step = detail::adaptive_average_step(s0, acc) - s0;
-        if (!(step == 0 && same)) {
-          t.s = s0 + step;
-          t.sgen = gen;
-          if (static_cast<uint64_t>(t.s) <= thr) {
-            direct = false;
-            t.kept_mark = t.kept_staged;
-            t.rejected_mark = t.rejected_staged;
-          }
-        }
-      }
-      return {true, acc ? EmitResult::kept : EmitResult::discarded};
-    }
-    if (big) return {true, accept && !soft ? EmitResult::kept : EmitResult::discarded};
-    if (soft || !accept) {
-      ++t.rejected_staged;
-      return {false, EmitResult::discarded};
-    }
-    ++t.kept_staged;
-    if (t.kept_staged % 32 == 0) {
-      const uint64_t dk = t.kept_staged - t.kept_mark, dr = t.rejected_staged - t.rejected_mark;
-      if (dk >= 32) {
-        t.kept_mark = t.kept_staged;
-        t.rejected_mark = t.rejected_staged;
-        const uint64_t rate = (dk << 16) / (dk + dr);
-        if (rate > thr) {
-          direct = true;
-          ++gen;
-          t.s = static_cast<int64_t>(rate);
-          t.sgen = gen;
-        }
-      }
-    }
-    return {false, EmitResult::kept};
-  }
-};
 }  // namespace
 
 TEST_CASE("adaptive: threads taking turns flip where a per-emit model does", "[core][adaptive]") {

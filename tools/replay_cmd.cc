@@ -92,7 +92,7 @@ const Registrar reg{[](CLI::App& app) {
   auto* sub = app.add_subcommand(
       "replay",
       "Replay a trace.dat through tracepipe's stage -> filter -> commit path and count what the filters keep");
-  sub->add_option("file", cli->input, "trace.dat file (version 6, or 7 uncompressed)")->capture_default_str();
+  sub->add_option("file", cli->input, "trace.dat file (version 6 or 7, uncompressed or zstd/zlib-compressed)")->capture_default_str();
   sub->add_option("-i,--input", cli->input, "same as FILE");
   sub->add_option("-F,--filter", cli->o.filter_args,
                   "'EVENT: FILTER' as trace-cmd report -F: 'sched:sched_switch: prev_pid == 0', "

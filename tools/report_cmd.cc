@@ -81,7 +81,7 @@ void run(const ReportCli& cli) {
 const Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<ReportCli>();
   auto* sub = app.add_subcommand("report", "Print a trace.dat like `trace-cmd report`");
-  sub->add_option("file", cli->file, "trace.dat file (version 6, or 7 uncompressed)")->capture_default_str();
+  sub->add_option("file", cli->file, "trace.dat file (version 6 or 7, uncompressed or zstd/zlib-compressed)")->capture_default_str();
   sub->add_option("-i,--input", cli->file, "same as FILE (trace-cmd's spelling)");
   sub->add_flag("-N,--no-plugins", cli->no_plugins,
                 "render every event through its print fmt (trace-cmd report -N)");

@@ -54,17 +54,27 @@ TEST_CASE("breakit: fan-out counts stay exact while other instances churn", "[br
   plain.enable(Fan::desc());
 
   std::atomic<int> running{2};
+  std::atomic<uint32_t> rounds{0};
   std::vector<std::thread> writers;
   for (uint32_t t = 0; t < 2; ++t)
     writers.emplace_back([&, t] {
       pin(t);
       prepare_thread();
-      for (uint32_t i = 0; i < kPerThread; ++i) TRACEPIPE_TRACE(Fan, i, t);
+      for (uint32_t i = 0; i < kPerThread; ++i) {
+        // On a loaded 2-CPU machine the writers can finish before the control
+        // thread runs at all (CI saw 0 rounds). Halfway, each writer waits
+        // for two more rounds, so at least one whole round of churn runs
+        // between its first and its second half, whatever the scheduler does.
+        if (i == kPerThread / 2) {
+          const uint32_t r0 = rounds.load();
+          while (rounds.load() < r0 + 2) std::this_thread::yield();
+        }
+        TRACEPIPE_TRACE(Fan, i, t);
+      }
       running.fetch_sub(1);
     });
   // Control plane: instances come and go, filters swap (base's to an
   // equivalent program), events toggle, buffers pause.
-  uint32_t rounds = 0;
   const Staging kinds[] = {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive};
   while (running.load() != 0) {
     auto x = std::make_unique<Instance>(opts(kinds[rounds % 4]));
@@ -77,7 +87,7 @@ TEST_CASE("breakit: fan-out counts stay exact while other instances churn", "[br
     x->resume();
     plain.set_soft_disabled(Fan::desc(), false);
     x.reset();
-    ++rounds;
+    rounds.fetch_add(1);
   }
   for (auto& w : writers) w.join();
   const EventStats b = base.event_stats(Fan::desc());
@@ -90,8 +100,8 @@ TEST_CASE("breakit: fan-out counts stay exact while other instances churn", "[br
   uint64_t attempts = 0;
   for (const auto& s : plain.cpu_stats()) attempts += s.accounted();
   CHECK(attempts == plain.ring_attempts());
-  INFO("control rounds " << rounds);
-  CHECK(rounds > 0);
+  INFO("control rounds " << rounds.load());
+  CHECK(rounds.load() >= 2);  // the midpoint wait above makes this hold
 }
 
 namespace {
@@ -121,7 +131,15 @@ TEST_CASE("breakit: signal handlers tracing the same event get 'h' and the nesti
   std::thread w([&] {
     prepare_thread();  // handlers never register: they would drop
     ready = true;
-    for (uint32_t i = 0; i < kOuter; ++i) TRACEPIPE_TRACE(Fan, i * 2, i);  // even: odd drops them
+    for (uint32_t i = 0; i < kOuter; ++i) {
+      // The signaller may not run before the loop ends on a loaded machine:
+      // halfway, wait for a handler to run here, so at least one nests.
+      if (i == kOuter / 2) {
+        const uint32_t h0 = g_handled.load();
+        while (g_handled.load() == h0) std::this_thread::yield();
+      }
+      TRACEPIPE_TRACE(Fan, i * 2, i);  // even: odd drops them
+    }
     done = true;
     while (!stopped.load()) std::this_thread::yield();  // no signal during thread exit
   });

@@ -211,6 +211,7 @@ TEST_CASE("breakit: pause stops every writer on both CPUs while a reader races, 
     // Odd while paused: set after pause() returned, cleared before resume().
     std::atomic<uint64_t> gen{0};
     std::atomic<uint64_t> kept_after_pause{0}, tried_while_paused{0};
+    std::atomic<uint64_t> tried_by[2] = {0, 0};
     std::vector<std::thread> writers;
     for (uint32_t t = 0; t < 2; ++t)
       writers.emplace_back([&, t] {
@@ -222,6 +223,7 @@ TEST_CASE("breakit: pause stops every writer on both CPUs while a reader races, 
           // Started after pause() returned and ended before resume() began.
           if ((g & 1) && gen.load(std::memory_order_seq_cst) == g) {
             tried_while_paused.fetch_add(1, std::memory_order_relaxed);
+            tried_by[t].fetch_add(1, std::memory_order_relaxed);
             if (r == EmitResult::kept) kept_after_pause.fetch_add(1, std::memory_order_relaxed);
           }
         }
@@ -238,14 +240,19 @@ TEST_CASE("breakit: pause stops every writer on both CPUs while a reader races, 
       const buffers::PauseFence f = inst.pause();
       REQUIRE(f != buffers::PauseFence::failed);
       REQUIRE(inst.paused());
+      const uint64_t b0 = tried_by[0].load(), b1 = tried_by[1].load();
       gen.fetch_add(1, std::memory_order_seq_cst);
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      // A loaded machine may not run a writer in 3 ms (or in any round):
+      // the pause stays until each writer has tried a whole emit inside it.
+      // They spin until stop and gen holds still meanwhile, so this ends.
+      while (tried_by[0].load() == b0 || tried_by[1].load() == b1) std::this_thread::yield();
       gen.fetch_add(1, std::memory_order_seq_cst);
       inst.resume();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     INFO("writers " << to_string(wm) << " emits while paused " << tried_while_paused.load());
-    CHECK(tried_while_paused.load() > 0);
+    CHECK(tried_while_paused.load() >= 2 * 40);  // the wait above makes this hold
     CHECK(kept_after_pause.load() == 0);  // no reserve that starts after pause() returns succeeds
     stop = true;
     for (auto& w : writers) w.join();

@@ -212,6 +212,13 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
   for (int id = 0; id < kWriters; ++id)
     ws.emplace_back([&, id] {
       prepare_thread();
+      // Writer 0 (100% accepted at first) goes first, alone: its 32nd staged
+      // accept sends the event direct, its 33rd emit goes so. Else a loaded
+      // machine may run the others first, and they can fill the ring while
+      // the consumer sleeps: lost accepts are no evidence to go direct, and
+      // adaptive_direct could stay 0.
+      if (id != 0)
+        while (emits[0].load() < 34) std::this_thread::yield();  // the 34th started: the 33rd ended
       std::mt19937 rng(id);
       const auto end = std::chrono::steady_clock::now() + kRun;
       for (uint64_t i = 0; (i & 255) != 0 || std::chrono::steady_clock::now() < end; ++i) {

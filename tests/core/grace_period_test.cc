@@ -172,23 +172,31 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
   constexpr uint64_t kAlive = 0xA11CEA11CEA11CEull;
   std::atomic<Obj*> current{new Obj{kAlive, 0}};
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> bad{0}, reads{0};
+  std::atomic<uint64_t> bad{0};
+  std::atomic<uint64_t> reads[2] = {0, 0};
   std::vector<std::thread> readers;
   for (int i = 0; i < 2; ++i) {
-    readers.emplace_back([&] {
+    readers.emplace_back([&, i] {
       ThreadContext& c = *thread_context();
-      reads.fetch_add(1);
+      reads[i].fetch_add(1);
       while (!stop.load(std::memory_order_relaxed)) {
         WriterScope s(c);
         const Obj* o = current.load(std::memory_order_acquire);
         for (int k = 0; k < 8; ++k)
           if (o->magic != kAlive) bad.fetch_add(1, std::memory_order_relaxed);
-        reads.fetch_add(1, std::memory_order_relaxed);
+        reads[i].fetch_add(1, std::memory_order_relaxed);
       }
     });
   }
-  while (reads.load() < 2) std::this_thread::yield();  // both readers running
+  while (reads[0].load() == 0 || reads[1].load() == 0) std::this_thread::yield();  // both readers started
   for (uint64_t i = 1; i <= 300; ++i) {
+    // Started is not reading: a loaded machine may run the 300 swaps before
+    // either reader's first section. Halfway, wait for a whole section of
+    // each, so both read between swaps (they loop until stop: this ends).
+    if (i == 150) {
+      const uint64_t r0 = reads[0].load(), r1 = reads[1].load();
+      while (reads[0].load() < r0 + 2 || reads[1].load() < r1 + 2) std::this_thread::yield();
+    }
     Obj* old = current.exchange(new Obj{kAlive, i}, std::memory_order_acq_rel);
     synchronize();
     old->magic = 0xDEAD;  // a reader still holding it would see this
@@ -198,5 +206,6 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
   for (auto& t : readers) t.join();
   delete current.load();
   CHECK(bad.load() == 0);
-  CHECK(reads.load() > 0);
+  CHECK(reads[0].load() > 2);  // the midpoint wait above makes these hold
+  CHECK(reads[1].load() > 2);
 }

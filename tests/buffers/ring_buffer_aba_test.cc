@@ -371,6 +371,12 @@ TEST_CASE("recycle stress: walks of long sub-buffers against a consuming reader 
     });
   std::thread reader([&] {
     ConsumingReader cr(rb, 0);
+    // Start behind: no read until the writers have recycled an unread
+    // sub-buffer. A reader that kept up (a loaded machine can run it as
+    // much as the writers) would leave overrun at 0; 1.2M records do not
+    // fit 64 KiB unread, so the first overrun comes before they finish.
+    while (rb.stats(0).overrun == 0 && finished.load(std::memory_order_acquire) < kWriters)
+      std::this_thread::yield();
     for (uint64_t k = 1; finished.load(std::memory_order_acquire) < kWriters; ++k) {
       if (auto v = cr.next()) {
         check(*v);
@@ -392,7 +398,7 @@ TEST_CASE("recycle stress: walks of long sub-buffers against a consuming reader 
   CHECK(torn.load() == 0);
   CHECK(s.entries == 0);
   CHECK(s.read == reader_got.load());
-  CHECK(s.overrun > 0);  // the writers did recycle unread sub-buffers
+  CHECK(s.overrun > 0);  // the writers did recycle unread sub-buffers (the reader's start makes this hold)
   CHECK(s.conserved(attempts.load()));
   for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) {
     INFO("position " << idx);

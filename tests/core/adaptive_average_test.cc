@@ -2,11 +2,12 @@
 // rejects only, with the accepts since the thread's previous reject caught
 // up from its kept_direct count (core/adaptive_average.h,
 // Instance::adaptive_direct_rejected). Checked against the rule written out
-// per emit (docs/core.md, "Adaptive staging"): the catch-up equals single
-// steps, and a whole instance takes, emit by emit, the path a model that
-// steps at every emit predicts.
+// per emit (docs/core.md, "Adaptive staging"): the catch-up is the exact
+// decay rounded once, and a whole instance takes, emit by emit, the path a
+// model that counts each emit predicts (tests/core/adaptive_model.h).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 
@@ -18,38 +19,52 @@
 using namespace tracepipe;
 using namespace tp_core_test;
 
-TEST_CASE("adaptive average: catching up n accepts equals n single steps", "[core][adaptive]") {
-  const uint64_t ns[] = {0, 1, 2, 31, 32, 33, 100, 200, 239, 240, 241, 250, 300};
+TEST_CASE("adaptive average: a run of n accepts decays the distance to 65536 by (31/32)^n, rounded once",
+          "[core][adaptive]") {
+  // The table against the real powers.
+  for (uint32_t k = 0; k < detail::kAdaptiveDecayLen; ++k) {
+    const long double want = std::pow(31.0L / 32.0L, static_cast<long double>(k)) * 2147483648.0L;
+    INFO("k " << k);
+    REQUIRE(std::fabs(static_cast<long double>(detail::kAdaptiveDecay.v[k]) - want) <= 0.5L);
+  }
+  const uint64_t ns[] = {0, 1, 2, 31, 32, 33, 100, 200, 259, 300, 348, 349, 350, 351, 352, 353, 1000};
   uint64_t checks = 0;
-  uint64_t longest = 0;  // steps from any s until accepts stop moving it
+  int64_t widest = 0;  // how far above single steps the run's one rounding leaves s
   for (int64_t s0 = 0; s0 <= 65536; ++s0) {
-    int64_t s = s0;
-    uint64_t n = 0;
+    const long double d = static_cast<long double>(65536 - s0);
+    int64_t stepped = s0;  // single steps, each rounded
+    int64_t prev = s0;
     size_t next = 0;
-    uint64_t moved = 0;
-    for (; n <= 300; ++n) {
+    for (uint64_t n = 0; n <= 1000; ++n) {
       if (next < std::size(ns) && ns[next] == n) {
-        if (detail::adaptive_average_after_accepts(s0, n) != s) {
-          INFO("s0 " << s0 << " n " << n);
-          REQUIRE(detail::adaptive_average_after_accepts(s0, n) == s);
+        const int64_t s = detail::adaptive_average_after_accepts(s0, n);
+        const long double exact = d * std::pow(31.0L / 32.0L, static_cast<long double>(n));
+        const long double dist = static_cast<long double>(65536 - s);
+        // floor(exact), up to the table's 2^-31 rounding times d < 2^-15.
+        if (!(dist > exact - 1.0L && dist <= exact + 0x1p-15L) || s < stepped || s < prev || s > 65536) {
+          INFO("s0 " << s0 << " n " << n << " s " << s << " exact distance " << static_cast<double>(exact)
+                     << " single steps " << stepped << " previous n " << prev);
+          REQUIRE(false);
         }
+        widest = std::max(widest, s - stepped);
+        prev = s;
         ++next;
         ++checks;
       }
-      const int64_t t = detail::adaptive_average_step(s, true);
-      if (t != s) moved = n + 1;
-      REQUIRE(t >= s);
-      REQUIRE(t <= 65536);
-      s = t;
+      stepped = detail::adaptive_average_step(stepped, true);
     }
-    longest = std::max(longest, moved);
-    // However many accepts: the loop stops where single steps stop moving.
-    REQUIRE(detail::adaptive_average_after_accepts(s0, UINT64_MAX) == s);
-    REQUIRE(65536 - s < 32);
   }
   CHECK(checks == 65537 * std::size(ns));
-  // The bound the header states, so a reject's catch-up is short.
-  CHECK(longest == 259);
+  // Single steps stop moving within 32 of 65536; the run's one rounding does
+  // not, so it ends up to 31 above them.
+  CHECK(widest == 31);
+  CHECK(detail::adaptive_average_after_accepts(12345, 0) == 12345);
+  CHECK(detail::adaptive_average_after_accepts(0, 1) == 2048);  // one accept: exactly a step
+  CHECK(detail::adaptive_average_after_accepts(40000, 1) == detail::adaptive_average_step(40000, true));
+  // From 0, 350 accepts are the first that leave no distance.
+  CHECK(detail::adaptive_average_after_accepts(0, 349) == 65535);
+  CHECK(detail::adaptive_average_after_accepts(0, 350) == 65536);
+  CHECK(detail::adaptive_average_after_accepts(0, UINT64_MAX) == 65536);
   // A reject step rounds towards minus infinity: from 65536, 1/32 off.
   CHECK(detail::adaptive_average_step(65536, false) == 63488);
   CHECK(detail::adaptive_average_step(63488, false) == 61504);
@@ -89,7 +104,7 @@ TEST_CASE("adaptive average: the score word packs s, the count's mark and the pe
   CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(wm, (uint64_t{1} << 31) + 28, 7)).s == r.s);
 }
 
-TEST_CASE("adaptive average: every emit takes the path a per-emit step predicts", "[core][adaptive]") {
+TEST_CASE("adaptive average: every emit takes the path the per-emit model predicts", "[core][adaptive]") {
   const double threshold = GENERATE(0.9, 0.5, 0.97, 0.0);
   const uint64_t seed = GENERATE(1u, 2u, 3u);
   CAPTURE(threshold, seed);

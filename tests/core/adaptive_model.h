@@ -1,8 +1,11 @@
 #pragma once
 // Staging::adaptive written out per emit, as docs/core.md states it: the
-// staged window check at every 32nd accept, and while direct a step of the
-// thread's average at every direct emit (what the instance did before the
-// average moved to rejects only, 0b8e36f's adaptive_direct_step). Shared
+// staged window check at every 32nd accept, and while direct the thread's
+// average, which each reject moves: first the accepts since the thread's
+// previous reject (or since its score was set) decay its distance to 65536
+// by (31/32) per accept, rounded once, then the reject's step. Here the run
+// is a plain count of the accepts the model saw, where the instance derives
+// it from its kept_direct counter and the mark in its score word. Shared
 // flags and period, per-thread scores. The tests check the instance's path
 // for each emit against it (adaptive_average_test.cc, adaptive_model_test.cc).
 #include <cstdint>
@@ -17,6 +20,7 @@ struct ThreadModel {
   uint64_t kept_staged = 0, rejected_staged = 0, kept_mark = 0, rejected_mark = 0;
   uint64_t sgen = 0;
   int64_t s = 0;
+  uint64_t run = 0;  ///< accepts since s was set, in period sgen
 };
 
 struct Model {
@@ -28,17 +32,17 @@ struct Model {
     if (direct) {
       const bool acc = accept && !soft;
       const bool same = t.sgen == gen;
-      if (!(acc && same && t.s == 65536)) {
-        const int64_t s0 = same ? t.s : 65536;
-        const int64_t step = tracepipe::detail::adaptive_average_step(s0, acc) - s0;
-        if (!(step == 0 && same)) {
-          t.s = s0 + step;
-          t.sgen = gen;
-          if (static_cast<uint64_t>(t.s) <= thr) {
-            direct = false;
-            t.kept_mark = t.kept_staged;
-            t.rejected_mark = t.rejected_staged;
-          }
+      if (acc) {
+        if (same) ++t.run;  // an accept of another period is not caught up: the reject starts at 65536
+      } else {
+        const int64_t s0 = same ? tracepipe::detail::adaptive_average_after_accepts(t.s, t.run) : 65536;
+        t.s = tracepipe::detail::adaptive_average_step(s0, false);
+        t.sgen = gen;
+        t.run = 0;
+        if (static_cast<uint64_t>(t.s) <= thr) {
+          direct = false;
+          t.kept_mark = t.kept_staged;
+          t.rejected_mark = t.rejected_staged;
         }
       }
       return {true, acc ? tracepipe::EmitResult::kept : tracepipe::EmitResult::discarded};
@@ -60,6 +64,7 @@ struct Model {
           ++gen;
           t.s = static_cast<int64_t>(rate);
           t.sgen = gen;
+          t.run = 0;
         }
       }
     }

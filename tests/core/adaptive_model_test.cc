@@ -2,10 +2,11 @@
 // deterministic interleaving (handoff by semaphores), with soft-disable
 // toggles, records too big to stage, and thread exits (a new thread starts
 // on a zeroed context), at thresholds 0 to 0.999. Each emit's path (staged
-// or direct) and result is checked against a model of the per-emit rule
-// (the average stepped at every direct emit, as before 6c52a24) with shared
-// flags and period and per-thread scores: the reject-only average must
-// flip at the same emits.
+// or direct) and result is checked against a model of the rule written out
+// per emit (tests/core/adaptive_model.h: each thread counts its accepts and
+// moves its average at its rejects) with shared flags and period and
+// per-thread scores: the instance, which derives each thread's run from its
+// counters and a mark, must flip at the same emits.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,95 @@
+// tracepipe_microbench's main: Google Benchmark's, plus, after a console
+// run that included the emit cases, issue 5's targets judged from that run's
+// medians (bench/emit_targets.h), on stderr so that stdout stays the
+// library's table. With --benchmark_format=json or csv the library's own
+// reporter runs alone.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/emit_targets.h"
+
+namespace {
+
+double to_ns(double t, benchmark::TimeUnit u) {
+  switch (u) {
+    case benchmark::kMicrosecond: return t * 1e3;
+    case benchmark::kMillisecond: return t * 1e6;
+    case benchmark::kSecond: return t * 1e9;
+    default: return t;
+  }
+}
+
+// The console reporter, keeping each emit case's CPU time per iteration:
+// the library's median when it computed one (repetitions), else the median
+// of the runs it reported.
+class TargetsReporter : public benchmark::ConsoleReporter {
+ public:
+  using ConsoleReporter::ConsoleReporter;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const std::string key = tracepipe::bench::emit_case_key(r.run_name.str());
+      if (key.empty() || r.error_occurred) continue;
+      const double ns = to_ns(r.GetAdjustedCPUTime(), r.time_unit);
+      if (r.run_type == Run::RT_Aggregate) {
+        if (r.aggregate_name == "median") aggregate_[key] = ns;
+      } else {
+        runs_[key].push_back(ns);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::map<std::string, double> medians() const {
+    std::map<std::string, double> m = aggregate_;
+    for (auto [key, v] : runs_) {
+      if (m.count(key) != 0 || v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      m[key] = n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+    return m;
+  }
+
+ private:
+  std::map<std::string, double> aggregate_;
+  std::map<std::string, std::vector<double>> runs_;
+};
+
+bool has_arg(int argc, char** argv, const char* prefix) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const bool console = !has_arg(argc, argv, "--benchmark_format=") ||
+                       has_arg(argc, argv, "--benchmark_format=console");
+  if (!console) {
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+  }
+  int opts = benchmark::ConsoleReporter::OO_None;
+  if (isatty(STDOUT_FILENO) != 0 && !has_arg(argc, argv, "--benchmark_color=false"))
+    opts |= benchmark::ConsoleReporter::OO_Color;
+  if (has_arg(argc, argv, "--benchmark_counters_tabular=true")) opts |= benchmark::ConsoleReporter::OO_Tabular;
+  TargetsReporter reporter(static_cast<benchmark::ConsoleReporter::OutputOptions>(opts));
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  const auto checks = tracepipe::bench::emit_targets(reporter.medians());
+  if (!checks.empty()) {
+    std::fflush(stdout);
+    std::fputs(tracepipe::bench::render_targets(checks).c_str(), stderr);
+  }
+  benchmark::Shutdown();
+  return 0;
+}

@@ -226,8 +226,9 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
 // The thread's average moves only here: the accepts since its word was set
 // (this thread's kept_direct count minus the word's mark) are caught up
 // first, in one table load and multiply (core/adaptive_average.h), then the
-// reject's step, so an accepted direct emit pays nothing for the policy. Only this thread writes the word, but a signal
-// handler's emit of the same event may run anywhere in here: the word is
+// reject's step, so an accepted direct emit pays nothing for the policy.
+// Only this thread writes the word, but a signal handler's emit of the same
+// event may run anywhere in here: the word is
 // read before the count (so its mark is never past it) and replaced by a
 // compare-exchange, which fails if a handler's reject replaced it meanwhile,
 // and then the step is made again from the handler's word. So every step

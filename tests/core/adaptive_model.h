@@ -5,13 +5,14 @@
 // previous reject (or since its score was set) decay its distance to 65536
 // by (31/32) per accept, rounded once, then the reject's step. Here the run
 // is a plain count of the accepts the model saw, where the instance derives
-// it from its kept_direct counter and the mark in its score word. Shared
+// it from its kept_direct counter and the mark in its score word, and the
+// arithmetic is the tests' own (tests/support/adaptive_rule.h). Shared
 // flags and period, per-thread scores. The tests check the instance's path
 // for each emit against it (adaptive_average_test.cc, adaptive_model_test.cc).
 #include <cstdint>
 #include <utility>
 
-#include "core/adaptive_average.h"
+#include "adaptive_rule.h"
 #include "core/instance.h"
 
 namespace tp_core_test {
@@ -35,8 +36,8 @@ struct Model {
       if (acc) {
         if (same) ++t.run;  // an accept of another period is not caught up: the reject starts at 65536
       } else {
-        const int64_t s0 = same ? tracepipe::detail::adaptive_average_after_accepts(t.s, t.run) : 65536;
-        t.s = tracepipe::detail::adaptive_average_step(s0, false);
+        const int64_t s0 = same ? tp_test::rule_after_accepts(t.s, t.run) : 65536;
+        t.s = tp_test::rule_reject_step(s0);
         t.sgen = gen;
         t.run = 0;
         if (static_cast<uint64_t>(t.s) <= thr) {

@@ -70,8 +70,14 @@ enum class LocalCas : uint8_t {
 /// follows; TP_RSEQ_SECTION_END puts the post-commit label and the abort
 /// handler (the four signature bytes the kernel checks, glibc's RSEQ_SIG
 /// 0x53053053 for x86, then a jump to the asm goto label `migrated`).
+/// Both pushed sections carry the "?" flag: they join the section group of
+/// the code around them, so when that code is an inline function's COMDAT
+/// copy (a debug build, a function that emits in a header) and the linker
+/// discards the copy, its descriptor and abort handler go with it instead
+/// of pointing into a discarded section, which failed the link
+/// (tests/core/link_comdat_test.cc).
 #define TP_RSEQ_SECTION_BEGIN            \
-  ".pushsection __rseq_cs, \"aw\"\n\t"   \
+  ".pushsection __rseq_cs, \"aw?\"\n\t"  \
   ".balign 32\n\t"                       \
   "3:\n\t"                               \
   ".long 0x0, 0x0\n\t"                   \
@@ -82,7 +88,7 @@ enum class LocalCas : uint8_t {
   "1:\n\t"
 #define TP_RSEQ_SECTION_END                  \
   "2:\n\t"                                   \
-  ".pushsection __rseq_failure, \"ax\"\n\t" \
+  ".pushsection __rseq_failure, \"ax?\"\n\t" \
   ".byte 0x0f, 0xb9, 0x3d\n\t"               \
   ".long 0x53053053\n\t"                     \
   "4:\n\t"                                   \

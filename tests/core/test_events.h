@@ -27,11 +27,11 @@ using Nested = tracepipe::EventDecl<"tpnest", "inner", tracepipe::Int<"seq", uin
 
 /// Sample::emit out of line. Each inlined emit is the whole fast path, and
 /// a test file with dozens of them took 25-45 s to compile in Release (more
-/// under the sanitizers); the path the emit takes is the same. Static: an
-/// inline (COMDAT) copy discarded at link time would leave the rseq
-/// section's abort pointers into it dangling when two test files of one
-/// executable use it.
-[[gnu::noinline, maybe_unused]] static tracepipe::EmitResult emit_sample(tracepipe::Instance& inst, uint32_t value, uint32_t seq,
+/// under the sanitizers); the path the emit takes is the same. Inline, so
+/// an executable of several test files holds COMDAT copies the linker
+/// discards but one of (buffers/rseq.h keeps each rseq section in its
+/// function's group; tests/core/link_comdat_test.cc).
+[[gnu::noinline, maybe_unused]] inline tracepipe::EmitResult emit_sample(tracepipe::Instance& inst, uint32_t value, uint32_t seq,
                                                     std::string_view pad) noexcept {
   return Sample::emit(inst, value, seq, pad);
 }

@@ -6,7 +6,6 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -17,18 +16,9 @@
 
 namespace {
 
-double to_ns(double t, benchmark::TimeUnit u) {
-  switch (u) {
-    case benchmark::kMicrosecond: return t * 1e3;
-    case benchmark::kMillisecond: return t * 1e6;
-    case benchmark::kSecond: return t * 1e9;
-    default: return t;
-  }
-}
-
 // The console reporter, keeping each emit case's CPU time per iteration:
-// the library's median when it computed one (repetitions), else the median
-// of the runs it reported.
+// the library's median when it computed one (repetitions > 1), else the
+// case's one run.
 class TargetsReporter : public benchmark::ConsoleReporter {
  public:
   using ConsoleReporter::ConsoleReporter;
@@ -36,29 +26,24 @@ class TargetsReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       const std::string key = tracepipe::bench::emit_case_key(r.run_name.str());
       if (key.empty() || r.error_occurred) continue;
-      const double ns = to_ns(r.GetAdjustedCPUTime(), r.time_unit);
+      const double ns = r.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
       if (r.run_type == Run::RT_Aggregate) {
-        if (r.aggregate_name == "median") aggregate_[key] = ns;
+        if (r.aggregate_name == "median") median_[key] = ns;
       } else {
-        runs_[key].push_back(ns);
+        single_[key] = ns;
       }
     }
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, double> medians() const {
-    std::map<std::string, double> m = aggregate_;
-    for (auto [key, v] : runs_) {
-      if (m.count(key) != 0 || v.empty()) continue;
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      m[key] = n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    }
+    std::map<std::string, double> m = median_;
+    m.insert(single_.begin(), single_.end());  // keeps the medians where both exist
     return m;
   }
 
  private:
-  std::map<std::string, double> aggregate_;
-  std::map<std::string, std::vector<double>> runs_;
+  std::map<std::string, double> median_;
+  std::map<std::string, double> single_;
 };
 
 bool has_arg(int argc, char** argv, const char* prefix) {

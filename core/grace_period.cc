@@ -14,7 +14,7 @@
 namespace tracepipe {
 
 namespace detail {
-constinit std::atomic<uint64_t> gp_global_epoch{1};
+constinit std::atomic<uint64_t> gp_global_section{(uint64_t{1} << 16) | 1};
 std::vector<ThreadContext*> snapshot_threads();  // thread_context.cc
 }  // namespace detail
 
@@ -65,14 +65,16 @@ void process_wide_barrier() {
 
 void synchronize() {
   if (ThreadContext* self = detail::tl_context;
-      self != nullptr && self->gp_epoch.load(std::memory_order_relaxed) != 0)
+      self != nullptr && self->read_section.load(std::memory_order_relaxed) != 0)
     throw std::logic_error("tracepipe::synchronize() called inside an emit (would wait for itself)");
-  const uint64_t target = detail::gp_global_epoch.fetch_add(1, std::memory_order_acq_rel) + 1;  // (E)
+  constexpr uint64_t kEpochStep = uint64_t{1} << 16;
+  const uint64_t target =
+      (detail::gp_global_section.fetch_add(kEpochStep, std::memory_order_acq_rel) + kEpochStep) >> 16;  // (E)
   process_wide_barrier();                                                                     // (F)
   for (ThreadContext* c : detail::snapshot_threads()) {                                      // (G)
     for (unsigned spins = 0;; ++spins) {
-      const uint64_t e = c->gp_epoch.load(std::memory_order_acquire);
-      if (e == 0 || e >= target) break;
+      const uint64_t s = c->read_section.load(std::memory_order_acquire);
+      if (s == 0 || (s >> 16) >= target) break;
       if (spins < 64) {
         std::this_thread::yield();
       } else {

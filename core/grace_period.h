@@ -1,31 +1,45 @@
 #pragma once
-// Safe reclamation for the write path: a user-space RCU whose readers pay two
-// thread-local stores, and whose updaters pay one membarrier(2).
+// Safe reclamation for the write path: a user-space RCU whose readers pay one
+// thread-local load and two thread-local stores, and whose updaters pay one
+// membarrier(2).
 //
-// Readers are emits. Each emit runs inside a WriterScope, which also counts
-// the thread's nesting depth (see thread_context.h):
+// Readers are emits. Each emit runs inside a WriterScope, whose one word
+// (ThreadContext::read_section) is both the read-side section and the
+// thread's nesting depth: epoch << 16 | depth, 0 outside.
 //
-//   enter:  prev = ctx.gp_epoch; if prev == 0: ctx.gp_epoch = global_epoch  (A)
-//           nesting = nesting + 1                                           (B)
+//   enter:  prev = ctx.read_section                                          (A)
+//           if prev == 0: ctx.read_section = global_section   (epoch<<16 | 1)
+//           else:         ctx.read_section = prev + 1         (nested: a signal
+//                                                              handler's emit)
 //           ... load filter/subscriber pointers, use them ...               (C)
-//   leave:  nesting = nesting - 1; ctx.gp_epoch = prev                      (D)
+//   leave:  ctx.read_section = (prev == 0 ? 0 : prev)                        (D)
 //
 // Updaters (set_filter, enable, instance teardown) publish the new pointer
 // with a release store, then call synchronize() before freeing the old one:
 //
-//   target = ++global_epoch                                                 (E)
+//   target = (global_section += 1 << 16) >> 16                               (E)
 //   membarrier(PRIVATE_EXPEDITED)    // every running thread of the process (F)
 //                                    // executes a full barrier
-//   for each registered thread: wait while 0 < ctx.gp_epoch < target       (G)
+//   for each registered thread: wait while s != 0 && s >> 16 < target       (G)
+//                               (s = ctx.read_section)
 //
-// Why it is safe: (A) is a plain store that may sit in a store buffer while
-// (C) loads the old pointer; (F) drains it, so (G) sees the reader's epoch
-// (< target) and waits for (D). A reader whose (A) comes after (F) loads the
-// pointer after (F), so it sees the new pointer. A signal handler that
-// interrupts between the load and the store of (A) leaves gp_epoch as it found
-// it; a handler that interrupts after (A) sees prev != 0 and changes nothing.
-// This is the "memb" flavour of liburcu in our own words; the kernel gets the
-// same effect from disabling preemption (tasks-trace RCU for filters).
+// Why it is safe: (A)'s store is a plain store that may sit in a store buffer
+// while (C) loads the old pointer; (F) drains it, so (G) sees the reader's
+// epoch (< target) and waits for (D). A reader whose (A) comes after (F)
+// loads the pointer after (F), so it sees the new pointer. A signal handler
+// that interrupts between the load and the store of (A) leaves the word as it
+// found it; one that interrupts after (A) sees prev != 0, keeps the epoch and
+// restores the word when it leaves. This is the "memb" flavour of liburcu in
+// our own words; the kernel gets the same effect from disabling preemption
+// (tasks-trace RCU for filters), whose preempt_count is likewise both the
+// nesting depth and the read-side section.
+//
+// Why one word and constant stores: an emit's loads of its thread's words
+// otherwise wait on the previous emit's stores to them. The outermost leave
+// stores the constant 0 and the enter stores the global word, never a value
+// derived from the load, so one emit's section is not a chain of store-to-
+// load forwards through the one before (a loop of staged discards: two words
+// restored from their loaded values cost 0.9 ns of 3.7, A/B in docs/core.md).
 //
 // Without membarrier (very old kernels or a seccomp filter), synchronize()
 // forces the barrier with an mprotect() TLB shootdown, which interrupts every
@@ -39,57 +53,69 @@
 namespace tracepipe {
 
 namespace detail {
-/// Epoch readers record on entry; starts at 1 (0 means "outside").
-extern constinit std::atomic<uint64_t> gp_global_epoch;
+/// Bits of ThreadContext::read_section that count nesting (the rest is the epoch).
+inline constexpr uint64_t kSectionDepthMask = 0xffff;
+/// The word an outermost emit stores: the current epoch << 16 | depth 1. The
+/// epoch starts at 1 and grows by one per synchronize() (48 bits: never wraps).
+extern constinit std::atomic<uint64_t> gp_global_section;
+/// 0, through a register the compiler cannot see into: a store of it is not
+/// merged with a store of the loaded word that is equal on that path.
+[[gnu::always_inline]] inline uint64_t opaque_zero() noexcept {
+  uint64_t z = 0;
+  asm("" : "+r"(z));
+  return z;
+}
 }  // namespace detail
 
 /// RAII: one emit on the calling thread (or one tracepoint-style fan-out,
 /// whose emits into each instance run inside it). Opens a read-side section
-/// and counts nesting. Cost: two loads and two stores to thread-local memory on entry,
-/// one or two stores on exit; no atomic read-modify-write, no fence instruction.
-/// Async-signal-safe. Precondition: the calling thread is registered and
-/// `c` is its context (what thread_context() returned); the scope works on
-/// the calling thread's context whatever `c` is (checked by assert).
+/// and counts nesting, in one word. Cost: two loads and one store to
+/// thread-local memory on entry, one store on exit; no atomic
+/// read-modify-write, no fence instruction. Async-signal-safe. Nesting
+/// deeper than 65535 emits on one thread (each one a signal handler inside
+/// the one before) is not supported. Precondition: the calling thread is
+/// registered and `c` is its context (what thread_context() returned); the
+/// scope works on the calling thread's context whatever `c` is (checked by
+/// assert). Mirrors include/linux/preempt.h: preempt_disable/preempt_enable
+/// as the read side of RCU-sched.
 class WriterScope {
  public:
   [[gnu::always_inline]] explicit WriterScope([[maybe_unused]] ThreadContext& c) noexcept {
     ThreadContext& t = *detail::tl_context;
     assert(&c == &t);
-    prev_epoch_ = t.gp_epoch.load(std::memory_order_relaxed);
-    if (prev_epoch_ == 0) t.gp_epoch.store(detail::gp_global_epoch.load(std::memory_order_relaxed),
-                                           std::memory_order_relaxed);  // (A)
-    depth_ = t.nesting.load(std::memory_order_relaxed);
-    t.nesting.store(depth_ + 1, std::memory_order_relaxed);  // (B)
+    prev_ = t.read_section.load(std::memory_order_relaxed);
+    if (prev_ == 0) [[likely]]
+      t.read_section.store(detail::gp_global_section.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);  // (A)
+    else
+      t.read_section.store(prev_ + 1, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   [[gnu::always_inline]] ~WriterScope() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     // The context is re-read from thread-local storage rather than kept in
-    // the scope: inside an inlined emit GCC spills a kept pointer (or
-    // &nesting) to the stack, and these two stores then get their address
-    // only after a reload, late. The next emit's loads of the same two words
-    // wait for that address; a %fs-relative address is ready at once (a loop
-    // of staged discards, A/B in one sitting: 6.5 -> 6.1 ns).
+    // the scope: inside an inlined emit GCC spills a kept pointer to the
+    // stack, and this store then gets its address only after a reload,
+    // late. The next emit's load of the same word waits for that address; a
+    // %fs-relative address is ready at once.
     ThreadContext& t = *detail::tl_context;
-    t.nesting.store(depth_, std::memory_order_relaxed);
-    // (D) Only the scope that opened the section (it saw 0) closes it; an
-    // inner one found the word as its opener left it, and every handler
-    // that ran meanwhile restored it. Storing the constant 0, not the value
-    // loaded on entry, keeps the next emit's load of this word off a chain
-    // of store-to-load forwards through this one.
-    if (prev_epoch_ == 0) [[likely]]
-      t.gp_epoch.store(0, std::memory_order_release);
+    // (D) The outermost scope stores the constant 0 (see the top of this
+    // file); an inner one restores the word its opener left, which every
+    // handler that ran meanwhile restored too.
+    if (prev_ == 0) [[likely]]
+      t.read_section.store(detail::opaque_zero(), std::memory_order_release);
+    else
+      t.read_section.store(prev_, std::memory_order_release);
   }
   WriterScope(const WriterScope&) = delete;
   WriterScope& operator=(const WriterScope&) = delete;
 
   /// Emits that were already in flight on this thread when this one began
   /// (0 = not nested; > 0 = this emit runs in a signal handler).
-  uint32_t depth() const noexcept { return depth_; }
+  uint32_t depth() const noexcept { return static_cast<uint32_t>(prev_ & detail::kSectionDepthMask); }
 
  private:
-  uint64_t prev_epoch_;
-  uint32_t depth_;
+  uint64_t prev_;
 };
 
 /// Waits until every WriterScope that was open when synchronize() began has

@@ -2,6 +2,7 @@
 
 #include "core/sideband_hooks.h"
 
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -51,21 +52,39 @@ void read_comm(ThreadContext& c) {
   c.comm_len = static_cast<uint8_t>(n);
 }
 
-// Adds every counter of `c` to the retired totals and zeroes it. Caller holds mu.
+// Adds every counter of `c` to the retired totals and zeroes it, so a spare
+// context's window reads zero everywhere. Caller holds mu. Reading a page
+// the thread never touched maps the shared zero page: no memory is added.
 void fold_counters(Registry& r, ThreadContext& c) {
-  for (uint32_t b = 0; b < kMaxBlocks; ++b) {
-    CounterBlock* blk = c.blocks[b].load(std::memory_order_acquire);
-    if (blk == nullptr) continue;
-    for (uint32_t g = 0; g < kGroupsPerBlock; ++g) {
-      const uint32_t group = b * kGroupsPerBlock + g;
-      if (group >= r.retired.size()) break;
-      for (uint32_t s = 0; s < kGroupSlots; ++s) {
-        const uint64_t v = blk->groups[g].v[s].load(std::memory_order_relaxed);
-        if (v == 0) continue;
-        r.retired[group][s] += v;
-        blk->groups[g].v[s].store(0, std::memory_order_relaxed);
-      }
+  for (uint32_t group = 1; group < r.retired.size(); ++group) {
+    for (uint32_t s = 0; s < kGroupSlots; ++s) {
+      std::atomic<uint64_t>& slot = c.groups[group].v[s];
+      const uint64_t v = slot.load(std::memory_order_relaxed);
+      if (v == 0) continue;
+      r.retired[group][s] += v;
+      slot.store(0, std::memory_order_relaxed);
     }
+  }
+}
+
+constexpr size_t kWindowBytes = size_t{kMaxGroups} * sizeof(CounterGroup);
+
+// Reserves a counter window: zero-filled, backed page by page on first touch.
+CounterGroup* map_window() {
+  void* p = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<CounterGroup*>(p);
+}
+
+// Backs the pages that hold groups [0, groups) of `c`'s window, so its first
+// add to any of them takes no page fault. The counters keep their values (a
+// relaxed load and store of the same value, one per page). Caller holds mu,
+// so no allocate_counter_group() zeroes a slice meanwhile; only this thread
+// ever adds to them.
+void touch_window(ThreadContext& c, uint32_t groups) {
+  constexpr size_t kPerPage = 4096 / sizeof(CounterGroup);
+  for (size_t g = 0; g < groups; g += kPerPage) {
+    std::atomic<uint64_t>& first = c.groups[g].v[0];
+    first.store(first.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
 }
 
@@ -79,9 +98,8 @@ struct ExitHook {
     Registry& r = registry();
     std::lock_guard lk(r.mu);
     fold_counters(r, *ctx);
-    ctx->nesting.store(0, std::memory_order_relaxed);
     ctx->in_signal.store(0, std::memory_order_relaxed);
-    ctx->gp_epoch.store(0, std::memory_order_release);
+    ctx->read_section.store(0, std::memory_order_release);
     r.live.erase(std::find(r.live.begin(), r.live.end(), ctx));
     r.spare.push_back(ctx);  // never freed: synchronize() may still be reading it
   }
@@ -99,26 +117,24 @@ ThreadContext* register_thread() {
   {
     std::lock_guard lk(r.mu);
     if (!r.spare.empty()) {
-      c = r.spare.back();
+      c = r.spare.back();  // keeps its window, all zero (fold_counters)
       r.spare.pop_back();
     } else {
+      CounterGroup* window = map_window();
+      if (window == nullptr) {  // out of address space: this thread's events are dropped, and counted
+        tl_registering = false;
+        return nullptr;
+      }
       c = new ThreadContext;
+      c->groups = window;
     }
     c->tid = static_cast<int32_t>(gettid());
     read_comm(*c);
     r.comms[c->tid] = std::string(c->comm_view());
+    // The pages of every group in use, so the first event of each
+    // (instance, event) pair takes no page fault.
+    touch_window(*c, r.next_group);
     r.live.push_back(c);
-  }
-  // Pre-allocate this thread's counter blocks for every group in use, so the
-  // first event of each (instance, event) pair does not allocate.
-  {
-    uint32_t groups = 0;
-    {
-      std::lock_guard lk(r.mu);
-      groups = r.next_group;
-    }
-    for (uint32_t b = 0; b * kGroupsPerBlock < groups && b < kMaxBlocks; ++b)
-      if (c->blocks[b].load(std::memory_order_relaxed) == nullptr) (void)allocate_block(*c, b * kGroupsPerBlock);
   }
   tl_exit_hook.ctx = c;
   tl_context = c;
@@ -127,21 +143,9 @@ ThreadContext* register_thread() {
   return c;
 }
 
-CounterGroup& allocate_block(ThreadContext& ctx, uint32_t group) {
-  const uint32_t b = group / kGroupsPerBlock;
-  auto* blk = new CounterBlock{};
-  CounterBlock* expected = nullptr;
-  // allocate_counter_group() may install the block concurrently: keep the first.
-  if (!ctx.blocks[b].compare_exchange_strong(expected, blk, std::memory_order_acq_rel)) {
-    delete blk;
-    blk = expected;
-  }
-  return blk->groups[group % kGroupsPerBlock];
-}
-
 std::vector<ThreadContext*> snapshot_threads() {
   // Contexts are never freed (exited threads' go to `spare`), so the caller
-  // may read them after the lock is dropped; spare ones read gp_epoch 0.
+  // may read them after the lock is dropped; spare ones read read_section 0.
   Registry& r = registry();
   std::lock_guard lk(r.mu);
   return r.live;
@@ -193,35 +197,18 @@ uint32_t allocate_counter_group() {
     g = r.free_groups.back();
     r.free_groups.pop_back();
   } else {
-    if (r.next_group >= detail::kMaxBlocks * detail::kGroupsPerBlock)
+    if (r.next_group >= detail::kMaxGroups)
       throw std::length_error("tracepipe: too many (instance, event) counter groups (max 65535)");
     g = r.next_group++;
   }
   if (r.retired.size() <= g) r.retired.resize(g + 1);
   r.retired[g] = {};
-  // Zero every thread's slice (a recycled group may hold old counts) and make
-  // sure every live thread has the block, so their first event does not
-  // allocate.
-  const uint32_t b = g / detail::kGroupsPerBlock;
-  for (auto* list : {&r.live, &r.spare}) {
-    for (ThreadContext* c : *list) {
-      detail::CounterBlock* blk = c->blocks[b].load(std::memory_order_acquire);
-      if (blk == nullptr) {
-        if (list == &r.spare) continue;
-        // Another thread's block pointer is only ever written by that thread,
-        // except here, under the mutex, before the group is handed out: the
-        // owner cannot be touching block b for group g yet, but it may be
-        // allocating block b for an older group at this very moment; a
-        // compare-exchange keeps whichever block lands first.
-        auto* fresh = new detail::CounterBlock{};
-        detail::CounterBlock* expected = nullptr;
-        if (!c->blocks[b].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel))
-          delete fresh;
-        continue;
-      }
-      for (auto& v : blk->groups[g % detail::kGroupsPerBlock].v) v.store(0, std::memory_order_relaxed);
-    }
-  }
+  // Zero every live thread's slice (a recycled group may hold old counts).
+  // The stores also back the slice's page, so no thread's first event of
+  // this group takes a page fault. No thread adds to g before the caller
+  // publishes it. Spare contexts read zero already (fold_counters).
+  for (ThreadContext* c : r.live)
+    for (auto& v : c->groups[g].v) v.store(0, std::memory_order_relaxed);
   return g;
 }
 
@@ -238,14 +225,10 @@ std::array<uint64_t, detail::kGroupSlots> counter_sums(uint32_t group) {
   auto& r = registry();
   std::lock_guard lk(r.mu);
   std::array<uint64_t, detail::kGroupSlots> out{};
+  if (group >= detail::kMaxGroups) return out;
   if (group < r.retired.size()) out = r.retired[group];
-  const uint32_t b = group / detail::kGroupsPerBlock;
-  for (ThreadContext* c : r.live) {
-    detail::CounterBlock* blk = c->blocks[b].load(std::memory_order_acquire);
-    if (blk == nullptr) continue;
-    for (uint32_t s = 0; s < detail::kGroupSlots; ++s)
-      out[s] += blk->groups[group % detail::kGroupsPerBlock].v[s].load(std::memory_order_relaxed);
-  }
+  for (ThreadContext* c : r.live)
+    for (uint32_t s = 0; s < detail::kGroupSlots; ++s) out[s] += c->groups[group].v[s].load(std::memory_order_relaxed);
   return out;
 }
 

@@ -6,16 +6,20 @@
 //   thread_local ThreadContext* tl  ──▶  ThreadContext (heap, one per thread)
 //                                          tid, comm[16]              (cached: gettid and
 //                                                                      PR_GET_NAME are syscalls)
-//                                          nesting                    (emits in flight on this thread)
+//                                          read_section               (one word: the epoch the outermost
+//                                                                      emit began in, and how many emits
+//                                                                      are in flight; 0 = none)
 //                                          in_signal                  (SignalScope depth)
-//                                          gp_epoch                   (0 = outside any read section)
-//                                          counter blocks[]           (this thread's counter slices)
+//                                          groups ──▶ counter window  (this thread's counter slices:
+//                                                                      kMaxGroups x 128 bytes of
+//                                                                      reserved address space, pages
+//                                                                      backed on first touch)
 //   global list of contexts  (mutex; walked by synchronize() and by counter sums)
 //
 // Invariants
 //   * A context is written only by its own thread (and that thread's signal
-//     handlers); other threads read its atomics. nesting and gp_epoch are
-//     updated by a plain relaxed load + store, never a locked read-modify-
+//     handlers); other threads read its atomics. read_section and in_signal
+//     are updated by a plain relaxed load + store, never a locked read-modify-
 //     write: a signal handler that interrupts the pair restores the value
 //     before it returns. Counters cannot use the pair (a handler's increment
 //     between the load and the store would be lost): counter_add is one
@@ -23,9 +27,16 @@
 //     delivered between instructions), as the kernel's local_t / this_cpu_add.
 //   * Counters are exact: each (thread, counter) has one writer; a sum reads
 //     every live thread's slice plus the totals folded in by exited threads.
-//   * The first emit of a thread registers it: one allocation, one mutex, two
-//     system calls (gettid, prctl), all on a [[gnu::cold]] path. Call
-//     prepare_thread() beforehand to keep even that off the first event.
+//   * A thread's slice of group g is groups[g]: one load of the window's base
+//     and an indexed add, no test (the window is mapped whole at
+//     registration; MAP_NORESERVE, so only touched pages cost memory). Pages
+//     are touched off the write path: registration touches those of every
+//     group handed out so far, allocate_counter_group() zeroes the new
+//     group's slice in every context (which touches its page).
+//   * The first emit of a thread registers it: one allocation, one mutex, an
+//     mmap and two more system calls (gettid, prctl), all on a [[gnu::cold]]
+//     path. Call prepare_thread() beforehand to keep even that off the first
+//     event.
 //   * Thread exit folds the thread's counters into the global totals and
 //     unlinks the context under the mutex, so sums never lose counts.
 //
@@ -49,19 +60,14 @@ namespace detail {
 
 /// Slots in one counter group (two cache lines of u64).
 inline constexpr uint32_t kGroupSlots = 16;
-/// Groups per lazily allocated block of a thread's counters.
-inline constexpr uint32_t kGroupsPerBlock = 64;
-/// Blocks per thread: at most kMaxBlocks * kGroupsPerBlock groups exist.
-inline constexpr uint32_t kMaxBlocks = 1024;
+/// Counter groups that can exist at once (group 0 is never handed out). Each
+/// thread reserves kMaxGroups * 128 bytes (8 MiB) of address space for them.
+inline constexpr uint32_t kMaxGroups = 65536;
 
 struct alignas(128) CounterGroup {
   std::atomic<uint64_t> v[kGroupSlots];
 };
 static_assert(sizeof(CounterGroup) == 128);
-
-struct CounterBlock {
-  CounterGroup groups[kGroupsPerBlock];
-};
 
 }  // namespace detail
 
@@ -71,18 +77,25 @@ struct ThreadContext {
   int32_t tid = 0;        ///< gettid(): the kernel's task pid, stored in common_pid
   char comm[16] = {};     ///< PR_GET_NAME at registration, NUL-terminated
   uint8_t comm_len = 0;
-  /// Emits in flight on this thread (0 = none). An emit that starts with
-  /// nesting > 0 interrupted another one: it runs in a signal handler.
-  std::atomic<uint32_t> nesting{0};
+  /// The read-side section and the nesting depth in one word (see
+  /// core/grace_period.h): 0 outside any emit; inside, bits 16..63 hold the
+  /// epoch the outermost emit began in and bits 0..15 the number of emits in
+  /// flight on this thread. An emit that finds it non-zero interrupted
+  /// another one: it runs in a signal handler. Read by synchronize().
+  std::atomic<uint64_t> read_section{0};
   /// Depth of SignalScope objects alive on this thread.
   std::atomic<uint32_t> in_signal{0};
-  /// Epoch the outermost read section started in; 0 outside. Read by
-  /// synchronize().
-  std::atomic<uint64_t> gp_epoch{0};
-  /// This thread's counter groups, by group index / kGroupsPerBlock.
-  std::atomic<detail::CounterBlock*> blocks[detail::kMaxBlocks] = {};
+  /// This thread's counter window: its slice of group g is groups[g]
+  /// (kMaxGroups entries, mapped at registration, kept with the context).
+  detail::CounterGroup* groups = nullptr;
 
   std::string_view comm_view() const noexcept { return {comm, comm_len}; }
+  /// Emits in flight on this thread (read_section's low 16 bits).
+  uint32_t nesting() const noexcept {
+    return static_cast<uint32_t>(read_section.load(std::memory_order_relaxed) & 0xffff);
+  }
+  /// Epoch of the open read section, 0 outside one (read_section's high bits).
+  uint64_t section_epoch() const noexcept { return read_section.load(std::memory_order_relaxed) >> 16; }
 };
 
 namespace detail {
@@ -90,7 +103,6 @@ extern thread_local constinit ThreadContext* tl_context __attribute__((tls_model
 /// Registers the calling thread; nullptr if that is impossible right now (a
 /// signal handler interrupted the registration, or the thread is exiting).
 [[gnu::cold, gnu::noinline]] ThreadContext* register_thread();
-[[gnu::cold, gnu::noinline]] CounterGroup& allocate_block(ThreadContext& ctx, uint32_t group);
 }  // namespace detail
 
 /// The calling thread's context, registering the thread on first use.
@@ -109,8 +121,9 @@ uint64_t unregistered_drops() noexcept;
 /// Counts one such drop (cold).
 [[gnu::cold]] void count_unregistered_drop() noexcept;
 
-/// Registers the calling thread now (pid, comm, counter blocks for every
-/// counter group currently allocated), so that its first event does not.
+/// Registers the calling thread now (pid, comm, its counter window with the
+/// pages of every counter group currently allocated touched), so that its
+/// first event does not.
 void prepare_thread();
 
 /// Re-reads the calling thread's name (after pthread_setname_np/prctl) into
@@ -145,12 +158,12 @@ uint32_t allocate_counter_group();
 /// thread still writes it (a grace period has passed since it was unpublished).
 void free_counter_group(uint32_t group);
 
-/// This thread's slice of `group` (allocating the thread's block on first use).
-[[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx, uint32_t group) {
-  detail::CounterBlock* b = ctx.blocks[group / detail::kGroupsPerBlock].load(std::memory_order_relaxed);
-  if (b != nullptr) [[likely]]
-    return b->groups[group % detail::kGroupsPerBlock];
-  return detail::allocate_block(ctx, group);
+/// This thread's slice of `group` (< kMaxGroups, as allocate_counter_group()
+/// returns): an address in the thread's window, no test. An indexed load
+/// instead of the block table it replaced (pointer, null test, block, group:
+/// six instructions and a branch on every emit; A/B in docs/core.md).
+[[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx, uint32_t group) noexcept {
+  return ctx.groups[group];
 }
 
 /// Adds `n` to this thread's slice of a counter: one instruction, so a

@@ -1,5 +1,5 @@
 // A signal handler that emits, run between every two instructions of an
-// outer filtered emit: the read section (gp_epoch), the nesting count and
+// outer filtered emit: the read section (read_section's epoch), the nesting count and
 // the per-thread staging slot are each opened once and closed once, the
 // handler leaves all three as it found them, its fallbacks are counted
 // exactly once (nested == steps at which the slot was busy), F4 holds for
@@ -46,7 +46,7 @@ uint64_t g_changed = 0;  // steps where the handler did not restore the state
 uint64_t g_handler_emits = 0;
 
 Snapshot snap() {
-  return {g_ctx->gp_epoch.load(std::memory_order_relaxed), g_ctx->nesting.load(std::memory_order_relaxed),
+  return {g_ctx->section_epoch(), g_ctx->nesting(),
           buffers::PerThreadTempBuffer::busy_for_testing()};
 }
 

@@ -81,11 +81,11 @@ TEST_CASE("grace period: synchronize waits for a scope opened before it", "[core
     {
       WriterScope s(c);
       CHECK(s.depth() == 0);
-      CHECK(c.gp_epoch.load() != 0);
+      CHECK(c.section_epoch() != 0);
       stage.store(1);
       while (stage.load() != 2) std::this_thread::yield();
     }
-    CHECK(c.gp_epoch.load() == 0);
+    CHECK(c.section_epoch() == 0);
   });
   while (stage.load() != 1) std::this_thread::yield();
   const uint64_t before = synchronize_count();
@@ -134,7 +134,7 @@ void nested_handler(int) {
   ThreadContext& c = *detail::tl_context;
   WriterScope s(c);
   g_handler_depth.store(s.depth());
-  g_handler_epoch_seen.store(c.gp_epoch.load());
+  g_handler_epoch_seen.store(c.section_epoch());
 }
 }  // namespace
 
@@ -147,19 +147,19 @@ TEST_CASE("grace period: a signal handler nests inside a scope and restores it",
   uint64_t outer_epoch = 0;
   {
     WriterScope s(c);
-    outer_epoch = c.gp_epoch.load();
+    outer_epoch = c.section_epoch();
     raise(SIGUSR1);
-    CHECK(c.nesting.load() == 1);
-    CHECK(c.gp_epoch.load() == outer_epoch);
+    CHECK(c.nesting() == 1);
+    CHECK(c.section_epoch() == outer_epoch);
   }
   CHECK(g_handler_depth.load() == 1);
   CHECK(g_handler_epoch_seen.load() == outer_epoch);  // the handler kept the outer epoch
-  CHECK(c.nesting.load() == 0);
-  CHECK(c.gp_epoch.load() == 0);
+  CHECK(c.nesting() == 0);
+  CHECK(c.section_epoch() == 0);
   // Outside any scope, a handler's scope starts and ends its own section.
   raise(SIGUSR1);
   CHECK(g_handler_depth.load() == 0);
-  CHECK(c.gp_epoch.load() == 0);
+  CHECK(c.section_epoch() == 0);
   CHECK(c.in_signal.load() == 0);
   sigaction(SIGUSR1, &old, nullptr);
 }
@@ -208,4 +208,32 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
   CHECK(bad.load() == 0);
   CHECK(reads[0].load() > 2);  // the midpoint wait above makes these hold
   CHECK(reads[1].load() > 2);
+}
+
+TEST_CASE("grace period: one word holds the section's epoch and the depth", "[core][rcu]") {
+  ThreadContext& c = *thread_context();
+  REQUIRE(c.read_section.load() == 0);
+  uint64_t first = 0;
+  {
+    WriterScope outer(c);
+    first = c.section_epoch();
+    CHECK(first == detail::gp_global_section.load() >> 16);
+    CHECK(c.nesting() == 1);
+    {
+      WriterScope inner(c);  // as a signal handler's emit would
+      CHECK(inner.depth() == 1);
+      CHECK(c.nesting() == 2);
+      CHECK(c.section_epoch() == first);  // an inner scope keeps the outer epoch
+    }
+    CHECK(c.nesting() == 1);
+    CHECK(c.section_epoch() == first);
+  }
+  CHECK(c.read_section.load() == 0);
+  synchronize();  // advances the epoch by one
+  {
+    WriterScope again(c);
+    CHECK(again.depth() == 0);
+    CHECK(c.section_epoch() == first + 1);
+  }
+  CHECK(c.read_section.load() == 0);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 
 namespace tracepipe::bench {
@@ -19,6 +20,24 @@ std::optional<double> get(const Medians& m, const std::string& k) {
 
 void add(std::vector<TargetCheck>& out, std::string what, double value, double bound, std::string detail) {
   out.push_back({std::move(what), value, bound, value <= bound, std::move(detail)});
+}
+
+// A paired ratio counter with its quartiles and the legs' ns; false when it
+// did not run.
+bool paired_ratio(std::vector<TargetCheck>& out, const Medians& p, std::string what, const std::string& counter,
+                  double bound, const std::string& legs) {
+  const auto v = get(p, counter), lo = get(p, counter + "_p25"), hi = get(p, counter + "_p75");
+  if (!v || !lo || !hi) return false;
+  add(out, std::move(what), *v, bound, fmt::format("paired: quartiles {:.3f}-{:.3f}; {}", *lo, *hi, legs));
+  return true;
+}
+
+// "a 14.20, b 13.60 ns" from the paired legs that ran.
+std::string legs_ns(const Medians& p, std::initializer_list<const char*> legs) {
+  std::string s;
+  for (const char* l : legs)
+    if (const auto v = get(p, std::string(l) + "_ns")) s += fmt::format("{}{} {:.2f}", s.empty() ? "" : ", ", l, *v);
+  return s + " ns";
 }
 
 // Ratio of a case to another; nothing when either did not run.
@@ -42,17 +61,38 @@ void better(std::vector<TargetCheck>& out, const Medians& m, const char* pct, co
 
 }  // namespace
 
-std::vector<TargetCheck> emit_targets(const Medians& m) {
+std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
   std::vector<TargetCheck> out;
   if (const auto v = get(m, "staged_discard/per_thread"))
     add(out, "staged discard (ns)", *v, 5.0, "staged_discard/per_thread");
   if (const auto v = get(m, "no_filter")) add(out, "commit (ns)", *v, 20.0, "no_filter");
-  ratio(out, m, "staged commit / unfiltered commit", "staged_commit/per_thread", "no_filter", 1.15);
-  ratio(out, m, "adaptive 100% kept / unfiltered commit", "adaptive/accept_100", "no_filter", 1.05);
-  better(out, m, "0%", "adaptive/accept_0", "staged_discard/per_thread", "direct_discard");
-  better(out, m, "50%", "adaptive/accept_50", "staged_half/per_thread", "direct_half");
-  better(out, m, "97%", "adaptive/accept_97", "staged_97/per_thread", "direct_97");
-  better(out, m, "100%", "adaptive/accept_100", "staged_commit/per_thread", "direct_commit");
+  const std::string commit_legs = legs_ns(p, {"staged_commit", "adaptive_100", "direct_commit", "no_filter"});
+  if (!paired_ratio(out, p, "staged commit / unfiltered commit", "staged_commit/no_filter", 1.15, commit_legs))
+    ratio(out, m, "staged commit / unfiltered commit", "staged_commit/per_thread", "no_filter", 1.15);
+  if (!paired_ratio(out, p, "adaptive 100% kept / unfiltered commit", "adaptive_100/no_filter", 1.05, commit_legs))
+    ratio(out, m, "adaptive 100% kept / unfiltered commit", "adaptive/accept_100", "no_filter", 1.05);
+  struct Rate {
+    const char* pct;
+    const char* counter;
+    const char* adaptive;
+    const char* staged;
+    const char* direct;
+    std::initializer_list<const char*> legs;
+  };
+  const Rate rates[] = {
+      {"0%", "adaptive_0/better", "adaptive/accept_0", "staged_discard/per_thread", "direct_discard",
+       {"adaptive_0", "staged_discard", "direct_discard"}},
+      {"50%", "adaptive_50/better", "adaptive/accept_50", "staged_half/per_thread", "direct_half",
+       {"adaptive_50", "staged_half", "direct_half"}},
+      {"97%", "adaptive_97/better", "adaptive/accept_97", "staged_97/per_thread", "direct_97",
+       {"adaptive_97", "staged_97", "direct_97"}},
+      {"100%", "adaptive_100/better", "adaptive/accept_100", "staged_commit/per_thread", "direct_commit",
+       {"adaptive_100", "staged_commit", "direct_commit"}},
+  };
+  for (const Rate& r : rates)
+    if (!paired_ratio(out, p, fmt::format("adaptive {} kept / better policy", r.pct), r.counter, 1.05,
+                      legs_ns(p, r.legs)))
+      better(out, m, r.pct, r.adaptive, r.staged, r.direct);
   return out;
 }
 
@@ -67,6 +107,8 @@ std::string render_targets(const std::vector<TargetCheck>& checks) {
   s += fmt::format("  {} of {} targets met\n", met, checks.size());
   return s;
 }
+
+bool is_paired_case(const std::string& key) { return key.rfind("paired/", 0) == 0; }
 
 std::string emit_case_key(const std::string& run_name) {
   static constexpr std::string_view kPrefix = "emit/";

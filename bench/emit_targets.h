@@ -3,7 +3,11 @@
 // `emit/...` cases in bench/core_bench.cc, so that every run of the
 // microbench says where the fast path stands (docs/core.md, "Performance").
 // Ratios are taken between cases of the same run only: this machine's speed
-// moves by 30% between days, the ratios by a few percent.
+// moves by 30% between days, the ratios by a few percent. Where the paired
+// cases ran (bench/emit_paired_bench.cc: the cases of one target interleaved
+// in blocks of microseconds), a ratio target reads their median ratio over
+// rounds instead of the ratio of two cases' medians, which also holds
+// whatever the host did in the seconds between those cases.
 #include <map>
 #include <string>
 #include <vector>
@@ -32,13 +36,26 @@ struct TargetCheck {
 ///   direct_discard, accept_50 against staged_half/per_thread and
 ///   direct_half, accept_97 against staged_97/per_thread and direct_97,
 ///   accept_100 against staged_commit/per_thread and direct_commit.
-[[nodiscard]] std::vector<TargetCheck> emit_targets(const std::map<std::string, double>& median_ns);
+///
+/// `paired` holds the paired cases' counters (their medians over
+/// repetitions), keyed by counter name: "staged_commit/no_filter",
+/// "adaptive_100/no_filter", "adaptive_N/better" (N = 0, 50, 97, 100), each
+/// with "_p25" and "_p75", and the legs' "<leg>_ns". A ratio target whose
+/// paired counter is there reads it; the ns targets always read the single
+/// cases.
+[[nodiscard]] std::vector<TargetCheck> emit_targets(const std::map<std::string, double>& median_ns,
+                                                    const std::map<std::string, double>& paired = {});
 
 /// The checks as a table, one line each, then "N of M targets met".
 [[nodiscard]] std::string render_targets(const std::vector<TargetCheck>& checks);
 
 /// The case name used as the key above, from a Google Benchmark run name:
 /// "emit/no_filter/min_time:0.200" -> "no_filter"; "" for a non-emit case.
+/// A paired case gives its name too ("paired/commit"): see is_paired_case().
 [[nodiscard]] std::string emit_case_key(const std::string& run_name);
+
+/// True for the key of a paired case ("paired/..."), whose counters, not its
+/// time, are what the targets read.
+[[nodiscard]] bool is_paired_case(const std::string& key);
 
 }  // namespace tracepipe::bench

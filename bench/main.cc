@@ -1,6 +1,6 @@
 // tracepipe_microbench's main: Google Benchmark's, plus, after a console
 // run that included the emit cases, issue 5's targets judged from that run's
-// medians (bench/emit_targets.h), on stderr so that stdout stays the
+// medians and paired ratios (bench/emit_targets.h), on stderr so that stdout stays the
 // library's table. With --benchmark_format=json or csv the library's own
 // reporter runs alone.
 #include <benchmark/benchmark.h>
@@ -16,9 +16,9 @@
 
 namespace {
 
-// The console reporter, keeping each emit case's CPU time per iteration:
-// the library's median when it computed one (repetitions > 1), else the
-// case's one run.
+// The console reporter, keeping each emit case's CPU time per iteration and
+// each paired case's counters: the library's median when it computed one
+// (repetitions > 1), else the case's one run.
 class TargetsReporter : public benchmark::ConsoleReporter {
  public:
   using ConsoleReporter::ConsoleReporter;
@@ -26,24 +26,28 @@ class TargetsReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       const std::string key = tracepipe::bench::emit_case_key(r.run_name.str());
       if (key.empty() || r.error_occurred) continue;
-      const double ns = r.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      if (r.run_type == Run::RT_Aggregate) {
-        if (r.aggregate_name == "median") median_[key] = ns;
-      } else {
-        single_[key] = ns;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (r.run_type == Run::RT_Aggregate && !median) continue;
+      if (tracepipe::bench::is_paired_case(key)) {
+        for (const auto& [name, counter] : r.counters) (median ? paired_median_ : paired_single_)[name] = counter.value;
+        continue;
       }
+      const double ns = r.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      (median ? median_ : single_)[key] = ns;
     }
     ConsoleReporter::ReportRuns(runs);
   }
-  std::map<std::string, double> medians() const {
-    std::map<std::string, double> m = median_;
-    m.insert(single_.begin(), single_.end());  // keeps the medians where both exist
-    return m;
-  }
+  std::map<std::string, double> medians() const { return merged(median_, single_); }
+  std::map<std::string, double> paired() const { return merged(paired_median_, paired_single_); }
 
  private:
-  std::map<std::string, double> median_;
-  std::map<std::string, double> single_;
+  static std::map<std::string, double> merged(std::map<std::string, double> m,
+                                              const std::map<std::string, double>& single) {
+    m.insert(single.begin(), single.end());  // keeps the medians where both exist
+    return m;
+  }
+  std::map<std::string, double> median_, single_;
+  std::map<std::string, double> paired_median_, paired_single_;
 };
 
 bool has_arg(int argc, char** argv, const char* prefix) {
@@ -70,7 +74,7 @@ int main(int argc, char** argv) {
   if (has_arg(argc, argv, "--benchmark_counters_tabular=true")) opts |= benchmark::ConsoleReporter::OO_Tabular;
   TargetsReporter reporter(static_cast<benchmark::ConsoleReporter::OutputOptions>(opts));
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  const auto checks = tracepipe::bench::emit_targets(reporter.medians());
+  const auto checks = tracepipe::bench::emit_targets(reporter.medians(), reporter.paired());
   if (!checks.empty()) {
     std::fflush(stdout);
     std::fputs(tracepipe::bench::render_targets(checks).c_str(), stderr);

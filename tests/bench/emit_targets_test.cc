@@ -101,10 +101,50 @@ TEST_CASE("emit targets: a target whose cases did not all run is left out", "[be
   CHECK(emit_targets({{"no_filter", 0.0}}).empty());
 }
 
+TEST_CASE("emit targets: ratio targets read the paired counters where they ran", "[bench]") {
+  const std::map<std::string, double> paired = {
+      {"staged_commit/no_filter", 1.044},    {"staged_commit/no_filter_p25", 1.038},
+      {"staged_commit/no_filter_p75", 1.050}, {"adaptive_100/no_filter", 1.061},
+      {"adaptive_100/no_filter_p25", 1.05},   {"adaptive_100/no_filter_p75", 1.07},
+      {"adaptive_0/better", 1.002},           {"adaptive_0/better_p25", 0.998},
+      {"adaptive_0/better_p75", 1.004},       {"adaptive_0_ns", 4.04},
+      {"staged_discard_ns", 4.03},            {"direct_discard_ns", 13.9},
+      // adaptive_97/better without its quartiles: not a complete paired
+      // measurement, so the single cases' medians are used.
+      {"adaptive_97/better", 0.5}};
+  const auto v = emit_targets(full_run(), paired);
+  REQUIRE(v.size() == 8);
+  const TargetCheck* c = find(v, "staged commit / unfiltered commit");
+  REQUIRE(c != nullptr);
+  CHECK(c->value == 1.044);  // not 14.8 / 13.3 = 1.113 from the single cases
+  CHECK(c->detail.find("quartiles 1.038-1.050") != std::string::npos);
+  c = find(v, "adaptive 100% kept / unfiltered commit");
+  CHECK(c->value == 1.061);
+  CHECK_FALSE(c->met);
+  c = find(v, "adaptive 0% kept / better policy");
+  CHECK(c->value == 1.002);
+  CHECK(c->detail.find("adaptive_0 4.04, staged_discard 4.03, direct_discard 13.90 ns") != std::string::npos);
+  c = find(v, "adaptive 97% kept / better policy");
+  CHECK(c->value == Approx(14.6 / 14.0));
+  CHECK(c->detail.find("paired") == std::string::npos);
+  c = find(v, "adaptive 50% kept / better policy");
+  CHECK(c->value == Approx(9.46 / 9.27));
+  // The ns targets always come from the single cases.
+  CHECK(find(v, "staged discard (ns)")->value == 4.34);
+  // Paired counters alone judge the ratio targets they hold.
+  const auto only = emit_targets({}, paired);
+  REQUIRE(only.size() == 3);
+  CHECK(only[0].what == "staged commit / unfiltered commit");
+  CHECK(only[2].what == "adaptive 0% kept / better policy");
+}
+
 TEST_CASE("emit targets: case keys from run names", "[bench]") {
   CHECK(emit_case_key("emit/no_filter/min_time:0.200") == "no_filter");
   CHECK(emit_case_key("emit/adaptive/accept_97/min_time:0.200") == "adaptive/accept_97");
   CHECK(emit_case_key("emit/floor/commit") == "floor/commit");
   CHECK(emit_case_key("ring/reserve_commit/min_time:0.200").empty());
   CHECK(emit_case_key("emi").empty());
+  CHECK(emit_case_key("emit/paired/commit/min_time:0.500") == "paired/commit");
+  CHECK(tracepipe::bench::is_paired_case("paired/commit"));
+  CHECK_FALSE(tracepipe::bench::is_paired_case("staged_commit/per_thread"));
 }

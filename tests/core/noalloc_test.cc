@@ -149,7 +149,7 @@ TEST_CASE("noalloc: the write path allocates nothing and takes no lock", "[core]
   TP_SKIP("allocation interposition is disabled under sanitizers");
 #else
   Rig rig;
-  rig.run(200);  // warm up: thread registration, counter blocks, TLS, calibration
+  rig.run(200);  // warm up: thread registration, counter window, TLS, calibration
   g_allocs.store(0);
   g_locks.store(0);
   // Sanity: the counters do count (a test that cannot fail proves nothing).

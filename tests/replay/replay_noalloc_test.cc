@@ -122,7 +122,7 @@ TEST_CASE("replay router: feed() allocates nothing and takes no lock on any rout
       recs[i].push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled});
   }
   std::vector<Counter> counters(router.counter_slots());
-  // Warm-up: registers this thread and its counter blocks (allocates).
+  // Warm-up: registers this thread and maps its counter window (allocates).
   for (uint32_t cpu = 0; cpu < 2; ++cpu) router.feed(recs[cpu], cpu, counters, true);
   counters.assign(router.counter_slots(), Counter{});
 

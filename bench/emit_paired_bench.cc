@@ -149,38 +149,35 @@ void paired(benchmark::State& state, std::vector<LegSpec> specs, int unfiltered)
   state.counters["rounds"] = static_cast<double>(round);
 }
 
+// One group per target: the adaptive leg first, then its staged and direct
+// counterparts (the three of a rate), plus the unfiltered leg for commit.
+struct Group {
+  const char* name;
+  Accept accept;
+  const char* adaptive;
+  const char* staged;
+  const char* direct;
+  bool with_unfiltered;
+};
+
 void register_paired() {
+  static constexpr Group kGroups[] = {
+      {"emit/paired/commit", Accept::always, "adaptive_100", "staged_commit", "direct_commit", true},
+      {"emit/paired/accept_0", Accept::never, "adaptive_0", "staged_discard", "direct_discard", false},
+      {"emit/paired/accept_50", Accept::half, "adaptive_50", "staged_half", "direct_half", false},
+      {"emit/paired/accept_97", Accept::most, "adaptive_97", "staged_97", "direct_97", false},
+  };
   // Each benchmark iteration is one round (every leg one block), so the
   // library's iteration count is the number of rounds.
-  benchmark::RegisterBenchmark("emit/paired/commit", [](benchmark::State& st) {
-    paired(st,
-           {{"adaptive_100", Staging::adaptive, true, Accept::always},
-            {"staged_commit", Staging::per_thread, true, Accept::always},
-            {"direct_commit", Staging::off, true, Accept::always},
-            {"no_filter", Staging::per_thread, false, Accept::always}},
-           3);
-  })->MinTime(0.5);
-  benchmark::RegisterBenchmark("emit/paired/accept_0", [](benchmark::State& st) {
-    paired(st,
-           {{"adaptive_0", Staging::adaptive, true, Accept::never},
-            {"staged_discard", Staging::per_thread, true, Accept::never},
-            {"direct_discard", Staging::off, true, Accept::never}},
-           -1);
-  })->MinTime(0.5);
-  benchmark::RegisterBenchmark("emit/paired/accept_50", [](benchmark::State& st) {
-    paired(st,
-           {{"adaptive_50", Staging::adaptive, true, Accept::half},
-            {"staged_half", Staging::per_thread, true, Accept::half},
-            {"direct_half", Staging::off, true, Accept::half}},
-           -1);
-  })->MinTime(0.5);
-  benchmark::RegisterBenchmark("emit/paired/accept_97", [](benchmark::State& st) {
-    paired(st,
-           {{"adaptive_97", Staging::adaptive, true, Accept::most},
-            {"staged_97", Staging::per_thread, true, Accept::most},
-            {"direct_97", Staging::off, true, Accept::most}},
-           -1);
-  })->MinTime(0.5);
+  for (const Group& g : kGroups) {
+    benchmark::RegisterBenchmark(g.name, [&g](benchmark::State& st) {
+      std::vector<LegSpec> legs = {{g.adaptive, Staging::adaptive, true, g.accept},
+                                   {g.staged, Staging::per_thread, true, g.accept},
+                                   {g.direct, Staging::off, true, g.accept}};
+      if (g.with_unfiltered) legs.push_back({"no_filter", Staging::per_thread, false, g.accept});
+      paired(st, std::move(legs), g.with_unfiltered ? 3 : -1);
+    })->MinTime(0.5);
+  }
 }
 
 const int registered = (register_paired(), 0);

@@ -1,16 +1,31 @@
-# Runs two emit cases of the microbench (about half a second) and checks that
-# the target report names both, judges exactly the two targets they make,
-# and leaves stdout to the library's table. Met or not is timing: not asserted.
-execute_process(COMMAND ${BENCH} "--benchmark_filter=^emit/(no_filter|staged_discard/per_thread)/min"
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "microbench exited ${rc}: ${err}")
-endif()
-foreach(want "issue-5 targets" "staged discard \\(ns\\)" "commit \\(ns\\)" "of 2 targets met")
-  if(NOT err MATCHES "${want}")
-    message(FATAL_ERROR "stderr lacks '${want}':\n${err}")
+# Runs emit cases of the microbench (about a second in all) and checks the
+# target report on stderr and the library's table on stdout. Met or not is
+# timing: not asserted.
+
+# Runs the microbench with one filter; sets `out` and `err` in the caller.
+function(run_bench filter)
+  execute_process(COMMAND ${BENCH} "--benchmark_filter=${filter}"
+    OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "microbench (${filter}) exited ${rc}: ${e}")
   endif()
-endforeach()
+  set(out "${o}" PARENT_SCOPE)
+  set(err "${e}" PARENT_SCOPE)
+endfunction()
+
+# Fails unless stderr matches every pattern given.
+function(expect_stderr label)
+  foreach(want ${ARGN})
+    if(NOT err MATCHES "${want}")
+      message(FATAL_ERROR "${label}: stderr lacks '${want}':\n${err}")
+    endif()
+  endforeach()
+endfunction()
+
+# Two single cases: exactly the two targets they make are judged, and stdout
+# holds the benchmark table only.
+run_bench("^emit/(no_filter|staged_discard/per_thread)/min")
+expect_stderr("single cases" "issue-5 targets" "staged discard \\(ns\\)" "commit \\(ns\\)" "of 2 targets met")
 if(err MATCHES "adaptive")
   message(FATAL_ERROR "a target whose cases did not run was judged:\n${err}")
 endif()
@@ -19,16 +34,9 @@ if(out MATCHES "issue-5 targets" OR NOT out MATCHES "emit/no_filter/min_time")
 endif()
 
 # A paired case alone: its counters judge the one ratio target it holds.
-execute_process(COMMAND ${BENCH} "--benchmark_filter=^emit/paired/accept_0/"
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "microbench exited ${rc}: ${err}")
-endif()
-foreach(want "adaptive 0% kept / better policy" "paired: quartiles" "staged_discard [0-9.]+" "of 1 targets met")
-  if(NOT err MATCHES "${want}")
-    message(FATAL_ERROR "paired run: stderr lacks '${want}':\n${err}")
-  endif()
-endforeach()
+run_bench("^emit/paired/accept_0/")
+expect_stderr("paired case" "adaptive 0% kept / better policy" "paired: quartiles" "staged_discard [0-9.]+"
+  "of 1 targets met")
 if(NOT out MATCHES "adaptive_0/better=")
   message(FATAL_ERROR "paired run: stdout lacks the ratio counter:\n${out}")
 endif()

@@ -59,19 +59,21 @@ bool has_arg(int argc, char** argv, const char* prefix) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Read before Initialize(), which removes the flags it knows from argv.
   const bool console = !has_arg(argc, argv, "--benchmark_format=") ||
                        has_arg(argc, argv, "--benchmark_format=console");
+  const bool color = isatty(STDOUT_FILENO) != 0 && !has_arg(argc, argv, "--benchmark_color=false");
+  const bool tabular = has_arg(argc, argv, "--benchmark_counters_tabular=true");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!console) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;
   }
   int opts = benchmark::ConsoleReporter::OO_None;
-  if (isatty(STDOUT_FILENO) != 0 && !has_arg(argc, argv, "--benchmark_color=false"))
-    opts |= benchmark::ConsoleReporter::OO_Color;
-  if (has_arg(argc, argv, "--benchmark_counters_tabular=true")) opts |= benchmark::ConsoleReporter::OO_Tabular;
+  if (color) opts |= benchmark::ConsoleReporter::OO_Color;
+  if (tabular) opts |= benchmark::ConsoleReporter::OO_Tabular;
   TargetsReporter reporter(static_cast<benchmark::ConsoleReporter::OutputOptions>(opts));
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto checks = tracepipe::bench::emit_targets(reporter.medians(), reporter.paired());

@@ -2,9 +2,10 @@
 # target report on stderr and the library's table on stdout. Met or not is
 # timing: not asserted.
 
-# Runs the microbench with one filter; sets `out` and `err` in the caller.
+# Runs the microbench with one filter (and any further flags); sets `out` and
+# `err` in the caller.
 function(run_bench filter)
-  execute_process(COMMAND ${BENCH} "--benchmark_filter=${filter}"
+  execute_process(COMMAND ${BENCH} "--benchmark_filter=${filter}" ${ARGN}
     OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "microbench (${filter}) exited ${rc}: ${e}")
@@ -39,4 +40,14 @@ expect_stderr("paired case" "adaptive 0% kept / better policy" "paired: quartile
   "of 1 targets met")
 if(NOT out MATCHES "adaptive_0/better=")
   message(FATAL_ERROR "paired run: stdout lacks the ratio counter:\n${out}")
+endif()
+
+# --benchmark_format=json: the library's JSON on stdout and no judgement
+# (main.cc reads the flag before the library takes it out of argv).
+run_bench("^emit/no_filter/min" "--benchmark_format=json")
+if(NOT out MATCHES "^{" OR NOT out MATCHES "\"name\": \"emit/no_filter/min_time:0.200\"")
+  message(FATAL_ERROR "json run: stdout is not the library's JSON:\n${out}")
+endif()
+if(err MATCHES "issue-5 targets")
+  message(FATAL_ERROR "json run: the judgement was printed:\n${err}")
 endif()

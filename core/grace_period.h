@@ -58,11 +58,21 @@ inline constexpr uint64_t kSectionDepthMask = 0xffff;
 /// The word an outermost emit stores: the current epoch << 16 | depth 1. The
 /// epoch starts at 1 and grows by one per synchronize() (48 bits: never wraps).
 extern constinit std::atomic<uint64_t> gp_global_section;
-/// 0, through a register the compiler cannot see into: a store of it is not
-/// merged with a store of the loaded word that is equal on that path.
+/// A fresh 0 made by an instruction of its own (`xor`), whose output the
+/// compiler cannot derive from anything else: the outermost leave's store
+/// then never reuses the register or stack slot holding the word loaded at
+/// entry (equal to 0 on that path). An empty asm with "+r" still let GCC 12
+/// feed it that register, which brought the store-to-load chain back (found
+/// in review, seen in trace_slow_path's code).
 [[gnu::always_inline]] inline uint64_t opaque_zero() noexcept {
-  uint64_t z = 0;
-  asm("" : "+r"(z));
+  uint64_t z;
+#if defined(__x86_64__)
+  asm("xorl %k0, %k0" : "=r"(z));
+#elif defined(__aarch64__)
+  asm("mov %0, xzr" : "=r"(z));
+#else
+  z = 0;
+#endif
   return z;
 }
 }  // namespace detail
@@ -84,8 +94,11 @@ class WriterScope {
     ThreadContext& t = *detail::tl_context;
     assert(&c == &t);
     prev_ = t.read_section.load(std::memory_order_relaxed);
+    // acquire: the section's own loads (C) must not be performed before
+    // this one, or a reader could load the old pointer yet record the new
+    // epoch and not be waited for (arm64; a plain load on x86).
     if (prev_ == 0) [[likely]]
-      t.read_section.store(detail::gp_global_section.load(std::memory_order_relaxed),
+      t.read_section.store(detail::gp_global_section.load(std::memory_order_acquire),
                            std::memory_order_relaxed);  // (A)
     else
       t.read_section.store(prev_ + 1, std::memory_order_relaxed);

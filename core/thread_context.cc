@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 
 namespace tracepipe {
 namespace detail {
@@ -125,7 +126,12 @@ ThreadContext* register_thread() {
         tl_registering = false;
         return nullptr;
       }
-      c = new ThreadContext;
+      c = new (std::nothrow) ThreadContext;
+      if (c == nullptr) {
+        munmap(window, kWindowBytes);
+        tl_registering = false;
+        return nullptr;
+      }
       c->groups = window;
     }
     c->tid = static_cast<int32_t>(gettid());

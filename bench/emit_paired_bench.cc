@@ -43,8 +43,8 @@ namespace {
 using namespace tracepipe;
 using bench::Accept, bench::BenchEvent, bench::emit_bench, bench::value_of;
 
-constexpr uint32_t kBlock = 4096;   // emits per block: 16-80 us
-constexpr uint32_t kWarmup = 2000;  // emits before the first timed block
+constexpr uint32_t kBlock = 4096;     // emits per block: 16-100 us
+constexpr int kWarmupBlocks = 2;      // untimed blocks per leg before the first round
 
 [[gnu::always_inline]] inline uint64_t now_ns() {
   timespec ts;
@@ -108,9 +108,9 @@ void ratio_counters(benchmark::State& state, const std::string& name, const std:
   state.counters[name + "_p75"] = quantile(r, 0.75);
 }
 
-// legs[0] is adaptive; with `versus` legs[1] and legs[2] are its staged and
-// direct counterparts; `unfiltered` is the no-filter leg's index or -1.
-void paired(benchmark::State& state, std::vector<LegSpec> specs, int unfiltered) {
+// specs: the adaptive leg, its staged and its direct counterparts, and, with
+// `unfiltered`, a last no-filter leg.
+void paired(benchmark::State& state, std::vector<LegSpec> specs, bool unfiltered) {
   std::vector<Leg> legs;
   for (const LegSpec& s : specs) {
     InstanceOptions o;
@@ -126,7 +126,7 @@ void paired(benchmark::State& state, std::vector<LegSpec> specs, int unfiltered)
   }
   prepare_thread();
   for (Leg& l : legs)
-    for (uint32_t w = 0; w < kWarmup; w += kBlock / 4) (void)l.block(*l.inst, l.seq);
+    for (int w = 0; w < kWarmupBlocks; ++w) (void)l.block(*l.inst, l.seq);
   size_t round = 0;
   for (auto _ : state) {
     for (size_t k = 0; k < legs.size(); ++k) {
@@ -141,8 +141,8 @@ void paired(benchmark::State& state, std::vector<LegSpec> specs, int unfiltered)
   const Leg& direct = legs[2];
   const Leg& better = quantile(staged.ns, 0.5) <= quantile(direct.ns, 0.5) ? staged : direct;
   ratio_counters(state, std::string(a.spec.name) + "/better", a.ns, better.ns);
-  if (unfiltered >= 0) {
-    const Leg& nf = legs[static_cast<size_t>(unfiltered)];
+  if (unfiltered) {
+    const Leg& nf = legs.back();
     ratio_counters(state, std::string(staged.spec.name) + "/no_filter", staged.ns, nf.ns);
     ratio_counters(state, std::string(a.spec.name) + "/no_filter", a.ns, nf.ns);
   }
@@ -175,7 +175,7 @@ void register_paired() {
                                    {g.staged, Staging::per_thread, true, g.accept},
                                    {g.direct, Staging::off, true, g.accept}};
       if (g.with_unfiltered) legs.push_back({"no_filter", Staging::per_thread, false, g.accept});
-      paired(st, std::move(legs), g.with_unfiltered ? 3 : -1);
+      paired(st, std::move(legs), g.with_unfiltered);
     })->MinTime(0.5);
   }
 }

@@ -14,7 +14,7 @@
 namespace tracepipe {
 
 namespace detail {
-constinit std::atomic<uint64_t> gp_global_section{(uint64_t{1} << 16) | 1};
+constinit std::atomic<uint64_t> gp_global_section{(uint64_t{1} << kSectionEpochShift) | 1};
 std::vector<ThreadContext*> snapshot_threads();  // thread_context.cc
 }  // namespace detail
 
@@ -67,14 +67,16 @@ void synchronize() {
   if (ThreadContext* self = detail::tl_context;
       self != nullptr && self->read_section.load(std::memory_order_relaxed) != 0)
     throw std::logic_error("tracepipe::synchronize() called inside an emit (would wait for itself)");
-  constexpr uint64_t kEpochStep = uint64_t{1} << 16;
+  using detail::kSectionEpochShift;
+  constexpr uint64_t kEpochStep = uint64_t{1} << kSectionEpochShift;
   const uint64_t target =
-      (detail::gp_global_section.fetch_add(kEpochStep, std::memory_order_acq_rel) + kEpochStep) >> 16;  // (E)
+      (detail::gp_global_section.fetch_add(kEpochStep, std::memory_order_acq_rel) + kEpochStep) >>
+      kSectionEpochShift;  // (E)
   process_wide_barrier();                                                                     // (F)
   for (ThreadContext* c : detail::snapshot_threads()) {                                      // (G)
     for (unsigned spins = 0;; ++spins) {
       const uint64_t s = c->read_section.load(std::memory_order_acquire);
-      if (s == 0 || (s >> 16) >= target) break;
+      if (s == 0 || (s >> kSectionEpochShift) >= target) break;
       if (spins < 64) {
         std::this_thread::yield();
       } else {

@@ -54,8 +54,6 @@
 namespace tracepipe {
 
 namespace detail {
-/// Bits of ThreadContext::read_section that count nesting (the rest is the epoch).
-inline constexpr uint64_t kSectionDepthMask = 0xffff;
 /// The word an outermost emit stores: the current epoch << 16 | depth 1. The
 /// epoch starts at 1 and grows by one per synchronize() (48 bits: never wraps).
 extern constinit std::atomic<uint64_t> gp_global_section;

@@ -89,6 +89,20 @@ void touch_window(ThreadContext& c, uint32_t groups) {
   }
 }
 
+// A new context with its window; nullptr when either cannot be had (the
+// thread's events are then dropped, and counted).
+ThreadContext* new_context() {
+  CounterGroup* window = map_window();
+  if (window == nullptr) return nullptr;
+  auto* c = new (std::nothrow) ThreadContext;
+  if (c == nullptr) {
+    munmap(window, kWindowBytes);
+    return nullptr;
+  }
+  c->groups = window;
+  return c;
+}
+
 struct ExitHook {
   ThreadContext* ctx = nullptr;
   ~ExitHook() {
@@ -120,19 +134,9 @@ ThreadContext* register_thread() {
     if (!r.spare.empty()) {
       c = r.spare.back();  // keeps its window, all zero (fold_counters)
       r.spare.pop_back();
-    } else {
-      CounterGroup* window = map_window();
-      if (window == nullptr) {  // out of address space: this thread's events are dropped, and counted
-        tl_registering = false;
-        return nullptr;
-      }
-      c = new (std::nothrow) ThreadContext;
-      if (c == nullptr) {
-        munmap(window, kWindowBytes);
-        tl_registering = false;
-        return nullptr;
-      }
-      c->groups = window;
+    } else if ((c = new_context()) == nullptr) {
+      tl_registering = false;
+      return nullptr;
     }
     c->tid = static_cast<int32_t>(gettid());
     read_comm(*c);

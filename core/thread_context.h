@@ -64,6 +64,11 @@ inline constexpr uint32_t kGroupSlots = 16;
 /// thread reserves kMaxGroups * 128 bytes (8 MiB) of address space for them.
 inline constexpr uint32_t kMaxGroups = 65536;
 
+/// ThreadContext::read_section's layout: the epoch above this shift, the
+/// nesting depth in the bits below it.
+inline constexpr unsigned kSectionEpochShift = 16;
+inline constexpr uint64_t kSectionDepthMask = (uint64_t{1} << kSectionEpochShift) - 1;
+
 struct alignas(128) CounterGroup {
   std::atomic<uint64_t> v[kGroupSlots];
 };
@@ -92,10 +97,12 @@ struct ThreadContext {
   std::string_view comm_view() const noexcept { return {comm, comm_len}; }
   /// Emits in flight on this thread (read_section's low 16 bits).
   uint32_t nesting() const noexcept {
-    return static_cast<uint32_t>(read_section.load(std::memory_order_relaxed) & 0xffff);
+    return static_cast<uint32_t>(read_section.load(std::memory_order_relaxed) & detail::kSectionDepthMask);
   }
   /// Epoch of the open read section, 0 outside one (read_section's high bits).
-  uint64_t section_epoch() const noexcept { return read_section.load(std::memory_order_relaxed) >> 16; }
+  uint64_t section_epoch() const noexcept {
+    return read_section.load(std::memory_order_relaxed) >> detail::kSectionEpochShift;
+  }
 };
 
 namespace detail {

@@ -485,7 +485,10 @@ class RingBuffer : public RingBufferBase {
   /// readers skip. Counted in `discarded` (and `reclaimed`). No-op when empty.
   /// Mirrors ring_buffer_discard_commit, rb_try_to_discard.
   void discard(const Reservation& r) noexcept {
-    if (r.hdr_ != nullptr) discard_slow(r);
+    // The fields, not r: a reference reaching an out-of-line call makes the
+    // caller keep its whole Reservation in memory on every path, the commit
+    // path too (6 stores and their reloads per direct commit in the emit).
+    if (r.hdr_ != nullptr) discard_slow(r.hdr_, *r.cb_, r.pos_, r.len_);
   }
 
   /// reserve + copy + commit. False when the reservation failed (counted).
@@ -498,7 +501,8 @@ class RingBuffer : public RingBufferBase {
  private:
   [[gnu::noinline, gnu::cold]] Reservation reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
                                                         uint64_t last) noexcept;
-  [[gnu::noinline]] void discard_slow(const Reservation& r) noexcept;
+  [[gnu::noinline]] void discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb, uint64_t start,
+                                      uint32_t len) noexcept;
   [[gnu::noinline, gnu::cold]] Reservation fail_bad_cpu(uint32_t cpu) noexcept;
   /// (C): the tail's compare-and-swap: a locked CAS16 (any_cpu, and under
   /// ThreadSanitizer) or a restartable sequence on cb's CPU (cpu_local). On

@@ -167,11 +167,10 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
-void RingBuffer<M, Clock, Hooks, W>::discard_slow(const Reservation& r) noexcept {
+void RingBuffer<M, Clock, Hooks, W>::discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb, uint64_t start,
+                                                   uint32_t len) noexcept {
   using namespace detail;
-  CpuBuffer& cb = *r.cb_;
-  const uint64_t stride = stride_for(r.len_);
-  const uint64_t start = r.pos_;
+  const uint64_t stride = stride_for(len);
   const uint64_t end = start + stride;
   uint64_t pos = load_relaxed(cb.tail.pos);
   uint64_t ts = load_relaxed(cb.tail.ts);
@@ -182,7 +181,7 @@ void RingBuffer<M, Clock, Hooks, W>::discard_slow(const Reservation& r) noexcept
       // Restore I1 before the space can be handed out again. The header
       // word is still 0 (never committed) and readers may be loading it
       // right now, so it is left alone; nobody reads past it.
-      std::memset(reinterpret_cast<std::byte*>(r.hdr_) + sizeof(uint32_t), 0, stride - sizeof(uint32_t));
+      std::memset(reinterpret_cast<std::byte*>(hdr) + sizeof(uint32_t), 0, stride - sizeof(uint32_t));
       zeroed = true;
     }
     hooks_(Step::reclaiming, cb.cpu);
@@ -195,7 +194,7 @@ void RingBuffer<M, Clock, Hooks, W>::discard_slow(const Reservation& r) noexcept
     if (r == LocalCas::migrated && static_cast<uint32_t>(rseq_cpu()) != cb.cpu) break;
   }
   // Someone reserved after us: leave padding of our length.
-  std::atomic_ref<uint32_t>(r.hdr_->word).store(make_word(kKindPadding, r.len_), std::memory_order_release);
+  std::atomic_ref<uint32_t>(hdr->word).store(make_word(kKindPadding, len), std::memory_order_release);
   cb.padded.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -78,10 +78,13 @@ struct EvalContextMaker {
   const filters::Program* prog;
   const ThreadContext* ctx;
   uint32_t cpu;
-  bool read_cpu;  ///< cpu_local writer and no CPU given by the caller
+  /// The instance's cpu_local_, read only when a context is made: a bool
+  /// computed up front was loaded, and kept, on every filtered emit.
+  const bool& cpu_local;
+  bool cpu_given;  ///< the caller gave the CPU (replay)
   [[gnu::always_inline]] filters::EvalContext operator()() const noexcept {
     filters::EvalContext e{cpu, ctx->comm_view()};
-    if (read_cpu && prog->needs_cpu()) e.cpu = current_cpu();
+    if (cpu_local && !cpu_given && prog->needs_cpu()) e.cpu = current_cpu();
     return e;
   }
 };
@@ -178,7 +181,7 @@ template <class Writer, class Hooks>
   const auto passes_filter = [&](std::span<const std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
     const filters::Program* prog = st.program.load(std::memory_order_acquire);
     return prog == nullptr ||
-           prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_ && !cpu_given});
+           prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_, cpu_given});
   };
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the
@@ -255,71 +258,83 @@ template <class Writer, class Hooks>
     return EmitResult::kept;
   }
 
+  // (R9) direct: reserve in the ring, build, filter, commit or discard.
+  // Inlined twice: for the commonest direct emit (filtered, staging off or
+  // adaptive gone direct) with soft constant false, and for the emits that
+  // tried a slot. One shared copy kept `soft` and the adaptive flag in stack
+  // slots across the reserve, two stores and two reloads per direct commit.
+  // adaptive_direct: adaptive, and direct now (mostly accepted: skip the
+  // extra copy). Not counted here: an adaptive instance's direct emits are
+  // these plus nested, contended and too_big (event_stats() derives
+  // adaptive_direct), one store less per emit.
+  // adaptive_direct is asked for only on the reject and lost paths, so the
+  // first copy reads it there (options_, fixed at construction) instead of
+  // keeping it in a stack slot across the reserve and the record's stores.
+  const auto direct = [&](bool soft, auto adaptive_direct) TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
+    const buffers::Reservation r = ring_reserve(cpu, size);
+    if (!r) [[unlikely]] {
+      counter_add(c[slot::lost_direct]);
+      // An adaptive event stages again while the ring refuses (full, paused,
+      // busy): there its rejects are discarded without asking the ring, which
+      // would count each as lost. Kept staged accepts bring it back direct
+      // once the ring has room. A too-big record is refused by size alone.
+      if (adaptive_direct() && r.error() != buffers::ReserveError::too_big) adaptive_back_to_staging(st, c);
+      return EmitResult::lost;
+    }
+    w(r.payload(), hdr);
+    hooks(EmitStep::built_direct);
+    if (!soft && passes_filter(r.payload())) {
+      ring_commit(r);
+      counter_add(c[slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
+      return EmitResult::kept;
+    }
+    ring_discard(r);  // reclaimed if still the last record, else padding
+    counter_add(c[slot::rejected_direct]);
+    if (soft) counter_add(c[slot::soft]);
+    // Adaptive gone direct: the thread's average moves at rejects only, an
+    // accept pays nothing (adaptive_direct_rejected catches up the accepts
+    // since the thread's previous reject from its kept_direct count).
+    if (adaptive_direct()) adaptive_direct_rejected(st, c);
+    return EmitResult::discarded;
+  };
+
   // Filtered, not soft-disabled, and no slot to try (staging off, or
   // adaptive gone direct: kThreadStaging clear): straight to the direct
   // path, by one test of the flags. Else the slots, in the order below.
   constexpr uint32_t kDirectMask =
       EventState::kFiltered | EventState::kSoftDisabled | EventState::kThreadStaging | EventState::kCpuStaging;
-  bool soft = false;
-  // Adaptive and direct now (mostly accepted: skip the extra copy). Not
-  // counted here: an adaptive instance's direct emits are these plus nested,
-  // contended and too_big (event_stats() derives adaptive_direct), one store
-  // less per emit.
-  bool adaptive_direct = (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
-  if ((flags & kDirectMask) != EventState::kFiltered) {
-    soft = (flags & EventState::kSoftDisabled) != 0;
-    const bool stage = options_.staging != Staging::off && !adaptive_direct;
+  // Here kAdaptive (set for every event of an adaptive instance, never
+  // cleared) is the instance's staging mode.
+  if ((flags & kDirectMask) == EventState::kFiltered)
+    return direct(false, [this]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { return options_.staging == Staging::adaptive; });
 
-    // The thread's slot when the lane above did not try it: a soft-disabled
-    // event that stages in it (soft events never accept: nothing to check).
-    // Nested and too-big emits failed the lane's claim and fail try_claim too.
-    if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
-            (EventState::kThreadStaging | EventState::kSoftDisabled) &&
-        size <= kMaxStagedRecord) {
-      if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
-        return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
-    }
+  const bool soft = (flags & EventState::kSoftDisabled) != 0;
+  const bool adaptive_direct =
+      (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
+  const bool stage = options_.staging != Staging::off && !adaptive_direct;
 
-    if (stage) {
-      const Claim cl = stager_.try_claim(size);
-      if (cl) [[likely]]
-        return on_staged(cl.payload(), soft, false,
-                         [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
-      // Busy: this thread's own outer emit holds the slot (nested), or, with
-      // per-CPU slots and no emit of ours in flight, another thread does: one
-      // preempted on this CPU between its claim and release (contended).
-      counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
-                    : depth == 0 && stager_.per_cpu() ? slot::contended
-                                                      : slot::nested]);
-    }
+  // The thread's slot when the lane above did not try it: a soft-disabled
+  // event that stages in it (soft events never accept: nothing to check).
+  // Nested and too-big emits failed the lane's claim and fail try_claim too.
+  if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
+          (EventState::kThreadStaging | EventState::kSoftDisabled) &&
+      size <= kMaxStagedRecord) {
+    if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
+      return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
   }
 
-  // (R9) direct: reserve in the ring, build, filter, commit or discard.
-  const buffers::Reservation r = ring_reserve(cpu, size);
-  if (!r) [[unlikely]] {
-    counter_add(c[slot::lost_direct]);
-    // An adaptive event stages again while the ring refuses (full, paused,
-    // busy): there its rejects are discarded without asking the ring, which
-    // would count each as lost. Kept staged accepts bring it back direct
-    // once the ring has room. A too-big record is refused by size alone.
-    if (adaptive_direct && r.error() != buffers::ReserveError::too_big) adaptive_back_to_staging(st, c);
-    return EmitResult::lost;
+  if (stage) {
+    const Claim cl = stager_.try_claim(size);
+    if (cl) [[likely]]
+      return on_staged(cl.payload(), soft, false, [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
+    // Busy: this thread's own outer emit holds the slot (nested), or, with
+    // per-CPU slots and no emit of ours in flight, another thread does: one
+    // preempted on this CPU between its claim and release (contended).
+    counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
+                  : depth == 0 && stager_.per_cpu() ? slot::contended
+                                                    : slot::nested]);
   }
-  w(r.payload(), hdr);
-  hooks(EmitStep::built_direct);
-  if (!soft && passes_filter(r.payload())) {
-    ring_commit(r);
-    counter_add(c[slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
-    return EmitResult::kept;
-  }
-  ring_discard(r);  // reclaimed if still the last record, else padding
-  counter_add(c[slot::rejected_direct]);
-  if (soft) counter_add(c[slot::soft]);
-  // Adaptive gone direct: the thread's average moves at rejects only, an
-  // accept pays nothing (adaptive_direct_rejected catches up the accepts
-  // since the thread's previous reject from its kept_direct count).
-  if (adaptive_direct) adaptive_direct_rejected(st, c);
-  return EmitResult::discarded;
+  return direct(soft, [adaptive_direct]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { return adaptive_direct; });
 }
 
 template <class Writer, class Hooks>

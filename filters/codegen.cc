@@ -227,6 +227,7 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       l.invert = 0;
       prog->single_ = l;
       prog->single_min_size_ = prog->table_min_size_;
+      if (l.compare_width == 4) prog->single32_min_size_ = prog->table_min_size_;
     }
   }
   return prog;

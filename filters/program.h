@@ -287,6 +287,10 @@ class Program {
   /// so one compare both picks this path and checks the record's size (a
   /// size_t: no record is that long, while one of UINT32_MAX bytes can be).
   size_t single_min_size_ = SIZE_MAX;
+  /// single_min_size_ when single_ is a compare of a 4-byte field
+  /// (compare_width 4: int, u32, pid_t), else SIZE_MAX: the commonest filter
+  /// then costs one size compare, without a test of the width.
+  size_t single32_min_size_ = SIZE_MAX;
   detail::Lane single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
 
   std::vector<detail::Pred> preds_;
@@ -400,6 +404,8 @@ template <class MakeCtx>
 inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx& make_ctx) const noexcept {
   // One predicate, the commonest filter: its lane inline, no jump table and
   // no table (see single_).
+  if (record.size() >= single32_min_size_) [[likely]]
+    return detail::compare_in<uint32_t>(single_, record.data());
   if (record.size() >= single_min_size_) [[likely]]
     return detail::eval_single(single_, record.data());
   if (lane_count_ && record.size() >= table_min_size_) [[likely]] {

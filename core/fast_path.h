@@ -179,9 +179,8 @@ template <class Writer, class Hooks>
   // predicate can read it, not for integer-compare programs (truth-table
   // mode).
   const auto passes_filter = [&](std::span<const std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
-    const filters::Program* prog = st.program.load(std::memory_order_acquire);
-    return prog == nullptr ||
-           prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_, cpu_given});
+    const filters::Program* prog = st.program.load(std::memory_order_acquire);  // never null
+    return prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_, cpu_given});
   };
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the

@@ -54,6 +54,11 @@ bool clears_filter(std::string_view expr) { return trim(expr) == "0"; }
 
 }  // namespace
 
+const filters::Program& detail::accept_all_program() {
+  static const std::shared_ptr<const filters::Program> program = filters::compile("0", {}).program();
+  return *program;
+}
+
 // Objects unpublished under the instance mutex, freed together after one
 // grace period (so that a batch of changes costs one synchronize()).
 struct Instance::Retired {
@@ -282,10 +287,10 @@ void Instance::install_program_locked(EventState& st, std::shared_ptr<const filt
     st.program.store(program.get(), std::memory_order_release);
     set_flag_locked(st, EventState::kFiltered, true);
   } else {
-    // Clear the flag first: a writer that still saw it may load nullptr,
-    // which the fast path treats as "accept".
+    // Clear the flag first: a writer that still saw it may load the
+    // accept-all program (as it would with no filter at all).
     set_flag_locked(st, EventState::kFiltered, false);
-    st.program.store(nullptr, std::memory_order_release);
+    st.program.store(&detail::accept_all_program(), std::memory_order_release);
   }
   if (st.program_owner) retired.programs.push_back(std::move(st.program_owner));
   st.program_owner = std::move(program);

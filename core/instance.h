@@ -111,6 +111,11 @@ template <class Fill>
 struct FillWriter;
 /// The time stamp emit_raw_at() hands to instances with external_time.
 extern thread_local constinit uint64_t tl_external_ts __attribute__((tls_model("initial-exec")));
+/// The filter "0": an empty program that accepts every record. EventState::
+/// program holds it when the event has no filter, so that pointer is never
+/// null. Made on first use (allocates once; throws std::bad_alloc), then
+/// lives to the end of the program. Thread-safe.
+const filters::Program& accept_all_program();
 }  // namespace detail
 
 /// How one emit ended (F4).
@@ -209,7 +214,11 @@ struct alignas(64) EventState {
 
   std::atomic<uint32_t> flags{0};
   uint32_t counters = 0;  ///< counter group (core/thread_context.h)
-  std::atomic<const filters::Program*> program{nullptr};
+  /// Never null: detail::accept_all_program() when there is no filter. The
+  /// write path loads it only under kFiltered, but a writer that saw the
+  /// flag just before a clear loads it after; with no null to test, its
+  /// filter call is one load and a compare shorter.
+  std::atomic<const filters::Program*> program{&detail::accept_all_program()};
   const EventDesc* desc = nullptr;
   uint16_t type = 0;      ///< desc->id(): common_type, without the extra load
   Instance* instance = nullptr;

@@ -133,6 +133,38 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is
   CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
 }
 
+TEST_CASE("fast path: an event's program is never null, and a writer that saw kFiltered after a clear accepts",
+          "[core][fastpath][filter]") {
+  for (Staging stg : kAllStaging) {
+    INFO("staging " << to_string(stg));
+    Instance inst(small_options(stg));
+    inst.enable(Sample::desc());
+    // The instance's state of the event, from the event's subscriber list
+    // (as EventDecl::trace_slow_path finds it).
+    EventState* st = nullptr;
+    const detail::Subscribers* subs = Sample::desc().subscribers_for_fast_path().load();
+    REQUIRE(subs != nullptr);
+    for (uint32_t k = 0; k < subs->count; ++k)
+      if (subs->states[k]->instance == &inst) st = subs->states[k];
+    REQUIRE(st != nullptr);
+    const filters::Program* accept_all = &detail::accept_all_program();
+    CHECK(accept_all->predicate_count() == 0);
+    CHECK(st->program.load() == accept_all);  // no filter yet
+    REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+    CHECK(st->program.load() != accept_all);
+    CHECK(emit_sample(inst, 2, 0, "") == EmitResult::discarded);
+    inst.clear_filter(Sample::desc());
+    CHECK(st->program.load() == accept_all);
+    // The race of a clear, made deterministic: a writer that loaded the flags
+    // (kFiltered set) before the clear then loads the program after it.
+    st->flags.fetch_or(EventState::kFiltered);
+    CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
+    CHECK(emit_sample(inst, 3, 0, "") == EmitResult::kept);
+    st->flags.fetch_and(~EventState::kFiltered);
+    CHECK(drain(inst).size() == 2);
+  }
+}
+
 TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[core][fastpath]") {
   for (Staging st : kAllStaging) {
     INFO("staging " << to_string(st));

@@ -54,9 +54,15 @@ bool clears_filter(std::string_view expr) { return trim(expr) == "0"; }
 
 }  // namespace
 
+// Never destroyed: made at the first event state, usually inside main(), a
+// static would be destroyed before objects made earlier (a tracer singleton,
+// a leaked Instance), whose destructors or writers could still load it. The
+// shared_ptr itself is kept (not only its pointer) so that LeakSanitizer sees
+// the program reachable.
 const filters::Program& detail::accept_all_program() {
-  static const std::shared_ptr<const filters::Program> program = filters::compile("0", {}).program();
-  return *program;
+  static const auto* const program =
+      new std::shared_ptr<const filters::Program>(filters::compile("0", {}).program());
+  return **program;
 }
 
 // Objects unpublished under the instance mutex, freed together after one

@@ -113,8 +113,9 @@ struct FillWriter;
 extern thread_local constinit uint64_t tl_external_ts __attribute__((tls_model("initial-exec")));
 /// The filter "0": an empty program that accepts every record. EventState::
 /// program holds it when the event has no filter, so that pointer is never
-/// null. Made on first use (allocates once; throws std::bad_alloc), then
-/// lives to the end of the program. Thread-safe.
+/// null. Made on first use (allocates once; throws std::bad_alloc) and never
+/// destroyed, so static destructors and late writers may still use it.
+/// Thread-safe.
 const filters::Program& accept_all_program();
 }  // namespace detail
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the tests under ASan+UBSan and under TSan (separate folders) and runs
-# those labelled "concurrency" or "parser".
+# those labelled "concurrency", "parser" or "fastpath".
 source "$(dirname "$0")/common.sh"
 san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACEPIPE_BUILD_BENCH=OFF -DTRACEPIPE_BUILD_TOOLS=OFF)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -14,7 +14,7 @@ for kind in asan tsan; do
   mapfile -t targets < "$dir/sanitize_targets.txt"
   cmake --build "$dir" -j "$TP_JOBS" --target "${targets[@]}" >/dev/null
   log="$dir/ctest.log"
-  if ! (cd "$dir" && ctest --output-on-failure -j "$TP_JOBS" -L 'concurrency|parser' >"$log" 2>&1); then
+  if ! (cd "$dir" && ctest --output-on-failure -j "$TP_JOBS" -L 'concurrency|parser|fastpath' >"$log" 2>&1); then
     cat "$log"; echo "sanitize: $kind tests FAILED"; exit 1
   fi
   grep -E "tests passed|tests failed" "$log"

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -163,6 +164,24 @@ TEST_CASE("fast path: an event's program is never null, and a writer that saw kF
     st->flags.fetch_and(~EventState::kFiltered);
     CHECK(drain(inst).size() == 2);
   }
+}
+
+// Registered before the program's first use, so it runs after anything a
+// first use registers with atexit (a static's destructor would be): under
+// ASan (label fastpath) a program freed at exit fails here. CTest runs each
+// case in its own process, so this one makes the first use.
+namespace {
+void use_accept_all_at_exit() {
+  if (detail::accept_all_program().predicate_count() != 0) _exit(3);
+}
+}  // namespace
+
+TEST_CASE("fast path: the accept-all program outlives static destructors", "[core][fastpath][filter]") {
+  REQUIRE(std::atexit(use_accept_all_at_exit) == 0);
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());  // the first event state: the program's first use
+  CHECK(detail::accept_all_program().predicate_count() == 0);
+  CHECK(emit_sample(inst, 1, 0, "") == EmitResult::kept);
 }
 
 TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[core][fastpath]") {

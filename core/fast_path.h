@@ -259,16 +259,15 @@ template <class Writer, class Hooks>
 
   // (R9) direct: reserve in the ring, build, filter, commit or discard.
   // Inlined twice: for the commonest direct emit (filtered, staging off or
-  // adaptive gone direct) with soft constant false, and for the emits that
-  // tried a slot. One shared copy kept `soft` and the adaptive flag in stack
-  // slots across the reserve, two stores and two reloads per direct commit.
-  // adaptive_direct: adaptive, and direct now (mostly accepted: skip the
-  // extra copy). Not counted here: an adaptive instance's direct emits are
-  // these plus nested, contended and too_big (event_stats() derives
-  // adaptive_direct), one store less per emit.
-  // adaptive_direct is asked for only on the reject and lost paths, so the
-  // first copy reads it there (options_, fixed at construction) instead of
-  // keeping it in a stack slot across the reserve and the record's stores.
+  // adaptive gone direct), where `soft` is constant false, and for the emits
+  // that tried a slot. One shared copy kept `soft` and the adaptive flag in
+  // stack slots across the reserve: two stores and two reloads per direct
+  // commit (docs/core.md, "Performance").
+  // adaptive_direct() (adaptive, and direct now: mostly accepted, so no
+  // extra copy) is asked only on the reject and lost paths; the first copy
+  // reads it there from options_, fixed at construction. Such emits are not
+  // counted as adaptive here: event_stats() derives adaptive_direct from the
+  // direct counts less nested, contended and too_big, one store less per emit.
   const auto direct = [&](bool soft, auto adaptive_direct) TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     const buffers::Reservation r = ring_reserve(cpu, size);
     if (!r) [[unlikely]] {

@@ -350,13 +350,14 @@ bool Instance::soft_disabled(const EventDesc& event) const noexcept {
   return st != nullptr && (st->flags.load(std::memory_order_acquire) & EventState::kSoftDisabled) != 0;
 }
 
-FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr) {
+FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr,
+                                  const filters::CompileOptions& options) {
   if (clears_filter(expr)) {
     clear_filter(event);
     return {};
   }
   // Compile outside the lock: it allocates and may take a while.
-  filters::CompileResult res = filters::compile(expr, event.filter_fields());
+  filters::CompileResult res = filters::compile(expr, event.filter_fields(), options);
   if (!res.ok()) return FilterStatus(res.error(), std::string(expr));
   std::lock_guard lk(mu_);
   Retired retired;

@@ -297,8 +297,10 @@ class Instance {
   /// On a compile error the previous filter stays in force and the error is
   /// returned (the kernel's message and caret). The kernel instead disables
   /// the event's filter on a failed write: a deliberate difference
-  /// (docs/filters.md, "Where the core deliberately differs").
-  FilterStatus set_filter(const EventDesc& event, std::string_view expr);
+  /// (docs/filters.md, "Where the core deliberately differs"). `options`
+  /// are compile()'s (filters/compile.h): the defaults are the kernel's.
+  FilterStatus set_filter(const EventDesc& event, std::string_view expr,
+                          const filters::CompileOptions& options = {});
   void clear_filter(const EventDesc& event);
   /// The active filter expression, or "none" (the kernel's filter file).
   std::string filter(const EventDesc& event) const;

@@ -22,6 +22,20 @@ struct SymbolRange {
   uint64_t size = 0;
 };
 
+/// What the parser does with an expression that ends in "&&" or "||"
+/// (optionally followed by "!"s): the kernel changed here between two builds
+/// of the same 6.18.44 release, and both are still met.
+enum class TrailingOperator : uint8_t {
+  /// "Meaningless filter expression" (EINVAL), caret at the end of the
+  /// command: the kernel on the team's machines (6.18.44 build v1045). The
+  /// default.
+  reject,
+  /// Dropped, as if it were not there, except "&&" after a top-level "||",
+  /// which is "Error" (EINVAL; that kernel indexes before its program and
+  /// WARNs): the build that decided shared/data/kernel/filter-oracle (v657).
+  ignore,
+};
+
 /// Knobs for compile(). The defaults reproduce the kernel's behaviour.
 struct CompileOptions {
   /// The kernel's nr_cpu_ids: CPUS{...} lists naming a CPU >= this are
@@ -31,6 +45,8 @@ struct CompileOptions {
   /// Accept the `=~` / `!~` RE2 extension. false = strict kernel syntax
   /// (then `=~` is "Invalid operator", as in the kernel).
   bool extensions = true;
+  /// A dangling "&&" / "||" at the end (see TrailingOperator).
+  TrailingOperator trailing_operator = TrailingOperator::reject;
   /// kallsyms for `FIELD.function == SYMBOL` (by name) and `== 0xADDR` (by
   /// address: the symbol containing it). Empty or nullopt = "Function not found".
   std::function<std::optional<SymbolRange>(std::string_view name)> symbol_by_name;

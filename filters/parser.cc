@@ -134,7 +134,10 @@ class TreeBuilder {
     frames_.back().all.push_back(id);
     frames_.back().dangling = 0;
   }
-  /// The dangling-operator case the kernel cannot compile (see parser.h).
+  /// The expression ended in "&&" or "||" (then maybe "!"s).
+  bool dangling() const noexcept { return frames_.front().dangling != 0; }
+  /// The dangling-operator case TrailingOperator::ignore's kernel cannot
+  /// compile (see parser.h).
   bool kernel_breaks() const noexcept {
     const Frame& f = frames_.front();
     return f.dangling == '&' && !f.any.empty();
@@ -236,7 +239,12 @@ ParseResult predicate_parse(const ParseInput& in, StackSize size) {
 out:
   if (tree.depth() != 0) return make_error(FilterErr::too_many_open, ptr, EPERM);
   if (n_preds == 0) return make_error(FilterErr::no_filter, ptr, EINVAL);
-  if (tree.kernel_breaks()) return make_error(FilterErr::errno_error, 0, EINVAL);
+  if (tree.dangling()) {
+    // ptr is the end of the (stripped) command, where the kernel's caret goes.
+    if (in.options->trailing_operator == TrailingOperator::reject)
+      return make_error(FilterErr::invalid_filter, ptr, EINVAL);
+    if (tree.kernel_breaks()) return make_error(FilterErr::errno_error, 0, EINVAL);
+  }
   tree.finish_root();
   return ast;
 }

@@ -12,9 +12,11 @@
 //   unary  := "!" unary | "(" or ")" | pred  ("!" negates one predicate or group)
 //
 // Kernel quirks kept on purpose (each pinned by a test):
-//   - a trailing "&&" or "||" (optionally followed by "!"s) is ignored; but a
+//   - a trailing "&&" or "||" (optionally followed by "!"s) is "Meaningless
+//     filter expression" at the end of the command; with
+//     TrailingOperator::ignore (an earlier kernel build) it is ignored, but a
 //     trailing "&&" when the top level also has "||" is rejected with "Error"
-//     (EINVAL): there the kernel indexes before its program array, warns in
+//     (EINVAL): there that kernel indexes before its program array, warns in
 //     dmesg and rejects;
 //   - errno leaks the kernel's internal codes: EPERM for "Too few '('", "Too
 //     many terms ..." and a missing field name, ENOENT for "Too many '('",

@@ -106,18 +106,55 @@ TEST_CASE("parser: render() is the kernel's error_log entry", "[filters][parser]
   CHECK(err.render("== 0") == "event filter parse error: error: Error\n  Command: == 0\n           ^\n");
 }
 
-TEST_CASE("parser: the kernel's dangling operators", "[filters][parser]") {
+TEST_CASE("parser: a dangling operator is \"Meaningless filter expression\" at the end", "[filters][parser]") {
   const auto f = tp_test::sched_switch_fields();
-  CHECK(must_compile("prev_pid == 0 &&", f)->predicate_count() == 1);            // oracle 024
-  CHECK(must_compile("prev_pid == 0 || next_pid == 0 ||", f)->predicate_count() == 2);
-  CHECK(must_compile("prev_pid == 0 && ! !", f)->predicate_count() == 1);
-  CHECK(must_compile("(prev_pid == 0 || next_pid == 0) &&", f)->predicate_count() == 2);
-  // A trailing "&&" with a top-level "||": the kernel indexes before its
+  // Asked of the kernel here (6.18.44 build v1045): the caret is the end of
+  // the command as the kernel keeps it (trailing whitespace stripped).
+  const std::pair<const char*, int> rows[] = {
+      {"prev_pid == 0 &&", 16},
+      {"prev_pid == 0 && ", 16},
+      {"prev_pid == 0 ||  \n", 16},
+      {"prev_pid == 0 && !", 18},
+      {"prev_pid == 0 && ! !", 20},
+      {"  prev_pid == 0 &&", 18},
+      {"(prev_pid == 0) &&", 18},
+      {"(prev_pid == 0 || next_pid == 0) &&", 35},
+      {"prev_pid == 0 || next_pid == 0 ||", 33},
+      {"prev_pid == 0 || next_pid == 0 &&", 33},  // the old build's WARN case
+  };
+  for (const auto& [e, caret] : rows) {
+    INFO(e);
+    const FilterError err = must_fail(e, f);
+    CHECK(err.code == FilterErr::invalid_filter);
+    CHECK(err.message() == "Meaningless filter expression");
+    CHECK(err.errno_value() == EINVAL);
+    CHECK(err.caret() == caret);
+  }
+  CHECK(must_fail("prev_pid == 0 &&", f).render("prev_pid == 0 &&") ==
+        "event filter parse error: error: Meaningless filter expression\n"
+        "  Command: prev_pid == 0 &&\n"
+        "                           ^\n");
+  // Not dangling: a lone "!" has no predicate, and a group's dangling
+  // operator meets its ')' first.
+  CHECK(must_fail("!", f).message() == "No filter found");
+  CHECK(must_fail("(prev_pid == 0 ||)", f).message() == "Error");
+}
+
+TEST_CASE("parser: TrailingOperator::ignore drops a dangling operator, as the oracle's kernel build did",
+          "[filters][parser]") {
+  const auto f = tp_test::sched_switch_fields();
+  CompileOptions old;
+  old.trailing_operator = TrailingOperator::ignore;
+  CHECK(must_compile("prev_pid == 0 &&", f, old)->predicate_count() == 1);  // oracle 024
+  CHECK(must_compile("prev_pid == 0 || next_pid == 0 ||", f, old)->predicate_count() == 2);
+  CHECK(must_compile("prev_pid == 0 && ! !", f, old)->predicate_count() == 1);
+  CHECK(must_compile("(prev_pid == 0 || next_pid == 0) &&", f, old)->predicate_count() == 2);
+  // A trailing "&&" with a top-level "||": that kernel indexes before its
   // program array, WARNs and rejects with "Error" (EINVAL).
   for (const char* e : {"prev_pid == 0 || next_pid == 0 &&", "prev_pid == 0 || next_pid == 0 && prev_prio == 1 &&",
                         "prev_pid == 0 && next_pid == 0 || prev_prio == 1 && !"}) {
     INFO(e);
-    const FilterError err = must_fail(e, f);
+    const FilterError err = must_fail(e, f, old);
     CHECK(err.code == FilterErr::errno_error);
     CHECK(err.errno_value() == EINVAL);
   }

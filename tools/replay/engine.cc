@@ -234,6 +234,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   }
   in.only_filtered = o.only_filtered;
   in.compile.nr_cpu_ids = ncpu;
+  in.compile.trailing_operator = o.trailing_operator;
   if (!symbols.empty()) {
     in.compile.symbol_by_name = [&symbols](std::string_view n) { return symbols.by_name(n); };
     in.compile.symbol_by_address = [&symbols](uint64_t a) { return symbols.by_address(a); };
@@ -270,7 +271,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   Instance inst(opts, registry);
 
   // Enable and filter the events; routes by event ID.
-  const Router router(reader, inst, plan, ncpu);
+  const Router router(reader, inst, plan, ncpu, o.trailing_operator);
 
   std::unique_ptr<Output> out;
   if (o.output) out = std::make_unique<Output>(reader, ncpu, res.warnings);

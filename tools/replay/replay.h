@@ -59,6 +59,9 @@ struct ReplayOptions {
   /// kMaxKallsymsBytes (else ReplayError naming the option and the path).
   std::optional<std::filesystem::path> kallsyms;
   bool only_filtered = false;                        ///< trace-cmd report -F semantics
+  /// A dangling "&&" / "||" in -F and config filters: rejected as the kernel
+  /// here does, or ignored as an earlier kernel build did (filters/compile.h).
+  filters::TrailingOperator trailing_operator = filters::TrailingOperator::reject;
   std::optional<Staging> staging;                    ///< overrides the config's (default per_thread)
   uint32_t subbuf_size_kb = 0;                       ///< ring sub-buffer; 0 = automatic
   uint64_t buffer_size_kb = 0;                       ///< ring per CPU; 0 = automatic (with -o, at least the P3 bound)

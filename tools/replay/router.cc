@@ -39,7 +39,8 @@ filters::ResolvedString resolve_printk(uint64_t address, bool user_space, const 
 
 }  // namespace
 
-Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu)
+Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu,
+               filters::TrailingOperator trailing)
     : reader_(reader), inst_(inst), printk_(reader.printk_text()) {
   const Registry& reg = inst.registry();
   unknown_slot_ = reg.size();
@@ -48,6 +49,8 @@ Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<E
   for (uint32_t c = 0; c < ncpu; ++c) swapper_.push_back(fmt::format("swapper/{}", c));
 
   const uint32_t machine_cpus = filters::effective_nr_cpu_ids(filters::CompileOptions{});
+  filters::CompileOptions instance_compile;  // the instance's own: no kallsyms
+  instance_compile.trailing_operator = trailing;
   uint32_t max_id = 0;
   for (const EventPlan& p : plan) max_id = std::max<uint32_t>(max_id, p.event->id());
   routes_.assign(max_id + 1, unknown_);
@@ -67,7 +70,7 @@ Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<E
     bool in_instance = !needs.comm && !needs.strings && !(needs.masks && machine_cpus != ncpu);
     // The same text through the instance's own compile must be accepted as
     // the recording kernel accepted it (it has no kallsyms: .function fails).
-    if (in_instance) in_instance = inst.set_filter(*p.event, p.filter).ok();
+    if (in_instance) in_instance = inst.set_filter(*p.event, p.filter, instance_compile).ok();
     if (in_instance) {
       kinds_[p.event->index()] = FilterRoute::instance;
     } else {

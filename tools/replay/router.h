@@ -60,8 +60,10 @@ class Router {
  public:
   /// Enables, soft-disables and filters the plan's events in `inst` and
   /// builds the routes. `ncpu` is the recorded CPU count (the nr_cpu_ids the
-  /// plan was compiled with). `reader` must outlive the router.
-  Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu);
+  /// plan was compiled with), `trailing` the plan's dialect for a dangling
+  /// "&&" / "||". `reader` must outlive the router.
+  Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu,
+         filters::TrailingOperator trailing = filters::TrailingOperator::reject);
 
   /// Counter slots feed() uses: one per registry index, plus unknown_slot().
   size_t counter_slots() const noexcept { return unknown_slot_ + 1; }

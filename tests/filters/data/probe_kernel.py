@@ -8,8 +8,9 @@ CORPUS.tsv: "system:event<TAB>expression" lines; the expression uses \\n, \\t,
 byte-exact to events/SYS/EV/filter of a scratch instance (tp_filters_probe)
 whose error_log is cleared first. Output columns: event, expression (escaped
 as in the input), accepted (1/0), errno name, error text, caret column.
-The instance is removed at the end. Expressions the kernel cannot compile
-(a trailing '&&' after a top-level '||') make it WARN in dmesg: keep them out.
+The instance is removed at the end. Kernels that ignore a trailing operator
+(TrailingOperator::ignore) cannot compile a trailing '&&' after a top-level
+'||' and WARN in dmesg: keep those out there.
 """
 import errno, os, re, sys
 

@@ -93,6 +93,18 @@ void loop_only(benchmark::State& state) {
 // `stage_filter_copy_commit` builds it in a buffer, filters, then reserves,
 // copies and commits (what any staged commit must add, less the slot's
 // claim and release). Their ratios bound what the emit's ratios can reach.
+// One read of the `local` trace clock as the ring reads it (inline rdtsc,
+// scaled to ns): every committed event pays it once, so it says how much of
+// the commit target a host leaves to the rest (rdtsc took 10 ns on the
+// design's reference host and 19-22 ns on the Intel host of 2026-12-02).
+void clock_floor(benchmark::State& state) {
+  const buffers::FunctionClock clock = ring_clock(ClockId::local);
+  for (auto _ : state) {
+    uint64_t t = clock();
+    benchmark::DoNotOptimize(t);
+  }
+}
+
 enum class Floor { commit, filter_commit, stage_filter_copy_commit, hand_commit };
 
 template <Floor F>
@@ -227,6 +239,7 @@ void register_all() {
     })->MinTime(0.2);
   }
   benchmark::RegisterBenchmark("emit/loop_only", loop_only)->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/clock", clock_floor)->MinTime(0.2);
   benchmark::RegisterBenchmark("emit/floor/commit", floor_case<Floor::commit>)->MinTime(0.2);
   benchmark::RegisterBenchmark("emit/floor/filter_commit", floor_case<Floor::filter_commit>)->MinTime(0.2);
   benchmark::RegisterBenchmark("emit/floor/hand_commit", floor_case<Floor::hand_commit>)->MinTime(0.2);

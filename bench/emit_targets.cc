@@ -65,7 +65,15 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
   std::vector<TargetCheck> out;
   if (const auto v = get(m, "staged_discard/per_thread"))
     add(out, "staged discard (ns)", *v, 5.0, "staged_discard/per_thread");
-  if (const auto v = get(m, "no_filter")) add(out, "commit (ns)", *v, 20.0, "no_filter");
+  if (const auto v = get(m, "no_filter")) {
+    // The host's share of the bound: a commit reads the clock once, and the
+    // floor joins reserve, clock and write by hand (bench/core_bench.cc).
+    std::string detail = "no_filter";
+    if (const auto c = get(m, "floor/clock")) detail += fmt::format("; clock read {:.2f}", *c);
+    if (const auto f = get(m, "floor/commit")) detail += fmt::format("; floor/commit {:.2f}", *f);
+    if (detail.size() > 9) detail += " ns";
+    add(out, "commit (ns)", *v, 20.0, std::move(detail));
+  }
   const std::string commit_legs = legs_ns(p, {"staged_commit", "adaptive_100", "direct_commit", "no_filter"});
   if (!paired_ratio(out, p, "staged commit / unfiltered commit", "staged_commit/no_filter", 1.15, commit_legs))
     ratio(out, m, "staged commit / unfiltered commit", "staged_commit/per_thread", "no_filter", 1.15);

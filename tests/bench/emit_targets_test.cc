@@ -92,6 +92,17 @@ TEST_CASE("emit targets: the bounds are inclusive and a miss is reported", "[ben
   CHECK(text.find(std::to_string(met) + " of 8 targets met") != std::string::npos);
 }
 
+TEST_CASE("emit targets: the commit target shows the host's clock read and floor where they ran", "[bench]") {
+  auto v = emit_targets({{"no_filter", 33.99}, {"floor/clock", 20.5}, {"floor/commit", 32.6}});
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].detail == "no_filter; clock read 20.50; floor/commit 32.60 ns");
+  CHECK_FALSE(v[0].met);
+  v = emit_targets({{"no_filter", 13.3}, {"floor/commit", 13.1}});
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].detail == "no_filter; floor/commit 13.10 ns");
+  CHECK(emit_targets({{"no_filter", 13.3}})[0].detail == "no_filter");
+}
+
 TEST_CASE("emit targets: a target whose cases did not all run is left out", "[bench]") {
   const auto v = emit_targets({{"no_filter", 13.0}, {"adaptive/accept_97", 14.0}, {"direct_97", 13.5}});
   REQUIRE(v.size() == 1);

@@ -151,8 +151,8 @@ const Registrar reg{[](CLI::App& app) {
 
   const char* E = "Engine";
   sub->add_option("-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
-                  "Ring buffer size per CPU, KiB (--buffer-size-kb: the config file's and replay's "
-                  "name)")
+                  "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
+                  "and replay accept 1) (--buffer-size-kb: the config file's and replay's name)")
       ->check(CLI::Range(uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/instance_options.h)
       ->group(E);
   sub->add_option("-m,--mode", cli->mode,

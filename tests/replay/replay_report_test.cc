@@ -126,7 +126,7 @@ TEST_CASE("replay table: the route has its own column and every count sits under
         "        2187       0       0.0");
   CHECK(lines[6] ==
         "timer:hrtimer_start  (not replayed)                                    -                     0           0"
-        "           0       0       0.0");
+        "           0       0         -");
   CHECK(lines[7] ==
         "total                                                                                    93885       87248"
         "        6637       0      44.4");  // 4170000 ns / 93933 records

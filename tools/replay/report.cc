@@ -39,9 +39,12 @@ std::string format_result(const ReplayResult& r, bool timing) {
     wroute = std::max(wroute, route_text(e).size());
   }
   wfilter = std::min<size_t>(wfilter, 48);
+  // An event with nothing replayed has no stage -> filter -> commit time to
+  // show (its records were only routed past the instance).
   auto ns_per = [](const EventCounts& c) {
     const uint64_t n = c.replayed + c.skipped;
-    return n == 0 ? std::string("-") : fmt::format("{:.1f}", static_cast<double>(c.ns) / static_cast<double>(n));
+    return c.replayed == 0 ? std::string("-")
+                           : fmt::format("{:.1f}", static_cast<double>(c.ns) / static_cast<double>(n));
   };
   out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>6}", "EVENT", wname, "FILTER", wfilter,
                      "ROUTE", wroute, "REPLAYED", "KEPT", "DISCARDED", "LOST");
@@ -65,8 +68,8 @@ std::string format_result(const ReplayResult& r, bool timing) {
   const uint64_t read = r.total.replayed + r.total.skipped + r.unknown;
   out += fmt::format("\n{} records read from {} CPU buffer(s): {} replayed, {} kept, {} discarded, {} lost", read,
                      r.cpus, r.total.replayed, r.total.kept, r.total.discarded, r.total.lost);
-  if (r.total.skipped != 0) out += fmt::format(", {} of events not replayed", r.total.skipped);
-  if (r.unknown != 0) out += fmt::format(", {} of unknown event IDs", r.unknown);
+  if (r.total.skipped != 0) out += fmt::format(", {} records of events not replayed", r.total.skipped);
+  if (r.unknown != 0) out += fmt::format(", {} records of unknown event IDs", r.unknown);
   out += '\n';
   out += fmt::format("time: {:.3f} ms wall, {:.3f} ms CPU: {:.2f} M events/s (wall)\n", r.wall_s * 1e3,
                      r.cpu_s * 1e3, r.events_per_s() * 1e-6);

@@ -3,11 +3,13 @@
 #include "core/instance.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <new>
 #include <stdexcept>
 
 #include "core/adaptive_average.h"
+#include "filters/parser.h"
 
 namespace tracepipe {
 
@@ -37,20 +39,25 @@ detail::Subscribers* make_subscribers(const std::vector<EventState*>& list) {
 
 void free_subscribers(const detail::Subscribers* s) { ::operator delete(const_cast<detail::Subscribers*>(s)); }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
+// "0" clears a filter (filters::clears_filter: the kernel's whitespace and
+// its cut at a NUL). A blank string is not a clear: the kernel rejects it
+// (EINVAL, "Error" at position 0), and so does filters::compile, so a config
+// value that went missing cannot remove filtering silently.
+using filters::clears_filter;
 
-// "0" clears a filter, surrounding whitespace allowed (kernel:
-// apply_event_filter compares the stripped string with "0"). A blank string
-// is not a clear: the kernel rejects it (EINVAL, "Error" at position 0), and
-// so does filters::compile, so a config value that went missing cannot
-// remove filtering silently.
-bool clears_filter(std::string_view expr) { return trim(expr) == "0"; }
+// What filter() shows: the text the kernel keeps and shows in its filter file.
+std::string shown(std::string_view expr) { return std::string(filters::kernel_command(expr)); }
+
+// The kernel's error in the filter file of an event a system filter could not
+// be set on (process_system_preds): the event's own error is in
+// SystemFilterResult::rejected.
+filters::FilterError subsystem_error() {
+  filters::FilterError e;
+  e.code = filters::FilterErr::bad_subsys_filter;
+  e.pos = 0;
+  e.err = EINVAL;
+  return e;
+}
 
 }  // namespace
 
@@ -362,7 +369,7 @@ FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr,
   std::lock_guard lk(mu_);
   Retired retired;
   EventState& st = state_locked(event);
-  install_program_locked(st, res.program(), std::string(trim(expr)), retired);
+  install_program_locked(st, res.program(), shown(expr), retired);
   st.filter_error.reset();
   reclaim(retired);
   return {};
@@ -406,14 +413,14 @@ SystemFilterResult Instance::set_system_filter(std::string_view system, std::str
       st.filter_error.reset();
       out.applied.push_back(events[i]);
     } else if (compiled[i].ok()) {
-      install_program_locked(st, compiled[i].program(), std::string(trim(expr)), retired);
+      install_program_locked(st, compiled[i].program(), shown(expr), retired);
       st.filter_error.reset();
       out.applied.push_back(events[i]);
     } else {
       // The kernel leaves an event without the fields unfiltered and shows
       // the subsystem error in its filter file.
       install_program_locked(st, nullptr, "", retired);
-      st.filter_error = compiled[i].error();
+      st.filter_error = subsystem_error();
       out.rejected.emplace_back(events[i], compiled[i].error());
     }
   }
@@ -492,12 +499,12 @@ void Instance::apply(const InstanceConfig& config) {
     if (s.filter) {
       if (p.clear && p.program && !p.program->ok()) {
         install_program_locked(st, nullptr, "", retired);
-        st.filter_error = p.program->error();
+        st.filter_error = subsystem_error();
       } else if (p.clear) {
         install_program_locked(st, nullptr, "", retired);
         st.filter_error.reset();
       } else {
-        install_program_locked(st, p.program->program(), std::string(trim(*s.filter)), retired);
+        install_program_locked(st, p.program->program(), shown(*s.filter), retired);
         st.filter_error.reset();
       }
     }

@@ -227,7 +227,6 @@ struct alignas(64) EventState {
   std::shared_ptr<const filters::Program> program_owner;
   std::string filter_text;                           ///< active expression, "" if none
   std::optional<filters::FilterError> filter_error;  ///< last failure (system filters)
-  std::string failed_text;
 };
 
 /// Counter slots of an EventState's group: each emit adds 1 to exactly one
@@ -302,10 +301,13 @@ class Instance {
   FilterStatus set_filter(const EventDesc& event, std::string_view expr,
                           const filters::CompileOptions& options = {});
   void clear_filter(const EventDesc& event);
-  /// The active filter expression, or "none" (the kernel's filter file).
+  /// The active filter expression as the kernel's filter file shows it (cut
+  /// at a NUL, trailing whitespace removed, leading kept), or "none".
   std::string filter(const EventDesc& event) const;
   /// Why the last system filter left this event unfiltered (nullopt if it
-  /// did not).
+  /// did not): the kernel's "Couldn't find or set field in one of a
+  /// subsystem's events" at 0, as its filter file shows; the event's own
+  /// compile error is in set_system_filter()'s SystemFilterResult::rejected.
   std::optional<filters::FilterError> filter_error(const EventDesc& event) const;
 
   /// events/SYS/filter: compiles `expr` for every event of `system`; events

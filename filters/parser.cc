@@ -281,6 +281,12 @@ std::string_view kernel_command(std::string_view expr) noexcept {
   return expr;
 }
 
+bool clears_filter(std::string_view expr) noexcept {
+  std::string_view s = kernel_command(expr);
+  while (!s.empty() && kctype::is_space(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return s == "0";
+}
+
 uint32_t effective_nr_cpu_ids(const CompileOptions& options) {
   if (options.nr_cpu_ids) return options.nr_cpu_ids;
   static const uint32_t n = possible_cpus();
@@ -291,10 +297,7 @@ ParseResult parse(std::string_view expr, std::span<const FieldDesc> fields, cons
   // event_filter_write(): writes of PAGE_SIZE or more fail with EINVAL, unlogged.
   if (expr.size() > kMaxExpressionBytes) return make_error(FilterErr::expression_too_long, 0, EINVAL);
   const std::string_view cmd = kernel_command(expr);
-  // apply_event_filter(): "0" (after strstrip) removes the filter.
-  std::string_view stripped = cmd;
-  while (!stripped.empty() && kctype::is_space(static_cast<unsigned char>(stripped.front()))) stripped.remove_prefix(1);
-  if (stripped == "0") {
+  if (clears_filter(cmd)) {  // apply_event_filter(): "0" (after strstrip) removes the filter
     Ast empty;
     empty.nr_cpu_ids = effective_nr_cpu_ids(options);
     return empty;

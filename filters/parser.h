@@ -49,8 +49,15 @@ class ParseResult {
 };
 
 /// The expression as the kernel keeps it: cut at the first NUL, trailing
-/// whitespace removed (event_filter_write + strstrip), leading kept.
+/// whitespace removed (event_filter_write + strstrip), leading kept. It is
+/// also what the kernel's filter file shows.
 std::string_view kernel_command(std::string_view expr) noexcept;
+
+/// True when writing `expr` clears the filter: its kernel_command(), leading
+/// whitespace removed too, is "0" (apply_event_filter). "0\v", "\f0" and
+/// "0\0junk" clear; a blank string does not (compile() rejects it with the
+/// kernel's EINVAL "Error" at 0). Whitespace is the kernel's Latin-1 set.
+bool clears_filter(std::string_view expr) noexcept;
 
 /// Parses expr for an event with these fields. An expression that is "0"
 /// after stripping gives an empty Ast (the kernel clears the filter).

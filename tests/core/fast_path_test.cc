@@ -134,6 +134,33 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is
   CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
 }
 
+TEST_CASE("fast path: filter() shows the kernel's text, and every form of \"0\" the kernel takes clears",
+          "[core][fastpath][filter]") {
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  // Asked of the kernel: cut at a NUL, trailing whitespace (\v, \f, 0xA0
+  // too) removed, leading kept.
+  const std::pair<std::string, std::string> shown[] = {
+      {std::string("value == 1\0 garbage", 19), "value == 1"},
+      {"value == 1\v", "value == 1"},
+      {"  value == 1 \xa0", "  value == 1"},
+  };
+  for (const auto& [in, out] : shown) {
+    REQUIRE(inst.set_filter(Sample::desc(), in).ok());
+    CHECK(inst.filter(Sample::desc()) == out);
+  }
+  // Each clears: the event goes back to the unfiltered path.
+  for (const std::string z : {std::string("0\v"), std::string("\f0"), std::string("0\xa0"),
+                              std::string("0\0junk", 6)}) {
+    REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+    const uint64_t before = inst.event_stats(Sample::desc()).unfiltered;
+    REQUIRE(inst.set_filter(Sample::desc(), z).ok());
+    CHECK(inst.filter(Sample::desc()) == "none");
+    CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
+    CHECK(inst.event_stats(Sample::desc()).unfiltered == before + 1);
+  }
+}
+
 TEST_CASE("fast path: an event's program is never null, and a writer that saw kFiltered after a clear accepts",
           "[core][fastpath][filter]") {
   for (Staging stg : kAllStaging) {
@@ -505,7 +532,13 @@ TEST_CASE("fast path: system filters apply to the events that have the fields", 
   CHECK(r.rejected[0].second.code == filters::FilterErr::field_not_found);
   CHECK(inst.filter(Sample::desc()) == "value == 3");
   CHECK(inst.filter(Other::desc()) == "none");
-  CHECK(inst.filter_error(Other::desc()).has_value());
+  // The kernel's filter file of such an event: the subsystem error at 0.
+  const auto err = inst.filter_error(Other::desc());
+  REQUIRE(err.has_value());
+  CHECK(err->code == filters::FilterErr::bad_subsys_filter);
+  CHECK(err->message() == "Couldn't find or set field in one of a subsystem's events");
+  CHECK(err->caret() == 0);
+  CHECK_FALSE(inst.filter_error(Sample::desc()).has_value());
   CHECK(emit_sample(inst, 3, 0, "") == EmitResult::kept);
   CHECK(emit_sample(inst, 4, 0, "") == EmitResult::discarded);
   CHECK(Other::emit(inst, 1, "x") == EmitResult::kept);  // left unfiltered

@@ -126,6 +126,29 @@ TEST_CASE("replay plan: lists, globs, later settings win, \"0\" clears", "[repla
   CHECK_FALSE(p[f.sw->index()].program);
 }
 
+TEST_CASE("replay plan: a blank filter is the kernel's Error, kernel forms of 0 clear, the text is the kernel's",
+          "[replay][plan]") {
+  Fixture f;
+  // Asked of the kernel: a blank write is EINVAL "Error" at 0, not a clear.
+  for (const char* arg : {"sched_switch:", "sched_switch:   ", "sched: "}) {
+    INFO(arg);
+    const std::string e = error_of([&] { f.plan({arg}); });
+    CHECK(e.find("event filter parse error: error: Error\n") != std::string::npos);
+  }
+  // "0\v", "\f0", "0\0junk" clear, as in the kernel (kernel whitespace, cut at NUL).
+  for (const std::string z : {std::string("0\v"), std::string("\f0"), std::string("0\0junk", 6)}) {
+    auto p = f.plan({"sched_switch: prev_pid == 0", "sched_switch: " + z});
+    CHECK(p[f.sw->index()].filter.empty());
+    CHECK_FALSE(p[f.sw->index()].program);
+  }
+  // The text kept is what the kernel's filter file shows: cut at a NUL,
+  // trailing whitespace (\v too) removed.
+  auto p = f.plan({std::string("sched_switch: prev_pid == 0\0 garbage", 37)});
+  CHECK(p[f.sw->index()].filter == "prev_pid == 0");
+  p = f.plan({"sched_switch: prev_pid == 0 \v"});
+  CHECK(p[f.sw->index()].filter == "prev_pid == 0");
+}
+
 TEST_CASE("replay plan: a rejected filter is an error with the kernel's message and caret", "[replay][plan]") {
   Fixture f;
   // filter-oracle/invalid.tsv: the kernel logs "Expecting numeric field", caret at column 13.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fnmatch.h>
 
+#include "filters/parser.h"
+
 namespace tracepipe::tools::replay {
 namespace {
 
@@ -21,11 +23,9 @@ bool name_char(char c) {
          c == '?' || c == '[' || c == ']' || c == '-' || c == '.' || c == ',';
 }
 
-// "0" or blank clears a filter, as writing it to the kernel's filter file does.
-bool clears(std::string_view expr) {
-  const std::string_view t = trim(expr);
-  return t.empty() || t == "0";
-}
+// "0" clears a filter, as writing it to the kernel's filter file does; a
+// blank one is the kernel's EINVAL "Error" at 0, from compile().
+bool clears(std::string_view expr) { return filters::clears_filter(expr); }
 
 bool glob(std::string_view pattern, std::string_view name) {
   return fnmatch(std::string(pattern).c_str(), std::string(name).c_str(), 0) == 0;
@@ -86,7 +86,7 @@ class Planner {
 
   void set(EventPlan& p, std::string_view expr, std::shared_ptr<const filters::Program> prog,
            std::string_view origin) {
-    p.filter = std::string(trim(expr));
+    p.filter = std::string(filters::kernel_command(expr));  // as the kernel's filter file shows it
     p.program = std::move(prog);
     p.origin = std::string(origin);
     p.note.clear();

@@ -67,11 +67,11 @@ void run(ReplayCli& cli) {
       b.reps = cli.bench_reps;
       b.trace_cmd = cli.trace_cmd;
       const replay::BenchResult r = replay::run_bench(o, b);
-      std::fputs(replay::format_bench(o, r).c_str(), stdout);
+      fmt::print("{}", replay::format_bench(o, r));  // whole, even if a name holds a NUL
       return;
     }
     const replay::ReplayResult r = replay::run_replay(o);
-    std::fputs(replay::format_result(r, o.timing).c_str(), stdout);
+    fmt::print("{}", replay::format_result(r, o.timing));
     if (o.output) fmt::print("output: {} kept records written to {}\n", r.output_records, o.output->string());
     if (cli.verbose) print_verbose(r);
     std::fflush(stdout);

@@ -68,11 +68,10 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
   if (const auto v = get(m, "no_filter")) {
     // The host's share of the bound: a commit reads the clock once, and the
     // floor joins reserve, clock and write by hand (bench/core_bench.cc).
-    std::string detail = "no_filter";
-    if (const auto c = get(m, "floor/clock")) detail += fmt::format("; clock read {:.2f}", *c);
-    if (const auto f = get(m, "floor/commit")) detail += fmt::format("; floor/commit {:.2f}", *f);
-    if (detail.size() > 9) detail += " ns";
-    add(out, "commit (ns)", *v, 20.0, std::move(detail));
+    std::string floors;
+    if (const auto c = get(m, "floor/clock")) floors += fmt::format("; clock read {:.2f}", *c);
+    if (const auto f = get(m, "floor/commit")) floors += fmt::format("; floor/commit {:.2f}", *f);
+    add(out, "commit (ns)", *v, 20.0, floors.empty() ? "no_filter" : "no_filter" + floors + " ns");
   }
   const std::string commit_legs = legs_ns(p, {"staged_commit", "adaptive_100", "direct_commit", "no_filter"});
   if (!paired_ratio(out, p, "staged commit / unfiltered commit", "staged_commit/no_filter", 1.15, commit_legs))

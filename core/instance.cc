@@ -51,13 +51,7 @@ std::string shown(std::string_view expr) { return std::string(filters::kernel_co
 // The kernel's error in the filter file of an event a system filter could not
 // be set on (process_system_preds): the event's own error is in
 // SystemFilterResult::rejected.
-filters::FilterError subsystem_error() {
-  filters::FilterError e;
-  e.code = filters::FilterErr::bad_subsys_filter;
-  e.pos = 0;
-  e.err = EINVAL;
-  return e;
-}
+filters::FilterError subsystem_error() { return {filters::FilterErr::bad_subsys_filter, 0, EINVAL, {}}; }
 
 }  // namespace
 

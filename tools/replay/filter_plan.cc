@@ -23,10 +23,6 @@ bool name_char(char c) {
          c == '?' || c == '[' || c == ']' || c == '-' || c == '.' || c == ',';
 }
 
-// "0" clears a filter, as writing it to the kernel's filter file does; a
-// blank one is the kernel's EINVAL "Error" at 0, from compile().
-bool clears(std::string_view expr) { return filters::clears_filter(expr); }
-
 bool glob(std::string_view pattern, std::string_view name) {
   return fnmatch(std::string(pattern).c_str(), std::string(name).c_str(), 0) == 0;
 }
@@ -109,7 +105,7 @@ class Planner {
   // filter, the others become unfiltered; an error only if none takes it.
   void apply_system(const std::vector<const EventDesc*>& events, std::string_view sys, std::string_view expr,
                     std::string_view origin) {
-    if (clears(expr)) {
+    if (filters::clears_filter(expr)) {  // a blank one is compile()'s EINVAL "Error" at 0
       for (const EventDesc* d : events) clear(plan_[d->index()], origin);
       return;
     }
@@ -140,7 +136,7 @@ class Planner {
   }
 
   void apply_events(const std::vector<const EventDesc*>& events, std::string_view expr, std::string_view origin) {
-    if (clears(expr)) {
+    if (filters::clears_filter(expr)) {  // a blank one is compile()'s EINVAL "Error" at 0
       for (const EventDesc* d : events) clear(plan_[d->index()], origin);
       return;
     }

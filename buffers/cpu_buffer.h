@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "buffers/record.h"
-#include "buffers/sanitizers.h"
+#include "tracepipe/buffers/record.h"
+#include "tracepipe/buffers/sanitizers.h"
 
 namespace tracepipe::buffers::detail {
 

@@ -1,5 +1,5 @@
 // CPU list parsing (see buffers/cpu_list.h).
-#include "buffers/cpu_list.h"
+#include "tracepipe/buffers/cpu_list.h"
 
 #include <fcntl.h>
 #include <cerrno>

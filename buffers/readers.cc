@@ -1,5 +1,5 @@
 // Readers: ConsumingReader, Iterator, Snapshot, merged helpers, wait().
-#include "buffers/readers.h"
+#include "tracepipe/buffers/readers.h"
 
 #include <algorithm>
 #include <cstring>

@@ -38,8 +38,8 @@
 #include <optional>
 #include <vector>
 
-#include "buffers/record.h"
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/record.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 namespace tracepipe::buffers {
 

@@ -1,6 +1,6 @@
 // RingBufferBase: memory, pause/resume, statistics; the recycling and wake-up
 // helpers of the slow path; explicit instantiations of both modes.
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 #include <cstdlib>
 #include <ctime>

@@ -186,11 +186,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "buffers/cpu_buffer.h"
-#include "buffers/record.h"
-#include "buffers/rseq.h"
-#include "buffers/stats.h"
-#include "buffers/tsc_clock.h"
+#include "tracepipe/buffers/cpu_buffer.h"
+#include "tracepipe/buffers/record.h"
+#include "tracepipe/buffers/rseq.h"
+#include "tracepipe/buffers/stats.h"
+#include "tracepipe/buffers/tsc_clock.h"
 
 namespace tracepipe::buffers {
 
@@ -589,4 +589,4 @@ using DropNewestRingBuffer = RingBuffer<OverflowMode::drop_newest>;
 
 }  // namespace tracepipe::buffers
 
-#include "buffers/ring_buffer_slow.h"  // IWYU pragma: export
+#include "tracepipe/buffers/ring_buffer_slow.h"  // IWYU pragma: export

@@ -3,7 +3,7 @@
 // discard, and failures. Included at the end of ring_buffer.h; instantiated
 // for the default Clock/Hooks in ring_buffer.cc. The protocol is described
 // at the top of ring_buffer.h.
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 namespace tracepipe::buffers {
 

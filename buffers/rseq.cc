@@ -1,5 +1,5 @@
 // rseq_usable / rseq_fence (see buffers/rseq.h).
-#include "buffers/rseq.h"
+#include "tracepipe/buffers/rseq.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "buffers/cpu_list.h"
+#include "tracepipe/buffers/cpu_list.h"
 
 namespace tracepipe::buffers::detail {
 

@@ -43,7 +43,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "buffers/cpu_buffer.h"
+#include "tracepipe/buffers/cpu_buffer.h"
 
 namespace tracepipe::buffers::detail {
 

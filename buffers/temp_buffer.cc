@@ -1,5 +1,5 @@
 // TempBuffer / PerThreadTempBuffer: construction and the cold paths.
-#include "buffers/temp_buffer.h"
+#include "tracepipe/buffers/temp_buffer.h"
 
 #include <sched.h>
 

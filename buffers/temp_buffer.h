@@ -52,8 +52,8 @@
 #include <memory>
 #include <span>
 
-#include "buffers/ring_buffer.h"  // ConfigError, Writers
-#include "buffers/rseq.h"
+#include "tracepipe/buffers/ring_buffer.h"  // ConfigError, Writers
+#include "tracepipe/buffers/rseq.h"
 
 namespace tracepipe::buffers {
 

@@ -6,10 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/config.h"
-#include "core/event_decl.h"
-#include "core/instance.h"
-#include "core/instance_export.h"
+#include <tracepipe/tracepipe.h>
 
 // The events the file names (they register themselves at start-up).
 using Request = tracepipe::EventDecl<"app", "request", tracepipe::Int<"latency_us", uint32_t>,

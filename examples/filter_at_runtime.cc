@@ -6,9 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "buffers/readers.h"
-#include "core/event_decl.h"
-#include "core/instance.h"
+#include <tracepipe/tracepipe.h>
 
 using Packet = tracepipe::EventDecl<"net", "packet", tracepipe::Int<"len", uint32_t>,
                                     tracepipe::Int<"port", uint16_t>, tracepipe::Chars<"dev", 16>>;

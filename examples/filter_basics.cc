@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "filters/filter.h"
+#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe::filters;
 

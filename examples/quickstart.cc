@@ -6,9 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/event_decl.h"
-#include "core/instance.h"
-#include "core/instance_export.h"
+#include <tracepipe/tracepipe.h>
 
 // One declaration: the record layout, the format file, the emit call.
 using RequestDone = tracepipe::EventDecl<"app", "request_done",     //

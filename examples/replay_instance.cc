@@ -14,10 +14,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "buffers/readers.h"
-#include "core/instance.h"
-#include "core/tracedat_reader.h"
-#include "core/tracedat_writer.h"
+#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 

@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "buffers/readers.h"
-#include "buffers/ring_buffer.h"
+#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe::buffers;
 

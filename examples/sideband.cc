@@ -12,10 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "buffers/readers.h"
-#include "core/event_decl.h"
-#include "core/sideband.h"
-#include "core/sideband_state.h"
+#include <tracepipe/tracepipe.h>
 
 using Work = tracepipe::EventDecl<"example", "work", tracepipe::Int<"step", uint32_t>,
                                   tracepipe::Int<"pc", uint64_t>>;

@@ -7,9 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/event_decl.h"
-#include "core/instance.h"
-#include "core/instance_export.h"
+#include <tracepipe/tracepipe.h>
 
 using CacheMiss = tracepipe::EventDecl<"app", "cache_miss",          //
                                        tracepipe::Int<"key", uint64_t>,  //

@@ -7,11 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/event_format.h"
-#include "core/print_fmt.h"
-#include "core/trace_report.h"
-#include "core/tracedat_reader.h"
-#include "core/tracedat_writer.h"
+#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 

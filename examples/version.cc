@@ -1,7 +1,7 @@
 // Prints the library version: the smallest program that links tracepipe.
 #include <cstdio>
 
-#include "core/version.h"
+#include <tracepipe/tracepipe.h>
 
 int main() {
   std::printf("tracepipe %s\n", tracepipe::version());

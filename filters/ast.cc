@@ -1,4 +1,4 @@
-#include "filters/ast.h"
+#include "tracepipe/filters/ast.h"
 
 namespace tracepipe::filters {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/program.h"
-#include "filters/string_match.h"
+#include "tracepipe/filters/program.h"
+#include "tracepipe/filters/string_match.h"
 
 namespace tracepipe::filters {
 

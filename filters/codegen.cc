@@ -1,4 +1,4 @@
-#include "filters/codegen.h"
+#include "tracepipe/filters/codegen.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -15,8 +15,8 @@
 // Mirrors kernel/trace/trace_events_filter.c: predicate_parse.
 #include <memory>
 
-#include "filters/ast.h"
-#include "filters/program.h"
+#include "tracepipe/filters/ast.h"
+#include "tracepipe/filters/program.h"
 
 namespace tracepipe::filters {
 

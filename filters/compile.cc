@@ -1,7 +1,7 @@
-#include "filters/compile.h"
+#include "tracepipe/filters/compile.h"
 
-#include "filters/codegen.h"
-#include "filters/parser.h"
+#include "tracepipe/filters/codegen.h"
+#include "tracepipe/filters/parser.h"
 
 namespace tracepipe::filters {
 

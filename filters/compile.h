@@ -10,9 +10,9 @@
 #include <utility>
 #include <variant>
 
-#include "filters/errors.h"
-#include "filters/field.h"
-#include "filters/program.h"
+#include "tracepipe/filters/errors.h"
+#include "tracepipe/filters/field.h"
+#include "tracepipe/filters/program.h"
 
 namespace tracepipe::filters {
 

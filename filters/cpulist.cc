@@ -1,10 +1,10 @@
-#include "filters/cpulist.h"
+#include "tracepipe/filters/cpulist.h"
 
 #include <algorithm>
 #include <bit>
 
-#include "filters/ctype.h"
-#include "filters/number.h"
+#include "tracepipe/filters/ctype.h"
+#include "tracepipe/filters/number.h"
 
 namespace tracepipe::filters {
 

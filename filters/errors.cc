@@ -1,6 +1,6 @@
-#include "filters/errors.h"
+#include "tracepipe/filters/errors.h"
 
-#include "filters/parser.h"
+#include "tracepipe/filters/parser.h"
 
 namespace tracepipe::filters {
 

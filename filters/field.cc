@@ -1,4 +1,4 @@
-#include "filters/field.h"
+#include "tracepipe/filters/field.h"
 
 namespace tracepipe::filters {
 

@@ -10,7 +10,7 @@
 //
 // This header is the stable contract; the pieces live in field.h, errors.h,
 // program.h and compile.h.
-#include "filters/compile.h"
-#include "filters/errors.h"
-#include "filters/field.h"
-#include "filters/program.h"
+#include "tracepipe/filters/compile.h"
+#include "tracepipe/filters/errors.h"
+#include "tracepipe/filters/field.h"
+#include "tracepipe/filters/program.h"

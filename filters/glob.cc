@@ -1,4 +1,4 @@
-#include "filters/glob.h"
+#include "tracepipe/filters/glob.h"
 
 namespace tracepipe::filters {
 

@@ -1,6 +1,6 @@
-#include "filters/number.h"
+#include "tracepipe/filters/number.h"
 
-#include "filters/ctype.h"
+#include "tracepipe/filters/ctype.h"
 
 namespace tracepipe::filters {
 

@@ -1,4 +1,4 @@
-#include "filters/parser.h"
+#include "tracepipe/filters/parser.h"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/ctype.h"
-#include "filters/pred_parser.h"
+#include "tracepipe/filters/ctype.h"
+#include "tracepipe/filters/pred_parser.h"
 
 namespace tracepipe::filters {
 

@@ -1,12 +1,12 @@
-#include "filters/pred_parser.h"
+#include "tracepipe/filters/pred_parser.h"
 
 #include <array>
 #include <cerrno>
 #include <optional>
 
-#include "filters/cpulist.h"
-#include "filters/ctype.h"
-#include "filters/number.h"
+#include "tracepipe/filters/cpulist.h"
+#include "tracepipe/filters/ctype.h"
+#include "tracepipe/filters/number.h"
 
 namespace tracepipe::filters {
 

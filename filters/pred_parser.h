@@ -6,10 +6,10 @@
 #include <span>
 #include <string_view>
 
-#include "filters/ast.h"
-#include "filters/compile.h"
-#include "filters/errors.h"
-#include "filters/field.h"
+#include "tracepipe/filters/ast.h"
+#include "tracepipe/filters/compile.h"
+#include "tracepipe/filters/errors.h"
+#include "tracepipe/filters/field.h"
 
 namespace tracepipe::filters {
 

@@ -1,9 +1,9 @@
-#include "filters/program.h"
+#include "tracepipe/filters/program.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "filters/string_match.h"
+#include "tracepipe/filters/string_match.h"
 
 namespace tracepipe::filters {
 

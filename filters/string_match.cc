@@ -1,4 +1,4 @@
-#include "filters/string_match.h"
+#include "tracepipe/filters/string_match.h"
 
 #include <re2/re2.h>
 
@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "filters/ctype.h"
+#include "tracepipe/filters/ctype.h"
 
 namespace tracepipe::filters {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "filters/glob.h"
+#include "tracepipe/filters/glob.h"
 
 namespace re2 {
 class RE2;

@@ -13,14 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "core/instance_options.h"
-#include "tools/bench/report.h"
-#include "tools/bench/runner.h"
-#include "tools/commands.h"
-#include "tools/option_checks.h"
-#include "tools/peers/peers.h"
+#include "tracepipe/core/config/instance_options.h"
+#include "tracepipe/bench/engine/report.h"
+#include "tracepipe/bench/engine/runner.h"
+#include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/option_checks.h"
+#include "tracepipe/bench/peers/peers.h"
 
-namespace tracepipe::tools::bench {
+namespace tracepipe::tools {
+using namespace tracepipe::bench;
 namespace {
 
 struct CliOptions {
@@ -53,19 +54,19 @@ std::vector<T> parse_list(const std::vector<std::string>& names, Parse parse, co
 
 void run(CliOptions& cli) {
   if (cli.peers) {  // same as `tracepipe bench-peers` (docs/peers.md)
-    tracepipe::tools::peers::PeersOptions po;
+    tracepipe::peers::PeersOptions po;
     po.json = cli.json;
     po.quiet = cli.quiet;
-    if (const int rc = tracepipe::tools::peers::run_peers(po); rc != 0) std::exit(rc);
+    if (const int rc = tracepipe::peers::run_peers(po); rc != 0) std::exit(rc);
     return;
   }
   BenchOptions& o = cli.bench;
   if (!cli.cases.empty()) o.cases = parse_list<Case>(cli.cases, parse_case, "case");
   if (!cli.stagings.empty())
-    o.stagings = parse_list<Staging>(cli.stagings, parse_staging, "staging mode");
+    o.stagings = parse_list<Staging>(cli.stagings, bench::parse_staging, "staging mode");
   // Print per-CPU staging by the name it was asked by ("on" or "per_cpu").
   for (const std::string& n : cli.stagings)
-    if (parse_staging(n) == Staging::on) {
+    if (bench::parse_staging(n) == Staging::per_cpu) {
       o.staging_on_name = n;
       break;
     }
@@ -189,4 +190,4 @@ const Registrar reg{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace tracepipe::tools::bench
+}  // namespace tracepipe::tools

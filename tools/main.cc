@@ -4,8 +4,8 @@
 
 #include <exception>
 
-#include "core/version.h"
-#include "tools/commands.h"
+#include "tracepipe/core/instance/version.h"
+#include "tracepipe/tools/commands.h"
 
 namespace tracepipe::tools {
 std::vector<AddCommand>& command_table() {

@@ -10,14 +10,14 @@
 #include <memory>
 #include <string>
 
-#include "core/instance_options.h"
-#include "core/tracedat_error.h"
-#include "tools/commands.h"
-#include "tools/option_checks.h"
-#include "tools/replay/bench.h"
-#include "tools/replay/filter_plan.h"
-#include "tools/replay/replay.h"
-#include "tools/tracedat_message.h"
+#include "tracepipe/core/config/instance_options.h"
+#include "tracepipe/core/tracedat/tracedat_error.h"
+#include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/option_checks.h"
+#include "tracepipe/bench/engine/replay_compare.h"
+#include "tracepipe/core/replay/filter_plan.h"
+#include "tracepipe/core/replay/replay.h"
+#include "tracepipe/tools/tracedat_message.h"
 
 namespace tracepipe::tools {
 namespace {

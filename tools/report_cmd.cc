@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/trace_report.h"
-#include "core/tracedat_reader.h"
-#include "tools/commands.h"
-#include "tools/tracedat_message.h"
+#include "tracepipe/core/tracedat/trace_report.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/tracedat_message.h"
 
 namespace tracepipe::tools {
 namespace {

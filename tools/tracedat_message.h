@@ -6,7 +6,7 @@
 // one made from bytes says "trace.dat".
 #include <string>
 
-#include "core/tracedat_error.h"
+#include "tracepipe/core/tracedat/tracedat_error.h"
 
 namespace tracepipe::tools {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "buffers/readers.h"
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 namespace tp_buffers_test {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "buffers/cpu_list.h"
+#include "tracepipe/buffers/cpu_list.h"
 #include "test_support.h"
 
 using namespace tracepipe::buffers;

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "buffers/temp_buffer.h"
+#include "tracepipe/buffers/temp_buffer.h"
 #include "test_support.h"
 
 using namespace tracepipe::buffers;

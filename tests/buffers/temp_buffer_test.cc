@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "buffers/temp_buffer.h"
+#include "tracepipe/buffers/temp_buffer.h"
 #include "test_support.h"
 
 using namespace tracepipe::buffers;

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <random>
 
-#include "buffers/readers.h"
-#include "buffers/ring_buffer.h"
-#include "buffers/tsc_clock.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/buffers/tsc_clock.h"
 #include "test_support.h"
 
 using namespace tracepipe::buffers;

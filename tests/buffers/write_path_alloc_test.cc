@@ -9,8 +9,8 @@
 #include <cstring>
 #include <new>
 
-#include "buffers/ring_buffer.h"
-#include "buffers/temp_buffer.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/buffers/temp_buffer.h"
 #include "alloc_counter.h"
 #include "test_support.h"
 

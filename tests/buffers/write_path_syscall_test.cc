@@ -25,8 +25,8 @@
 #include <cstring>
 #include <thread>
 
-#include "buffers/readers.h"
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
 #include "syscall_jail.h"
 #include "test_support.h"
 

@@ -1,7 +1,7 @@
 // CPUS{...} lists: lib/bitmap-str.c bitmap_parselist semantics.
 #include <catch2/catch.hpp>
 
-#include "filters/cpulist.h"
+#include "tracepipe/filters/cpulist.h"
 
 using namespace tracepipe::filters;
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/field.h"
+#include "tracepipe/filters/field.h"
 #include "test_support.h"
 
 namespace tp_test {

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "filters/glob.h"
+#include "tracepipe/filters/glob.h"
 
 using namespace tracepipe::filters;
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "filters/compile.h"
+#include "tracepipe/filters/compile.h"
 #include "format_fields.h"
 
 using namespace tracepipe::filters;

@@ -15,7 +15,7 @@
 #include <random>
 #include <sstream>
 
-#include "filters/compile.h"
+#include "tracepipe/filters/compile.h"
 #include "format_fields.h"
 
 using namespace tracepipe::filters;

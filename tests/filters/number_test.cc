@@ -3,7 +3,7 @@
 
 #include <climits>
 
-#include "filters/number.h"
+#include "tracepipe/filters/number.h"
 
 using namespace tracepipe::filters;
 

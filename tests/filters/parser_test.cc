@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "filters/parser.h"
+#include "tracepipe/filters/parser.h"
 #include "format_fields.h"
 #include "test_events.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "filters/codegen.h"
-#include "filters/parser.h"
+#include "tracepipe/filters/codegen.h"
+#include "tracepipe/filters/parser.h"
 #include "test_events.h"
 #include "test_support.h"
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "filters/string_match.h"
+#include "tracepipe/filters/string_match.h"
 #include "single_step.h"
 #include "test_support.h"
 

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "filters/ast.h"
-#include "filters/codegen.h"
-#include "filters/compile.h"
-#include "filters/parser.h"
+#include "tracepipe/filters/ast.h"
+#include "tracepipe/filters/codegen.h"
+#include "tracepipe/filters/compile.h"
+#include "tracepipe/filters/parser.h"
 
 using namespace tracepipe::filters;
 

@@ -11,9 +11,9 @@
 #include <random>
 #include <string>
 
-#include "filters/ast.h"
-#include "filters/codegen.h"
-#include "filters/parser.h"
+#include "tracepipe/filters/ast.h"
+#include "tracepipe/filters/codegen.h"
+#include "tracepipe/filters/parser.h"
 #include "test_events.h"
 #include "test_support.h"
 

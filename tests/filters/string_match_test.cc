@@ -1,7 +1,7 @@
 // Pattern classification (filter_parse_regex) and the regex_match_* functions.
 #include <catch2/catch.hpp>
 
-#include "filters/string_match.h"
+#include "tracepipe/filters/string_match.h"
 
 using namespace tracepipe::filters;
 using namespace std::literals;

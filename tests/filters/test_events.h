@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/compile.h"
+#include "tracepipe/filters/compile.h"
 
 namespace tp_test {
 

@@ -15,24 +15,24 @@
 //
 // The filter sources are compiled into this file so that they carry the
 // fuzzer's coverage instrumentation and ASan checks.
-#include "filters/ast.cc"
-#include "filters/codegen.cc"
-#include "filters/compile.cc"
-#include "filters/cpulist.cc"
-#include "filters/errors.cc"
-#include "filters/field.cc"
-#include "filters/glob.cc"
-#include "filters/number.cc"
-#include "filters/parser.cc"
-#include "filters/pred_parser.cc"
-#include "filters/program.cc"
-#include "filters/string_match.cc"
+#include "tracepipe/filters/ast.cc"
+#include "tracepipe/filters/codegen.cc"
+#include "tracepipe/filters/compile.cc"
+#include "tracepipe/filters/cpulist.cc"
+#include "tracepipe/filters/errors.cc"
+#include "tracepipe/filters/field.cc"
+#include "tracepipe/filters/glob.cc"
+#include "tracepipe/filters/number.cc"
+#include "tracepipe/filters/parser.cc"
+#include "tracepipe/filters/pred_parser.cc"
+#include "tracepipe/filters/program.cc"
+#include "tracepipe/filters/string_match.cc"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "tests/filters/test_events.h"
+#include "../filters/test_events.h"
 
 namespace {
 

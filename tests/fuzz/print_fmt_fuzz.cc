@@ -9,10 +9,10 @@
 //
 // The sources are compiled in so they carry coverage and ASan checks (see
 // tracedat_reader_fuzz.cc).
-#include "core/event_format.cc"
-#include "core/print_fmt.cc"
-#include "core/print_fmt_parse.cc"
-#include "core/trace_symbols.cc"
+#include "tracepipe/core/events/event_format.cc"
+#include "tracepipe/core/tracedat/print_fmt.cc"
+#include "tracepipe/core/tracedat/print_fmt_parse.cc"
+#include "tracepipe/core/tracedat/trace_symbols.cc"
 
 #include <cstddef>
 #include <cstdint>

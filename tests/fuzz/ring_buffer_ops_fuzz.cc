@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "buffers/readers.h"
-#include "buffers/ring_buffer.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 namespace {
 

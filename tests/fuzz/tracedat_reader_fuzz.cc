@@ -9,11 +9,11 @@
 // fuzzer's coverage instrumentation and ASan checks (the tracepipe
 // libraries linked next to it are built without them). The linker then
 // never pulls these objects from libtracepipe_core.a.
-#include "core/event_format.cc"
-#include "core/kernel_page.cc"
-#include "core/mapped_file.cc"
-#include "core/tracedat_decompress.cc"
-#include "core/tracedat_reader.cc"
+#include "tracepipe/core/events/event_format.cc"
+#include "tracepipe/core/tracedat/kernel_page.cc"
+#include "tracepipe/core/files/mapped_file.cc"
+#include "tracepipe/core/tracedat/tracedat_decompress.cc"
+#include "tracepipe/core/tracedat/tracedat_reader.cc"
 
 #include <cstddef>
 #include <cstdint>

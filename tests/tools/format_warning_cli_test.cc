@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../replay/replay_test_util.h"
+#include "../core/replay/replay_test_util.h"
 #include "test_support.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/tracedat_reader.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "test_support.h"
 
 namespace {

@@ -1,0 +1,47 @@
+#pragma once
+// The emit benchmarks' event and call site, shared by bench/core_bench.cc (one
+// case per benchmark) and bench/emit_paired_bench.cc (cases interleaved in
+// short blocks). Internal to the microbench.
+#include <cstdint>
+
+#include "tracepipe/core/instance/event_decl.h"
+#include "tracepipe/core/instance/instance.h"
+
+namespace tracepipe::bench {
+
+using BenchEvent = EventDecl<"tpbench", "sample", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+static_assert(BenchEvent::fixed_size == 64);
+// Same size, but the filtered field is a u64: the filter's 8-byte load then
+// reads exactly one earlier store (store-to-load forwarding works), where
+// for the u32 `value` it spans the common header and the field, written by
+// two stores a few ns earlier (forwarding fails, ~5 ns). See docs/core.md.
+using BenchEvent64 = EventDecl<"tpbench", "sample64", Int<"value", uint64_t>, Chars<"pad", 48>>;
+static_assert(BenchEvent64::fixed_size == 64);
+
+// Inlined into the timed loop, as E::emit is at a user's call site (it is
+// always_inline); an out-of-line wrapper here added a call, six register
+// saves and their restores (~1.3 ns) that no event site pays.
+template <class E>
+[[gnu::always_inline]] inline EmitResult emit_bench(Instance& inst, uint32_t value, uint32_t seq) {
+  if constexpr (E::field_count == 3)
+    return E::emit(inst, value, seq, "bench");
+  else
+    return E::emit(inst, value, "bench");
+}
+
+// What the filter sees, fixed at compile time so that the timed loop holds
+// only the emit: a run-time choice of pattern inside the loop cost ~1-2 ns
+// per iteration here (register pressure around the inlined emit), which is
+// harness, not emit. The value still reaches the record through the emit's
+// stores and the filter's load (the program is compiled at run time).
+enum class Accept { never, always, half, most };
+
+template <Accept A>
+[[gnu::always_inline]] inline uint32_t value_of(uint32_t n) {
+  if constexpr (A == Accept::never) return 0;
+  else if constexpr (A == Accept::always) return 1;
+  else if constexpr (A == Accept::half) return n & 1;  // every other event accepted
+  else return (n & 31) != 0 ? 1 : 0;                   // 31 of 32 (96.9%) accepted
+}
+
+}  // namespace tracepipe::bench

@@ -1,0 +1,103 @@
+#include "tracepipe/core/export/instance_export.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/sideband/sideband_state.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+
+namespace tracepipe {
+
+namespace {
+
+// Visits every record of one CPU in buffer order.
+template <class Fn>
+void for_each_record(const Instance& inst, uint32_t cpu, bool consume, Fn&& fn) {
+  if (consume) {
+    buffers::ConsumingReader rd(inst.ring(), cpu);
+    while (auto r = rd.next()) fn(*r);
+  } else {
+    buffers::Iterator it(inst.ring(), cpu);
+    while (auto r = it.next()) fn(*r);
+  }
+}
+
+TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
+  TraceDatWriterConfig cfg;
+  cfg.cpus = inst.cpus();
+  cfg.clock = std::string(trace_clock_name(inst.options().clock));
+  TraceDatWriter w(cfg);
+  for (const EventDesc* d : inst.registry().events()) w.add_format(d->format());
+  for (const Cmdline& c : inst.cmdlines()) w.set_cmdline(c.pid, c.comm);
+  // Names written into the trace by sideband records (core/sideband.h) are
+  // the ones in effect in it: they override saved_cmdlines (issue 8).
+  SidebandState sideband(inst.registry());
+  for (uint32_t cpu = 0; cpu < inst.cpus(); ++cpu) {
+    const buffers::CpuStats s = inst.cpu_stats(cpu);
+    if (s.overrun > 0) w.add_lost(cpu, s.overrun);
+    for_each_record(inst, cpu, options.consume, [&](const buffers::RecordView& r) {
+      if (r.payload.size() < 2 || r.payload.size() > w.max_payload()) return;
+      w.add_record(cpu, r.ts, r.payload);
+      (void)sideband.observe(r.payload);
+    });
+  }
+  sideband.apply_cmdlines(w);
+  return w;
+}
+
+}  // namespace
+
+void write_trace_dat(const Instance& instance, const std::filesystem::path& path, const ExportOptions& options) {
+  make_writer(instance, options).write(path);
+}
+
+std::vector<std::byte> trace_dat_bytes(const Instance& instance, const ExportOptions& options) {
+  return make_writer(instance, options).to_bytes();
+}
+
+namespace {
+
+template <class Sink>
+size_t emit_text(const Instance& inst, const TextOptions& options, Sink&& sink) {
+  TextFormatter f(inst.registry(), options.style, inst.clock().in_nanoseconds);
+  f.set_cmdlines(inst.cmdlines());
+  size_t n = 0;
+  fmt::memory_buffer line;
+  const auto each = [&](const buffers::RecordView& r) {
+    line.clear();
+    f.format(r.cpu, r.ts, r.payload, line);
+    sink(std::string_view(line.data(), line.size()));
+    ++n;
+  };
+  if (options.header) {
+    uint64_t entries = 0, written = 0;
+    for (const auto& s : inst.cpu_stats()) {
+      entries += s.entries;
+      written += s.entries + s.overrun;
+    }
+    sink(trace_header(entries, written, inst.cpus()));
+  }
+  if (options.consume) {
+    auto m = buffers::merged_consumer(inst.ring());
+    while (auto r = m.next()) each(*r);
+  } else {
+    auto m = buffers::merged_iterator(inst.ring());
+    while (auto r = m.next()) each(*r);
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string trace_text(const Instance& instance, const TextOptions& options) {
+  std::string out;
+  emit_text(instance, options, [&](std::string_view s) { out.append(s); });
+  return out;
+}
+
+size_t write_trace_text(const Instance& instance, std::FILE* out, const TextOptions& options) {
+  return emit_text(instance, options, [&](std::string_view s) { std::fwrite(s.data(), 1, s.size(), out); });
+}
+
+}  // namespace tracepipe

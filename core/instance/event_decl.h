@@ -1,0 +1,457 @@
+#pragma once
+// Declaring an event in C++: named fields, a packed record laid out like the
+// kernel's, a format file, and a cheap emit call.
+//
+//   using RequestDone = tracepipe::EventDecl<"app", "request_done",
+//       tracepipe::Int<"id", uint32_t>,
+//       tracepipe::Int<"latency_ns", int64_t>,
+//       tracepipe::Chars<"method", 8>,        // char method[8]
+//       tracepipe::Str<"path">>;              // __data_loc char[] path
+//
+//   RequestDone::emit(instance, 42, 1500, "GET", "/index.html");  // one instance
+//   RequestDone::trace(42, 1500, "GET", "/index.html");           // every instance
+//                                                                 // that enabled it
+//   TRACEPIPE_TRACE(RequestDone, id, now() - t0, m, path());      // same, and the
+//                                        // arguments are evaluated only if listened to
+//
+// Disabled cost (trace() and TRACEPIPE_TRACE): one relaxed load of the
+// declaration's class-scope subscriber word (a link-time address, constant-
+// initialised to nullptr: no guard variable) and one branch predicted not
+// taken; everything else (registration check, WriterScope, record) is in the
+// out-of-line trace_slow_path(). Invariants:
+//   (D1) The word registered_ points at is the EventDesc's subscriber word
+//        (Registry::add_declared(format, &listeners_)), so Instance::enable()
+//        publishes straight into it; no copy can go stale.
+//   (D2) If the registry already held the event (same schema registered by
+//        another declaration type or by a format file), the descriptor keeps
+//        its own word and listeners_ holds a non-null sentinel for good:
+//        enabled() is always true and trace_slow_path() reads the
+//        descriptor's word (correct, a few ns when disabled).
+//   (D3) trace_slow_path() re-reads the descriptor's word with acquire inside
+//        a WriterScope (a read-side section): enabled() is only a hint; a
+//        list seen there stays alive until the scope ends (Instance frees it
+//        after synchronize()). The same scope is the nesting level of the
+//        emits into each listed instance, which run one after the other.
+// Registration: at static initialisation (registered_at_startup, which
+// desc() and enabled() odr-use) or by the first desc() call. Before it, the word is
+// nullptr and no instance can subscribe through this declaration; only in
+// case (D2), during static initialisation, could a call made before the
+// registration miss an instance that enabled the other declaration's event.
+// The word has static storage; g++ marks such template statics
+// STB_GNU_UNIQUE, so a shared library holding one is never unloaded while
+// the registry points into it.
+//
+// Record layout (what the kernel's TRACE_EVENT macro would produce for the
+// same struct): the 8-byte common header, then the fields in declaration
+// order, each aligned to its natural alignment (integers to their size, char
+// arrays to 1, __data_loc words to 4), the fixed part padded to its largest
+// alignment; then the dynamic strings, in declaration order, each with its
+// NUL. A __data_loc word holds (length << 16) | offset-from-record-start,
+// length including the NUL. Mirrors include/trace/trace_events.h:
+// __dynamic_array / __string and __assign_str.
+//
+// Values: integers are stored as given (converted to the field's type);
+// Chars<N> copies at most N bytes and zero-fills the rest (no NUL when the
+// text has N bytes or more, as the kernel's memcpy does); Str copies at most
+// kMaxStrLen bytes of the text, then a NUL.
+//
+// The generated print fmt prints every field as name=value:
+//   "id=%u latency_ns=%lld method=%s path=%s", REC->id, REC->latency_ns,
+//   REC->method, __get_str(path)
+//
+// An EventDecl registers itself in Registry::global() the first time desc()
+// is called, and at static initialisation, so configuration files applied in
+// main() can name it. Its ID is assigned then (>= Registry::kFirstDeclaredId).
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tracepipe/core/events/event.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/events/registry.h"
+
+namespace tracepipe {
+
+/// A string usable as a template argument: EventDecl<"sys", "name", ...>.
+template <size_t N>
+struct FixedString {
+  char data[N] = {};
+  constexpr FixedString(const char (&s)[N]) { std::copy_n(s, N, data); }
+  constexpr std::string_view view() const { return {data, N - 1}; }
+};
+
+/// Longest text a Str field stores (bytes, without the NUL); longer text is
+/// truncated. Keeps every record well inside a 4 KiB sub-buffer.
+inline constexpr uint32_t kMaxStrLen = 1023;
+
+namespace detail {
+
+template <class T>
+concept FieldInteger = (std::integral<T> || std::is_enum_v<T>)&&(sizeof(T) == 1 || sizeof(T) == 2 ||
+                                                                  sizeof(T) == 4 || sizeof(T) == 8);
+
+template <class T>
+constexpr std::string_view kernel_int_type() {
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  if constexpr (std::is_same_v<U, bool>) return "bool";
+  else if constexpr (std::is_same_v<U, char>) return "char";
+  else if constexpr (std::is_signed_v<U>) {
+    if constexpr (sizeof(U) == 1) return "s8";
+    else if constexpr (sizeof(U) == 2) return "s16";
+    else if constexpr (sizeof(U) == 4) return "s32";
+    else return "s64";
+  } else {
+    if constexpr (sizeof(U) == 1) return "u8";
+    else if constexpr (sizeof(U) == 2) return "u16";
+    else if constexpr (sizeof(U) == 4) return "u32";
+    else return "u64";
+  }
+}
+
+template <class T>
+constexpr std::string_view printf_conv() {
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+  if constexpr (sizeof(U) == 8) return std::is_signed_v<U> ? "%lld" : "%llu";
+  else return std::is_signed_v<U> ? "%d" : "%u";
+}
+
+constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+/// memcpy for short runtime lengths without a library call: overlapping
+/// 8- or 4-byte moves up to 16 bytes, a call beyond.
+[[gnu::always_inline]] inline void copy_short(std::byte* dst, const char* src, size_t n) noexcept {
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<std::byte>(src[i]);
+  } else {
+    std::memcpy(dst, src, n);
+  }
+}
+
+/// Zeroes N bytes (a compile-time size) with explicit 16/8/4/2/1-byte stores.
+/// Not memset: where GCC optimises a block for size (a path it guesses is
+/// rare, e.g. a soft-disabled event's staging) it expands a constant memset
+/// to `rep stos`, ~9 ns here against ~0.5 for the stores.
+template <size_t N>
+[[gnu::always_inline]] inline void zero_fixed(std::byte* p) noexcept {
+  struct Z16 {
+    uint64_t a, b;
+  };
+  constexpr Z16 z16{};
+  constexpr uint64_t z8 = 0;
+  constexpr uint32_t z4 = 0;
+  constexpr uint16_t z2 = 0;
+  [&]<size_t... I>(std::index_sequence<I...>) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    (std::memcpy(p + 16 * I, &z16, 16), ...);
+  }(std::make_index_sequence<N / 16>{});
+  constexpr size_t t = N / 16 * 16;
+  if constexpr ((N & 8) != 0) std::memcpy(p + t, &z8, 8);
+  if constexpr ((N & 4) != 0) std::memcpy(p + t + (N & 8), &z4, 4);
+  if constexpr ((N & 2) != 0) std::memcpy(p + t + (N & 12), &z2, 2);
+  if constexpr ((N & 1) != 0) p[N - 1] = std::byte{0};
+}
+
+/// Stands in EventDecl::listeners_ when the declaration's descriptor
+/// publishes into another word ((D2) in event_decl.h): non-null, never read.
+inline constexpr Subscribers kCheckDescriptorWord{};
+
+}  // namespace detail
+
+/// An integer (or enum) field: Int<"pid", int32_t>.
+template <FixedString Name, detail::FieldInteger T>
+struct Int {
+  using value_type = T;
+  using arg_type = T;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = sizeof(T);
+  static constexpr uint32_t align = alignof(T);
+  static constexpr bool dynamic = false;
+  static constexpr bool is_signed = std::is_signed_v<
+      typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type>;
+  static std::string type() { return std::string(detail::kernel_int_type<T>()); }
+  static std::string print_arg() { return "REC->" + std::string(name); }
+  static std::string_view conv() { return detail::printf_conv<T>(); }
+  static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+    std::memcpy(rec + off, &v, sizeof v);
+  }
+};
+
+/// A fixed char array field: Chars<"comm", 16> is `char comm[16]`.
+template <FixedString Name, uint32_t N>
+struct Chars {
+  static_assert(N > 0 && N <= 4096, "char array size must be 1..4096");
+  using arg_type = std::string_view;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = N;
+  static constexpr uint32_t align = 1;
+  static constexpr bool dynamic = false;
+  static constexpr bool is_signed = false;
+  static std::string type() { return "char[" + std::to_string(N) + "]"; }
+  static std::string print_arg() { return "REC->" + std::string(name); }
+  static std::string_view conv() { return "%s"; }
+  static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+    const size_t n = std::min<size_t>(v.size(), N);
+    detail::zero_fixed<N>(rec + off);  // a few vector stores
+    detail::copy_short(rec + off, v.data(), n);
+  }
+};
+
+/// A dynamic string field: Str<"path"> is `__data_loc char[] path`.
+template <FixedString Name>
+struct Str {
+  using arg_type = std::string_view;
+  static constexpr std::string_view name = Name.view();
+  static constexpr uint32_t size = 4;
+  static constexpr uint32_t align = 4;
+  static constexpr bool dynamic = true;
+  static constexpr bool is_signed = false;
+  static std::string type() { return "__data_loc char[]"; }
+  static std::string print_arg() { return "__get_str(" + std::string(name) + ")"; }
+  static std::string_view conv() { return "%s"; }
+  [[gnu::always_inline]] static constexpr uint32_t dyn_len(arg_type v) noexcept {
+    return static_cast<uint32_t>(std::min<size_t>(v.size(), kMaxStrLen)) + 1;
+  }
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn, arg_type v) noexcept {
+    const uint32_t len = dyn_len(v);
+    const uint32_t word = (len << 16) | dyn;
+    std::memcpy(rec + off, &word, sizeof word);
+    detail::copy_short(rec + dyn, v.data(), len - 1);
+    rec[dyn + len - 1] = std::byte{0};
+    dyn += len;
+  }
+};
+
+/// An event declared in C++ (see the top of this file).
+template <FixedString System, FixedString Name, class... Fields>
+struct EventDecl {
+  static constexpr std::string_view system = System.view();
+  static constexpr std::string_view name = Name.view();
+  static constexpr size_t field_count = sizeof...(Fields);
+
+  /// Byte offset of each field in the record.
+  static constexpr std::array<uint32_t, sizeof...(Fields)> offsets = [] {
+    std::array<uint32_t, sizeof...(Fields)> o{};
+    uint32_t off = sizeof(CommonHeader);
+    size_t i = 0;
+    ((off = detail::align_up(off, Fields::align), o[i++] = off, off += Fields::size), ...);
+    return o;
+  }();
+  /// Size of the fixed part: the C struct's sizeof (tail-padded).
+  static constexpr uint32_t fixed_size = [] {
+    uint32_t off = sizeof(CommonHeader);
+    uint32_t max_align = alignof(CommonHeader);
+    ((off = detail::align_up(off, Fields::align), off += Fields::size,
+      max_align = std::max(max_align, Fields::align)),
+     ...);
+    return detail::align_up(off, max_align);
+  }();
+  static constexpr bool has_dynamic = (Fields::dynamic || ...);
+
+ private:
+  // Bytes of the fixed part no field covers (alignment gaps, tail padding).
+  struct Gaps {
+    uint32_t count = 0;
+    std::array<uint32_t, sizeof...(Fields) + 1> at{}, len{};
+  };
+  static constexpr Gaps kGaps = [] {
+    Gaps g;
+    uint32_t end = sizeof(CommonHeader);
+    size_t i = 0;
+    const auto note = [&](uint32_t from, uint32_t to) {
+      if (to > from) {
+        g.at[g.count] = from;
+        g.len[g.count] = to - from;
+        ++g.count;
+      }
+    };
+    ((note(end, offsets[i]), end = offsets[i] + Fields::size, ++i), ...);
+    note(end, fixed_size);
+    return g;
+  }();
+
+ public:
+
+  /// The schema (common fields, fields, generated print fmt), ID 0 (the
+  /// registry assigns one).
+  static EventFormat make_format() {
+    EventFormat f;
+    f.system = std::string(system);
+    f.name = std::string(name);
+    f.common_fields = kernel_common_fields();
+    size_t i = 0;
+    ((f.fields.push_back(FormatField{Fields::type(), std::string(Fields::name), offsets[i++],
+                                     Fields::size, Fields::is_signed})),
+     ...);
+    std::string fmt = "\"";
+    std::string args;
+    bool first = true;
+    (([&] {
+       if (!first) fmt += ' ';
+       fmt += std::string(Fields::name) + "=" + std::string(Fields::conv());
+       args += ", " + Fields::print_arg();
+       first = false;
+     }()),
+     ...);
+    f.print_fmt = fmt + "\"" + args;
+    return f;
+  }
+
+  /// This event's descriptor in Registry::global() (registered on first call;
+  /// thread-safe). Inline: one load once registered.
+  [[gnu::always_inline]] static const EventDesc& desc() {
+    (void)&registered_at_startup;  // a program that names the event registers it at startup
+    const EventDesc* d = registered_.load(std::memory_order_acquire);
+    if (d != nullptr) [[likely]]
+      return *d;
+    return register_slow();
+  }
+
+  /// Record size in bytes for these values (fixed part + dynamic strings).
+  [[gnu::always_inline]] static uint32_t record_size(typename Fields::arg_type... v) noexcept {
+    return fixed_size + (0u + ... + Fields::dyn_len(v));
+  }
+
+  /// Writes the event fields (not the common header) into `rec`, which holds
+  /// record_size(v...) bytes. Alignment gaps and tail padding are zeroed.
+  [[gnu::always_inline]] static void write_fields(std::byte* rec, typename Fields::arg_type... v) noexcept {
+    if constexpr (kGaps.count != 0)
+      for (uint32_t g = 0; g < kGaps.count; ++g) std::memset(rec + kGaps.at[g], 0, kGaps.len[g]);
+    uint32_t dyn = fixed_size;
+    size_t i = 0;
+    (Fields::put(rec, offsets[i++], dyn, v), ...);
+  }
+
+  /// Emits into one instance (if it has the event enabled there): the
+  /// stage → filter → commit path of core/instance.h. No allocation, lock or
+  /// system call. Any thread or signal handler.
+  [[gnu::always_inline]] static EmitResult emit(Instance& instance, typename Fields::arg_type... v) noexcept {
+    (void)&registered_at_startup;
+    // Always inlined: the emit calls it from two places (staged and direct),
+    // and GCC kept it out of line there, the arguments going through memory
+    // (~1 ns per emit). GCC and clang want the attribute in different places.
+    auto fill = [&](std::span<std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+      write_fields(rec.data(), v...);
+    };
+    return instance.emit_fill(desc(), record_size(v...), fill);
+  }
+
+  /// True when some instance may have this event enabled: one relaxed load
+  /// of a word at a fixed address, no registration check (see (D1)-(D3) at
+  /// the top of this file). A hint: trace_slow_path() re-checks. Any thread,
+  /// signal handler included. The kernel's trace_<name>_enabled().
+  [[gnu::always_inline]] static bool enabled() noexcept {
+    (void)&registered_at_startup;
+    return listeners_.load(std::memory_order_relaxed) != nullptr;
+  }
+
+  /// Emits into every instance that has the event enabled, each with its
+  /// own filter (the kernel's tracepoint with one probe per instance).
+  /// Costs one load and a branch when no instance listens; the arguments are
+  /// still converted to the field types at the call site (a `const char*`
+  /// for a Str field is strlen()ed) unless the compiler can drop that: use
+  /// TRACEPIPE_TRACE to skip argument evaluation for sure.
+  [[gnu::always_inline]] static void trace(typename Fields::arg_type... v) noexcept {
+    if (enabled()) [[unlikely]]
+      trace_slow_path(v...);
+  }
+
+  /// The part of trace() that runs once enabled() said yes: registers the
+  /// event if needed, then, inside one WriterScope, emits into each subscribed
+  /// instance (stage -> filter -> commit, as emit()). No allocation, lock or
+  /// system call; an unregistered thread's event is counted as a drop.
+  /// Out of line so that the disabled check inlines to two instructions; not
+  /// [[gnu::cold]], because when tracing is on this is the hot path and GCC
+  /// optimises cold functions for size. Called by TRACEPIPE_TRACE.
+  /// Mirrors include/linux/tracepoint.h: __DO_TRACE (the probe iteration).
+  [[gnu::noinline]] static void trace_slow_path(typename Fields::arg_type... v) noexcept {
+    const EventDesc& d = desc();
+    std::atomic<const detail::Subscribers*>& word = d.subscribers_for_fast_path();
+    if (word.load(std::memory_order_relaxed) == nullptr) return;  // (D2) sentinel, or just disabled
+    ThreadContext* ctx = thread_context();
+    if (ctx == nullptr) [[unlikely]] {
+      count_unregistered_drop();
+      return;
+    }
+    // (D3) One WriterScope keeps the subscriber list alive and is the
+    // nesting level of every emit below (they run one after the other).
+    WriterScope scope(*ctx);
+    const detail::Subscribers* subs = word.load(std::memory_order_acquire);
+    if (subs == nullptr) return;
+    const uint32_t size = record_size(v...);
+    // Always inlined: the emit calls it from two places (staged and direct),
+    // and GCC kept it out of line there, the arguments going through memory
+    // (~1 ns per emit). GCC and clang want the attribute in different places.
+    auto fill = [&](std::span<std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+      write_fields(rec.data(), v...);
+    };
+    const uint32_t depth = scope.depth();
+    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
+      EventState& st = *subs->states[0];
+      st.instance->emit_to_state_in_scope(st, *ctx, depth, size, fill);
+      return;
+    }
+    for (uint32_t i = 0; i < subs->count; ++i)
+      subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
+  }
+
+  /// Instantiated by desc() (and so by emit(), trace(), enabled() and
+  /// TRACEPIPE_TRACE): registers the event during static initialisation of
+  /// any program that uses it in any of these ways, so that a config file or
+  /// Instance::enable("sys:name") in main() finds it before its first use.
+  static inline const EventDesc& registered_at_startup = desc();
+
+ private:
+  static inline std::atomic<const EventDesc*> registered_{nullptr};
+  // (D1) The subscriber word of the descriptor registered_ points at, unless
+  // (D2). Constant-initialised: reading it needs no guard.
+  static inline std::atomic<const detail::Subscribers*> listeners_{nullptr};
+
+  [[gnu::cold, gnu::noinline]] static const EventDesc& register_slow() {
+    static const EventDesc& d = [] () -> const EventDesc& {  // once, thread-safe
+      const EventDesc& r = Registry::global().add_declared(make_format(), &listeners_);
+      if (&r.subscribers_for_fast_path() != &listeners_)  // (D2)
+        listeners_.store(&detail::kCheckDescriptorWord, std::memory_order_relaxed);
+      return r;
+    }();
+    registered_.store(&d, std::memory_order_release);
+    return d;
+  }
+};
+
+/// Tracepoint-style emission that evaluates no argument unless some instance
+/// listens: `TRACEPIPE_TRACE(RequestDone, id, expensive(), ...)` is
+/// `if (RequestDone::enabled()) RequestDone::trace_slow_path(id, expensive(), ...)`,
+/// the disabled cost one load and a not-taken branch. `Decl` is an EventDecl
+/// type named without top-level commas (a `using` alias). A statement.
+/// Mirrors the kernel's trace_<name>() (include/linux/tracepoint.h:
+/// __DECLARE_TRACE), whose arguments are likewise evaluated only when
+/// the static key is on.
+#define TRACEPIPE_TRACE(Decl, ...)                       \
+  do {                                                   \
+    if (Decl::enabled()) [[unlikely]]                    \
+      Decl::trace_slow_path(__VA_ARGS__);                \
+  } while (0)
+
+}  // namespace tracepipe

@@ -1,0 +1,351 @@
+// run_replay(): the per-CPU TBB pipelines described in replay.h.
+#include <fmt/core.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_group.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+#include "tracepipe/core/replay/filter_plan.h"
+#include "tracepipe/core/files/input_file.h"
+#include "tracepipe/core/replay/progress.h"
+#include "tracepipe/core/replay/replay.h"
+#include "tracepipe/core/replay/router.h"
+#include "tracepipe/core/replay/symbols.h"
+
+namespace tracepipe::replay {
+namespace {
+
+struct Batch {
+  std::vector<Rec> recs;
+  std::vector<std::pair<uint32_t, int64_t>> lost;  // (record index, lost_before) from the input pages
+};
+
+struct CpuJob {
+  size_t data_index = 0;  // in reader.cpu_data()
+  uint32_t cpu = 0;
+  std::vector<Counter> counters;  // by Router slot
+  CpuWalkStats walk;
+  uint64_t written = 0;
+};
+
+// ---- the output file ---------------------------------------------------------
+
+class Output {
+ public:
+  Output(const TraceDatReader& in, uint32_t cpus, std::vector<std::string>& warnings)
+      : w_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}) {
+    for (const EventFormat& f : in.formats()) {
+      try {
+        w_.add_format(f);
+      } catch (const std::invalid_argument& e) {
+        warnings.push_back(fmt::format("-o: format {}/{} not written: {}", f.system, f.name, e.what()));
+      }
+    }
+    for (const auto& [pid, comm] : in.cmdlines()) w_.set_cmdline(pid, comm);
+    if (!in.kallsyms_text().empty()) w_.set_kallsyms(std::string(in.kallsyms_text()));
+    if (!in.printk_text().empty()) w_.set_printk(std::string(in.printk_text()));
+  }
+  // One batch of kept records of `cpu`, drained from the ring (P2). The
+  // writer is shared by the CPUs: one lock per batch.
+  uint64_t write_batch(uint32_t cpu, const Batch& b, buffers::ConsumingReader& ring) {
+    std::lock_guard lk(mu_);
+    uint64_t n = 0;
+    size_t lost_i = 0;
+    for (size_t i = 0; i < b.recs.size(); ++i) {
+      while (lost_i < b.lost.size() && b.lost[lost_i].first == i) {
+        const int64_t l = b.lost[lost_i++].second;
+        w_.add_lost(cpu, l < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(l)));
+      }
+      const Rec& r = b.recs[i];
+      if (r.result != EmitResult::kept) continue;
+      const std::optional<buffers::RecordView> v = ring.next();
+      if (!v || v->payload.size() != r.len)
+        throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record of {} bytes "
+                                           "was expected (records out of order?)",
+                                           cpu, v ? std::to_string(v->payload.size()) + " bytes" : "nothing", r.len));
+      w_.add_record(cpu, r.ts, v->payload);
+      ++n;
+    }
+    return n;
+  }
+  void write(const std::filesystem::path& p) const { w_.write(p); }
+
+ private:
+  std::mutex mu_;
+  TraceDatWriter w_;
+};
+
+uint64_t process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+uint64_t wall_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// ---- the pipeline of one CPU ----------------------------------------------------
+
+class CpuPipeline {
+ public:
+  CpuPipeline(const TraceDatReader& reader, Instance& inst, const Router& router, Output* out,
+              ProgressBar& progress, bool timing, CpuJob& job)
+      : reader_(reader), inst_(inst), router_(router), out_(out), progress_(progress), timing_(timing), job_(job),
+        cursor_(reader.cpu_records(job.data_index)) {}
+
+  void run() {
+    auto read = tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
+                                               [this](tbb::flow_control& fc) { return read_batch(fc); });
+    auto filter = tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::serial_in_order, [this](Batch* b) {
+      router_.feed(b->recs, job_.cpu, job_.counters, timing_);
+      return b;
+    });
+    if (out_ != nullptr) {
+      std::optional<buffers::ConsumingReader> ring;
+      ring.emplace(inst_.ring(), job_.cpu);
+      auto write = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
+        std::unique_ptr<Batch> own(b);
+        job_.written += out_->write_batch(job_.cpu, *b, *ring);
+      });
+      tbb::parallel_pipeline(kMaxLiveBatches, read & filter & write);
+    } else {
+      auto drop = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order,
+                                                 [](Batch* b) { std::unique_ptr<Batch> own(b); });
+      tbb::parallel_pipeline(kMaxLiveBatches, read & filter & drop);
+    }
+    job_.walk = cursor_.stats();
+  }
+
+ private:
+  // [read] up to kBatchRecords records or kBatchBytes of payload.
+  Batch* read_batch(tbb::flow_control& fc) {
+    auto b = std::make_unique<Batch>();
+    b->recs.reserve(kBatchRecords);
+    size_t bytes = 0;
+    while (b->recs.size() < kBatchRecords && bytes < kBatchBytes) {
+      const std::optional<TraceRecord> r = cursor_.next();
+      if (!r) break;
+      if (r->lost_before != 0) [[unlikely]]
+        b->lost.emplace_back(static_cast<uint32_t>(b->recs.size()), r->lost_before);
+      b->recs.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled});
+      bytes += r->payload.size();
+    }
+    const uint64_t pages = cursor_.stats().pages;
+    progress_.add((pages - pages_seen_) * reader_.page_size(), b->recs.size());
+    pages_seen_ = pages;
+    if (b->recs.empty()) {
+      fc.stop();
+      return nullptr;
+    }
+    return b.release();
+  }
+
+  const TraceDatReader& reader_;
+  Instance& inst_;
+  const Router& router_;
+  Output* out_;
+  ProgressBar& progress_;
+  bool timing_;
+  CpuJob& job_;
+  CpuRecordCursor cursor_;
+  uint64_t pages_seen_ = 0;
+};
+
+// Ring geometry for the replay instance (P3).
+uint64_t ring_kb(uint32_t subbuf_kb) {
+  // Worst case per batch in the ring: every record 16 bytes of header plus
+  // up to 7 of alignment plus its payload; plus one partly used sub-buffer
+  // per batch (a record never spans sub-buffers).
+  const uint64_t per_batch = kBatchRecords * 24 + kBatchBytes + 2ull * subbuf_kb * 1024;
+  const uint64_t bytes = (kMaxLiveBatches + 2) * per_batch;
+  return (bytes + 1023) / 1024;
+}
+
+}  // namespace
+
+ReplayResult run_replay(const ReplayOptions& o) {
+  ReplayResult res;
+  // The open refuses a FIFO (without blocking), a device or a directory.
+  const TraceDatReader reader = [&] {
+    try {
+      return TraceDatReader::open(o.input);
+    } catch (const InputFileError& e) {
+      throw ReplayError(e.what());
+    }
+  }();
+  if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
+  // Formats the reader skipped (unparsable text): their records replay as unknown IDs.
+  for (const std::string& w : reader.warnings()) res.warnings.push_back(fmt::format("{}: {}", reader.name(), w));
+
+  // Events of the file, with their kernel IDs.
+  Registry registry;
+  for (const EventFormat& f : reader.formats()) {
+    try {
+      registry.add(f);
+    } catch (const std::exception& e) {
+      res.warnings.push_back(fmt::format("format {}/{} (ID {}) not replayable: {}", f.system, f.name, f.id, e.what()));
+    }
+  }
+  uint32_t ncpu = std::max<uint32_t>(reader.cpu_count(), 1);
+  for (const CpuDataInfo& c : reader.cpu_data()) ncpu = std::max(ncpu, c.cpu + 1);
+  res.cpus = ncpu;
+
+  // Filters, compiled as the recording kernel would have: its CPU count and
+  // its kallsyms.
+  SymbolRanges symbols;
+  if (o.kallsyms) {
+    std::string text;
+    try {
+      text = read_regular_file(*o.kallsyms, kMaxKallsymsBytes);
+    } catch (const InputFileError& e) {
+      throw ReplayError(std::string("--kallsyms: ") + e.what());
+    }
+    symbols = SymbolRanges(text);
+  } else {
+    symbols = SymbolRanges(reader.kallsyms_text());
+  }
+  PlanInput in;
+  for (const std::string& a : o.filter_args) in.filters.push_back(parse_filter_arg(a));
+  std::optional<Config> config;
+  if (o.config) {
+    try {
+      config = load_config(*o.config);
+    } catch (const ConfigError& e) {
+      throw ReplayError(e.what());
+    }
+    in.config = &config->instances.front();
+    if (config->instances.size() > 1)
+      res.warnings.push_back(fmt::format("{}: only the main instance is replayed ({} others ignored)",
+                                         o.config->string(), config->instances.size() - 1));
+  }
+  in.only_filtered = o.only_filtered;
+  in.compile.nr_cpu_ids = ncpu;
+  in.compile.trailing_operator = o.trailing_operator;
+  if (!symbols.empty()) {
+    in.compile.symbol_by_name = [&symbols](std::string_view n) { return symbols.by_name(n); };
+    in.compile.symbol_by_address = [&symbols](uint64_t a) { return symbols.by_address(a); };
+  }
+  const std::vector<EventPlan> plan = make_plan(registry, in);
+
+  // The instance: one ring per recorded CPU.
+  InstanceOptions opts;
+  if (in.config != nullptr) opts = in.config->options;
+  opts.name = "replay";
+  opts.cpus = ncpu;
+  // Records go to the CPU they were recorded on, written from this thread:
+  // only any_cpu writers can do that (cpu_local writes where it runs).
+  if (opts.writers == WriterMode::cpu_local)
+    res.warnings.push_back(fmt::format("{}: writers = \"cpu_local\" does not apply to replay, which writes each "
+                                       "record to its recorded CPU; using any_cpu",
+                                       o.config->string()));
+  opts.writers = WriterMode::any_cpu;
+  if (o.staging) opts.staging = *o.staging;
+  const uint32_t page_kb = std::max<uint32_t>(4, (reader.page_size() + 1023) / 1024);
+  uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : in.config != nullptr ? opts.subbuf_size_kb : 16;
+  while (subbuf_kb < 2 * page_kb) subbuf_kb *= 2;  // a kernel record always fits
+  opts.subbuf_size_kb = subbuf_kb;
+  // Without -o nobody reads the ring: the kernel's default size, as a flight
+  // recorder. With -o, room for every batch in flight (P3).
+  if (o.buffer_size_kb != 0)
+    opts.buffer_size_kb = o.buffer_size_kb;
+  else if (in.config == nullptr)
+    opts.buffer_size_kb = o.output ? ring_kb(subbuf_kb) : InstanceOptions{}.buffer_size_kb;
+  if (o.output) opts.buffer_size_kb = std::max(opts.buffer_size_kb, ring_kb(subbuf_kb));
+  // The ring stamps each record with its recorded time stamp (no clock read).
+  opts.external_time = true;
+  opts.mode = o.output ? BufferMode::drop_newest : BufferMode::overwrite;
+  Instance inst(opts, registry);
+
+  // Enable and filter the events; routes by event ID.
+  const Router router(reader, inst, plan, ncpu, o.trailing_operator);
+
+  std::unique_ptr<Output> out;
+  if (o.output) out = std::make_unique<Output>(reader, ncpu, res.warnings);
+
+  std::vector<CpuJob> jobs(reader.cpu_data().size());
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].data_index = i;
+    jobs[i].cpu = reader.cpu_data()[i].cpu;
+    jobs[i].counters.resize(router.counter_slots());
+    total_bytes += reader.cpu_data()[i].size;
+  }
+  const bool bar = o.progress == ProgressMode::on ||
+                   (o.progress == ProgressMode::automatic && ProgressBar::wanted(total_bytes));
+
+  std::optional<tbb::global_control> limit;
+  if (o.threads != 0) limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
+
+  // ---- the timed part ----
+  const uint64_t w0 = wall_ns(), c0 = process_cpu_ns(), tsc0 = __rdtsc();
+  {
+    ProgressBar progress(bar, total_bytes);
+    tbb::task_group tg;
+    for (CpuJob& job : jobs)
+      tg.run([&, jp = &job] {
+        CpuPipeline(reader, inst, router, out.get(), progress, o.timing, *jp).run();
+      });
+    tg.wait();
+  }
+  const uint64_t w1 = wall_ns(), c1 = process_cpu_ns(), tsc1 = __rdtsc();
+  res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
+  res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
+  // rdtsc cycles -> ns, calibrated over the run itself.
+  const double ns_per_cycle = tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
+
+  if (out) {
+    out->write(*o.output);
+    for (const CpuJob& j : jobs) res.output_records += j.written;
+  }
+
+  // ---- results ----
+  std::vector<EventCounts> per_event(router.counter_slots());
+  for (const CpuJob& j : jobs) {
+    for (size_t s = 0; s < j.counters.size(); ++s) {
+      const Counter& c = j.counters[s];
+      // Sampled cycles scaled to every record of this event on this CPU.
+      const double cycles =
+          c.samples == 0 ? 0 : static_cast<double>(c.cycles) * static_cast<double>(c.ticks) / static_cast<double>(c.samples);
+      per_event[s] += EventCounts{c.replayed, c.kept, c.discarded, c.lost, c.skipped,
+                                  static_cast<uint64_t>(cycles * ns_per_cycle)};
+    }
+    res.input_discarded += j.walk.discarded;
+    res.input_lost += j.walk.lost_events;
+  }
+  for (const EventPlan& p : plan) {
+    const EventCounts& c = per_event[p.event->index()];
+    if (c.replayed + c.skipped == 0) continue;
+    EventRow row;
+    row.name = p.event->full_name();
+    row.filter = p.filter;
+    row.route = router.route(*p.event);
+    row.replayed = p.replayed;
+    row.soft_disabled = p.soft_disabled;
+    row.note = p.note;
+    row.counts = c;
+    row.path = inst.event_stats(*p.event);
+    res.events.push_back(std::move(row));
+    res.total += c;
+  }
+  std::sort(res.events.begin(), res.events.end(), [](const EventRow& a, const EventRow& b) { return a.name < b.name; });
+  res.unknown = per_event[router.unknown_slot()].skipped;
+  res.total.ns += per_event[router.unknown_slot()].ns;
+  res.ring = inst.cpu_stats();
+  return res;
+}
+
+}  // namespace tracepipe::replay

@@ -1,9 +1,0 @@
-#include <catch2/catch.hpp>
-
-#include <cstring>
-
-#include "core/version.h"
-
-TEST_CASE("version: matches the project version", "[core]") {
-  REQUIRE(std::strcmp(tracepipe::version(), "0.1.0") == 0);
-}

@@ -7,11 +7,11 @@
 
 namespace tracepipe::filters {
 
-/// A bounded view of a C string as the kernel would read it: bytes [0, avail)
-/// of base, then NUL bytes forever. The kernel's glob may read past a string's
-/// terminator (an inverted class "[!x]" matches the NUL); the virtual NULs make
-/// that defined and equal to the kernel whenever the kernel's extra bytes are
-/// zero padding.
+/// A bounded view of a C string: bytes [0, avail) of base, then NUL bytes
+/// forever. Callers bound avail by the field's length as well as the record,
+/// so nothing after the field is read. A glob may look past a string's end
+/// (an inverted class "[!x]" matches the terminator); the virtual NULs make
+/// that defined: the end of the field reads as a terminator.
 struct CString {
   const unsigned char* base = nullptr;
   size_t avail = 0;

@@ -148,8 +148,13 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
       const uint32_t item = load<uint32_t>(rec + p.offset);
       size_t loc = item & 0xffff;
       if (p.code == Code::str_rel_loc) loc += p.offset + 4;
-      const CString s{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)), avail_from(loc, size)};
-      return strings_[p.aux]->match(s, static_cast<int>(item >> 16)) != static_cast<bool>(p.negate);
+      // The string is the field's own bytes: at most its length, and at most
+      // what the record holds. Bytes after it (the next string, padding) are
+      // never read, whatever the operator (a length of 0 is the empty string).
+      const size_t len = item >> 16;
+      const CString s{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)),
+                      std::min(avail_from(loc, size), len)};
+      return strings_[p.aux]->match(s, static_cast<int>(len)) != static_cast<bool>(p.negate);
     }
     case Code::str_ptr: {  // filter_pred_pchar / _user: an unreadable string is false
       const uint64_t addr = p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);

@@ -86,7 +86,10 @@ std::atomic<uint64_t> g_regex_reentries{0};
 uint64_t regex_reentries() noexcept { return g_regex_reentries.load(std::memory_order_relaxed); }
 
 bool StringMatcher::match_slow(CString s, int len) const noexcept {
-  if (mode_ == MatchMode::glob) return glob_match(pattern_, s);  // regex_match_glob
+  if (mode_ == MatchMode::glob) {  // regex_match_glob, bounded by len as every other mode
+    if (len > 0 && s.avail > static_cast<size_t>(len)) s.avail = static_cast<size_t>(len);
+    return glob_match(pattern_, s);
+  }
   if (t_in_regex != 0) [[unlikely]] {
     g_regex_reentries.fetch_add(1, std::memory_order_relaxed);
     return false;

@@ -8,8 +8,11 @@
 // The kernel hands every match function (str, len) where len depends on the
 // field kind: N for char[N], the __data_loc length (terminator included),
 // strlen + 1 for char * and 16 (TASK_COMM_LEN) for COMM. We keep that len, and
-// read str through a CString bounded by the record: bytes the kernel would
-// read beyond the record read as NUL here.
+// read str through a CString bounded by the record and by the field: every
+// mode, glob included, reads at most len bytes (len 0: up to the view's end),
+// and bytes past the view read as NUL. The kernel's glob once read on to a
+// NUL past a __data_loc string's length; it now takes the length too
+// ("tracing: Prevent out-of-bounds read in glob matching"), as here.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -156,7 +156,10 @@ template <class Writer, class Hooks>
   ThreadContext* ctx = &tc;
   auto& c = thread_counters(*ctx, st.counters).v;
   // The CPU: any_cpu rings need it to pick a buffer; cpu_local rings read it
-  // themselves, so it is read here only when the caller gave one.
+  // themselves, so it is read here only when the caller gave one. A given
+  // CPU at or above the buffer count picks buffer cpu % buffers, while the
+  // filter sees it as given (emit_raw's contract).
+  const uint32_t given_cpu = cpu;
   if (cpu_given) {
     if (cpu >= ncpu_) [[unlikely]]
       cpu %= ncpu_;
@@ -180,7 +183,8 @@ template <class Writer, class Hooks>
   // mode).
   const auto passes_filter = [&](std::span<const std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
     const filters::Program* prog = st.program.load(std::memory_order_acquire);  // never null
-    return prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, cpu, cpu_local_, cpu_given});
+    const uint32_t filter_cpu = cpu_given ? given_cpu : cpu;
+    return prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, filter_cpu, cpu_local_, cpu_given});
   };
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the

@@ -333,11 +333,11 @@ class Instance {
 
   /// Emits a record built elsewhere, exactly as the kernel lays it out
   /// (common header included and kept as is), on CPU `cpu` (the recorded
-  /// one, for replay), through the same stage → filter → commit path. With
-  /// cpu_local writers (WriterMode) the record goes to the buffer of the CPU
-  /// the caller runs on and `cpu` only feeds the filter's CPU fields; set
-  /// `cpus` or `external_time` (or writers = any_cpu) to place records by
-  /// `cpu`. The
+  /// one, for replay), through the same stage → filter → commit path. The
+  /// filter's CPU fields see `cpu` as given, even at or above the buffer
+  /// count. With cpu_local writers (WriterMode) the record goes to the buffer
+  /// of the CPU the caller runs on; set `cpus` or `external_time` (or writers
+  /// = any_cpu) to place records by `cpu`: buffer `cpu % buffers`. The
   /// event is looked up by the record's common_type. Records shorter than 8
   /// bytes or of an unknown ID are refused (EmitResult::lost, counted in
   /// raw_refused()).

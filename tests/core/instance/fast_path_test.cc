@@ -500,6 +500,33 @@ TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core]
   CHECK(inst.raw_refused() == 2);
 }
 
+TEST_CASE("fast path: emit_raw's filter sees the CPU as given, also at or above the buffer count",
+          "[core][fastpath][raw]") {
+  InstanceOptions o = small_options(Staging::per_thread);
+  o.cpus = 2;  // any_cpu writers: records placed by the CPU given
+  Instance inst(o);
+  REQUIRE(inst.cpus() == 2);
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "CPU == 5 || cpu == 1").ok());
+  std::vector<std::byte> rec(64);
+  const CommonHeader h{Sample::desc().id(), 0, 0, 77};
+  std::memcpy(rec.data(), &h, sizeof h);
+  auto emit = [&](uint32_t value, uint32_t cpu) {
+    std::memcpy(rec.data() + 8, &value, 4);
+    return inst.emit_raw(rec, cpu);
+  };
+  CHECK(emit(5, 5) == EmitResult::kept);       // the filter saw 5, not 5 % 2
+  CHECK(emit(3, 3) == EmitResult::discarded);  // 3, not 3 % 2 == 1
+  CHECK(emit(1, 1) == EmitResult::kept);
+  CHECK(emit(7, 7) == EmitResult::discarded);
+  // Placed in buffer cpu % 2: both kept records are in buffer 1.
+  CHECK(drain_cpu(inst, 0).empty());
+  const auto recs = drain_cpu(inst, 1);
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0].at<uint32_t>(8) == 5);
+  CHECK(recs[1].at<uint32_t>(8) == 1);
+}
+
 TEST_CASE("fast path: several instances record one event with different filters", "[core][fastpath][instances]") {
   Instance a(small_options(Staging::per_thread));
   Instance b(small_options(Staging::per_cpu));

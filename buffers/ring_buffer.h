@@ -375,7 +375,7 @@ class RingBufferBase {
   /// commit_reservation for a caller that has tested `r` (a granted
   /// reservation, not yet committed or discarded): no second test of it
   /// after the record's stores, which the compiler cannot prove left `r`
-  /// alone (the emit, core/fast_path.h).
+  /// alone (the emit, core/instance/fast_path.h).
   [[gnu::always_inline]] static void commit_granted(const Reservation& r) noexcept {
     std::atomic_ref<uint32_t>(r.hdr_->word)
         .store(detail::make_word(detail::kKindData, r.len_), std::memory_order_release);  // (E)

@@ -75,7 +75,7 @@ enum class LocalCas : uint8_t {
 /// copy (a debug build, a function that emits in a header) and the linker
 /// discards the copy, its descriptor and abort handler go with it instead
 /// of pointing into a discarded section, which failed the link
-/// (tests/core/link_comdat_test.cc).
+/// (tests/core/instance/link_comdat_test.cc).
 #define TP_RSEQ_SECTION_BEGIN            \
   ".pushsection __rseq_cs, \"aw?\"\n\t"  \
   ".balign 32\n\t"                       \

@@ -246,7 +246,7 @@ class PerThreadTempBuffer {
   /// stores to the thread's own slot, an address known at once, not through a
   /// pointer kept in a handle: the next claim's load of the flag then never
   /// waits on a store whose address came late (see WriterScope's destructor,
-  /// core/grace_period.h).
+  /// core/instance/grace_period.h).
   [[nodiscard, gnu::always_inline]] static bool claim_own() noexcept {
     ThreadSlot& t = tls_;
     if (t.busy.load(std::memory_order_relaxed) != 0) [[unlikely]]

@@ -4,7 +4,7 @@
 //   #include <tracepipe/tracepipe.h>      // target tracepipe::tracepipe
 //
 // The design (stage -> filter -> commit, invariants F1-F6) is described at
-// the top of core/instance/instance.h; the guide is docs/core.md.
+// the top of core/instance/instance.h; the guides start at docs/core.md.
 #include "tracepipe/core/clock/trace_clock.h"        // local, global, counter, mono, mono_raw, boot, ...
 #include "tracepipe/core/config/config.h"            // TOML configuration -> InstanceConfig
 #include "tracepipe/core/events/registry.h"          // kernel format files, SYSTEM:EVENT names, IDs

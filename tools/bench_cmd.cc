@@ -1,7 +1,7 @@
 // `tracepipe bench`: the kernel patch's discard-versus-commit experiment
 // (0fc1b09ff1ff, "tracing: Use temp buffer when filtering events") on an
 // in-process hackbench, and the perf overwrite series' experiment.
-// See docs/bench.md; the pieces live in tools/bench/.
+// See docs/bench.md; the engine lives in bench/engine/.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -154,7 +154,7 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
                   "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
                   "and replay accept 1) (--buffer-size-kb: the config file's and replay's name)")
-      ->check(CLI::Range(uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/instance_options.h)
+      ->check(CLI::Range(uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/config/instance_options.h)
       ->group(E);
   sub->add_option("-m,--mode", cli->mode,
                   "Ring buffer mode when full: overwrite, or drop_newest (the config file's name) "

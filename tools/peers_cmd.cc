@@ -1,6 +1,6 @@
 // `tracepipe bench-peers`: tracepipe side by side with LTTng-UST and the
-// kernel's own trace events (issue 7). `tracepipe bench --peers` forwards here
-// (run_peers). See docs/peers.md and tools/peers/peers.h.
+// kernel's own trace events. `tracepipe bench --peers` forwards here
+// (run_peers). See docs/peers.md and bench/peers/peers.h.
 #include <cstdlib>
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 // `tracepipe replay FILE.dat [-F 'EVENT: FILTER' ... | --config FILTERS.toml] [-o OUT.dat]`:
 // feeds every recorded event through tracepipe's stage -> filter -> commit
 // path into per-CPU ring buffers and prints what the filters kept, per event.
-// See docs/replay.md and tools/replay/replay.h.
+// See docs/replay.md and core/replay/replay.h.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -114,7 +114,7 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("--buffer-size-kb", cli->o.buffer_size_kb,
                   "ring size per CPU in KiB, the config file's buffer_size_kb (default: automatic; with -o never "
                   "below what the batches in flight need)")
-      ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));  // as the config file's (core/instance_options.h)
+      ->check(CLI::Range(uint64_t{1}, kMaxBufferSizeKb));  // as the config file's (core/config/instance_options.h)
   sub->add_option("-j,--threads", cli->o.threads, "worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));
   sub->add_flag("--no-timing", cli->no_timing, "do not estimate the time per event (it samples every 16th record of each event with rdtsc)");

@@ -117,7 +117,7 @@ class CoreCaseEngine final : public CaseEngine {
         accounted += s.accounted();
       }
       // Every record that reached the ring is consumed, overrun, lost,
-      // discarded or still buffered (core/instance.h F4, buffers/stats.h).
+      // discarded or still buffered (core/instance/instance.h F4, buffers/stats.h).
       c.conserved = accounted == instance_->ring_attempts();
     }
     return c;

@@ -18,7 +18,7 @@ struct EngineOptions {
   Staging staging = Staging::per_cpu;
   uint64_t buffer_bytes_per_cpu = 1408 * 1024;  ///< the kernel's default buffer_size_kb
   bool overwrite = true;                        ///< false: drop newest when full
-  std::string clock = "local";                  ///< a trace clock name (core/trace_clock.h)
+  std::string clock = "local";                  ///< a trace clock name (core/clock/trace_clock.h)
 };
 
 /// One cell's engine.

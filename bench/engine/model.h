@@ -41,7 +41,7 @@ std::optional<Case> parse_case(std::string_view s);
 std::string_view name(Staging s, std::string_view on_name);
 
 /// A name(Staging), or "per_cpu" for Staging::per_cpu (core's and the config
-/// file's name for it, core/instance_options.h); nullopt otherwise.
+/// file's name for it, core/config/instance_options.h); nullopt otherwise.
 std::optional<Staging> parse_staging(std::string_view s);
 
 /// One cell of the matrix. The `off` case traces nothing, so it is run once

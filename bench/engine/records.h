@@ -14,7 +14,7 @@
 // static_asserts pin every offset to the format file; kFormatText holds the
 // format files themselves, so the engine registers the very schemas the
 // kernel exports and a filter such as `prev_state & 1` compiles against the
-// kernel's field types. tests/tools/bench_records_test.cc parses each text
+// kernel's field types. tests/bench/engine/bench_records_test.cc parses each text
 // and checks it against the captured files and against these structs.
 #include <array>
 #include <cstddef>

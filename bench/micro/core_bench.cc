@@ -1,4 +1,4 @@
-// Emit cost of the fast path, per case (issue 5 targets):
+// Emit cost of the fast path, per case, against the emit targets:
 //   staged discard of a 64-byte event with one numeric predicate <= 5 ns;
 //   commit <= 20 ns; staged commit <= 1.15 x unfiltered commit (adaptive
 //   <= 1.05 x); adaptive within 5% of the better of staged and direct at
@@ -30,7 +30,7 @@ using namespace tracepipe;
 using bench::Accept, bench::BenchEvent, bench::BenchEvent64, bench::emit_bench, bench::value_of;
 
 // Drop-newest cases: when the ring is full, it is drained by a consuming
-// reader with the timer paused (as in bench/ring_buffer_bench.cc), so only
+// reader with the timer paused (as in bench/micro/ring_buffer_bench.cc), so only
 // the write path is timed and the overwrite ring's recycling is left out.
 [[gnu::noinline]] void drain(benchmark::State& state, Instance& inst) {
   state.PauseTiming();

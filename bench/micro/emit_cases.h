@@ -1,6 +1,6 @@
 #pragma once
-// The emit benchmarks' event and call site, shared by bench/core_bench.cc (one
-// case per benchmark) and bench/emit_paired_bench.cc (cases interleaved in
+// The emit benchmarks' event and call site, shared by bench/micro/core_bench.cc (one
+// case per benchmark) and bench/micro/emit_paired_bench.cc (cases interleaved in
 // short blocks). Internal to the microbench.
 #include <cstdint>
 
@@ -14,7 +14,7 @@ static_assert(BenchEvent::fixed_size == 64);
 // Same size, but the filtered field is a u64: the filter's 8-byte load then
 // reads exactly one earlier store (store-to-load forwarding works), where
 // for the u32 `value` it spans the common header and the field, written by
-// two stores a few ns earlier (forwarding fails, ~5 ns). See docs/core.md.
+// two stores a few ns earlier (forwarding fails, ~5 ns). See docs/instance.md.
 using BenchEvent64 = EventDecl<"tpbench", "sample64", Int<"value", uint64_t>, Chars<"pad", 48>>;
 static_assert(BenchEvent64::fixed_size == 64);
 

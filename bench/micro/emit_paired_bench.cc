@@ -1,4 +1,4 @@
-// Issue 5's ratio targets measured as ratios: the cases of one target run in
+// The emit ratio targets measured as ratios: the cases of one target run in
 // the same benchmark, interleaved in blocks of kBlock emits, and each ratio
 // is the median over rounds of the ratio of two blocks a few microseconds
 // apart. The separate cases of core_bench.cc run a fifth of a second each,
@@ -12,7 +12,7 @@
 //   emit/paired/accept_97 adaptive_97, staged_97, direct_97
 //
 // Each leg is its own Instance (ring, event state, adaptive average), set up
-// as the single case of the same name is (bench/core_bench.cc), and its
+// as the single case of the same name is (bench/micro/core_bench.cc), and its
 // blocks are its own inlined loop of emits, timed with CLOCK_MONOTONIC (vDSO;
 // ~25 ns per read against a block of tens of microseconds). The legs' order
 // rotates every round. Counters, per repetition (the library then takes the

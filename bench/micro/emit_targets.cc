@@ -67,7 +67,7 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
     add(out, "staged discard (ns)", *v, 5.0, "staged_discard/per_thread");
   if (const auto v = get(m, "no_filter")) {
     // The host's share of the bound: a commit reads the clock once, and the
-    // floor joins reserve, clock and write by hand (bench/core_bench.cc).
+    // floor joins reserve, clock and write by hand (bench/micro/core_bench.cc).
     std::string floors;
     if (const auto c = get(m, "floor/clock")) floors += fmt::format("; clock read {:.2f}", *c);
     if (const auto f = get(m, "floor/commit")) floors += fmt::format("; floor/commit {:.2f}", *f);

@@ -1,10 +1,10 @@
 #pragma once
-// Issue 5's emit-cost targets, judged from one run's medians of the
-// `emit/...` cases in bench/core_bench.cc, so that every run of the
-// microbench says where the fast path stands (docs/core.md, "Performance").
+// The emit-cost targets, judged from one run's medians of the `emit/...`
+// cases in bench/micro/core_bench.cc, so that every run of the microbench
+// says where the fast path stands (docs/instance.md, "Performance").
 // Ratios are taken between cases of the same run only: this machine's speed
 // moves by 30% between days, the ratios by a few percent. Where the paired
-// cases ran (bench/emit_paired_bench.cc: the cases of one target interleaved
+// cases ran (bench/micro/emit_paired_bench.cc: the cases of one target interleaved
 // in blocks of microseconds), a ratio target reads their median ratio over
 // rounds instead of the ratio of two cases' medians, which also holds
 // whatever the host did in the seconds between those cases.

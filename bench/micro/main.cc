@@ -1,6 +1,6 @@
 // tracepipe_microbench's main: Google Benchmark's, plus, after a console
-// run that included the emit cases, issue 5's targets judged from that run's
-// medians and paired ratios (bench/emit_targets.h), on stderr so that stdout stays the
+// run that included the emit cases, the emit targets judged from that run's
+// medians and paired ratios (emit_targets.h), on stderr so that stdout stays the
 // library's table. With --benchmark_format=json or csv the library's own
 // reporter runs alone.
 #include <benchmark/benchmark.h>

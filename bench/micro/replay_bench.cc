@@ -1,7 +1,7 @@
 // The pieces of `tracepipe replay` on the real hackbench capture
 // (../shared/data/kernel/hackbench.dat, 257 346 records on 2 CPUs), one
 // thread, so that their sum can be compared with the command's own
-// `--bench` figure (tools/replay/bench.h):
+// `--bench` figure (bench/engine/replay_compare.h):
 //
 // BM_ReplayDecode:        walk every CPU's pages (CpuRecordCursor): records/s.
 // BM_ReplayEmit/<staging>: pre-decoded records -> Instance::emit_raw_at (the
@@ -9,7 +9,7 @@
 //                         filter `kmalloc: bytes_req > 100` (every other event
 //                         unfiltered), overwrite ring: stage -> filter -> commit.
 // BM_ReplayDecodeEmit:    both, as the command's [read] + [filter] stages.
-// Target (issue 9): decode + filter + commit >= 20 M events/s on one core.
+// Target: decode + filter + commit >= 20 M events/s on one core.
 // Skipped (state.SkipWithError) when the shared data is absent.
 #include <benchmark/benchmark.h>
 

@@ -13,7 +13,7 @@
 // Drop-newest fills up without a reader: when a write is refused the buffer
 // is drained by a reader with the timer paused (once per buffer), so only
 // the write path is timed. Overwrite recycles in the write path (timed).
-// Targets (issue 4): 64-byte reserve+commit, no clock <= 5 ns; with a TSC
+// Targets: 64-byte reserve+commit, no clock <= 5 ns; with a TSC
 // clock <= 15 ns; overwrite and drop-newest within 5%.
 #include <benchmark/benchmark.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
-// Sideband state synthesis (core/sideband.h) against reading /proc after the
-// fact, for a process with 1,000 threads and 1,000 mappings (issue 8).
+// Sideband state synthesis (core/sideband/sideband.h) against reading /proc
+// after the fact, for a process with 1,000 threads and 1,000 mappings.
 //
 // The process is set up by Setup() and torn down by Teardown() of every
 // benchmark: 999 extra threads, named, blocked on a futex, on stacks carved
@@ -47,7 +47,7 @@ constexpr size_t kThreads = 1000;   // including the main thread
 constexpr size_t kMappings = 1000;  // lines of /proc/self/maps
 constexpr size_t kStack = 64 * 1024;
 
-// The process shape the issue asks for.
+// The process shape measured: 1,000 threads, 1,000 mappings.
 class BigProcess {
  public:
   BigProcess() {

@@ -1,5 +1,5 @@
 #pragma once
-// Table 3 of the peers bench: the main bench's hackbench cases (tools/bench/)
+// Table 3 of the peers bench: the main bench's hackbench cases (bench/engine/)
 // traced by tracepipe and by the kernel's own trace events, interleaved.
 //
 //   every repetition, for each case (off, all, reject, accept, half):

@@ -16,7 +16,7 @@
 //     every side: end_case (counters: lost events must be 0 on both sides, or
 //                 the table says so)
 //
-// The event (tools/peers/lttng_plugin/peer_plugin.h): the kernel's
+// The event (bench/peers/lttng_plugin/peer_plugin.h): the kernel's
 // sched_switch payload, prev_comm "hackbench", next_comm "swapper/0",
 // prev_pid = iteration & 0x7fffffff (never negative).
 #include <cstdint>
@@ -30,7 +30,7 @@
 
 namespace tracepipe::peers {
 
-/// The cases of issue 7.
+/// The cases of table 1 (docs/peers.md).
 enum class MicroCase : uint8_t {
   disabled,     ///< event compiled in, not enabled anywhere
   enabled,      ///< enabled, no filter: every event committed (drop-newest / discard mode)

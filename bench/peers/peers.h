@@ -14,7 +14,7 @@
 //   table 2 (loop)       the kernel's own cost per event for the same cases:
 //                        raw_syscalls:sys_enter (64-byte record) fired by a
 //                        getppid() loop (kernel_micro.h).
-//   table 3 (hackbench)  the main bench's hackbench cases (tools/bench/),
+//   table 3 (hackbench)  the main bench's hackbench cases (bench/engine/),
 //                        traced by tracepipe and by the kernel's own trace
 //                        events and filters: ns per event over the untraced
 //                        run, and each side's reject/commit cost ratio.
@@ -49,7 +49,7 @@ struct PeersOptions {
   /// `prev_comm == "<glob>"`.
   std::string glob = "zz*";
   /// tracepipe's staging policy for filtered events: per_cpu, per_thread,
-  /// adaptive or off (core/instance_options.h); "" = the Instance default.
+  /// adaptive or off (core/config/instance_options.h); "" = the Instance default.
   std::string staging;
   /// tracepipe's emit call: "trace" (EventDecl::trace, tracepoint-style,
   /// like lttng_ust_tracepoint) or "emit" (EventDecl::emit into the instance).
@@ -65,10 +65,11 @@ struct PeersOptions {
   uint32_t hb_fds = 10;
   uint32_t hb_loops = 200;
   uint32_t hb_runs = 10;
-  /// Main-table case names to run for the kernel (tools/bench/model.h);
+  /// Main-table case names to run for the kernel (bench/engine/model.h);
   /// empty = off, all, reject, accept, half.
   std::vector<std::string> hb_cases;
-  /// Staging of tracepipe's hackbench engine (tools/bench Staging name).
+  /// Staging of tracepipe's hackbench engine (a core/config/instance_options.h
+  /// Staging name; "on" = per_cpu).
   std::string hb_staging = "on";
 
   /// "cpu": each figure is CPU time (a worker thread's, or the whole

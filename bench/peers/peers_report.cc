@@ -7,7 +7,7 @@
 namespace tracepipe::peers {
 namespace {
 
-constexpr double kSpeedupTarget = 5.0;    // issue 7: >= 5x faster than LTTng-UST
+constexpr double kSpeedupTarget = 5.0;    // >= 5x faster than LTTng-UST
 constexpr double kDisabledTolerance = 1.05;  // "no slower when disabled", within 5% noise
 
 std::string join(const std::vector<int>& v) {

@@ -1,6 +1,6 @@
 #pragma once
 // What `tracepipe bench-peers` prints: the two tables, the skip lines, and
-// the issue's targets checked against the figures of this run.
+// the targets (docs/peers.md) checked against the figures of this run.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +32,7 @@ struct PeersReport {
   double seconds = 0;                ///< wall time of the whole run
 };
 
-/// One target of issue 7, checked on this run's medians.
+/// One target (docs/peers.md, "Targets"), checked on this run's medians.
 struct TargetCheck {
   std::string what;     ///< e.g. "reject-int x1: tracepipe >= 5x faster than lttng-ust"
   std::string value;    ///< the measured figure, e.g. "7.3x"

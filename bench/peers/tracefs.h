@@ -34,7 +34,7 @@ void add_stats_text(const std::string& text, TracefsCounts& into);
 class TracefsInstance {
  public:
   /// Creates instances/tracepipe-peers-<pid>. Throws PeerUnavailable
-  /// (tools/peers/lttng_session.h) when tracefs is absent, not writable or
+  /// (bench/peers/lttng_session.h) when tracefs is absent, not writable or
   /// has no instances/ folder.
   static std::unique_ptr<TracefsInstance> create();
   /// Disables the events enabled through it, then removes the instance

@@ -1,6 +1,6 @@
 #pragma once
 // tracepipe as side A of table 1: the same sched_switch-like event
-// (tools/peers/lttng_plugin/peer_plugin.h) declared with EventDecl and fired
+// (bench/peers/lttng_plugin/peer_plugin.h) declared with EventDecl and fired
 // with TRACEPIPE_TRACE (the tracepoint-style macro, the analogue of
 // lttng_ust_tracepoint(); default), the EventDecl::trace() function
 // (--tp-api trace-fn) or EventDecl::emit(instance) (--tp-api emit), recorded
@@ -28,7 +28,7 @@ namespace tracepipe::peers {
 
 class TracepipeSide final : public MicroSide {
  public:
-  /// `staging`: a core/instance_options.h Staging name, "" for the default.
+  /// `staging`: a core/config/instance_options.h Staging name, "" for the default.
   /// `api`: "trace" (TRACEPIPE_TRACE), "trace-fn" (EventDecl::trace) or
   /// "emit" (EventDecl::emit).
   /// Throws std::invalid_argument for an unknown name.

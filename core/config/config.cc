@@ -119,7 +119,7 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
   return out;
 }
 
-// The keys each kind of table accepts, in the order core/config.h documents
+// The keys each kind of table accepts, in the order core/config/config.h documents
 // them: unknown-key errors list them (key_suggest.h).
 constexpr std::string_view kInstanceKeys[] = {
     "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
@@ -383,7 +383,7 @@ namespace {
 constexpr uint64_t kMaxConfigBytes = uint64_t{64} << 20;
 
 // The whole text of a config file: a regular file only, at most
-// kMaxConfigBytes (core/input_file.h says why and how), with the errors in
+// kMaxConfigBytes (core/files/input_file.h says why and how), with the errors in
 // ConfigError's "FILE: message" form.
 std::string read_config_text(const std::filesystem::path& file) {
   const std::string name = file.string();

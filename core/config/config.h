@@ -36,7 +36,7 @@
 // lists the keys valid where it stands, and names the one it is close to:
 //   f.toml:1: buffer_size: unknown key (expected buffer_size_kb, ... or
 //   instances); did you mean 'buffer_size_kb'?
-// (core/key_suggest.h; on one line).
+// (core/config/key_suggest.h; on one line).
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // What an Instance is built from: buffer geometry, overflow mode, trace clock
-// and the staging policy of the fast path. Plain values; see core/config.h for
+// and the staging policy of the fast path. Plain values; see core/config/config.h for
 // the TOML file that fills them.
 #include <cstdint>
 #include <optional>
@@ -55,7 +55,7 @@ std::string_view to_string(WriterMode w) noexcept;
 /// "auto", "any_cpu" or "cpu_local" ('-' may stand for '_').
 std::optional<WriterMode> parse_writer_mode(std::string_view s) noexcept;
 
-/// Bounds of the numeric options, shared by the config file (core/config.h)
+/// Bounds of the numeric options, shared by the config file (core/config/config.h)
 /// and the command line (tools/replay_cmd.cc), so both refuse the same values.
 /// Largest buffer_size_kb: 1 GiB per CPU (the rings are allocated up front,
 /// one per CPU, so a typo such as 4 TiB must fail at parse time, not as an
@@ -81,7 +81,7 @@ struct InstanceOptions {
   Staging staging = Staging::per_thread;
   /// Adaptive staging: reserve directly when the recent acceptance rate of
   /// an event on this thread exceeds this fraction, stage otherwise. The
-  /// default is the break-even point measured by bench/core_bench.cc: a
+  /// default is the break-even point measured by bench/micro/core_bench.cc: a
   /// direct discard costs several times a staged one (a reclaim CAS in the
   /// ring), while a direct commit saves only the 64-byte copy, so direct
   /// wins only when nearly every event is kept.

@@ -1,6 +1,6 @@
 #pragma once
 // "Did you mean" for unknown names: the message every unknown-key error of a
-// config file carries (core/config.cc), written once so each table lists its
+// config file carries (core/config/config.cc), written once so each table lists its
 // valid keys the same way:
 //
 //   unknown key (expected enable, filter or soft_disable)

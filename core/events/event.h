@@ -66,7 +66,7 @@ inline constexpr uint8_t bh_off = 0x80;
 
 /// Where an event's schema came from.
 enum class EventOrigin : uint8_t {
-  declared,       ///< a C++ declaration (core/event_decl.h)
+  declared,       ///< a C++ declaration (core/instance/event_decl.h)
   kernel_format,  ///< a kernel format file or a trace.dat header
 };
 

@@ -93,7 +93,7 @@ class Registry {
   /// returns their descriptors in the same order. Throws like add().
   std::vector<const EventDesc*> add_all(std::span<const EventFormat> formats);
 
-  /// Registers a C++-declared schema (core/event_decl.h): assigns the next
+  /// Registers a C++-declared schema (core/instance/event_decl.h): assigns the next
   /// free ID >= kFirstDeclaredId unless format.id is set. Same-name, same-
   /// schema registration returns the existing descriptor.
   /// `subscribers_word`, if given, becomes the new descriptor's subscriber

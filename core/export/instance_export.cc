@@ -30,8 +30,8 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
   TraceDatWriter w(cfg);
   for (const EventDesc* d : inst.registry().events()) w.add_format(d->format());
   for (const Cmdline& c : inst.cmdlines()) w.set_cmdline(c.pid, c.comm);
-  // Names written into the trace by sideband records (core/sideband.h) are
-  // the ones in effect in it: they override saved_cmdlines (issue 8).
+  // Names written into the trace by sideband records (core/sideband/sideband.h)
+  // are the ones in effect in it: they override saved_cmdlines.
   SidebandState sideband(inst.registry());
   for (uint32_t cpu = 0; cpu < inst.cpus(); ++cpu) {
     const buffers::CpuStats s = inst.cpu_stats(cpu);

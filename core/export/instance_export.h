@@ -2,8 +2,8 @@
 // Getting records out of an instance: trace.dat for trace-cmd and
 // KernelShark, and text in the kernel's `trace` layout.
 //
-//   Instance ─▶ per-CPU readers (buffers/readers.h) ─▶ TraceDatWriter (core/tracedat_writer.h)
-//                                                   └▶ TextFormatter  (core/text_output.h)
+//   Instance ─▶ per-CPU readers (buffers/readers.h) ─▶ TraceDatWriter (core/tracedat/tracedat_writer.h)
+//                                                   └▶ TextFormatter  (core/export/text_output.h)
 //
 // trace.dat: one stream per CPU buffer, records in buffer order with their
 // ring time stamps; the formats of every event of the instance's registry;

@@ -13,7 +13,7 @@ class MappedFile {
  public:
   MappedFile() = default;
   /// Maps the regular file `path` read-only (MAP_PRIVATE). An empty file
-  /// gives an empty span. Opened by RegularFile::open (core/input_file.h):
+  /// gives an empty span. Opened by RegularFile::open (core/files/input_file.h):
   /// the open never blocks, and the descriptor, not the path, is checked, so
   /// a FIFO, a directory or a device is refused promptly even if it replaced
   /// a regular file a moment earlier. Throws InputFileError "PATH: PROBLEM":

@@ -1,6 +1,6 @@
 #pragma once
 // The acceptance average an adaptive event keeps per thread while it goes
-// direct (Staging::adaptive; docs/core.md, "Adaptive staging"). Pure
+// direct (Staging::adaptive; docs/instance.md, "Adaptive staging"). Pure
 // functions: Instance::adaptive_direct_rejected applies them to the thread's
 // counter slot slot::adaptive_score.
 #include <cstdint>
@@ -43,13 +43,13 @@ static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 
 /// accepts since the thread's previous one, so an accepted direct emit pays
 /// nothing for the policy and a reject pays no loop over the run (the loop
 /// of single steps it replaced cost ~3 cycles per accept caught up, ~0.6 ns
-/// per emit at 31 of 32 kept; docs/core.md, "Performance"). The distance
+/// per emit at 31 of 32 kept). The distance
 /// is floor(d * (31/32)^k) up to the table's rounding (the product is off by
 /// less than 2^-15, so a few dozen of the 65537 x 352 pairs of s and k come
 /// out one off); single steps, which round at every step and stop moving
 /// within 32 of 65536, would leave s up to 31 lower, so a flip back to
 /// staging can come a reject later than they would have it
-/// (tests/core/adaptive_average_test.cc checks both bounds).
+/// (tests/core/instance/adaptive_average_test.cc checks both bounds).
 [[nodiscard]] constexpr int64_t adaptive_average_after_accepts(int64_t s, uint64_t accepts) noexcept {
   if (accepts >= kAdaptiveDecayLen) return 65536;
   const uint64_t d = static_cast<uint64_t>(65536 - s);

@@ -10,7 +10,7 @@
 // The value is a hint, as the kernel's raw_smp_processor_id() is with
 // preemption enabled: the thread may migrate right after the load. Callers
 // that must stay on one slot (the staging claim) remember the slot they
-// claimed, never re-derive it (docs/core.md, "Ordering").
+// claimed, never re-derive it (docs/instance.md, "Ordering").
 #include <sched.h>
 #include <sys/rseq.h>
 

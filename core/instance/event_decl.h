@@ -344,7 +344,7 @@ struct EventDecl {
   }
 
   /// Emits into one instance (if it has the event enabled there): the
-  /// stage → filter → commit path of core/instance.h. No allocation, lock or
+  /// stage → filter → commit path of core/instance/instance.h. No allocation, lock or
   /// system call. Any thread or signal handler.
   [[gnu::always_inline]] static EmitResult emit(Instance& instance, typename Fields::arg_type... v) noexcept {
     (void)&registered_at_startup;

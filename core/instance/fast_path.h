@@ -1,5 +1,5 @@
 #pragma once
-// Inline definitions of the write path declared in core/instance.h. The
+// Inline definitions of the write path declared in core/instance/instance.h. The
 // picture and the invariants (F1..F6) are at the top of instance.h; the
 // labels below (R1..R9) name the steps.
 #include <cstring>
@@ -42,7 +42,7 @@ struct RawWriter {
 /// to 256 bytes (no call into the library's memcpy dispatch), memcpy beyond.
 /// The moves copy straight from slot to ring: a 32-byte temporary had GCC
 /// bounce half of each move through the stack (4 extra moves per 64 bytes,
-/// ~1 ns per staged commit, A/B in docs/core.md).
+/// ~1 ns per staged commit).
 [[gnu::always_inline]] inline void copy_record(std::byte* dst, const std::byte* src, size_t n) noexcept {
   if (n <= 256) [[likely]] {
     size_t i = 0;
@@ -59,7 +59,7 @@ struct RawWriter {
 }
 
 /// The CommonHeader of a record as one little-endian word: common_type,
-/// common_flags, common_preempt_count, common_pid (core/event.h).
+/// common_flags, common_preempt_count, common_pid (core/events/event.h).
 [[gnu::always_inline]] inline uint64_t header_word(uint16_t type, int32_t pid) noexcept {
   return uint64_t{type} | (uint64_t{static_cast<uint32_t>(pid)} << 32);
 }
@@ -266,7 +266,7 @@ template <class Writer, class Hooks>
   // adaptive gone direct), where `soft` is constant false, and for the emits
   // that tried a slot. One shared copy kept `soft` and the adaptive flag in
   // stack slots across the reserve: two stores and two reloads per direct
-  // commit (docs/core.md, "Performance").
+  // commit.
   // adaptive_direct() (adaptive, and direct now: mostly accepted, so no
   // extra copy) is asked only on the reject and lost paths; the first copy
   // reads it there from options_, fixed at construction. Such emits are not
@@ -387,6 +387,6 @@ inline EmitResult Instance::emit_raw(std::span<const std::byte> record, uint32_t
   return emit_raw(*d, record, cpu, hooks);
 }
 
-// ── EventDecl emission (core/event_decl.h) ─────────────────────────────────────
+// ── EventDecl emission (core/instance/event_decl.h) ─────────────────────────────────────
 
 }  // namespace tracepipe

@@ -40,7 +40,7 @@
 // derived from the load, so one emit's section is not a chain of store-to-
 // load forwards through the one before. In a loop of staged discards the
 // two-word scope it replaced cost 0.9 ns of 3.7 (a build without it); this
-// one brought the whole emit to 0.83x (A/B in docs/core.md).
+// one brought the whole emit to 0.83x of that build.
 //
 // Without membarrier (very old kernels or a seccomp filter), synchronize()
 // forces the barrier with an mprotect() TLB shootdown, which interrupts every

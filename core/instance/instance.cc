@@ -1,5 +1,5 @@
 // Instance: construction and the control plane (enable, filters, config).
-// The write path is inline in core/fast_path.h.
+// The write path is inline in core/instance/fast_path.h.
 #include "tracepipe/core/instance/instance.h"
 
 #include <algorithm>
@@ -237,7 +237,7 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
 // A reject of an adaptive event gone direct (fast_path.h, after its discard).
 // The thread's average moves only here: the accepts since its word was set
 // (this thread's kept_direct count minus the word's mark) are caught up
-// first, in one table load and multiply (core/adaptive_average.h), then the
+// first, in one table load and multiply (core/instance/adaptive_average.h), then the
 // reject's step, so an accepted direct emit pays nothing for the policy.
 // Only this thread writes the word, but a signal handler's emit of the same
 // event may run anywhere in here: the word is

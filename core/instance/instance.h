@@ -24,7 +24,7 @@
 //
 // Mirrors kernel/trace/trace.c: trace_event_buffer_lock_reserve and
 // __buffer_unlock_commit / __trace_event_discard_commit (commit 0fc1b09ff1ff,
-// "tracing: Use temp buffer when filtering events"). User guide: docs/core.md
+// "tracing: Use temp buffer when filtering events"). User guide: docs/instance.md
 // ("Staging policies", "Writers", "Ordering").
 //
 // ══ Invariants ═══════════════════════════════════════════════════════════════
@@ -47,12 +47,12 @@
 //     the threads up exactly.
 //  F5 Filters are swapped atomically: a writer loads the program pointer once
 //     per emit and runs that program; the old program is freed only after a
-//     grace period (synchronize(), core/grace_period.h), so no writer ever
+//     grace period (synchronize(), core/instance/grace_period.h), so no writer ever
 //     runs a freed or half-built program. A filter that fails to compile
 //     leaves the previous one in force.
 //  F6 No allocation, lock or system call on the path once the thread is
 //     registered (thread_context(): the first emit of a thread registers it,
-//     or call prepare_thread() first). tests/core/noalloc_test.cc proves it
+//     or call prepare_thread() first). tests/core/instance/noalloc_test.cc proves it
 //     under a seccomp filter that kills on any system call, with malloc and
 //     pthread_mutex_lock counted.
 //
@@ -197,7 +197,7 @@ struct alignas(64) EventState {
   static constexpr uint32_t kSoftDisabled = 1u << 1;
   static constexpr uint32_t kFiltered = 1u << 2;
   /// The event stages in the thread's slot now, so that the emit picks its
-  /// per-thread lane with one test of this word (core/fast_path.h). Set
+  /// per-thread lane with one test of this word (core/instance/fast_path.h). Set
   /// once when the state is made for Staging::per_thread; for adaptive it is
   /// the event's current choice, which writers flip (adaptive_* below).
   static constexpr uint32_t kThreadStaging = 1u << 3;
@@ -214,7 +214,7 @@ struct alignas(64) EventState {
   static constexpr uint32_t kGenShift = 8;
 
   std::atomic<uint32_t> flags{0};
-  uint32_t counters = 0;  ///< counter group (core/thread_context.h)
+  uint32_t counters = 0;  ///< counter group (core/instance/thread_context.h)
   /// Never null: detail::accept_all_program() when there is no filter. The
   /// write path loads it only under kFiltered, but a writer that saw the
   /// flag just before a clear loads it after; with no null to test, its
@@ -240,7 +240,7 @@ inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged 
                           rejected_direct = 4, soft = 5, nested = 6,
                           adaptive_score = 7,  ///< per thread, not a count: while direct, the acceptance
                                                ///< average, the kept_direct mark and the period, one
-                                               ///< word (detail::AdaptiveScore, core/adaptive_average.h)
+                                               ///< word (detail::AdaptiveScore, core/instance/adaptive_average.h)
     lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
                           adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
                           adaptive_rejected_mark = 14;  ///< rejected_staged then
@@ -317,7 +317,7 @@ class Instance {
   SystemFilterResult set_system_filter(std::string_view system, std::string_view expr);
 
   /// Applies a config section's [systems.*] then [events.*] (see
-  /// core/config.h). Throws ConfigError naming the file, line and key.
+  /// core/config/config.h). Throws ConfigError naming the file, line and key.
   void apply(const InstanceConfig& config);
 
   // ── Write path (any thread, lock-free; see the top of this file) ────────────

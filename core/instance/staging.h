@@ -11,7 +11,7 @@
 //          <------------------------- 4096 bytes ---------------------->
 //   A record is staged when size <= kMaxStagedRecord (4088); larger records
 //   go direct (the kernel's two bugs were at exactly this boundary;
-//   tests/core/fast_path_test.cc pins both sides of it).
+//   tests/core/instance/fast_path_test.cc pins both sides of it).
 //
 // Invariants (buffers/temp_buffer.h has the details)
 //  S1 Non-recursive: a slot is claimed by at most one emit at a time; a

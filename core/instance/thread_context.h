@@ -41,7 +41,7 @@
 //     unlinks the context under the mutex, so sums never lose counts.
 //
 // Thread-safety: thread_context() is for the calling thread only. Counter
-// reads (counter_sum) and synchronize() (core/grace_period.h) may run on any
+// reads (counter_sum) and synchronize() (core/instance/grace_period.h) may run on any
 // thread. Nothing here is async-signal-safe except the inline accessors on an
 // already registered thread.
 #include <array>
@@ -83,7 +83,7 @@ struct ThreadContext {
   char comm[16] = {};     ///< PR_GET_NAME at registration, NUL-terminated
   uint8_t comm_len = 0;
   /// The read-side section and the nesting depth in one word (see
-  /// core/grace_period.h): 0 outside any emit; inside, bits 16..63 hold the
+  /// core/instance/grace_period.h): 0 outside any emit; inside, bits 16..63 hold the
   /// epoch the outermost emit began in and bits 0..15 the number of emits in
   /// flight on this thread. An emit that finds it non-zero interrupted
   /// another one: it runs in a signal handler. Read by synchronize().
@@ -185,7 +185,7 @@ void free_counter_group(uint32_t group);
 /// This thread's slice of `group` (< kMaxGroups, as allocate_counter_group()
 /// returns): an address in the thread's window, no test. An indexed load
 /// instead of the block table it replaced (pointer, null test, block, group:
-/// six instructions and a branch on every emit; A/B in docs/core.md).
+/// six instructions and a branch on every emit).
 [[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx, uint32_t group) noexcept {
   return ctx.groups[group];
 }

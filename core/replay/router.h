@@ -21,7 +21,7 @@
 // several threads at once for different CPUs, each with its own counters.
 // feed() allocates nothing, takes no lock and makes no system call (beyond
 // what emit_raw does, i.e. none once the thread is registered):
-// tests/replay/replay_noalloc_test.cc counts it.
+// tests/core/replay/replay_noalloc_test.cc counts it.
 #include <cstdint>
 #include <span>
 #include <string>

@@ -1,6 +1,6 @@
 // Sideband: live task_comm / task_exit records, renames through the API, and
 // on-demand state synthesis. The picture and the invariants (S1..S4) are at
-// the top of core/sideband.h; the labels below name the steps.
+// the top of core/sideband/sideband.h; the labels below name the steps.
 #include "tracepipe/core/sideband/sideband.h"
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// Sideband event schemas (see core/sideband_events.h).
+// Sideband event schemas (see core/sideband/sideband_events.h).
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_hooks.h"
 

@@ -26,7 +26,7 @@
 // them against synth_done.records).
 //
 // Record layouts (bytes from the start of the record; 8-byte common header
-// first; pinned by tests/sideband/sideband_events_test.cc):
+// first; pinned by tests/core/sideband/sideband_events_test.cc):
 //
 //   task_comm     pid@8 s32, tid@12 s32, comm@16 char[16], oldcomm@32 char[16],
 //                 reason@48 u8                                      fixed 52
@@ -42,7 +42,7 @@
 //                 records@24 u64                                    fixed 32
 //
 // Thread-safety: the descriptors are registered once (static initialisation
-// of any program that links core/sideband.cc) and immutable afterwards.
+// of any program that links core/sideband/sideband.cc) and immutable afterwards.
 #include <array>
 #include <cstdint>
 #include <span>

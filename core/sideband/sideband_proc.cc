@@ -1,4 +1,4 @@
-// Readers of /proc for state synthesis (see core/sideband_proc.h).
+// Readers of /proc for state synthesis (see core/sideband/sideband_proc.h).
 #include "tracepipe/core/sideband/sideband_proc.h"
 
 #include <dirent.h>

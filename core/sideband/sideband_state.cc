@@ -1,4 +1,4 @@
-// Replaying sideband records (see core/sideband_state.h).
+// Replaying sideband records (see core/sideband/sideband_state.h).
 #include "tracepipe/core/sideband/sideband_state.h"
 
 #include <algorithm>

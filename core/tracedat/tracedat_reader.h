@@ -14,7 +14,7 @@
 // are unchanged.
 // Compressed sections are decompressed at open into buffers the reader
 // owns, and so is each CPU's chunked trace data: a compressed file costs
-// its uncompressed size in memory (core/tracedat_decompress.h caps it).
+// its uncompressed size in memory (core/tracedat/tracedat_decompress.h caps it).
 // Other algorithms and big-endian files are rejected with a TraceDatError.
 // See docs/tracedat.md.
 //
@@ -204,7 +204,7 @@ class MergedRecordCursor {
 class TraceDatReader {
  public:
   /// Maps and parses `path` (MappedFile::open). Throws InputFileError
-  /// (core/input_file.h) if it cannot be opened or mapped or is no regular
+  /// (core/files/input_file.h) if it cannot be opened or mapped or is no regular
   /// file - a FIFO is refused without blocking -, TraceDatError (section +
   /// offset) if it is malformed/unsupported. Its errors, and those of its
   /// cursors, name `path`.

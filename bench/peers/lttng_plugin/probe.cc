@@ -15,7 +15,7 @@ extern "C" {
 }
 
 // Kept out of line and identical in shape to tracepipe's loop
-// (tools/peers/tracepipe_side.cc): one call site, fields from `ev`, prev_pid
+// (bench/peers/tracepipe_side.cc): one call site, fields from `ev`, prev_pid
 // from the iteration number.
 [[gnu::visibility("default"), gnu::noinline]] void tp_peer_lttng_emit_loop(const struct tp_peer_event* ev,
                                                                            uint64_t n) {

@@ -79,14 +79,14 @@ TEST_CASE("tsc_clock: FunctionClock with a scale reads the TSC inline, without i
 }
 
 namespace {
-// The conversion exactly as core/trace_clock.cc had it before 0ec8610
-// (mult zero-extended to 128 bits, a variable shift): an independent reference.
+// The conversion written the plain way (mult zero-extended to 128 bits, a
+// variable shift), as the trace clock once computed it: an independent reference.
 uint64_t old_tsc_to_ns(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint32_t shift, uint64_t tsc) {
   const auto delta = static_cast<__int128>(static_cast<int64_t>(tsc - base_tsc));
   const auto scaled = static_cast<int64_t>((delta * static_cast<__int128>(mult)) >> shift);
   return base_ns + static_cast<uint64_t>(scaled);
 }
-// core/trace_clock.cc: calibrate()
+// core/clock/trace_clock.cc: calibrate()
 uint64_t mult_for(uint64_t hz) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << TscScale::kShift) / hz);
 }

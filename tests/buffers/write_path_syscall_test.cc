@@ -8,7 +8,7 @@
 // The filter applies to the jailed thread only (no SECCOMP_FILTER_FLAG_TSYNC).
 // The buffers' clock is a counter here: the clock is the caller's choice, and
 // CLOCK_MONOTONIC through the vDSO may fall back to a system call on some
-// clock sources (tests/core/noalloc_test.cc covers the default clock).
+// clock sources (tests/core/instance/noalloc_test.cc covers the default clock).
 #include <catch2/catch.hpp>
 #include <linux/audit.h>
 #include <linux/filter.h>

@@ -1,9 +1,9 @@
 #pragma once
 // Adaptive staging's moving average, written again for the tests' models
-// (tests/core/adaptive_model.h, tests/breakit/staging_core_test.cc) without
-// the library's code, so that a mistake in core/adaptive_average.h's
+// (tests/core/instance/adaptive_model.h, tests/core/instance/staging_core_test.cc)
+// without the library's code, so that a mistake in core/instance/adaptive_average.h's
 // arithmetic makes the instance and a model disagree. The rule
-// (docs/core.md, "Adaptive staging"): s in 1/65536; a reject steps s 1/32
+// (docs/instance.md, "Adaptive staging"): s in 1/65536; a reject steps s 1/32
 // of the way to 0, rounded down; a run of k accepts caught up at the next
 // reject leaves the distance 65536 - s times (31/32)^k, the factor rounded
 // to nearest in 1/2^31 and the product rounded down.

@@ -2,7 +2,7 @@
 // Deterministic interleaving at instruction granularity: runs a function with
 // the x86 trap flag set, so the CPU raises SIGTRAP after every instruction
 // and a test's callback runs, as a signal handler, between every two
-// instructions of it (tests/core/counter_signal_test.cc,
+// instructions of it (tests/core/instance/counter_signal_test.cc,
 // tests/filters/regex_signal_test.cc). x86-64 only; not under sanitizers,
 // whose runtimes would be stepped too. Not for code inside an rseq critical
 // section: every trap restarts the section (buffers/rseq.h).

@@ -1,6 +1,6 @@
 #pragma once
 // A seccomp filter for the tests that prove the write path makes no system
-// call (tests/buffers/write_path_syscall_test.cc, tests/core/noalloc_test.cc):
+// call (tests/buffers/write_path_syscall_test.cc, tests/core/instance/noalloc_test.cc):
 // after enter_syscall_jail(), any system call of the calling thread other
 // than read, write, exit, exit_group and rt_sigreturn kills the process.
 // Run the jailed code in a forked child and check how it ended.

@@ -1,4 +1,4 @@
-// tools/bench/case_filters: default filters and the --filters TOML file.
+// bench/engine/case_filters: default filters and the --filters TOML file.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

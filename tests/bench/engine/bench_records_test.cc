@@ -1,4 +1,4 @@
-// tools/bench/records: the bench emits the kernel's exact schemas.
+// bench/engine/records: the bench emits the kernel's exact schemas.
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <string>

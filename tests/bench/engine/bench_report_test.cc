@@ -1,4 +1,4 @@
-// tools/bench/report: derived numbers, warnings, and the JSON contract.
+// bench/engine/report: derived numbers, warnings, and the JSON contract.
 #include <catch2/catch.hpp>
 
 #include "mini_json.h"

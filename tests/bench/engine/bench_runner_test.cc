@@ -1,4 +1,4 @@
-// tools/bench/runner: the case matrix, option checks, and one tiny run
+// bench/engine/runner: the case matrix, option checks, and one tiny run
 // through tracepipe core in process (every staging mode, per_thread too).
 #include <catch2/catch.hpp>
 #include <csignal>

@@ -1,4 +1,4 @@
-// tools/bench/stats: the numbers every table row is made of.
+// bench/engine/stats: the numbers every table row is made of.
 #include <catch2/catch.hpp>
 #include <vector>
 

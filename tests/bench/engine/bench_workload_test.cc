@@ -1,4 +1,4 @@
-// tools/bench/workload: the in-process hackbench emits exactly the events it
+// bench/engine/workload: the in-process hackbench emits exactly the events it
 // promises, with real content, from the CPUs it pins to.
 #include <sched.h>
 

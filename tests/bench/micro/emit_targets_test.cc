@@ -1,4 +1,4 @@
-// The microbench's judge of issue 5's targets (bench/emit_targets.h): which
+// The microbench's judge of the emit targets (bench/micro/emit_targets.h): which
 // cases each target reads, its bound, and that a target whose cases did not
 // run is left out.
 #include <catch2/catch.hpp>

@@ -1,10 +1,10 @@
 // Adaptive staging's moving average while an event goes direct: updated at
 // rejects only, with the accepts since the thread's previous reject caught
-// up from its kept_direct count (core/adaptive_average.h,
+// up from its kept_direct count (core/instance/adaptive_average.h,
 // Instance::adaptive_direct_rejected). Checked against the rule written out
-// per emit (docs/core.md, "Adaptive staging"): the catch-up is the exact
+// per emit (docs/instance.md, "Adaptive staging"): the catch-up is the exact
 // decay rounded once, and a whole instance takes, emit by emit, the path a
-// model that counts each emit predicts (tests/core/adaptive_model.h).
+// model that counts each emit predicts (tests/core/instance/adaptive_model.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// Staging::adaptive written out per emit, as docs/core.md states it: the
+// Staging::adaptive written out per emit, as docs/instance.md states it: the
 // staged window check at every 32nd accept, and while direct the thread's
 // average, which each reject moves: first the accepts since the thread's
 // previous reject (or since its score was set) decay its distance to 65536

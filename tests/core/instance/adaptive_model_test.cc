@@ -3,7 +3,7 @@
 // toggles, records too big to stage, and thread exits (a new thread starts
 // on a zeroed context), at thresholds 0 to 0.999. Each emit's path (staged
 // or direct) and result is checked against a model of the rule written out
-// per emit (tests/core/adaptive_model.h: each thread counts its accepts and
+// per emit (tests/core/instance/adaptive_model.h: each thread counts its accepts and
 // moves its average at its rejects) with shared flags and period and
 // per-thread scores: the instance, which derives each thread's run from its
 // counters and a mark, must flip at the same emits.

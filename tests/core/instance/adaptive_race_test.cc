@@ -1,5 +1,5 @@
-// Adversarial tests of adaptive staging's per-event choice (core/instance.h,
-// "Staging policies"; core/fast_path.h, core/instance.cc adaptive_*): writers
+// Adversarial tests of adaptive staging's per-event choice (core/instance/instance.h,
+// "Staging policies"; core/instance/fast_path.h, instance.cc adaptive_*): writers
 // with different acceptance rates flip the event's kThreadStaging bit while a
 // control thread changes its filter, soft-disable (API and config) and
 // enable; a signal handler emits the same event during the flips. What must

@@ -1,7 +1,7 @@
-// Every emit counted once, on every staging mode, after a1d0a29 (a full ring
-// sends an adaptive event back to staging), 34bec1d (kCpuStaging: the
-// direct path by one flag test) and the adaptive average's move to rejects
-// only (its values: tests/core/adaptive_average_test.cc):
+// Every emit counted once, on every staging mode, including the paths where
+// a full ring sends an adaptive event back to staging, where kCpuStaging
+// picks the direct path by one flag test, and where the adaptive average
+// moves at rejects only (its values: tests/core/instance/adaptive_average_test.cc):
 // EventStats::emitted() equals the number of emits that were not
 // `disabled`, kept/discarded/lost equal the emits' own results, and the
 // ring's accounting (CpuStats::accounted summed) equals ring_attempts().
@@ -177,7 +177,7 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
 
 // Adaptive, drop-newest, small ring: writers with different acceptance rates
 // fill it while a consumer drains it, so the event flips between staging and
-// direct on full-ring losses (a1d0a29) and on its averages.
+// direct on full-ring losses and on its averages.
 TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently", "[core][accounting][concurrency]") {
   const int kWriters = 4;
   const auto kRun = std::chrono::milliseconds(150);
@@ -373,7 +373,8 @@ void go_direct(Instance& inst) {
 }
 }  // namespace
 
-// a1d0a29 with a paused ring (drop-newest and overwrite): the refused direct
+// A full ring sends the event back to staging, here a paused ring (drop-newest and
+// overwrite): the refused direct
 // emit is lost and the event stages; its rejects are then discarded in the
 // slot (never reach the ring); accepts while paused are lost staged; after
 // resume, 32 kept staged accepts send it direct again.

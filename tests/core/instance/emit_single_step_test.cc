@@ -8,7 +8,7 @@
 // Deterministic, no timing: single_stepped() (the x86 trap flag) calls the
 // handler after each instruction of the outer emit, WriterScope's
 // constructor and destructor, the per-thread lane's claim and release and
-// the filter included (core/fast_path.h, core/grace_period.h). The rings
+// the filter included (core/instance/fast_path.h, core/instance/grace_period.h). The rings
 // are any_cpu (cpus = 1): a trap inside an rseq section restarts it, so a
 // cpu_local reserve would never finish. The handler emits into a second
 // instance: a nested writer on the outer's ring at every instruction would

@@ -386,7 +386,7 @@ TEST_CASE("fast path: adaptive threads that disagree flip the event's choice, co
 // The rate check comes at every 32nd accept of a thread's lifetime, but the
 // window it judges restarts when staging comes back: it must hold at least
 // 32 accepts, or one accept right after a flip back would send the event
-// direct again (a fresh user's reproduction: thread B at ~23% kept).
+// direct again (seen with thread B at ~23% kept).
 TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes back", "[core][fastpath][adaptive]") {
   Instance inst(small_options(Staging::adaptive));
   inst.enable(Sample::desc());

@@ -1,5 +1,5 @@
 // An application's debug build: inline functions that emit, in two
-// translation units, both compiled at -O0 (tests/core/CMakeLists.txt), so
+// translation units, both compiled at -O0 (tests/core/instance/CMakeLists.txt), so
 // each unit has its own COMDAT copy and the linker discards one. That this
 // executable links at all is half the test (the rseq sections of a
 // discarded copy used to point into it); the other half is that both

@@ -9,7 +9,7 @@
 // (cpu_local) when the process has rseq, with the locked exchange otherwise
 // (ThreadSanitizer builds); a hidden test re-run in a child with
 // GLIBC_TUNABLES=glibc.pthread.rseq=0 checks the fallback explicitly.
-// Also checks d0a4125: adaptive staging's score and the derived
+// Also checks adaptive staging's score and the derived
 // adaptive_direct against an exact simulation of the score.
 // Label "concurrency".
 #include <catch2/catch.hpp>

@@ -30,7 +30,7 @@ using Nested = tracepipe::EventDecl<"tpnest", "inner", tracepipe::Int<"seq", uin
 /// under the sanitizers); the path the emit takes is the same. Inline, so
 /// an executable of several test files holds COMDAT copies the linker
 /// discards but one of (buffers/rseq.h keeps each rseq section in its
-/// function's group; tests/core/link_comdat_test.cc).
+/// function's group; tests/core/instance/link_comdat_test.cc).
 [[gnu::noinline, maybe_unused]] inline tracepipe::EmitResult emit_sample(tracepipe::Instance& inst, uint32_t value, uint32_t seq,
                                                     std::string_view pad) noexcept {
   return Sample::emit(inst, value, seq, pad);

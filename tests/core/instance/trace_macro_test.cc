@@ -1,7 +1,7 @@
 // TRACEPIPE_TRACE and EventDecl::enabled(): the disabled check evaluates no
 // argument, the enabled path records into every listening instance once per
 // call, and a declaration that shares another's descriptor ((D2) in
-// core/event_decl.h) still records.
+// core/instance/event_decl.h) still records.
 #include <catch2/catch.hpp>
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // unfiltered commits, the replay-side filter with COMM from a record field
 // and from saved_cmdlines, skipped and unknown events, with timing on and
 // the ring recycling sub-buffers. malloc & co and pthread_mutex_lock are
-// interposed in this executable and counted (as tests/core/noalloc_test.cc).
+// interposed in this executable and counted (as tests/core/instance/noalloc_test.cc).
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 #include <pthread.h>

@@ -122,7 +122,7 @@ TEST_CASE("sideband live: the core hooks write first_write and task_exit", "[sid
   std::atomic<int32_t> tid{0};
   std::thread t([&] {
     pthread_setname_np(pthread_self(), "sb-hooked");
-    // What core/thread_context.cc does (H1, H2), called explicitly here so
+    // What core/instance/thread_context.cc does (H1, H2), called explicitly here so
     // this test checks the sideband side whether or not core is wired.
     ThreadContext* ctx = thread_context();
     tid = ctx->tid;

@@ -4,7 +4,7 @@
 // not parse: add_format_dir and TraceDatReader skip it and say so instead of
 // refusing the whole directory or file.
 //
-// tests/tracedat/data/*.format are verbatim copies of
+// tests/core/tracedat/data/*.format are verbatim copies of
 // /sys/kernel/tracing/events/ext4/<event>/format from a 6.18 kernel.
 #include <catch2/catch.hpp>
 

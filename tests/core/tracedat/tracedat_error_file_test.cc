@@ -1,4 +1,4 @@
-// TraceDatError names the file (e088cac): a reader made from bytes with a
+// TraceDatError names the file: a reader made from bytes with a
 // custom or empty name, one opened from a path, cursors made before and
 // after the reader is moved (move-construct and move-assign), and errors of
 // compressed (v7, zstd) files thrown by the parser and by a cursor over

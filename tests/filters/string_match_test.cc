@@ -174,7 +174,7 @@ TEST_CASE("string match: every operator on every string kind reads only the fiel
 }
 
 TEST_CASE("string match: a glob on a __data_loc string stops at the string's length", "[filters][string]") {
-  // The issue's record: dstr says 4 bytes, "abcd", then "XYZ" and a NUL.
+  // The example record: dstr says 4 bytes, "abcd", then "XYZ" and a NUL.
   const auto fields = bounds_fields();
   const Bounded r("XYZ\0"sv);
   CHECK(r.eval("dstr ~ \"a?c[d]\"", fields));

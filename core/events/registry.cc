@@ -139,9 +139,11 @@ const EventDesc& Registry::add_declared(EventFormat format,
   if (format.id == 0) {
     if (auto it = by_name_.find(key_of(format.system, format.name)); it != by_name_.end())
       return insert_locked(std::move(format), EventOrigin::declared);  // same schema -> existing
-    while (next_declared_id_ != 0 && by_id(next_declared_id_) != nullptr) ++next_declared_id_;
-    if (next_declared_id_ == 0)
-      throw RegistryError("event " + format.system + ":" + format.name + ": no free event ID left");
+    while (next_declared_id_ <= kLastDeclaredId && by_id(static_cast<uint16_t>(next_declared_id_)) != nullptr)
+      ++next_declared_id_;
+    if (next_declared_id_ > kLastDeclaredId)
+      throw RegistryError("event " + format.system + ":" + format.name + ": no free event ID left in " +
+                          std::to_string(kFirstDeclaredId) + ".." + std::to_string(kLastDeclaredId));
     format.id = next_declared_id_++;
   }
   return insert_locked(std::move(format), EventOrigin::declared, subscribers_word);

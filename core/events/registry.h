@@ -9,8 +9,12 @@
 //
 // IDs: events loaded from kernel format files keep the kernel's ID, so
 // recorded payloads replay unchanged. Events declared in C++ get IDs from
-// kFirstDeclaredId upward (above every ID this kernel hands out to its
-// static events, so the two never collide in one trace.dat).
+// kFirstDeclaredId (16384) up to kLastDeclaredId (32767): above the IDs a
+// kernel hands out (its static events, then kprobes and other dynamic events
+// counting up from there: a few thousand), so the two do not collide in one
+// trace.dat, and inside the signed 16-bit range every reader handles
+// (KernelShark keeps an event ID in an int16_t: an ID of 32768 or more shows
+// as an unknown event with empty columns).
 //
 // Invariants: an ID and a name map to at most one EventDesc; an EventDesc is
 // never removed or changed while the registry lives. Re-registering an
@@ -56,8 +60,11 @@ class Registry {
  public:
   /// At most this many events per registry (dense indices 0 .. kMaxEvents-1).
   static constexpr uint32_t kMaxEvents = 16384;
-  /// First ID given to C++-declared events.
-  static constexpr uint16_t kFirstDeclaredId = 32768;
+  /// IDs given to C++-declared events: the upper half of the signed 16-bit
+  /// range, as many as a registry holds events.
+  static constexpr uint16_t kFirstDeclaredId = 16384;
+  static constexpr uint16_t kLastDeclaredId = 32767;
+  static_assert(kLastDeclaredId - kFirstDeclaredId + 1 == kMaxEvents);
 
   Registry();
   ~Registry();
@@ -94,7 +101,7 @@ class Registry {
   std::vector<const EventDesc*> add_all(std::span<const EventFormat> formats);
 
   /// Registers a C++-declared schema (core/instance/event_decl.h): assigns the next
-  /// free ID >= kFirstDeclaredId unless format.id is set. Same-name, same-
+  /// free ID in [kFirstDeclaredId, kLastDeclaredId] unless format.id is set. Same-name, same-
   /// schema registration returns the existing descriptor.
   /// `subscribers_word`, if given, becomes the new descriptor's subscriber
   /// word (EventDesc::subscribers_for_fast_path()); it must hold nullptr and

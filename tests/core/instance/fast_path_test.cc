@@ -169,7 +169,7 @@ TEST_CASE("fast path: an event's program is never null, and a writer that saw kF
     inst.enable(Sample::desc());
     // The instance's state of the event, from the event's subscriber list
     // (as EventDecl::trace_slow_path finds it).
-    EventState* st = nullptr;
+    detail::EventState* st = nullptr;
     const detail::Subscribers* subs = Sample::desc().subscribers_for_fast_path().load();
     REQUIRE(subs != nullptr);
     for (uint32_t k = 0; k < subs->count; ++k)
@@ -185,10 +185,10 @@ TEST_CASE("fast path: an event's program is never null, and a writer that saw kF
     CHECK(st->program.load() == accept_all);
     // The race of a clear, made deterministic: a writer that loaded the flags
     // (kFiltered set) before the clear then loads the program after it.
-    st->flags.fetch_or(EventState::kFiltered);
+    st->flags.fetch_or(detail::EventState::kFiltered);
     CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
     CHECK(emit_sample(inst, 3, 0, "") == EmitResult::kept);
-    st->flags.fetch_and(~EventState::kFiltered);
+    st->flags.fetch_and(~detail::EventState::kFiltered);
     CHECK(drain(inst).size() == 2);
   }
 }
@@ -266,7 +266,7 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     Instance inst(small_options(Staging::per_thread));
     inst.enable(Sample::desc());
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
-    auto held = inst.stager_for_testing().thread_slots().try_claim(0, 8);  // force busy
+    auto held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);  // force busy
     REQUIRE(held);
     CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
     CHECK(emit_sample(inst, 2, 2, "") == EmitResult::discarded);
@@ -294,7 +294,7 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     // Hold the slot of the CPU we are pinned to: the emit finds it busy. (A
     // slot is claimed only from its own CPU when the claim is an rseq
     // section, so the test stays on one CPU.)
-    auto& slots = inst.stager_for_testing().cpu_slots();
+    auto& slots = tracepipe::detail::InstanceAccess::stager(inst).cpu_slots();
     tp_test::PinToCpu pin(current_cpu());
     REQUIRE(pin.ok());
     buffers::StagedRecord held = slots.try_claim_local(8);
@@ -338,7 +338,7 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   // A busy slot sends an event direct too, but that is nesting, not the
   // policy's choice: adaptive_direct leaves it out.
   const uint64_t chosen = s.adaptive_direct;
-  buffers::StagedRecord held = inst.stager_for_testing().thread_slots().try_claim(0, 8);
+  buffers::StagedRecord held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
   REQUIRE(held);
   CHECK(emit_sample(inst, 0, 1, "") == EmitResult::discarded);
   buffers::PerThreadTempBuffer::release(held);
@@ -638,6 +638,36 @@ TEST_CASE("events: a declared event prints a kernel format file", "[core][event]
   int16_t level;
   std::memcpy(&level, rec.data() + 8, 2);
   CHECK(level == -2);
+}
+
+TEST_CASE("events: declared IDs stay in 16384..32767, clear of kernel IDs taken in the same registry",
+          "[core][event]") {
+  // Every reader keeps the ID: KernelShark in an int16_t, so 32767 at most.
+  CHECK(Other::desc().id() >= 16384);
+  CHECK(Other::desc().id() <= 32767);
+  Registry reg;
+  EventFormat k = Other::make_format();
+  k.system = "kern";
+  k.id = 16385;  // a kernel format holding an ID of the declared range
+  reg.add(k);
+  auto declared = [&](int i) {
+    EventFormat f = Other::make_format();
+    f.name = "e" + std::to_string(i);
+    f.id = 0;
+    return reg.add_declared(std::move(f)).id();
+  };
+  CHECK(declared(0) == 16384);
+  CHECK(declared(1) == 16386);  // 16385 is taken
+  uint16_t last = 0;
+  for (int i = 2; i < 16383; ++i) last = declared(i);
+  CHECK(last == 32767);
+  CHECK(reg.size() == Registry::kMaxEvents);
+  try {
+    declared(99999);
+    FAIL("an ID past 32767 was handed out");
+  } catch (const RegistryError& e) {
+    CHECK(std::string(e.what()).find("no free event ID left in 16384..32767") != std::string::npos);
+  }
 }
 
 TEST_CASE("events: kernel format files load with their IDs, conflicts are refused", "[core][event]") {

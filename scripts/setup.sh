@@ -9,6 +9,7 @@ PKGS=(
   libtbb-dev libre2-dev libfmt-dev catch2 libbenchmark-dev
   libtomlplusplus-dev libcli11-dev libzstd-dev zlib1g-dev
   trace-cmd clang libclang-rt-14-dev
+  libkshark-dev libjson-c-dev   # KernelShark's library: tests open tracepipe's trace.dat files with it
 )
 # Optional peers for `tracepipe bench --peers`; install failures are not fatal.
 OPTIONAL=(lttng-tools liblttng-ust-dev)

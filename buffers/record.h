@@ -6,8 +6,12 @@
 //
 //   [hdr|payload.. pad][hdr|payload][hdr discarded..][hdr|payload]..[word END] 0 0 0 ..
 //
-//   hdr  = { u32 word; u32 zero; u64 ts }              16 bytes (kHeaderSize)
+//   hdr  = { u32 word; u32 stride; u64 ts }            16 bytes (kHeaderSize)
 //   word = payload_len << 2 | kind                     written LAST, release
+//   stride = bytes the record occupies, stored with ts when it is reserved
+//            (D), before the word: a reservation that is never committed
+//            (its writer died; a crash-recovered flight file, core/recover)
+//            can then be stepped over without being read as a record
 //   kind 0 = not committed (the sub-buffer is zeroed before reuse, so an
 //            unwritten header reads 0); 1 = data; 2 = discarded (padding the
 //            readers skip, length kept); 3 = end of this sub-buffer (only the
@@ -37,8 +41,8 @@ namespace detail {
 
 struct RecordHeader {
   uint32_t word;   // accessed through std::atomic_ref; see kind_*
-  uint32_t zero;   // always 0 (keeps ts 8-aligned)
-  uint64_t ts;     // plain; written before the word is released
+  uint32_t stride;  // stride_for(payload length); plain, written at reserve (D) with ts
+  uint64_t ts;      // plain; written before the word is released
 };
 static_assert(sizeof(RecordHeader) == 16);
 

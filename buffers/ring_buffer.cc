@@ -20,7 +20,7 @@ bool is_pow2(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) : mode_(mode) {
+RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg) {
   using namespace detail;
   if (cfg.cpus == 0 || cfg.cpus > 65536)
     throw ConfigError("ring buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
@@ -33,24 +33,62 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
   if (n + 1 > kMaxPositions)
     throw ConfigError("ring buffer: size_per_cpu / subbuf_size must be < " + std::to_string(kMaxPositions) +
                       " sub-buffers, got " + std::to_string(n));
-  subbuf_size_ = cfg.subbuf_size;
-  nr_pos_ = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
+  RingMemoryLayout l;
+  l.cpus = cfg.cpus;
+  l.nr_subbufs = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
+  l.subbuf_size = cfg.subbuf_size;
+  l.cpu_state_offset = 0;
+  l.cpu_state_size = sizeof(CpuBuffer);
+  l.positions_offset = l.cpu_state_offset + size_t{l.cpus} * sizeof(CpuBuffer);
+  const size_t page_align = 4096;
+  l.pages_offset = (l.positions_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint64_t) + page_align - 1) /
+                   page_align * page_align;
+  l.pages_per_cpu = size_t{l.nr_subbufs} * l.subbuf_size;
+  l.total = l.pages_offset + size_t{l.cpus} * l.pages_per_cpu;
+  return l;
+}
+
+RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) : mode_(mode) {
+  using namespace detail;
+  const RingMemoryLayout layout = ring_memory_layout(cfg);
+  subbuf_size_ = layout.subbuf_size;
+  nr_pos_ = layout.nr_subbufs;
   ncpu_ = cfg.cpus;
   uint32_t shift = 0;
   while ((size_t{1} << shift) < subbuf_size_) ++shift;
 
-  cpus_ = new CpuBuffer[ncpu_];
+  external_memory_ = cfg.memory != nullptr;
+  if (external_memory_) {
+    if (cfg.memory_size < layout.total)
+      throw ConfigError("ring buffer: memory region of " + std::to_string(cfg.memory_size) + " bytes, needs " +
+                        std::to_string(layout.total));
+    if (reinterpret_cast<uintptr_t>(cfg.memory) % 4096 != 0)
+      throw ConfigError("ring buffer: memory region not 4096-aligned");
+    cpus_ = reinterpret_cast<CpuBuffer*>(cfg.memory + layout.cpu_state_offset);
+    for (uint32_t c = 0; c < ncpu_; ++c) new (&cpus_[c]) CpuBuffer();
+  } else {
+    cpus_ = new CpuBuffer[ncpu_];
+  }
   const size_t align = subbuf_size_ < 4096 ? 64 : 4096;
-  const size_t bytes = static_cast<size_t>(nr_pos_) * subbuf_size_;
+  const size_t bytes = layout.pages_per_cpu;
   for (uint32_t c = 0; c < ncpu_; ++c) {
     CpuBuffer& cb = cpus_[c];
-    void* mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-    auto* positions = new (std::nothrow) std::atomic<uint64_t>[nr_pos_];
-    if (mem == nullptr || positions == nullptr) {
-      std::free(mem);
-      delete[] positions;
-      release();
-      throw std::bad_alloc();
+    void* mem;
+    std::atomic<uint64_t>* positions;
+    if (external_memory_) {
+      mem = cfg.memory + layout.pages_offset + c * layout.pages_per_cpu;
+      positions = reinterpret_cast<std::atomic<uint64_t>*>(cfg.memory + layout.positions_offset +
+                                                           size_t{c} * nr_pos_ * sizeof(uint64_t));
+      for (uint32_t i = 0; i < nr_pos_; ++i) new (&positions[i]) std::atomic<uint64_t>(0);
+    } else {
+      mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+      positions = new (std::nothrow) std::atomic<uint64_t>[nr_pos_];
+      if (mem == nullptr || positions == nullptr) {
+        std::free(mem);
+        delete[] positions;
+        release();
+        throw std::bad_alloc();
+      }
     }
     std::memset(mem, 0, bytes);  // I1, and no page fault on the write path later
     cb.pages = static_cast<std::byte*>(mem);
@@ -70,6 +108,10 @@ RingBufferBase::~RingBufferBase() { release(); }
 
 void RingBufferBase::release() noexcept {
   if (cpus_ == nullptr) return;
+  if (external_memory_) {  // the caller's region: nothing to free
+    cpus_ = nullptr;
+    return;
+  }
   for (uint32_t c = 0; c < ncpu_; ++c) {
     std::free(cpus_[c].pages);
     delete[] cpus_[c].positions;

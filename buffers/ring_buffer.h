@@ -98,7 +98,11 @@
 //      migrated or signalled inside it (then it starts over on its CPU). All
 //      writers of one CPU buffer are serialised either way, so every "CAS16"
 //      below means "this compare-and-store" for cpu_local buffers.
-//  (D) write ts into the record header; hand out the Reservation.
+//  (D) write stride and ts into the record header; hand out the Reservation.
+//      (The stride lets crash recovery step over a reservation whose writer
+//      died before (E): core/recover/recover.h. A plain store to the line
+//      (C) already owns.)
+
 //  commit: (E) release-store the header word (kind data, length).
 //
 //  A nested writer (a signal handler on this thread) or another thread on the
@@ -206,7 +210,35 @@ struct RingBufferConfig {
   size_t size_per_cpu = 1408 * 1024;   ///< bytes of data per CPU; rounded up to whole
                                        ///< sub-buffers, at least 2, plus one spare
   size_t subbuf_size = 4096;           ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
+  /// Where the buffers live. nullptr (the default): this process's private
+  /// memory. Otherwise a caller-owned, 4096-aligned region of at least
+  /// ring_memory_layout(*this).total bytes that outlives the ring (a
+  /// MAP_SHARED file mapping: core/flight/flight_file.h); the ring puts its
+  /// CPU states (tail words, loss counters), position words and sub-buffers
+  /// there, at the offsets ring_memory_layout() gives, and does not free it.
+  /// The write path is the same code either way.
+  std::byte* memory = nullptr;
+  size_t memory_size = 0;  ///< bytes at `memory` (checked against the layout)
 };
+
+/// Where a ring buffer keeps its state inside RingBufferConfig::memory, so
+/// that another process can find it (crash recovery, core/recover). Byte
+/// offsets from the start of the region.
+struct RingMemoryLayout {
+  uint32_t cpus = 0;
+  uint32_t nr_subbufs = 0;        ///< positions per CPU, the spare included
+  size_t subbuf_size = 0;
+  size_t cpu_state_offset = 0;    ///< cpus x detail::CpuBuffer (cpu_state_size bytes each)
+  size_t cpu_state_size = 0;
+  size_t positions_offset = 0;    ///< cpus x nr_subbufs position words (u64), CPU-major
+  size_t pages_offset = 0;        ///< CPU c's sub-buffers at pages_offset + c * pages_per_cpu
+  size_t pages_per_cpu = 0;       ///< nr_subbufs * subbuf_size
+  size_t total = 0;               ///< bytes the region needs
+};
+/// The layout for `cfg` (its memory fields ignored). Throws ConfigError for
+/// a bad config, as the constructor does.
+RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg);
+
 
 /// Thrown by the RingBuffer constructor for a bad RingBufferConfig; what() names the field.
 class ConfigError : public std::invalid_argument {
@@ -410,6 +442,7 @@ class RingBufferBase {
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
   std::atomic<uint64_t> pause_fence_fallbacks_{0};
   std::atomic<uint64_t> pause_unfenced_{0};
+  bool external_memory_ = false;  // RingBufferConfig::memory: the caller owns it
   // pause()'s fences: detail::rseq_fence / detail::run_on_cpu, or a Hooks
   // policy's replacements (set by RingBuffer's constructor; tests).
   using FenceFn = bool (*)(RingBufferBase&) noexcept;
@@ -553,7 +586,8 @@ inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_
     const detail::LocalCas r = tail_cas(*cb, pos, last, pos + stride, ts);  // (C)
     if (r == detail::LocalCas::ok) [[likely]] {
       auto* h = reinterpret_cast<detail::RecordHeader*>(cb->page(detail::tail_idx(pos)) + off);
-      h->ts = ts;  // (D)
+      h->stride = static_cast<uint32_t>(stride);  // (D)
+      h->ts = ts;
       hooks_(Step::reserved, cpu);
       return Reservation(h, cb, pos, payload_len);
     }

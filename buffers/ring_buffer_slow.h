@@ -106,7 +106,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
       if (r == LocalCas::ok) {
         auto* h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);
-        h->ts = ts;  // (D)
+        h->stride = static_cast<uint32_t>(stride);  // (D)
+        h->ts = ts;
         hooks_(Step::reserved, cb.cpu);
         return Reservation(h, &cb, pos, len);
       }
@@ -160,7 +161,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       for (uint64_t o = 0; o < n; o += 64) __builtin_prefetch(next + o, 1, 2);
     }
     auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
-    h->ts = ts;  // (D)
+    h->stride = static_cast<uint32_t>(stride);  // (D)
+    h->ts = ts;
     hooks_(Step::reserved, cb.cpu);
     return Reservation(h, &cb, npos, len);
   }

@@ -98,6 +98,16 @@ struct InstanceOptions {
   /// constructor throws std::invalid_argument if cpu_local is asked for but
   /// unavailable or `cpus` != 0.
   WriterMode writers = WriterMode::automatic;
+  /// Crash-safe flight recorder (docs/flight.md): the ring buffers, their
+  /// counters and the event formats live in a file mapping,
+  /// `flight_dir`/<name>-<pid>.tpflight, that outlives the process, so that
+  /// `tracepipe recover` turns what was committed before a crash into a
+  /// trace.dat. The write path is the same code. The file is removed when
+  /// the Instance is destroyed. The constructor throws std::system_error if
+  /// the file cannot be created or its space reserved.
+  bool flight_recorder = false;
+  /// Where the flight file goes (created if missing). Default: tmpfs.
+  std::string flight_dir = "/dev/shm/tracepipe";
 };
 
 }  // namespace tracepipe

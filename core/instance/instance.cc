@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "tracepipe/core/instance/adaptive_average.h"
+#include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/filters/parser.h"
 
 namespace tracepipe {
@@ -104,6 +105,21 @@ Instance::Instance(InstanceOptions options, Registry& registry)
       cpu_local_ = true;
       break;
   }
+  if (options_.flight_recorder) {
+    // The ring lives in a shared file mapping (core/flight): same ring, same
+    // write path, but the records survive the process.
+    flight::FlightFileConfig fc;
+    fc.dir = options_.flight_dir;
+    fc.instance = options_.name;
+    fc.ring = rc;
+    fc.mode = options_.mode;
+    fc.cpu_local = cpu_local_;
+    fc.clock = std::string(trace_clock_name(options_.clock));
+    fc.clock_in_ns = clock_.in_nanoseconds;
+    flight_ = flight::FlightFile::create(fc);
+    rc.memory = flight_->ring_memory();
+    rc.memory_size = flight_->ring_size();
+  }
   using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
   const bool ow = options_.mode == BufferMode::overwrite;
   ring_kind_ = cpu_local_ ? (ow ? RingKind::overwrite_local : RingKind::drop_newest_local)
@@ -120,6 +136,7 @@ Instance::Instance(InstanceOptions options, Registry& registry)
       ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest>>(rc, clk);
   }
   states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
+  if (flight_) flight_->set_live();
 }
 
 buffers::Reservation Instance::reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept {
@@ -323,6 +340,10 @@ void Instance::enable(const EventDesc& event, bool on) {
 
 void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired) {
   EventState& st = state_locked(event);
+  if (on && flight_) {  // what recovery needs to decode the event, before its first record
+    (void)flight_->add_format(event.format());
+    for (const Cmdline& c : tracepipe::cmdlines()) (void)flight_->add_cmdline(c.pid, c.comm);
+  }
   set_flag_locked(st, EventState::kEnabled, on);
   subscribe_locked(st, on, retired);
 }
@@ -568,8 +589,11 @@ std::vector<Cmdline> Instance::cmdlines() const {
   return out;
 }
 
+std::filesystem::path Instance::flight_path() const { return flight_ ? flight_->path() : std::filesystem::path(); }
+
 void Instance::add_cmdline(int32_t pid, std::string_view comm) {
   std::lock_guard lk(mu_);
+  if (flight_) (void)flight_->add_cmdline(pid, comm);
   for (Cmdline& c : extra_cmdlines_)
     if (c.pid == pid) {
       c.comm = std::string(comm);

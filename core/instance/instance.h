@@ -106,6 +106,10 @@
 
 namespace tracepipe {
 
+namespace flight {
+class FlightFile;
+}
+
 namespace detail {
 template <class Fill>
 struct FillWriter;
@@ -399,6 +403,10 @@ class Instance {
   std::vector<Cmdline> cmdlines() const;
   void add_cmdline(int32_t pid, std::string_view comm);
 
+  /// The flight file the ring lives in (InstanceOptions::flight_recorder),
+  /// empty otherwise.
+  std::filesystem::path flight_path() const;
+
   /// The ring buffer (readers in buffers/readers.h take it).
   buffers::RingBufferBase& ring() noexcept { return *ring_; }
   const buffers::RingBufferBase& ring() const noexcept { return *ring_; }
@@ -443,6 +451,9 @@ class Instance {
   enum class RingKind : uint8_t { overwrite_local, drop_newest_local, overwrite_any, drop_newest_any };
   RingKind ring_kind_ = RingKind::drop_newest_any;
   uint64_t adaptive_threshold_;  ///< in 1/65536
+  /// InstanceOptions::flight_recorder: the file the ring lives in (declared
+  /// before ring_: destroyed after it).
+  std::unique_ptr<flight::FlightFile> flight_;
   std::unique_ptr<buffers::RingBufferBase> ring_;
   Stager stager_;  ///< by value: the emit reads its policy without a pointer hop
   std::unique_ptr<std::atomic<EventState*>[]> states_;  ///< Registry::kMaxEvents entries

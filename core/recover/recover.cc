@@ -1,0 +1,465 @@
+// Recovery of flight files: validation of the untrusted file, the per-CPU
+// walk, and the trace.dat. The method is described in recover.h.
+#include "tracepipe/core/recover/recover.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <system_error>
+
+#include "tracepipe/buffers/cpu_buffer.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/core/flight/flight_file.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+
+namespace tracepipe::recover {
+
+RecoverError::RecoverError(std::string part, uint64_t offset, const std::string& why)
+    : std::runtime_error(fmt::format("flight file: {} (at offset {}): {}", part, offset, why)),
+      part_(std::move(part)),
+      offset_(offset) {}
+
+uint64_t RecoveredTrace::records() const noexcept {
+  uint64_t n = 0;
+  for (const auto& c : cpus) n += c.records.size();
+  return n;
+}
+uint64_t RecoveredTrace::uncommitted() const noexcept {
+  uint64_t n = 0;
+  for (const auto& c : cpus) n += c.uncommitted;
+  return n;
+}
+uint64_t RecoveredTrace::cut_short() const noexcept {
+  uint64_t n = 0;
+  for (const auto& c : cpus) n += c.cut_short;
+  return n;
+}
+
+namespace {
+
+using buffers::detail::CpuBuffer;
+namespace bd = buffers::detail;
+
+// Reads of the untrusted file. Every offset is checked by the caller; these
+// check again (cheap) so that no read is ever out of bounds.
+class FileView {
+ public:
+  FileView(std::span<const std::byte> bytes, bool live) : b_(bytes), live_(live) {}
+  uint64_t size() const noexcept { return b_.size(); }
+  bool has(uint64_t off, uint64_t n) const noexcept { return off <= b_.size() && n <= b_.size() - off; }
+  const std::byte* at(uint64_t off) const noexcept { return b_.data() + off; }
+  // Live: the writers may store meanwhile; aligned atomic loads (the mapping
+  // is page-aligned and every offset read this way is 4- or 8-aligned).
+  uint32_t u32(uint64_t off, const char* part) const {
+    need(off, 4, part);
+    if (live_ && off % 4 == 0) return __atomic_load_n(reinterpret_cast<const uint32_t*>(at(off)), __ATOMIC_ACQUIRE);
+    uint32_t v;
+    std::memcpy(&v, at(off), 4);
+    return v;
+  }
+  uint64_t u64(uint64_t off, const char* part) const {
+    need(off, 8, part);
+    if (live_ && off % 8 == 0) return __atomic_load_n(reinterpret_cast<const uint64_t*>(at(off)), __ATOMIC_ACQUIRE);
+    uint64_t v;
+    std::memcpy(&v, at(off), 8);
+    return v;
+  }
+  void need(uint64_t off, uint64_t n, const char* part) const {
+    if (!has(off, n))
+      throw RecoverError(part, off, fmt::format("{} bytes needed, the file has {}", n, b_.size()));
+  }
+  bool live() const noexcept { return live_; }
+
+ private:
+  std::span<const std::byte> b_;
+  bool live_;
+};
+
+std::string cstr(const char* p, size_t cap) { return std::string(p, strnlen(p, cap)); }
+
+#define FIELD_OFF(f) static_cast<uint64_t>(offsetof(flight::FileHeader, f))
+
+flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
+  using flight::FileHeader;
+  if (v.size() < sizeof(FileHeader))
+    throw RecoverError("header", 0, fmt::format("file of {} bytes is shorter than a flight header ({})", v.size(),
+                                                sizeof(FileHeader)));
+  FileHeader h;
+  std::memcpy(&h, v.at(0), sizeof h);
+  if (std::memcmp(h.magic, flight::kMagic, sizeof h.magic) != 0)
+    throw RecoverError("header.magic", 0, "not a tracepipe flight file (magic is not TPFLIGHT)");
+  if (h.endian != flight::kEndianMark)
+    throw RecoverError("header.endian", FIELD_OFF(endian), "written by a host of the other byte order");
+  if (h.version != flight::kVersion)
+    throw RecoverError("header.version", FIELD_OFF(version),
+                       fmt::format("version {}, this tracepipe reads {}", h.version, flight::kVersion));
+  const uint32_t crc = flight::crc32_bytes(&h, offsetof(FileHeader, header_crc));
+  if (crc != h.header_crc)
+    throw RecoverError("header", FIELD_OFF(header_crc),
+                       fmt::format("checksum {:#010x} does not match the header ({:#010x}): damaged", h.header_crc, crc));
+  out.version = h.version;
+  const uint32_t state = v.u32(FIELD_OFF(state), "header.state");
+  if (state > static_cast<uint32_t>(flight::FileState::closed))
+    throw RecoverError("header.state", FIELD_OFF(state), fmt::format("unknown state {}", state));
+  out.state = static_cast<flight::FileState>(state);
+  if (out.state == flight::FileState::creating)
+    throw RecoverError("header.state", FIELD_OFF(state),
+                       "the file was still being created (its process died during Instance construction): no records");
+  if (h.header_bytes != flight::kHeaderBytes)
+    throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes), fmt::format("{} (expected {})", h.header_bytes,
+                                                                                    flight::kHeaderBytes));
+  if (h.file_size != v.size())
+    throw RecoverError("header.file_size", FIELD_OFF(file_size),
+                       fmt::format("the header says {} bytes, the file has {} (truncated or extended)", h.file_size,
+                                   v.size()));
+  // Geometry: exactly what the writer's ring_memory_layout gives for it.
+  if (h.cpus == 0 || h.cpus > 65536)
+    throw RecoverError("header.cpus", FIELD_OFF(cpus), fmt::format("{} CPUs", h.cpus));
+  if (h.nr_subbufs < 3 || h.nr_subbufs > bd::kMaxPositions)
+    throw RecoverError("header.nr_subbufs", FIELD_OFF(nr_subbufs), fmt::format("{} sub-buffers", h.nr_subbufs));
+  if (h.subbuf_size < bd::kMinSubbufSize || h.subbuf_size > bd::kMaxSubbufSize ||
+      (h.subbuf_size & (h.subbuf_size - 1)) != 0)
+    throw RecoverError("header.subbuf_size", FIELD_OFF(subbuf_size), fmt::format("{} bytes", h.subbuf_size));
+  if (h.cpu_state_size != sizeof(CpuBuffer))
+    throw RecoverError("header.cpu_state_size", FIELD_OFF(cpu_state_size),
+                       fmt::format("{} bytes, this tracepipe's CPU state is {}", h.cpu_state_size, sizeof(CpuBuffer)));
+  if (h.ring_mode > flight::kModeDropNewest)
+    throw RecoverError("header.ring_mode", FIELD_OFF(ring_mode), fmt::format("unknown mode {}", h.ring_mode));
+  buffers::RingBufferConfig rc;
+  rc.cpus = h.cpus;
+  rc.subbuf_size = h.subbuf_size;
+  rc.size_per_cpu = (size_t{h.nr_subbufs} - 1) * h.subbuf_size;
+  const buffers::RingMemoryLayout l = buffers::ring_memory_layout(rc);  // valid by the checks above
+  if (l.nr_subbufs != h.nr_subbufs || l.cpu_state_offset != h.cpu_state_offset ||
+      l.positions_offset != h.positions_offset || l.pages_offset != h.pages_offset ||
+      l.pages_per_cpu != h.pages_per_cpu)
+    throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
+                       "offsets differ from the layout of this geometry");
+  if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > v.size() ||
+      !v.has(h.meta_offset, h.meta_capacity))
+    throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset), "metadata log outside the file");
+  if (h.ring_offset % 4096 != 0 || h.ring_offset < h.meta_offset + h.meta_capacity || h.ring_size < l.total ||
+      !v.has(h.ring_offset, h.ring_size))
+    throw RecoverError("header.ring_offset", FIELD_OFF(ring_offset),
+                       fmt::format("ring of {} bytes at {} does not fit the file of {} (needs {})", h.ring_size,
+                                   h.ring_offset, v.size(), l.total));
+  out.pid = h.pid;
+  out.comm = cstr(h.comm, sizeof h.comm);
+  out.instance = cstr(h.instance, sizeof h.instance);
+  out.clock = cstr(h.clock, sizeof h.clock);
+  if (out.clock.empty()) out.clock = "local";
+  out.clock_in_ns = h.clock_in_ns != 0;
+  out.created_realtime_ns = h.created_realtime_ns;
+  out.subbuf_size = static_cast<uint32_t>(h.subbuf_size);
+  out.nr_subbufs = h.nr_subbufs;
+  out.overwrite = h.ring_mode == flight::kModeOverwrite;
+  out.cpu_local = h.cpu_local != 0;
+  return h;
+}
+
+void damage(RecoveredTrace& out, const RecoverOptions& o, std::string part, uint64_t off, const std::string& why) {
+  if (o.strict) throw RecoverError(std::move(part), off, why);
+  out.warnings.push_back(fmt::format("{} (at offset {}): {}", part, off, why));
+}
+
+void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& out, const RecoverOptions& o) {
+  uint64_t used = v.u64(FIELD_OFF(meta_used), "header.meta_used");
+  if (used > h.meta_capacity) {
+    damage(out, o, "header.meta_used", FIELD_OFF(meta_used),
+           fmt::format("{} bytes used of a {}-byte metadata log", used, h.meta_capacity));
+    used = h.meta_capacity;
+  }
+  std::map<uint32_t, size_t> by_id;
+  uint64_t at = 0;
+  while (at < used) {
+    const uint64_t off = h.meta_offset + at;
+    if (used - at < sizeof(flight::MetaEntry)) {
+      damage(out, o, "metadata log", off, "entry head cut off");
+      return;
+    }
+    flight::MetaEntry e;
+    std::memcpy(&e, v.at(off), sizeof e);
+    const uint64_t padded = (uint64_t{e.len} + 7) / 8 * 8;
+    if (padded > used - at - sizeof e) {
+      damage(out, o, "metadata log", off, fmt::format("entry of {} bytes runs past the log's end", e.len));
+      return;
+    }
+    const std::byte* body = v.at(off + sizeof e);
+    uint32_t crc = flight::crc32_bytes(&e.kind, sizeof e.kind);
+    crc = flight::crc32_bytes(&e.len, sizeof e.len, crc);
+    crc = flight::crc32_bytes(body, e.len, crc);
+    at += sizeof e + padded;
+    if (crc != e.crc) {
+      damage(out, o, "metadata log", off, "entry checksum does not match: skipped");
+      continue;
+    }
+    const std::string_view text(reinterpret_cast<const char*>(body), e.len);
+    if (e.kind == static_cast<uint32_t>(flight::MetaKind::format)) {
+      const size_t nul = text.find('\0');
+      if (nul == std::string_view::npos) {
+        damage(out, o, "metadata log", off, "format entry without a system name");
+        continue;
+      }
+      try {
+        EventFormat f = parse_event_format(text.substr(nul + 1), text.substr(0, nul));
+        if (auto it = by_id.find(f.id); it != by_id.end())
+          out.formats[it->second] = std::move(f);
+        else {
+          by_id.emplace(f.id, out.formats.size());
+          out.formats.push_back(std::move(f));
+        }
+      } catch (const std::exception& ex) {
+        damage(out, o, "metadata log", off, fmt::format("event format does not parse: {}", ex.what()));
+      }
+    } else if (e.kind == static_cast<uint32_t>(flight::MetaKind::cmdline)) {
+      if (e.len < 4) {
+        damage(out, o, "metadata log", off, "cmdline entry shorter than a pid");
+        continue;
+      }
+      int32_t pid;
+      std::memcpy(&pid, body, 4);
+      out.cmdlines.emplace_back(pid, std::string(text.substr(4, 16)));
+    } else {
+      damage(out, o, "metadata log", off, fmt::format("unknown entry kind {}", e.kind));
+    }
+  }
+}
+
+struct Subbuf {
+  uint64_t age;  // sub-buffers behind the tail's (0: the tail's own)
+  uint64_t idx;
+  uint64_t word;
+};
+
+void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, RecoveredTrace& out,
+              const RecoverOptions& o) {
+  RecoveredCpu rc;
+  rc.cpu = c;
+  const uint64_t S = h.subbuf_size;
+  const uint64_t P = h.nr_subbufs;
+  const uint64_t cb_off = h.ring_offset + h.cpu_state_offset + uint64_t{c} * sizeof(CpuBuffer);
+  const std::string tail_part = fmt::format("cpu {} tail word", c);
+  v.need(cb_off, sizeof(CpuBuffer), tail_part.c_str());
+  const uint64_t pos = v.u64(cb_off + offsetof(CpuBuffer, tail) + offsetof(bd::TailWord, pos), tail_part.c_str());
+  const auto counter = [&](size_t field) { return v.u64(cb_off + field, "cpu counters"); };
+  rc.counters.overrun = counter(offsetof(CpuBuffer, overrun));
+  rc.counters.commit_overrun = counter(offsetof(CpuBuffer, commit_overrun));
+  rc.counters.lost_full = counter(offsetof(CpuBuffer, lost_full));
+  rc.counters.lost_paused = counter(offsetof(CpuBuffer, lost_paused));
+  rc.counters.lost_too_big = counter(offsetof(CpuBuffer, lost_too_big));
+  rc.counters.lost_busy = counter(offsetof(CpuBuffer, lost_busy));
+  rc.counters.reclaimed = counter(offsetof(CpuBuffer, reclaimed));
+  rc.counters.discarded = counter(offsetof(CpuBuffer, padded)) + rc.counters.reclaimed;
+  rc.counters.read = counter(offsetof(CpuBuffer, read));
+  rc.counters.subbuf_switches = counter(offsetof(CpuBuffer, switches));
+  const uint64_t tail_off = bd::tail_off(pos) & ~bd::kPausedBit;
+  const uint64_t tail_idx = bd::tail_idx(pos);
+  const uint64_t tail_lap = bd::tail_lap(pos);
+  if (tail_idx >= P || tail_off > S)
+    throw RecoverError(tail_part, cb_off, fmt::format("tail at sub-buffer {} offset {} is outside {} x {} bytes",
+                                                      tail_idx, tail_off, P, S));
+  // Sub-buffer sequence numbers are lap * P + idx, modulo 2^20 * P.
+  const uint64_t wrap = (bd::kLapMask + 1) * P;
+  const uint64_t tail_seq = tail_lap * P + tail_idx;
+  const uint64_t pw_base = h.ring_offset + h.positions_offset + uint64_t{c} * P * 8;
+  std::vector<Subbuf> live;
+  for (uint64_t idx = 0; idx < P; ++idx) {
+    const uint64_t w = v.u64(pw_base + idx * 8, "position word");
+    const auto phase = static_cast<uint32_t>(bd::pw_phase(w));
+    if (phase > static_cast<uint32_t>(bd::Phase::preparing)) {
+      damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
+             fmt::format("unknown phase {}", phase));
+      ++rc.damaged;
+      continue;
+    }
+    if (bd::pw_phase(w) != bd::Phase::live) continue;  // FREE: empty; PREPARING: counted as overrun
+    const uint64_t seq = bd::pw_lap(w) * P + idx;
+    const uint64_t age = (tail_seq + wrap - seq) % wrap;
+    if (age >= P) {
+      // The one a switching writer claimed just before it died (or before
+      // its tail CAS): empty; anything else is inconsistent.
+      if (age != wrap - 1)
+        damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
+               fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail", bd::pw_lap(w), age));
+      continue;
+    }
+    live.push_back({age, idx, w});
+  }
+  std::sort(live.begin(), live.end(), [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
+
+  for (const Subbuf& sb : live) {
+    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + sb.idx * S;
+    const uint64_t read_off = bd::pw_read_off(sb.word);
+    const uint64_t limit = sb.age == 0 ? tail_off : S;
+    const size_t first_record = rc.records.size();
+    const size_t first_byte = rc.data.size();
+    if (read_off > S || read_off % bd::kRecordAlign != 0) {
+      damage(out, o, fmt::format("cpu {} position word {}", c, sb.idx), pw_base + sb.idx * 8,
+             fmt::format("read offset {} in a {}-byte sub-buffer", read_off, S));
+      ++rc.damaged;
+      continue;
+    }
+    ++rc.subbufs;
+    uint64_t off = read_off;
+    bool stopped_bad = false;
+    while (off < limit && off + 4 <= S) {
+      const uint32_t word = v.u32(page + off, "record");
+      const uint32_t kind = bd::word_kind(word);
+      if (kind == bd::kKindEnd) break;
+      if (kind == bd::kKindNone) {
+        // Not committed: a reservation whose writer died (or, live, is still
+        // writing) between (C) and (E). Its stride, stored at (D), steps over it.
+        const uint32_t stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
+        if (stride >= bd::kHeaderSize && stride % bd::kRecordAlign == 0 && stride <= limit - off) {
+          ++rc.uncommitted;
+          off += stride;
+          continue;
+        }
+        // No length: the end of what was reserved (a switch whose END word
+        // was never written), or a writer that died between (C) and (D).
+        // Anything non-zero after it is out of reach.
+        const std::byte* p = v.at(page + off);
+        if (std::any_of(p, p + (S - off), [](std::byte b) { return b != std::byte{0}; })) ++rc.cut_short;
+        break;
+      }
+      const uint64_t len = bd::word_len(word);
+      const uint64_t stride = bd::stride_for(len);
+      if (stride > S - off) {
+        damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), page + off,
+               fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S));
+        stopped_bad = true;
+        break;
+      }
+      const uint32_t stash = v.u32(page + off + 4, "record");
+      if (stash != stride) {
+        damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), page + off,
+               fmt::format("record header stride {} does not match its length {}", stash, len));
+        stopped_bad = true;
+        break;
+      }
+      if (kind == bd::kKindData) {
+        const uint64_t ts = v.u64(page + off + 8, "record");
+        RecoveredRecord r{ts, rc.data.size(), static_cast<uint32_t>(len)};
+        const std::byte* p = v.at(page + off + bd::kHeaderSize);
+        rc.data.insert(rc.data.end(), p, p + len);
+        rc.records.push_back(r);
+      }
+      off += stride;
+    }
+    if (stopped_bad) {
+      ++rc.damaged;
+      rc.records.resize(first_record);
+      rc.data.resize(first_byte);
+      continue;
+    }
+    if (v.live()) {
+      // Seqlock check: the copies above came before this load (fence), so
+      // if the word is unchanged nobody began to zero the sub-buffer.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const uint64_t now = v.u64(pw_base + sb.idx * 8, "position word");
+      if (bd::pw_phase(now) != bd::Phase::live || bd::pw_lap(now) != bd::pw_lap(sb.word)) {
+        ++rc.raced;
+        rc.records.resize(first_record);
+        rc.data.resize(first_byte);
+      }
+    }
+  }
+  for (const RecoveredRecord& r : rc.records) {
+    if (rc.counters.entries == 0 || r.ts < rc.counters.oldest_ts) rc.counters.oldest_ts = r.ts;
+    if (r.ts > rc.counters.newest_ts) rc.counters.newest_ts = r.ts;
+    ++rc.counters.entries;
+    rc.counters.bytes += r.size;
+  }
+  out.cpus.push_back(std::move(rc));
+}
+
+}  // namespace
+
+RecoveredTrace recover_bytes(std::span<const std::byte> file, const RecoverOptions& options) {
+  const FileView v(file, options.live);
+  RecoveredTrace out;
+  const flight::FileHeader h = read_header(v, out);
+  read_meta(v, h, out, options);
+  out.cpus.reserve(h.cpus);
+  for (uint32_t c = 0; c < h.cpus; ++c) read_cpu(v, h, c, out, options);
+  return out;
+}
+
+RecoveredTrace recover_file(const std::filesystem::path& path, const RecoverOptions& options) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path.string());
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int e = errno;
+    ::close(fd);
+    throw std::system_error(e != 0 ? e : EINVAL, std::generic_category(), path.string() + " is not a regular file");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    throw RecoverError("header", 0, path.string() + " is empty");
+  }
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) throw std::system_error(e, std::generic_category(), "cannot map " + path.string());
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() { ::munmap(p, n); }
+  } unmap{m, size};
+  // A file truncated after fstat would raise SIGBUS on access; the header's
+  // file_size must match st_size before anything past the header is read,
+  // and flight files are never truncated by their writer.
+  return recover_bytes({static_cast<const std::byte*>(m), size}, options);
+}
+
+std::vector<std::filesystem::path> find_flight_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == flight::kSuffix) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+TraceDatWriter make_writer(const RecoveredTrace& t) {
+  TraceDatWriterConfig cfg;
+  cfg.cpus = static_cast<uint32_t>(t.cpus.size());
+  cfg.page_size = t.subbuf_size > 4096 ? t.subbuf_size : 4096;
+  cfg.clock = t.clock;
+  TraceDatWriter w(cfg);
+  for (const EventFormat& f : t.formats) {
+    try {
+      w.add_format(f);
+    } catch (const std::invalid_argument&) {
+      // a second format with one ID (cannot come from one writer): the first wins
+    }
+  }
+  for (const auto& [pid, comm] : t.cmdlines) w.set_cmdline(pid, comm);
+  for (const RecoveredCpu& c : t.cpus) {
+    if (c.counters.overrun > 0) w.add_lost(c.cpu, c.counters.overrun);
+    for (const RecoveredRecord& r : c.records) {
+      if (r.size < 2 || r.size > w.max_payload()) continue;
+      w.add_record(c.cpu, r.ts, c.payload(r));
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+void write_trace_dat(const RecoveredTrace& trace, const std::filesystem::path& path) { make_writer(trace).write(path); }
+
+std::vector<std::byte> trace_dat_bytes(const RecoveredTrace& trace) { return make_writer(trace).to_bytes(); }
+
+}  // namespace tracepipe::recover

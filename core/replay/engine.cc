@@ -141,7 +141,8 @@ class CpuPipeline {
       if (!r) break;
       if (r->lost_before != 0) [[unlikely]]
         b->lost.emplace_back(static_cast<uint32_t>(b->recs.size()), r->lost_before);
-      b->recs.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled});
+      b->recs.push_back(
+          Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled, seq_++});
       bytes += r->payload.size();
     }
     const uint64_t pages = cursor_.stats().pages;
@@ -162,6 +163,7 @@ class CpuPipeline {
   bool timing_;
   CpuJob& job_;
   CpuRecordCursor cursor_;
+  uint64_t seq_ = 0;  // records read so far from this CPU's stream
   uint64_t pages_seen_ = 0;
 };
 

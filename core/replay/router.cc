@@ -54,6 +54,7 @@ Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<E
   uint32_t max_id = 0;
   for (const EventPlan& p : plan) max_id = std::max<uint32_t>(max_id, p.event->id());
   routes_.assign(max_id + 1, unknown_);
+  bool need_timeline = false;
   for (const EventPlan& p : plan) {
     Route& r = routes_[p.event->id()];
     r.slot = p.event->index();
@@ -79,8 +80,10 @@ Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<E
       r.needs_comm = needs.comm;
       r.comm = comm_source(p.event->format());
       kinds_[p.event->index()] = FilterRoute::replay_side;
+      need_timeline = need_timeline || (needs.comm && r.comm.field_size == 0);
     }
   }
+  if (need_timeline) timeline_ = CommTimeline(reader);
 }
 
 FilterRoute Router::route(const EventDesc& event) const noexcept {
@@ -112,7 +115,7 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
         r.result = inst_.emit_raw_at(rec, cpu, r.ts);
         break;
       case Kind::replay_side:
-        r.result = replay_side(rt, rec, cpu, r.ts);
+        r.result = replay_side(rt, rec, RecordPosition{r.ts, cpu, r.seq});
         break;
       case Kind::skip:
       case Kind::unknown:
@@ -139,19 +142,22 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
 
 // The filter with the recorded context (COMM, printk strings), then an
 // unfiltered commit of the records it keeps.
-EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu,
-                               uint64_t ts) const noexcept {
+EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec,
+                               const RecordPosition& at) const noexcept {
   filters::EvalContext ctx;
-  ctx.cpu = cpu;
+  ctx.cpu = at.cpu;
   ctx.resolve = &resolve_printk;
   ctx.resolve_user = &printk_;
-  if (rt.needs_comm) ctx.comm = comm_of(rt, rec, cpu);
+  if (rt.needs_comm) ctx.comm = comm_of(rt, rec, at);
   if (!rt.prog->match(rec, ctx)) return EmitResult::discarded;
-  return inst_.emit_raw_at(rec, cpu, ts);
+  return inst_.emit_raw_at(rec, at.cpu, at.ts);
 }
 
-// current->comm at the time of the event (filter_pred_comm).
-std::string_view Router::comm_of(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) const noexcept {
+// current->comm at the time of the event (filter_pred_comm): the record's
+// own field where it holds it (sched_switch's prev_comm), else the name the
+// trace gives common_pid at this record (CommTimeline), else saved_cmdlines.
+std::string_view Router::comm_of(const Route& rt, std::span<const std::byte> rec,
+                                 const RecordPosition& at) const noexcept {
   if (rt.comm.field_size != 0) {
     if (rt.comm.field_offset + rt.comm.field_size > rec.size()) return {};
     const char* s = reinterpret_cast<const char*>(rec.data()) + rt.comm.field_offset;
@@ -160,7 +166,8 @@ std::string_view Router::comm_of(const Route& rt, std::span<const std::byte> rec
   if (rec.size() < 8) return {};
   int32_t pid;
   std::memcpy(&pid, rec.data() + 4, sizeof pid);
-  if (pid == 0) return cpu < swapper_.size() ? std::string_view(swapper_[cpu]) : std::string_view("swapper");
+  if (pid == 0) return at.cpu < swapper_.size() ? std::string_view(swapper_[at.cpu]) : std::string_view("swapper");
+  if (const auto name = timeline_.name_at(pid, at)) return *name;
   return reader_.comm(pid).value_or(std::string_view());
 }
 

@@ -30,6 +30,7 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/tracedat/trace_symbols.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/core/replay/comm_timeline.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/replay/symbols.h"
@@ -42,6 +43,7 @@ struct Rec {
   const std::byte* p;  ///< payload in the file mapping (common_type first)
   uint32_t len;        ///< payload bytes
   EmitResult result;   ///< set by Router::feed (disabled = skipped or unknown)
+  uint64_t seq = 0;    ///< index of the record in its CPU's stream (the COMM timeline's position)
 };
 
 /// Counters of one event on one CPU stream (one thread at a time).
@@ -87,8 +89,8 @@ class Router {
   };
   template <bool kTiming>
   void feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) const noexcept;
-  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) const noexcept;
-  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec, uint32_t cpu) const noexcept;
+  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, const RecordPosition& at) const noexcept;
+  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec, const RecordPosition& at) const noexcept;
 
   const TraceDatReader& reader_;
   Instance& inst_;
@@ -98,6 +100,7 @@ class Router {
   std::vector<FilterRoute> kinds_;  // by registry index
   PrintkTable printk_;
   std::vector<std::string> swapper_;  // "swapper/N": the idle task's comm on CPU N
+  CommTimeline timeline_;             // built only if a replay-side filter reads COMM
 };
 
 }  // namespace tracepipe::replay

@@ -518,11 +518,10 @@ class TraceDatParser {
       b.u64();
       if (!b.cstr().empty()) read_v7_buffer(o);
     }
-    if (!r_.top_buffer_) {
-      if (r_.buffers_.empty() && cpucount_ && *cpucount_ != 0)
-        c.fail(0, "version 7 file has no BUFFER option (no trace data of any instance)");
-      r_.cpu_count_ = cpucount_.value_or(0);
-    }
+    // No BUFFER option at all: a trace without records (trace-cmd restore
+    // writes one for a capture that kept nothing; trace-cmd report prints
+    // only "cpus=N").
+    if (!r_.top_buffer_) r_.cpu_count_ = cpucount_.value_or(0);
   }
 
   TraceDatReader& r_;

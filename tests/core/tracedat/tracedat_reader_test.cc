@@ -260,3 +260,19 @@ TEST_CASE("tracedat_reader: a version-7 file (trace-cmd convert of a tracepipe f
   CHECK(n == 24);
   CHECK(lost == 3);
 }
+
+TEST_CASE("tracedat_reader: a version-7 file with no BUFFER option is a trace without records",
+          "[tracedat][reader]") {
+  // What trace-cmd restore + convert wrote for a kernel instance whose filter
+  // kept nothing (tests/core/replay/data); trace-cmd report prints "cpus=2".
+  const auto p = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/replay/data/comm_exec/f01.dat";
+  const TraceDatReader r = TraceDatReader::open(p);
+  CHECK(r.version() == 7);
+  CHECK(r.cpu_count() == 2);
+  CHECK(r.cpu_data().empty());
+  CHECK(drain(r) == 0);
+  CHECK(r.formats().size() > 10);  // the recorded events' and ftrace's formats
+  bool rename = false;
+  for (const EventFormat& f : r.formats()) rename = rename || f.name == "task_rename";
+  CHECK(rename);
+}

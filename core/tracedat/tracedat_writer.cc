@@ -110,6 +110,18 @@ std::vector<std::byte> TraceDatWriter::tail_page(const CpuStream& s) const {
 }
 
 std::vector<std::byte> TraceDatWriter::headers(const std::vector<uint64_t>& cpu_sizes) const {
+  std::vector<CpuExtent> ext(config_.cpus);
+  for (uint32_t i = 0; i < config_.cpus; ++i) ext[i].size = cpu_sizes[i];
+  std::vector<std::byte> h = header_bytes(ext);  // sizes only: the offsets are patched below
+  uint64_t at = h.size();
+  for (uint32_t i = 0; i < config_.cpus; ++i) {
+    ext[i].offset = at;
+    at += cpu_sizes[i];
+  }
+  return header_bytes(ext);
+}
+
+std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset) const {
   Out o;
   // File header. Mirrors trace-cmd lib/trace-cmd/trace-output.c: init_file_state / tracecmd_output_write_headers.
   o.str(std::string_view("\x17\x08\x44tracing", 10));
@@ -173,22 +185,16 @@ std::vector<std::byte> TraceDatWriter::headers(const std::vector<uint64_t>& cpu_
   o.cstr(clock);
   o.num<uint16_t>(0);  // end of options (v6: no size)
   o.str(std::string_view("flyrecord\0", 10));
-  const size_t table = o.b.size();
+  if (table_offset != nullptr) *table_offset = o.b.size();
   for (uint32_t i = 0; i < config_.cpus; ++i) {
-    o.num<uint64_t>(0);
-    o.num<uint64_t>(0);
+    o.num<uint64_t>(i < extents.size() ? extents[i].offset : 0);
+    o.num<uint64_t>(i < extents.size() ? extents[i].size : 0);
   }
   o.num<uint64_t>(clock.size());
   o.str(clock);
   // Pad to a page: CPU data must be page aligned.
   const size_t ps = layout_.page_size;
   o.b.resize((o.b.size() + ps - 1) / ps * ps, std::byte{0});
-  uint64_t at = o.b.size();
-  for (uint32_t i = 0; i < config_.cpus; ++i) {
-    o.patch<uint64_t>(table + 16 * i, at);
-    o.patch<uint64_t>(table + 16 * i + 8, cpu_sizes[i]);
-    at += cpu_sizes[i];
-  }
   return std::move(o.b);
 }
 

@@ -95,6 +95,24 @@ class TraceDatWriter {
 
   TraceDatWriterStats stats() const noexcept { return stats_; }
 
+  /// Where one CPU's data lies in a file: byte offset (page aligned) and size.
+  struct CpuExtent {
+    uint64_t offset = 0;
+    uint64_t size = 0;
+  };
+  /// The file's headers (everything before the CPU data: formats, cmdlines,
+  /// options, the flyrecord CPU table filled from `extents`, the clock text),
+  /// padded with zeros to a page boundary; for writers that place the CPU
+  /// data themselves (core/record: a trace.dat that grows while recording).
+  /// `table_offset` receives the file offset of the CPU table (cpus x
+  /// {u64 offset, u64 size}). Records added with add_record are not used.
+  std::vector<std::byte> header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset = nullptr) const;
+  uint32_t cpus() const noexcept { return config_.cpus; }
+  uint32_t page_size() const noexcept { return layout_.page_size; }
+  /// Number of formats added, and of cmdlines set.
+  size_t format_count() const noexcept { return formats_.size(); }
+  size_t cmdline_count() const noexcept { return cmdlines_.size(); }
+
  private:
   struct CpuStream {
     explicit CpuStream(kpage::PageLayout layout) : encoder(layout) {}

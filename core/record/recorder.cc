@@ -1,0 +1,385 @@
+#include "tracepipe/core/record/recorder.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "tracepipe/buffers/subbuf_reader.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/record/page_batch.h"
+#include "tracepipe/core/record/trace_file.h"
+#include "tracepipe/core/sideband/sideband_events.h"
+#include "tracepipe/core/sideband/sideband_state.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+
+namespace tracepipe::record {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kMinSleepNs = 20'000;
+constexpr uint64_t kMaxSleepNs = 10'000'000;
+
+// A loss counted while the tail was at or before sub-buffer `tail_seq`:
+// marked on the first page written from a later sub-buffer.
+struct PendingMark {
+  uint64_t tail_seq;
+  uint64_t count;
+};
+
+struct CpuState {
+  CpuState(const buffers::RingBufferBase& rb, uint32_t cpu, uint32_t page_size, uint32_t batch_pages)
+      : rd(rb, cpu), batch(page_size, batch_pages) {
+    pending.reserve(kMaxPending);
+  }
+  static constexpr size_t kMaxPending = 64;
+  buffers::SubbufReader rd;
+  PageBatch batch;
+  uint64_t ring_lost_seen = 0;  // lost_full + lost_busy + lost_too_big + commit_overrun
+  uint64_t overrun_seen = 0;
+  std::vector<PendingMark> pending;
+  Clock::time_point last_flush = Clock::now();
+  std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0};
+};
+
+uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
+  return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
+         cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+struct Recorder::State {
+  State(Instance& i, RecorderOptions o) : inst(i), opt(std::move(o)), sb_ids(65536, 0) {}
+
+  Instance& inst;
+  RecorderOptions opt;
+  std::vector<std::unique_ptr<CpuState>> cpus;
+  std::unique_ptr<TraceFile> file;
+  std::unique_ptr<SidebandState> sideband;
+  std::vector<uint8_t> sb_ids;  // common_type -> is a sideband event
+  uint32_t registry_seen = 0;
+  size_t cmdlines_seen = 0;
+  uint64_t sideband_seen = 0;
+  uint32_t page_size = 4096;
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> triggers{0};
+  uint64_t triggers_done = 0;
+  bool dead = false;  // the output failed: consume and count only
+  mutable std::mutex mu;  // error text
+  std::optional<std::string> error;
+  std::atomic<uint64_t> passes{0}, header_rewrites{0};
+  Clock::time_point last_check = Clock::now();
+
+  TraceDatWriter meta() const {
+    TraceDatWriterConfig cfg;
+    cfg.cpus = inst.cpus();
+    cfg.page_size = page_size;
+    cfg.clock = std::string(trace_clock_name(inst.options().clock));
+    TraceDatWriter w(cfg);
+    for (const EventDesc* d : inst.registry().events()) w.add_format(d->format());
+    for (const Cmdline& c : inst.cmdlines()) w.set_cmdline(c.pid, c.comm);
+    if (sideband) sideband->apply_cmdlines(w);
+    return w;
+  }
+
+  void refresh_sideband_ids() {
+    const uint32_t n = inst.registry().size();
+    if (n == registry_seen) return;
+    registry_seen = n;
+    bool any = false;
+    for (const EventDesc* d : inst.registry().system_events(sideband::kSystem)) {
+      sb_ids[d->id()] = 1;
+      any = true;
+    }
+    if (any && (!sideband || sideband->observed() == 0)) sideband = std::make_unique<SidebandState>(inst.registry());
+  }
+
+  void fail(int err, std::string_view what) {
+    if (dead) return;
+    dead = true;
+    std::string msg = fmt::format("recording to {}: {}: {}", opt.output.string(), what,
+                                  err == ENOENT ? "the output file was removed" : std::strerror(err));
+    {
+      std::lock_guard lk(mu);
+      error = msg;
+    }
+    if (opt.on_error) {
+      try {
+        opt.on_error(msg);
+      } catch (...) {
+      }
+    } else {
+      std::fprintf(stderr, "tracepipe: %s\n", msg.c_str());
+    }
+  }
+
+  // Writes cpu's finished pages (or counts them unwritten).
+  void flush(uint32_t cpu) {
+    CpuState& c = *cpus[cpu];
+    const uint32_t n = c.batch.finished_pages();
+    if (n == 0) return;
+    const uint64_t recs = c.batch.finished_records();
+    if (!dead) {
+      const int err = file->append(cpu, c.batch.finished());
+      if (err == 0) {
+        c.records.fetch_add(recs, std::memory_order_relaxed);
+        c.pages.fetch_add(n, std::memory_order_relaxed);
+      } else {
+        fail(err, err == EFBIG ? "CPU region full" : "writing");
+      }
+    }
+    if (dead) c.unwritten.fetch_add(recs, std::memory_order_relaxed);
+    c.batch.take_finished();
+  }
+
+  // Looks at cpu's loss counters: overrun is marked before the next record,
+  // the other losses after the tail's sub-buffer as seen now.
+  void note_losses(CpuState& c) {
+    const auto& cb = c.rd.cpu_buffer();
+    const uint64_t over = cb.overrun.load(std::memory_order_relaxed);
+    if (over != c.overrun_seen) {
+      c.batch.mark_lost(over - c.overrun_seen);
+      c.dropped.fetch_add(over - c.overrun_seen, std::memory_order_relaxed);
+      c.overrun_seen = over;
+    }
+    const uint64_t lost = ring_lost(cb);
+    if (lost != c.ring_lost_seen) {
+      const uint64_t t = c.rd.tail_seq();  // after the counters: every loss counted happened at or before t
+      const uint64_t n = lost - c.ring_lost_seen;
+      c.ring_lost_seen = lost;
+      c.dropped.fetch_add(n, std::memory_order_relaxed);
+      if (c.pending.size() < CpuState::kMaxPending) c.pending.push_back({t, n});
+      else c.pending.back() = {t, c.pending.back().count + n};
+    }
+  }
+
+  // Applies the pending marks whose sub-buffer the reader has passed.
+  void apply_marks(CpuState& c) {
+    if (c.pending.empty()) return;
+    const uint64_t P = c.rd.nr_subbufs();
+    const uint64_t M = (buffers::detail::kLapMask + 1) * P;
+    const uint64_t r = c.rd.read_seq();
+    size_t k = 0;
+    uint64_t n = 0;
+    while (k < c.pending.size()) {
+      const uint64_t d = (r + M - c.pending[k].tail_seq) % M;  // > 0: the reader is past it
+      if (d == 0 || d > M / 2) break;
+      n += c.pending[k].count;
+      ++k;
+    }
+    if (k == 0) return;
+    c.pending.erase(c.pending.begin(), c.pending.begin() + static_cast<std::ptrdiff_t>(k));
+    c.batch.mark_lost(n);
+  }
+
+  struct Sink {
+    PageBatch& b;
+    const uint8_t* sb_ids;
+    SidebandState* sb;
+    [[gnu::always_inline]] void record(uint64_t ts, std::span<const std::byte> p) noexcept {
+      b.record(ts, p);
+      if (p.size() >= 2) [[likely]] {
+        uint16_t id;
+        std::memcpy(&id, p.data(), 2);
+        if (sb_ids[id] != 0) [[unlikely]] {
+          try {
+            if (sb) (void)sb->observe(p);
+          } catch (...) {
+          }
+        }
+      }
+    }
+    void rollback() noexcept { b.rollback(); }
+  };
+
+  // Drains cpu's closed sub-buffers (all committed records with `all`).
+  // Returns the sub-buffers taken.
+  uint64_t drain(uint32_t cpu, bool all, bool final = false) {
+    CpuState& c = *cpus[cpu];
+    Sink sink{c.batch, sb_ids.data(), sideband.get()};
+    uint64_t taken = 0;
+    for (uint64_t guard = 0; guard < 4ull * c.rd.nr_subbufs() + 16; ++guard) {
+      note_losses(c);
+      apply_marks(c);
+      if (c.batch.room() < 2) flush(cpu);
+      c.batch.checkpoint();
+      const buffers::Taken t = c.rd.consume(sink, all);
+      if (t == buffers::Taken::none) break;
+      ++taken;
+    }
+    const uint64_t tb = c.batch.too_big();
+    if (tb != c.too_big.load(std::memory_order_relaxed)) {
+      c.dropped.fetch_add(tb - c.too_big.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      c.too_big.store(tb, std::memory_order_relaxed);
+    }
+    if (final) {
+      // Losses after the last record: no record follows them; they are
+      // marked on an empty page at the end (counted either way).
+      note_losses(c);
+      uint64_t n = 0;
+      for (const PendingMark& m : c.pending) n += m.count;
+      c.pending.clear();
+      c.batch.mark_lost(n);
+    }
+    if (all) {
+      c.batch.close_open(final);
+      c.last_flush = Clock::now();
+    }
+    flush(cpu);
+    return taken;
+  }
+
+  void maybe_rewrite_headers(bool force) {
+    refresh_sideband_ids();
+    if (dead) return;
+    const size_t cmd = inst.cmdlines().size();
+    const uint64_t sbn = sideband ? sideband->observed() : 0;
+    if (!force && cmd == cmdlines_seen && sbn == sideband_seen && inst.registry().size() == registry_seen) return;
+    cmdlines_seen = cmd;
+    sideband_seen = sbn;
+    if (const int err = file->rewrite_headers(meta()); err != 0 && err != EFBIG) fail(err, "writing headers");
+    header_rewrites.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void run() {
+    if (opt.cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(opt.cpu, &set);
+      (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    const uint32_t n = static_cast<uint32_t>(cpus.size());
+    const uint64_t P = cpus[0]->rd.nr_subbufs();
+    const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
+    uint64_t sleep_ns = 1'000'000;
+    while (!stopping.load(std::memory_order_acquire)) {
+      passes.fetch_add(1, std::memory_order_relaxed);
+      if (opt.on_pass) opt.on_pass();
+      const auto now = Clock::now();
+      bool hit = false, half = false;
+      const uint64_t trig = triggers.load(std::memory_order_acquire);
+      const bool triggered = trig != triggers_done;
+      if (opt.mode == RecordMode::flight_recorder) {
+        if (triggered) {
+          for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true);
+          triggers_done = trig;
+        }
+      } else {
+        for (uint32_t cpu = 0; cpu < n; ++cpu) {
+          CpuState& c = *cpus[cpu];
+          const uint64_t full = c.rd.closed_unread();
+          const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
+          if (full >= want || timed) {
+            hit |= full >= want;
+            (void)drain(cpu, timed);
+          } else if (2 * full >= want) {
+            half = true;
+          }
+        }
+        triggers_done = trig;
+      }
+      if (now - last_check >= std::chrono::milliseconds(200)) {
+        last_check = now;
+        if (!dead) {
+          if (const int err = file->check_present(); err != 0) fail(err, "checking the output");
+        }
+        maybe_rewrite_headers(false);
+      }
+      if (hit) sleep_ns = std::max(kMinSleepNs, sleep_ns / 2);
+      else if (!half) sleep_ns = std::min(kMaxSleepNs, sleep_ns * 2);
+      const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
+      const uint64_t s = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
+      const timespec ts{static_cast<time_t>(s / 1'000'000'000), static_cast<long>(s % 1'000'000'000)};
+      (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+    }
+    // stop(): everything committed now.
+    for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true, true);
+  }
+};
+
+Recorder::Recorder(Instance& instance, RecorderOptions options)
+    : st_(std::make_unique<State>(instance, std::move(options))) {
+  State& s = *st_;
+  if (s.opt.batch_pages < 3) throw std::invalid_argument("recorder: batch_pages must be at least 3");
+  if (s.opt.mode == RecordMode::flight_recorder && instance.ring().mode() != buffers::OverflowMode::overwrite)
+    throw std::invalid_argument("recorder: flight_recorder needs an overwrite buffer (mode = \"overwrite\")");
+  if (s.opt.output.empty()) throw std::invalid_argument("recorder: no output file");
+  s.page_size = static_cast<uint32_t>(std::max<size_t>(instance.ring().subbuf_size(), 4096));
+  s.refresh_sideband_ids();
+  for (uint32_t cpu = 0; cpu < instance.cpus(); ++cpu)
+    s.cpus.push_back(std::make_unique<CpuState>(instance.ring(), cpu, s.page_size, s.opt.batch_pages));
+  // Losses from before the recording are not this recording's.
+  for (auto& c : s.cpus) {
+    c->ring_lost_seen = ring_lost(c->rd.cpu_buffer());
+    c->overrun_seen = c->rd.cpu_buffer().overrun.load(std::memory_order_relaxed);
+  }
+  TraceFileOptions fo;
+  fo.path = s.opt.output;
+  fo.cpu_region = s.opt.cpu_region;
+  s.file = std::make_unique<TraceFile>(fo, s.meta());
+  s.cmdlines_seen = instance.cmdlines().size();
+  thread_ = std::thread([&s] { s.run(); });
+}
+
+Recorder::~Recorder() {
+  try {
+    (void)stop();
+  } catch (...) {
+  }
+}
+
+RecorderStats Recorder::stop() {
+  if (stopped_) return final_;
+  stopped_ = true;
+  st_->stopping.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  State& s = *st_;
+  s.refresh_sideband_ids();
+  // Also after a fault: the compaction may fail, the truncation and the
+  // headers (in preallocated space) still make the file what was written.
+  if (const int err = s.file->finalize(s.meta()); err != 0) s.fail(err, "finishing the file");
+  s.file.reset();
+  final_ = stats();
+  return final_;
+}
+
+void Recorder::trigger() noexcept { st_->triggers.fetch_add(1, std::memory_order_release); }
+
+RecorderStats Recorder::stats() const {
+  RecorderStats r;
+  for (const auto& c : st_->cpus) {
+    RecorderCpuStats s;
+    s.records = c->records.load(std::memory_order_relaxed);
+    s.pages = c->pages.load(std::memory_order_relaxed);
+    s.dropped = c->dropped.load(std::memory_order_relaxed);
+    s.unwritten = c->unwritten.load(std::memory_order_relaxed);
+    s.too_big = c->too_big.load(std::memory_order_relaxed);
+    r.records += s.records;
+    r.pages += s.pages;
+    r.dropped += s.dropped;
+    r.unwritten += s.unwritten;
+    r.cpus.push_back(s);
+  }
+  r.bytes = r.pages * st_->page_size;
+  r.passes = st_->passes.load(std::memory_order_relaxed);
+  r.header_rewrites = st_->header_rewrites.load(std::memory_order_relaxed);
+  std::lock_guard lk(st_->mu);
+  r.failed = st_->error.has_value();
+  return r;
+}
+
+std::optional<std::string> Recorder::error() const {
+  std::lock_guard lk(st_->mu);
+  return st_->error;
+}
+
+}  // namespace tracepipe::record

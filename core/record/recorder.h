@@ -1,0 +1,158 @@
+#pragma once
+// core/record/recorder.h — continuous recording of an instance's buffers to
+// a trace.dat that grows while the application runs (what `trace-cmd
+// record` does for the kernel's buffers).
+//
+//   Instance inst({.mode = BufferMode::drop_newest});
+//   record::Recorder rec(inst, {.output = "out.dat"});   // starts its thread
+//   ... the application emits events ...
+//   record::RecorderStats s = rec.stop();                // drains, finalizes
+//
+// ══ How records leave the ring ══════════════════════════════════════════════
+//   recorder thread, per pass over the CPUs:
+//     watermark: a CPU is drained when `watermark_percent` of its sub-buffers
+//       are full and unread (the kernel's buffer_percent), or when
+//       `flush_interval` has passed since its last full drain, or at stop.
+//     drain(cpu): SubbufReader (buffers/subbuf_reader.h) takes whole closed
+//       sub-buffers (at a flush, the open one too); their records are
+//       encoded in place into kernel pages (PageBatch, one copy per record,
+//       no allocation), and full batches of pages are appended to the file
+//       with one pwrite plus one 16-byte table update (TraceFile).
+//     sleep: shorter while CPUs reach the watermark, longer while idle
+//       (20 µs .. 10 ms); writers never wake the recorder (no system call
+//       on the write path).
+//   Memory: batch_pages pages per CPU, plus the file's headers; constant
+//   however long the run.
+//
+// ══ Losses: counted and marked ═══════════════════════════════════════════════
+//   Drop-newest: when the recorder does not keep up, writers find the
+//   buffer full and drop their records (CpuStats::lost_full, counted by the
+//   ring). Such a loss happens while the tail sits at the last free
+//   sub-buffer, so it lies between that sub-buffer and the next one the
+//   tail enters. The recorder reads the CPU's loss counters, then the tail's
+//   sub-buffer T, and marks the count on the first page it writes from a
+//   sub-buffer after T: RB_MISSED_EVENTS with the count stored, which
+//   `trace-cmd report` prints as "CPU:N [M EVENTS DROPPED]" at that place.
+//   (When the tail moved on between the losses and the look, the mark lands
+//   at most that many sub-buffers late, never early.)
+//   Overwrite: records overwritten before the recorder read them (overrun)
+//   are marked before the next record read.
+//   Records not written because the output failed are counted in
+//   `unwritten` (they cannot be marked in a file that no longer takes data).
+//
+// ══ Faults ═══════════════════════════════════════════════════════════════════
+//   A write error (ENOSPC, EIO, ...), the output file removed or replaced,
+//   or a CPU's region full (EFBIG): reported once through on_error (and
+//   error()), with the cause; the file keeps everything written before and
+//   stays valid (TraceFile); the recorder keeps consuming, counting what it
+//   cannot write, so the application never blocks or sees a difference.
+//   A stalled recorder thread: writers drop (drop-newest, counted, marked
+//   when it resumes) or overwrite (overrun), never wait.
+//
+// ══ Modes ════════════════════════════════════════════════════════════════════
+//   stream:          continuous (any buffer mode; lossless in drop-newest
+//                    while the recorder keeps up).
+//   flight_recorder: an overwrite buffer is left alone until trigger() or
+//                    stop(), which write the newest records it holds.
+//
+// Thread-safety: stop(), trigger(), stats() and error() may be called from
+// any thread; the constructor starts one thread, stop() joins it. The
+// instance must outlive the recorder. Records are consumed: do not run
+// another consuming reader on the instance meanwhile (each record would go
+// to one of them only).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tracepipe {
+class Instance;
+}
+
+namespace tracepipe::record {
+
+enum class RecordMode : uint8_t {
+  stream,           ///< write continuously
+  flight_recorder,  ///< write the buffer's newest records at trigger() / stop() (needs an overwrite buffer)
+};
+
+struct RecorderOptions {
+  std::filesystem::path output;  ///< the trace.dat to write (created or truncated)
+  RecordMode mode = RecordMode::stream;
+  /// Drain a CPU once this percentage of its sub-buffers is full and unread
+  /// (0: as soon as one is; the kernel's buffer_percent, whose default is 50).
+  unsigned watermark_percent = 25;
+  /// The longest a committed record waits in the ring before it is written
+  /// (the open sub-buffers are drained this often).
+  std::chrono::milliseconds flush_interval{1000};
+  /// Pages per CPU encoded before one write (memory: batch_pages x page size x CPUs).
+  uint32_t batch_pages = 64;
+  /// Pin the recorder thread to this CPU (-1: no pinning).
+  int cpu = -1;
+  /// Bytes of file space per CPU (0: automatic, see TraceFileOptions).
+  uint64_t cpu_region = 0;
+  /// Called once, from the recorder thread, with the first fault (e.g.
+  /// "writing out.dat: No space left on device"). Unset: printed to stderr.
+  std::function<void(const std::string&)> on_error;
+  /// Test hook: called on the recorder thread at the start of every pass
+  /// (a test blocks in it to stall the consumer).
+  std::function<void()> on_pass;
+};
+
+/// What one CPU's recording holds. Counts are records unless named.
+struct RecorderCpuStats {
+  uint64_t records = 0;    ///< written to the file
+  uint64_t pages = 0;      ///< pages written
+  uint64_t dropped = 0;    ///< lost in the ring (full, busy, too big, overrun) and marked in the file
+  uint64_t unwritten = 0;  ///< consumed but not written (output failed)
+  uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)
+};
+
+struct RecorderStats {
+  std::vector<RecorderCpuStats> cpus;
+  uint64_t records = 0, pages = 0, bytes = 0, dropped = 0, unwritten = 0;
+  uint64_t passes = 0;      ///< recorder loop passes
+  uint64_t header_rewrites = 0;
+  bool failed = false;      ///< a fault stopped the output (see error())
+};
+
+class Recorder {
+ public:
+  /// Creates the output (headers with the instance's formats, cmdlines and
+  /// clock) and starts the recorder thread. Throws std::system_error when
+  /// the output cannot be created, std::invalid_argument for bad options
+  /// (flight_recorder on a drop-newest buffer, batch_pages < 3).
+  Recorder(Instance& instance, RecorderOptions options);
+  /// stop().
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  /// Drains every committed record, writes the final headers (cmdlines
+  /// learnt from sideband records included), makes the file contiguous and
+  /// closes it. Idempotent; returns the final statistics.
+  RecorderStats stop();
+  /// flight_recorder: write the records the buffer holds now (returns at
+  /// once; the recorder thread writes them). stream: a flush now.
+  void trigger() noexcept;
+  /// A snapshot of the counters (any thread).
+  RecorderStats stats() const;
+  /// The first fault, if any ("writing PATH: CAUSE").
+  std::optional<std::string> error() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+  std::thread thread_;
+  bool stopped_ = false;
+  RecorderStats final_;
+};
+
+}  // namespace tracepipe::record

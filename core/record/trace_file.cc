@@ -1,0 +1,183 @@
+#include "tracepipe/core/record/trace_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace tracepipe::record {
+
+namespace {
+
+// pwrite all of [p, p+n) at `off`; 0 or errno.
+int pwrite_all(int fd, const std::byte* p, size_t n, uint64_t off) noexcept {
+  while (n != 0) {
+    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (w == 0) return EIO;
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+  return 0;
+}
+
+}  // namespace
+
+TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta)
+    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path_.string());
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) {
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
+  const std::vector<std::byte> h = meta.header_bytes(ext_, &table_off_);
+  // Room for the headers to grow (cmdlines and formats learnt later): twice
+  // their size plus 64 KiB, preallocated so a rewrite never needs a block.
+  const uint64_t ps = page_size_;
+  data_base_ = (2 * h.size() + 65536 + ps - 1) / ps * ps;
+  const uint32_t cpus = meta.cpus();
+  region_ = options.cpu_region;
+  if (region_ == 0) region_ = std::min<uint64_t>(uint64_t{16} << 30, (uint64_t{1} << 40) / cpus);
+  region_ = std::max<uint64_t>(region_ / ps * ps, ps);
+  for (uint32_t i = 0; i < cpus; ++i) ext_[i].offset = data_base_ + i * region_;
+  const std::vector<std::byte> h2 = meta.header_bytes(ext_, &table_off_);
+  int err = 0;
+  if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_)); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+    err = e;
+  if (err == 0) err = pwrite_all(fd_, h2.data(), h2.size(), 0);
+  if (err != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    throw std::system_error(err, std::generic_category(), "cannot write " + path_.string());
+  }
+}
+
+TraceFile::~TraceFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t TraceFile::total_bytes() const noexcept {
+  uint64_t n = 0;
+  for (const auto& e : ext_) n += e.size;
+  return n;
+}
+
+int TraceFile::write_table_entry(uint32_t cpu) noexcept {
+  uint64_t v[2] = {ext_[cpu].offset, ext_[cpu].size};
+  return pwrite_all(fd_, reinterpret_cast<const std::byte*>(v), sizeof v, table_off_ + 16 * uint64_t{cpu});
+}
+
+int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
+  if (fd_ < 0) return EBADF;
+  if (cpu >= ext_.size() || pages.size() % page_size_ != 0) return EINVAL;
+  if (pages.empty()) return 0;
+  TraceDatWriter::CpuExtent& e = ext_[cpu];
+  const uint64_t region_end = data_base_ + (uint64_t{cpu} + 1) * region_;
+  if (e.offset + e.size + pages.size() > region_end) return EFBIG;
+  if (int err = pwrite_all(fd_, pages.data(), pages.size(), e.offset + e.size); err != 0) return err;  // (1)
+  e.size += pages.size();
+  if (int err = write_table_entry(cpu); err != 0) {  // (2)
+    e.size -= pages.size();
+    return err;
+  }
+  return 0;
+}
+
+int TraceFile::rewrite_headers(const TraceDatWriter& meta) noexcept {
+  if (fd_ < 0) return EBADF;
+  try {
+    size_t table = 0;
+    const std::vector<std::byte> h = meta.header_bytes(ext_, &table);
+    if (h.size() > data_base_) return EFBIG;
+    if (int err = pwrite_all(fd_, h.data(), h.size(), 0); err != 0) return err;
+    table_off_ = table;
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
+}
+
+int TraceFile::check_present() const noexcept {
+  if (fd_ < 0) return EBADF;
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return errno;
+  if (st.st_nlink == 0) return ENOENT;
+  struct stat named {};
+  if (::stat(path_.c_str(), &named) != 0) return errno == ENOENT ? ENOENT : errno;
+  if (named.st_dev != dev_ || named.st_ino != ino_) return ENOENT;  // replaced
+  return 0;
+}
+
+// Moves `cpu`'s data down to `to` (< its offset), in chunks that never
+// overlap their destination, then points its table entry there.
+int TraceFile::move_down(uint32_t cpu, uint64_t to) noexcept {
+  TraceDatWriter::CpuExtent& e = ext_[cpu];
+  const uint64_t gap = e.offset - to;
+  uint64_t done = 0;
+  std::vector<std::byte> buf;
+  while (done < e.size) {
+    const uint64_t n = std::min<uint64_t>({e.size - done, gap, uint64_t{8} << 20});
+    loff_t in = static_cast<loff_t>(e.offset + done), out = static_cast<loff_t>(to + done);
+    ssize_t c = ::copy_file_range(fd_, &in, fd_, &out, n, 0);
+    if (c < 0 && errno == EINTR) continue;
+    if (c <= 0) {  // not supported here (or a short copy): read and write
+      if (c < 0 && errno == ENOSPC) return ENOSPC;
+      try {
+        buf.resize(n);
+      } catch (const std::bad_alloc&) {
+        return ENOMEM;
+      }
+      const ssize_t r = ::pread(fd_, buf.data(), n, static_cast<off_t>(e.offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      if (r == 0) return EIO;
+      if (int err = pwrite_all(fd_, buf.data(), static_cast<size_t>(r), to + done); err != 0) return err;
+      c = r;
+    }
+    done += static_cast<uint64_t>(c);
+  }
+  const uint64_t old = e.offset;
+  e.offset = to;
+  if (int err = write_table_entry(cpu); err != 0) {
+    e.offset = old;
+    return err;
+  }
+  return 0;
+}
+
+int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
+  if (fd_ < 0) return EBADF;
+  int first = 0;
+  uint64_t end = data_base_ + ext_[0].size;
+  bool compact = true;
+  for (uint32_t cpu = 1; cpu < ext_.size(); ++cpu) {
+    TraceDatWriter::CpuExtent& e = ext_[cpu];
+    if (compact && e.size != 0 && e.offset > end) {
+      if (int err = move_down(cpu, end); err != 0) {
+        first = err;
+        compact = false;  // the rest stays where it is: valid, sparse
+      }
+    }
+    if (e.size == 0) e.offset = compact ? end : e.offset;
+    end = std::max(end, e.offset + e.size);
+  }
+  if (int err = rewrite_headers(meta); err != 0 && first == 0) first = err;
+  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0 && first == 0) first = errno;
+  if (::close(fd_) != 0 && first == 0) first = errno;
+  fd_ = -1;
+  return first;
+}
+
+}  // namespace tracepipe::record

@@ -1,0 +1,313 @@
+// The recorder: a growing trace.dat of an instance, read back by our reader
+// and by trace-cmd report; losses counted and marked where they happened;
+// faults (output removed, disk full) reported once without stopping the
+// application.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "tracepipe/core/record/page_batch.h"
+#include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/tracedat/kernel_page.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "../instance/test_events.h"
+#include "../tracedat/tracedat_test_util.h"
+#include "test_support.h"
+
+using namespace tracepipe;
+using namespace tp_core_test;
+using tp_tracedat_test::have_trace_cmd;
+using tp_tracedat_test::run;
+using tp_tracedat_test::TempPath;
+
+namespace {
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0);
+}
+
+// Emits seq = from..to-1 from a thread pinned to CPU 0; returns how many were kept.
+uint64_t emit_range(Instance& inst, uint32_t from, uint32_t to) {
+  uint64_t kept = 0;
+  std::thread t([&] {
+    pin_to(0);
+    for (uint32_t i = from; i < to; ++i) kept += emit_sample(inst, 7, i, "recorded") == EmitResult::kept;
+  });
+  t.join();
+  return kept;
+}
+
+// The seq field of every sample record in the file, CPU 0, in order.
+std::vector<uint32_t> seqs(const std::filesystem::path& p) {
+  const auto r = TraceDatReader::open(p);
+  std::vector<uint32_t> out;
+  auto m = r.records();
+  while (auto rec = m.next()) {
+    if (rec->payload.size() != Sample::fixed_size) continue;
+    uint32_t s;
+    std::memcpy(&s, rec->payload.data() + 12, 4);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Records the ring refused on CPU 0 (what the recorder counts as dropped).
+uint64_t ring_lost(const Instance& inst) {
+  const buffers::CpuStats s = inst.cpu_stats(0);
+  return s.lost_full + s.lost_busy + s.lost_too_big + s.commit_overrun;
+}
+
+// Blocks the recorder thread in on_pass while `stalled` holds.
+struct Stall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stalled = true;
+  std::atomic<bool> entered{false};
+  void pass() {
+    std::unique_lock lk(mu);
+    entered.store(true);
+    cv.wait(lk, [&] { return !stalled; });
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu);
+      stalled = false;
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("page batch: records encode as the kernel's pages, losses flag the next page", "[record]") {
+  record::PageBatch b(4096, 4);
+  std::vector<std::byte> p(64, std::byte{1});
+  b.record(1000, p);
+  b.record(1100, p);
+  b.mark_lost(5);
+  b.record(1200, p);
+  b.close_open();
+  REQUIRE(b.finished_pages() == 2);
+  auto pages = b.finished();
+  kpage::PageLayout layout{4096, 8};
+  auto first = kpage::parse_page_untrusted(pages.subspan(0, 4096), layout).page;
+  auto second = kpage::parse_page_untrusted(pages.subspan(4096, 4096), layout).page;
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  CHECK(first->timestamp == 1000);
+  CHECK(!first->missed_events);
+  CHECK(second->missed_events);
+  REQUIRE(second->lost_events.has_value());
+  CHECK(*second->lost_events == 5);
+  CHECK(second->timestamp == 1200);
+}
+
+TEST_CASE("recorder: every event of a drop-newest instance reaches the file, which trace-cmd reads", "[record]") {
+  TempPath out("rec_all.dat");
+  InstanceOptions o = small_options(Staging::per_thread);
+  Instance inst(o);
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.watermark_percent = 10;
+  record::Recorder rec(inst, ro);
+  const uint32_t n = 200000;
+  uint64_t kept = 0;
+  // The recorder keeps up only if it runs: the writer yields between chunks
+  // until the recorder has written what it emitted (bounded by the count).
+  for (uint32_t at = 0; at < n; at += 1000) kept += emit_range(inst, at, at + 1000);
+  const record::RecorderStats s = rec.stop();
+  REQUIRE(!rec.error());
+  const uint64_t lost = ring_lost(inst);
+  CHECK(s.records + s.dropped == n);
+  CHECK(s.records == kept);
+  CHECK(s.dropped == lost);
+  const auto got = seqs(out.path);
+  REQUIRE(got.size() == kept);
+  CHECK(std::is_sorted(got.begin(), got.end()));
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
+    CHECK(std::stoull(rep) == kept);
+  }
+}
+
+TEST_CASE("recorder: a stalled consumer's drops are counted and marked where they happened", "[record]") {
+  TempPath out("rec_drop.dat");
+  InstanceOptions o = small_options(Staging::per_thread);
+  Instance inst(o);
+  inst.enable(Sample::desc());
+  Stall stall;
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.on_pass = [&] { stall.pass(); };
+  record::Recorder rec(inst, ro);
+  for (int i = 0; i < 1000000 && !stall.entered.load(); ++i) std::this_thread::yield();
+  REQUIRE(stall.entered.load());
+  const uint32_t n1 = 50000;  // far more than 256 KiB holds
+  const uint64_t kept1 = emit_range(inst, 0, n1);
+  const uint64_t lost = ring_lost(inst);
+  REQUIRE(lost > 0);
+  REQUIRE(kept1 + lost == n1);
+  stall.release();
+  // After the stall: the recorder drains, then these are kept too.
+  const uint32_t n2 = 100;
+  for (int i = 0; i < 1000000 && rec.stats().records < kept1; ++i) std::this_thread::yield();
+  REQUIRE(rec.stats().records == kept1);
+  const uint64_t kept2 = emit_range(inst, n1, n1 + n2);
+  REQUIRE(kept2 == n2);
+  const record::RecorderStats s = rec.stop();
+  CHECK(s.dropped == lost);
+  CHECK(s.records == kept1 + kept2);
+  const auto got = seqs(out.path);
+  REQUIRE(got.size() == kept1 + kept2);
+  // Kept: 0..kept1-1, then n1..n1+n2-1; the drop lies between.
+  CHECK(got[kept1 - 1] == kept1 - 1);
+  CHECK(got[kept1] == n1);
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {}", out.path.string()));
+    const std::string mark = fmt::format("[{} EVENTS DROPPED]", lost);
+    const size_t at = rep.find(mark);
+    if (at == std::string::npos) {
+      const size_t b = rep.find(fmt::format("seq={} ", kept1 - 1));
+      UNSCOPED_INFO(rep.substr(b == std::string::npos ? 0 : b, 600));
+    }
+    REQUIRE(at != std::string::npos);
+    const size_t before = rep.find(fmt::format("seq={} ", kept1 - 1));
+    const size_t after = rep.find(fmt::format("seq={} ", n1));
+    REQUIRE(before != std::string::npos);
+    REQUIRE(after != std::string::npos);
+    CHECK(before < at);
+    CHECK(at < after);
+  }
+}
+
+TEST_CASE("recorder: the file is a valid trace.dat while it grows", "[record]") {
+  TempPath out("rec_grow.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.watermark_percent = 0;
+  record::Recorder rec(inst, ro);
+  const uint64_t kept = emit_range(inst, 0, 20000);
+  REQUIRE(kept > 0);
+  rec.trigger();  // a flush: the open sub-buffers too
+  for (int i = 0; i < 10000000 && rec.stats().records < kept; ++i) std::this_thread::yield();
+  REQUIRE(rec.stats().records == kept);
+  // Not stopped: the file on disk already holds every record written.
+  CHECK(seqs(out.path).size() == kept);
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
+    CHECK(std::stoull(rep) == kept);
+  }
+  rec.stop();
+  CHECK(seqs(out.path).size() == kept);
+}
+
+TEST_CASE("recorder: an empty recording is a valid trace.dat", "[record]") {
+  TempPath out("rec_empty.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  {
+    record::RecorderOptions ro;
+    ro.output = out.path;
+    record::Recorder rec(inst, ro);
+    const auto s = rec.stop();
+    CHECK(s.records == 0);
+  }
+  CHECK(seqs(out.path).empty());
+  if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
+}
+
+TEST_CASE("recorder: the output removed mid-run is reported once, the application goes on", "[record][fault]") {
+  TempPath out("rec_removed.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  std::atomic<int> reports{0};
+  std::string msg;
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.watermark_percent = 0;
+  ro.on_error = [&](const std::string& m) {
+    msg = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  uint64_t kept = emit_range(inst, 0, 5000);
+  std::filesystem::remove(out.path);
+  for (int round = 0; round < 2000 && reports.load() == 0; ++round) {
+    kept += emit_range(inst, 0, 2000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // lets the recorder look (200 ms period)
+  }
+  REQUIRE(reports.load() == 1);
+  CHECK(msg.find("removed") != std::string::npos);
+  kept += emit_range(inst, 0, 5000);
+  const auto s = rec.stop();
+  CHECK(reports.load() == 1);
+  CHECK(s.failed);
+  CHECK(s.unwritten > 0);
+  CHECK(s.records + s.unwritten == kept);
+  CHECK(s.dropped == ring_lost(inst));
+}
+
+TEST_CASE("recorder: a full disk (small tmpfs) is reported once; what was written stays readable", "[record][fault]") {
+  if (::geteuid() != 0) TP_SKIP("mounting a tmpfs needs root");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_rec_tmpfs_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=2m") != 0) {
+    std::filesystem::remove(dir);
+    TP_SKIP("cannot mount a tmpfs here");
+  }
+  struct Unmount {
+    std::filesystem::path d;
+    ~Unmount() {
+      ::umount2(d.c_str(), MNT_DETACH);
+      std::error_code ec;
+      std::filesystem::remove(d, ec);
+    }
+  } unmount{dir};
+  const auto out = dir / "full.dat";
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  std::atomic<int> reports{0};
+  std::string msg;
+  record::RecorderOptions ro;
+  ro.output = out;
+  ro.watermark_percent = 0;
+  ro.on_error = [&](const std::string& m) {
+    msg = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  // 2 MiB hold about 30000 records of 68 bytes: write far more.
+  uint64_t kept = 0;
+  for (int round = 0; round < 1000 && reports.load() == 0; ++round) kept += emit_range(inst, 0, 5000);
+  REQUIRE(reports.load() == 1);
+  CHECK(msg.find(std::strerror(ENOSPC)) != std::string::npos);
+  kept += emit_range(inst, 0, 5000);
+  const auto s = rec.stop();
+  CHECK(reports.load() == 1);
+  CHECK(s.unwritten > 0);
+  CHECK(s.records > 0);
+  CHECK(s.records + s.unwritten == kept);
+  CHECK(s.dropped == ring_lost(inst));
+  // Everything the recorder counted as written is in the file.
+  CHECK(seqs(out).size() == s.records);
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.string()));
+    CHECK(std::stoull(rep) == s.records);
+  }
+}

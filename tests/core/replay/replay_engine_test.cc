@@ -194,9 +194,11 @@ TEST_CASE("replay engine: COMM and CPU filters use the recorded context", "[repl
   w.add_record(0, ts++, replay_test::sched_switch(100, "bash", 100, "x", 1));       // prev bash
   w.add_record(0, ts++, replay_test::sched_switch(200, "hackbench", 200, "x", 1));  // prev hackbench
   w.add_record(1, ts++, replay_test::sched_switch(200, "hackbench", 200, "x", 1));
-  // sched_waking has its own comm field: a COMM filter uses the pid's comm.
-  w.add_record(0, ts++, replay_test::sched_waking(100, "bash", 5, 0));       // pid 100 = hackbench
-  w.add_record(1, ts++, replay_test::sched_waking(200, "hackbench", 5, 1));  // pid 200 = bash
+  // sched_waking has its own comm field: a COMM filter uses the name the
+  // trace gives common_pid at that record (pid 100 switched out as bash,
+  // pid 200 as hackbench above), not saved_cmdlines (which says the reverse).
+  w.add_record(0, ts++, replay_test::sched_waking(100, "bash", 5, 0));       // pid 100 = bash here
+  w.add_record(0, ts++, replay_test::sched_waking(200, "hackbench", 5, 1));  // pid 200 = hackbench here
   w.write(in.path);
 
   ReplayOptions o;
@@ -217,6 +219,19 @@ TEST_CASE("replay engine: COMM and CPU filters use the recorded context", "[repl
   CHECK(wk->counts.discarded == 1);
   const auto k = replay_test::keys_of(out.path);
   CHECK(k.records == 3);
+  {  // the waking kept is pid 200's (hackbench in the trace), not pid 100's (hackbench in saved_cmdlines)
+    const TraceDatReader kept = TraceDatReader::open(out.path);
+    std::vector<int32_t> waking_pids;
+    auto recs = kept.records();
+    while (auto rec = recs.next()) {
+      const EventFormat* f = kept.format(*rec->event_id());
+      if (f == nullptr || f->name != "sched_waking") continue;
+      int32_t pid;
+      std::memcpy(&pid, rec->payload.data() + 4, 4);
+      waking_pids.push_back(pid);
+    }
+    CHECK(waking_pids == std::vector<int32_t>{200});
+  }
 
   // A CPU test alone needs no context: the instance's own filter runs it.
   o.filter_args = {"sched_switch: CPU == 1"};

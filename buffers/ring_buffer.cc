@@ -186,6 +186,21 @@ void RingBufferBase::resume() noexcept {
   paused_.store(false, std::memory_order_release);
 }
 
+void RingBufferBase::set_paused_nowait(bool paused) noexcept {
+  paused_.store(paused, std::memory_order_release);
+  for (uint32_t c = 0; c < ncpu_; ++c) {
+    detail::CpuBuffer& cb = cpus_[c];
+    uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
+    for (;;) {
+      const bool want = paused_.load(std::memory_order_acquire);
+      const bool have = (pos & detail::kPausedBit) != 0;
+      if (want == have) break;
+      const uint64_t next = want ? (pos | detail::kPausedBit) : (pos & ~detail::kPausedBit);
+      if (detail::cas16(&cb.tail, pos, ts, next, ts)) break;
+    }
+  }
+}
+
 CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
   using namespace detail;
   CpuStats s;

@@ -136,6 +136,7 @@
 //  (S2) CAS16 the tail from {old sub-buffer, off} to {next, our stride}, with
 //       the stamp of (B); on failure look at the tail again (back to the fit
 //       check: a reclaim may have made room, or another writer switched).
+//       On success, (D) for our record at offset 0 at once.
 //  (S3) write the END word at `off` in the sub-buffer we left.
 //  (S4) overwrite: recycle the position after the new tail now, off the
 //       critical path, so the next switch normally finds it FREE.
@@ -393,6 +394,12 @@ class RingBufferBase {
   PauseFence pause() noexcept;
   /// Restarts output. Mirrors ring_buffer_record_on.
   void resume() noexcept;
+  /// pause() (paused = true) or resume() from a writer, as the kernel's
+  /// tracing_off / tracing_on called by a trigger: no mutex, no fence, no
+  /// system call. Every tail's PAUSED bit is moved to match paused(), read
+  /// again per CPU, so racing calls settle on the last value stored. A
+  /// cpu_local writer already inside its reserve may still succeed once.
+  void set_paused_nowait(bool paused) noexcept;
   bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
   /// True for Writers::cpu_local buffers.
   bool cpu_local() const noexcept { return fence_on_pause_; }

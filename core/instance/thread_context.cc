@@ -2,6 +2,7 @@
 
 
 #include <sys/mman.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -126,6 +127,23 @@ thread_local ExitHook tl_exit_hook;
 
 }  // namespace
 
+namespace {
+// The calling thread's stack range (cold: the main thread's is read from
+// /proc/self/maps by glibc).
+void read_stack_bounds(ThreadContext& c) noexcept {
+  c.stack_lo = c.stack_hi = 0;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* addr = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr != nullptr) {
+    c.stack_lo = reinterpret_cast<uintptr_t>(addr);
+    c.stack_hi = c.stack_lo + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+}  // namespace
+
 void set_thread_observer(const ThreadObserver* observer) noexcept {
   g_observer.store(observer, std::memory_order_release);
 }
@@ -152,6 +170,7 @@ ThreadContext* register_thread() {
     touch_window(*c, r.next_group);
     r.live.push_back(c);
   }
+  read_stack_bounds(*c);
   tl_exit_hook.ctx = c;
   tl_context = c;
   tl_registering = false;

@@ -93,6 +93,10 @@ struct ThreadContext {
   /// This thread's counter window: its slice of group g is groups[g]
   /// (kMaxGroups entries, mapped at registration, kept with the context).
   detail::CounterGroup* groups = nullptr;
+  /// The thread's stack, [stack_lo, stack_hi) (pthread_getattr_np at
+  /// registration; both 0 if unknown): the stacktrace trigger walks frames
+  /// only inside it (core/triggers/user_stack.h).
+  uintptr_t stack_lo = 0, stack_hi = 0;
 
   std::string_view comm_view() const noexcept { return {comm, comm_len}; }
   /// Emits in flight on this thread (read_section's low 16 bits).

@@ -1,0 +1,589 @@
+// Event triggers: the trigger-file syntax, the per-event trigger list the
+// write path runs (detail::TriggerHook), and the readback. Hist triggers'
+// map and text are in hist.cc.
+#include "tracepipe/core/triggers/triggers.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "tracepipe/core/triggers/hist.h"
+#include "tracepipe/core/triggers/user_stack.h"
+#include "tracepipe/filters/compile.h"
+#include "tracepipe/filters/parser.h"
+
+namespace tracepipe {
+
+std::string TriggerError::render() const {
+  if (message.empty()) return fmt::format("{}\n", std::strerror(err));
+  std::string out = fmt::format("{}: error: {}\n  Command: {}\n", location, message, command);
+  out.append(sizeof("  Command: ") - 1 + static_cast<size_t>(pos < 0 ? 0 : pos), ' ');
+  out += "^\n";
+  return out;
+}
+
+namespace triggers {
+namespace {
+
+constexpr uint64_t kUnlimited = UINT64_MAX;
+constexpr size_t kMaxTriggers = 32;  // bits of TriggersFired::mask
+
+enum class Kind : uint8_t { traceon, traceoff, snapshot, stacktrace, enable_event, disable_event, hist };
+constexpr std::string_view kNames[] = {"traceon", "traceoff", "snapshot", "stacktrace", "enable_event",
+                                       "disable_event", "hist"};
+
+// The kernel's trigger types: traceon and traceoff are one (ETT_TRACE_ONOFF).
+// enable_event and disable_event are one (ETT_EVENT_ENABLE), per target.
+int type_of(Kind k) {
+  if (k == Kind::traceoff) k = Kind::traceon;
+  if (k == Kind::disable_event) k = Kind::enable_event;
+  return static_cast<int>(k);
+}
+bool is_post(Kind k) { return k == Kind::traceon || k == Kind::traceoff || k == Kind::snapshot || k == Kind::stacktrace; }
+
+struct Trigger {
+  Kind kind{};
+  std::atomic<uint64_t> count{kUnlimited};
+  std::shared_ptr<const filters::Program> filter;  // null: none
+  std::string filter_text;                         // as the trigger file shows it
+  // enable_event / disable_event
+  const EventDesc* target = nullptr;
+  detail::EventState* target_state = nullptr;
+  // hist
+  std::shared_ptr<HistMap> map;
+  HistSpec spec;  // this event's fields (offsets); map->spec() holds the layout
+  std::atomic<bool> paused{false};
+  bool needs_ts = false;
+  // stacktrace
+  const EventDesc* stack_event = nullptr;
+  uint32_t tgid = 0;  // getpid() at registration (the write path makes no system call)
+  std::atomic<uint64_t> fired{0};  // snapshots taken / stacks written
+
+  // Takes one from the count; false when it is spent. Exact under
+  // concurrency: each success is one decrement of a positive count.
+  bool take() noexcept {
+    uint64_t c = count.load(std::memory_order_relaxed);
+    for (;;) {
+      if (c == kUnlimited) return true;
+      if (c == 0) return false;
+      if (count.compare_exchange_weak(c, c - 1, std::memory_order_relaxed)) return true;
+    }
+  }
+  bool spent() const noexcept { return count.load(std::memory_order_relaxed) == 0; }
+
+  std::string print() const {
+    std::string s;
+    if (kind == Kind::hist) {
+      s = spec.info();
+      if (filter) s += " if " + filter_text;
+      s += paused.load() ? " [paused]" : " [active]";
+      return s;
+    }
+    s = std::string(kNames[static_cast<int>(kind)]);
+    if (target != nullptr) s += fmt::format(":{}:{}", target->system(), target->name());
+    const uint64_t c = count.load(std::memory_order_relaxed);
+    s += c == kUnlimited ? std::string(":unlimited") : fmt::format(":count={}", c);
+    if (filter) s += " if " + filter_text;
+    return s;
+  }
+};
+
+class TriggerList final : public detail::TriggerHook {
+ public:
+  Instance* instance = nullptr;
+  const EventDesc* event = nullptr;
+  std::vector<std::shared_ptr<Trigger>> list;  // newest first
+  ClockFn clock = nullptr;                     // for common_timestamp (null: the recorded stamp)
+
+  uint32_t call(const detail::TriggerCall& c) noexcept override {
+    uint32_t due = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      Trigger& t = *list[i];
+      if (t.kind == Kind::hist && t.paused.load(std::memory_order_relaxed)) continue;
+      if (t.filter && !t.filter->match_lazy(c.record, [&] { return context(c); })) continue;
+      if (is_post(t.kind)) {
+        due |= 1u << i;
+        continue;
+      }
+      run(t, c);
+    }
+    return due;
+  }
+
+  void post_call(uint32_t fired, const detail::TriggerCall& c) noexcept override {
+    for (size_t i = 0; i < list.size(); ++i)
+      if ((fired >> i) & 1u) run(*list[i], c);
+  }
+
+ private:
+  static filters::EvalContext context(const detail::TriggerCall& c) noexcept {
+    return {c.cpu_unknown ? current_cpu() : c.cpu, c.thread != nullptr ? c.thread->comm_view() : std::string_view()};
+  }
+
+  void run(Trigger& t, const detail::TriggerCall& c) noexcept {
+    switch (t.kind) {
+      case Kind::hist: {
+        const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
+        t.map->update(t.spec, c.record, c.cpu_unknown ? current_cpu() : c.cpu, ts);
+        return;
+      }
+      case Kind::traceon:
+      case Kind::traceoff: {
+        const bool on = t.kind == Kind::traceon;
+        if (instance->paused() != on) return;  // already in that state: the count is kept
+        if (!t.take()) return;
+        instance->set_tracing_on_from_writer(on);
+        return;
+      }
+      case Kind::snapshot:
+        if (!t.take()) return;
+        instance->set_tracing_on_from_writer(false);
+        t.fired.fetch_add(1, std::memory_order_relaxed);
+        return;
+      case Kind::stacktrace: {
+        if (!t.take() || c.thread == nullptr) return;
+        uint64_t callers[kUserStackFrames];
+        walk_user_stack(*c.thread, callers);
+        const uint32_t tgid = t.tgid;
+        instance->emit_fill(*t.stack_event, 16 + sizeof callers, [&](std::span<std::byte> rec) {
+          std::memcpy(rec.data() + 8, &tgid, 4);
+          std::memset(rec.data() + 12, 0, 4);
+          std::memcpy(rec.data() + 16, callers, sizeof callers);
+        });
+        t.fired.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      case Kind::enable_event:
+      case Kind::disable_event: {
+        const bool enable = t.kind == Kind::enable_event;
+        auto& flags = t.target_state->flags;
+        const bool soft = (flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0;
+        if (enable == !soft) return;  // already so: the count is kept, as the kernel
+        if (!t.take()) return;
+        if (enable) flags.fetch_and(~detail::EventState::kSoftDisabled, std::memory_order_release);
+        else flags.fetch_or(detail::EventState::kSoftDisabled, std::memory_order_release);
+        return;
+      }
+    }
+  }
+};
+
+// ── control plane ────────────────────────────────────────────────────────────
+
+std::mutex& control_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+// Soft mode (the kernel's SOFT_MODE / sm_ref): an event that has triggers,
+// or is the target of an enable/disable_event, is enabled soft-disabled if
+// it was not enabled. Under control_mutex().
+struct SoftRef {
+  int refs = 0;
+  bool owned = false;  // we enabled it
+};
+std::map<std::pair<const Instance*, const EventDesc*>, SoftRef>& soft_refs() {
+  static std::map<std::pair<const Instance*, const EventDesc*>, SoftRef> m;
+  return m;
+}
+void soft_get(Instance& inst, const EventDesc& ev) {
+  SoftRef& r = soft_refs()[{&inst, &ev}];
+  if (r.refs++ == 0 && !inst.enabled(ev)) {
+    inst.set_soft_disabled(ev, true);
+    inst.enable(ev);
+    r.owned = true;
+  }
+}
+void soft_put(Instance& inst, const EventDesc& ev) {
+  auto it = soft_refs().find({&inst, &ev});
+  if (it == soft_refs().end()) return;
+  if (--it->second.refs == 0) {
+    // A target an enable_event trigger turned on stays on, as in the kernel.
+    if (it->second.owned && inst.soft_disabled(ev)) {
+      inst.enable(ev, false);
+      inst.set_soft_disabled(ev, false);
+    }
+    soft_refs().erase(it);
+  }
+}
+
+// Named hists: name -> map, per instance.
+std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named_maps() {
+  static std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>> m;
+  return m;
+}
+
+std::shared_ptr<TriggerList> current(const Instance& inst, const EventDesc& ev) {
+  return std::static_pointer_cast<TriggerList>(inst.triggers(ev));
+}
+
+TriggerError plain(int err) {
+  TriggerError e;
+  e.err = err;
+  return e;
+}
+
+std::string_view skip_spaces(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return s;
+}
+std::string_view strim(std::string_view s) {
+  s = skip_spaces(s);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// kstrtoul(s, 0): EINVAL, or ERANGE on overflow.
+int parse_count(std::string_view s, uint64_t& out) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+  if (s.empty()) return EINVAL;
+  int base = 10;
+  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
+  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
+  if (s.empty()) return EINVAL;
+  unsigned __int128 v = 0;
+  bool range = false;
+  for (char ch : s) {
+    int d;
+    if (ch >= '0' && ch <= '9') d = ch - '0';
+    else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
+    else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
+    else return EINVAL;
+    if (d >= base) return EINVAL;
+    v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
+    if (v > UINT64_MAX) range = true, v = UINT64_MAX;
+  }
+  if (range) return ERANGE;
+  out = static_cast<uint64_t>(v);
+  return 0;
+}
+
+// set_trigger_filter: "if EXPR" -> compiled program, or the error.
+bool set_filter(std::string_view filter, const EventDesc& ev, Trigger& t, TriggerError& e) {
+  const size_t sp = filter.find_first_of(" \t");
+  if (filter.substr(0, sp) != "if" || sp == std::string_view::npos) return e = plain(EINVAL), false;
+  const std::string_view expr = filter.substr(sp + 1);
+  filters::CompileResult res = filters::compile(expr, ev.filter_fields());
+  if (!res.ok()) {
+    const filters::FilterError& fe = res.error();
+    e.err = fe.err != 0 ? fe.err : EINVAL;
+    e.message = std::string(fe.message());
+    if (!fe.detail.empty()) e.message += ": " + fe.detail;
+    e.location = "event filter parse error";
+    e.command = std::string(filters::kernel_command(expr));
+    e.pos = fe.caret();
+    return false;
+  }
+  t.filter = res.program();
+  t.filter_text = std::string(filters::kernel_command(expr));
+  return true;
+}
+
+// Publishes `next` (or removes the list when empty) and keeps soft mode.
+void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerList>& old,
+             std::vector<std::shared_ptr<Trigger>> next) {
+  const bool had = old && !old->list.empty();
+  if (next.empty()) {
+    inst.set_triggers(ev, nullptr);
+    if (had) soft_put(inst, ev);
+    return;
+  }
+  auto list = std::make_shared<TriggerList>();
+  list->instance = &inst;
+  list->event = &ev;
+  list->list = std::move(next);
+  list->clock = inst.options().external_time ? nullptr : inst.clock().read;
+  if (!had) soft_get(inst, ev);
+  inst.set_triggers(ev, std::move(list));
+}
+
+// Undoes what registering `t` did to other events.
+void release(Instance& inst, const Trigger& t) {
+  if (t.target != nullptr) soft_put(inst, *t.target);
+}
+
+TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest) {
+  TriggerError e;
+  e.location = fmt::format("hist:{}:{}", ev.system(), ev.name());
+  e.command = fmt::format("hist:{}", rest);
+  // Split "SPEC [if FILTER]": an "if" between blanks.
+  std::string_view spec_text = rest, filter;
+  for (size_t p = 0; (p = rest.find("if", p)) != std::string_view::npos; ++p) {
+    if (p == 0) return TriggerStatus(plain(EINVAL));
+    if (rest[p - 1] != ' ' && rest[p - 1] != '\t') continue;
+    if (p + 2 >= rest.size()) return TriggerStatus(plain(EINVAL));
+    if (rest[p + 2] != ' ' && rest[p + 2] != '\t') continue;
+    spec_text = strim(rest.substr(0, p - 1));
+    filter = strim(rest.substr(p));
+    break;
+  }
+  auto t = std::make_shared<Trigger>();
+  t->kind = Kind::hist;
+  std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5);
+  if (!spec) return TriggerStatus(std::move(e));
+  if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
+  t->spec = *spec;
+  for (const auto& f : spec->keys) t->needs_ts |= f.source == HistSource::timestamp;
+  for (const auto& f : spec->vals) t->needs_ts |= f.source == HistSource::timestamp;
+
+  const auto old = current(inst, ev);
+  std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
+  auto same = [&](const Trigger& x, bool with_filter) {
+    return x.kind == Kind::hist && x.spec.same_shape(*spec) && x.spec.name == spec->name &&
+           (!with_filter || x.filter_text == t->filter_text);
+  };
+  if (remove) {
+    for (auto it = list.begin(); it != list.end(); ++it)
+      if (same(**it, true)) {
+        list.erase(it);
+        publish(inst, ev, old, std::move(list));
+        return {};
+      }
+    return {};
+  }
+  for (auto& x : list) {
+    if (!same(*x, false)) continue;
+    if (spec->pause) x->paused.store(true);
+    else if (spec->cont) x->paused.store(false);
+    if (spec->clear) {
+      // A fresh map in a new trigger, published in place of the old one: no
+      // writer updates the map being cleared.
+      auto n = std::make_shared<Trigger>();
+      n->kind = Kind::hist;
+      n->filter = x->filter;
+      n->filter_text = x->filter_text;
+      n->spec = x->spec;
+      n->needs_ts = x->needs_ts;
+      n->paused.store(x->paused.load());
+      n->map = std::make_shared<HistMap>(x->map->spec());
+      if (!x->spec.name.empty()) named_maps()[{&inst, x->spec.name}] = n->map;
+      x = n;
+      publish(inst, ev, old, std::move(list));
+      return {};
+    }
+    if (spec->pause || spec->cont) return {};
+    e.err = EEXIST;
+    e.message = "Hist trigger already exists";
+    e.pos = 0;
+    return TriggerStatus(std::move(e));
+  }
+  if (spec->cont || spec->clear) {
+    e.err = ENOENT;
+    e.message = "Can't clear or continue a nonexistent hist trigger";
+    e.pos = 0;
+    return TriggerStatus(std::move(e));
+  }
+  if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  if (!spec->name.empty()) {
+    auto& slot = named_maps()[{&inst, spec->name}];
+    if (auto m = slot.lock()) {
+      bool ok = m->spec().same_shape(*spec) && m->spec().key_bytes == spec->key_bytes;
+      for (size_t i = 0; ok && i < spec->keys.size(); ++i)
+        ok = m->spec().keys[i].key_size == spec->keys[i].key_size && m->spec().keys[i].is_signed == spec->keys[i].is_signed;
+      if (!ok) {
+        e.message = "Named hist trigger doesn't match existing named trigger (includes variables)";
+        e.err = EINVAL;
+        e.pos = 0;
+        return TriggerStatus(std::move(e));
+      }
+      t->map = m;
+    } else {
+      t->map = std::make_shared<HistMap>(*spec);
+      slot = t->map;
+    }
+  } else {
+    t->map = std::make_shared<HistMap>(*spec);
+  }
+  t->paused.store(spec->pause);
+  list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
+  publish(inst, ev, old, std::move(list));
+  return {};
+}
+
+TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view line) {
+  std::string_view buf = strim(line);
+  if (buf.empty()) return {};
+  const size_t sep = buf.find_first_of(": \t");
+  std::string_view command = buf.substr(0, sep);
+  std::optional<std::string_view> next;
+  if (sep != std::string_view::npos) {
+    const std::string_view rest = skip_spaces(buf.substr(sep + 1));
+    if (!rest.empty()) next = rest;
+  }
+  const bool remove = !command.empty() && command[0] == '!';
+  if (remove) command.remove_prefix(1);
+  int k = -1;
+  for (int i = 0; i < 7; ++i)
+    if (command == kNames[i]) k = i;
+  if (k < 0) return TriggerStatus(plain(EINVAL));
+  const Kind kind = static_cast<Kind>(k);
+  if (kind == Kind::hist) {
+    if (!next) return TriggerStatus(plain(EINVAL));
+    return process_hist(inst, ev, remove, *next);
+  }
+
+  // event_trigger_separate_filter: an optional count (digits first) or, for
+  // enable/disable_event, the required SYS:EVENT[:count]; then the filter.
+  const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event;
+  std::optional<std::string_view> param, filter;
+  if (!next) {
+    if (needs_param) return TriggerStatus(plain(EINVAL));
+  } else if (!needs_param && !std::isdigit(static_cast<unsigned char>((*next)[0]))) {
+    filter = *next;
+  } else {
+    const size_t sp = next->find_first_of(" \t");
+    param = next->substr(0, sp);
+    if (sp != std::string_view::npos) {
+      const std::string_view f = skip_spaces(next->substr(sp + 1));
+      if (!f.empty()) filter = f;
+    }
+  }
+
+  auto t = std::make_shared<Trigger>();
+  t->kind = kind;
+  if (needs_param) {
+    std::string_view p = *param;
+    const size_t c1 = p.find(':');
+    if (c1 == std::string_view::npos) return TriggerStatus(plain(EINVAL));
+    const std::string_view sys = p.substr(0, c1);
+    p.remove_prefix(c1 + 1);
+    const size_t c2 = p.find(':');
+    const std::string_view name = p.substr(0, c2);
+    param = c2 == std::string_view::npos ? std::nullopt : std::optional<std::string_view>(p.substr(c2 + 1));
+    t->target = sys.empty() || name.empty() ? nullptr : inst.registry().find(sys, name);
+    if (t->target == nullptr) return TriggerStatus(plain(EINVAL));
+  }
+
+  const auto old = current(inst, ev);
+  std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
+  auto same = [&](const Trigger& x) { return type_of(x.kind) == type_of(kind) && x.target == t->target; };
+  if (remove) {
+    for (auto it = list.begin(); it != list.end(); ++it)
+      if (same(**it)) {
+        const std::shared_ptr<Trigger> gone = *it;
+        list.erase(it);
+        publish(inst, ev, old, std::move(list));
+        release(inst, *gone);
+        break;
+      }
+    return {};
+  }
+  if (param) {
+    const std::string_view number = param->substr(0, param->find(':'));
+    uint64_t n = 0;
+    if (number.empty()) return TriggerStatus(plain(EINVAL));
+    if (const int err = parse_count(number, n); err != 0) return TriggerStatus(plain(err));
+    t->count.store(n);
+  }
+  TriggerError e;
+  if (filter && !set_filter(*filter, ev, *t, e)) return TriggerStatus(std::move(e));
+  for (const auto& x : list)
+    if (same(*x)) return TriggerStatus(plain(EEXIST));
+  if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  if (kind == Kind::stacktrace) {
+    try {
+      t->stack_event = &user_stack_event(inst.registry());
+    } catch (const std::exception& ex) {
+      e.err = EINVAL;
+      e.message = ex.what();
+      e.location = "stacktrace";
+      return TriggerStatus(std::move(e));
+    }
+    inst.enable(*t->stack_event);
+    t->tgid = static_cast<uint32_t>(getpid());
+  }
+  if (t->target != nullptr) {
+    t->target_state = &detail::InstanceAccess::state(inst, *t->target);
+    soft_get(inst, *t->target);
+  }
+  list.insert(list.begin(), t);
+  publish(inst, ev, old, std::move(list));
+  return {};
+}
+
+}  // namespace
+}  // namespace triggers
+
+TriggerStatus set_trigger(Instance& instance, const EventDesc& event, std::string_view command) {
+  const std::lock_guard lk(triggers::control_mutex());
+  while (!command.empty()) {
+    const size_t nl = command.find('\n');
+    TriggerStatus st = triggers::process_line(instance, event, command.substr(0, nl));
+    if (!st) return st;
+    if (nl == std::string_view::npos) break;
+    command.remove_prefix(nl + 1);
+  }
+  return {};
+}
+
+TriggerStatus set_trigger(Instance& instance, std::string_view event, std::string_view command) {
+  const EventDesc* d = instance.registry().find(event);
+  if (d == nullptr) return TriggerStatus(triggers::plain(ENOENT));
+  return set_trigger(instance, *d, command);
+}
+
+void clear_triggers(Instance& instance, const EventDesc& event) {
+  const std::lock_guard lk(triggers::control_mutex());
+  const auto old = triggers::current(instance, event);
+  if (!old || old->list.empty()) return;
+  triggers::publish(instance, event, old, {});
+  for (const auto& t : old->list) triggers::release(instance, *t);
+}
+
+std::string trigger_file(const Instance& instance, const EventDesc& event) {
+  const std::lock_guard lk(triggers::control_mutex());
+  const auto cur = triggers::current(instance, event);
+  if (!cur || cur->list.empty())
+    return "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event hist\n";
+  std::string out;
+  for (const auto& t : cur->list) out += t->print() + "\n";
+  return out;
+}
+
+std::string hist_file(const Instance& instance, const EventDesc& event, const HistNames& names) {
+  HistNames n = names;
+  if (!n.comm) {
+    std::map<int32_t, std::string> comms;
+    for (const Cmdline& c : instance.cmdlines()) comms[c.pid] = c.comm;
+    n.comm = [comms = std::move(comms)](int32_t pid) {
+      if (pid == 0) return std::string("<idle>");
+      const auto it = comms.find(pid);
+      return it == comms.end() ? std::string("<...>") : it->second;
+    };
+  }
+  std::shared_ptr<triggers::TriggerList> cur;
+  {
+    const std::lock_guard lk(triggers::control_mutex());
+    cur = triggers::current(instance, event);
+  }
+  std::string out;
+  if (!cur) return out;
+  int shown = 0;
+  for (const auto& tp : cur->list) {
+    const triggers::Trigger& t = *tp;
+    if (t.kind != triggers::Kind::hist) continue;
+    if (shown++ > 0) out += "\n\n";
+    out += triggers::format_hist(*t.map, t.print(), n);
+  }
+  return out;
+}
+
+TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event) {
+  TriggerCounts c;
+  const std::lock_guard lk(triggers::control_mutex());
+  const auto cur = triggers::current(instance, event);
+  if (!cur) return c;
+  for (const auto& t : cur->list) {
+    if (t->kind == triggers::Kind::snapshot) c.snapshots += t->fired.load();
+    if (t->kind == triggers::Kind::stacktrace) c.stacktraces += t->fired.load();
+  }
+  return c;
+}
+
+}  // namespace tracepipe

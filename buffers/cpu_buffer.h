@@ -79,7 +79,7 @@ struct alignas(16) TailWord {
 /// builtin is used instead so that the sanitizer sees the synchronisation.
 [[gnu::always_inline]] inline bool cas16(TailWord* t, uint64_t& pos, uint64_t& ts, uint64_t npos,
                                          uint64_t nts) noexcept {
-#if TP_TSAN
+#if TRACEPIPE_TSAN
   unsigned __int128 exp = (static_cast<unsigned __int128>(ts) << 64) | pos;
   const unsigned __int128 des = (static_cast<unsigned __int128>(nts) << 64) | npos;
   const bool ok = __atomic_compare_exchange_n(reinterpret_cast<unsigned __int128*>(t), &exp, des,
@@ -177,7 +177,7 @@ namespace tracepipe::buffers::detail {
 /// produced `stride`. In plain C++ the compiler would prove the two equal and
 /// use `stride`, restoring the dependence.
 [[gnu::always_inline]] inline uint64_t step_by_guess(uint64_t stride, uint64_t& guess) noexcept {
-#if defined(__x86_64__) && !TP_TSAN
+#if defined(__x86_64__) && !TRACEPIPE_TSAN
   asm goto("cmpq %0, %1\n\tjne %l[other]" : : "r"(stride), "r"(guess) : "cc" : other);
   return guess;
 other:

@@ -11,13 +11,15 @@
 // preemption enabled: the thread may migrate right after the load. Callers
 // that must stay on one slot (the staging claim) remember the slot they
 // claimed, never re-derive it (docs/instance.md, "Ordering").
-#include <sched.h>
-#include <sys/rseq.h>
-
+//
+// The one reader of the current CPU: the fast path, the staging claim
+// (temp_buffer.h) and run_on_cpu() (rseq.h) all call current_cpu().
 #include <cstdint>
 #include <optional>
 
-namespace tracepipe {
+#include "tracepipe/buffers/rseq.h"
+
+namespace tracepipe::buffers {
 
 namespace detail {
 /// Out-of-line fallback when this thread has no rseq area (registration
@@ -30,13 +32,9 @@ namespace detail {
 /// system call while rseq is registered, which glibc does for every thread by
 /// default. Any thread, async-signal-safe.
 [[gnu::always_inline]] inline uint32_t current_cpu() noexcept {
-#if defined(__x86_64__) || defined(__aarch64__)
-  const auto* area = reinterpret_cast<const volatile struct rseq*>(
-      static_cast<const char*>(__builtin_thread_pointer()) + __rseq_offset);
-  const auto cpu = static_cast<int32_t>(area->cpu_id);  // -1 unregistered, -2 failed
+  const int32_t cpu = detail::rseq_cpu();  // -1 unregistered, -2 failed
   if (cpu >= 0) [[likely]]
     return static_cast<uint32_t>(cpu);
-#endif
   return detail::current_cpu_slow();
 }
 
@@ -62,4 +60,4 @@ constexpr uint32_t cpu_slots(std::optional<uint32_t> nr_cpu_ids, int nprocs_conf
 }
 }  // namespace detail
 
-}  // namespace tracepipe
+}  // namespace tracepipe::buffers

@@ -10,7 +10,7 @@ namespace tracepipe::buffers {
 namespace detail {
 
 /// Result of making the next position ready for the tail.
-enum class Claim : uint8_t { live, retry, full, busy, commit_overrun };
+enum class SubbufClaim : uint8_t { live, retry, full, busy, commit_overrun };
 
 /// Makes position `nidx` LIVE(nlap) so that the tail may enter it: claims it
 /// when FREE, or, when it still holds the previous lap, recycles it
@@ -19,7 +19,7 @@ enum class Claim : uint8_t { live, retry, full, busy, commit_overrun };
 /// Mirrors kernel/trace/ring_buffer.c: rb_move_tail (the part that decides
 /// between pushing the head and dropping).
 template <OverflowMode M>
-[[gnu::always_inline]] inline Claim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap, uint64_t stride) noexcept {
+[[gnu::always_inline]] inline SubbufClaim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap, uint64_t stride) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[nidx];
   const uint64_t old_lap = (nlap - 1) & kLapMask;
   for (;;) {
@@ -31,17 +31,17 @@ template <OverflowMode M>
         // view of the tail is stale (the position was claimed, used and
         // freed since we loaded the tail); the CAS on the whole word fails
         // for the same reason if that happens after this load.
-        if (pw_lap(w) != old_lap) return Claim::retry;
+        if (pw_lap(w) != old_lap) return SubbufClaim::retry;
         if (slot.compare_exchange_strong(w, make_pw(Phase::live, nlap, 0, 0), std::memory_order_acq_rel))
-          return Claim::live;
+          return SubbufClaim::live;
         continue;
       case Phase::preparing:
-        return Claim::busy;
+        return SubbufClaim::busy;
       case Phase::live:
         break;
     }
-    if (pw_lap(w) == nlap) return Claim::live;  // another switcher claimed it
-    if (pw_lap(w) != old_lap) return Claim::retry;  // our view of the tail is stale
+    if (pw_lap(w) == nlap) return SubbufClaim::live;  // another switcher claimed it
+    if (pw_lap(w) != old_lap) return SubbufClaim::retry;  // our view of the tail is stale
     Recycle r;
     if constexpr (M == OverflowMode::overwrite) {
       r = recycle_overwrite(cb, nidx, old_lap, stride);
@@ -53,13 +53,13 @@ template <OverflowMode M>
       case Recycle::raced:
         continue;
       case Recycle::pending:
-        return M == OverflowMode::overwrite ? Claim::commit_overrun : Claim::full;
+        return M == OverflowMode::overwrite ? SubbufClaim::commit_overrun : SubbufClaim::full;
       case Recycle::pinned:
-        return Claim::busy;
+        return SubbufClaim::busy;
       case Recycle::unread:
-        return Claim::full;
+        return SubbufClaim::full;
       case Recycle::stale:
-        return Claim::retry;
+        return SubbufClaim::retry;
     }
   }
 }
@@ -119,17 +119,17 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     const uint64_t nlap = nidx == 0 ? (lap + 1) & kLapMask : lap;
     hooks_(Step::switching, cb.cpu);
     switch (claim_next<M>(cb, nidx, nlap, stride)) {
-      case Claim::live:
+      case SubbufClaim::live:
         break;
-      case Claim::retry:
+      case SubbufClaim::retry:
         pos = load_relaxed(cb.tail.pos);
         last = load_relaxed(cb.tail.ts);
         continue;
-      case Claim::full:
+      case SubbufClaim::full:
         return fail(ReserveError::full, cb.lost_full);
-      case Claim::busy:
+      case SubbufClaim::busy:
         return fail(ReserveError::busy, cb.lost_busy);
-      case Claim::commit_overrun:
+      case SubbufClaim::commit_overrun:
         return fail(ReserveError::commit_overrun, cb.commit_overrun);
     }
     // (S2) Move the tail into it with our record at offset 0, stamped as in (B).
@@ -139,6 +139,12 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
     if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
     if (sw != LocalCas::ok) continue;  // tail changed: look again
+    // (D) at once, before (S3)/(S4): the recycle in (S4) is a walk and a
+    // memset, and a writer that dies in it must leave its record's stride
+    // behind (crash recovery steps over it, core/recover/recover.h).
+    auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
+    h->stride = static_cast<uint32_t>(stride);
+    h->ts = ts;
     hooks_(Step::switched, cb.cpu);
     // (S3) Close the sub-buffer we left. Until this END word is written the
     // left sub-buffer reads as having a pending record (I3), so nobody
@@ -160,9 +166,6 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       const uint64_t n = cb.subbuf_size < 4096 ? cb.subbuf_size : 4096;
       for (uint64_t o = 0; o < n; o += 64) __builtin_prefetch(next + o, 1, 2);
     }
-    auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
-    h->stride = static_cast<uint32_t>(stride);  // (D)
-    h->ts = ts;
     hooks_(Step::reserved, cb.cpu);
     return Reservation(h, &cb, npos, len);
   }

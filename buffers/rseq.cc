@@ -1,5 +1,6 @@
 // rseq_usable / rseq_fence (see buffers/rseq.h).
 #include "tracepipe/buffers/rseq.h"
+#include "tracepipe/buffers/current_cpu.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -25,7 +26,7 @@ long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); 
 }  // namespace
 
 bool rseq_usable() noexcept {
-#if TP_TSAN || !defined(__x86_64__)
+#if TRACEPIPE_TSAN || !defined(__x86_64__)
   return false;
 #else
   static const bool fence_ok = register_fence();  // once per process
@@ -47,8 +48,7 @@ bool run_on_cpu(uint32_t cpu) noexcept {
   // migration), so we run on `cpu` now; check it anyway, through the same
   // field the sections compare (rseq_cpu), or getcpu when there is none.
   for (int i = 0; i < 3; ++i) {
-    const int32_t now = __rseq_size > 0 && rseq_cpu() >= 0 ? rseq_cpu() : sched_getcpu();
-    if (now == static_cast<int32_t>(cpu)) return true;
+    if (current_cpu() == cpu) return true;
     sched_yield();
   }
   return false;

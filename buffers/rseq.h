@@ -67,7 +67,7 @@ enum class LocalCas : uint8_t {
 /// label 2:, abort handler 4:) in section __rseq_cs, the store of the
 /// descriptor's address into rseq->rseq_cs (offset 8 of the area, operand
 /// %[area]; clobbers rax) that arms it, then the start label 1:. The body
-/// follows; TP_RSEQ_SECTION_END puts the post-commit label and the abort
+/// follows; TRACEPIPE_RSEQ_SECTION_END puts the post-commit label and the abort
 /// handler (the four signature bytes the kernel checks, glibc's RSEQ_SIG
 /// 0x53053053 for x86, then a jump to the asm goto label `migrated`).
 /// Both pushed sections carry the "?" flag: they join the section group of
@@ -76,7 +76,7 @@ enum class LocalCas : uint8_t {
 /// discards the copy, its descriptor and abort handler go with it instead
 /// of pointing into a discarded section, which failed the link
 /// (tests/core/instance/link_comdat_test.cc).
-#define TP_RSEQ_SECTION_BEGIN            \
+#define TRACEPIPE_RSEQ_SECTION_BEGIN            \
   ".pushsection __rseq_cs, \"aw?\"\n\t"  \
   ".balign 32\n\t"                       \
   "3:\n\t"                               \
@@ -86,7 +86,7 @@ enum class LocalCas : uint8_t {
   "leaq 3b(%%rip), %%rax\n\t"            \
   "movq %%rax, 8(%[area])\n\t"           \
   "1:\n\t"
-#define TP_RSEQ_SECTION_END                  \
+#define TRACEPIPE_RSEQ_SECTION_END                  \
   "2:\n\t"                                   \
   ".pushsection __rseq_failure, \"ax?\"\n\t" \
   ".byte 0x0f, 0xb9, 0x3d\n\t"               \
@@ -102,7 +102,7 @@ enum class LocalCas : uint8_t {
                                                    uint64_t npos, uint64_t nts) noexcept {
   auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
   asm goto(
-      TP_RSEQ_SECTION_BEGIN
+      TRACEPIPE_RSEQ_SECTION_BEGIN
       "cmpl 4(%[area]), %[cpu]\n\t"
       "jnz %l[migrated]\n\t"
       "cmpq (%[t]), %[pos]\n\t"
@@ -111,7 +111,7 @@ enum class LocalCas : uint8_t {
       "jnz %l[changed]\n\t"
       "movq %[nts], 8(%[t])\n\t"
       "movq %[npos], (%[t])\n\t"
-      TP_RSEQ_SECTION_END
+      TRACEPIPE_RSEQ_SECTION_END
       :
       : [area] "r"(area), [t] "r"(t), [cpu] "r"(cpu), [pos] "r"(pos), [ts] "r"(ts), [npos] "r"(npos),
         [nts] "r"(nts)
@@ -137,13 +137,13 @@ changed:
 [[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t cpu) noexcept {
   auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
   asm goto(
-      TP_RSEQ_SECTION_BEGIN
+      TRACEPIPE_RSEQ_SECTION_BEGIN
       "cmpl 4(%[area]), %[cpu]\n\t"
       "jnz %l[migrated]\n\t"
       "cmpl $0, (%[flag])\n\t"
       "jnz %l[changed]\n\t"
       "movl $1, (%[flag])\n\t"
-      TP_RSEQ_SECTION_END
+      TRACEPIPE_RSEQ_SECTION_END
       :
       : [area] "r"(area), [flag] "r"(flag), [cpu] "r"(cpu)
       : "memory", "cc", "rax"

@@ -59,11 +59,6 @@ StagedRecord TempBuffer::refused_not_here(uint32_t cpu) noexcept {
   return StagedRecord(StageError::bad_cpu, cpu);
 }
 
-uint32_t TempBuffer::cpu_now_slow() noexcept {
-  const int c = sched_getcpu();
-  return c >= 0 ? static_cast<uint32_t>(c) : UINT32_MAX;  // UINT32_MAX: bad_cpu
-}
-
 TempStats TempBuffer::stats(uint32_t cpu) const noexcept {
   if (cpu >= ncpu_) return {};
   return {slots_[cpu].busy_fallbacks.load(std::memory_order_relaxed),

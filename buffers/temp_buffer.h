@@ -53,6 +53,7 @@
 #include <span>
 
 #include "tracepipe/buffers/ring_buffer.h"  // ConfigError, Writers
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/buffers/rseq.h"
 
 namespace tracepipe::buffers {
@@ -146,9 +147,9 @@ class TempBuffer {
   /// Claims the slot of the CPU the caller runs on now (the staging claim of
   /// the fast path). cpu_local: one restartable sequence, retried with the
   /// new CPU if the thread migrated inside it. any_cpu: the exchange on the
-  /// CPU read from the rseq area (sched_getcpu() when the thread has none).
+  /// CPU read by current_cpu() (buffers/current_cpu.h).
   /// The record's cpu() says which slot was claimed. Same errors as
-  /// try_claim; bad_cpu when the CPU cannot be read or is >= cpus().
+  /// try_claim; bad_cpu when the CPU is >= cpus().
   [[nodiscard, gnu::always_inline]] StagedRecord try_claim_local(uint32_t len) noexcept {
     if (cpu_local_) [[likely]] {
       const auto cpu = static_cast<uint32_t>(detail::rseq_cpu());  // -1 (no area) is >= ncpu_
@@ -156,7 +157,7 @@ class TempBuffer {
         return claim_failed(cpu, len);
       return claim_local_loop(cpu, len, true);
     }
-    return try_claim(cpu_now(), len);
+    return try_claim(current_cpu(), len);
   }
   /// Releases the slot `h` claimed (whatever CPU the caller runs on now).
   /// No-op for an empty handle. Mirrors __trace_event_discard_commit /
@@ -182,12 +183,6 @@ class TempBuffer {
 
  private:
   [[gnu::noinline, gnu::cold]] StagedRecord claim_failed(uint32_t cpu, uint32_t len) noexcept;
-  /// The CPU for an any_cpu claim_local: the rseq area, else sched_getcpu().
-  [[gnu::always_inline]] static uint32_t cpu_now() noexcept {
-    const int32_t c = detail::rseq_cpu();
-    return c >= 0 ? static_cast<uint32_t>(c) : cpu_now_slow();
-  }
-  [[gnu::noinline, gnu::cold]] static uint32_t cpu_now_slow() noexcept;
   [[gnu::always_inline]] static StagedRecord claimed(detail::TempSlot& s, uint32_t len, uint32_t cpu) noexcept {
     std::byte* mem = s.mem;
     reinterpret_cast<uint32_t*>(mem)[1] = len;

@@ -11,15 +11,15 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
-#define TP_HAVE_TSC 1
+#define TRACEPIPE_HAVE_TSC 1
 #else
-#define TP_HAVE_TSC 0
+#define TRACEPIPE_HAVE_TSC 0
 #endif
 
 namespace tracepipe::buffers {
 
 /// True where read_tsc() reads a hardware cycle counter (x86).
-inline constexpr bool kHaveTsc = TP_HAVE_TSC != 0;
+inline constexpr bool kHaveTsc = TRACEPIPE_HAVE_TSC != 0;
 
 /// How cycles map to ns. Plain values: copy it where it is read. The shift
 /// is fixed (a constant shift is one instruction; a variable 128-bit shift
@@ -45,7 +45,7 @@ struct TscScale {
 /// The cycle counter, unordered (like sched_clock: no fence); 0 where there
 /// is none (kHaveTsc false).
 [[gnu::always_inline]] inline uint64_t read_tsc() noexcept {
-#if TP_HAVE_TSC
+#if TRACEPIPE_HAVE_TSC
   return __rdtsc();
 #else
   return 0;

@@ -3,7 +3,8 @@ set -euo pipefail
 TP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TP_JOBS="${TP_JOBS:-$(nproc)}"
 "$TP_ROOT/scripts/setup.sh"
-# tp_build DIR [cmake args...]: configure (once) and build everything in DIR.
+# tp_build DIR [cmake args...]: configure (once) and build in DIR: everything,
+# or only the targets named in TP_TARGETS (space-separated).
 # Prints progress every 10% and any warning or error; the full log is in
 # DIR/build.log. The first build takes several minutes on 2 cores.
 tp_build() {
@@ -12,7 +13,9 @@ tp_build() {
   echo "build: $dir (log: $dir/build.log)" >&2
   # A bash loop, not awk: Debian's mawk reads a pipe in blocks, so its
   # progress lines came in bursts at the end.
-  if ! cmake --build "$dir" -j "$TP_JOBS" 2>&1 | tee "$dir/build.log" | {
+  local targets=()
+  [ -n "${TP_TARGETS:-}" ] && targets=(--target $TP_TARGETS)
+  if ! cmake --build "$dir" -j "$TP_JOBS" "${targets[@]}" 2>&1 | tee "$dir/build.log" | {
       last=0
       while IFS= read -r line; do
         if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then

@@ -98,7 +98,7 @@ const Registrar reg{[](CLI::App& app) {
                   "'EVENT: FILTER' as trace-cmd report -F: 'sched:sched_switch: prev_pid == 0', "
                   "'sched_switch: ...', 'sched: ...' (a whole system), 'a,b: ...'; repeatable")
       ->take_all();
-  sub->add_option("--config", cli->config, "TOML file of filters (core/config.h syntax; its main instance)");
+  sub->add_option("--config", cli->config, "TOML file of filters (the config file syntax of docs/config.md; its main instance)");
   sub->add_option("-o,--output", cli->output, "write the kept events to this trace.dat (v6)");
   sub->add_flag("--only-filtered", cli->o.only_filtered,
                 "replay only events that have a filter, as trace-cmd report -F does "

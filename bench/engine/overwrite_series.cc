@@ -16,7 +16,7 @@
 
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/ring_buffer.h"
-#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/bench/engine/records.h"
 #include "tracepipe/bench/engine/workload.h"
@@ -51,7 +51,7 @@ LoopOut writer_loop(Ring* ring, uint64_t n, bool syscall) {
   for (uint64_t i = 0; i < n; ++i) {
     if (syscall) ::syscall(SYS_close, -1);
     if constexpr (!std::is_same_v<Ring, std::nullptr_t>) {
-      buffers::Reservation r = ring->reserve(current_cpu(), sizeof(SysEnterRecord));
+      buffers::Reservation r = ring->reserve(buffers::current_cpu(), sizeof(SysEnterRecord));
       if (r) [[likely]] {
         std::memcpy(r.payload().data(), &proto, sizeof proto);
         ring->commit(r);
@@ -116,7 +116,7 @@ PerfCounts ring_counts(const buffers::RingBufferBase& ring, uint64_t n, uint64_t
 
 buffers::RingBufferConfig ring_config(const OverwriteSeriesOptions& o) {
   buffers::RingBufferConfig cfg;
-  cfg.cpus = possible_cpus();
+  cfg.cpus = buffers::possible_cpus();
   cfg.size_per_cpu = o.buffer_bytes_per_cpu;
   cfg.subbuf_size = 4096;
   return cfg;

@@ -128,7 +128,7 @@ void floor_case(benchmark::State& state) {
   alignas(64) std::byte staged[64];
   // The event's stores: header word, value, seq, then the 48-byte array
   // ("bench" and zeros), as EventDecl's writer makes them.
-  const auto build = [&](std::byte* p, uint32_t value, uint32_t seq) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+  const auto build = [&](std::byte* p, uint32_t value, uint32_t seq) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     std::memcpy(p, &hdr, 8);
     std::memcpy(p + 8, &value, 4);
     std::memcpy(p + 12, &seq, 4);

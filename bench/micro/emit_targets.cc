@@ -104,7 +104,7 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
 }
 
 std::string render_targets(const std::vector<TargetCheck>& checks) {
-  std::string s = "issue-5 targets, from this run's medians (ratios within the run):\n";
+  std::string s = "emit targets, from this run's medians (ratios within the run):\n";
   size_t met = 0;
   for (const TargetCheck& c : checks) {
     met += c.met ? 1 : 0;

@@ -30,7 +30,7 @@ using namespace tracepipe;
 #endif
 
 std::optional<std::filesystem::path> hackbench() {
-  for (const char* base : {TP_SHARED_DATA, "/work/shared/data", "../shared/data", "../../shared/data"}) {
+  for (const char* base : {TP_SHARED_DATA, "../shared/data", "../../shared/data"}) {
     const std::filesystem::path p = std::filesystem::path(base) / "kernel/hackbench.dat";
     if (std::filesystem::exists(p)) return p;
   }

@@ -232,7 +232,7 @@ std::string format_text(const PeersReport& r) {
     for (const std::string& w : k.warnings) o += "  warning: " + w + "\n";
   }
 
-  o += "\nTargets (issue 7):\n";
+  o += "\nTargets:\n";
   for (const TargetCheck& t : check_targets(r)) {
     o += fmt::format("  [{}] {}", verdict_text(t.verdict), t.what);
     if (!t.value.empty()) o += ": " + t.value;

@@ -1,7 +1,7 @@
 #include "tracepipe/core/clock/trace_clock.h"
 
 #include "tracepipe/buffers/ring_buffer.h"  // FunctionClock
-#include "tracepipe/buffers/tsc_clock.h"    // TP_HAVE_TSC, read_tsc, scale_tsc
+#include "tracepipe/buffers/tsc_clock.h"    // TRACEPIPE_HAVE_TSC, read_tsc, scale_tsc
 
 #include <time.h>
 
@@ -28,7 +28,7 @@ std::atomic<uint64_t> g_counter{0};
 }
 
 [[gnu::always_inline]] inline uint64_t read_tsc() noexcept {
-#if TP_HAVE_TSC
+#if TRACEPIPE_HAVE_TSC
   return buffers::read_tsc();
 #else
   return read_clockid(CLOCK_MONOTONIC_RAW);
@@ -45,7 +45,7 @@ uint64_t clock_x86_tsc() noexcept { return read_tsc(); }
 uint64_t clock_local() noexcept { return tsc_to_ns(read_tsc()); }
 
 bool cpu_has_invariant_tsc() {
-#if TP_HAVE_TSC
+#if TRACEPIPE_HAVE_TSC
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {

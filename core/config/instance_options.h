@@ -7,16 +7,15 @@
 #include <string>
 #include <string_view>
 
+#include "tracepipe/buffers/ring_buffer.h"
 #include "tracepipe/core/clock/trace_clock.h"
 
 namespace tracepipe {
 
-/// What happens when a CPU's ring buffer is full.
-/// Mirrors the kernel's options/overwrite (1 = overwrite, 0 = drop newest).
-enum class BufferMode : uint8_t {
-  overwrite,    ///< flight recorder: the oldest sub-buffer is overwritten (counted as overrun)
-  drop_newest,  ///< producer/consumer: new events are dropped (counted as lost)
-};
+/// What happens when a CPU's ring buffer is full: the ring buffer's own
+/// mode (buffers::OverflowMode: overwrite, drop_newest). Mirrors the
+/// kernel's options/overwrite (1 = overwrite, 0 = drop newest).
+using BufferMode = buffers::OverflowMode;
 
 /// Where the fast path builds a record before the filter decides on it.
 enum class Staging : uint8_t {

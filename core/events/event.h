@@ -71,7 +71,9 @@ enum class EventOrigin : uint8_t {
 };
 
 class Registry;
+namespace detail {
 struct EventState;
+}  // namespace detail
 
 namespace detail {
 /// Instances that have an event enabled, for tracepoint-style emission
@@ -79,7 +81,7 @@ namespace detail {
 /// freed after synchronize(). Immutable once published.
 struct Subscribers {
   uint32_t count = 0;
-  EventState* states[1];  // really `count` entries (allocated with the object)
+  detail::EventState* states[1];  // really `count` entries (allocated with the object)
 };
 }  // namespace detail
 

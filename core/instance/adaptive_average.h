@@ -2,7 +2,7 @@
 // The acceptance average an adaptive event keeps per thread while it goes
 // direct (Staging::adaptive; docs/instance.md, "Adaptive staging"). Pure
 // functions: Instance::adaptive_direct_rejected applies them to the thread's
-// counter slot slot::adaptive_score.
+// counter slot detail::slot::adaptive_score.
 #include <cstdint>
 
 namespace tracepipe::detail {
@@ -57,7 +57,7 @@ static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 
 }
 
 /// The thread's average and what its next reject needs, as one word
-/// (slot::adaptive_score), so that a reject replaces it with one
+/// (detail::slot::adaptive_score), so that a reject replaces it with one
 /// compare-exchange (Instance::adaptive_direct_rejected) and a same-event
 /// emit in a signal handler inside the reject cannot leave half of its
 /// update. Two slots, a score and a mark, could pair one reject's score with
@@ -65,7 +65,7 @@ static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 
 /// dropped every accept since the previous one).
 ///   bits  0..16  s, in 1/65536
 ///   bits 17..47  the thread's kept_direct count when s was last set, mod 2^31
-///   bits 48..63  the direct period s belongs to (EventState::kGenShift), mod 2^16
+///   bits 48..63  the direct period s belongs to (detail::EventState::kGenShift), mod 2^16
 /// Both wraps are benign: 2^31 or more accepts between two rejects of one
 /// thread are counted mod 2^31 (a shortfall only if the remainder is under
 /// 350, when the average comes out low); a score from 2^16·k periods earlier
@@ -91,7 +91,7 @@ struct AdaptiveScore {
 /// the word was set (kept - mark) caught up, then the reject's step; a word
 /// from another period starts again at 65536 (the period began because
 /// events were accepted). `kept` is the thread's kept_direct count, `period`
-/// the event's current one (flags >> EventState::kGenShift).
+/// the event's current one (flags >> detail::EventState::kGenShift).
 [[nodiscard]] constexpr uint64_t adaptive_score_after_reject(uint64_t word, uint64_t kept, uint64_t period) noexcept {
   const AdaptiveScore a = AdaptiveScore::unpack(word);
   int64_t s = 65536;

@@ -94,6 +94,7 @@ struct FixedString {
 inline constexpr uint32_t kMaxStrLen = 1023;
 
 namespace detail {
+struct DeclAccess;
 
 template <class T>
 concept FieldInteger = (std::integral<T> || std::is_enum_v<T>)&&(sizeof(T) == 1 || sizeof(T) == 2 ||
@@ -161,7 +162,7 @@ template <size_t N>
   constexpr uint64_t z8 = 0;
   constexpr uint32_t z4 = 0;
   constexpr uint16_t z2 = 0;
-  [&]<size_t... I>(std::index_sequence<I...>) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+  [&]<size_t... I>(std::index_sequence<I...>) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     (std::memcpy(p + 16 * I, &z16, 16), ...);
   }(std::make_index_sequence<N / 16>{});
   constexpr size_t t = N / 16 * 16;
@@ -351,7 +352,7 @@ struct EventDecl {
     // Always inlined: the emit calls it from two places (staged and direct),
     // and GCC kept it out of line there, the arguments going through memory
     // (~1 ns per emit). GCC and clang want the attribute in different places.
-    auto fill = [&](std::span<std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
       write_fields(rec.data(), v...);
     };
     return instance.emit_fill(desc(), record_size(v...), fill);
@@ -376,6 +377,9 @@ struct EventDecl {
     if (enabled()) [[unlikely]]
       trace_slow_path(v...);
   }
+
+ private:
+  friend struct detail::DeclAccess;
 
   /// The part of trace() that runs once enabled() said yes: registers the
   /// event if needed, then, inside one WriterScope, emits into each subscribed
@@ -403,17 +407,17 @@ struct EventDecl {
     // Always inlined: the emit calls it from two places (staged and direct),
     // and GCC kept it out of line there, the arguments going through memory
     // (~1 ns per emit). GCC and clang want the attribute in different places.
-    auto fill = [&](std::span<std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+    auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
       write_fields(rec.data(), v...);
     };
     const uint32_t depth = scope.depth();
     if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
-      EventState& st = *subs->states[0];
-      st.instance->emit_to_state_in_scope(st, *ctx, depth, size, fill);
+      detail::EventState& st = *subs->states[0];
+      detail::InstanceAccess::emit_to_state_in_scope(st, *ctx, depth, size, fill);
       return;
     }
     for (uint32_t i = 0; i < subs->count; ++i)
-      subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
+      detail::InstanceAccess::emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
   }
 
   /// Instantiated by desc() (and so by emit(), trace(), enabled() and
@@ -422,7 +426,6 @@ struct EventDecl {
   /// Instance::enable("sys:name") in main() finds it before its first use.
   static inline const EventDesc& registered_at_startup = desc();
 
- private:
   static inline std::atomic<const EventDesc*> registered_{nullptr};
   // (D1) The subscriber word of the descriptor registered_ points at, unless
   // (D2). Constant-initialised: reading it needs no guard.
@@ -440,18 +443,29 @@ struct EventDecl {
   }
 };
 
+namespace detail {
+/// What TRACEPIPE_TRACE calls once enabled() said yes: EventDecl's
+/// out-of-line fan-out, not part of the API.
+struct DeclAccess {
+  template <class Decl, class... A>
+  [[gnu::always_inline]] static void trace_slow_path(A&&... v) noexcept {
+    Decl::trace_slow_path(std::forward<A>(v)...);
+  }
+};
+}  // namespace detail
+
 /// Tracepoint-style emission that evaluates no argument unless some instance
 /// listens: `TRACEPIPE_TRACE(RequestDone, id, expensive(), ...)` is
-/// `if (RequestDone::enabled()) RequestDone::trace_slow_path(id, expensive(), ...)`,
+/// `if (RequestDone::enabled())` then the fan-out of trace(`id, expensive(), ...`),
 /// the disabled cost one load and a not-taken branch. `Decl` is an EventDecl
 /// type named without top-level commas (a `using` alias). A statement.
 /// Mirrors the kernel's trace_<name>() (include/linux/tracepoint.h:
 /// __DECLARE_TRACE), whose arguments are likewise evaluated only when
 /// the static key is on.
-#define TRACEPIPE_TRACE(Decl, ...)                       \
-  do {                                                   \
-    if (Decl::enabled()) [[unlikely]]                    \
-      Decl::trace_slow_path(__VA_ARGS__);                \
+#define TRACEPIPE_TRACE(Decl, ...)                                       \
+  do {                                                                   \
+    if (Decl::enabled()) [[unlikely]]                                    \
+      ::tracepipe::detail::DeclAccess::trace_slow_path<Decl>(__VA_ARGS__); \
   } while (0)
 
 }  // namespace tracepipe

@@ -1,6 +1,6 @@
 #include "tracepipe/core/instance/staging.h"
 
-#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/buffers/current_cpu.h"
 
 namespace tracepipe {
 
@@ -9,7 +9,7 @@ buffers::TempBuffer& detail::cpu_temp_buffer() {
   // sequence, ~1 ns, instead of a locked exchange, ~4 ns); the same rule as
   // the rings' WriterMode::automatic.
   static auto* t = new buffers::TempBuffer(buffers::TempBufferConfig{
-      possible_cpus(), kSlotSize,
+      buffers::possible_cpus(), kSlotSize,
       buffers::detail::rseq_usable() ? buffers::Writers::cpu_local : buffers::Writers::any_cpu});
   return *t;
 }

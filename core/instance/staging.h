@@ -29,7 +29,7 @@
 #include <span>
 
 #include "tracepipe/buffers/temp_buffer.h"
-#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/config/instance_options.h"
 
 namespace tracepipe {
@@ -42,18 +42,13 @@ inline constexpr uint32_t kMaxStagedRecord = kSlotSize - 8;
 // test (PerThreadTempBuffer::claim_own): the slot must be this size.
 static_assert(kSlotSize == buffers::PerThreadTempBuffer::kMaxSlotSize);
 
-/// Why try_claim() returned nothing.
-enum class ClaimFailure : uint8_t { none, busy, too_big };
-
 /// A claimed slot (falsy when the claim failed; why() says why).
 class Claim {
  public:
   explicit operator bool() const noexcept { return static_cast<bool>(rec_); }
-  ClaimFailure why() const noexcept {
-    return rec_.error() == buffers::StageError::too_big ? ClaimFailure::too_big
-           : rec_                                       ? ClaimFailure::none
-                                                        : ClaimFailure::busy;
-  }
+  /// Why the claim failed: the temp buffer's own StageError (none when it
+  /// held; busy, too_big, or bad_cpu, which the write path counts as busy).
+  buffers::StageError why() const noexcept { return rec_.error(); }
   /// The record area, exactly the size asked for.
   std::span<std::byte> payload() const noexcept { return rec_.data(); }
 

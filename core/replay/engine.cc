@@ -14,7 +14,7 @@
 #include <mutex>
 
 #include "tracepipe/buffers/readers.h"
-#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracepipe/core/replay/filter_plan.h"

@@ -121,7 +121,7 @@ void fan_out(const EventDesc& d, A... a) noexcept {
   const uint32_t size = Decl::record_size(a...);
   auto fill = [&](std::span<std::byte> rec) noexcept { Decl::write_fields(rec.data(), a...); };
   for (uint32_t i = 0; i < subs->count; ++i)
-    subs->states[i]->instance->emit_to_state_in_scope(*subs->states[i], *ctx, scope.depth(), size, fill);
+    detail::InstanceAccess::emit_to_state_in_scope(*subs->states[i], *ctx, scope.depth(), size, fill);
 }
 
 // Emits Decl into one instance.

@@ -45,7 +45,7 @@ void unpin() {
 }
 
 void require_rseq() {
-#if TP_TSAN
+#if TRACEPIPE_TSAN
   if (!detail::rseq_registered()) TP_SKIP("rseq unavailable on this machine (or disabled by GLIBC_TUNABLES)");
 #else
   if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable on this machine");
@@ -78,7 +78,7 @@ struct TestHooks {
 
 }  // namespace
 
-#if !TP_TSAN
+#if !TRACEPIPE_TSAN
 TEST_CASE("rseq: cas16_local stores only on its CPU and only over the expected value", "[buffers][rseq]") {
   require_rseq();
   const uint32_t n = online_cpus();
@@ -298,13 +298,13 @@ TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
   LocalRB<OverflowMode::overwrite> rb(config_for_all_cpus(64 * 1024, 1024));
   std::vector<PauseFence> results;
   CHECK(pause_race(rb, &results) == 0);
-  const PauseFence expect = TP_TSAN ? PauseFence::not_needed : PauseFence::membarrier;
+  const PauseFence expect = TRACEPIPE_TSAN ? PauseFence::not_needed : PauseFence::membarrier;
   CHECK(std::count(results.begin(), results.end(), expect) == static_cast<long>(results.size()));
   CHECK(rb.pause_fence_fallbacks() == 0);
   CHECK(rb.pause_unfenced() == 0);
 }
 
-#if !TP_TSAN
+#if !TRACEPIPE_TSAN
 TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU, no writer reserves after it",
           "[buffers][rseq][concurrency]") {
   require_rseq();

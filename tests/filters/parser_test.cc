@@ -178,8 +178,8 @@ TEST_CASE("parser: write-level rules: \"0\", trailing whitespace, NUL, 4095 byte
 }
 
 TEST_CASE("parser: deep nesting and long chains never recurse or hang", "[filters][parser]") {
+  // A hang is caught by the test's CTest timeout, not by a clock here.
   const auto f = tp_test::sched_switch_fields();
-  const auto t0 = std::chrono::steady_clock::now();
   // 1300 nested groups, every other one negated: about as deep as 4 KiB allows.
   std::string deep;
   const int depth = 1300;
@@ -200,7 +200,6 @@ TEST_CASE("parser: deep nesting and long chains never recurse or hang", "[filter
   CHECK(must_compile(chain, f)->predicate_count() > 300);
   std::string ors = "!(" + chain + ")";
   CHECK(ors.size() <= kMaxExpressionBytes + 2);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
 }
 
 TEST_CASE("parser: Latin-1 whitespace and letters are the kernel's", "[filters][parser]") {

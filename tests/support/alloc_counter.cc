@@ -2,6 +2,9 @@
 // functions of the executable this file is compiled into.
 #include "alloc_counter.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -9,6 +12,7 @@
 
 namespace {
 std::atomic<uint64_t> g_allocs{0};
+std::atomic<uint64_t> g_locks{0};
 inline void counted() noexcept { g_allocs.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace
 
@@ -46,6 +50,13 @@ int posix_memalign(void** out, size_t al, size_t n) {
   return *out != nullptr ? 0 : 12;  // ENOMEM
 }
 void free(void* p) { __libc_free(p); }
+int pthread_mutex_lock(pthread_mutex_t* m) {
+  using Fn = int (*)(pthread_mutex_t*);
+  static Fn real = nullptr;  // libc's, found on first use (dlsym does not take this lock)
+  if (real == nullptr) real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+  g_locks.fetch_add(1, std::memory_order_relaxed);
+  return real(m);
+}
 }  // extern "C"
 
 void* operator new(size_t n) {
@@ -86,6 +97,7 @@ bool enabled() noexcept {
 }
 
 uint64_t count() noexcept { return g_allocs.load(std::memory_order_relaxed); }
+uint64_t lock_count() noexcept { return g_locks.load(std::memory_order_relaxed); }
 
 uint64_t probe() noexcept {
   // Called through volatile pointers: the compiler must make the calls (it

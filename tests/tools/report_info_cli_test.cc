@@ -26,7 +26,7 @@ uint64_t count(const tracepipe::TraceDatReader& r, size_t b, size_t i) {
 }  // namespace
 
 TEST_CASE("cli: report --info lists every instance buffer of the file", "[tools][cli][tracedat]") {
-  const fs::path dat = fs::path(TP_SOURCE_DIR) / "tests/tracedat/data/instances_zstd.dat";
+  const fs::path dat = fs::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/instances_zstd.dat";
   const auto res = tp_test::run_command({TP_TRACEPIPE_EXE, "report", "--info", dat.string()}, fs::temp_directory_path(), 60);
   INFO("stdout:\n" << res.out << "\nstderr:\n" << res.err);
   REQUIRE(res.status == 0);

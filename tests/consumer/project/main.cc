@@ -1,9 +1,6 @@
 // A project that only did find_package(tracepipe): the README's quickstart,
 // compiled at this project's default C++ standard (the target brings C++20).
-#include <tracepipe/core/event_decl.h>
-#include <tracepipe/core/instance.h>
-#include <tracepipe/core/instance_export.h>
-#include <tracepipe/core/version.h>
+#include <tracepipe/tracepipe.h>
 
 #include <cstdio>
 

@@ -16,7 +16,7 @@
 
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "test_events.h"
+#include "../instance/test_events.h"
 #include "test_support.h"
 
 using namespace tracepipe;

@@ -145,7 +145,7 @@ TEST_CASE("adaptive average: every emit takes the path the per-emit model predic
         // policy's evidence, so it must not count as an accept of the next
         // direct period's average.
         if (!m.direct && i % 37 == 0) {
-          buffers::StagedRecord held = inst.stager_for_testing().thread_slots().try_claim(0, 8);
+          buffers::StagedRecord held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
           REQUIRE(held);
           const EmitResult rn = emit_sample(inst, 1, 0, "");
           buffers::PerThreadTempBuffer::release(held);

@@ -59,7 +59,7 @@ bool goes_direct(Instance& inst) {
 }  // namespace
 
 TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct reject", "[core][adaptive][signal]") {
-#if !defined(__x86_64__) || TP_TSAN || TP_ASAN
+#if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build");
 #else
   const int scenario = GENERATE(0, 1);

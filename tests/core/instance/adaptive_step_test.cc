@@ -46,7 +46,7 @@ enum class Scenario { check_flips_direct, first_direct, back_to_staging };
 
 TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping emit",
           "[core][adaptive][signal][concurrency]") {
-#if !defined(__x86_64__) || TP_TSAN || TP_ASAN
+#if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build");
 #else
   const Scenario sc = GENERATE(Scenario::check_flips_direct, Scenario::first_direct, Scenario::back_to_staging);

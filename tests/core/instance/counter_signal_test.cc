@@ -31,7 +31,7 @@ void handler_increment() {
 
 TEST_CASE("counters: a signal handler's increments between any two instructions are never lost",
           "[core][counters][concurrency]") {
-#if !defined(__x86_64__) || TP_TSAN || TP_ASAN
+#if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
 #else
   g_counter.store(0);

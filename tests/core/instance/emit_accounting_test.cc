@@ -180,7 +180,7 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
 // direct on full-ring losses and on its averages.
 TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently", "[core][accounting][concurrency]") {
   const int kWriters = 4;
-  const auto kRun = std::chrono::milliseconds(150);
+  constexpr uint64_t kIters = 60000;  // every phase, several times over, per writer
   const WriterMode writers = GENERATE(WriterMode::automatic, WriterMode::any_cpu);
   CAPTURE(static_cast<int>(writers));
   InstanceOptions o = small_options(Staging::adaptive, BufferMode::drop_newest);
@@ -220,8 +220,7 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
       if (id != 0)
         while (emits[0].load() < 34) std::this_thread::yield();  // the 34th started: the 33rd ended
       std::mt19937 rng(id);
-      const auto end = std::chrono::steady_clock::now() + kRun;
-      for (uint64_t i = 0; (i & 255) != 0 || std::chrono::steady_clock::now() < end; ++i) {
+      for (uint64_t i = 0; i < kIters; ++i) {
         emits[id].fetch_add(1, std::memory_order_relaxed);
         // Phases of 100%, 97%, 50%, 0% acceptance, different per writer.
         const uint64_t phase = (i / 5000 + id) % 4;
@@ -273,7 +272,7 @@ TEST_CASE("accounting: control toggles, signals and writers on every staging mod
   const Staging staging = GENERATE(Staging::per_cpu, Staging::off, Staging::per_thread, Staging::adaptive);
   CAPTURE(staging_name(staging));
   const int kWriters = 3;
-  const auto kRun = std::chrono::milliseconds(150);
+  constexpr uint64_t kIters = 60000;  // every phase, several times over, per writer
   std::atomic<uint64_t> emits{0};
   InstanceOptions o = small_options(staging, BufferMode::drop_newest);
   o.buffer_size_kb = 32;
@@ -311,8 +310,7 @@ TEST_CASE("accounting: control toggles, signals and writers on every staging mod
       ready.fetch_add(1);
       running.fetch_add(1);
       std::mt19937 rng(id + 10);
-      const auto end = std::chrono::steady_clock::now() + kRun;
-      for (uint64_t i = 0; (i & 255) != 0 || std::chrono::steady_clock::now() < end; ++i) {
+      for (uint64_t i = 0; i < kIters; ++i) {
         emits.fetch_add(1, std::memory_order_relaxed);
         const uint32_t v = (i / 3000 + id) % 3 == 0 ? 1 : (rng() % 3 != 0);
         t[id].add(emit_sample(inst, v, static_cast<uint32_t>(i), ""));
@@ -476,8 +474,7 @@ TEST_CASE("accounting: trace() fans out to adaptive, per_cpu and off instances",
     ws.emplace_back([&, id] {
       prepare_thread();
       std::mt19937 rng(id + 100);
-      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
-      for (uint64_t i = 0; (i & 255) != 0 || std::chrono::steady_clock::now() < end; ++i) {
+      for (uint64_t i = 0; i < 36000; ++i) {  // three rounds of the three phases
         const uint64_t phase = (i / 4000 + id) % 3;
         const uint32_t v = phase == 0 ? 1 + (rng() & 1) : phase == 1 ? (rng() % 16 != 0) * (1 + (rng() & 3)) : 0;
         Sample::trace(v, static_cast<uint32_t>(i), "");

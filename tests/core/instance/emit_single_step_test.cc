@@ -78,7 +78,7 @@ bool opened_once(Get get) {
 
 TEST_CASE("emit: a handler that emits between any two instructions of a filtered emit leaves it intact",
           "[core][staging][signal][concurrency]") {
-#if !defined(__x86_64__) || TP_TSAN || TP_ASAN
+#if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
 #else
   // Not per_cpu: its claim is an rseq section, which every trap restarts.

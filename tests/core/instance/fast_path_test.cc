@@ -753,3 +753,9 @@ TEST_CASE("fast path: writers are cpu_local by default, any_cpu when cpus or ext
   for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
   sched_setaffinity(0, sizeof all, &all);
 }
+
+TEST_CASE("instance: a buffer for every CPU id a writer can have (possible_cpus)", "[core][cpu]") {
+  Instance inst;
+  CHECK(inst.cpus() == possible_cpus());
+  CHECK(inst.ring().cpus() == possible_cpus());
+}

@@ -27,56 +27,9 @@
 
 #include "test_events.h"
 #include "syscall_jail.h"
+#include "alloc_counter.h"
 #include "test_support.h"
 
-#ifndef TRACEPIPE_SANITIZED
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-}
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocs{0};
-std::atomic<uint64_t> g_locks{0};
-inline void count_alloc() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* malloc(size_t n) {
-  count_alloc();
-  return __libc_malloc(n);
-}
-void* calloc(size_t a, size_t b) {
-  count_alloc();
-  return __libc_calloc(a, b);
-}
-void* realloc(void* p, size_t n) {
-  count_alloc();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t al, size_t n) {
-  count_alloc();
-  return __libc_memalign(al, n);
-}
-int posix_memalign(void** out, size_t al, size_t n) {
-  count_alloc();
-  *out = __libc_memalign(al, n);
-  return *out ? 0 : 12;
-}
-int pthread_mutex_lock(pthread_mutex_t* m) {
-  using Fn = int (*)(pthread_mutex_t*);
-  static Fn real = nullptr;  // libc's, found on first use (dlsym does not take this lock)
-  if (real == nullptr) real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
-  if (g_counting.load(std::memory_order_relaxed)) g_locks.fetch_add(1, std::memory_order_relaxed);
-  return real(m);
-}
-}
-#endif
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -132,7 +85,7 @@ struct Rig {
       count += 7;
       if (i % 64 == 0) {
         // Force the nested fallback: hold this thread's slot, emit, release.
-        auto held = per_thread.stager_for_testing().thread_slots().try_claim(0, 8);
+        auto held = tracepipe::detail::InstanceAccess::stager(per_thread).thread_slots().try_claim(0, 8);
         Sample::emit(per_thread, 1, i, "nested");
         buffers::PerThreadTempBuffer::release(held);
         count += 1;
@@ -150,22 +103,15 @@ TEST_CASE("noalloc: the write path allocates nothing and takes no lock", "[core]
 #else
   Rig rig;
   rig.run(200);  // warm up: thread registration, counter window, TLS, calibration
-  g_allocs.store(0);
-  g_locks.store(0);
   // Sanity: the counters do count (a test that cannot fail proves nothing).
-  g_counting.store(true);
-  void* p = malloc(16);
-  g_counting.store(false);
-  free(p);
-  REQUIRE(g_allocs.load() == 1);
-  g_allocs.store(0);
+  REQUIRE(tp_test::alloc_counter::probe() == 2);
 
-  g_counting.store(true);
+  const tp_test::alloc_counter::Window window;
   const uint64_t emits = rig.run(5000);
-  g_counting.store(false);
+  const uint64_t allocs = window.allocs(), locks = window.locks();
   CHECK(emits > 100000);
-  CHECK(g_allocs.load() == 0);
-  CHECK(g_locks.load() == 0);
+  CHECK(allocs == 0);
+  CHECK(locks == 0);
   // The loop really took every path.
   const EventStats pt = rig.per_thread.event_stats(Sample::desc());
   CHECK(pt.staged > 0);

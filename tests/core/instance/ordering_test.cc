@@ -249,12 +249,12 @@ TEST_CASE("ordering: a thread that migrates between claim and commit releases it
     CHECK(moved[0].at<uint32_t>(12) == 7);
     // The slot claimed (on `from`) is free again.
     if (st == Staging::per_cpu) {
-      CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(from));
-      CHECK_FALSE(inst.stager_for_testing().cpu_slots().busy_for_testing(to));
+      CHECK_FALSE(tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().busy_for_testing(from));
+      CHECK_FALSE(tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().busy_for_testing(to));
       // And it can be claimed again, by a thread on `from`.
       Pin back(from);
       REQUIRE(back.ok());
-      auto again = inst.stager_for_testing().cpu_slots().try_claim_local(8);
+      auto again = tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().try_claim_local(8);
       CHECK(static_cast<bool>(again));
       CHECK(again.cpu() == from);
       buffers::TempBuffer::release(again);

@@ -92,7 +92,7 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
   Instance inst(o);
   inst.enable(Claimed::desc());
   REQUIRE(inst.set_filter(Claimed::desc(), "value & 1").ok());
-  buffers::TempBuffer& slots = inst.stager_for_testing().cpu_slots();
+  buffers::TempBuffer& slots = tracepipe::detail::InstanceAccess::stager(inst).cpu_slots();
   CHECK(slots.writers() ==
         (buffers::detail::rseq_usable() ? buffers::Writers::cpu_local : buffers::Writers::any_cpu));
   const uint64_t bad0 = slots.bad_cpu_fallbacks();

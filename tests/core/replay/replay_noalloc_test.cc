@@ -12,58 +12,11 @@
 #include <cstdlib>
 
 #include "replay_test_util.h"
+#include "alloc_counter.h"
 #include "test_support.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/replay/router.h"
 
-#ifndef TRACEPIPE_SANITIZED
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-}
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocs{0};
-std::atomic<uint64_t> g_locks{0};
-inline void count_alloc() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* malloc(size_t n) {
-  count_alloc();
-  return __libc_malloc(n);
-}
-void* calloc(size_t a, size_t b) {
-  count_alloc();
-  return __libc_calloc(a, b);
-}
-void* realloc(void* p, size_t n) {
-  count_alloc();
-  return __libc_realloc(p, n);
-}
-void* aligned_alloc(size_t al, size_t n) {
-  count_alloc();
-  return __libc_memalign(al, n);
-}
-int posix_memalign(void** out, size_t al, size_t n) {
-  count_alloc();
-  *out = __libc_memalign(al, n);
-  return *out ? 0 : 12;
-}
-int pthread_mutex_lock(pthread_mutex_t* m) {
-  using Fn = int (*)(pthread_mutex_t*);
-  static Fn real = nullptr;
-  if (real == nullptr) real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
-  if (g_counting.load(std::memory_order_relaxed)) g_locks.fetch_add(1, std::memory_order_relaxed);
-  return real(m);
-}
-}
-#endif
 
 using namespace tracepipe;
 using namespace tracepipe::replay;
@@ -126,14 +79,13 @@ TEST_CASE("replay router: feed() allocates nothing and takes no lock on any rout
   for (uint32_t cpu = 0; cpu < 2; ++cpu) router.feed(recs[cpu], cpu, counters, true);
   counters.assign(router.counter_slots(), Counter{});
 
-  g_allocs = 0;
-  g_locks = 0;
-  g_counting = true;
+  REQUIRE(tp_test::alloc_counter::probe() == 2);  // the counter counts
+  const tp_test::alloc_counter::Window window;
   for (int round = 0; round < 3; ++round)
     for (uint32_t cpu = 0; cpu < 2; ++cpu) router.feed(recs[cpu], cpu, counters, true);
-  g_counting = false;
-  CHECK(g_allocs.load() == 0);
-  CHECK(g_locks.load() == 0);
+  const uint64_t allocs = window.allocs(), locks = window.locks();
+  CHECK(allocs == 0);
+  CHECK(locks == 0);
 
   // And it did the work: every route taken, with the expected verdicts.
   const Counter& km = counters[reg.find("kmem:kmalloc")->index()];

@@ -40,7 +40,7 @@ struct TempDir {
 };
 
 std::string data_file(const char* name) {
-  return tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data" / name);
+  return tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data" / name);
 }
 
 // An ext4_fc_stats payload: dev 8:3 (the kernel's MKDEV: major << 20 | minor),

@@ -28,7 +28,7 @@ void convert(const std::filesystem::path& in, const std::filesystem::path& out, 
 TEST_CASE("tracedat_compressed: a real zstd capture prints exactly like trace-cmd report",
           "[tracedat][report][trace-cmd]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
-  const auto p = std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data/sched_switch_zstd.dat";
+  const auto p = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sched_switch_zstd.dat";
   const struct {
     const char* flag;
     ReportOptions opt;

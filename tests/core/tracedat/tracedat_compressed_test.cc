@@ -24,7 +24,7 @@ using namespace tracepipe;
 
 namespace {
 
-const std::filesystem::path kData = std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data";
+const std::filesystem::path kData = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data";
 const std::filesystem::path kCorpus = std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
 
 std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
@@ -134,15 +134,29 @@ TEST_CASE("tracedat_compressed: an unknown algorithm is refused by name", "[trac
 }
 
 TEST_CASE("tracedat_compressed: every truncation fails cleanly", "[tracedat][reader]") {
+  // Each prefix of the file either is refused with a TraceDatError that
+  // names a section (no other exception, no crash), or reads as a file with
+  // no more records than the whole one. The whole file must read.
   const auto good = file_bytes(kData / "sample_zstd.dat");
+  const size_t full = drain(TraceDatReader(MappedFile::copy_of(good)));
+  REQUIRE(full > 0);
+  size_t refused = 0;
   for (size_t n = 0; n < good.size(); ++n) {
     const std::vector<std::byte> v(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
-    try {
-      const TraceDatReader r(MappedFile::copy_of(v));
-      drain(r);
-    } catch (const TraceDatError&) {
+    std::string section;
+    const std::string err = error_of(v, &section);
+    if (!err.empty()) {
+      ++refused;
+      INFO("prefix of " << n << " bytes: " << err);
+      CHECK_FALSE(section.empty());
+      continue;
     }
+    const size_t got = drain(TraceDatReader(MappedFile::copy_of(v)));
+    INFO("prefix of " << n << " bytes read without error");
+    CHECK(got <= full);
   }
+  // The header alone is most of the prefixes: most of them must be refused.
+  CHECK(refused > good.size() / 2);
 }
 
 TEST_CASE("tracedat_compressed: zlib chunks and sections (zlib's compress2, as trace-cmd writes them)",

@@ -168,7 +168,7 @@ TEST_CASE("tracedat errors: opened from a path (and an empty path)", "[tracedat]
 }
 
 TEST_CASE("tracedat errors: compressed (zstd v7) files: parser and cursor errors name the file", "[tracedat][errors]") {
-  const auto good = read_bytes(std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data/sample_zstd.dat");
+  const auto good = read_bytes(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sample_zstd.dat");
   // Parser errors: corrupt chunk header words and the algorithm name.
   struct Case {
     size_t at;

@@ -56,7 +56,7 @@ void same_report(const std::filesystem::path& p, size_t want_lines) {
 TEST_CASE("tracedat_instances: reports equal trace-cmd report (v7 zstd, v7 none, v6)",
           "[tracedat][report][trace-cmd]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
-  const auto dir = std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data";
+  const auto dir = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data";
   const struct {
     const char* file;
     size_t lines;  // "cpus=2" + records

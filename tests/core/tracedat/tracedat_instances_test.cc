@@ -20,7 +20,7 @@ using namespace tp_tracedat_test;
 namespace {
 
 std::filesystem::path data(const char* name) {
-  return std::filesystem::path(TP_SOURCE_DIR) / "tests/tracedat/data" / name;
+  return std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data" / name;
 }
 
 uint64_t count(MergedRecordCursor m, uint64_t* last_ts = nullptr) {

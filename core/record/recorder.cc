@@ -25,7 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMinSleepNs = 20'000;
-constexpr uint64_t kMaxSleepNs = 10'000'000;
 
 // A loss counted while the tail was at or before sub-buffer `tail_seq`:
 // marked on the first page written from a later sub-buffer.
@@ -76,6 +75,7 @@ struct Recorder::State {
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
   std::atomic<uint64_t> passes{0}, header_rewrites{0};
+  std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
 
   TraceDatWriter meta() const {
@@ -260,7 +260,8 @@ struct Recorder::State {
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t P = cpus[0]->rd.nr_subbufs();
     const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
-    uint64_t sleep_ns = 1'000'000;
+    const uint64_t max_sleep = std::max<uint64_t>(kMinSleepNs, static_cast<uint64_t>(opt.max_poll_interval.count()));
+    uint64_t sleep_ns = max_sleep;
     while (!stopping.load(std::memory_order_acquire)) {
       passes.fetch_add(1, std::memory_order_relaxed);
       if (opt.on_pass) opt.on_pass();
@@ -295,7 +296,7 @@ struct Recorder::State {
         maybe_rewrite_headers(false);
       }
       if (hit) sleep_ns = std::max(kMinSleepNs, sleep_ns / 2);
-      else if (!half) sleep_ns = std::min(kMaxSleepNs, sleep_ns * 2);
+      else if (!half) sleep_ns = std::min(max_sleep, sleep_ns * 2);
       const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
       const uint64_t s = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
       const timespec ts{static_cast<time_t>(s / 1'000'000'000), static_cast<long>(s % 1'000'000'000)};
@@ -303,6 +304,9 @@ struct Recorder::State {
     }
     // stop(): everything committed now.
     for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true, true);
+    timespec t{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
+      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec));
   }
 };
 
@@ -372,6 +376,13 @@ RecorderStats Recorder::stats() const {
   r.bytes = r.pages * st_->page_size;
   r.passes = st_->passes.load(std::memory_order_relaxed);
   r.header_rewrites = st_->header_rewrites.load(std::memory_order_relaxed);
+  r.cpu_ns = st_->cpu_ns_final.load();
+  if (r.cpu_ns == 0 && thread_.joinable()) {
+    clockid_t id;
+    timespec t{};
+    if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &id) == 0 && clock_gettime(id, &t) == 0)
+      r.cpu_ns = static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+  }
   std::lock_guard lk(st_->mu);
   r.failed = st_->error.has_value();
   return r;

@@ -1,0 +1,149 @@
+// tracepipe_record_bench: how fast one writer can emit while the recorder
+// drains its buffer into a trace.dat on tmpfs, and what the recorder costs.
+//
+//   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
+//
+// Writer pinned to CPU 0, recorder thread pinned to CPU 1, default buffer
+// sizes (1408 KiB per CPU, 4 KiB sub-buffers), drop-newest, 64-byte events.
+//  1. max: the writer emits as fast as it can for --seconds; reports the
+//     emit rate, records written and dropped, recorder CPU ns per event.
+//  2. lossless: paced runs at decreasing rates (from the max rate down by
+//     10% steps) until --repeats runs in a row lose nothing; the highest such
+//     rate is the lossless rate.
+// Each figure is the median of --repeats runs, with min and max.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tracepipe/core/instance/event_decl.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/record/recorder.h"
+
+using namespace tracepipe;
+using Ev = EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+static_assert(Ev::fixed_size == 64);
+
+namespace {
+
+struct Run {
+  double rate = 0;        // events emitted per second
+  uint64_t emitted = 0, written = 0, dropped = 0;
+  double rec_ns_per_event = 0;
+};
+
+void pin(int cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// One run: `rate` events/s (0: as fast as possible) for `seconds`.
+Run one(const std::filesystem::path& out, double seconds, double rate) {
+  InstanceOptions o;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  inst.enable(Ev::desc());
+  record::RecorderOptions ro;
+  ro.output = out;
+  ro.cpu = 1;
+  record::Recorder rec(inst, ro);
+  Run r;
+  std::thread w([&] {
+    pin(0);
+    const uint64_t t0 = now_ns();
+    const uint64_t dur = static_cast<uint64_t>(seconds * 1e9);
+    uint64_t n = 0;
+    if (rate <= 0) {
+      for (;;) {
+        for (int k = 0; k < 1024; ++k) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
+        if (now_ns() - t0 >= dur) break;
+      }
+    } else {
+      const double per_ns = rate * 1e-9;
+      for (;;) {
+        const uint64_t t = now_ns() - t0;
+        if (t >= dur) break;
+        const uint64_t due = static_cast<uint64_t>(static_cast<double>(t) * per_ns);
+        while (n < due) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
+      }
+    }
+    const uint64_t t1 = now_ns();
+    r.emitted = n;
+    r.rate = static_cast<double>(n) / (static_cast<double>(t1 - t0) * 1e-9);
+  });
+  w.join();
+  const record::RecorderStats s = rec.stop();
+  r.written = s.records;
+  r.dropped = s.dropped;
+  r.rec_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  std::filesystem::remove(out);
+  return r;
+}
+
+template <class F>
+std::string med(std::vector<Run>& v, F f, const char* fmt_) {
+  std::vector<double> x;
+  for (auto& r : v) x.push_back(f(r));
+  std::sort(x.begin(), x.end());
+  return fmt::format(fmt::runtime(fmt_), x[x.size() / 2], x.front(), x.back());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "/dev/shm";
+  double seconds = 1;
+  int repeats = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
+  }
+  if (std::thread::hardware_concurrency() < 2) {
+    fmt::print("needs 2 CPUs\n");
+    return 77;
+  }
+  const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
+  std::vector<Run> max;
+  for (int i = 0; i < repeats; ++i) max.push_back(one(out, seconds, 0));
+  fmt::print("max rate      emit {} M/s  written {} M  dropped {} M  recorder {} ns/event\n",
+             med(max, [](Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+             med(max, [](Run& r) { return r.written / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+             med(max, [](Run& r) { return r.dropped / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+             med(max, [](Run& r) { return r.rec_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
+  std::vector<double> rates;
+  for (auto& r : max) rates.push_back(r.rate);
+  std::sort(rates.begin(), rates.end());
+  double rate = rates[rates.size() / 2];
+  for (int step = 0; step < 20 && rate > 1e5; ++step, rate *= 0.9) {
+    std::vector<Run> v;
+    bool clean = true;
+    for (int i = 0; i < repeats && clean; ++i) {
+      v.push_back(one(out, seconds, rate));
+      clean = v.back().dropped == 0;
+    }
+    fmt::print("paced {:6.2f} M/s: {}\n", rate / 1e6, clean ? "0 dropped in every run" : fmt::format("dropped {} in run {}", v.back().dropped, v.size()));
+    if (clean) {
+      fmt::print("lossless      {:.2f} M events/s (one writer, {} runs of {} s)  recorder {} ns/event\n", rate / 1e6, repeats,
+                 seconds, med(v, [](Run& r) { return r.rec_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
+      return 0;
+    }
+  }
+  return 1;
+}

@@ -102,7 +102,6 @@
 //      (The stride lets crash recovery step over a reservation whose writer
 //      died before (E): core/recover/recover.h. A plain store to the line
 //      (C) already owns.)
-
 //  commit: (E) release-store the header word (kind data, length).
 //
 //  A nested writer (a signal handler on this thread) or another thread on the
@@ -239,7 +238,6 @@ struct RingMemoryLayout {
 /// The layout for `cfg` (its memory fields ignored). Throws ConfigError for
 /// a bad config, as the constructor does.
 RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg);
-
 
 /// Thrown by the RingBuffer constructor for a bad RingBufferConfig; what() names the field.
 class ConfigError : public std::invalid_argument {

@@ -233,6 +233,33 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
   }
 }
 
+// True if the records from `off` to `end` (a sub-buffer's page at `page`)
+// chain like the ring's: each committed header's stride matches its length,
+// each uncommitted one has a valid stride, and the walk ends exactly at an
+// END word, at `end`, or at zero bytes to the sub-buffer's end.
+bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint64_t S) {
+  while (off < end) {
+    if (off + 8 > S) return false;
+    const uint32_t word = v.u32(page + off, "record");
+    const uint32_t stash = v.u32(page + off + 4, "record");
+    const uint32_t kind = bd::word_kind(word);
+    if (kind == bd::kKindEnd) return true;
+    uint64_t stride = stash;
+    if (kind == bd::kKindNone) {
+      if (stash == 0) {
+        for (uint64_t o = off; o + 8 <= S; o += 8)
+          if (v.u64(page + o, "record") != 0) return false;
+        return true;
+      }
+    } else if (bd::stride_for(bd::word_len(word)) != stash) {
+      return false;
+    }
+    if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0 || stride > S - off) return false;
+    off += stride;
+  }
+  return off == end;
+}
+
 struct Subbuf {
   uint64_t age;  // sub-buffers behind the tail's (0: the tail's own)
   uint64_t idx;
@@ -323,11 +350,24 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
           off += stride;
           continue;
         }
-        // No length: the end of what was reserved (a switch whose END word
-        // was never written), or a writer that died between (C) and (D).
-        // Anything non-zero after it is out of reach.
+        // No stride: the end of what was reserved (a switch whose END word
+        // was never written), or a writer stopped between (C) and (D) (dead,
+        // or preempted for a lap while the others went around). Its record
+        // was never written, so it is zero; the next non-zero word is the
+        // next header if the walk from there is consistent to the end.
+        const uint64_t end = sb.age == 0 ? tail_off : S;
+        uint64_t q = off + 8;
+        while (q + 8 <= end && v.u64(page + q, "record") == 0) q += 8;
+        if (q + 8 <= end && chain_ok(v, page, q, end, S)) {
+          ++rc.uncommitted;
+          off = q;
+          continue;
+        }
+        if (q >= end && sb.age == 0 && off < tail_off) ++rc.uncommitted;  // reserved to the tail, never stamped
         const std::byte* p = v.at(page + off);
-        if (std::any_of(p, p + (S - off), [](std::byte b) { return b != std::byte{0}; })) ++rc.cut_short;
+        const uint64_t scan_from = sb.age == 0 ? tail_off : off;
+        if (q < end ? true : std::any_of(v.at(page + scan_from), p + (S - off), [](std::byte b) { return b != std::byte{0}; }))
+          ++rc.cut_short;
         break;
       }
       const uint64_t len = bd::word_len(word);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <stdexcept>
 #include <system_error>
 
 namespace tracepipe::flight {
@@ -62,7 +63,11 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
   ::unlink(p.c_str());  // a file left by an earlier process with our pid
   const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) fail(errno, "flight recorder: cannot create " + p);
-  f->ring_offset_ = kHeaderBytes + kMetaCapacity;
+  if (config.meta_capacity < 4096)
+    throw std::invalid_argument("flight recorder: metadata log of " + std::to_string(config.meta_capacity) +
+                                " bytes, at least 4096");
+  f->meta_capacity_ = round_up(config.meta_capacity, 4096);
+  f->ring_offset_ = kHeaderBytes + f->meta_capacity_;
   f->ring_size_ = round_up(layout.total, 4096);
   f->size_ = f->ring_offset_ + f->ring_size_;
   // Reserve every block now: a full tmpfs must fail here, not as SIGBUS in a writer.
@@ -100,7 +105,7 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
   h.pages_offset = layout.pages_offset;
   h.pages_per_cpu = layout.pages_per_cpu;
   h.meta_offset = kHeaderBytes;
-  h.meta_capacity = kMetaCapacity;
+  h.meta_capacity = f->meta_capacity_;
   copy_cstr(h.clock, sizeof h.clock, config.clock);
   h.clock_in_ns = config.clock_in_ns ? 1 : 0;
   h.pid = pid;
@@ -133,7 +138,7 @@ bool FlightFile::append(MetaKind kind, std::string_view bytes) {
   std::atomic_ref<uint64_t> used(h.meta_used);
   const uint64_t at = used.load(std::memory_order_relaxed);
   const size_t need = sizeof(MetaEntry) + round_up(bytes.size(), 8);
-  if (bytes.size() > UINT32_MAX || at + need > kMetaCapacity) {
+  if (bytes.size() > UINT32_MAX || at + need > meta_capacity_) {
     std::atomic_ref<uint32_t>(h.meta_dropped).fetch_add(1, std::memory_order_relaxed);
     return false;
   }

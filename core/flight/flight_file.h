@@ -31,6 +31,8 @@ struct FlightFileConfig {
   bool cpu_local = false;
   std::string clock = "local";  ///< trace-cmd's clock name
   bool clock_in_ns = true;
+  /// Bytes for the metadata log (formats, cmdlines); at least 4096.
+  size_t meta_capacity = kMetaCapacity;
 };
 
 /// One flight file, mapped MAP_SHARED read-write. Creation reserves every
@@ -44,7 +46,7 @@ class FlightFile {
   /// Creates DIR/<instance>-<pid>.tpflight (an existing file of that name,
   /// left by an earlier process with the same pid, is replaced). Throws
   /// std::system_error naming the path for I/O errors, buffers::ConfigError
-  /// for a bad geometry.
+  /// for a bad geometry, std::invalid_argument for a metadata log < 4096.
   static std::unique_ptr<FlightFile> create(const FlightFileConfig& config);
   /// Marks the file closed, unmaps it and removes it (a clean end leaves no
   /// file behind; a crash leaves it for `tracepipe recover`).
@@ -73,6 +75,7 @@ class FlightFile {
   std::filesystem::path path_;
   std::byte* base_ = nullptr;
   size_t size_ = 0;
+  size_t meta_capacity_ = 0;
   size_t ring_offset_ = 0;
   size_t ring_size_ = 0;
   std::mutex mu_;

@@ -28,7 +28,8 @@ inline constexpr char kMagic[8] = {'T', 'P', 'F', 'L', 'I', 'G', 'H', 'T'};
 inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kEndianMark = 0x01020304;
 inline constexpr size_t kHeaderBytes = 4096;
-/// Metadata log capacity (formats and cmdlines; ~1-2 KiB per event format).
+/// Default metadata log capacity (formats and cmdlines; ~1-2 KiB per event
+/// format; FlightFileConfig::meta_capacity).
 inline constexpr size_t kMetaCapacity = size_t{1} << 20;
 /// File name suffix: <instance>-<pid>.tpflight
 inline constexpr const char* kSuffix = ".tpflight";

@@ -237,20 +237,28 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
 // chain like the ring's: each committed header's stride matches its length,
 // each uncommitted one has a valid stride, and the walk ends exactly at an
 // END word, at `end`, or at zero bytes to the sub-buffer's end.
-bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint64_t S) {
+// `min_ts`: the stamp of the last record before the gap (stamps never go
+// back on one CPU, the ring's I5).
+bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint64_t S, uint64_t min_ts) {
+  const auto rest_zero = [&](uint64_t from) {
+    for (uint64_t o = from; o < S; o += 4)
+      if (v.u32(page + o, "record") != 0) return false;
+    return true;
+  };
   while (off < end) {
     if (off + 8 > S) return false;
     const uint32_t word = v.u32(page + off, "record");
     const uint32_t stash = v.u32(page + off + 4, "record");
     const uint32_t kind = bd::word_kind(word);
-    if (kind == bd::kKindEnd) return true;
+    if (kind == bd::kKindEnd) return word == bd::make_word(bd::kKindEnd, 0) && rest_zero(off + 4);
+    if (off + bd::kHeaderSize <= S && (word != 0 || stash != 0)) {
+      const uint64_t ts = v.u64(page + off + 8, "record");
+      if (ts < min_ts) return false;
+      min_ts = ts;
+    }
     uint64_t stride = stash;
     if (kind == bd::kKindNone) {
-      if (stash == 0) {
-        for (uint64_t o = off; o + 8 <= S; o += 8)
-          if (v.u64(page + o, "record") != 0) return false;
-        return true;
-      }
+      if (stash == 0) return rest_zero(off);
     } else if (bd::stride_for(bd::word_len(word)) != stash) {
       return false;
     }
@@ -358,7 +366,7 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
         const uint64_t end = sb.age == 0 ? tail_off : S;
         uint64_t q = off + 8;
         while (q + 8 <= end && v.u64(page + q, "record") == 0) q += 8;
-        if (q + 8 <= end && chain_ok(v, page, q, end, S)) {
+        if (q + 8 <= end && chain_ok(v, page, q, end, S, rc.records.size() > first_record ? rc.records.back().ts : 0)) {
           ++rc.uncommitted;
           off = q;
           continue;

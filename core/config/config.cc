@@ -123,7 +123,7 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
 // them: unknown-key errors list them (key_suggest.h).
 constexpr std::string_view kInstanceKeys[] = {
     "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
-    "adaptive_threshold", "cpus",       "systems", "events", "instances",
+    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "systems", "events", "instances",
 };
 static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 // [instances.NAME]: the same but "instances" (they do not nest).
@@ -261,6 +261,11 @@ struct Ctx {
       } else if (ks == "cpus") {
         ic.options.cpus = static_cast<uint32_t>(get_int(v, key, 0, kMaxCpus));
         cpus_node = &v;
+      } else if (ks == "flight_recorder") {
+        ic.options.flight_recorder = get_bool(v, key);
+      } else if (ks == "flight_dir") {
+        ic.options.flight_dir = get_string(v, key);
+        if (ic.options.flight_dir.empty()) fail(v, key, "must name a directory");
       } else if (ks == "systems") {
         for (auto [sk, sv] : in_file_order(get_table(v, key))) {
           const std::string skey = join(key, sk);

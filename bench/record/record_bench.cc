@@ -96,6 +96,32 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   return r;
 }
 
+// The recorder's own cost, apart from scheduling: a 64 MiB buffer is filled
+// first, then a recorder is started and stopped at once, so that it drains
+// every record in its final pass. Returns recorder CPU ns per record.
+double drain_only(const std::filesystem::path& out, bool to_null) {
+  InstanceOptions o;
+  o.mode = BufferMode::drop_newest;
+  o.buffer_size_kb = 64 * 1024;
+  o.cpus = 1;
+  Instance inst(o);
+  inst.enable(Ev::desc());
+  uint64_t n = 0;
+  std::thread w([&] {
+    pin(0);
+    for (uint32_t i = 0; i < 700000; ++i) n += Ev::emit(inst, 1, i, "pad") == EmitResult::kept;
+  });
+  w.join();
+  record::RecorderOptions ro;
+  ro.output = to_null ? std::filesystem::path("/dev/null") : out;
+  ro.cpu = 1;
+  ro.on_error = [](const std::string&) {};  // /dev/null cannot be truncated
+  record::Recorder rec(inst, ro);
+  const record::RecorderStats s = rec.stop();
+  if (!to_null) std::filesystem::remove(out);
+  return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
+}
+
 template <class F>
 std::string med(std::vector<Run>& v, F f, const char* fmt_) {
   std::vector<double> x;
@@ -120,6 +146,18 @@ int main(int argc, char** argv) {
     return 77;
   }
   const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
+  {
+    std::vector<double> file_ns, null_ns;
+    for (int i = 0; i < repeats; ++i) {
+      file_ns.push_back(drain_only(out, false));
+      null_ns.push_back(drain_only(out, true));
+    }
+    std::sort(file_ns.begin(), file_ns.end());
+    std::sort(null_ns.begin(), null_ns.end());
+    fmt::print("drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] into /dev/null\n",
+               file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), dir, null_ns[null_ns.size() / 2],
+               null_ns.front(), null_ns.back());
+  }
   std::vector<Run> max;
   for (int i = 0; i < repeats; ++i) max.push_back(one(out, seconds, 0));
   fmt::print("max rate      emit {} M/s  written {} M  dropped {} M  recorder {} ns/event\n",

@@ -123,11 +123,13 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
 // them: unknown-key errors list them (key_suggest.h).
 constexpr std::string_view kInstanceKeys[] = {
     "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
-    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "systems", "events", "instances",
+    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "systems", "events", "recording", "instances",
 };
 static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
-// [instances.NAME]: the same but "instances" (they do not nest).
-constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 1);
+// [instances.NAME]: the same but "recording" and "instances" (top level only).
+constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
+constexpr std::string_view kRecordingKeys[] = {"output", "mode", "watermark_percent", "flush_interval_ms",
+                                               "max_poll_interval_us"};
 constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable"};
 // [systems.NAME]: no soft_disable (the kernel has no system-wide one).
 constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
@@ -216,9 +218,37 @@ struct Ctx {
            "(use writers = \"auto\" or \"any_cpu\")");
   }
 
+  RecordingConfig parse_recording(const toml::table& t, const std::string& prefix) const {
+    RecordingConfig r;
+    r.where = where(t, prefix);
+    for (auto [ks, vp] : in_file_order(t)) {
+      const toml::node& v = *vp;
+      const std::string key = join(prefix, ks);
+      if (ks == "output") {
+        r.output = get_string(v, key);
+        if (r.output.empty()) fail(v, key, "expected a file name");
+      } else if (ks == "mode") {
+        const std::string m = get_string(v, key);
+        if (m != "stream" && m != "flight_recorder")
+          fail(v, key, "unknown recording mode '" + m + "' (expected stream or flight_recorder)");
+        r.flight_recorder = m == "flight_recorder";
+      } else if (ks == "watermark_percent") {
+        r.watermark_percent = static_cast<uint32_t>(get_int(v, key, 0, 100));
+      } else if (ks == "flush_interval_ms") {
+        r.flush_interval_ms = static_cast<uint32_t>(get_int(v, key, 1, 3'600'000));
+      } else if (ks == "max_poll_interval_us") {
+        r.max_poll_interval_us = static_cast<uint32_t>(get_int(v, key, 20, 1'000'000));
+      } else {
+        fail(v, key, unknown_key_message(ks, kRecordingKeys));
+      }
+    }
+    return r;
+  }
+
   InstanceConfig parse_instance(const toml::table& t, const std::string& name, const std::string& prefix,
                                 bool top, std::vector<const toml::table*>* nested,
-                                std::vector<std::string>* nested_names) const {
+                                std::vector<std::string>* nested_names,
+                                std::optional<RecordingConfig>* recording = nullptr) const {
     InstanceConfig ic;
     ic.file = file;
     ic.options.name = name;
@@ -276,6 +306,8 @@ struct Ctx {
           const std::string ekey = join(key, ek);
           ic.events.push_back(parse_settings(get_table(*ev, ekey), std::string(ek), ekey, false));
         }
+      } else if (ks == "recording" && top && recording != nullptr) {
+        *recording = parse_recording(get_table(v, key), key);
       } else if (ks == "instances" && top) {
         for (auto [ik, iv] : in_file_order(get_table(v, key))) {
           const std::string ikey = join(key, ik);
@@ -375,7 +407,7 @@ Config parse_config(std::string_view toml_text, std::string_view file) {
   Config cfg;
   std::vector<const toml::table*> nested;
   std::vector<std::string> names;
-  cfg.instances.push_back(ctx.parse_instance(root, "main", "", true, &nested, &names));
+  cfg.instances.push_back(ctx.parse_instance(root, "main", "", true, &nested, &names, &cfg.recording));
   for (size_t i = 0; i < nested.size(); ++i)
     cfg.instances.push_back(
         ctx.parse_instance(*nested[i], names[i], "instances." + key_segment(names[i]), false, nullptr, nullptr));

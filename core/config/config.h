@@ -19,6 +19,13 @@
 //   filter = "prev_prio < 100"
 //   soft_disable = false
 //
+//   [recording]                      # record the main instance (core/record/recorder.h)
+//   output = "trace.dat"             # the trace.dat to write (TRACEPIPE_RECORD_OUTPUT overrides)
+//   mode = "stream"                  # or "flight_recorder" (needs mode = "overwrite" above)
+//   watermark_percent = 25           # drain a CPU once this share of its buffer is full
+//   flush_interval_ms = 1000         # longest a record waits in the ring
+//   max_poll_interval_us = 250       # longest the recorder sleeps between looks
+//
 //   [instances.errors]               # another instance, as instances/errors/
 //   buffer_size_kb = 64              # same keys as the top level
 //   [instances.errors.events."app:request_done"]
@@ -92,8 +99,22 @@ struct InstanceConfig {
   std::string file;                    ///< source file, for messages
 };
 
+/// [recording] (top level only): the main instance is recorded into a
+/// trace.dat while the program runs, by core/record's Recorder. An
+/// application linked with tracepipe starts it by itself when the
+/// environment names the file (TRACEPIPE_CONFIG; docs/record.md).
+struct RecordingConfig {
+  std::string output;                  ///< path of the trace.dat ("" = none given)
+  bool flight_recorder = false;        ///< mode = "flight_recorder" (else "stream")
+  uint32_t watermark_percent = 25;     ///< 0..100
+  uint32_t flush_interval_ms = 1000;   ///< 1..3600000
+  uint32_t max_poll_interval_us = 250; ///< 20..1000000
+  ConfigSource where;                  ///< the [recording] header
+};
+
 struct Config {
   std::vector<InstanceConfig> instances;  ///< [0] is "main" (the top level)
+  std::optional<RecordingConfig> recording;
 };
 
 /// Parses TOML text; `file` names the source in errors. Throws ConfigError.

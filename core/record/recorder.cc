@@ -260,15 +260,28 @@ struct Recorder::State {
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t P = cpus[0]->rd.nr_subbufs();
     const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
-    const uint64_t max_sleep = std::max<uint64_t>(kMinSleepNs, static_cast<uint64_t>(opt.max_poll_interval.count()));
-    uint64_t sleep_ns = max_sleep;
+    const uint64_t max_sleep =
+        std::max<uint64_t>(kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
+    // Sleep: until the fastest CPU is expected to have filled half of the
+    // watermark again (its sub-buffer switches per ns, measured over the
+    // last pass), so that each wake-up finds a batch of sub-buffers: a
+    // wake-up costs microseconds, a sub-buffer of 64-byte events 51 records.
+    std::vector<uint64_t> tail_prev(n);
+    for (uint32_t cpu = 0; cpu < n; ++cpu) tail_prev[cpu] = cpus[cpu]->rd.tail_seq();
+    const uint64_t M = (buffers::detail::kLapMask + 1) * P;
+    auto prev = Clock::now();
     while (!stopping.load(std::memory_order_acquire)) {
       passes.fetch_add(1, std::memory_order_relaxed);
       if (opt.on_pass) opt.on_pass();
       const auto now = Clock::now();
-      bool hit = false, half = false;
       const uint64_t trig = triggers.load(std::memory_order_acquire);
       const bool triggered = trig != triggers_done;
+      uint64_t fastest = 0;  // sub-buffers filled since the last pass, on the busiest CPU
+      for (uint32_t cpu = 0; cpu < n; ++cpu) {
+        const uint64_t t = cpus[cpu]->rd.tail_seq();
+        fastest = std::max(fastest, (t + M - tail_prev[cpu]) % M);
+        tail_prev[cpu] = t;
+      }
       if (opt.mode == RecordMode::flight_recorder) {
         if (triggered) {
           for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true);
@@ -279,12 +292,7 @@ struct Recorder::State {
           CpuState& c = *cpus[cpu];
           const uint64_t full = c.rd.closed_unread();
           const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
-          if (full >= want || timed) {
-            hit |= full >= want;
-            (void)drain(cpu, timed);
-          } else if (2 * full >= want) {
-            half = true;
-          }
+          if (full >= want || timed) (void)drain(cpu, timed);
         }
         triggers_done = trig;
       }
@@ -295,11 +303,17 @@ struct Recorder::State {
         }
         maybe_rewrite_headers(false);
       }
-      if (hit) sleep_ns = std::max(kMinSleepNs, sleep_ns / 2);
-      else if (!half) sleep_ns = std::min(max_sleep, sleep_ns * 2);
+      const uint64_t dt = static_cast<uint64_t>(std::chrono::nanoseconds(now - prev).count());
+      prev = now;
+      uint64_t sleep_ns = max_sleep;
+      if (fastest != 0 && dt != 0) {
+        const double per_ns = static_cast<double>(fastest) / static_cast<double>(dt);
+        const double ns = static_cast<double>(std::max<uint64_t>(want / 2, 1)) / per_ns;
+        sleep_ns = std::clamp<uint64_t>(static_cast<uint64_t>(ns), kMinSleepNs, max_sleep);
+      }
       const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
-      const uint64_t s = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
-      const timespec ts{static_cast<time_t>(s / 1'000'000'000), static_cast<long>(s % 1'000'000'000)};
+      sleep_ns = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
+      const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
       (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
     }
     // stop(): everything committed now.

@@ -52,7 +52,7 @@ TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta
   for (uint32_t i = 0; i < cpus; ++i) ext_[i].offset = data_base_ + i * region_;
   const std::vector<std::byte> h2 = meta.header_bytes(ext_, &table_off_);
   int err = 0;
-  if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_)); e != 0 && e != EOPNOTSUPP && e != EINVAL)
+  if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_)); e != 0 && e != EOPNOTSUPP && e != EINVAL && e != ENODEV && e != ESPIPE)
     err = e;
   if (err == 0) err = pwrite_all(fd_, h2.data(), h2.size(), 0);
   if (err != 0) {

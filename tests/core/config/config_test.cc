@@ -171,7 +171,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
       {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
       {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb",
-       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, systems, events or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, systems, events, recording or instances); did you mean 'buffer_size_kb'?"},
       {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
        "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
       {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
@@ -203,17 +203,17 @@ TEST_CASE("config: every unknown key or table lists the valid keys of its table"
   const ErrorRow rows[] = {
       // The reported case: a prefix of a valid key.
       {"buffer_size = 4\n", 1, "buffer_size",
-       "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events, recording or instances); did you mean 'buffer_size_kb'?"},
       // A misspelt table at the top level, at its header's line.
       {"mode = \"overwrite\"\n\n[event.\"x:y\"]\nenable = true\n", 3, "event",
-       "bad.toml:3: event: unknown key (expected BUILTIN, events or instances); did you mean 'events'?"},
+       "bad.toml:3: event: unknown key (expected BUILTIN, events, recording or instances); did you mean 'events'?"},
       {"[instance.errors]\n", 1, "instance",
-       "bad.toml:1: instance: unknown key (expected BUILTIN, events or instances); did you mean 'instances'?"},
+       "bad.toml:1: instance: unknown key (expected BUILTIN, events, recording or instances); did you mean 'instances'?"},
       // The CLI's spelling with '-' is one fold away.
       {"buffer-size-kb = 4\n", 1, "buffer-size-kb",
-       "bad.toml:1: buffer-size-kb: unknown key (expected BUILTIN, events or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer-size-kb: unknown key (expected BUILTIN, events, recording or instances); did you mean 'buffer_size_kb'?"},
       // Nothing close: the list alone.
-      {"verbose = true\n", 1, "verbose", "bad.toml:1: verbose: unknown key (expected BUILTIN, events or instances)"},
+      {"verbose = true\n", 1, "verbose", "bad.toml:1: verbose: unknown key (expected BUILTIN, events, recording or instances)"},
       // [instances.NAME]: the same keys but instances (they do not nest).
       {"[instances.x]\nbufer_size_kb = 4\n", 2, "instances.x.bufer_size_kb",
        "bad.toml:2: instances.x.bufer_size_kb: unknown key (expected BUILTIN or events); did you mean 'buffer_size_kb'?"},

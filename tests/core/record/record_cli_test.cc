@@ -1,0 +1,84 @@
+// Recording without code changes: the config's [recording] table, and
+// `tracepipe record -- COMMAND` running a program that only traces
+// (examples/record_env.cc) or one that does not use tracepipe at all.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tracepipe/core/config/config.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "../tracedat/tracedat_test_util.h"
+#include "test_support.h"
+
+using namespace tracepipe;
+using tp_tracedat_test::have_trace_cmd;
+using tp_tracedat_test::run;
+using tp_tracedat_test::TempPath;
+
+namespace {
+uint64_t count_records(const std::filesystem::path& p) {
+  const auto r = TraceDatReader::open(p);
+  uint64_t n = 0;
+  auto m = r.records();
+  while (m.next()) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("config: [recording] keys, and errors at their line", "[record][config]") {
+  const Config c = parse_config(
+      "mode = \"drop_newest\"\n"
+      "[recording]\n"
+      "output = \"x.dat\"\n"
+      "mode = \"flight_recorder\"\n"
+      "watermark_percent = 50\n"
+      "flush_interval_ms = 20\n"
+      "max_poll_interval_us = 100\n",
+      "r.toml");
+  REQUIRE(c.recording.has_value());
+  CHECK(c.recording->output == "x.dat");
+  CHECK(c.recording->flight_recorder);
+  CHECK(c.recording->watermark_percent == 50);
+  CHECK(c.recording->flush_interval_ms == 20);
+  CHECK(c.recording->max_poll_interval_us == 100);
+  CHECK(!parse_config("mode = \"overwrite\"\n", "r.toml").recording.has_value());
+  CHECK_THROWS_WITH(parse_config("[recording]\nwatermark_percent = 101\n", "r.toml"),
+                    "r.toml:2: recording.watermark_percent: value 101 is outside 0..100");
+  CHECK_THROWS_WITH(parse_config("[recording]\nmode = \"tape\"\n", "r.toml"),
+                    "r.toml:2: recording.mode: unknown recording mode 'tape' (expected stream or flight_recorder)");
+  try {
+    parse_config("[recording]\noutptu = \"x\"\n", "r.toml");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.line() == 2);
+    CHECK(std::string(e.what()).find("did you mean 'output'") != std::string::npos);
+  }
+  // Only the top level records.
+  CHECK_THROWS_AS(parse_config("[instances.x.recording]\noutput = \"y\"\n", "r.toml"), ConfigError);
+}
+
+TEST_CASE("tracepipe record: a program that only traces records through the environment", "[record][cli]") {
+  TempPath out("cli_record.dat");
+  const std::string cmd = fmt::format("cd {}/examples && {} record --config record.toml -o {} -- {} --work", TP_SOURCE_DIR,
+                                      TP_TRACEPIPE_EXE, out.path.string(), TP_RECORD_ENV_EXE);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK(count_records(out.path) == 10000);
+  if (have_trace_cmd()) {
+    const std::string n = run(fmt::format("trace-cmd report -i {} | grep -c 'order:'", out.path.string()));
+    CHECK(std::stoull(n) == 10000);
+  }
+}
+
+TEST_CASE("tracepipe record: a command that traced nothing still leaves a valid trace", "[record][cli]") {
+  TempPath out("cli_empty.dat");
+  REQUIRE(std::system(fmt::format("{} record -o {} -- true 2>/dev/null", TP_TRACEPIPE_EXE, out.path.string()).c_str()) == 0);
+  CHECK(count_records(out.path) == 0);
+  if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
+  // The command's exit status is tracepipe's.
+  const int rc = std::system(fmt::format("{} record -o {} -- sh -c 'exit 3' 2>/dev/null", TP_TRACEPIPE_EXE, out.path.string()).c_str());
+  REQUIRE(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 3);
+}

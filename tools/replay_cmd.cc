@@ -74,6 +74,12 @@ void run(ReplayCli& cli) {
     fmt::print("{}", replay::format_result(r, o.timing));
     if (o.output) fmt::print("output: {} kept records written to {}\n", r.output_records, o.output->string());
     if (cli.verbose) print_verbose(r);
+    // --trigger: each event's trigger file, then its hist file (as
+    // events/SYS/EVENT/trigger and hist would show them after the run).
+    for (const auto& t : r.triggered) {
+      fmt::print("\n==> {}: trigger <==\n{}", t.event, t.trigger);
+      if (!t.hist.empty()) fmt::print("\n==> {}: hist <==\n{}", t.event, t.hist);
+    }
     std::fflush(stdout);
   } catch (const replay::ReplayError& e) {
     // Already a complete message (filter errors carry the kernel's caret).
@@ -97,6 +103,12 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("-F,--filter", cli->o.filter_args,
                   "'EVENT: FILTER' as trace-cmd report -F: 'sched:sched_switch: prev_pid == 0', "
                   "'sched_switch: ...', 'sched: ...' (a whole system), 'a,b: ...'; repeatable")
+      ->take_all();
+  sub->add_option("--trigger", cli->o.trigger_args,
+                  "'SYS:EVENT: TRIGGER' as written to events/SYS/EVENT/trigger: "
+                  "'sched:sched_switch: hist:keys=prev_pid:vals=prev_state:sort=hitcount.descending', "
+                  "'sched:sched_wakeup: traceoff if pid == 1'; repeatable. Prints each event's trigger and hist "
+                  "files after the run")
       ->take_all();
   sub->add_option("--config", cli->config, "TOML file of filters (the config file syntax of docs/config.md; its main instance)");
   sub->add_option("-o,--output", cli->output, "write the kept events to this trace.dat (v6)");

@@ -23,6 +23,8 @@
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/replay/router.h"
 #include "tracepipe/core/replay/symbols.h"
+#include "tracepipe/core/tracedat/trace_symbols.h"
+#include "tracepipe/core/triggers/triggers.h"
 
 namespace tracepipe::replay {
 namespace {
@@ -241,7 +243,29 @@ ReplayResult run_replay(const ReplayOptions& o) {
     in.compile.symbol_by_name = [&symbols](std::string_view n) { return symbols.by_name(n); };
     in.compile.symbol_by_address = [&symbols](uint64_t a) { return symbols.by_address(a); };
   }
-  const std::vector<EventPlan> plan = make_plan(registry, in);
+  std::vector<EventPlan> plan = make_plan(registry, in);
+
+  // --trigger: each names its event; a triggered event is replayed (its
+  // triggers see every record), soft-disabled when nothing else asked for it.
+  std::vector<std::pair<const EventDesc*, std::string>> triggers;
+  for (const std::string& a : o.trigger_args) {
+    const size_t c1 = a.find(':'), c2 = c1 == std::string::npos ? c1 : a.find(':', c1 + 1);
+    if (c2 == std::string::npos)
+      throw ReplayError(fmt::format("--trigger '{}': expected 'SYS:EVENT: TRIGGER'", a));
+    const EventDesc* ev = registry.find(a.substr(0, c1), a.substr(c1 + 1, c2 - c1 - 1));
+    if (ev == nullptr)
+      throw ReplayError(fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
+    std::string cmd = a.substr(c2 + 1);
+    cmd.erase(0, cmd.find_first_not_of(" \t"));
+    triggers.emplace_back(ev, std::move(cmd));
+  }
+  if (in.config != nullptr)  // the config's [events.*] trigger keys, after --trigger
+    for (const EventSettings& s : in.config->events)
+      for (const std::string& cmd : s.triggers)
+        for (const EventDesc* ev : registry.match(s.pattern)) triggers.emplace_back(ev, cmd);
+  for (const auto& t : triggers)
+    for (EventPlan& p : plan)
+      if (p.event == t.first && !p.replayed) p.replayed = p.soft_disabled = true;
 
   // The instance: one ring per recorded CPU.
   InstanceOptions opts;
@@ -274,6 +298,9 @@ ReplayResult run_replay(const ReplayOptions& o) {
 
   // Enable and filter the events; routes by event ID.
   const Router router(reader, inst, plan, ncpu, o.trailing_operator);
+  for (const auto& [ev, cmd] : triggers)
+    if (const TriggerStatus st = set_trigger(inst, *ev, cmd); !st)
+      throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
 
   std::unique_ptr<Output> out;
   if (o.output) out = std::make_unique<Output>(reader, ncpu, res.warnings);
@@ -347,6 +374,31 @@ ReplayResult run_replay(const ReplayOptions& o) {
   res.unknown = per_event[router.unknown_slot()].skipped;
   res.total.ns += per_event[router.unknown_slot()].ns;
   res.ring = inst.cpu_stats();
+
+  if (!triggers.empty()) {
+    // .execname from the file's saved cmdlines, .sym from its kallsyms.
+    const KallsymsTable kallsyms(o.kallsyms ? read_regular_file(*o.kallsyms, kMaxKallsymsBytes)
+                                            : std::string(reader.kallsyms_text()));
+    HistNames names;
+    names.comm = [&reader](int32_t pid) {
+      if (pid == 0) return std::string("<idle>");
+      const auto it = reader.cmdlines().find(pid);
+      return it == reader.cmdlines().end() ? std::string("<...>") : it->second;
+    };
+    names.sym = [&](uint64_t addr, bool with_offset) -> std::optional<std::string> {
+      const std::optional<SymbolHit> hit = kallsyms.lookup(addr);
+      if (!hit) return std::nullopt;
+      if (!with_offset) return std::string(hit->name);
+      const auto range = symbols.by_address(addr);
+      return fmt::format("{}+0x{:x}/0x{:x}", hit->name, hit->offset, range ? range->size : 0);
+    };
+    for (const auto& [ev, cmd] : triggers) {
+      if (std::any_of(res.triggered.begin(), res.triggered.end(),
+                      [&](const ReplayResult::Triggered& t) { return t.event == ev->full_name(); }))
+        continue;
+      res.triggered.push_back({ev->full_name(), trigger_file(inst, *ev), hist_file(inst, *ev, names)});
+    }
+  }
   return res;
 }
 

@@ -53,6 +53,10 @@ enum class ProgressMode : uint8_t { automatic, on, off };
 struct ReplayOptions {
   std::filesystem::path input;
   std::vector<std::string> filter_args;              ///< raw -F arguments
+  /// --trigger 'SYS:EVENT: TRIGGER' (core/triggers/triggers.h syntax): set
+  /// on the replay instance before the run; an event with a trigger is
+  /// replayed (soft-disabled if nothing else would replay it).
+  std::vector<std::string> trigger_args;
   std::optional<std::filesystem::path> config;       ///< --config TOML (its main instance)
   std::optional<std::filesystem::path> output;       ///< -o OUT.dat
   /// --kallsyms, overrides the file's: a regular file of at most
@@ -121,6 +125,14 @@ struct ReplayResult {
   double wall_s = 0;             ///< the pipeline only (setup and output file excluded)
   double cpu_s = 0;              ///< process CPU time over the same interval
   std::vector<std::string> warnings;
+  /// Per event with a --trigger (by name): its trigger file and, when it has
+  /// hist triggers, its hist file, read after the run.
+  struct Triggered {
+    std::string event;    ///< "sched:sched_switch"
+    std::string trigger;  ///< the trigger file
+    std::string hist;     ///< the hist file ("" without hist triggers)
+  };
+  std::vector<Triggered> triggered;
   /// Events per second of wall time (records read / wall_s).
   double events_per_s() const noexcept {
     const uint64_t n = total.replayed + total.skipped + unknown;

@@ -574,6 +574,25 @@ std::string hist_file(const Instance& instance, const EventDesc& event, const Hi
   return out;
 }
 
+void apply_triggers(Instance& instance, const InstanceConfig& config) {
+  for (const EventSettings& s : config.events) {
+    for (const std::string& cmd : s.triggers) {
+      for (const EventDesc* d : instance.registry().match(s.pattern)) {
+        const TriggerStatus st = set_trigger(instance, *d, cmd);
+        if (!st)
+          throw ConfigError(s.trigger_where.file, s.trigger_where.line, s.trigger_where.key,
+                            fmt::format("trigger '{}' rejected for {}: {}", cmd, d->full_name(), st.render()));
+      }
+    }
+  }
+}
+
+namespace {
+// Instance::apply reaches apply_triggers through this hook (the instance
+// does not depend on this library).
+[[maybe_unused]] const bool kConfigHook = (detail::set_config_triggers_hook(&apply_triggers), true);
+}  // namespace
+
 TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event) {
   TriggerCounts c;
   const std::lock_guard lk(triggers::control_mutex());

@@ -115,6 +115,11 @@ struct TriggerCounts {
 };
 TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);
 
+/// Applies the `trigger` keys of a config section's [events.*] tables, in
+/// file order (Instance::apply calls it once this library is linked).
+/// Throws ConfigError naming the file, line and key, with the kernel's error.
+void apply_triggers(Instance& instance, const InstanceConfig& config);
+
 /// Frames a stacktrace trigger records (the kernel's user_stack entry holds 8).
 inline constexpr uint32_t kUserStackFrames = 8;
 

@@ -124,6 +124,16 @@ class PageBatch {
     lost_ += n;
   }
 
+  /// Records that an unknown number of events were lost before the next
+  /// record (RB_MISSED_EVENTS without a count: `[EVENTS DROPPED]`).
+  void mark_missed_unknown() noexcept {
+    if (used_ != 0) {
+      close_page();
+      open_page();
+    }
+    missed_unknown_ = true;
+  }
+
   void checkpoint() noexcept { ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_}; }
   void rollback() noexcept {
     done_ = ck_.done;
@@ -139,7 +149,7 @@ class PageBatch {
   /// Closes the open page if it holds records (a flush), or, with
   /// `even_if_empty`, only a loss mark (the end of a recording).
   void close_open(bool even_if_empty = false) noexcept {
-    if (used_ == 0 && (lost_ == 0 || !even_if_empty)) return;
+    if (used_ == 0 && ((lost_ == 0 && !missed_unknown_) || !even_if_empty)) return;
     close_page();
     open_page();
   }
@@ -183,6 +193,8 @@ class PageBatch {
     std::byte* page = cur();
     uint64_t commit = used_;
     std::memset(page + kHdr + used_, 0, ps_ - kHdr - used_);
+    if (missed_unknown_ && lost_ == 0) commit |= kpage::kMissedEvents;
+    missed_unknown_ = false;
     if (lost_ != 0) {
       commit |= kpage::kMissedEvents;
       if (used_ + 8 <= cap_data()) {
@@ -208,6 +220,7 @@ class PageBatch {
   uint32_t used_ = 0;   // bytes of event stream in the open page
   uint64_t running_ = 0, page_ts_ = 0;
   uint64_t lost_ = 0;   // to mark on the open page
+  bool missed_unknown_ = false;  // the open page follows an unknown number of lost events
   uint64_t records_ = 0, done_records_ = 0, too_big_ = 0;
   Checkpoint ck_;
 };

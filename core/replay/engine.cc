@@ -3,6 +3,7 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_group.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -12,11 +13,14 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <system_error>
 
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
+#include "tracepipe/core/record/page_batch.h"
+#include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/files/input_file.h"
 #include "tracepipe/core/replay/progress.h"
@@ -46,29 +50,49 @@ struct CpuJob {
 
 class Output {
  public:
-  Output(const TraceDatReader& in, uint32_t cpus, std::vector<std::string>& warnings)
-      : w_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}) {
+  // The records go through the recorder's page writer: each CPU's kept
+  // records are encoded once into kernel pages (record::PageBatch), and full
+  // batches of pages are appended to a trace.dat that grows in place
+  // (record::TraceFile), written beside `path` and renamed over it at the
+  // end (never over the input while it is read). Memory: one batch per CPU.
+  Output(const TraceDatReader& in, uint32_t cpus, const std::filesystem::path& path, std::vector<std::string>& warnings)
+      : meta_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}),
+        path_(path) {
     for (const EventFormat& f : in.formats()) {
       try {
-        w_.add_format(f);
+        meta_.add_format(f);
       } catch (const std::invalid_argument& e) {
         warnings.push_back(fmt::format("-o: format {}/{} not written: {}", f.system, f.name, e.what()));
       }
     }
-    for (const auto& [pid, comm] : in.cmdlines()) w_.set_cmdline(pid, comm);
-    if (!in.kallsyms_text().empty()) w_.set_kallsyms(std::string(in.kallsyms_text()));
-    if (!in.printk_text().empty()) w_.set_printk(std::string(in.printk_text()));
+    for (const auto& [pid, comm] : in.cmdlines()) meta_.set_cmdline(pid, comm);
+    if (!in.kallsyms_text().empty()) meta_.set_kallsyms(std::string(in.kallsyms_text()));
+    if (!in.printk_text().empty()) meta_.set_printk(std::string(in.printk_text()));
+    for (uint32_t c = 0; c < cpus; ++c) batches_.push_back(std::make_unique<record::PageBatch>(in.page_size(), 64));
+    tmp_ = path_;
+    tmp_ += fmt::format(".tracepipe-{}", ::getpid());
+    record::TraceFileOptions fo;
+    fo.path = tmp_;
+    file_ = std::make_unique<record::TraceFile>(fo, meta_);
   }
-  // One batch of kept records of `cpu`, drained from the ring (P2). The
-  // writer is shared by the CPUs: one lock per batch.
+  ~Output() {
+    if (file_) {
+      file_.reset();
+      std::error_code ec;
+      std::filesystem::remove(tmp_, ec);
+    }
+  }
+  // One batch of kept records of `cpu`, drained from the ring (P2). Each CPU
+  // has its own page batch; only the file appends take the lock.
   uint64_t write_batch(uint32_t cpu, const Batch& b, buffers::ConsumingReader& ring) {
-    std::lock_guard lk(mu_);
+    record::PageBatch& pb = *batches_[cpu];
     uint64_t n = 0;
     size_t lost_i = 0;
     for (size_t i = 0; i < b.recs.size(); ++i) {
       while (lost_i < b.lost.size() && b.lost[lost_i].first == i) {
         const int64_t l = b.lost[lost_i++].second;
-        w_.add_lost(cpu, l < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(l)));
+        if (l < 0) pb.mark_missed_unknown();
+        else pb.mark_lost(static_cast<uint64_t>(l));
       }
       const Rec& r = b.recs[i];
       if (r.result != EmitResult::kept) continue;
@@ -77,16 +101,47 @@ class Output {
         throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record of {} bytes "
                                            "was expected (records out of order?)",
                                            cpu, v ? std::to_string(v->payload.size()) + " bytes" : "nothing", r.len));
-      w_.add_record(cpu, r.ts, v->payload);
+      if (pb.room() < 2) flush(cpu);
+      pb.record(r.ts, v->payload);
       ++n;
     }
     return n;
   }
-  void write(const std::filesystem::path& p) const { w_.write(p); }
+  // After the pipelines: the last pages, the final headers, the rename.
+  void write() {
+    for (uint32_t c = 0; c < batches_.size(); ++c) {
+      batches_[c]->close_open(true);
+      flush(c);
+    }
+    if (const int err = file_->finalize(meta_); err != 0)
+      throw std::system_error(err, std::generic_category(), "cannot write " + tmp_.string());
+    file_.reset();
+    std::error_code ec;
+    std::filesystem::rename(tmp_, path_, ec);
+    if (ec) {
+      std::filesystem::remove(tmp_);
+      throw std::system_error(ec, "cannot rename " + tmp_.string() + " to " + path_.string());
+    }
+  }
 
  private:
+  void flush(uint32_t cpu) {
+    record::PageBatch& pb = *batches_[cpu];
+    if (pb.finished_pages() == 0) return;
+    int err;
+    {
+      std::lock_guard lk(mu_);
+      err = file_->append(cpu, pb.finished());
+    }
+    if (err != 0) throw std::system_error(err, std::generic_category(), "cannot write " + tmp_.string());
+    pb.take_finished();
+  }
+
   std::mutex mu_;
-  TraceDatWriter w_;
+  TraceDatWriter meta_;  // formats, cmdlines, kallsyms, printk, clock: the headers
+  std::filesystem::path path_, tmp_;
+  std::vector<std::unique_ptr<record::PageBatch>> batches_;
+  std::unique_ptr<record::TraceFile> file_;
 };
 
 uint64_t process_cpu_ns() {
@@ -303,7 +358,13 @@ ReplayResult run_replay(const ReplayOptions& o) {
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
 
   std::unique_ptr<Output> out;
-  if (o.output) out = std::make_unique<Output>(reader, ncpu, res.warnings);
+  if (o.output) {
+    try {
+      out = std::make_unique<Output>(reader, ncpu, *o.output, res.warnings);
+    } catch (const std::system_error& e) {
+      throw ReplayError(std::string("-o: ") + e.what());
+    }
+  }
 
   std::vector<CpuJob> jobs(reader.cpu_data().size());
   uint64_t total_bytes = 0;
@@ -337,7 +398,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   const double ns_per_cycle = tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
 
   if (out) {
-    out->write(*o.output);
+    out->write();
     for (const CpuJob& j : jobs) res.output_records += j.written;
   }
 

@@ -18,6 +18,7 @@
 
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/sideband/sideband.h"
 #include "tracepipe/core/tracedat/kernel_page.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
@@ -309,5 +310,76 @@ TEST_CASE("recorder: a full disk (small tmpfs) is reported once; what was writte
   if (have_trace_cmd()) {
     const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.string()));
     CHECK(std::stoull(rep) == s.records);
+  }
+}
+
+TEST_CASE("recorder: flight recorder writes nothing until stop, then the newest records", "[record]") {
+  TempPath out("rec_flight.dat");
+  Instance inst(small_options(Staging::per_thread, BufferMode::overwrite));
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.mode = record::RecordMode::flight_recorder;
+  record::Recorder rec(inst, ro);
+  const uint32_t n = 50000;  // about 15 times what 256 KiB hold
+  REQUIRE(emit_range(inst, 0, n) == n);
+  CHECK(rec.stats().records == 0);
+  CHECK(seqs(out.path).empty());  // a valid, empty trace until then
+  const auto s = rec.stop();
+  const auto got = seqs(out.path);
+  REQUIRE(!got.empty());
+  CHECK(got.size() == s.records);
+  CHECK(got.back() == n - 1);  // the newest
+  for (size_t i = 1; i < got.size(); ++i) REQUIRE(got[i] == got[i - 1] + 1);
+  const buffers::CpuStats cs = inst.cpu_stats(0);
+  CHECK(s.dropped == cs.overrun + ring_lost(inst));
+  CHECK(s.records + s.dropped == n);
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {}", out.path.string()));
+    const size_t mark = rep.find(fmt::format("[{} EVENTS DROPPED]", cs.overrun));
+    REQUIRE(mark != std::string::npos);
+    CHECK(mark < rep.find(fmt::format("seq={} ", got.front())));
+  }
+}
+
+TEST_CASE("recorder: a flight recorder needs an overwrite buffer", "[record]") {
+  TempPath out("rec_flight_bad.dat");
+  Instance inst(small_options(Staging::per_thread, BufferMode::drop_newest));
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.mode = record::RecordMode::flight_recorder;
+  CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
+}
+
+TEST_CASE("recorder: sideband names flow into the recording", "[record][sideband]") {
+  TempPath out("rec_sideband.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  (void)enable_sideband(inst, false);
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  record::Recorder rec(inst, ro);
+  int32_t tid = 0;
+  std::thread t([&] {
+    pin_to(0);
+    tid = static_cast<int32_t>(gettid());
+    REQUIRE(!set_thread_name("tp-rec-first"));
+    REQUIRE(emit_sample(inst, 1, 1, "a") == EmitResult::kept);
+    REQUIRE(!set_thread_name("tp-rec-renamed"));
+    REQUIRE(emit_sample(inst, 1, 2, "b") == EmitResult::kept);
+  });
+  t.join();
+  rec.stop();
+  const auto r = TraceDatReader::open(out.path);
+  bool comm_records = false;
+  for (const EventFormat& f : r.formats()) comm_records |= f.name == "task_comm";
+  CHECK(comm_records);
+  bool named = false;
+  for (const auto& [pid, comm] : r.cmdlines()) named |= pid == tid && comm == "tp-rec-renamed";
+  CHECK(named);
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format("trace-cmd report -i {}", out.path.string()));
+    CHECK(rep.find(fmt::format("tp-rec-renamed-{}", tid)) != std::string::npos);
+    CHECK(rep.find("task_comm:") != std::string::npos);
   }
 }

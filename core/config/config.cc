@@ -129,7 +129,7 @@ static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 // [instances.NAME]: the same but "recording" and "instances" (top level only).
 constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
 constexpr std::string_view kRecordingKeys[] = {"output", "mode", "watermark_percent", "flush_interval_ms",
-                                               "max_poll_interval_us"};
+                                               "max_poll_interval_us", "max_file_kb", "max_files"};
 constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable"};
 // [systems.NAME]: no soft_disable (the kernel has no system-wide one).
 constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
@@ -238,6 +238,10 @@ struct Ctx {
         r.flush_interval_ms = static_cast<uint32_t>(get_int(v, key, 1, 3'600'000));
       } else if (ks == "max_poll_interval_us") {
         r.max_poll_interval_us = static_cast<uint32_t>(get_int(v, key, 20, 1'000'000));
+      } else if (ks == "max_file_kb") {
+        r.max_file_kb = static_cast<uint64_t>(get_int(v, key, 0, int64_t{1} << 32));
+      } else if (ks == "max_files") {
+        r.max_files = static_cast<uint32_t>(get_int(v, key, 0, 1'000'000));
       } else {
         fail(v, key, unknown_key_message(ks, kRecordingKeys));
       }

@@ -25,6 +25,8 @@
 //   watermark_percent = 25           # drain a CPU once this share of its buffer is full
 //   flush_interval_ms = 1000         # longest a record waits in the ring
 //   max_poll_interval_us = 250       # longest the recorder sleeps between looks
+//   max_file_kb = 65536              # rotation: files of 64 MiB (run.1.dat, run.2.dat, ...)
+//   max_files = 4                    # keep the newest 4 (the last 256 MiB of the run)
 //
 //   [instances.errors]               # another instance, as instances/errors/
 //   buffer_size_kb = 64              # same keys as the top level
@@ -109,6 +111,8 @@ struct RecordingConfig {
   uint32_t watermark_percent = 25;     ///< 0..100
   uint32_t flush_interval_ms = 1000;   ///< 1..3600000
   uint32_t max_poll_interval_us = 250; ///< 20..1000000
+  uint64_t max_file_kb = 0;            ///< rotation: KiB of data per file (0: one file, no limit)
+  uint32_t max_files = 0;              ///< rotation: keep the newest this many files (0: all)
   ConfigSource where;                  ///< the [recording] header
 };
 

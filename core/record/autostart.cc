@@ -52,6 +52,8 @@ struct AutoRecord {
         ro.watermark_percent = cfg.recording->watermark_percent;
         ro.flush_interval = std::chrono::milliseconds(cfg.recording->flush_interval_ms);
         ro.max_poll_interval = std::chrono::microseconds(cfg.recording->max_poll_interval_us);
+        ro.max_file_bytes = cfg.recording->max_file_kb * 1024;
+        ro.max_files = cfg.recording->max_files;
       }
       if (ro.output.empty()) {
         std::fprintf(stderr, "tracepipe: %s: no [recording] output (and TRACEPIPE_RECORD_OUTPUT unset): not recording\n",

@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <deque>
+#include <system_error>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -62,6 +64,9 @@ struct Recorder::State {
   RecorderOptions opt;
   std::vector<std::unique_ptr<CpuState>> cpus;
   std::unique_ptr<TraceFile> file;
+  std::deque<std::filesystem::path> files;  // on disk, oldest first; back() is `file`'s
+  uint64_t file_seq = 0;
+  std::atomic<uint64_t> files_started{0}, files_removed{0};
   std::unique_ptr<SidebandState> sideband;
   std::vector<uint8_t> sb_ids;  // common_type -> is a sideband event
   uint32_t registry_seen = 0;
@@ -127,6 +132,9 @@ struct Recorder::State {
     const uint32_t n = c.batch.finished_pages();
     if (n == 0) return;
     const uint64_t recs = c.batch.finished_records();
+    if (!dead && opt.max_file_bytes != 0 && file->total_bytes() != 0 &&
+        file->total_bytes() + c.batch.finished().size() > opt.max_file_bytes)
+      rotate();
     if (!dead) {
       const int err = file->append(cpu, c.batch.finished());
       if (err == 0) {
@@ -138,6 +146,45 @@ struct Recorder::State {
     }
     if (dead) c.unwritten.fetch_add(recs, std::memory_order_relaxed);
     c.batch.take_finished();
+  }
+
+  // The path of file number `seq` (rotation): OUT with ".seq" before the extension.
+  std::filesystem::path path_of(uint64_t seq) const {
+    if (opt.max_file_bytes == 0) return opt.output;
+    std::filesystem::path p = opt.output;
+    const std::string ext = p.extension().string();
+    p.replace_extension();
+    p += "." + std::to_string(seq) + ext;
+    return p;
+  }
+
+  void open_next() {
+    ++file_seq;
+    TraceFileOptions fo;
+    fo.path = path_of(file_seq);
+    fo.cpu_region = opt.cpu_region;
+    file = std::make_unique<TraceFile>(fo, meta());
+    files.push_back(fo.path);
+    files_started.fetch_add(1, std::memory_order_relaxed);
+    while (opt.max_files != 0 && files.size() > opt.max_files) {
+      std::error_code ec;
+      std::filesystem::remove(files.front(), ec);
+      files.pop_front();
+      files_removed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Finishes the current file (a complete trace.dat) and starts the next.
+  void rotate() {
+    if (const int err = file->finalize(meta()); err != 0) {
+      fail(err, "finishing " + file->path().string());
+      return;
+    }
+    try {
+      open_next();
+    } catch (const std::system_error& e) {
+      fail(e.code().value(), "starting the next file");
+    }
   }
 
   // Looks at cpu's loss counters: overrun is marked before the next record,
@@ -340,10 +387,7 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     c->ring_lost_seen = ring_lost(c->rd.cpu_buffer());
     c->overrun_seen = c->rd.cpu_buffer().overrun.load(std::memory_order_relaxed);
   }
-  TraceFileOptions fo;
-  fo.path = s.opt.output;
-  fo.cpu_region = s.opt.cpu_region;
-  s.file = std::make_unique<TraceFile>(fo, s.meta());
+  s.open_next();
   s.cmdlines_seen = instance.cmdlines().size();
   thread_ = std::thread([&s] { s.run(); });
 }
@@ -390,6 +434,9 @@ RecorderStats Recorder::stats() const {
   r.bytes = r.pages * st_->page_size;
   r.passes = st_->passes.load(std::memory_order_relaxed);
   r.header_rewrites = st_->header_rewrites.load(std::memory_order_relaxed);
+  r.files = st_->files_started.load(std::memory_order_relaxed);
+  r.files_removed = st_->files_removed.load(std::memory_order_relaxed);
+  if (stopped_) r.kept_files.assign(st_->files.begin(), st_->files.end());
   r.cpu_ns = st_->cpu_ns_final.load();
   if (r.cpu_ns == 0 && thread_.joinable()) {
     clockid_t id;

@@ -104,6 +104,16 @@ struct RecorderOptions {
   int cpu = -1;
   /// Bytes of file space per CPU (0: automatic, see TraceFileOptions).
   uint64_t cpu_region = 0;
+  /// Rotation (like LTTng's rotation and trace-cmd's size limits): when
+  /// non-zero, the recording goes to files of at most this many bytes of
+  /// CPU data, each a complete trace.dat, named OUT with a sequence number
+  /// before the extension (app.dat -> app.1.dat, app.2.dat, ...). 0: one
+  /// file, no limit.
+  uint64_t max_file_bytes = 0;
+  /// With rotation: keep only the newest this many files (the oldest is
+  /// removed when a new one starts); 0 keeps them all. The run then keeps
+  /// its last max_files x max_file_bytes.
+  uint32_t max_files = 0;
   /// Called once, from the recorder thread, with the first fault (e.g.
   /// "writing out.dat: No space left on device"). Unset: printed to stderr.
   std::function<void(const std::string&)> on_error;
@@ -127,6 +137,9 @@ struct RecorderStats {
   uint64_t passes = 0;      ///< recorder loop passes
   uint64_t header_rewrites = 0;
   uint64_t cpu_ns = 0;      ///< CPU time of the recorder thread so far (ns)
+  uint64_t files = 1;       ///< files started (rotation)
+  uint64_t files_removed = 0;  ///< old files removed to keep max_files
+  std::vector<std::filesystem::path> kept_files;  ///< the files on disk, oldest first (after stop())
   bool failed = false;      ///< a fault stopped the output (see error())
 };
 

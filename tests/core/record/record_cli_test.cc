@@ -36,7 +36,9 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
       "mode = \"flight_recorder\"\n"
       "watermark_percent = 50\n"
       "flush_interval_ms = 20\n"
-      "max_poll_interval_us = 100\n",
+      "max_poll_interval_us = 100\n"
+      "max_file_kb = 1024\n"
+      "max_files = 4\n",
       "r.toml");
   REQUIRE(c.recording.has_value());
   CHECK(c.recording->output == "x.dat");
@@ -44,6 +46,8 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
   CHECK(c.recording->watermark_percent == 50);
   CHECK(c.recording->flush_interval_ms == 20);
   CHECK(c.recording->max_poll_interval_us == 100);
+  CHECK(c.recording->max_file_kb == 1024);
+  CHECK(c.recording->max_files == 4);
   CHECK(!parse_config("mode = \"overwrite\"\n", "r.toml").recording.has_value());
   CHECK_THROWS_WITH(parse_config("[recording]\nwatermark_percent = 101\n", "r.toml"),
                     "r.toml:2: recording.watermark_percent: value 101 is outside 0..100");

@@ -383,3 +383,53 @@ TEST_CASE("recorder: sideband names flow into the recording", "[record][sideband
     CHECK(rep.find("task_comm:") != std::string::npos);
   }
 }
+
+TEST_CASE("recorder: rotation keeps the newest records in at most M complete files", "[record][rotation]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_rec_rot_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = dir / "run.dat";
+  ro.watermark_percent = 0;
+  ro.batch_pages = 4;
+  ro.max_file_bytes = 64 * 1024;  // 16 pages of about 60 records
+  ro.max_files = 3;
+  record::Recorder rec(inst, ro);
+  uint64_t kept = 0;
+  for (uint32_t at = 0; at < 20000; at += 1000) {
+    kept += emit_range(inst, at, at + 1000);
+    rec.trigger();
+    for (int i = 0; i < 10000000 && rec.stats().records + rec.stats().dropped < kept; ++i) std::this_thread::yield();
+  }
+  const auto s = rec.stop();
+  REQUIRE(s.files > 3);
+  CHECK(s.files_removed == s.files - 3);
+  REQUIRE(s.kept_files.size() == 3);
+  std::vector<uint32_t> all;
+  for (const auto& f : s.kept_files) {
+    CAPTURE(f);
+    REQUIRE(std::filesystem::exists(f));
+    CHECK(std::filesystem::file_size(f) <= 64 * 1024 + 256 * 1024);  // data + header reserve
+    const auto v = seqs(f);
+    REQUIRE(!v.empty());
+    all.insert(all.end(), v.begin(), v.end());
+    if (have_trace_cmd()) {
+      const std::string n = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", f.string()));
+      CHECK(std::stoull(n) == v.size());
+    }
+  }
+  // Oldest first across the files, no gap: the newest records of the run.
+  for (size_t i = 1; i < all.size(); ++i) REQUIRE(all[i] == all[i - 1] + 1);
+  CHECK(all.back() == 19999);
+  CHECK(all.size() < kept);
+  CHECK(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{})) == 3);
+  CHECK(s.kept_files.front().filename() == fmt::format("run.{}.dat", s.files - 2));
+}

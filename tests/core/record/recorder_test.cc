@@ -24,6 +24,8 @@
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "test_support.h"
+#include "syscall_jail.h"
+#include <sys/wait.h>
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -432,4 +434,34 @@ TEST_CASE("recorder: rotation keeps the newest records in at most M complete fil
   CHECK(all.size() < kept);
   CHECK(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{})) == 3);
   CHECK(s.kept_files.front().filename() == fmt::format("run.{}.dat", s.files - 2));
+}
+
+TEST_CASE("recorder: the write path makes no system call while the recorder fails", "[record][fault]") {
+  // A forked child: the recorder writes to a file that is then removed; the
+  // writer thread is jailed (any system call but read/write/exit kills the
+  // process) and emits far more than the buffer holds.
+  TempPath out("rec_jail.dat");
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    Instance inst(small_options(Staging::per_thread));
+    inst.enable(Sample::desc());
+    record::RecorderOptions ro;
+    ro.output = out.path;
+    ro.watermark_percent = 0;
+    ro.on_error = [](const std::string&) {};
+    record::Recorder rec(inst, ro);
+    pin_to(0);
+    if (emit_sample(inst, 7, 0, "first") != EmitResult::kept) ::_exit(2);  // registers the thread
+    std::filesystem::remove(out.path);
+    if (!tp_test::enter_syscall_jail()) ::_exit(3);
+    uint64_t kept = 0;
+    for (uint32_t i = 1; i < 200000; ++i) kept += emit_sample(inst, 7, i, "jailed") == EmitResult::kept;
+    ::_exit(kept > 0 ? 0 : 4);  // exit_group: allowed
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  INFO("status " << status);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -263,6 +263,7 @@ HistMap::HistMap(const HistSpec& spec)
       buckets_(new Bucket[nbuckets_]),
       keys_(new std::byte[size_t{max_entries_} * spec.key_bytes]()),
       sums_(new Sums[max_entries_]) {
+  one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8;
   clear();
 }
 
@@ -310,6 +311,7 @@ namespace {
 }
 }  // namespace
 
+template <bool kOneWord>
 uint32_t HistMap::find_or_insert(const std::byte* key, uint32_t hash) noexcept {
   const uint32_t mask = nbuckets_ - 1;
   const uint32_t kb = spec_.key_bytes;
@@ -324,7 +326,16 @@ uint32_t HistMap::find_or_insert(const std::byte* key, uint32_t hash) noexcept {
         if (++looks > nbuckets_) break;
         continue;
       }
-      if (std::memcmp(key_at(ent - 1), key, kb) == 0) return ent - 1;  // (M1)
+      bool same;
+      if constexpr (kOneWord) {
+        uint64_t a, b;
+        std::memcpy(&a, key_at(ent - 1), 8);
+        std::memcpy(&b, key, 8);
+        same = a == b;
+      } else {
+        same = std::memcmp(key_at(ent - 1), key, kb) == 0;
+      }
+      if (same) return ent - 1;  // (M1)
     } else if (h == 0) {  // (M3)
       if (b.hash.compare_exchange_strong(h, hash, std::memory_order_acq_rel)) {
         const uint32_t n = next_entry_.fetch_add(1, std::memory_order_relaxed);
@@ -345,7 +356,27 @@ uint32_t HistMap::find_or_insert(const std::byte* key, uint32_t hash) noexcept {
   return UINT32_MAX;
 }
 
+[[gnu::always_inline]] inline void HistMap::add(uint32_t ent, const HistSpec& fields, std::span<const std::byte> rec,
+                                                uint32_t cpu, uint64_t ts) noexcept {
+  Sums& s = sums_[ent];
+  s.v[0].fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < fields.vals.size(); ++i)
+    s.v[1 + i].fetch_add(read_value(fields.vals[i], rec, cpu, ts), std::memory_order_relaxed);
+}
+
 void HistMap::update(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
+  if (one_word_) {
+    // One numeric key: no key buffer, one multiply for the hash (Fibonacci
+    // hashing: the product's high half), one load to compare.
+    const uint64_t v = read_value(fields.keys[0], rec, cpu, ts);
+    const uint32_t hash = static_cast<uint32_t>((v * 0x9e3779b97f4a7c15ULL) >> 32) | 1u;
+    std::byte key[8];
+    std::memcpy(key, &v, 8);
+    const uint32_t ent = find_or_insert<true>(key, hash);
+    if (ent != UINT32_MAX) [[likely]]
+      add(ent, fields, rec, cpu, ts);
+    return;
+  }
   alignas(8) std::byte key[kMaxKeys * kMaxStringKey];
   std::memset(key, 0, spec_.key_bytes);
   uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -378,12 +409,9 @@ void HistMap::update(const HistSpec& fields, std::span<const std::byte> rec, uin
     h = mix(h ^ w);
   }
   const uint32_t hash = static_cast<uint32_t>(h) | 1u;
-  const uint32_t ent = find_or_insert(key, hash);
-  if (ent == UINT32_MAX) return;
-  Sums& s = sums_[ent];
-  s.v[0].fetch_add(1, std::memory_order_relaxed);
-  for (size_t i = 0; i < fields.vals.size(); ++i)
-    s.v[1 + i].fetch_add(read_value(fields.vals[i], rec, cpu, ts), std::memory_order_relaxed);
+  const uint32_t ent = find_or_insert<false>(key, hash);
+  if (ent != UINT32_MAX) [[likely]]
+    add(ent, fields, rec, cpu, ts);
 }
 
 std::vector<HistMap::Row> HistMap::rows() const {

@@ -131,13 +131,18 @@ class HistMap {
   };
   std::byte* key_at(uint32_t i) noexcept { return keys_.get() + size_t{i} * spec_.key_bytes; }
   static uint64_t read_value(const HistField& f, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept;
-  uint32_t find_or_insert(const std::byte* key, uint32_t hash) noexcept;  ///< entry index or UINT32_MAX
+  /// Entry index or UINT32_MAX (Dropped). kOneWord: the key is one u64
+  /// (compared by one load, not memcmp).
+  template <bool kOneWord>
+  uint32_t find_or_insert(const std::byte* key, uint32_t hash) noexcept;
+  void add(uint32_t ent, const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept;
 
   HistSpec spec_;
   uint32_t max_entries_, nbuckets_;
   std::unique_ptr<Bucket[]> buckets_;
   std::unique_ptr<std::byte[]> keys_;
   std::unique_ptr<Sums[]> sums_;
+  bool one_word_ = false;  ///< one numeric key: the fast path of update()
   std::atomic<uint32_t> next_entry_{0};
   std::atomic<uint64_t> drops_{0};
 };

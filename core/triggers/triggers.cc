@@ -60,6 +60,7 @@ struct Trigger {
   HistSpec spec;  // this event's fields (offsets); map->spec() holds the layout
   std::atomic<bool> paused{false};
   bool needs_ts = false;
+  bool needs_cpu = false;
   // stacktrace
   const EventDesc* stack_event = nullptr;
   uint32_t tgid = 0;  // getpid() at registration (the write path makes no system call)
@@ -98,13 +99,15 @@ class TriggerList final : public detail::TriggerHook {
  public:
   Instance* instance = nullptr;
   const EventDesc* event = nullptr;
-  std::vector<std::shared_ptr<Trigger>> list;  // newest first
+  std::vector<std::shared_ptr<Trigger>> list;  // newest first (hists last); owns the triggers
+  std::vector<Trigger*> raw;                   // the same, one load each on the write path
   ClockFn clock = nullptr;                     // for common_timestamp (null: the recorded stamp)
 
   uint32_t call(const detail::TriggerCall& c) noexcept override {
     uint32_t due = 0;
-    for (size_t i = 0; i < list.size(); ++i) {
-      Trigger& t = *list[i];
+    const size_t n = raw.size();
+    for (size_t i = 0; i < n; ++i) {
+      Trigger& t = *raw[i];
       if (t.kind == Kind::hist && t.paused.load(std::memory_order_relaxed)) continue;
       if (t.filter && !t.filter->match_lazy(c.record, [&] { return context(c); })) continue;
       if (is_post(t.kind)) {
@@ -117,8 +120,8 @@ class TriggerList final : public detail::TriggerHook {
   }
 
   void post_call(uint32_t fired, const detail::TriggerCall& c) noexcept override {
-    for (size_t i = 0; i < list.size(); ++i)
-      if ((fired >> i) & 1u) run(*list[i], c);
+    for (size_t i = 0; i < raw.size(); ++i)
+      if ((fired >> i) & 1u) run(*raw[i], c);
   }
 
  private:
@@ -130,7 +133,8 @@ class TriggerList final : public detail::TriggerHook {
     switch (t.kind) {
       case Kind::hist: {
         const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
-        t.map->update(t.spec, c.record, c.cpu_unknown ? current_cpu() : c.cpu, ts);
+        const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
+        t.map->update(t.spec, c.record, cpu, ts);
         return;
       }
       case Kind::traceon:
@@ -298,6 +302,7 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
   list->instance = &inst;
   list->event = &ev;
   list->list = std::move(next);
+  for (const auto& t : list->list) list->raw.push_back(t.get());
   list->clock = inst.options().external_time ? nullptr : inst.clock().read;
   if (!had) soft_get(inst, ev);
   inst.set_triggers(ev, std::move(list));
@@ -329,8 +334,11 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   if (!spec) return TriggerStatus(std::move(e));
   if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
   t->spec = *spec;
-  for (const auto& f : spec->keys) t->needs_ts |= f.source == HistSource::timestamp;
-  for (const auto& f : spec->vals) t->needs_ts |= f.source == HistSource::timestamp;
+  for (const auto* fs : {&spec->keys, &spec->vals})
+    for (const auto& f : *fs) {
+      t->needs_ts |= f.source == HistSource::timestamp;
+      t->needs_cpu |= f.source == HistSource::cpu;
+    }
 
   const auto old = current(inst, ev);
   std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
@@ -360,6 +368,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
       n->filter_text = x->filter_text;
       n->spec = x->spec;
       n->needs_ts = x->needs_ts;
+      n->needs_cpu = x->needs_cpu;
       n->paused.store(x->paused.load());
       n->map = std::make_shared<HistMap>(x->map->spec());
       if (!x->spec.name.empty()) named_maps()[{&inst, x->spec.name}] = n->map;

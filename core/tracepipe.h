@@ -12,6 +12,7 @@
 #include "tracepipe/core/instance/event_decl.h"      // EventDecl<"sys", "name", Int<...>, Chars<...>, Str<...>>
 #include "tracepipe/core/instance/instance.h"        // Instance: enable, filters, emit, stats
 #include "tracepipe/core/instance/version.h"         // version()
+#include "tracepipe/core/record/recorder.h"          // Recorder: a growing trace.dat while the application runs
 #include "tracepipe/core/sideband/sideband.h"        // task names and mappings in the trace
 #include "tracepipe/buffers/readers.h"               // consuming reader, iterator, snapshot
 #include "tracepipe/core/sideband/sideband_state.h"  // task names and mappings, read back

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <tracepipe/tracepipe.h>
-#include "tracepipe/core/record/recorder.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;

@@ -130,8 +130,8 @@ static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
 constexpr std::string_view kRecordingKeys[] = {"output", "mode", "watermark_percent", "flush_interval_ms",
                                                "max_poll_interval_us", "max_file_kb", "max_files"};
-constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable"};
-// [systems.NAME]: no soft_disable (the kernel has no system-wide one).
+constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable", "trigger"};
+// [systems.NAME]: no soft_disable or trigger (the kernel has no system-wide ones).
 constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
 
 struct Ctx {
@@ -195,6 +195,13 @@ struct Ctx {
       } else if (ks == "soft_disable" && !is_system) {
         s.soft_disable = get_bool(v, key);
         s.soft_disable_where = where(v, key);
+      } else if (ks == "trigger" && !is_system) {
+        if (const auto* arr = v.as_array()) {
+          for (const toml::node& e : *arr) s.triggers.push_back(get_string(e, key));
+        } else {
+          s.triggers.push_back(get_string(v, key));
+        }
+        s.trigger_where = where(v, key);
       } else {
         fail(v, key, unknown_key_message(ks, is_system ? kSystemKeys : std::span<const std::string_view>(kEventKeys)));
       }

@@ -87,8 +87,11 @@ struct EventSettings {
   std::optional<bool> enable;
   std::optional<bool> soft_disable;
   std::optional<std::string> filter;  ///< "0" clears, as in the kernel
+  /// `trigger = "CMD"` or `trigger = ["CMD", ...]`: trigger-file commands
+  /// (core/triggers/triggers.h), events only; applied by the triggers library.
+  std::vector<std::string> triggers;
   ConfigSource where;                 ///< the table header
-  ConfigSource enable_where, soft_disable_where, filter_where;
+  ConfigSource enable_where, soft_disable_where, filter_where, trigger_where;
 };
 
 struct InstanceConfig {

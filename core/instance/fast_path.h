@@ -9,9 +9,9 @@
 // Marks a lambda's call operator always_inline, after its parameter list:
 // clang takes the attribute before noexcept, GCC after it.
 #if defined(__clang__)
-#define TP_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
+#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
 #else
-#define TP_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
+#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
 #endif
 
 namespace tracepipe {
@@ -130,10 +130,10 @@ struct EvalContextMaker {
 }
 
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::emit_impl(EventState& st, uint32_t size, uint32_t cpu,
+[[gnu::always_inline]] inline EmitResult Instance::emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu,
                                                              bool cpu_given, Writer& w, Hooks& hooks) noexcept {
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
-  if ((flags & EventState::kEnabled) == 0) [[unlikely]]
+  if ((flags & detail::EventState::kEnabled) == 0) [[unlikely]]
     return EmitResult::disabled;
   ThreadContext* ctx = thread_context();  // (R1) registered thread, or drop
   if (ctx == nullptr) [[unlikely]] {
@@ -150,7 +150,7 @@ template <class Writer, class Hooks>
 // every instance it emits into: the thread-local lookup and the read-side
 // section are paid once per event, not once per instance).
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::emit_in_scope(EventState& st, uint32_t flags, ThreadContext& tc,
+[[gnu::always_inline]] inline EmitResult Instance::emit_in_scope(detail::EventState& st, uint32_t flags, ThreadContext& tc,
                                                                  uint32_t depth, uint32_t size, uint32_t cpu,
                                                                  bool cpu_given, Writer& w, Hooks& hooks) noexcept {
   ThreadContext* ctx = &tc;
@@ -181,10 +181,26 @@ template <class Writer, class Hooks>
   // once per emit (F5); its context (CPU, comm) is built only if a
   // predicate can read it, not for integer-compare programs (truth-table
   // mode).
-  const auto passes_filter = [&](std::span<const std::byte> rec) TP_ALWAYS_INLINE_LAMBDA(noexcept) {
+  const auto passes_filter = [&](std::span<const std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     const filters::Program* prog = st.program.load(std::memory_order_acquire);  // never null
     const uint32_t filter_cpu = cpu_given ? given_cpu : cpu;
     return prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, filter_cpu, cpu_local_, cpu_given});
+  };
+
+  // (R6a) The event's triggers (kTriggered, in the flags already loaded):
+  // they see every built record, kept or discarded, before the filter
+  // decides; post-commit actions run after the commit or discard (R8a).
+  // Out of line: an event without triggers pays one test of `flags`.
+  const auto run_triggers = [&](std::span<const std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    detail::TriggersFired f;
+    if ((flags & detail::EventState::kTriggered) != 0) [[unlikely]]
+      f = detail::InstanceAccess::call_triggers(
+          st, {rec, ctx, cpu_given ? given_cpu : cpu, cpu_local_ && !cpu_given});
+    return f;
+  };
+  const auto post_triggers = [&](const detail::TriggersFired& f) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    if (f.mask != 0) [[unlikely]]
+      detail::InstanceAccess::post_triggers(f, {{}, ctx, cpu_given ? given_cpu : cpu, cpu_local_ && !cpu_given});
   };
 
   // (R6..R8) on a claimed staging slot: build, filter, then copy into the
@@ -196,9 +212,10 @@ template <class Writer, class Hooks>
   // flags already loaded) asks, out of line, whether it is accepted often
   // enough to go direct; a reject pays nothing.
   const auto on_staged = [&](std::span<std::byte> rec, bool soft, bool adaptive, auto release)
-                             TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
+                             TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     w(rec, hdr);
     hooks(EmitStep::built_staged);
+    const detail::TriggersFired fired = run_triggers(rec);  // (R6a)
     bool accept = false;
     if (!soft) [[likely]]
       accept = passes_filter(rec);  // (R6)
@@ -216,24 +233,25 @@ template <class Writer, class Hooks>
       if (rr) [[likely]] {
         detail::copy_record(rr.payload().data(), rec.data(), size);
         ring_commit(rr);
-        counter_add(c[slot::kept_staged]);
-        if (adaptive && (flags & EventState::kAdaptive) != 0 &&
-            (c[slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
+        counter_add(c[detail::slot::kept_staged]);
+        if (adaptive && (flags & detail::EventState::kAdaptive) != 0 &&
+            (c[detail::slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
           adaptive_check_staged(st, c);
         res = EmitResult::kept;
       } else {
-        counter_add(c[slot::lost_staged]);
+        counter_add(c[detail::slot::lost_staged]);
         res = EmitResult::lost;
       }
     } else {
-      counter_add(c[slot::rejected_staged]);  // (R8) cheap discard: nothing touched the ring
-      if (soft) counter_add(c[slot::soft]);
+      counter_add(c[detail::slot::rejected_staged]);  // (R8) cheap discard: nothing touched the ring
+      if (soft) counter_add(c[detail::slot::soft]);
       res = EmitResult::discarded;
     }
     release();
+    post_triggers(fired);  // (R8a)
     return res;
   };
-  const auto release_own = []() TP_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); };
+  const auto release_own = []() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); };
 
   // (R5) no clock read (F1). The lane: filtered, not soft-disabled, staging
   // in the thread's slot (kThreadStaging: per_thread, or adaptive while it
@@ -242,22 +260,22 @@ template <class Writer, class Hooks>
   // lane has no policy to test and no handle or capacity to load. A failed
   // claim (nested, too big) goes on below, where try_claim() fails the same
   // way and counts why.
-  constexpr uint32_t kLane = EventState::kFiltered | EventState::kThreadStaging;
-  if ((flags & (kLane | EventState::kSoftDisabled)) == kLane && size <= kMaxStagedRecord) {
+  constexpr uint32_t kLane = detail::EventState::kFiltered | detail::EventState::kThreadStaging;
+  if ((flags & (kLane | detail::EventState::kSoftDisabled)) == kLane && size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
       return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, false, true, release_own);
   }
 
-  if ((flags & (EventState::kFiltered | EventState::kSoftDisabled)) == 0) {
+  if ((flags & (detail::EventState::kFiltered | detail::EventState::kSoftDisabled | detail::EventState::kTriggered)) == 0) {
     // (R3) unfiltered: reserve, build in place, commit.
     const buffers::Reservation r = ring_reserve(cpu, size);
     if (!r) [[unlikely]] {
-      counter_add(c[slot::lost_unfiltered]);
+      counter_add(c[detail::slot::lost_unfiltered]);
       return EmitResult::lost;
     }
     w(r.payload(), hdr);
     ring_commit(r);
-    counter_add(c[slot::kept_unfiltered]);
+    counter_add(c[detail::slot::kept_unfiltered]);
     return EmitResult::kept;
   }
 
@@ -272,10 +290,10 @@ template <class Writer, class Hooks>
   // reads it there from options_, fixed at construction. Such emits are not
   // counted as adaptive here: event_stats() derives adaptive_direct from the
   // direct counts less nested, contended and too_big, one store less per emit.
-  const auto direct = [&](bool soft, auto adaptive_direct) TP_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
+  const auto direct = [&](bool soft, auto adaptive_direct) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) -> EmitResult {
     const buffers::Reservation r = ring_reserve(cpu, size);
     if (!r) [[unlikely]] {
-      counter_add(c[slot::lost_direct]);
+      counter_add(c[detail::slot::lost_direct]);
       // An adaptive event stages again while the ring refuses (full, paused,
       // busy): there its rejects are discarded without asking the ring, which
       // would count each as lost. Kept staged accepts bring it back direct
@@ -285,14 +303,17 @@ template <class Writer, class Hooks>
     }
     w(r.payload(), hdr);
     hooks(EmitStep::built_direct);
+    const detail::TriggersFired fired = run_triggers(r.payload());  // (R6a)
     if (!soft && passes_filter(r.payload())) {
       ring_commit(r);
-      counter_add(c[slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
+      counter_add(c[detail::slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
+      post_triggers(fired);  // (R8a)
       return EmitResult::kept;
     }
     ring_discard(r);  // reclaimed if still the last record, else padding
-    counter_add(c[slot::rejected_direct]);
-    if (soft) counter_add(c[slot::soft]);
+    counter_add(c[detail::slot::rejected_direct]);
+    if (soft) counter_add(c[detail::slot::soft]);
+    post_triggers(fired);  // (R8a)
     // Adaptive gone direct: the thread's average moves at rejects only, an
     // accept pays nothing (adaptive_direct_rejected catches up the accepts
     // since the thread's previous reject from its kept_direct count).
@@ -304,22 +325,22 @@ template <class Writer, class Hooks>
   // adaptive gone direct: kThreadStaging clear): straight to the direct
   // path, by one test of the flags. Else the slots, in the order below.
   constexpr uint32_t kDirectMask =
-      EventState::kFiltered | EventState::kSoftDisabled | EventState::kThreadStaging | EventState::kCpuStaging;
+      detail::EventState::kFiltered | detail::EventState::kSoftDisabled | detail::EventState::kThreadStaging | detail::EventState::kCpuStaging;
   // Here kAdaptive (set for every event of an adaptive instance, never
   // cleared) is the instance's staging mode.
-  if ((flags & kDirectMask) == EventState::kFiltered)
-    return direct(false, [this]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { return options_.staging == Staging::adaptive; });
+  if ((flags & kDirectMask) == detail::EventState::kFiltered)
+    return direct(false, [this]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { return options_.staging == Staging::adaptive; });
 
-  const bool soft = (flags & EventState::kSoftDisabled) != 0;
+  const bool soft = (flags & detail::EventState::kSoftDisabled) != 0;
   const bool adaptive_direct =
-      (flags & (EventState::kAdaptive | EventState::kThreadStaging)) == EventState::kAdaptive;
+      (flags & (detail::EventState::kAdaptive | detail::EventState::kThreadStaging)) == detail::EventState::kAdaptive;
   const bool stage = options_.staging != Staging::off && !adaptive_direct;
 
   // The thread's slot when the lane above did not try it: a soft-disabled
   // event that stages in it (soft events never accept: nothing to check).
   // Nested and too-big emits failed the lane's claim and fail try_claim too.
-  if ((flags & (EventState::kThreadStaging | EventState::kSoftDisabled)) ==
-          (EventState::kThreadStaging | EventState::kSoftDisabled) &&
+  if ((flags & (detail::EventState::kThreadStaging | detail::EventState::kSoftDisabled)) ==
+          (detail::EventState::kThreadStaging | detail::EventState::kSoftDisabled) &&
       size <= kMaxStagedRecord) {
     if (buffers::PerThreadTempBuffer::claim_own()) [[likely]]
       return on_staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false, release_own);
@@ -328,19 +349,19 @@ template <class Writer, class Hooks>
   if (stage) {
     const Claim cl = stager_.try_claim(size);
     if (cl) [[likely]]
-      return on_staged(cl.payload(), soft, false, [&]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
+      return on_staged(cl.payload(), soft, false, [&]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { stager_.release(cl); });
     // Busy: this thread's own outer emit holds the slot (nested), or, with
     // per-CPU slots and no emit of ours in flight, another thread does: one
     // preempted on this CPU between its claim and release (contended).
-    counter_add(c[cl.why() == ClaimFailure::too_big              ? slot::too_big
-                  : depth == 0 && stager_.per_cpu() ? slot::contended
-                                                    : slot::nested]);
+    counter_add(c[cl.why() == buffers::StageError::too_big              ? detail::slot::too_big
+                  : depth == 0 && stager_.per_cpu() ? detail::slot::contended
+                                                    : detail::slot::nested]);
   }
-  return direct(soft, [adaptive_direct]() TP_ALWAYS_INLINE_LAMBDA(noexcept) { return adaptive_direct; });
+  return direct(soft, [adaptive_direct]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { return adaptive_direct; });
 }
 
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::dispatch(EventState& st, uint32_t size, uint32_t cpu,
+[[gnu::always_inline]] inline EmitResult Instance::dispatch(detail::EventState& st, uint32_t size, uint32_t cpu,
                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {
   return emit_impl(st, size, cpu, cpu_given, w, hooks);
 }
@@ -348,7 +369,7 @@ template <class Writer, class Hooks>
 template <class Fill, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::emit_fill(const EventDesc& event, uint32_t size, Fill&& fill,
                                                              Hooks&& hooks) noexcept {
-  EventState* st = states_[event.index()].load(std::memory_order_acquire);
+  detail::EventState* st = states_[event.index()].load(std::memory_order_acquire);
   if (st == nullptr || st->desc != &event) [[unlikely]]  // never configured here / another registry's event
     return EmitResult::disabled;
   if (size < sizeof(CommonHeader)) [[unlikely]]
@@ -360,7 +381,7 @@ template <class Fill, class Hooks>
 template <class Hooks>
 inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
                                      Hooks&& hooks) noexcept {
-  EventState* st = states_[event.index()].load(std::memory_order_acquire);
+  detail::EventState* st = states_[event.index()].load(std::memory_order_acquire);
   if (st == nullptr || st->desc != &event) [[unlikely]]
     return EmitResult::disabled;
   if (record.size() < sizeof(CommonHeader) || record.size() > UINT32_MAX) [[unlikely]] {

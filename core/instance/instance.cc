@@ -29,9 +29,9 @@ std::mutex& subscribers_mutex() {
   return mu;
 }
 
-detail::Subscribers* make_subscribers(const std::vector<EventState*>& list) {
+detail::Subscribers* make_subscribers(const std::vector<detail::EventState*>& list) {
   if (list.empty()) return nullptr;
-  const size_t bytes = sizeof(detail::Subscribers) + (list.size() - 1) * sizeof(EventState*);
+  const size_t bytes = sizeof(detail::Subscribers) + (list.size() - 1) * sizeof(detail::EventState*);
   auto* s = static_cast<detail::Subscribers*>(::operator new(bytes));
   s->count = static_cast<uint32_t>(list.size());
   std::copy(list.begin(), list.end(), s->states);
@@ -67,12 +67,24 @@ const filters::Program& detail::accept_all_program() {
   return **program;
 }
 
+namespace {
+std::atomic<detail::ConfigTriggersFn>& config_triggers_hook() {
+  static std::atomic<detail::ConfigTriggersFn> fn{nullptr};
+  return fn;
+}
+}  // namespace
+
+void detail::set_config_triggers_hook(ConfigTriggersFn fn) noexcept {
+  config_triggers_hook().store(fn, std::memory_order_release);
+}
+
 // Objects unpublished under the instance mutex, freed together after one
 // grace period (so that a batch of changes costs one synchronize()).
 struct Instance::Retired {
   std::vector<std::shared_ptr<const filters::Program>> programs;
   std::vector<const detail::Subscribers*> subscribers;
-  bool empty() const { return programs.empty() && subscribers.empty(); }
+  std::vector<std::shared_ptr<detail::TriggerHook>> triggers;
+  bool empty() const { return programs.empty() && subscribers.empty() && triggers.empty(); }
 };
 
 Instance::Instance(InstanceOptions options, Registry& registry)
@@ -135,7 +147,7 @@ Instance::Instance(InstanceOptions options, Registry& registry)
     else
       ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest>>(rc, clk);
   }
-  states_.reset(new std::atomic<EventState*>[Registry::kMaxEvents]());
+  states_.reset(new std::atomic<detail::EventState*>[Registry::kMaxEvents]());
   if (flight_) flight_->set_live();
 }
 
@@ -178,32 +190,32 @@ Instance::~Instance() {
 
 // ── per-event state ─────────────────────────────────────────────────────────────
 
-EventState& Instance::state_locked(const EventDesc& event) {
+detail::EventState& Instance::state_locked(const EventDesc& event) {
   if (&event.registry() != &registry_)
     throw std::invalid_argument("event " + event.full_name() + " belongs to another registry than instance " +
                                 name());
-  if (EventState* st = states_[event.index()].load(std::memory_order_relaxed)) return *st;
-  auto st = std::make_unique<EventState>();
+  if (detail::EventState* st = states_[event.index()].load(std::memory_order_relaxed)) return *st;
+  auto st = std::make_unique<detail::EventState>();
   st->desc = &event;
   st->type = event.id();
   st->instance = this;
   st->counters = allocate_counter_group();
-  if (options_.staging == Staging::per_thread) st->flags.store(EventState::kThreadStaging, std::memory_order_relaxed);
-  if (options_.staging == Staging::per_cpu) st->flags.store(EventState::kCpuStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::per_thread) st->flags.store(detail::EventState::kThreadStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::per_cpu) st->flags.store(detail::EventState::kCpuStaging, std::memory_order_relaxed);
   if (options_.staging == Staging::adaptive)  // starts staging: the rate is unknown
-    st->flags.store(EventState::kThreadStaging | EventState::kAdaptive, std::memory_order_relaxed);
-  EventState* raw = st.get();
+    st->flags.store(detail::EventState::kThreadStaging | detail::EventState::kAdaptive, std::memory_order_relaxed);
+  detail::EventState* raw = st.get();
   owned_states_.push_back(std::move(st));
   states_[event.index()].store(raw, std::memory_order_release);
   return *raw;
 }
 
-const EventState* Instance::state_of(const EventDesc& event) const noexcept {
+const detail::EventState* Instance::state_of(const EventDesc& event) const noexcept {
   if (&event.registry() != &registry_) return nullptr;
   return states_[event.index()].load(std::memory_order_acquire);
 }
 
-void Instance::set_flag_locked(EventState& st, uint32_t flag, bool on) {
+void Instance::set_flag_locked(detail::EventState& st, uint32_t flag, bool on) {
   if (on)
     st.flags.fetch_or(flag, std::memory_order_release);
   else
@@ -218,18 +230,18 @@ void Instance::set_flag_locked(EventState& st, uint32_t flag, bool on) {
 namespace {
 // Starts a thread's staged-check window at its current staged counts.
 void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) noexcept {
-  c[slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
-  c[slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
+  c[detail::slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
+  c[detail::slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
 }
 }  // namespace
 
 // Called only for adaptive events (the lane tests kAdaptive, which is set
 // when the event's state is made and never cleared).
-void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept {
-  const uint64_t kept = c[slot::kept_staged].load(std::memory_order_relaxed);
-  const uint64_t rejected = c[slot::rejected_staged].load(std::memory_order_relaxed);
-  const uint64_t dk = kept - c[slot::adaptive_kept_mark].load(std::memory_order_relaxed);
-  const uint64_t dr = rejected - c[slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
+void Instance::adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
+  const uint64_t kept = c[detail::slot::kept_staged].load(std::memory_order_relaxed);
+  const uint64_t rejected = c[detail::slot::rejected_staged].load(std::memory_order_relaxed);
+  const uint64_t dk = kept - c[detail::slot::adaptive_kept_mark].load(std::memory_order_relaxed);
+  const uint64_t dr = rejected - c[detail::slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
   // The call comes at every 32nd accept of the thread's lifetime, but the
   // window restarts when staging comes back: judge no fewer than 32 accepts
   // (else one accept after a flip back could send the event direct again).
@@ -242,12 +254,12 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
   uint32_t f = st.flags.load(std::memory_order_relaxed);
   uint32_t nf;
   do {
-    if ((f & EventState::kThreadStaging) == 0) return;  // another thread flipped it
-    nf = (f & ~EventState::kThreadStaging) + (1u << EventState::kGenShift);
+    if ((f & detail::EventState::kThreadStaging) == 0) return;  // another thread flipped it
+    nf = (f & ~detail::EventState::kThreadStaging) + (1u << detail::EventState::kGenShift);
   } while (!st.flags.compare_exchange_weak(f, nf, std::memory_order_relaxed));
-  c[slot::adaptive_score].store(detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
-                                                              c[slot::kept_direct].load(std::memory_order_relaxed),
-                                                              nf >> EventState::kGenShift),
+  c[detail::slot::adaptive_score].store(detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
+                                                              c[detail::slot::kept_direct].load(std::memory_order_relaxed),
+                                                              nf >> detail::EventState::kGenShift),
                                 std::memory_order_relaxed);
 }
 
@@ -264,32 +276,32 @@ void Instance::adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) n
 // counts, in an order the emits could have had (a handler's accept after
 // the count was read counts at the next reject). A locked instruction, on
 // rejects only.
-void Instance::adaptive_direct_rejected(EventState& st, std::atomic<uint64_t>* c) noexcept {
-  std::atomic<uint64_t>& score = c[slot::adaptive_score];
+void Instance::adaptive_direct_rejected(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
+  std::atomic<uint64_t>& score = c[detail::slot::adaptive_score];
   uint64_t word = score.load(std::memory_order_relaxed);
   uint64_t next;
   do {
     std::atomic_signal_fence(std::memory_order_seq_cst);  // the word before the count, as a handler sees them
-    const uint64_t kept = c[slot::kept_direct].load(std::memory_order_relaxed);
-    const uint64_t period = st.flags.load(std::memory_order_relaxed) >> EventState::kGenShift;
+    const uint64_t kept = c[detail::slot::kept_direct].load(std::memory_order_relaxed);
+    const uint64_t period = st.flags.load(std::memory_order_relaxed) >> detail::EventState::kGenShift;
     next = detail::adaptive_score_after_reject(word, kept, period);
   } while (!score.compare_exchange_weak(word, next, std::memory_order_relaxed));
   if (static_cast<uint64_t>(detail::AdaptiveScore::unpack(next).s) <= adaptive_threshold_)
     adaptive_back_to_staging(st, c);
 }
 
-void Instance::adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept {
+void Instance::adaptive_back_to_staging(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
   // A fresh window for this thread's next check.
-  restart_window(c, c[slot::kept_staged].load(std::memory_order_relaxed),
-                 c[slot::rejected_staged].load(std::memory_order_relaxed));
-  st.flags.fetch_or(EventState::kThreadStaging, std::memory_order_relaxed);
+  restart_window(c, c[detail::slot::kept_staged].load(std::memory_order_relaxed),
+                 c[detail::slot::rejected_staged].load(std::memory_order_relaxed));
+  st.flags.fetch_or(detail::EventState::kThreadStaging, std::memory_order_relaxed);
 }
 
-void Instance::subscribe_locked(EventState& st, bool on, Retired& retired) {
+void Instance::subscribe_locked(detail::EventState& st, bool on, Retired& retired) {
   std::lock_guard lk(subscribers_mutex());
   auto& atom = st.desc->subscribers_for_fast_path();
   const detail::Subscribers* old = atom.load(std::memory_order_acquire);
-  std::vector<EventState*> list;
+  std::vector<detail::EventState*> list;
   if (old != nullptr) list.assign(old->states, old->states + old->count);
   const bool present = std::find(list.begin(), list.end(), &st) != list.end();
   if (present == on) return;
@@ -301,19 +313,19 @@ void Instance::subscribe_locked(EventState& st, bool on, Retired& retired) {
   if (old != nullptr) retired.subscribers.push_back(old);
 }
 
-void Instance::unsubscribe_locked(EventState& st, Retired& retired) { subscribe_locked(st, false, retired); }
+void Instance::unsubscribe_locked(detail::EventState& st, Retired& retired) { subscribe_locked(st, false, retired); }
 
-void Instance::install_program_locked(EventState& st, std::shared_ptr<const filters::Program> program,
+void Instance::install_program_locked(detail::EventState& st, std::shared_ptr<const filters::Program> program,
                                       std::string text, Retired& retired) {
   if (program) {
     // Publish the program before the flag: a writer that sees kFiltered
     // (acquire) then loads a non-null program.
     st.program.store(program.get(), std::memory_order_release);
-    set_flag_locked(st, EventState::kFiltered, true);
+    set_flag_locked(st, detail::EventState::kFiltered, true);
   } else {
     // Clear the flag first: a writer that still saw it may load the
     // accept-all program (as it would with no filter at all).
-    set_flag_locked(st, EventState::kFiltered, false);
+    set_flag_locked(st, detail::EventState::kFiltered, false);
     st.program.store(&detail::accept_all_program(), std::memory_order_release);
   }
   if (st.program_owner) retired.programs.push_back(std::move(st.program_owner));
@@ -327,6 +339,7 @@ void Instance::reclaim(Retired& retired) {
   for (const auto* s : retired.subscribers) free_subscribers(s);
   retired.subscribers.clear();
   retired.programs.clear();
+  retired.triggers.clear();
 }
 
 // ── control ─────────────────────────────────────────────────────────────────────
@@ -339,12 +352,12 @@ void Instance::enable(const EventDesc& event, bool on) {
 }
 
 void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired) {
-  EventState& st = state_locked(event);
+  detail::EventState& st = state_locked(event);
   if (on && flight_) {  // what recovery needs to decode the event, before its first record
     (void)flight_->add_format(event.format());
     for (const Cmdline& c : tracepipe::cmdlines()) (void)flight_->add_cmdline(c.pid, c.comm);
   }
-  set_flag_locked(st, EventState::kEnabled, on);
+  set_flag_locked(st, detail::EventState::kEnabled, on);
   subscribe_locked(st, on, retired);
 }
 
@@ -358,18 +371,41 @@ size_t Instance::enable(std::string_view pattern, bool on) {
 }
 
 bool Instance::enabled(const EventDesc& event) const noexcept {
-  const EventState* st = state_of(event);
-  return st != nullptr && (st->flags.load(std::memory_order_acquire) & EventState::kEnabled) != 0;
+  const detail::EventState* st = state_of(event);
+  return st != nullptr && (st->flags.load(std::memory_order_acquire) & detail::EventState::kEnabled) != 0;
 }
 
 void Instance::set_soft_disabled(const EventDesc& event, bool soft) {
   std::lock_guard lk(mu_);
-  set_flag_locked(state_locked(event), EventState::kSoftDisabled, soft);
+  set_flag_locked(state_locked(event), detail::EventState::kSoftDisabled, soft);
 }
 
 bool Instance::soft_disabled(const EventDesc& event) const noexcept {
-  const EventState* st = state_of(event);
-  return st != nullptr && (st->flags.load(std::memory_order_acquire) & EventState::kSoftDisabled) != 0;
+  const detail::EventState* st = state_of(event);
+  return st != nullptr && (st->flags.load(std::memory_order_acquire) & detail::EventState::kSoftDisabled) != 0;
+}
+
+void Instance::set_triggers(const EventDesc& event, std::shared_ptr<detail::TriggerHook> hook) {
+  std::lock_guard lk(mu_);
+  Retired retired;
+  detail::EventState& st = state_locked(event);
+  if (hook) {
+    // Publish the list before the flag, as a program before kFiltered.
+    st.triggers.store(hook.get(), std::memory_order_release);
+    set_flag_locked(st, detail::EventState::kTriggered, true);
+  } else {
+    set_flag_locked(st, detail::EventState::kTriggered, false);
+    st.triggers.store(nullptr, std::memory_order_release);
+  }
+  if (st.triggers_owner) retired.triggers.push_back(std::move(st.triggers_owner));
+  st.triggers_owner = std::move(hook);
+  reclaim(retired);
+}
+
+std::shared_ptr<detail::TriggerHook> Instance::triggers(const EventDesc& event) const {
+  std::lock_guard lk(mu_);
+  const detail::EventState* st = state_of(event);
+  return st == nullptr ? nullptr : st->triggers_owner;
 }
 
 FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr,
@@ -383,7 +419,7 @@ FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr,
   if (!res.ok()) return FilterStatus(res.error(), std::string(expr));
   std::lock_guard lk(mu_);
   Retired retired;
-  EventState& st = state_locked(event);
+  detail::EventState& st = state_locked(event);
   install_program_locked(st, res.program(), shown(expr), retired);
   st.filter_error.reset();
   reclaim(retired);
@@ -393,7 +429,7 @@ FilterStatus Instance::set_filter(const EventDesc& event, std::string_view expr,
 void Instance::clear_filter(const EventDesc& event) {
   std::lock_guard lk(mu_);
   Retired retired;
-  EventState& st = state_locked(event);
+  detail::EventState& st = state_locked(event);
   install_program_locked(st, nullptr, "", retired);
   st.filter_error.reset();
   reclaim(retired);
@@ -401,13 +437,13 @@ void Instance::clear_filter(const EventDesc& event) {
 
 std::string Instance::filter(const EventDesc& event) const {
   std::lock_guard lk(mu_);
-  const EventState* st = state_of(event);
+  const detail::EventState* st = state_of(event);
   return st == nullptr || st->filter_text.empty() ? std::string("none") : st->filter_text;
 }
 
 std::optional<filters::FilterError> Instance::filter_error(const EventDesc& event) const {
   std::lock_guard lk(mu_);
-  const EventState* st = state_of(event);
+  const detail::EventState* st = state_of(event);
   return st == nullptr ? std::nullopt : st->filter_error;
 }
 
@@ -422,7 +458,7 @@ SystemFilterResult Instance::set_system_filter(std::string_view system, std::str
   std::lock_guard lk(mu_);
   Retired retired;
   for (size_t i = 0; i < events.size(); ++i) {
-    EventState& st = state_locked(*events[i]);
+    detail::EventState& st = state_locked(*events[i]);
     if (clear) {
       install_program_locked(st, nullptr, "", retired);
       st.filter_error.reset();
@@ -506,10 +542,10 @@ void Instance::apply(const InstanceConfig& config) {
       plan.push_back(std::move(p));
     }
   }
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   Retired retired;
   for (Planned& p : plan) {
-    EventState& st = state_locked(*p.event);
+    detail::EventState& st = state_locked(*p.event);
     const EventSettings& s = *p.settings;
     if (s.filter) {
       if (p.clear && p.program && !p.program->ok()) {
@@ -523,10 +559,20 @@ void Instance::apply(const InstanceConfig& config) {
         st.filter_error.reset();
       }
     }
-    if (s.soft_disable) set_flag_locked(st, EventState::kSoftDisabled, *s.soft_disable);
+    if (s.soft_disable) set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
     if (s.enable) enable_locked(*p.event, *s.enable, retired);
   }
   reclaim(retired);
+  lk.unlock();
+  for (const EventSettings& s : config.events) {
+    if (s.triggers.empty()) continue;
+    const detail::ConfigTriggersFn fn = config_triggers_hook().load(std::memory_order_acquire);
+    if (fn == nullptr)
+      throw ConfigError(s.trigger_where.file, s.trigger_where.line, s.trigger_where.key,
+                        "triggers need the triggers library (link tracepipe::triggers)");
+    fn(*this, config);
+    break;
+  }
 }
 
 // ── statistics ──────────────────────────────────────────────────────────────────
@@ -539,21 +585,21 @@ std::vector<buffers::CpuStats> Instance::cpu_stats() const {
 }
 
 EventStats Instance::event_stats(const EventDesc& event) const {
-  const EventState* st = state_of(event);
+  const detail::EventState* st = state_of(event);
   if (st == nullptr) return {};
   const auto v = counter_sums(st->counters);
   EventStats s;
-  s.kept = v[slot::kept_unfiltered] + v[slot::kept_staged] + v[slot::kept_direct];
-  s.discarded = v[slot::rejected_staged] + v[slot::rejected_direct];
-  s.lost = v[slot::lost_unfiltered] + v[slot::lost_staged] + v[slot::lost_direct];
-  s.soft_discarded = v[slot::soft];
-  s.ring_discards = v[slot::rejected_direct];
-  s.unfiltered = v[slot::kept_unfiltered] + v[slot::lost_unfiltered];
-  s.staged = v[slot::kept_staged] + v[slot::rejected_staged] + v[slot::lost_staged];
-  s.direct = v[slot::kept_direct] + v[slot::rejected_direct] + v[slot::lost_direct];
-  s.nested = v[slot::nested];
-  s.contended = v[slot::contended];
-  s.too_big = v[slot::too_big];
+  s.kept = v[detail::slot::kept_unfiltered] + v[detail::slot::kept_staged] + v[detail::slot::kept_direct];
+  s.discarded = v[detail::slot::rejected_staged] + v[detail::slot::rejected_direct];
+  s.lost = v[detail::slot::lost_unfiltered] + v[detail::slot::lost_staged] + v[detail::slot::lost_direct];
+  s.soft_discarded = v[detail::slot::soft];
+  s.ring_discards = v[detail::slot::rejected_direct];
+  s.unfiltered = v[detail::slot::kept_unfiltered] + v[detail::slot::lost_unfiltered];
+  s.staged = v[detail::slot::kept_staged] + v[detail::slot::rejected_staged] + v[detail::slot::lost_staged];
+  s.direct = v[detail::slot::kept_direct] + v[detail::slot::rejected_direct] + v[detail::slot::lost_direct];
+  s.nested = v[detail::slot::nested];
+  s.contended = v[detail::slot::contended];
+  s.too_big = v[detail::slot::too_big];
   // Every direct emit of an adaptive instance was chosen by the acceptance
   // average or found its slot busy or too small (fast_path.h), so the
   // chosen ones need no counter of their own. Clamped: while writers run,

@@ -94,13 +94,14 @@
 
 #include "tracepipe/buffers/ring_buffer.h"
 #include "tracepipe/core/config/config.h"
-#include "tracepipe/core/instance/current_cpu.h"
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/events/event.h"
 #include "tracepipe/core/instance/grace_period.h"
 #include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/staging.h"
 #include "tracepipe/core/instance/thread_context.h"
+#include "tracepipe/core/instance/trigger_hook.h"
 #include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/filters/filter.h"
 
@@ -110,12 +111,17 @@ namespace flight {
 class FlightFile;
 }
 
+// The current CPU and the number of possible CPUs (buffers/current_cpu.h).
+using buffers::current_cpu;
+using buffers::current_cpu_uses_rseq;
+using buffers::possible_cpus;
+
 namespace detail {
 template <class Fill>
 struct FillWriter;
 /// The time stamp emit_raw_at() hands to instances with external_time.
 extern thread_local constinit uint64_t tl_external_ts __attribute__((tls_model("initial-exec")));
-/// The filter "0": an empty program that accepts every record. EventState::
+/// The filter "0": an empty program that accepts every record. detail::EventState::
 /// program holds it when the event has no filter, so that pointer is never
 /// null. Made on first use (allocates once; throws std::bad_alloc) and never
 /// destroyed, so static destructors and late writers may still use it.
@@ -157,7 +163,7 @@ struct EventStats {
 
 /// Result of set_filter(): success, or the kernel's error (the previous
 /// filter stays in force).
-class FilterStatus {
+class [[nodiscard]] FilterStatus {
  public:
   FilterStatus() = default;
   explicit FilterStatus(filters::FilterError e, std::string expr) : error_(std::move(e)), expr_(std::move(expr)) {}
@@ -195,7 +201,11 @@ struct NoEmitHooks {
 
 class Instance;
 
+namespace detail {
+struct InstanceAccess;
+
 /// Per-instance state of one event: what a writer reads, one cache line.
+/// Internal: the write path's, reached only through Instance and EventDecl.
 struct alignas(64) EventState {
   static constexpr uint32_t kEnabled = 1u << 0;
   static constexpr uint32_t kSoftDisabled = 1u << 1;
@@ -212,8 +222,11 @@ struct alignas(64) EventState {
   /// so that the direct path is picked by one test of this word when no
   /// slot is to be tried (staging off, or adaptive gone direct).
   static constexpr uint32_t kCpuStaging = 1u << 5;
+  /// The event has triggers (`triggers` below, core/instance/trigger_hook.h):
+  /// it stages like a filtered event and the hook sees every built record.
+  static constexpr uint32_t kTriggered = 1u << 6;
   /// Adaptive: bits 8..31 count the flips to direct, so that a thread can
-  /// tell its moving average (slot::adaptive_score) is from an earlier
+  /// tell its moving average (detail::slot::adaptive_score) is from an earlier
   /// direct period and start again.
   static constexpr uint32_t kGenShift = 8;
 
@@ -227,13 +240,16 @@ struct alignas(64) EventState {
   const EventDesc* desc = nullptr;
   uint16_t type = 0;      ///< desc->id(): common_type, without the extra load
   Instance* instance = nullptr;
+  /// The trigger list, loaded only under kTriggered; null when none.
+  std::atomic<TriggerHook*> triggers{nullptr};
   // Cold, under the instance mutex:
+  std::shared_ptr<TriggerHook> triggers_owner;
   std::shared_ptr<const filters::Program> program_owner;
   std::string filter_text;                           ///< active expression, "" if none
   std::optional<filters::FilterError> filter_error;  ///< last failure (system filters)
 };
 
-/// Counter slots of an EventState's group: each emit adds 1 to exactly one
+/// Counter slots of an detail::EventState's group: each emit adds 1 to exactly one
 /// outcome slot, plus at most two diagnostic slots. The group is two cache
 /// lines (detail::CounterGroup): what the common paths touch (their outcome,
 /// soft, nested, the adaptive score) shares the first, so a path touches one
@@ -248,7 +264,8 @@ inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged 
     lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
                           adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
                           adaptive_rejected_mark = 14;  ///< rejected_staged then
-}
+}  // namespace slot
+}  // namespace detail
 
 /// One tracing instance: a ring buffer with its clock, a staging policy, and
 /// per-event state (enabled, soft-disabled, filter). Several instances may
@@ -302,7 +319,7 @@ class Instance {
   /// the event's filter on a failed write: a deliberate difference
   /// (docs/filters.md, "Where the core deliberately differs"). `options`
   /// are compile()'s (filters/compile.h): the defaults are the kernel's.
-  FilterStatus set_filter(const EventDesc& event, std::string_view expr,
+  [[nodiscard]] FilterStatus set_filter(const EventDesc& event, std::string_view expr,
                           const filters::CompileOptions& options = {});
   void clear_filter(const EventDesc& event);
   /// The active filter expression as the kernel's filter file shows it (cut
@@ -320,8 +337,24 @@ class Instance {
   /// std::invalid_argument if the system has no events.
   SystemFilterResult set_system_filter(std::string_view system, std::string_view expr);
 
+  /// Installs the event's trigger list (core/triggers builds it; nullptr
+  /// removes it) and sets or clears kTriggered; the previous list is freed
+  /// after a grace period, so no writer runs a freed one. Used by
+  /// tracepipe::set_trigger (core/triggers/triggers.h), not by applications.
+  void set_triggers(const EventDesc& event, std::shared_ptr<detail::TriggerHook> hook);
+  /// The installed trigger list (nullptr if none).
+  std::shared_ptr<detail::TriggerHook> triggers(const EventDesc& event) const;
+  /// tracing_on / tracing_off from a writer (the traceon / traceoff
+  /// triggers): sets or clears the ring's PAUSED bits without the pause()
+  /// fence, lock-free and without a system call. A writer already past its
+  /// reserve on another CPU may still commit, as in the kernel.
+  void set_tracing_on_from_writer(bool on) noexcept { ring_->set_paused_nowait(!on); }
+
   /// Applies a config section's [systems.*] then [events.*] (see
-  /// core/config/config.h). Throws ConfigError naming the file, line and key.
+  /// core/config/config.h), then the events' `trigger` keys (through the
+  /// triggers library: a config with triggers needs tracepipe::triggers
+  /// linked, else ConfigError). Throws ConfigError naming the file, line and
+  /// key; a trigger error is reported after the filters were applied.
   void apply(const InstanceConfig& config);
 
   // ── Write path (any thread, lock-free; see the top of this file) ────────────
@@ -351,21 +384,6 @@ class Instance {
   template <class Hooks = NoEmitHooks>
   EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
                       Hooks&& hooks = {}) noexcept;
-
-  /// Internal (tracepoint-style emission: EventDecl::trace_slow_path, the
-  /// sideband's fan-out): emits into one subscribed state of this instance,
-  /// for a caller that already holds a WriterScope on `ctx` (its depth() is
-  /// `depth`), one scope for all the instances an event fans out to.
-  template <class Fill>
-  [[gnu::always_inline]] EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx, uint32_t depth,
-                                                           uint32_t size, Fill& fill) noexcept {
-    const uint32_t flags = state.flags.load(std::memory_order_acquire);
-    if ((flags & EventState::kEnabled) == 0) [[unlikely]]
-      return EmitResult::disabled;
-    detail::FillWriter<Fill> w{fill};
-    NoEmitHooks hooks;
-    return emit_in_scope(state, flags, ctx, depth, size, 0, false, w, hooks);
-  }
 
   /// emit_raw with the record's original time stamp, for instances built
   /// with InstanceOptions::external_time (otherwise `ts` is ignored and the
@@ -410,35 +428,49 @@ class Instance {
   /// The ring buffer (readers in buffers/readers.h take it).
   buffers::RingBufferBase& ring() noexcept { return *ring_; }
   const buffers::RingBufferBase& ring() const noexcept { return *ring_; }
-  /// The staging buffers, for tests that force a slot busy.
-  Stager& stager_for_testing() noexcept { return stager_; }
 
  private:
+  friend struct detail::InstanceAccess;
+  /// Internal (tracepoint-style emission: EventDecl::trace_slow_path, the
+  /// sideband's fan-out): emits into one subscribed state of this instance,
+  /// for a caller that already holds a WriterScope on `ctx` (its depth() is
+  /// `depth`), one scope for all the instances an event fans out to.
+  template <class Fill>
+  [[gnu::always_inline]] EmitResult emit_to_state_in_scope(detail::EventState& state, ThreadContext& ctx, uint32_t depth,
+                                                           uint32_t size, Fill& fill) noexcept {
+    const uint32_t flags = state.flags.load(std::memory_order_acquire);
+    if ((flags & detail::EventState::kEnabled) == 0) [[unlikely]]
+      return EmitResult::disabled;
+    detail::FillWriter<Fill> w{fill};
+    NoEmitHooks hooks;
+    return emit_in_scope(state, flags, ctx, depth, size, 0, false, w, hooks);
+  }
+
   template <class Writer, class Hooks>
-  EmitResult emit_impl(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
+  EmitResult emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
   template <class Writer, class Hooks>
-  EmitResult emit_in_scope(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth, uint32_t size,
+  EmitResult emit_in_scope(detail::EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth, uint32_t size,
                            uint32_t cpu, bool cpu_given, Writer& w, Hooks& hooks) noexcept;
   buffers::Reservation ring_reserve(uint32_t cpu, uint32_t size) noexcept;
   [[gnu::noinline]] buffers::Reservation reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept;
   void ring_commit(const buffers::Reservation& r) noexcept;  ///< r granted (tested) by the caller
   void ring_discard(const buffers::Reservation& r) noexcept;
   template <class Writer, class Hooks>
-  [[gnu::always_inline]] EmitResult dispatch(EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,
+  [[gnu::always_inline]] EmitResult dispatch(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,
                                              Writer& w, Hooks& hooks) noexcept;
 
   struct Retired;
-  EventState& state_locked(const EventDesc& event);
-  const EventState* state_of(const EventDesc& event) const noexcept;
-  void set_flag_locked(EventState& st, uint32_t flag, bool on);
-  [[gnu::cold, gnu::noinline]] void adaptive_check_staged(EventState& st, std::atomic<uint64_t>* c) noexcept;
-  [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(EventState& st, std::atomic<uint64_t>* c) noexcept;
-  [[gnu::noinline]] void adaptive_direct_rejected(EventState& st, std::atomic<uint64_t>* c) noexcept;
+  detail::EventState& state_locked(const EventDesc& event);
+  const detail::EventState* state_of(const EventDesc& event) const noexcept;
+  void set_flag_locked(detail::EventState& st, uint32_t flag, bool on);
+  [[gnu::cold, gnu::noinline]] void adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
+  [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
+  [[gnu::noinline]] void adaptive_direct_rejected(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
   void enable_locked(const EventDesc& event, bool on, Retired& retired);
-  void subscribe_locked(EventState& st, bool on, Retired& retired);
-  void unsubscribe_locked(EventState& st, Retired& retired);
-  void install_program_locked(EventState& st, std::shared_ptr<const filters::Program> program, std::string text,
+  void subscribe_locked(detail::EventState& st, bool on, Retired& retired);
+  void unsubscribe_locked(detail::EventState& st, Retired& retired);
+  void install_program_locked(detail::EventState& st, std::shared_ptr<const filters::Program> program, std::string text,
                               Retired& retired);
   void reclaim(Retired& retired);
 
@@ -456,14 +488,53 @@ class Instance {
   std::unique_ptr<flight::FlightFile> flight_;
   std::unique_ptr<buffers::RingBufferBase> ring_;
   Stager stager_;  ///< by value: the emit reads its policy without a pointer hop
-  std::unique_ptr<std::atomic<EventState*>[]> states_;  ///< Registry::kMaxEvents entries
+  std::unique_ptr<std::atomic<detail::EventState*>[]> states_;  ///< Registry::kMaxEvents entries
   mutable std::atomic<uint64_t> raw_refused_{0};
 
   mutable std::mutex mu_;  ///< control plane
-  std::vector<std::unique_ptr<EventState>> owned_states_;
+  std::vector<std::unique_ptr<detail::EventState>> owned_states_;
   std::vector<Cmdline> extra_cmdlines_;
 };
 
 }  // namespace tracepipe
+
+namespace tracepipe::detail {
+/// Applies the `trigger` keys of a config section: set at run time by the
+/// triggers library (core/triggers/triggers.cc) when it is linked, so the
+/// instance knows nothing of triggers. Instance::apply calls it, and refuses
+/// a config with triggers when it is not set.
+using ConfigTriggersFn = void (*)(Instance& instance, const InstanceConfig& config);
+void set_config_triggers_hook(ConfigTriggersFn fn) noexcept;
+
+/// The write path's entry points that are not API: EventDecl's fan-out and
+/// sideband's (emit into one subscribed state, inside the caller's
+/// WriterScope), and tests that force a staging slot busy.
+struct InstanceAccess {
+  template <class Fill>
+  [[gnu::always_inline]] static EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx,
+                                                                  uint32_t depth, uint32_t size, Fill& fill) noexcept {
+    return state.instance->emit_to_state_in_scope(state, ctx, depth, size, fill);
+  }
+  static Stager& stager(Instance& instance) noexcept { return instance.stager_; }
+  /// The event's state in `instance`, made if needed (control plane: takes
+  /// the instance mutex). States live as long as the instance: triggers keep
+  /// pointers to their targets' states (enable_event flips kSoftDisabled).
+  static EventState& state(Instance& instance, const EventDesc& event) {
+    std::lock_guard lk(instance.mu_);
+    return instance.state_locked(event);
+  }
+  /// The write path's two calls into an event's triggers: one virtual call
+  /// each, out of line (an event without triggers never reaches them:
+  /// kTriggered is tested first).
+  [[gnu::always_inline]] static TriggersFired call_triggers(EventState& st, const TriggerCall& c) noexcept {
+    TriggerHook* h = st.triggers.load(std::memory_order_acquire);
+    if (h == nullptr) return {};
+    return {h, h->call(c)};
+  }
+  [[gnu::always_inline]] static void post_triggers(const TriggersFired& f, const TriggerCall& c) noexcept {
+    f.hook->post_call(f.mask, c);
+  }
+};
+}  // namespace tracepipe::detail
 
 #include "tracepipe/core/instance/fast_path.h"  // IWYU pragma: export

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -155,7 +156,10 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
   out.comm = cstr(h.comm, sizeof h.comm);
   out.instance = cstr(h.instance, sizeof h.instance);
   out.clock = cstr(h.clock, sizeof h.clock);
-  if (out.clock.empty()) out.clock = "local";
+  if (out.clock.empty() || !std::all_of(out.clock.begin(), out.clock.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '-';
+      }))
+    throw RecoverError("header.clock", FIELD_OFF(clock), "not a trace clock name");
   out.clock_in_ns = h.clock_in_ns != 0;
   out.created_realtime_ns = h.created_realtime_ns;
   out.subbuf_size = static_cast<uint32_t>(h.subbuf_size);
@@ -226,7 +230,10 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
       }
       int32_t pid;
       std::memcpy(&pid, body, 4);
-      out.cmdlines.emplace_back(pid, std::string(text.substr(4, 16)));
+      std::string comm(text.substr(4, 16));
+      for (char& ch : comm)  // saved_cmdlines is "pid comm" lines
+        if (static_cast<unsigned char>(ch) < ' ') ch = '_';
+      out.cmdlines.emplace_back(pid, std::move(comm));
     } else {
       damage(out, o, "metadata log", off, fmt::format("unknown entry kind {}", e.kind));
     }

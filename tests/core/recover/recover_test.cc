@@ -306,6 +306,13 @@ TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
     b[offsetof(flight::FileHeader, cpus)] ^= std::byte{4};
     expect_error(b, "header", offsetof(flight::FileHeader, header_crc));
   }
+  SECTION("a clock name that is not one (checksum made valid)") {
+    auto b = good;
+    std::memcpy(b.data() + offsetof(flight::FileHeader, clock), "a b", 4);
+    store_at<uint32_t>(b, offsetof(flight::FileHeader, header_crc),
+                       flight::crc32_bytes(b.data(), offsetof(flight::FileHeader, header_crc)));
+    expect_error(b, "header.clock", offsetof(flight::FileHeader, clock));
+  }
   SECTION("truncated") {
     auto b = good;
     b.resize(b.size() - 4096);

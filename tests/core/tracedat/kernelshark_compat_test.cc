@@ -25,6 +25,7 @@
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/recover/recover.h"
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/sideband/sideband.h"
 #include "test_support.h"
@@ -316,5 +317,30 @@ TEST_CASE("kernelshark: kernel format-file events written by replay show their n
     CHECK(records == static_cast<int>(res.total.kept));
     CHECK(shown == records);
   }
+#endif
+}
+
+TEST_CASE("kernelshark: a recovered flight recorder file shows its events, Info and Latency", "[tracedat][kernelshark]") {
+  require_tools();
+#ifdef TP_HAVE_KSHARK
+  Temp dir("flight");
+  fs::create_directories(dir.path);
+  InstanceOptions o = options();
+  o.flight_recorder = true;
+  o.flight_dir = dir.path.string();
+  Instance inst(o);
+  inst.enable(Request::desc());
+  for (uint32_t i = 0; i < 40; ++i) Request::emit(inst, i, i * 11, 200, "/flight");
+  const auto trace = recover::recover_file(inst.flight_path(), {.live = true});
+  REQUIRE(trace.records() == 40);
+  Temp f("recovered.dat");
+  recover::write_trace_dat(trace, f.path);
+  const Tally t = check_file(f.path, {"ksapp"});
+  CHECK(t.records.at("ksapp/request") == 40);
+  CHECK(t.shown.at("ksapp/request") == 40);
+  bool found = false;
+  for (const Row& r : kshark_rows(f.path))
+    if (r.event == "ksapp/request" && r.info == "id=3 latency_us=33 status=200 path=/flight") found = true;
+  CHECK(found);
 #endif
 }

@@ -128,6 +128,18 @@ struct Totals {
   uint64_t uncommitted = 0, cut_short = 0, overrun = 0, handler_records = 0;
 };
 
+void print_totals(const Totals& tot) {
+  std::printf(
+      "flight torture: kills survived %llu, records recovered %llu (of them from signal handlers %llu), "
+      "records lost (counted by the writers) %llu, overrun %llu, torn %llu, duplicates %llu, out of order %llu, "
+      "gap mismatches %llu, uncommitted reservations skipped %llu, sub-buffers cut short %llu\n",
+      (unsigned long long)tot.kills, (unsigned long long)tot.records, (unsigned long long)tot.handler_records,
+      (unsigned long long)tot.lost, (unsigned long long)tot.overrun, (unsigned long long)tot.torn,
+      (unsigned long long)tot.duplicates, (unsigned long long)tot.order, (unsigned long long)tot.gap_mismatch,
+      (unsigned long long)tot.uncommitted, (unsigned long long)tot.cut_short);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplicate or missing record",
@@ -190,6 +202,7 @@ TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplica
     REQUIRE(WIFSIGNALED(status));
     REQUIRE(WTERMSIG(status) == SIGKILL);
     ++tot.kills;
+    if (tot.kills % 1000 == 0 && tot.kills < kills) print_totals(tot);  // long runs: progress
 
     const fs::path file = dir / ("main-" + std::to_string(child) + ".tpflight");
     REQUIRE(fs::exists(file));
@@ -259,14 +272,7 @@ TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplica
       }
     }
   }
-  std::printf(
-      "flight torture: kills survived %llu, records recovered %llu (of them from signal handlers %llu), "
-      "records lost (counted by the writers) %llu, overrun %llu, torn %llu, duplicates %llu, out of order %llu, "
-      "gap mismatches %llu, uncommitted reservations skipped %llu, sub-buffers cut short %llu\n",
-      (unsigned long long)tot.kills, (unsigned long long)tot.records, (unsigned long long)tot.handler_records,
-      (unsigned long long)tot.lost, (unsigned long long)tot.overrun, (unsigned long long)tot.torn,
-      (unsigned long long)tot.duplicates, (unsigned long long)tot.order, (unsigned long long)tot.gap_mismatch,
-      (unsigned long long)tot.uncommitted, (unsigned long long)tot.cut_short);
+  print_totals(tot);
   CHECK(tot.kills == kills);
   CHECK(tot.torn == 0);
   CHECK(tot.duplicates == 0);

@@ -2,6 +2,7 @@
 // drains its buffer into a trace.dat on tmpfs, and what the recorder costs.
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
+//   tracepipe_record_bench --steady RATE --seconds 60     (RSS over a long run)
 //
 // Writer pinned to CPU 0, recorder thread pinned to CPU 1, default buffer
 // sizes (1408 KiB per CPU, 4 KiB sub-buffers), drop-newest, 64-byte events.
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -122,6 +125,59 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
 }
 
+// RSS in KiB (/proc/self/statm, resident pages).
+uint64_t rss_kb() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long size = 0, res = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+    std::fclose(f);
+  }
+  return res * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+// --steady RATE: a paced writer at RATE events/s for --seconds while the
+// recorder writes to --dir; the RSS is sampled every second.
+int steady(const std::filesystem::path& out, double seconds, double rate) {
+  InstanceOptions o;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  inst.enable(Ev::desc());
+  record::RecorderOptions ro;
+  ro.output = out;
+  ro.cpu = 1;
+  record::Recorder rec(inst, ro);
+  std::atomic<bool> done{false};
+  std::thread w([&] {
+    pin(0);
+    const uint64_t t0 = now_ns();
+    const uint64_t dur = static_cast<uint64_t>(seconds * 1e9);
+    uint64_t n = 0;
+    for (;;) {
+      const uint64_t t = now_ns() - t0;
+      if (t >= dur) break;
+      const uint64_t due = static_cast<uint64_t>(static_cast<double>(t) * rate * 1e-9);
+      while (n < due) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
+    }
+    done = true;
+  });
+  std::vector<uint64_t> rss;
+  while (!done) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    rss.push_back(rss_kb());
+    const auto s = rec.stats();
+    fmt::print("t={:3}s rss {} KiB written {:.1f} M dropped {} file {:.1f} MiB\n", rss.size(), rss.back(),
+               static_cast<double>(s.records) / 1e6, s.dropped, static_cast<double>(s.bytes) / (1 << 20));
+  }
+  w.join();
+  const auto s = rec.stop();
+  std::filesystem::remove(out);
+  const auto [lo, hi] = std::minmax_element(rss.begin() + std::min<size_t>(1, rss.size() - 1), rss.end());
+  fmt::print("steady {:.2f} M events/s for {} s: written {}, dropped {}, RSS {}..{} KiB after the first second\n",
+             rate / 1e6, seconds, s.records, s.dropped, *lo, *hi);
+  return s.dropped == 0 ? 0 : 1;
+}
+
 template <class F>
 std::string med(std::vector<Run>& v, F f, const char* fmt_) {
   std::vector<double> x;
@@ -136,16 +192,19 @@ int main(int argc, char** argv) {
   std::string dir = "/dev/shm";
   double seconds = 1;
   int repeats = 5;
+  double steady_rate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
     else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steady")) steady_rate = std::atof(argv[i + 1]);
   }
   if (std::thread::hardware_concurrency() < 2) {
     fmt::print("needs 2 CPUs\n");
     return 77;
   }
   const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
+  if (steady_rate > 0) return steady(out, seconds, steady_rate);
   {
     std::vector<double> file_ns, null_ns;
     for (int i = 0; i < repeats; ++i) {

@@ -124,9 +124,16 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
 
 FlightFile::~FlightFile() {
   if (base_ == nullptr) return;
-  std::atomic_ref<uint32_t>(header().state).store(static_cast<uint32_t>(FileState::closed), std::memory_order_release);
+  // A forked child shares the mapping: only the creator closes and removes
+  // the file (a child's exit() must not take the parent's trace away).
+  if (::getpid() == header().pid) {
+    std::atomic_ref<uint32_t>(header().state).store(static_cast<uint32_t>(FileState::closed),
+                                                    std::memory_order_release);
+    ::munmap(base_, size_);
+    ::unlink(path_.c_str());
+    return;
+  }
   ::munmap(base_, size_);
-  ::unlink(path_.c_str());
 }
 
 void FlightFile::set_live() noexcept {

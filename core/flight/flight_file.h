@@ -49,7 +49,8 @@ class FlightFile {
   /// for a bad geometry, std::invalid_argument for a metadata log < 4096.
   static std::unique_ptr<FlightFile> create(const FlightFileConfig& config);
   /// Marks the file closed, unmaps it and removes it (a clean end leaves no
-  /// file behind; a crash leaves it for `tracepipe recover`).
+  /// file behind; a crash leaves it for `tracepipe recover`). In a forked
+  /// child (another pid than the creator's) it only unmaps.
   ~FlightFile();
   FlightFile(const FlightFile&) = delete;
   FlightFile& operator=(const FlightFile&) = delete;

@@ -419,3 +419,27 @@ TEST_CASE("flight: the config keys flight_recorder and flight_dir", "[recover][c
   CHECK_THROWS_WITH(Instance(o), Catch::Contains("/proc/no-such-dir/x"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("flight: a forked child that destroys its copy of the instance leaves the parent's file", "[recover]") {
+  const fs::path dir = scratch("fork");
+  Instance inst(flight_options(dir));
+  inst.enable(Sample::desc());
+  REQUIRE(emit_sample(inst, 1, 1, "parent") == EmitResult::kept);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child's records go to the shared mapping too; then it ends the
+    // way exit() would end a global Instance: through its destructor.
+    (void)emit_sample(inst, 2, 2, "child");
+    inst.~Instance();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(fs::exists(inst.flight_path()));
+  const auto t = recover::recover_file(inst.flight_path(), {.live = true});
+  CHECK(t.state == flight::FileState::live);
+  CHECK(t.records() == 2);
+  fs::remove_all(dir);
+}

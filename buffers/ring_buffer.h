@@ -484,7 +484,7 @@ class RingBuffer : public RingBufferBase {
   explicit RingBuffer(const RingBufferConfig& cfg, Clock clock = Clock{}, Hooks hooks = Hooks{})
       : RingBufferBase(cfg, M), clock_(clock), hooks_(hooks) {
     if constexpr (W == Writers::cpu_local) {
-#if TP_TSAN
+#if TRACEPIPE_TSAN
       // The locked CAS stands in for the sections (the sanitizer cannot
       // follow them), but writers still find their CPU in the rseq area.
       if (!detail::rseq_registered())
@@ -493,7 +493,7 @@ class RingBuffer : public RingBufferBase {
 #endif
         throw ConfigError("ring buffer: cpu_local writers need rseq (glibc >= 2.35, not disabled by "
                           "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
-      fence_on_pause_ = !TP_TSAN;
+      fence_on_pause_ = !TRACEPIPE_TSAN;
     }
     if constexpr (requires(Hooks& h) { { h.rseq_fence() } noexcept -> std::convertible_to<bool>; })
       fence_fn_ = [](RingBufferBase& b) noexcept -> bool { return static_cast<RingBuffer&>(b).hooks_.rseq_fence(); };
@@ -547,7 +547,7 @@ class RingBuffer : public RingBufferBase {
   /// failure {pos, last} hold the tail's current value.
   [[gnu::always_inline]] static detail::LocalCas tail_cas(detail::CpuBuffer& cb, uint64_t& pos, uint64_t& last,
                                                           uint64_t npos, uint64_t nts) noexcept {
-#if !TP_TSAN
+#if !TRACEPIPE_TSAN
     if constexpr (W == Writers::cpu_local) {
       const detail::LocalCas r = detail::cas16_local(&cb.tail, cb.cpu, pos, last, npos, nts);
       if (r != detail::LocalCas::ok) [[unlikely]] {

@@ -199,7 +199,7 @@ void free_counter_group(uint32_t group);
 /// and no lock prefix (only this thread writes it). Async-signal-safe.
 /// Mirrors the kernel's local_add (arch/x86/include/asm/local.h).
 [[gnu::always_inline]] inline void counter_add(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept {
-#if defined(__x86_64__) && !TP_TSAN
+#if defined(__x86_64__) && !TRACEPIPE_TSAN
   static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
   asm volatile("addq %1, %0" : "+m"(*reinterpret_cast<uint64_t*>(&c)) : "er"(n));
 #else

@@ -335,7 +335,7 @@ TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdic
   CHECK(agree == total);
 }
 
-TEST_CASE("live kernel: the filter oracle's expressions, re-asked; the live kernel decides", "[filters][kernel][live]") {
+TEST_CASE("live kernel: the filter oracle's expressions, re-asked, the live kernel decides", "[filters][kernel][live]") {
   if (!tp_test::tracefs_writable()) TP_SKIP("tracefs is not writable (needs root and /sys/kernel/tracing)");
   const fs::path root = tp_test::shared_data_or_skip("kernel/filter-oracle");
   // Every expression of the oracle was accepted by the build that captured it

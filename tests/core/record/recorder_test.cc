@@ -266,7 +266,7 @@ TEST_CASE("recorder: the output removed mid-run is reported once, the applicatio
   CHECK(s.dropped == ring_lost(inst));
 }
 
-TEST_CASE("recorder: a full disk (small tmpfs) is reported once; what was written stays readable", "[record][fault]") {
+TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was written stays readable", "[record][fault]") {
   if (::geteuid() != 0) TP_SKIP("mounting a tmpfs needs root");
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_rec_tmpfs_{}", ::getpid());
   std::filesystem::create_directories(dir);

@@ -327,7 +327,12 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
     const uint64_t age = (tail_seq + wrap - seq) % wrap;
     if (age >= P) {
       // The one a switching writer claimed just before it died (or before
-      // its tail CAS): empty; anything else is inconsistent.
+      // its tail CAS): empty; anything else is inconsistent, unless the
+      // writers run (live) and the tail moved on since it was read.
+      if (v.live()) {
+        if (age != wrap - 1) ++rc.raced;
+        continue;
+      }
       if (age != wrap - 1)
         damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
                fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail", bd::pw_lap(w), age));

@@ -175,7 +175,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
       {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
        "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
       {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
-       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter or soft_disable); did you mean "
+       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter, soft_disable or trigger); did you mean "
        "'filter'?"},
       {"[systems.sched]\nsoft_disable = true\n", 2, "systems.sched.soft_disable",
        "bad.toml:2: systems.sched.soft_disable: unknown key (expected enable or filter)"},
@@ -227,11 +227,11 @@ TEST_CASE("config: every unknown key or table lists the valid keys of its table"
       {"[instances.x.systems.sched]\nfoo = 1\n", 2, "instances.x.systems.sched.foo",
        "bad.toml:2: instances.x.systems.sched.foo: unknown key (expected enable or filter)"},
       {"[events.\"myapp:job\"]\nenabled = true\n", 2, "events.\"myapp:job\".enabled",
-       "bad.toml:2: events.\"myapp:job\".enabled: unknown key (expected enable, filter or soft_disable); did you "
+       "bad.toml:2: events.\"myapp:job\".enabled: unknown key (expected enable, filter, soft_disable or trigger); did you "
        "mean 'enable'?"},
       {"[instances.x.events.\"a:b\"]\nsoft-disable = true\n", 2, "instances.x.events.\"a:b\".soft-disable",
-       "bad.toml:2: instances.x.events.\"a:b\".soft-disable: unknown key (expected enable, filter or "
-       "soft_disable); did you mean 'soft_disable'?"},
+       "bad.toml:2: instances.x.events.\"a:b\".soft-disable: unknown key (expected enable, filter, "
+       "soft_disable or trigger); did you mean 'soft_disable'?"},
   };
   for (const ErrorRow& r : rows) {
     INFO(r.text);

@@ -24,7 +24,7 @@ namespace tracepipe::flight {
 inline constexpr const char* kDefaultDir = "/dev/shm/tracepipe";
 
 struct FlightFileConfig {
-  std::filesystem::path dir = kDefaultDir;  ///< created (0700) if missing
+  std::filesystem::path dir = kDefaultDir;  ///< created if missing; the file is mode 0600
   std::string instance = "main";            ///< instance name, part of the file name
   buffers::RingBufferConfig ring;           ///< geometry (its memory fields are ignored)
   buffers::OverflowMode mode = buffers::OverflowMode::overwrite;

@@ -2,7 +2,8 @@
 // keeps its ring buffers in a file mapping, so what was committed before the
 // process died is still there. Here a child process records requests and
 // then aborts; the parent (as `tracepipe recover` would, after the fact)
-// recovers the file and writes crash.dat, which `trace-cmd report` opens.
+// recovers the file and writes /tmp/tracepipe-crash.dat (the temp folder),
+// which `trace-cmd report` opens.
 // See docs/flight.md.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -45,7 +46,7 @@ int main() {
   std::printf("recovered %llu records of pid %d (%s), %llu uncommitted reservations skipped\n",
               static_cast<unsigned long long>(trace.records()), trace.pid, trace.comm.c_str(),
               static_cast<unsigned long long>(trace.uncommitted()));
-  tracepipe::recover::write_trace_dat(trace, "crash.dat");
+  tracepipe::recover::write_trace_dat(trace, fs::temp_directory_path() / "tracepipe-crash.dat");
   fs::remove_all(dir);
   return trace.records() == 100 ? 0 : 1;
 }

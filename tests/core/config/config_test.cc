@@ -354,7 +354,7 @@ TEST_CASE("config: writers = cpu_local where rseq is unusable is an error at the
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
-    ::execl("/proc/self/exe", "core_tests", "[config_rseq_off]", static_cast<char*>(nullptr));
+    ::execl("/proc/self/exe", "config_tests", "[config_rseq_off]", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;

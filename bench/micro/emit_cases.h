@@ -2,7 +2,10 @@
 // The emit benchmarks' event and call site, shared by bench/micro/core_bench.cc (one
 // case per benchmark) and bench/micro/emit_paired_bench.cc (cases interleaved in
 // short blocks). Internal to the microbench.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
@@ -42,6 +45,15 @@ template <Accept A>
   else if constexpr (A == Accept::always) return 1;
   else if constexpr (A == Accept::half) return n & 1;  // every other event accepted
   else return (n & 31) != 0 ? 1 : 0;                   // 31 of 32 (96.9%) accepted
+}
+
+/// The q-quantile (0..1, nearest rank) of paired-block samples; 0 when empty.
+/// The one helper the paired benchmarks (emit, flight, triggers) share.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
 }
 
 }  // namespace tracepipe::bench

@@ -91,12 +91,7 @@ uint64_t (*block_for(Accept a))(Instance&, uint32_t&) {
   }
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
+using bench::quantile;
 
 // A ratio's three counters: median and quartiles over rounds of num[r] / den[r].
 void ratio_counters(benchmark::State& state, const std::string& name, const std::vector<double>& num,

@@ -49,12 +49,7 @@ constexpr uint32_t kBlock = 4096;
   return t1 - t0;
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
+using bench::quantile;
 
 void flight_paired(benchmark::State& state, bool filtered) {
   cpu_set_t old, one;

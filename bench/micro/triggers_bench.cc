@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tracepipe/bench/micro/emit_cases.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/triggers/triggers.h"
 
@@ -51,12 +52,7 @@ inline uint64_t now_ns() {
   return t1 - t0;
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
+using bench::quantile;
 
 struct Leg {
   const char* name;

@@ -155,6 +155,39 @@ changed:
   return LocalCas::changed;
 }
 
+/// counter(cpu) += v, where counter(cpu) is the u64 at `base + cpu * stride`
+/// and cpu is the CPU the calling thread runs on, as one step with respect to
+/// every thread and signal handler on that CPU, without a locked instruction:
+/// a per-CPU counter, as the kernel's this_cpu_add() with preemption
+/// disabled (librseq's rseq_addv, in our own section). The CPU is read inside
+/// the section, so a thread migrated before the add is restarted and adds on
+/// its new CPU. Returns false, adding nothing, when the CPU is not below
+/// `ncpus` or the thread has no rseq area (rseq_cpu() < 0): the caller adds
+/// to a shared counter with a locked add instead. Readers sum the per-CPU
+/// counters with plain 8-byte loads. Same rule as cas16_local: nothing else
+/// may write these counters while writers run. Async-signal-safe.
+[[gnu::always_inline]] inline bool add_local_percpu(void* base, uint64_t stride, uint32_t ncpus, uint64_t v) noexcept {
+  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
+retry:
+  asm goto(
+      TRACEPIPE_RSEQ_SECTION_BEGIN
+      "movl 4(%[area]), %%ecx\n\t"
+      "cmpl %[ncpus], %%ecx\n\t"
+      "jae %l[unavailable]\n\t"
+      "imulq %[stride], %%rcx\n\t"
+      "addq %[v], (%[base], %%rcx)\n\t"
+      TRACEPIPE_RSEQ_SECTION_END
+      :
+      : [area] "r"(area), [base] "r"(base), [stride] "r"(stride), [ncpus] "r"(ncpus), [v] "r"(v)
+      : "memory", "cc", "rax", "rcx"
+      : migrated, unavailable);
+  return true;
+migrated:  // preempted, migrated or signalled inside: nothing was added
+  goto retry;
+unavailable:
+  return false;
+}
+
 /// True if the calling thread has an rseq area the kernel keeps current
 /// (rseq_cpu() >= 0). Any thread, async-signal-safe.
 [[gnu::always_inline]] inline bool rseq_registered() noexcept { return __rseq_size > 0 && rseq_cpu() >= 0; }

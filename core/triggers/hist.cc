@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/rseq.h"
+
 namespace tracepipe::triggers {
 
 namespace {
@@ -58,11 +61,6 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
     if (k == std::string_view::npos) return out;
     s.remove_prefix(k + 1);
   }
-}
-
-uint32_t ilog2_roundup(uint64_t v) {  // ilog2(roundup_pow_of_two(v)); v <= 1 -> 0
-  if (v <= 1) return 0;
-  return 64u - static_cast<uint32_t>(__builtin_clzll(v - 1));
 }
 
 // One key or val "name[.modifier]"; `is_key` allows the key-only modifiers.
@@ -254,15 +252,29 @@ std::optional<HistSpec> parse_hist(std::string_view text, const EventDesc& event
   return spec;
 }
 
+namespace {
+
+// Per-CPU counter slots: one per possible CPU where rseq sections run and the
+// copies stay under kPerCpuBytesMax; otherwise none (the shared row only).
+uint32_t per_cpu_slots(uint32_t max_entries, bool wanted) {
+  if (!wanted || !buffers::detail::rseq_usable()) return 0;
+  const uint32_t n = buffers::possible_cpus();
+  if (uint64_t{n} * max_entries * sizeof(std::atomic<uint64_t>) * (1 + kMaxVals) > kPerCpuBytesMax) return 0;
+  return n;
+}
+
+}  // namespace
+
 // ── the map ──────────────────────────────────────────────────────────────────
 
-HistMap::HistMap(const HistSpec& spec)
+HistMap::HistMap(const HistSpec& spec, bool per_cpu_counters)
     : spec_(spec),
       max_entries_(1u << spec.map_bits),
       nbuckets_(2u << spec.map_bits),
+      ncpu_(per_cpu_slots(max_entries_, per_cpu_counters)),
       buckets_(new Bucket[nbuckets_]),
       keys_(new std::byte[size_t{max_entries_} * spec.key_bytes]()),
-      sums_(new Sums[max_entries_]) {
+      sums_(new Sums[size_t{max_entries_} * (ncpu_ + 1)]) {
   one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8;
   clear();
 }
@@ -271,34 +283,13 @@ void HistMap::clear() noexcept {
   for (uint32_t i = 0; i < nbuckets_; ++i) {
     buckets_[i].hash.store(0, std::memory_order_relaxed);
     buckets_[i].entry.store(0, std::memory_order_relaxed);
+    buckets_[i].key0.store(0, std::memory_order_relaxed);
   }
-  for (uint32_t i = 0; i < max_entries_; ++i)
+  for (size_t i = 0; i < size_t{max_entries_} * (ncpu_ + 1); ++i)
     for (auto& v : sums_[i].v) v.store(0, std::memory_order_relaxed);
   std::memset(keys_.get(), 0, size_t{max_entries_} * spec_.key_bytes);
   next_entry_.store(0, std::memory_order_relaxed);
   drops_.store(0, std::memory_order_release);
-}
-
-uint64_t HistMap::read_value(const HistField& f, std::span<const std::byte> rec, uint32_t cpu,
-                             uint64_t ts) noexcept {
-  uint64_t v = 0;
-  switch (f.source) {
-    case HistSource::timestamp: v = (f.flags & kUsecs) ? ts / 1000 : ts; break;
-    case HistSource::cpu: v = cpu; break;
-    default: {
-      if (f.offset + f.size > rec.size()) return 0;
-      const std::byte* p = rec.data() + f.offset;
-      switch (f.size) {
-        case 1: { uint8_t x; std::memcpy(&x, p, 1); v = f.is_signed ? static_cast<uint64_t>(static_cast<int8_t>(x)) : x; break; }
-        case 2: { uint16_t x; std::memcpy(&x, p, 2); v = f.is_signed ? static_cast<uint64_t>(static_cast<int16_t>(x)) : x; break; }
-        case 4: { uint32_t x; std::memcpy(&x, p, 4); v = f.is_signed ? static_cast<uint64_t>(static_cast<int32_t>(x)) : x; break; }
-        default: std::memcpy(&v, p, 8); break;
-      }
-    }
-  }
-  if (f.flags & kLog2) v = ilog2_roundup(v);
-  else if (f.flags & kBuckets) v = v / f.buckets * f.buckets;
-  return v;
 }
 
 namespace {
@@ -311,72 +302,27 @@ namespace {
 }
 }  // namespace
 
-template <bool kOneWord>
-uint32_t HistMap::find_or_insert(const std::byte* key, uint32_t hash) noexcept {
-  const uint32_t mask = nbuckets_ - 1;
-  const uint32_t kb = spec_.key_bytes;
-  uint32_t i = hash & mask;
-  uint32_t looks = 0;
-  for (uint32_t probes = 0; probes < nbuckets_;) {
-    Bucket& b = buckets_[i];
-    uint32_t h = b.hash.load(std::memory_order_acquire);
-    if (h == hash) {
-      const uint32_t ent = b.entry.load(std::memory_order_acquire);
-      if (ent == 0) {  // (M2) another writer is setting this bucket: look again
-        if (++looks > nbuckets_) break;
-        continue;
-      }
-      bool same;
-      if constexpr (kOneWord) {
-        uint64_t a, b;
-        std::memcpy(&a, key_at(ent - 1), 8);
-        std::memcpy(&b, key, 8);
-        same = a == b;
-      } else {
-        same = std::memcmp(key_at(ent - 1), key, kb) == 0;
-      }
-      if (same) return ent - 1;  // (M1)
-    } else if (h == 0) {  // (M3)
-      if (b.hash.compare_exchange_strong(h, hash, std::memory_order_acq_rel)) {
-        const uint32_t n = next_entry_.fetch_add(1, std::memory_order_relaxed);
-        if (n >= max_entries_) {
-          b.hash.store(0, std::memory_order_release);
-          break;
-        }
-        std::memcpy(key_at(n), key, kb);
-        b.entry.store(n + 1, std::memory_order_release);
-        return n;
-      }
-      continue;  // lost the bucket: look at it again (it may now hold our key)
-    }
-    i = (i + 1) & mask;
-    ++probes;
+uint32_t HistMap::insert(Bucket& b, const std::byte* key, uint64_t key0, uint32_t hash) noexcept {
+  uint32_t h = 0;
+  if (!b.hash.compare_exchange_strong(h, hash, std::memory_order_acq_rel)) return kLost;
+  const uint32_t n = next_entry_.fetch_add(1, std::memory_order_relaxed);
+  if (n >= max_entries_) {
+    b.hash.store(0, std::memory_order_release);
+    return kFull;
   }
-  drops_.fetch_add(1, std::memory_order_relaxed);
-  return UINT32_MAX;
+  std::memcpy(key_at(n), key, spec_.key_bytes);
+  b.key0.store(key0, std::memory_order_relaxed);
+  b.entry.store(n + 1, std::memory_order_release);
+  return n;
 }
 
-[[gnu::always_inline]] inline void HistMap::add(uint32_t ent, const HistSpec& fields, std::span<const std::byte> rec,
-                                                uint32_t cpu, uint64_t ts) noexcept {
-  Sums& s = sums_[ent];
-  s.v[0].fetch_add(1, std::memory_order_relaxed);
-  for (size_t i = 0; i < fields.vals.size(); ++i)
-    s.v[1 + i].fetch_add(read_value(fields.vals[i], rec, cpu, ts), std::memory_order_relaxed);
+uint64_t HistMap::sum(uint32_t ent, uint32_t word) const noexcept {
+  uint64_t v = 0;
+  for (uint32_t s = 0; s <= ncpu_; ++s) v += sums_[size_t{s} * max_entries_ + ent].v[word].load(std::memory_order_relaxed);
+  return v;
 }
 
-void HistMap::update(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
-  if (one_word_) {
-    // One numeric key: no key buffer, one multiply for the hash (Fibonacci
-    // hashing: the product's high half), one load to compare.
-    const uint64_t v = read_value(fields.keys[0], rec, cpu, ts);
-    const uint32_t hash = static_cast<uint32_t>((v * 0x9e3779b97f4a7c15ULL) >> 32) | 1u;
-    std::byte key[8];
-    std::memcpy(key, &v, 8);
-    const uint32_t ent = find_or_insert<true>(key, hash);
-    if (ent != UINT32_MAX) [[likely]]
-      add(ent, fields, rec, cpu, ts);
-    return;
-  }
+void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
   alignas(8) std::byte key[kMaxKeys * kMaxStringKey];
   std::memset(key, 0, spec_.key_bytes);
   uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -409,7 +355,9 @@ void HistMap::update(const HistSpec& fields, std::span<const std::byte> rec, uin
     h = mix(h ^ w);
   }
   const uint32_t hash = static_cast<uint32_t>(h) | 1u;
-  const uint32_t ent = find_or_insert<false>(key, hash);
+  uint64_t key0;
+  std::memcpy(&key0, key, 8);
+  const uint32_t ent = find_or_insert<false>(key, key0, hash);
   if (ent != UINT32_MAX) [[likely]]
     add(ent, fields, rec, cpu, ts);
 }
@@ -421,8 +369,8 @@ std::vector<HistMap::Row> HistMap::rows() const {
     if (ent == 0) continue;
     Row r{};
     r.key = keys_.get() + size_t{ent - 1} * spec_.key_bytes;
-    r.hitcount = sums_[ent - 1].v[0].load(std::memory_order_relaxed);
-    for (size_t v = 0; v < spec_.vals.size(); ++v) r.vals[v] = sums_[ent - 1].v[1 + v].load(std::memory_order_relaxed);
+    r.hitcount = sum(ent - 1, 0);
+    for (size_t v = 0; v < spec_.vals.size(); ++v) r.vals[v] = sum(ent - 1, static_cast<uint32_t>(1 + v));
     out.push_back(r);
   }
   return out;

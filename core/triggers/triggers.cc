@@ -110,6 +110,10 @@ class TriggerList final : public detail::TriggerHook {
       Trigger& t = *raw[i];
       if (t.kind == Kind::hist && t.paused.load(std::memory_order_relaxed)) continue;
       if (t.filter && !t.filter->match_lazy(c.record, [&] { return context(c); })) continue;
+      if (t.kind == Kind::hist) {  // the common trigger, inline: no second call
+        update_hist(t, c);
+        continue;
+      }
       if (is_post(t.kind)) {
         due |= 1u << i;
         continue;
@@ -129,14 +133,17 @@ class TriggerList final : public detail::TriggerHook {
     return {c.cpu_unknown ? current_cpu() : c.cpu, c.thread != nullptr ? c.thread->comm_view() : std::string_view()};
   }
 
+  [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
+    const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
+    const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
+    t.map->update(t.spec, c.record, cpu, ts);
+  }
+
   void run(Trigger& t, const detail::TriggerCall& c) noexcept {
     switch (t.kind) {
-      case Kind::hist: {
-        const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
-        const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
-        t.map->update(t.spec, c.record, cpu, ts);
+      case Kind::hist:
+        update_hist(t, c);
         return;
-      }
       case Kind::traceon:
       case Kind::traceoff: {
         const bool on = t.kind == Kind::traceon;

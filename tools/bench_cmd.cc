@@ -30,7 +30,7 @@ struct CliOptions {
   std::vector<std::string> stagings;
   std::string channel = "socketpair";
   std::string mode = "overwrite";
-  std::string table = "both";
+  std::string table = "all";
   std::string filters_file;
   uint64_t buffer_kb = 1408;
   bool no_pin = false;
@@ -74,8 +74,9 @@ void run(CliOptions& cli) {
   o.workload.pin = !cli.no_pin;
   o.engine.overwrite = cli.mode == "overwrite";
   o.engine.buffer_bytes_per_cpu = cli.buffer_kb * 1024;
-  o.hackbench = cli.table != "overwrite";
-  if (cli.table == "hackbench") o.perf_events = 0;
+  o.mix = cli.table == "all" || cli.table == "mix";
+  o.hackbench = cli.table == "all" || cli.table == "both" || cli.table == "hackbench";
+  if (cli.table == "hackbench" || cli.table == "mix") o.perf_events = 0;
   o.perf_syscall = !cli.perf_no_syscall;
   o.warmup = !cli.no_warmup;
   if (!cli.filters_file.empty()) o.filters_file = cli.filters_file;
@@ -84,8 +85,20 @@ void run(CliOptions& cli) {
   // reports EPIPE as an error instead.
   std::signal(SIGPIPE, SIG_IGN);
   Progress progress(Progress::auto_style(cli.quiet));
+  // The replayed-mix table comes first and quickly: print it as soon as it
+  // is done, before the slower end-to-end phases.
+  bool mix_printed = false;
+  if (!cli.json)
+    o.on_mix_done = [&mix_printed, &progress](const BenchReport& partial) {
+      const std::string t = format_mix_table(partial);
+      if (t.empty()) return;
+      std::fwrite(t.data(), 1, t.size(), stdout);
+      std::fputs("\n", stdout);
+      std::fflush(stdout);
+      mix_printed = true;
+    };
   BenchReport report = run_bench(o, progress);
-  const std::string text = cli.json ? to_json(report) : format_table(report);
+  const std::string text = cli.json ? to_json(report) : format_table(report, !mix_printed);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
@@ -96,9 +109,11 @@ const Registrar reg{[](CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Measure what discarding and committing events cost, as the kernel patch 0fc1b09ff1ff "
-      "did: an in-process hackbench emitting sched_switch, sched_wakeup, sys_enter and sys_exit "
-      "with tracing off, all events, a reject-all, an accept-all and a 50% filter, each with "
-      "staging on/off/adaptive; then the perf overwrite series (N events from one thread into "
+      "did, with tracing off, all events, a reject-all, an accept-all and a 50% filter, each with "
+      "staging on/off/adaptive: first the recorded kernel event mix of hackbench replayed "
+      "through the emit path on pinned threads (per-event costs with 95% intervals), then an "
+      "in-process hackbench emitting sched_switch, sched_wakeup, sys_enter and sys_exit end "
+      "to end; then the perf overwrite series (N events from one thread into "
       "drop-newest and overwrite buffers). Prints tables, or JSON with --json. See docs/bench.md.");
   sub->option_defaults()->always_capture_default();
 
@@ -150,6 +165,22 @@ const Registrar reg{[](CLI::App& app) {
       ->group(C);
   sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
 
+  const char* M = "Replayed mix (the first table)";
+  sub->add_option("--mix", o.mix_source,
+                  "Kernel capture whose sched_switch, sched_wakeup, sys_enter and sys_exit records "
+                  "are replayed, or 'embedded' [default: ../shared/data/kernel/hackbench.dat beside "
+                  "the source tree, else the embedded mix]")
+      ->group(M);
+  sub->add_option("--mix-rounds", o.mix_rounds,
+                  "Rounds of paired blocks (each traced cell and off once per round); 0 skips "
+                  "the table")
+      ->check(CLI::Range(0u, 100000u))
+      ->group(M);
+  sub->add_option("--mix-events", o.mix_block_events, "Events per thread per block")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}))
+      ->group(M);
+  sub->add_option("--seed", o.mix_seed, "Seed of the random block order")->group(M);
+
   const char* E = "Engine";
   sub->add_option("-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
                   "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
@@ -173,8 +204,10 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_flag("--perf-no-syscall", cli->perf_no_syscall,
                 "Do not make a close(-1) system call before each event")
       ->group(P);
-  sub->add_option("--table", cli->table, "Which tables to run: both, hackbench or overwrite")
-      ->check(CLI::IsMember({"both", "hackbench", "overwrite"}))
+  sub->add_option("--table", cli->table,
+                  "Which tables to run: all, mix (the replayed mix), hackbench (end to end), "
+                  "overwrite (perf series), both (hackbench and overwrite)")
+      ->check(CLI::IsMember({"all", "mix", "both", "hackbench", "overwrite"}))
       ->group(P);
 
   const char* O = "Output";

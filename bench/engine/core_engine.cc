@@ -4,7 +4,9 @@
 // Instance::emit_fill that writes the event fields in place.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <stdexcept>
 
 #include "tracepipe/buffers/readers.h"
@@ -97,8 +99,27 @@ class CoreCaseEngine final : public CaseEngine {
 
   RunCounts last_counts() const override { return last_; }
 
- private:
-  RunCounts totals() const {
+  void replay(std::span<const MixRecord> lane, uint64_t count) noexcept override {
+    constexpr size_t kCommon = sizeof(CommonFields);
+    while (count > 0) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(count, lane.size()));
+      for (size_t i = 0; i < n; ++i) {
+        const MixRecord& m = lane[i];
+        instance_->emit_fill(*tracer_.desc[static_cast<size_t>(m.kind)], m.size,
+                             [&](std::span<std::byte> rec) {
+                               // The instance wrote the common header; the
+                               // recorded fields follow it.
+                               std::memcpy(rec.data() + kCommon, m.bytes.data() + kCommon,
+                                           m.size - kCommon);
+                             });
+      }
+      count -= n;
+    }
+  }
+
+  void prepare_thread() override { tracepipe::prepare_thread(); }
+
+  RunCounts totals() const override {
     RunCounts c;
     for (const EventDesc* d : tracer_.desc) {
       EventStats s = instance_->event_stats(*d);
@@ -126,7 +147,7 @@ class CoreCaseEngine final : public CaseEngine {
   /// Drop-newest buffers keep what the last run left and would refuse the
   /// next run's events: consume them (untimed) first. Overwrite buffers need
   /// nothing: old data is simply overwritten, as in the kernel's runs.
-  void drain() {
+  void drain() override {
     if (instance_->options().mode != BufferMode::drop_newest) return;
     for (uint32_t cpu = 0; cpu < instance_->ring().cpus(); ++cpu) {
       buffers::ConsumingReader r(instance_->ring(), cpu);
@@ -135,6 +156,7 @@ class CoreCaseEngine final : public CaseEngine {
     }
   }
 
+ private:
   std::unique_ptr<Instance> instance_;
   CoreTracer tracer_{};
   RunCounts last_;

@@ -5,9 +5,11 @@
 // filter compilation) is never timed.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "tracepipe/bench/engine/case_filters.h"
+#include "tracepipe/bench/engine/mix.h"
 #include "tracepipe/bench/engine/model.h"
 #include "tracepipe/bench/engine/workload.h"
 
@@ -30,6 +32,23 @@ class CaseEngine {
   virtual RunTiming run(const WorkloadConfig& workload) = 0;
   /// The engine's counts for the last run().
   virtual RunCounts last_counts() const = 0;
+
+  /// The replayed mix's inner loop: emits `count` events of `lane` from the
+  /// calling thread (lane[0], lane[1], ..., starting over at the end), each
+  /// through the instance's emit path with the record's fields copied in
+  /// place. Allocates, locks and calls nothing (the engine's contract); the
+  /// caller times it. `lane` must not be empty.
+  virtual void replay(std::span<const MixRecord> lane, uint64_t count) noexcept = 0;
+  /// Registers the calling thread with the engine (once per thread, before
+  /// any timed replay: one allocation and two system calls).
+  virtual void prepare_thread() = 0;
+  /// The engine's counts since it was built (emitted, accepted, rejected,
+  /// lost, staged, ...); subtract two snapshots for a phase's counts.
+  virtual RunCounts totals() const = 0;
+  /// Consumes what a drop-newest buffer holds, so that the next block or
+  /// run starts with room (overwrite buffers need nothing). Untimed; not
+  /// while a replay or run is in progress.
+  virtual void drain() = 0;
 };
 
 /// Checks options that do not depend on the case (clock name, buffer size);

@@ -4,6 +4,7 @@
 // filter / half filter, each with staging on, off, adaptive), the perf
 // overwrite series, and their results.
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,13 +86,18 @@ struct CaseResult {
   uint64_t lost_commit_overrun = 0;  ///< median over runs
   uint64_t staged = 0;               ///< median over runs
   uint64_t staging_busy = 0;         ///< median over runs
-  double ns_per_event = 0;           ///< (median - median of off) / events
-  /// ns_per_event is a cost above the noise: the difference to off is
-  /// positive and at least the larger run-to-run stddev of the two cells.
-  /// When false the table prints "n.s." and the JSON's ns_per_event is null
-  /// (the measured figure stays in ns_per_event_measured). True for off.
-  bool significant = true;
-  double ratio_to_off = 0;           ///< median / median of off
+  /// Per repetition: (this cell's run - off's run of the same repetition)
+  /// / events, in ns; its median and 95% interval (stats.h).
+  std::vector<double> pair_costs;
+  MedianCI ci;
+  double ns_per_event = 0;  ///< ci.median: the median of the paired costs
+  /// The verdict of judge(ci): significant when the 95% interval is above 0
+  /// and within ±10% of the median. When not, the table prints "n.s." and
+  /// the reason, and the JSON's ns_per_event is null (the measured figure
+  /// stays in ns_per_event_measured). Significant for off.
+  Verdict verdict = Verdict::significant;
+  bool significant = true;  ///< verdict == Verdict::significant
+  double ratio_to_off = 0;  ///< median / median of off
 };
 
 /// The second table: the perf overwrite series' experiment.
@@ -124,8 +130,39 @@ struct PerfResult {
   Summary summary;
   uint64_t events = 0;       ///< events emitted per run (N; 0 for base)
   PerfCounts median_counts;  ///< counts of the lower-median run by `lost` (they add up)
-  double ns_per_event = 0;   ///< (median - median of base) / N
-  bool significant = true;   ///< as CaseResult::significant, against base
+  std::vector<double> pair_costs;  ///< per repetition, ns per event over base's run
+  MedianCI ci;
+  double ns_per_event = 0;  ///< ci.median
+  Verdict verdict = Verdict::significant;
+  bool significant = true;  ///< as CaseResult::significant, against base
+};
+
+/// One cell of the replayed-mix table (mix.h).
+struct MixResult {
+  CaseSpec spec;
+  /// Per round: the summed per-thread time of the cell's block and of its
+  /// paired off block, ns.
+  std::vector<double> block_ns, base_ns;
+  std::vector<double> costs;  ///< per round: (block - base) / events per block, ns
+  MedianCI ci;                ///< median and 95% interval of costs
+  Verdict verdict = Verdict::significant;
+  RunCounts counts;           ///< summed over the timed blocks
+  double accept_pct = 0;      ///< 100 * (emitted - rejected) / emitted
+};
+
+/// The replayed-mix phase: what was replayed and how.
+struct MixInfo {
+  std::string source;           ///< capture path or "embedded"
+  std::string fallback_reason;  ///< why the embedded mix was used, or ""
+  uint64_t records = 0;         ///< replayable records (the four kinds)
+  uint64_t file_records = 0;    ///< every record of the capture
+  std::array<uint64_t, kEventKinds> per_kind{};
+  uint32_t threads = 0;         ///< replaying threads, one per allowed CPU
+  uint32_t rounds = 0;
+  uint64_t block_events = 0;    ///< events per thread per block
+  uint64_t seed = 0;            ///< of the block order
+  MedianCI base;                ///< off's own time per event (loop + disabled check), ns
+  double seconds = 0;           ///< wall time of the phase
 };
 
 /// Everything the report prints. Filled by the runner.
@@ -139,6 +176,8 @@ struct BenchReport {
   std::string engine;  ///< what the emit points were bound to
   std::vector<std::pair<std::string, std::string>> half_filters;  ///< event -> expression
   std::vector<CaseResult> cases;
+  MixInfo mix;                  ///< valid when mix_cases is not empty
+  std::vector<MixResult> mix_cases;  ///< the traced cells of the replayed mix, in matrix order
   std::string staging_on_name = "on";  ///< how Staging::per_cpu is printed (name(Staging, on_name))
   uint64_t perf_events = 0;  ///< N of the second table; 0 = table not run
   bool perf_syscall = true;  ///< each perf iteration also makes a close(-1)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 namespace tracepipe::bench {
@@ -92,13 +93,30 @@ std::string cpu_list(const std::vector<int>& cpus) {
   return out;
 }
 
-// A traced cell's cost over the base is a figure only when it is positive
-// and at least the larger of the two cells' run-to-run stddevs (with one run
-// each there is no spread: only the sign counts). Below that, or negative,
-// the difference is noise.
-bool above_noise(const Summary& cell, const Summary& base) {
-  const double diff = cell.median - base.median;
-  return diff > 0 && diff >= std::max(cell.stddev, base.stddev);
+// A cell's label: "off", or "case/staging".
+std::string cell_label(const CaseSpec& c, std::string_view on_name) {
+  return c.kase == Case::off ? std::string("off")
+                             : fmt::format("{}/{}", name(c.kase), name(c.staging, on_name));
+}
+
+// The paired costs of a traced cell over its base, their median and 95%
+// interval, and the verdict. Without pairs (no events, or no base runs) the
+// difference of the medians stands, with too few samples to be significant.
+template <class Row>
+void judge_row(Row& row, const std::vector<double>& cell_s, const std::vector<double>& base_s,
+               double cell_median, double base_median, uint64_t events) {
+  row.pair_costs = paired_ns_per_event(cell_s, base_s, events);
+  row.ci = median_ci95(row.pair_costs);
+  row.ns_per_event =
+      row.pair_costs.empty() ? ns_per_event(cell_median, base_median, events) : row.ci.median;
+  row.verdict = judge(row.ci);
+  row.significant = row.verdict == Verdict::significant;
+}
+
+// "15.31 ±0.20": a cost and its 95% half width, digits by magnitude.
+std::string cost_text(double ns, double half_width) {
+  const int digits = std::fabs(ns) < 10 ? 2 : 1;
+  return fmt::format("{:.{}f} ±{:.{}f}", ns, digits, half_width, digits);
 }
 
 // The ns/event column: the figure, or "n.s." when it is not significant.
@@ -114,7 +132,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
                    r.warnings.end());
   auto warn = [&](std::string w) { r.warnings.push_back("[auto] " + std::move(w)); };
   // Warnings that concern several cells are gathered into one line each.
-  std::vector<std::string> spread, lost, noise, half;
+  std::vector<std::string> spread, lost, noise, half, mix_noise, mix_lost;
   uint64_t lost_commit_overrun = 0;
 
   const CaseResult* off = nullptr;
@@ -183,11 +201,14 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   for (CaseResult& c : r.cases) {
     if (!off || off->summary.median <= 0) continue;
     c.ratio_to_off = c.summary.median / off->summary.median;
-    c.ns_per_event = ns_per_event(c.summary.median, off->summary.median, c.events);
-    if (c.spec.kase == Case::off) continue;
-    c.significant = above_noise(c.summary, off->summary);
+    if (c.spec.kase == Case::off) {
+      c.ns_per_event = 0;
+      continue;
+    }
+    judge_row(c, c.seconds, off->seconds, c.summary.median, off->summary.median, c.events);
     if (!c.significant)
-      noise.push_back(fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name)));
+      noise.push_back(fmt::format("{} ({})", cell_label(c.spec, r.staging_on_name),
+                                  verdict_text(c.verdict)));
   }
 
   const PerfResult* base = nullptr;
@@ -213,10 +234,50 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   }
   for (PerfResult& p : r.perf)
     if (base && p.kase != PerfCase::base) {
-      p.ns_per_event = ns_per_event(p.summary.median, base->summary.median, p.events);
-      p.significant = above_noise(p.summary, base->summary);
-      if (!p.significant) noise.push_back(std::string(name(p.kase)));
+      judge_row(p, p.seconds, base->seconds, p.summary.median, base->summary.median, p.events);
+      if (!p.significant)
+        noise.push_back(fmt::format("{} ({})", name(p.kase), verdict_text(p.verdict)));
     }
+
+  // The replayed mix.
+  if (!r.mix_cases.empty()) {
+    const uint64_t block_events = uint64_t{r.mix.threads} * r.mix.block_events;
+    std::vector<double> base_costs;
+    for (MixResult& m : r.mix_cases) {
+      m.costs.clear();
+      const size_t n = std::min(m.block_ns.size(), m.base_ns.size());
+      for (size_t i = 0; i < n && block_events > 0; ++i) {
+        m.costs.push_back((m.block_ns[i] - m.base_ns[i]) / double(block_events));
+        base_costs.push_back(m.base_ns[i] / double(block_events));
+      }
+      m.ci = median_ci95(m.costs);
+      m.verdict = judge(m.ci);
+      const RunCounts& k = m.counts;
+      m.accept_pct =
+          k.emitted ? 100.0 * double(k.emitted - std::min(k.rejected, k.emitted)) / double(k.emitted) : 0;
+      const std::string label = cell_label(m.spec, r.staging_on_name);
+      if (m.costs.empty()) continue;
+      if (m.verdict != Verdict::significant)
+        mix_noise.push_back(fmt::format("{} ({})", label, verdict_text(m.verdict)));
+      if (k.emitted > 0 && k.lost * 200 > k.emitted)
+        mix_lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
+      if (!k.conserved)
+        warn(fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
+                         "engine's reservations (a core/ or buffers/ bug)",
+                         label));
+      if (m.spec.kase == Case::reject && k.accepted != 0)
+        warn(fmt::format("replayed mix {}: the reject-all filter accepted {} events", label, k.accepted));
+      if ((m.spec.kase == Case::accept || m.spec.kase == Case::all) && k.rejected != 0)
+        warn(fmt::format("replayed mix {}: {} events rejected although every event should pass",
+                         label, k.rejected));
+      if (k.emitted != uint64_t(m.costs.size()) * block_events)
+        warn(fmt::format("replayed mix {}: {} events reached the engine, expected {}", label,
+                         k.emitted, uint64_t(m.costs.size()) * block_events));
+    }
+    r.mix.base = median_ci95(base_costs);
+    if (!r.mix.fallback_reason.empty())
+      warn(fmt::format("replayed mix: the embedded mix was used ({})", r.mix.fallback_reason));
+  }
 
   auto join = [](const std::vector<std::string>& v) {
     return fmt::format("{}", fmt::join(v, ", "));
@@ -237,18 +298,109 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         fmt::format("high spread (relative stddev above {:.0f}%): {}; the machine is noisy: "
                     "compare medians, raise --runs or the workload size",
                     warn_spread_pct, join(spread)));
+  if (!mix_lost.empty())
+    warn(fmt::format("replayed mix: events lost by the ring buffer: {}", join(mix_lost)));
+  if (!mix_noise.empty())
+    warn(fmt::format("replayed mix: ns/event not significant (95% interval reaching 0 or wider "
+                     "than ±10%, marked *): {}",
+                     join(mix_noise)));
   if (!noise.empty())
     warn(
-        fmt::format("difference to off (or base) negative or within the run-to-run spread "
-                    "(ns/event not significant, shown as n.s.): {}",
+        fmt::format("end to end: ns/event not significant (95% interval of the paired runs "
+                    "reaching 0 or wider than ±10%, or too few runs; shown as n.s.): {}",
                     join(noise)));
 }
 
-std::string format_table(const BenchReport& r) {
+std::vector<DiscardVsCommit> discard_vs_commit(const BenchReport& r) {
+  std::vector<DiscardVsCommit> out;
+  for (const MixResult& rej : r.mix_cases) {
+    if (rej.spec.kase != Case::reject || rej.costs.empty()) continue;
+    for (const MixResult& all : r.mix_cases)
+      if (all.spec.kase == Case::all && all.spec.staging == rej.spec.staging && !all.costs.empty())
+        out.push_back({rej.spec.staging, rej.ci.median, all.ci.median,
+                       all.ci.median > 0 ? rej.ci.median / all.ci.median : 0});
+  }
+  return out;
+}
+
+std::string format_mix_table(const BenchReport& r) {
+  std::string out;
+  if (r.mix_cases.empty() || r.mix_cases.front().costs.empty()) return out;
+  auto line = [&](std::string s) { out += s + "\n"; };
+  const MixInfo& m = r.mix;
+  std::string kinds;
+  for (const EventInfo& e : kEventInfo) {
+    const uint64_t n = m.per_kind[static_cast<size_t>(e.kind)];
+    kinds += fmt::format("{}{} {:.0f}%", kinds.empty() ? "" : ", ", e.name,
+                         m.records ? 100.0 * double(n) / double(m.records) : 0.0);
+  }
+  if (m.source == "embedded")
+    line(fmt::format("tracepipe bench: replayed event mix (embedded: the in-process hackbench's "
+                     "pattern, {} records: {})",
+                     with_commas(m.records), kinds));
+  else
+    line(fmt::format("tracepipe bench: replayed kernel event mix ({}: {} of its {} records: {})",
+                     std::filesystem::path(m.source).filename().string(), with_commas(m.records), with_commas(m.file_records), kinds));
+  line(fmt::format("  {} threads, {}, {} events per thread per block; {} rounds of paired blocks "
+                   "(cell, off) in random order",
+                   m.threads, r.workload.pin ? "pinned to CPUs " + cpu_list(r.cpus) : std::string("unpinned"),
+                   with_commas(m.block_events), m.rounds));
+  line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; ns/event = median over rounds of (cell "
+                   "block - off block) / events, ± its 95% interval",
+                   r.buffer_bytes_per_cpu / 1024, r.mode, r.clock));
+  line("");
+  std::vector<Staging> cols;
+  for (const MixResult& c : r.mix_cases)
+    if (std::find(cols.begin(), cols.end(), c.spec.staging) == cols.end()) cols.push_back(c.spec.staging);
+  std::string head = fmt::format("{:<7} {:<26}", "case", "filter");
+  for (Staging st : cols) head += fmt::format(" {:>16}", fmt::format("staging {}", name(st, r.staging_on_name)));
+  line(head + fmt::format(" {:>7}", "pass %"));
+  line(fmt::format("{:<7} {:<26} base: the loop and the disabled check, {} ns/event (not subtracted "
+                   "below: every cell is over it)",
+                   "off", filter_label(Case::off), cost_text(m.base.median, m.base.half_width)));
+  std::vector<std::string> footnotes;
+  for (Case k : kAllCases) {
+    if (k == Case::off) continue;
+    std::string row = fmt::format("{:<7} {:<26}", name(k), filter_label(k));
+    double pass = -1;
+    bool any = false;
+    for (Staging st : cols) {
+      auto it = std::find_if(r.mix_cases.begin(), r.mix_cases.end(), [&](const MixResult& c) {
+        return c.spec.kase == k && c.spec.staging == st;
+      });
+      if (it == r.mix_cases.end() || it->costs.empty()) {
+        row += fmt::format(" {:>16}", "-");
+        continue;
+      }
+      any = true;
+      if (pass < 0) pass = it->accept_pct;
+      const bool sig = it->verdict == Verdict::significant;
+      row += fmt::format(" {:>16}", cost_text(it->ci.median, it->ci.half_width) + (sig ? " " : "*"));
+    }
+    if (any) line(row + fmt::format(" {:>7.1f}", pass));
+  }
+  const auto dvc = discard_vs_commit(r);
+  if (!dvc.empty()) {
+    std::string t;
+    for (const DiscardVsCommit& d : dvc)
+      t += fmt::format("{}staging {} {:.2f}", t.empty() ? "" : ", ", name(d.staging, r.staging_on_name), d.ratio);
+    line("");
+    line("discarding against committing (reject / all): " + t);
+  }
+  if (std::any_of(r.mix_cases.begin(), r.mix_cases.end(), [](const MixResult& c) {
+        return !c.costs.empty() && c.verdict != Verdict::significant;
+      }))
+    line("* not significant: the 95% interval reaches 0 or is wider than ±10% (see the warnings)");
+  return out;
+}
+
+std::string format_table(const BenchReport& r, bool with_mix) {
   std::string out;
   auto line = [&](std::string s) { out += s + "\n"; };
   const WorkloadConfig& w = r.workload;
+  if (with_mix) out += format_mix_table(r);
   if (!r.cases.empty()) {
+    if (!out.empty()) line("");
     line(fmt::format(
         "tracepipe bench: hackbench -g {} -f {} -l {} ({}, {}-byte messages, {} threads, "
         "CPUs {})",
@@ -258,23 +410,26 @@ std::string format_table(const BenchReport& r) {
         fmt::format("  {} messages/run, 6 events each (sys_enter, sys_exit, sched_wakeup, "
                     "sched_switch); engine: {}",
                     with_commas(w.messages()), r.engine));
-    line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved",
+    line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved; "
+                     "ns/event = median of the runs' paired (case - off) / events, ± its 95% "
+                     "interval",
                      r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
     line("");
-    line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>5}", "case",
-                     "filter", "staging", "mean s", "±%", "median s", "events", "pass %", "lost %",
-                     "ns/event", "x off"));
+    line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>7} {:>5}",
+                     "case", "filter", "staging", "mean s", "±%", "median s", "events", "pass %",
+                     "lost %", "ns/event", "±95%", "x off"));
     for (const CaseResult& c : r.cases) {
       const bool off = c.spec.kase == Case::off;
       const std::string lost_pct =
           c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
       line(fmt::format(
-          "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>5.2f}",
+          "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>7} {:>5.2f}",
           name(c.spec.kase), filter_label(c.spec.kase), off ? "-" : name(c.spec.staging, r.staging_on_name),
           c.summary.mean, c.summary.stddev_pct, c.summary.median, with_commas(c.events),
           off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
           off ? std::string("-") : lost_pct,
-          off ? std::string("-") : ns_cell(c.ns_per_event, c.significant), c.ratio_to_off));
+          off ? std::string("-") : ns_cell(c.ns_per_event, c.significant),
+          off ? std::string("-") : fmt::format("{:.1f}", c.ci.half_width), c.ratio_to_off));
     }
     if (!r.half_filters.empty()) {
       line("");
@@ -289,13 +444,15 @@ std::string format_table(const BenchReport& r) {
         "per case, interleaved",
         with_commas(r.perf_events), r.perf_syscall ? " (each after a close(-1))" : "", r.runs));
     line("");
-    line(fmt::format("{:<19} {:>9} {:>7} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11}", "case", "mean s",
-                     "±%", "median s", "ns/event", "written", "lost", "overrun", "read"));
+    line(fmt::format("{:<19} {:>9} {:>7} {:>9} {:>9} {:>7} {:>11} {:>11} {:>11} {:>11}", "case",
+                     "mean s", "±%", "median s", "ns/event", "±95%", "written", "lost", "overrun",
+                     "read"));
     for (const PerfResult& p : r.perf) {
       const bool base = p.kase == PerfCase::base;
-      line(fmt::format("{:<19} {:>9.4f} {:>6.1f}% {:>9.4f} {:>9} {:>11} {:>11} {:>11} {:>11}",
+      line(fmt::format("{:<19} {:>9.4f} {:>6.1f}% {:>9.4f} {:>9} {:>7} {:>11} {:>11} {:>11} {:>11}",
                        name(p.kase), p.summary.mean, p.summary.stddev_pct, p.summary.median,
                        base ? std::string("-") : ns_cell(p.ns_per_event, p.significant),
+                       base ? std::string("-") : fmt::format("{:.1f}", p.ci.half_width),
                        with_commas(p.median_counts.written), with_commas(p.median_counts.lost),
                        with_commas(p.median_counts.overrun), with_commas(p.median_counts.read)));
     }
@@ -323,7 +480,45 @@ std::string to_json(const BenchReport& r) {
   for (size_t i = 0; i < r.half_filters.size(); ++i)
     out += fmt::format("{}{}: {}", i ? ", " : "", jstr(r.half_filters[i].first),
                        jstr(r.half_filters[i].second));
-  out += fmt::format("}}, \"total_s\": {}}},\n \"cases\": [", jnum(r.total_seconds));
+  out += fmt::format("}}, \"total_s\": {}}},\n", jnum(r.total_seconds));
+  if (!r.mix_cases.empty()) {
+    const MixInfo& m = r.mix;
+    out += fmt::format(
+        " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": {}, "
+        "\"per_kind\": {{",
+        jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
+    for (size_t i = 0; i < kEventInfo.size(); ++i)
+      out += fmt::format("{}{}: {}", i ? ", " : "", jstr(kEventInfo[i].name), m.per_kind[i]);
+    out += fmt::format(
+        "}}, \"threads\": {}, \"rounds\": {}, \"block_events\": {}, \"seed\": {}, "
+        "\"base_ns_per_event\": {}, \"base_ci95_ns\": {}, \"seconds\": {},\n  \"cases\": [",
+        m.threads, m.rounds, m.block_events, m.seed, jnum(m.base.median), jnum(m.base.half_width),
+        jnum(m.seconds));
+    for (size_t i = 0; i < r.mix_cases.size(); ++i) {
+      const MixResult& c = r.mix_cases[i];
+      const bool sig = c.verdict == Verdict::significant;
+      out += fmt::format(
+          "{}\n   {{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
+          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
+          "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
+          "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"accept_pct\": {}, "
+          "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
+          i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
+          c.costs.size(), jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
+          jnum(c.ci.coverage), jnum(c.ci.iqr_pct), sig ? "true" : "false",
+          jstr(verdict_text(c.verdict)), c.counts.emitted, c.counts.accepted, c.counts.rejected,
+          c.counts.lost, c.counts.lost_commit_overrun, jnum(c.accept_pct), c.counts.staged,
+          c.counts.staging_busy, c.counts.conserved ? "true" : "false", jsamples(c.costs));
+    }
+    out += "],\n  \"discard_vs_commit\": [";
+    const auto dvc = discard_vs_commit(r);
+    for (size_t i = 0; i < dvc.size(); ++i)
+      out += fmt::format("{}{{\"staging\": {}, \"reject_ns\": {}, \"all_ns\": {}, \"ratio\": {}}}",
+                         i ? ", " : "", jstr(name(dvc[i].staging, r.staging_on_name)),
+                         jnum(dvc[i].reject_ns), jnum(dvc[i].all_ns), jnum(dvc[i].ratio));
+    out += "]},\n";
+  }
+  out += " \"cases\": [";
   for (size_t i = 0; i < r.cases.size(); ++i) {
     const CaseResult& c = r.cases[i];
     out += fmt::format(
@@ -331,13 +526,15 @@ std::string to_json(const BenchReport& r) {
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
         "{}, \"lost\": {}, "
         "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-        "\"significant\": {}, \"ratio_to_off\": {}, "
+        "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
+        "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
         "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
         c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
         c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
-        c.significant ? "true" : "false", jnum(c.ratio_to_off), c.staged, c.staging_busy,
+        jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), c.significant ? "true" : "false",
+        jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off), c.staged, c.staging_busy,
         std::all_of(c.counts.begin(), c.counts.end(),
                     [](const RunCounts& k) { return k.conserved; })
             ? "true"
@@ -353,13 +550,15 @@ std::string to_json(const BenchReport& r) {
       out += fmt::format(
           "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
           "{}, "
-          "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, \"significant\": {}, "
+          "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": {}, "
           "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
           "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
           i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
           jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events,
           p.significant ? jnum(p.ns_per_event) : "null", jnum(p.ns_per_event),
-          p.significant ? "true" : "false",
+          jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi), p.significant ? "true" : "false",
+          jstr(verdict_text(p.verdict)),
           p.median_counts.written, p.median_counts.lost, p.median_counts.overrun,
           p.median_counts.read, p.median_counts.snapshots,
           std::all_of(p.counts.begin(), p.counts.end(),

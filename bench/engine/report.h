@@ -29,6 +29,7 @@
 // (written, lost, overrun, read, snapshots) all come from one run, the
 // lower-median one by "lost", so written + lost == events.
 #include <string>
+#include <vector>
 
 #include "tracepipe/bench/engine/model.h"
 
@@ -47,8 +48,22 @@ namespace tracepipe::bench {
 /// runs). Throws std::logic_error if a traced case has runs but no off row.
 void finalize(BenchReport& report, double warn_spread_pct);
 
-/// The human table(s), ending with the warnings. Plain text, 100 columns.
-std::string format_table(const BenchReport& report);
+/// The replayed-mix table alone (empty when the phase did not run): a row
+/// per case, a column per staging mode, each cell "ns/event ±95%", a "*" on
+/// cells that are not significant; then reject / all per staging mode.
+std::string format_mix_table(const BenchReport& report);
+
+/// The human table(s), ending with the warnings. Plain text. `with_mix`
+/// false leaves out the replayed-mix table (already printed by the caller).
+std::string format_table(const BenchReport& report, bool with_mix = true);
+
+/// Per staging mode that has both cells: the replayed mix's reject cost,
+/// all cost and their ratio (what discarding costs against committing).
+struct DiscardVsCommit {
+  Staging staging = Staging::off;
+  double reject_ns = 0, all_ns = 0, ratio = 0;
+};
+std::vector<DiscardVsCommit> discard_vs_commit(const BenchReport& report);
 
 /// The JSON document described above, one line per case, ending with "\n".
 std::string to_json(const BenchReport& report);

@@ -57,7 +57,8 @@ bool two_cpus_of_both_parities() {
 TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][bench]") {
   // 1 group of 2 pairs, 20 loops: 80 messages, 480 events per traced run.
   Run r = run_tracepipe(
-      "bench -g 1 -f 2 -l 20 -r 2 --json --perf-events 20000 --perf-no-syscall --no-warmup");
+      "bench -g 1 -f 2 -l 20 -r 2 --json --perf-events 20000 --perf-no-syscall --no-warmup "
+      "--mix-rounds 6 --mix-events 200 --mix embedded");
   INFO(r.err);
   REQUIRE(r.status == 0);
   mini_json::Value doc = mini_json::parse(r.out);
@@ -117,6 +118,36 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
   }
   CHECK(stagings_of_case ==
         std::map<std::string, int>{{"all", 3}, {"reject", 3}, {"accept", 3}, {"half", 3}});
+
+  // The replayed mix: every traced cell with a cost, its interval and its
+  // verdict; 6 rounds of 200 events per thread per block.
+  const auto& mix = doc["mix"];
+  CHECK(mix["source"].str() == "embedded");
+  CHECK(mix["rounds"].number() == 6);
+  CHECK(mix["block_events"].number() == 200);
+  const double threads = mix["threads"].number();
+  CHECK(threads >= 1);
+  CHECK(mix["base_ns_per_event"].number() > 0);
+  const auto& mc = mix["cases"].array();
+  REQUIRE(mc.size() == 12);
+  for (const auto& c : mc) {
+    const std::string kase = c["case"].str();
+    INFO("mix " << kase << "/" << c["staging"].str());
+    CHECK(c["rounds"].number() == 6);
+    CHECK(c["events"].number() == 6 * 200 * threads);
+    CHECK(c["samples_ns"].array().size() == 6);
+    CHECK(c["ns_per_event"].is_number());
+    CHECK(c["ci95_ns"].number() >= 0);
+    CHECK(c["ci95_lo_ns"].number() <= c["ns_per_event"].number());
+    CHECK(c["ci95_hi_ns"].number() >= c["ns_per_event"].number());
+    CHECK(c["coverage"].number() >= 0.95);  // 6 rounds: [min, max], 96.9%
+    CHECK(c["significant"].is_bool());
+    CHECK(c["significant"].boolean() == c["why"].str().empty());
+    CHECK(c["conserved"].boolean());
+    if (kase == "reject") CHECK(c["accepted"].number() == 0);
+    if (kase == "all" || kase == "accept") CHECK(c["accept_pct"].number() == 100);
+  }
+  CHECK(mix["discard_vs_commit"].array().size() == 3);
 
   const auto& series = doc["overwrite_series"];
   CHECK(series["events"].number() == 20000);
@@ -182,7 +213,7 @@ TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest 
         {"-b 64 -m drop --staging on", "on"},
         {"--buffer-kb=64 --mode=drop_newest --staging=per_cpu", "per_cpu"}}) {
     INFO(args);
-    Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 --no-warmup --json ") +
+    Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 --no-warmup --mix-rounds 0 --json ") +
                           args);
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -195,10 +226,36 @@ TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest 
     CHECK(cases[1]["staging"].str() == staging);
   }
   // The table too: the cell's staging column and its progress/warning label.
-  Run r = run_tracepipe("bench -q -g 1 -f 1 -l 2 -r 1 --cases reject --perf-events 0 --no-warmup --staging per_cpu");
+  Run r = run_tracepipe("bench -q -g 1 -f 1 -l 2 -r 1 --cases reject --perf-events 0 --no-warmup --mix-rounds 0 --staging per_cpu");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find(" per_cpu ") != std::string::npos);
   CHECK(r.out.find(" on ") == std::string::npos);
   CHECK(r.out.find("/on") == std::string::npos);
+}
+
+TEST_CASE("bench cli: the replayed-mix table comes first and once, --table picks the tables",
+          "[tools][bench]") {
+  Run r = run_tracepipe(
+      "bench -q -g 1 -f 1 -l 2 -r 1 --perf-events 0 --no-warmup --mix-rounds 2 --mix-events 50 "
+      "--mix embedded --cases off,reject --staging on");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("tracepipe bench: replayed event mix (embedded") == 0);
+  CHECK(r.out.find("replayed event mix", 40) == std::string::npos);  // printed once
+  const size_t hb = r.out.find("tracepipe bench: hackbench");
+  CHECK(hb != std::string::npos);
+  CHECK(r.out.find("discarding against committing") == std::string::npos);  // no all row
+  Run m = run_tracepipe(
+      "bench -q --table mix --mix-rounds 2 --mix-events 50 --mix embedded --cases all,reject "
+      "--staging on,off");
+  INFO(m.err);
+  REQUIRE(m.status == 0);
+  CHECK(m.out.find("discarding against committing (reject / all): staging on ") != std::string::npos);
+  CHECK(m.out.find("hackbench -g") == std::string::npos);
+  CHECK(m.out.find("perf overwrite series") == std::string::npos);
+  // A named capture that cannot be read is an error, not a silent fallback.
+  Run bad = run_tracepipe("bench -q --table mix --mix /nonexistent/trace.dat");
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("/nonexistent/trace.dat") != std::string::npos);
 }

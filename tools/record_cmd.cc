@@ -1,7 +1,8 @@
-// `tracepipe record [--config FILE] -o OUT.dat -- COMMAND ARGS...`: runs a
-// program built with tracepipe so that it records into OUT.dat, without a
-// change to its code (core/record/autostart.cc), as `trace-cmd record` runs
-// a command. See docs/record.md.
+// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) -- COMMAND
+// ARGS...`: runs a program built with tracepipe so that it records into
+// OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to its
+// code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
+// command. See docs/record.md.
 //
 // The command gets TRACEPIPE_CONFIG (the config file; without --config, one
 // that enables every event of a drop-newest main instance) and
@@ -9,6 +10,9 @@
 // command; tracepipe waits for it and exits with its status. If the command
 // wrote no valid trace.dat (it does not use tracepipe, or failed before
 // recording), OUT.dat becomes an empty one, so the output is always a trace.
+// With -N the command gets TRACEPIPE_RECORD_COLLECTOR and
+// TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done); when
+// the command recorded nothing, tracepipe sends an empty trace itself.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <signal.h>
@@ -27,6 +31,9 @@
 #include <vector>
 
 #include "tracepipe/core/config/config.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/record/net_sink.h"
+#include "tracepipe/core/record/recorder.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracepipe/tools/commands.h"
@@ -39,6 +46,9 @@ namespace {
 struct RecordCli {
   std::string config;
   std::string output;
+  std::string collector;  // -N
+  int file_version = 0;   // --file-version (0: the config's)
+  std::string compression;
   std::vector<std::string> command;
 };
 
@@ -60,7 +70,14 @@ bool valid_trace(const std::filesystem::path& p) {
 
 int run_record(const RecordCli& cli) {
   if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat -- COMMAND ARGS)");
-  const std::filesystem::path out = std::filesystem::absolute(cli.output);
+  if (cli.output.empty() == cli.collector.empty())
+    throw std::runtime_error("record: give -o OUT.dat or -N HOST:PORT (one of them)");
+  const bool net = !cli.collector.empty();
+  if (net && !record::parse_collector(cli.collector))
+    throw std::runtime_error("record: -N " + cli.collector + ": expected HOST:PORT (or PORT for localhost)");
+  const std::filesystem::path out = net ? std::filesystem::path() : std::filesystem::absolute(cli.output);
+  const std::filesystem::path status_file =
+      std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.status", ::getpid());
   std::filesystem::path config;
   std::filesystem::path temp_config;
   if (!cli.config.empty()) {
@@ -74,16 +91,26 @@ int run_record(const RecordCli& cli) {
     config = temp_config;
   }
   std::error_code ec;
-  std::filesystem::remove(out, ec);  // a stale file must not pass for this run's trace
+  if (!net) std::filesystem::remove(out, ec);  // a stale file must not pass for this run's trace
+  std::filesystem::remove(status_file, ec);
 
   std::vector<std::string> env_store;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_OUTPUT=", 24) == 0)
-      continue;
+    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
     env_store.emplace_back(*e);
   }
   env_store.push_back("TRACEPIPE_CONFIG=" + config.string());
-  env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  if (cli.file_version != 0) env_store.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
+  if (!cli.compression.empty()) {
+    env_store.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
+    if (cli.file_version == 0) env_store.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
+  }
+  if (net) {
+    env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
+    env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
+  } else {
+    env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  }
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -113,7 +140,24 @@ int run_record(const RecordCli& cli) {
   ::sigaction(SIGTERM, &old_term, nullptr);
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
 
-  if (!valid_trace(out)) {
+  if (net) {
+    const bool recorded = std::filesystem::exists(status_file);
+    std::filesystem::remove(status_file, ec);
+    if (!recorded) {
+      // The command recorded nothing: the collector gets an empty trace.
+      InstanceOptions io;
+      io.cpus = std::max(1u, std::thread::hardware_concurrency());
+      Instance empty(io);
+      record::RecorderOptions ro;
+      ro.collector = cli.collector;
+      if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
+      if (!cli.compression.empty()) ro.compression = cli.compression;
+      record::Recorder rec(empty, ro);
+      (void)rec.stop();
+      fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
+                 cli.command[0], cli.collector);
+    }
+  } else if (!valid_trace(out)) {
     // The command recorded nothing: an empty trace, one stream per CPU.
     TraceDatWriterConfig wc;
     wc.cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -128,10 +172,18 @@ int run_record(const RecordCli& cli) {
 
 Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<RecordCli>();
-  auto* sub = app.add_subcommand("record", "Run a command built with tracepipe and record its events into a trace.dat");
+  auto* sub = app.add_subcommand("record", "Run a command built with tracepipe and record its events into a trace.dat (or to trace-cmd listen)");
   sub->add_option("--config", cli->config, "Config file: instances, events, [recording] settings")
       ->check(CLI::ExistingFile);
-  sub->add_option("-o,--output", cli->output, "The trace.dat to write")->required();
+  auto* o = sub->add_option("-o,--output", cli->output, "The trace.dat to write");
+  auto* n = sub->add_option("-N", cli->collector,
+                            "Send the recording to `trace-cmd listen` at HOST:PORT (as trace-cmd record -N)");
+  o->excludes(n);
+  n->excludes(o);
+  sub->add_option("--file-version", cli->file_version, "trace.dat version: 6 (default) or 7 (as trace-cmd record)")
+      ->check(CLI::IsMember({6, 7}));
+  sub->add_option("--compression", cli->compression, "Version 7's compression: zstd (default), zlib or none")
+      ->check(CLI::IsMember({"zstd", "zlib", "none"}));
   sub->add_option("command", cli->command, "The command and its arguments (after --)")->required();
   sub->callback([cli] { std::exit(run_record(*cli)); });
 }};

@@ -128,8 +128,23 @@ constexpr std::string_view kInstanceKeys[] = {
 static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 // [instances.NAME]: the same but "recording" and "instances" (top level only).
 constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
-constexpr std::string_view kRecordingKeys[] = {"output", "mode", "watermark_percent", "flush_interval_ms",
-                                               "max_poll_interval_us", "max_file_kb", "max_files"};
+constexpr std::string_view kRecordingKeys[] = {"output",      "collector",           "mode",
+                                               "watermark_percent", "flush_interval_ms", "max_poll_interval_us",
+                                               "max_file_kb", "max_files", "file_version", "compression"};
+
+// "HOST:PORT" or "PORT" (trace-cmd record -N), port 1..65535; the recorder
+// parses it again (core/record/net_sink.h).
+bool collector_spelling(std::string_view s) {
+  const size_t colon = s.rfind(':');
+  const std::string_view port = colon == std::string_view::npos ? s : s.substr(colon + 1);
+  if (colon == 0 || port.empty() || port.size() > 5) return false;
+  unsigned v = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  return v >= 1 && v <= 65535;
+}
 constexpr std::string_view kEventKeys[] = {"enable", "filter", "soft_disable", "trigger"};
 // [systems.NAME]: no soft_disable or trigger (the kernel has no system-wide ones).
 constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
@@ -234,6 +249,17 @@ struct Ctx {
       if (ks == "output") {
         r.output = get_string(v, key);
         if (r.output.empty()) fail(v, key, "expected a file name");
+        if (!r.collector.empty()) fail(v, key, "output and collector both given (choose one)");
+      } else if (ks == "collector") {
+        r.collector = get_string(v, key);
+        if (!collector_spelling(r.collector)) fail(v, key, "expected HOST:PORT (as trace-cmd record -N takes it)");
+        if (!r.output.empty()) fail(v, key, "output and collector both given (choose one)");
+      } else if (ks == "file_version") {
+        r.file_version = static_cast<uint32_t>(get_int(v, key, 6, 7));
+      } else if (ks == "compression") {
+        r.compression = get_string(v, key);
+        if (r.compression != "zstd" && r.compression != "zlib" && r.compression != "none")
+          fail(v, key, "unknown compression '" + r.compression + "' (expected zstd, zlib or none)");
       } else if (ks == "mode") {
         const std::string m = get_string(v, key);
         if (m != "stream" && m != "flight_recorder")

@@ -3,6 +3,15 @@
 //
 //   TRACEPIPE_CONFIG=FILE            a config file (core/config/config.h)
 //   TRACEPIPE_RECORD_OUTPUT=OUT.dat  optional: overrides [recording] output
+//   TRACEPIPE_RECORD_COLLECTOR=H:P   optional: send to trace-cmd listen at H:P
+//                                    instead (overrides output and collector)
+//   TRACEPIPE_RECORD_FILE_VERSION=7  optional: trace.dat version (6 or 7)
+//   TRACEPIPE_RECORD_COMPRESSION=zstd optional: version 7's compression
+//   TRACEPIPE_RECORD_STATUS=FILE     optional: once the recording ended, its
+//                                    outcome is written there ("recorded N
+//                                    records", or the fault), so that
+//                                    `tracepipe record` knows the command
+//                                    recorded at all
 //
 // builds the file's instances during static initialisation, after the
 // program's own (events declared in the program are registered by then:
@@ -14,10 +23,11 @@
 // [recording] output, is reported on stderr once and nothing is recorded;
 // the program runs on either way.
 //
-// `tracepipe record -o OUT.dat -- COMMAND` sets both variables
+// `tracepipe record (-o OUT.dat | -N HOST:PORT) -- COMMAND` sets them
 // (tools/record_cmd.cc).
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +42,7 @@ namespace {
 struct AutoRecord {
   std::vector<std::unique_ptr<Instance>> instances;
   std::unique_ptr<Recorder> recorder;
+  std::string status;  // TRACEPIPE_RECORD_STATUS
 
   AutoRecord() {
     const char* file = std::getenv("TRACEPIPE_CONFIG");
@@ -39,24 +50,49 @@ struct AutoRecord {
     const std::string path = file;
     const char* out_env = std::getenv("TRACEPIPE_RECORD_OUTPUT");
     const std::string out = out_env != nullptr ? out_env : "";
+    const char* col_env = std::getenv("TRACEPIPE_RECORD_COLLECTOR");
+    const std::string collector = col_env != nullptr ? col_env : "";
+    const char* ver_env = std::getenv("TRACEPIPE_RECORD_FILE_VERSION");
+    const std::string version = ver_env != nullptr ? ver_env : "";
+    const char* comp_env = std::getenv("TRACEPIPE_RECORD_COMPRESSION");
+    const std::string compression = comp_env != nullptr ? comp_env : "";
+    const char* status_env = std::getenv("TRACEPIPE_RECORD_STATUS");
+    status = status_env != nullptr ? status_env : "";
     ::unsetenv("TRACEPIPE_CONFIG");
     ::unsetenv("TRACEPIPE_RECORD_OUTPUT");
+    ::unsetenv("TRACEPIPE_RECORD_COLLECTOR");
+    ::unsetenv("TRACEPIPE_RECORD_STATUS");
+    ::unsetenv("TRACEPIPE_RECORD_FILE_VERSION");
+    ::unsetenv("TRACEPIPE_RECORD_COMPRESSION");
     try {
       const Config cfg = load_config(path);
       for (const InstanceConfig& ic : cfg.instances) instances.push_back(Instance::from_config(ic));
       RecorderOptions ro;
       ro.output = out;
       if (cfg.recording) {
-        if (ro.output.empty()) ro.output = cfg.recording->output;
+        if (ro.output.empty() && collector.empty()) {
+          ro.output = cfg.recording->output;
+          if (ro.output.empty()) ro.collector = cfg.recording->collector;
+        }
         ro.mode = cfg.recording->flight_recorder ? RecordMode::flight_recorder : RecordMode::stream;
         ro.watermark_percent = cfg.recording->watermark_percent;
         ro.flush_interval = std::chrono::milliseconds(cfg.recording->flush_interval_ms);
         ro.max_poll_interval = std::chrono::microseconds(cfg.recording->max_poll_interval_us);
         ro.max_file_bytes = cfg.recording->max_file_kb * 1024;
         ro.max_files = cfg.recording->max_files;
+        ro.file_version = cfg.recording->file_version;
+        ro.compression = cfg.recording->compression;
       }
-      if (ro.output.empty()) {
-        std::fprintf(stderr, "tracepipe: %s: no [recording] output (and TRACEPIPE_RECORD_OUTPUT unset): not recording\n",
+      if (version == "6" || version == "7") ro.file_version = version == "7" ? 7 : 6;
+      if (!compression.empty()) ro.compression = compression;
+      if (!collector.empty()) {
+        ro.output.clear();
+        ro.collector = collector;
+      }
+      if (ro.output.empty() && ro.collector.empty()) {
+        std::fprintf(stderr,
+                     "tracepipe: %s: no [recording] output or collector (and TRACEPIPE_RECORD_OUTPUT unset): not "
+                     "recording\n",
                      path.c_str());
         return;
       }
@@ -68,7 +104,14 @@ struct AutoRecord {
     }
   }
   ~AutoRecord() {
-    if (recorder) (void)recorder->stop();
+    if (recorder) {
+      const RecorderStats s = recorder->stop();
+      if (!status.empty()) {
+        std::ofstream f(status);
+        if (const auto err = recorder->error()) f << "failed: " << *err << "\n";
+        else f << "recorded " << s.records << " records\n";
+      }
+    }
     recorder.reset();
   }
 };

@@ -15,10 +15,12 @@
 
 #include "tracepipe/buffers/subbuf_reader.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_state.h"
+#include "tracepipe/core/tracedat/tracedat_v7_writer.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
 namespace tracepipe::record {
@@ -63,7 +65,9 @@ struct Recorder::State {
   Instance& inst;
   RecorderOptions opt;
   std::vector<std::unique_ptr<CpuState>> cpus;
-  std::unique_ptr<TraceFile> file;
+  std::unique_ptr<TraceSink> file;  // a TraceFile, or the NetSink below
+  NetSink* net = nullptr;           // when recording to a collector
+  std::optional<detail::Compression> v7;  // file_version 7
   std::deque<std::filesystem::path> files;  // on disk, oldest first; back() is `file`'s
   uint64_t file_seq = 0;
   std::atomic<uint64_t> files_started{0}, files_removed{0};
@@ -110,8 +114,11 @@ struct Recorder::State {
   void fail(int err, std::string_view what) {
     if (dead) return;
     dead = true;
-    std::string msg = fmt::format("recording to {}: {}: {}", opt.output.string(), what,
-                                  err == ENOENT ? "the output file was removed" : std::strerror(err));
+    std::string cause = std::strerror(err);
+    if (err == ENOENT && !net) cause = "the output file was removed";
+    if (err == ECONNRESET && net) cause = "the collector closed the connection (" + cause + ")";
+    if (err == ETIMEDOUT && net) cause = fmt::format("no progress for {} ms ({})", opt.collector_timeout.count(), cause);
+    std::string msg = fmt::format("recording to {}: {}: {}", file ? file->describe() : opt.output.string(), what, cause);
     {
       std::lock_guard lk(mu);
       error = msg;
@@ -141,7 +148,7 @@ struct Recorder::State {
         c.records.fetch_add(recs, std::memory_order_relaxed);
         c.pages.fetch_add(n, std::memory_order_relaxed);
       } else {
-        fail(err, err == EFBIG ? "CPU region full" : "writing");
+        fail(err, err == EFBIG ? "CPU region full" : net ? net->stage() : "writing");
       }
     }
     if (dead) c.unwritten.fetch_add(recs, std::memory_order_relaxed);
@@ -158,11 +165,23 @@ struct Recorder::State {
     return p;
   }
 
+  // What trace-cmd record -N sends before the data: a version 6 file up to
+  // its options (the collector writes "flyrecord" and the CPU table), or
+  // version 7 sections.
+  std::vector<std::byte> net_headers(const TraceDatWriter& m) const {
+    if (v7) return tracedat_v7_headers(m, *v7);  // up to its options; the collector adds the rest
+    size_t table = 0;
+    std::vector<std::byte> h = m.header_bytes(std::vector<TraceDatWriter::CpuExtent>(m.cpus()), &table);
+    h.resize(table - 10);  // "flyrecord\0"
+    return h;
+  }
+
   void open_next() {
     ++file_seq;
     TraceFileOptions fo;
     fo.path = path_of(file_seq);
     fo.cpu_region = opt.cpu_region;
+    fo.v7 = v7;
     file = std::make_unique<TraceFile>(fo, meta());
     files.push_back(fo.path);
     files_started.fetch_add(1, std::memory_order_relaxed);
@@ -177,7 +196,7 @@ struct Recorder::State {
   // Finishes the current file (a complete trace.dat) and starts the next.
   void rotate() {
     if (const int err = file->finalize(meta()); err != 0) {
-      fail(err, "finishing " + file->path().string());
+      fail(err, "finishing " + file->describe());
       return;
     }
     try {
@@ -286,7 +305,7 @@ struct Recorder::State {
 
   void maybe_rewrite_headers(bool force) {
     refresh_sideband_ids();
-    if (dead) return;
+    if (dead || net) return;  // a collector got its headers at the start
     const size_t cmd = inst.cmdlines().size();
     const uint64_t sbn = sideband ? sideband->observed() : 0;
     if (!force && cmd == cmdlines_seen && sbn == sideband_seen && inst.registry().size() == registry_seen) return;
@@ -304,6 +323,16 @@ struct Recorder::State {
       (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (net) {
+      // The headers as they are now: a stream cannot take later ones.
+      std::vector<std::byte> h;
+      try {
+        h = net_headers(meta());
+      } catch (const std::exception&) {
+      }
+      if (h.empty()) fail(ENOMEM, "preparing the headers");
+      else if (const int err = net->connect(h); err != 0) fail(err, net->stage());
+    }
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t P = cpus[0]->rd.nr_subbufs();
     const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
@@ -346,7 +375,7 @@ struct Recorder::State {
       if (now - last_check >= std::chrono::milliseconds(200)) {
         last_check = now;
         if (!dead) {
-          if (const int err = file->check_present(); err != 0) fail(err, "checking the output");
+          if (const int err = file->check_present(); err != 0) fail(err, net ? "checking the connection" : "checking the output");
         }
         maybe_rewrite_headers(false);
       }
@@ -377,7 +406,23 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
   if (s.opt.batch_pages < 3) throw std::invalid_argument("recorder: batch_pages must be at least 3");
   if (s.opt.mode == RecordMode::flight_recorder && instance.ring().mode() != buffers::OverflowMode::overwrite)
     throw std::invalid_argument("recorder: flight_recorder needs an overwrite buffer (mode = \"overwrite\")");
-  if (s.opt.output.empty()) throw std::invalid_argument("recorder: no output file");
+  if (s.opt.output.empty() && s.opt.collector.empty()) throw std::invalid_argument("recorder: no output file or collector");
+  if (!s.opt.output.empty() && !s.opt.collector.empty())
+    throw std::invalid_argument("recorder: an output file and a collector (choose one)");
+  std::optional<CollectorAddress> addr;
+  if (!s.opt.collector.empty()) {
+    addr = parse_collector(s.opt.collector);
+    if (!addr) throw std::invalid_argument("recorder: collector '" + s.opt.collector + "' is not HOST:PORT");
+    if (s.opt.max_file_bytes != 0) throw std::invalid_argument("recorder: rotation (max_file_bytes) needs an output file");
+  }
+  if (s.opt.file_version != 6 && s.opt.file_version != 7)
+    throw std::invalid_argument(fmt::format("recorder: file_version {} (6 or 7)", s.opt.file_version));
+  if (s.opt.file_version == 7) {
+    if (s.opt.compression == "zstd") s.v7 = detail::Compression::zstd;
+    else if (s.opt.compression == "zlib") s.v7 = detail::Compression::zlib;
+    else if (s.opt.compression == "none") s.v7 = detail::Compression::none;
+    else throw std::invalid_argument("recorder: compression '" + s.opt.compression + "' (zstd, zlib or none)");
+  }
   s.page_size = static_cast<uint32_t>(std::max<size_t>(instance.ring().subbuf_size(), 4096));
   s.refresh_sideband_ids();
   for (uint32_t cpu = 0; cpu < instance.cpus(); ++cpu)
@@ -387,7 +432,13 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     c->ring_lost_seen = ring_lost(c->rd.cpu_buffer());
     c->overrun_seen = c->rd.cpu_buffer().overrun.load(std::memory_order_relaxed);
   }
-  s.open_next();
+  if (addr) {
+    auto sink = std::make_unique<NetSink>(NetSinkOptions{*addr, s.opt.collector_timeout}, instance.cpus(), s.page_size);
+    s.net = sink.get();
+    s.file = std::move(sink);
+  } else {
+    s.open_next();
+  }
   s.cmdlines_seen = instance.cmdlines().size();
   thread_ = std::thread([&s] { s.run(); });
 }
@@ -408,7 +459,7 @@ RecorderStats Recorder::stop() {
   s.refresh_sideband_ids();
   // Also after a fault: the compaction may fail, the truncation and the
   // headers (in preallocated space) still make the file what was written.
-  if (const int err = s.file->finalize(s.meta()); err != 0) s.fail(err, "finishing the file");
+  if (const int err = s.file->finalize(s.meta()); err != 0) s.fail(err, s.net ? s.net->stage() : "finishing the file");
   s.file.reset();
   final_ = stats();
   return final_;

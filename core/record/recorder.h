@@ -42,7 +42,8 @@
 //
 // ══ Faults ═══════════════════════════════════════════════════════════════════
 //   A write error (ENOSPC, EIO, ...), the output file removed or replaced,
-//   or a CPU's region full (EFBIG): reported once through on_error (and
+//   a CPU's region full (EFBIG), or the collector unreachable, gone or not
+//   reading for collector_timeout: reported once through on_error (and
 //   error()), with the cause; the file keeps everything written before and
 //   stays valid (TraceFile); the recorder keeps consuming, counting what it
 //   cannot write, so the application never blocks or sees a difference.
@@ -85,6 +86,22 @@ enum class RecordMode : uint8_t {
 
 struct RecorderOptions {
   std::filesystem::path output;  ///< the trace.dat to write (created or truncated)
+  /// Instead of `output`: send the recording to `trace-cmd listen` at
+  /// "HOST:PORT" (trace-cmd record -N; core/record/net_sink.h). The
+  /// connection is made on the recorder thread, so the constructor never
+  /// waits for the network; a collector unreachable at the start, or gone
+  /// mid-run, is a fault like a full disk (reported once, the records
+  /// counted unwritten). No rotation.
+  std::string collector;
+  /// The longest one connect, send or receive to the collector may take.
+  std::chrono::milliseconds collector_timeout{2000};
+  /// trace.dat version: 6, or 7 (sections, compressed with `compression`;
+  /// trace-cmd 3.1's default). A file is version 6 while it grows and
+  /// becomes version 7 at stop() (or at each rotation); a collector gets
+  /// version 7 headers and compresses the pages itself.
+  uint32_t file_version = 6;
+  /// With version 7: "zstd" (trace-cmd's default), "zlib" or "none".
+  std::string compression = "zstd";
   RecordMode mode = RecordMode::stream;
   /// Drain a CPU once this percentage of its sub-buffers is full and unread
   /// (0: as soon as one is; the kernel's buffer_percent, whose default is 50).
@@ -146,9 +163,11 @@ struct RecorderStats {
 class Recorder {
  public:
   /// Creates the output (headers with the instance's formats, cmdlines and
-  /// clock) and starts the recorder thread. Throws std::system_error when
-  /// the output cannot be created, std::invalid_argument for bad options
-  /// (flight_recorder on a drop-newest buffer, batch_pages < 3).
+  /// clock) and starts the recorder thread (which connects to a collector).
+  /// Throws std::system_error when the output file cannot be created,
+  /// std::invalid_argument for bad options (flight_recorder on a
+  /// drop-newest buffer, batch_pages < 3, both or neither of output and
+  /// collector, a collector that is not HOST:PORT, rotation to a collector).
   Recorder(Instance& instance, RecorderOptions options);
   /// stop().
   ~Recorder();

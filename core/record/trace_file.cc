@@ -1,5 +1,7 @@
 #include "tracepipe/core/record/trace_file.h"
 
+#include "tracepipe/core/tracedat/tracedat_v7_writer.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,7 +34,7 @@ int pwrite_all(int fd, const std::byte* p, size_t n, uint64_t off) noexcept {
 }  // namespace
 
 TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta)
-    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()) {
+    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()), v7_(options.v7) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path_.string());
   struct stat st {};
@@ -157,8 +159,53 @@ int TraceFile::move_down(uint32_t cpu, uint64_t to) noexcept {
   return 0;
 }
 
+// The version 7 file, written beside the recording and renamed over it.
+int TraceFile::finalize_v7(const TraceDatWriter& meta) noexcept {
+  try {
+    std::filesystem::path tmp = path_;
+    tmp += ".v7.tmp";
+    const int out = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) return errno;
+    std::vector<V7CpuData> cpus(ext_.size());
+    for (size_t cpu = 0; cpu < ext_.size(); ++cpu) {
+      cpus[cpu].size = ext_[cpu].size;
+      const uint64_t base = ext_[cpu].offset;
+      cpus[cpu].read = [this, base](uint64_t at, std::span<std::byte> dst) -> int {
+        size_t done = 0;
+        while (done < dst.size()) {
+          const ssize_t r = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(base + at + done));
+          if (r < 0 && errno == EINTR) continue;
+          if (r < 0) return errno;
+          if (r == 0) return EIO;
+          done += static_cast<size_t>(r);
+        }
+        return 0;
+      };
+    }
+    int err = write_tracedat_v7(out, meta, *v7_, cpus);
+    if (::close(out) != 0 && err == 0) err = errno;
+    if (err == 0 && ::rename(tmp.c_str(), path_.c_str()) != 0) err = errno;
+    if (err != 0) ::unlink(tmp.c_str());
+    return err;
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
+}
+
 int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
   if (fd_ < 0) return EBADF;
+  if (v7_) {
+    if (const int err = finalize_v7(meta); err == 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return 0;
+    } else {
+      v7_.reset();
+      const int v6 = finalize(meta);  // the recording stays, as version 6
+      (void)v6;
+      return err;
+    }
+  }
   int first = 0;
   uint64_t end = data_base_ + ext_[0].size;
   bool compact = true;

@@ -34,10 +34,13 @@
 // Thread-safety: none; one recorder thread owns a TraceFile.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "tracepipe/core/record/sink.h"
+#include "tracepipe/core/tracedat/tracedat_decompress.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
 namespace tracepipe::record {
@@ -47,40 +50,48 @@ struct TraceFileOptions {
   /// Bytes of each CPU's region (a multiple of the page size); 0: 16 GiB
   /// per CPU, less above 64 CPUs (at most 1 TiB of address space in all).
   uint64_t cpu_region = 0;
+  /// Version 7 at finalize(): the recording (version 6 while it grows) is
+  /// rewritten as a version 7 file compressed with `v7` (zstd, zlib or
+  /// none), page by page into a temporary beside it, renamed over it.
+  std::optional<detail::Compression> v7;
 };
 
-class TraceFile {
+class TraceFile final : public TraceSink {
  public:
   /// Creates (or truncates) `options.path` and writes the headers of
   /// `meta` (its formats, cmdlines, clock, cpus and page size) with an
   /// empty CPU table. Throws std::system_error on failure.
   TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta);
-  ~TraceFile();
+  ~TraceFile() override;
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
 
   /// Appends whole pages (a multiple of the page size) to `cpu`'s data.
   /// Returns 0, an errno of pwrite (ENOSPC, EIO, ...), or EFBIG when the
   /// CPU's region is full. On failure nothing of `pages` is in the table.
-  int append(uint32_t cpu, std::span<const std::byte> pages) noexcept;
+  int append(uint32_t cpu, std::span<const std::byte> pages) noexcept override;
   /// Rewrites the headers with `meta`'s formats and cmdlines (e.g. names
   /// learnt since). Returns 0, an errno, or EFBIG when they outgrow the
   /// reserve (then the old headers stay).
-  int rewrite_headers(const TraceDatWriter& meta) noexcept;
+  int rewrite_headers(const TraceDatWriter& meta) noexcept override;
   /// 0 while the file still has a name; ENOENT once it was removed (or
   /// replaced by another file) and the errno of fstat/stat on failure.
-  int check_present() const noexcept;
+  int check_present() const noexcept override;
   /// Makes the data contiguous, writes the final headers, truncates and
   /// closes. Returns the first error (the file stays valid, maybe sparse).
-  int finalize(const TraceDatWriter& meta) noexcept;
+  /// With `v7`: writes the version 7 file instead; if that fails (disk
+  /// full), returns its error and finishes the version 6 file as above.
+  int finalize(const TraceDatWriter& meta) noexcept override;
 
   uint64_t cpu_bytes(uint32_t cpu) const noexcept { return ext_[cpu].size; }
-  uint64_t total_bytes() const noexcept;
+  uint64_t total_bytes() const noexcept override;
+  std::string describe() const override { return path_.string(); }
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
   int write_table_entry(uint32_t cpu) noexcept;
   int move_down(uint32_t cpu, uint64_t to) noexcept;
+  int finalize_v7(const TraceDatWriter& meta) noexcept;
 
   std::filesystem::path path_;
   int fd_ = -1;
@@ -90,6 +101,7 @@ class TraceFile {
   uint64_t region_ = 0;
   size_t table_off_ = 0;
   std::vector<TraceDatWriter::CpuExtent> ext_;
+  std::optional<detail::Compression> v7_;
 };
 
 }  // namespace tracepipe::record

@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include "tracepipe/core/tracedat/tracedat_cursor.h"
 
@@ -93,6 +94,43 @@ std::vector<std::byte> decompress_chunks(Compression algo, std::span<const std::
   uint64_t cdone = 0;
   for (uint32_t i = 0; i < count; ++i) read_block(algo, c, out, cdone);
   return out;
+}
+
+BlockCompressor::BlockCompressor(Compression algo) : algo_(algo) {
+  if (algo == Compression::none) throw std::invalid_argument("block compressor: no algorithm");
+  if (algo == Compression::zstd) {
+    ZSTD_CCtx* z = ZSTD_createCCtx();
+    if (z == nullptr) throw std::bad_alloc();
+    (void)ZSTD_CCtx_setParameter(z, ZSTD_c_contentSizeFlag, 0);
+    zstd_ = z;
+  }
+}
+
+BlockCompressor::~BlockCompressor() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_)); }
+
+std::span<const std::byte> BlockCompressor::compress(std::span<const std::byte> in) {
+  if (algo_ == Compression::zstd) {
+    out_.resize(ZSTD_compressBound(in.size()));
+    const size_t n = ZSTD_compress2(static_cast<ZSTD_CCtx*>(zstd_), out_.data(), out_.size(), in.data(), in.size());
+    if (ZSTD_isError(n)) return {};
+    return std::span<const std::byte>(out_).first(n);
+  }
+  uLongf n = compressBound(static_cast<uLong>(in.size()));
+  out_.resize(n);
+  if (::compress2(reinterpret_cast<Bytef*>(out_.data()), &n, reinterpret_cast<const Bytef*>(in.data()),
+                  static_cast<uLong>(in.size()), Z_DEFAULT_COMPRESSION) != Z_OK)
+    return {};
+  return std::span<const std::byte>(out_).first(n);
+}
+
+const char* BlockCompressor::name(Compression algo) noexcept {
+  return algo == Compression::zstd ? "zstd" : algo == Compression::zlib ? "zlib" : "none";
+}
+
+std::string BlockCompressor::version(Compression algo) {
+  if (algo == Compression::zstd) return ZSTD_versionString();
+  if (algo == Compression::zlib) return zlibVersion();
+  return "";
 }
 
 }  // namespace tracepipe::detail

@@ -1,5 +1,6 @@
 #pragma once
-// Decompression of trace.dat version-7 blocks (internal to the reader).
+// Decompression of trace.dat version-7 blocks (internal to the reader), and
+// the matching compression for the version-7 writer (tracedat_v7_writer.h).
 //
 // A v7 file names its algorithm in the file header ("zstd", "zlib" or
 // "none"). Two shapes are compressed with it:
@@ -20,6 +21,7 @@
 //
 // Thread-safety: stateless free functions; safe from any thread.
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -50,5 +52,31 @@ std::vector<std::byte> decompress_section(Compression algo, std::span<const std:
 /// offset `end`: the concatenated decompressed chunks.
 std::vector<std::byte> decompress_chunks(Compression algo, std::span<const std::byte> file, uint64_t at,
                                          uint64_t end, const std::string& section);
+
+/// Compresses blocks the way trace-cmd writes them (lib/trace-cmd/
+/// trace-compress-zstd.c: ZSTD_compress2 at zstd's default level, no content
+/// size in the frame; trace-compress-zlib.c: compress2 at the default level),
+/// so that the functions above and trace-cmd's reader take them back. One
+/// context, reused; not thread-safe.
+class BlockCompressor {
+ public:
+  /// Throws std::invalid_argument for Compression::none,
+  /// std::bad_alloc if the library context cannot be made.
+  explicit BlockCompressor(Compression algo);
+  ~BlockCompressor();
+  BlockCompressor(const BlockCompressor&) = delete;
+  BlockCompressor& operator=(const BlockCompressor&) = delete;
+  /// The compressed bytes of `in` (valid until the next call); empty on a
+  /// library failure.
+  std::span<const std::byte> compress(std::span<const std::byte> in);
+  /// The name and version a v7 file header records ("zstd", ZSTD_versionString()).
+  static const char* name(Compression algo) noexcept;
+  static std::string version(Compression algo);
+
+ private:
+  Compression algo_;
+  void* zstd_ = nullptr;  // ZSTD_CCtx
+  std::vector<std::byte> out_;
+};
 
 }  // namespace tracepipe::detail

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace tracepipe {
 namespace {
@@ -121,15 +122,9 @@ std::vector<std::byte> TraceDatWriter::headers(const std::vector<uint64_t>& cpu_
   return header_bytes(ext);
 }
 
-std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset) const {
+TraceDatWriter::MetaSections TraceDatWriter::meta_sections() const {
+  MetaSections m;
   Out o;
-  // File header. Mirrors trace-cmd lib/trace-cmd/trace-output.c: init_file_state / tracecmd_output_write_headers.
-  o.str(std::string_view("\x17\x08\x44tracing", 10));
-  o.cstr("6");
-  o.num<uint8_t>(0);  // little endian
-  o.num<uint8_t>(8);  // sizeof(long)
-  o.num<uint32_t>(layout_.page_size);
-
   const std::string hp = kpage::header_page_text(layout_);
   o.cstr("header_page");
   o.num<uint64_t>(hp.size());
@@ -139,6 +134,7 @@ std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>
   o.num<uint64_t>(he.size());
   o.str(he);
 
+  m.header_info = std::exchange(o.b, {});
   // ftrace formats, then the other systems in order of first appearance.
   std::vector<const EventFormat*> ftrace;
   std::vector<std::string> systems;
@@ -152,6 +148,7 @@ std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>
     o.num<uint64_t>(t.size());
     o.str(t);
   }
+  m.ftrace_events = std::exchange(o.b, {});
   o.num<uint32_t>(static_cast<uint32_t>(systems.size()));
   for (const auto& sys : systems) {
     o.cstr(sys);
@@ -165,14 +162,34 @@ std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>
       o.str(t);
     }
   }
+  m.event_formats = std::exchange(o.b, {});
   o.num<uint32_t>(static_cast<uint32_t>(kallsyms_.size()));
   o.str(kallsyms_);
+  m.kallsyms = std::exchange(o.b, {});
   o.num<uint32_t>(static_cast<uint32_t>(printk_.size()));
   o.str(printk_);
+  m.printk = std::exchange(o.b, {});
   std::string cmd;
   for (const auto& [pid, comm] : cmdlines_) cmd += fmt::format("{} {}\n", pid, comm);
   o.num<uint64_t>(cmd.size());
   o.str(cmd);
+
+  m.cmdlines = std::move(o.b);
+  return m;
+}
+
+std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset) const {
+  Out o;
+  // File header. Mirrors trace-cmd lib/trace-cmd/trace-output.c: init_file_state / tracecmd_output_write_headers.
+  o.str(std::string_view("\x17\x08\x44tracing", 10));
+  o.cstr("6");
+  o.num<uint8_t>(0);  // little endian
+  o.num<uint8_t>(8);  // sizeof(long)
+  o.num<uint32_t>(layout_.page_size);
+
+  const MetaSections m = meta_sections();
+  for (const auto* part : {&m.header_info, &m.ftrace_events, &m.event_formats, &m.kallsyms, &m.printk, &m.cmdlines})
+    o.raw(part->data(), part->size());
 
   o.num<uint32_t>(config_.cpus);
   o.str(std::string_view("options  \0", 10));

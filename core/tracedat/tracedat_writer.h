@@ -107,6 +107,15 @@ class TraceDatWriter {
   /// `table_offset` receives the file offset of the CPU table (cpus x
   /// {u64 offset, u64 size}). Records added with add_record are not used.
   std::vector<std::byte> header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset = nullptr) const;
+  /// The metadata as trace.dat stores it, one part per version-7 section
+  /// (version 6 has them back to back after the file header): header_page
+  /// and header_event (16), ftrace formats (17), event formats (18),
+  /// kallsyms (19), printk (20), cmdlines (21). For core/tracedat/tracedat_v7_writer.h.
+  struct MetaSections {
+    std::vector<std::byte> header_info, ftrace_events, event_formats, kallsyms, printk, cmdlines;
+  };
+  MetaSections meta_sections() const;
+  const std::string& clock() const noexcept { return config_.clock; }
   uint32_t cpus() const noexcept { return config_.cpus; }
   uint32_t page_size() const noexcept { return layout_.page_size; }
   /// Number of formats added, and of cmdlines set.

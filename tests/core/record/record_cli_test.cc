@@ -11,6 +11,7 @@
 #include "tracepipe/core/config/config.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../tracedat/tracedat_test_util.h"
+#include "collector.h"
 #include "test_support.h"
 
 using namespace tracepipe;
@@ -85,4 +86,67 @@ TEST_CASE("tracepipe record: a command that traced nothing still leaves a valid 
   const int rc = std::system(fmt::format("{} record -o {} -- sh -c 'exit 3' 2>/dev/null", TP_TRACEPIPE_EXE, out.path.string()).c_str());
   REQUIRE(WIFEXITED(rc));
   CHECK(WEXITSTATUS(rc) == 3);
+}
+
+TEST_CASE("config: [recording] collector, file_version and compression", "[record][config]") {
+  const Config c = parse_config("[recording]\ncollector = \"host:1234\"\nfile_version = 7\ncompression = \"none\"\n", "r.toml");
+  REQUIRE(c.recording.has_value());
+  CHECK(c.recording->collector == "host:1234");
+  CHECK(c.recording->output.empty());
+  CHECK(c.recording->file_version == 7);
+  CHECK(c.recording->compression == "none");
+  CHECK(parse_config("[recording]\ncollector = \"4321\"\n", "r.toml").recording->collector == "4321");
+  CHECK_THROWS_WITH(parse_config("[recording]\noutput = \"x.dat\"\ncollector = \"h:1\"\n", "r.toml"),
+                    "r.toml:3: recording.collector: output and collector both given (choose one)");
+  CHECK_THROWS_WITH(parse_config("[recording]\ncollector = \"host\"\n", "r.toml"),
+                    "r.toml:2: recording.collector: expected HOST:PORT (as trace-cmd record -N takes it)");
+  CHECK_THROWS_WITH(parse_config("[recording]\nfile_version = 8\n", "r.toml"),
+                    "r.toml:2: recording.file_version: value 8 is outside 6..7");
+  CHECK_THROWS_WITH(parse_config("[recording]\ncompression = \"lz4\"\n", "r.toml"),
+                    "r.toml:2: recording.compression: unknown compression 'lz4' (expected zstd, zlib or none)");
+}
+
+TEST_CASE("tracepipe record --file-version 7: the command's recording is a zstd version 7 file", "[record][cli][v7]") {
+  TempPath out("cli_record_v7.dat");
+  const std::string cmd =
+      fmt::format("cd {}/examples && {} record --config record.toml --file-version 7 -o {} -- {} --work", TP_SOURCE_DIR,
+                  TP_TRACEPIPE_EXE, out.path.string(), TP_RECORD_ENV_EXE);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK(TraceDatReader::open(out.path).compression() == "zstd");
+  CHECK(count_records(out.path) == 10000);
+  if (have_trace_cmd()) {
+    const std::string n = run(fmt::format("trace-cmd report -i {} | grep -c 'order:'", out.path.string()));
+    CHECK(std::stoull(n) == 10000);
+  }
+}
+
+TEST_CASE("tracepipe record -N: the command's recording reaches trace-cmd listen", "[record][cli][net]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  tp_record_test::Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  const std::string cmd = fmt::format("cd {}/examples && {} record --config record.toml -N {} -- {} --work",
+                                      TP_SOURCE_DIR, TP_TRACEPIPE_EXE, col.address(), TP_RECORD_ENV_EXE);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto file = col.wait_file();
+  INFO(col.log());
+  REQUIRE(file);
+  CHECK(count_records(*file) == 10000);
+  const std::string n = run(fmt::format("trace-cmd report -i {} | grep -c 'order:'", file->string()));
+  CHECK(std::stoull(n) == 10000);
+}
+
+TEST_CASE("tracepipe record -N: a command that traced nothing still sends a valid trace", "[record][cli][net]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  tp_record_test::Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  const std::string cmd = fmt::format("{} record -N {} -- true 2>/dev/null", TP_TRACEPIPE_EXE, col.address());
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto file = col.wait_file();
+  INFO(col.log());
+  REQUIRE(file);
+  CHECK(count_records(*file) == 0);
+  CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", file->string())));
+  // Neither -o nor -N, or both: refused before the command runs.
+  CHECK(std::system(fmt::format("{} record -- true 2>/dev/null", TP_TRACEPIPE_EXE).c_str()) != 0);
+  CHECK(std::system(fmt::format("{} record -o x.dat -N 1 -- true 2>/dev/null", TP_TRACEPIPE_EXE).c_str()) != 0);
 }

@@ -1,0 +1,343 @@
+#include "tracepipe/core/record/net_sink.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace tracepipe::record {
+
+namespace {
+
+// trace-cmd lib/trace-cmd/trace-msg.c: the commands, and the largest message.
+constexpr uint32_t kMsgClose = 0, kMsgTinit = 1, kMsgRinit = 2, kMsgSendData = 3, kMsgFinData = 4;
+constexpr uint32_t kMsgMaxLen = 8192, kMsgHdrLen = 12;
+// tracecmd/include/trace-msg.h: V3_CPU and V3_MAGIC, sent with their sizeof
+// (the string's NULs included).
+constexpr char kV3Cpu[] = "-1V3";
+constexpr char kV3Magic[] = "766679\0";
+
+void put_be32(std::byte* p, uint32_t v) noexcept {
+  v = htonl(v);
+  std::memcpy(p, &v, 4);
+}
+uint32_t get_be32(const std::byte* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return ntohl(v);
+}
+
+void set_timeouts(int fd, std::chrono::milliseconds t) noexcept {
+  timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// connect() bounded by `t`; 0 or errno.
+int connect_bounded(int fd, const sockaddr* a, socklen_t len, std::chrono::milliseconds t) noexcept {
+  const int fl = ::fcntl(fd, F_GETFL);
+  (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  int err = 0;
+  if (::connect(fd, a, len) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int r;
+      do r = ::poll(&p, 1, static_cast<int>(t.count()));
+      while (r < 0 && errno == EINTR);
+      if (r == 0) {
+        err = ETIMEDOUT;
+      } else if (r < 0) {
+        err = errno;
+      } else {
+        socklen_t l = sizeof err;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0) err = errno;
+      }
+    }
+  }
+  (void)::fcntl(fd, F_SETFL, fl);
+  return err;
+}
+
+}  // namespace
+
+std::string CollectorAddress::text() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::optional<CollectorAddress> parse_collector(std::string_view spec) {
+  CollectorAddress a;
+  std::string_view port = spec;
+  if (!spec.empty() && spec.front() == '[') {
+    const size_t close = spec.find(']');
+    if (close == std::string_view::npos || close + 1 >= spec.size() || spec[close + 1] != ':') return std::nullopt;
+    a.host = std::string(spec.substr(1, close - 1));
+    port = spec.substr(close + 2);
+  } else if (const size_t colon = spec.rfind(':'); colon != std::string_view::npos) {
+    a.host = std::string(spec.substr(0, colon));
+    port = spec.substr(colon + 1);
+    if (a.host.find(':') != std::string::npos) return std::nullopt;  // IPv6 needs brackets
+  } else {
+    a.host = "localhost";  // trace-cmd record -N PORT
+  }
+  if (a.host.empty() || port.empty()) return std::nullopt;
+  unsigned v = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+  if (ec != std::errc{} || end != port.data() + port.size() || v == 0 || v > 65535) return std::nullopt;
+  a.port = static_cast<uint16_t>(v);
+  return a;
+}
+
+NetSink::NetSink(NetSinkOptions options, uint32_t cpus, uint32_t page_size)
+    : opt_(std::move(options)), cpus_(cpus), page_size_(page_size), data_(cpus, -1) {}
+
+NetSink::~NetSink() { close_all(); }
+
+void NetSink::close_all() noexcept {
+  for (int& fd : data_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  if (ctl_ >= 0) ::close(ctl_);
+  ctl_ = -1;
+}
+
+int NetSink::send_all(int fd, const void* p, size_t n) noexcept {
+  const char* c = static_cast<const char*>(p);
+  while (n != 0) {
+    const ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno;
+    }
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+int NetSink::recv_exact(void* p, size_t n) noexcept {
+  char* c = static_cast<char*>(p);
+  while (n != 0) {
+    const ssize_t r = ::recv(ctl_, c, n, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno;
+    }
+    if (r == 0) return ECONNRESET;  // the collector closed the connection
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+int NetSink::send_msg(uint32_t cmd, std::span<const std::byte> fixed, std::span<const std::byte> data) noexcept {
+  std::byte msg[kMsgMaxLen];
+  const size_t size = kMsgHdrLen + fixed.size() + data.size();
+  if (size > kMsgMaxLen) return EMSGSIZE;
+  put_be32(msg, static_cast<uint32_t>(size));
+  put_be32(msg + 4, cmd);
+  put_be32(msg + 8, static_cast<uint32_t>(fixed.size()));
+  if (!fixed.empty()) std::memcpy(msg + kMsgHdrLen, fixed.data(), fixed.size());
+  if (!data.empty()) std::memcpy(msg + kMsgHdrLen + fixed.size(), data.data(), data.size());
+  return send_all(ctl_, msg, size);
+}
+
+// A TCP connection to `port` on the control connection's peer (the address
+// the name resolved to), bounded by the timeout.
+int NetSink::connect_to(uint16_t port, int* fd) noexcept {
+  sockaddr_storage ss{};
+  std::memcpy(&ss, peer_.data(), std::min(peer_.size(), sizeof ss));
+  if (ss.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
+  else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
+  *fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*fd < 0) return errno;
+  const int err = connect_bounded(*fd, reinterpret_cast<const sockaddr*>(&ss), static_cast<socklen_t>(peer_.size()),
+                                  opt_.timeout);
+  if (err != 0) {
+    ::close(*fd);
+    *fd = -1;
+    return err;
+  }
+  set_timeouts(*fd, opt_.timeout);
+  return 0;
+}
+
+int NetSink::connect(std::span<const std::byte> headers) noexcept {
+  try {
+    const std::string where = opt_.address.text();
+    // (1) resolve and connect the control connection.
+    stage_ = "connecting to " + where;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const std::string port = std::to_string(opt_.address.port);
+    if (const int g = ::getaddrinfo(opt_.address.host.c_str(), port.c_str(), &hints, &res); g != 0) {
+      stage_ = "resolving " + opt_.address.host + " (" + ::gai_strerror(g) + ")";
+      return g == EAI_SYSTEM ? errno : EHOSTUNREACH;
+    }
+    int err = ECONNREFUSED;
+    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) {
+        err = errno;
+        continue;
+      }
+      err = connect_bounded(fd, a->ai_addr, a->ai_addrlen, opt_.timeout);
+      if (err == 0) {
+        ctl_ = fd;
+        peer_.assign(reinterpret_cast<const std::byte*>(a->ai_addr),
+                     reinterpret_cast<const std::byte*>(a->ai_addr) + a->ai_addrlen);
+        break;
+      }
+      ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    if (ctl_ < 0) return err;
+    set_timeouts(ctl_, opt_.timeout);
+
+    // (2) protocol version 3 (check_protocol_version).
+    stage_ = "negotiating with " + where;
+    char buf[16] = {};
+    if ((err = recv_exact(buf, 8)) != 0) return err;
+    if (std::memcmp(buf, "tracecmd", 8) != 0) {
+      stage_ = where + " is not a trace-cmd collector";
+      return EPROTO;
+    }
+    if ((err = send_all(ctl_, kV3Cpu, sizeof kV3Cpu)) != 0) return err;
+    if ((err = recv_exact(buf, 3)) != 0) return err;  // "V3\0"
+    if (std::memcmp(buf, "V3", 3) != 0) {
+      stage_ = where + " does not speak trace-cmd's protocol version 3";
+      return EPROTO;
+    }
+    if ((err = send_all(ctl_, kV3Magic, sizeof kV3Magic)) != 0) return err;
+    if ((err = recv_exact(buf, 2)) != 0) return err;
+    if (std::memcmp(buf, "OK", 2) != 0) {
+      stage_ = where + " refused the protocol";
+      return EPROTO;
+    }
+
+    // (3) MSG_TINIT {cpus, page size, options} "tcp\0"; MSG_RINIT back.
+    stage_ = "initialising with " + where;
+    std::byte tinit[12];
+    put_be32(tinit, cpus_);
+    put_be32(tinit + 4, page_size_);
+    put_be32(tinit + 8, 1);
+    static constexpr char kTcp[] = "tcp";
+    if ((err = send_msg(kMsgTinit, tinit, std::as_bytes(std::span(kTcp, sizeof kTcp)))) != 0) return err;
+    std::byte hdr[kMsgHdrLen];
+    if ((err = recv_exact(hdr, sizeof hdr)) != 0) return err;
+    const uint32_t size = get_be32(hdr), cmd = get_be32(hdr + 4), cmd_size = get_be32(hdr + 8);
+    if (size < kMsgHdrLen + 4 || size > kMsgMaxLen || cmd_size != 4 || cmd != kMsgRinit) {
+      stage_ = where + " answered MSG_TINIT with command " + std::to_string(cmd) + " (expected MSG_RINIT)";
+      return EPROTO;
+    }
+    std::vector<char> body(size - kMsgHdrLen);
+    if ((err = recv_exact(body.data(), body.size())) != 0) return err;
+    uint32_t ncpu;
+    std::memcpy(&ncpu, body.data(), 4);
+    ncpu = ntohl(ncpu);
+    if (ncpu != cpus_ || body.back() != '\0') {
+      stage_ = where + " sent a bad port list";
+      return EPROTO;
+    }
+    for (size_t at = 4; ports_.size() < cpus_ && at < body.size();) {
+      const char* s = body.data() + at;
+      const size_t len = std::strlen(s);
+      unsigned v = 0;
+      const auto [end, ec] = std::from_chars(s, s + len, v);
+      if (ec != std::errc{} || end != s + len || v == 0 || v > 65535) {
+        stage_ = where + " sent a bad port list";
+        return EPROTO;
+      }
+      ports_.push_back(static_cast<uint16_t>(v));
+      at += len + 1;
+    }
+    if (ports_.size() != cpus_) {
+      stage_ = where + " sent a bad port list";
+      return EPROTO;
+    }
+
+    // (4) the headers, then MSG_FIN_DATA.
+    stage_ = "sending the headers to " + where;
+    constexpr size_t kChunk = kMsgMaxLen - kMsgHdrLen;
+    for (size_t at = 0; at < headers.size(); at += kChunk)
+      if ((err = send_msg(kMsgSendData, {}, headers.subspan(at, std::min(kChunk, headers.size() - at)))) != 0)
+        return err;
+    if ((err = send_msg(kMsgFinData, {}, {})) != 0) return err;
+
+    // (5) one data connection per CPU. The collector's reader listens on
+    // its port only once it has forked, so a refusal is retried (bounded).
+    for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
+      stage_ = "connecting CPU " + std::to_string(cpu) + "'s data port " + std::to_string(ports_[cpu]) + " of " + where;
+      const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+      for (;;) {
+        err = connect_to(ports_[cpu], &data_[cpu]);
+        if (err != ECONNREFUSED || std::chrono::steady_clock::now() >= deadline) break;
+        const timespec ts{0, 2'000'000};
+        (void)::nanosleep(&ts, nullptr);  // retry pacing, not ordering
+      }
+      if (err != 0) return err;
+    }
+    stage_ = "sending to " + where;
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
+}
+
+int NetSink::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
+  if (cpu >= cpus_ || data_[cpu] < 0) return ENOTCONN;
+  if (const int err = send_all(data_[cpu], pages.data(), pages.size()); err != 0) {
+    stage_ = "sending CPU " + std::to_string(cpu) + "'s data to " + opt_.address.text();
+    return err;
+  }
+  bytes_ += pages.size();
+  return 0;
+}
+
+int NetSink::check_present() const noexcept {
+  if (ctl_ < 0) return ENOTCONN;
+  pollfd p{ctl_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return 0;
+  if ((p.revents & (POLLERR | POLLHUP | POLLRDHUP)) != 0) return ECONNRESET;
+  char c;
+  const ssize_t r = ::recv(ctl_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r == 0) return ECONNRESET;
+  if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return errno;
+  return 0;  // a message (MSG_NOT_SUPP): the collector is there
+}
+
+int NetSink::finalize(const TraceDatWriter&) noexcept {
+  int first = 0;
+  // The data connections first: the collector's readers see the end of
+  // their data, then MSG_CLOSE tells it to join the file.
+  for (int& fd : data_) {
+    if (fd < 0) continue;
+    if (::shutdown(fd, SHUT_WR) != 0 && first == 0) first = errno;
+    ::close(fd);
+    fd = -1;
+  }
+  if (ctl_ >= 0) {
+    const int err = send_msg(kMsgClose, {}, {});
+    if (err != 0 && first == 0) {
+      first = err;
+      stage_ = "closing the session with " + opt_.address.text();
+    }
+  }
+  close_all();
+  return first;
+}
+
+}  // namespace tracepipe::record

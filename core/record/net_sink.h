@@ -1,0 +1,119 @@
+#pragma once
+// core/record/net_sink.h — a recording sent to `trace-cmd listen` on another
+// host, as `trace-cmd record -N HOST:PORT` sends one: trace-cmd's network
+// protocol, version 3, over TCP. Mirrors trace-cmd tracecmd/trace-record.c
+// (setup_network, check_protocol_version, setup_connection),
+// lib/trace-cmd/trace-msg.c (tracecmd_msg_send_init_data,
+// tracecmd_msg_data_send, tracecmd_msg_finish_sending_data,
+// tracecmd_msg_send_close_msg) and tracecmd/trace-listen.c (what the
+// collector expects); checked against Debian's trace-cmd 3.1.6.
+//
+//   recorder                                   trace-cmd listen -p PORT
+//   ── control connection (TCP PORT) ───────────────────────────────────────
+//                                   ◀── "tracecmd"
+//   "-1V3\0" ──▶                                      (v1 clients send a CPU count)
+//                                   ◀── "V3\0"
+//   "766679\0\0" ──▶                                  (V3 magic)
+//                                   ◀── "OK"
+//   MSG_TINIT {cpus, page size, 1 option} "tcp\0" ──▶
+//                                   ◀── MSG_RINIT {cpus} "port0\0port1\0..."
+//   MSG_SEND_DATA (the trace.dat headers, ≤ 8180 bytes each) ... ──▶
+//   MSG_FIN_DATA ──▶                                  (headers complete)
+//   ── one TCP connection per CPU, to port N ───────────────────────────────
+//   whole pages, back to back, as the recording goes ──▶ (a temp file per CPU)
+//   ── at the end ───────────────────────────────────────────────────────────
+//   close the CPU connections; MSG_CLOSE ──▶ close.
+//   The collector then joins its temp files behind the headers into
+//   OUTDIR/trace.HOST:PORT.dat (about 2 s later: it waits for its readers).
+//   Message: be32 size (all of it), be32 cmd, be32 cmd_size (the fixed part
+//   after the 12-byte header), the fixed part, then size - 12 - cmd_size bytes.
+//
+// Headers sent: a trace.dat version 6 up to the end of its options, without
+// "flyrecord" (the collector writes that, the CPU table and the clock text
+// itself, tracecmd_write_cpu_data); or version 7 sections up to the options
+// (TraceDatV7 with data_follows; the collector then writes the flyrecord
+// section, compressing the pages with the file's algorithm, and the final
+// options). Headers are sent once, at the start: names learnt later
+// (cmdlines) are not in the collector's file, as with trace-cmd record -N.
+//
+// Faults never block for long and never signal: every socket operation is
+// bounded by `timeout` (SO_SNDTIMEO / SO_RCVTIMEO, connect polled), sends use
+// MSG_NOSIGNAL (a closed peer is EPIPE, not SIGPIPE). Errors are errno
+// values; stage() names the step that failed ("connecting to 10.0.0.2:1234").
+//
+// Thread-safety: none; the recorder thread owns a NetSink.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracepipe/core/record/sink.h"
+
+namespace tracepipe::record {
+
+/// A collector address as trace-cmd record -N spells it: "HOST:PORT", or
+/// "PORT" alone for localhost; an IPv6 host in brackets ("[::1]:PORT").
+struct CollectorAddress {
+  std::string host;
+  uint16_t port = 0;
+  std::string text() const;
+};
+/// nullopt when `spec` is not HOST:PORT with a port in 1..65535.
+std::optional<CollectorAddress> parse_collector(std::string_view spec);
+
+struct NetSinkOptions {
+  CollectorAddress address;
+  /// The longest one connect, send or receive may take (a collector that
+  /// stops reading fails the sink after this, it never blocks the recorder
+  /// longer).
+  std::chrono::milliseconds timeout{2000};
+};
+
+class NetSink final : public TraceSink {
+ public:
+  /// No I/O here: connect() does the handshake (on the recorder thread).
+  NetSink(NetSinkOptions options, uint32_t cpus, uint32_t page_size);
+  ~NetSink() override;
+  NetSink(const NetSink&) = delete;
+  NetSink& operator=(const NetSink&) = delete;
+
+  /// Connects, negotiates protocol version 3, sends `headers` (see above)
+  /// and opens one data connection per CPU. Returns 0 or an errno
+  /// (ECONNREFUSED, ETIMEDOUT, EPROTO when the peer is not a v3 trace-cmd
+  /// collector, ...); stage() then says which step failed.
+  int connect(std::span<const std::byte> headers) noexcept;
+  /// Sends whole pages on `cpu`'s data connection.
+  int append(uint32_t cpu, std::span<const std::byte> pages) noexcept override;
+  /// 0: headers went out at connect().
+  int rewrite_headers(const TraceDatWriter&) noexcept override { return 0; }
+  /// ECONNRESET once the collector closed the control connection (killed).
+  int check_present() const noexcept override;
+  /// Closes the data connections, sends MSG_CLOSE and closes.
+  int finalize(const TraceDatWriter&) noexcept override;
+  uint64_t total_bytes() const noexcept override { return bytes_; }
+  std::string describe() const override { return "collector " + opt_.address.text(); }
+
+  const std::string& stage() const noexcept { return stage_; }
+  /// The collector's data port of each CPU (after connect()).
+  const std::vector<uint16_t>& data_ports() const noexcept { return ports_; }
+
+ private:
+  int connect_to(uint16_t port, int* fd) noexcept;
+  int send_all(int fd, const void* p, size_t n) noexcept;
+  int recv_exact(void* p, size_t n) noexcept;
+  int send_msg(uint32_t cmd, std::span<const std::byte> fixed, std::span<const std::byte> data) noexcept;
+  void close_all() noexcept;
+
+  NetSinkOptions opt_;
+  uint32_t cpus_, page_size_;
+  int ctl_ = -1;
+  std::vector<int> data_;
+  std::vector<uint16_t> ports_;
+  std::vector<std::byte> peer_;  // sockaddr of the control connection's peer
+  uint64_t bytes_ = 0;
+  std::string stage_;
+};
+
+}  // namespace tracepipe::record

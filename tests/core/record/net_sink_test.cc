@@ -1,0 +1,203 @@
+// The network sink: a recording sent to a real `trace-cmd listen` on
+// loopback (trace-cmd's record -N protocol, version 3), compared through
+// trace-cmd report with a local recording of the same events; the collector
+// killed mid-run and unreachable at the start.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "tracepipe/core/record/net_sink.h"
+#include "tracepipe/core/record/recorder.h"
+#include "../instance/test_events.h"
+#include "../tracedat/tracedat_test_util.h"
+#include "collector.h"
+#include "test_support.h"
+
+using namespace tracepipe;
+using namespace tp_core_test;
+using tp_record_test::Collector;
+using tp_tracedat_test::have_trace_cmd;
+using tp_tracedat_test::run;
+using tp_tracedat_test::TempPath;
+
+using tp_record_test::big_options;
+using tp_record_test::emit_range;
+using tp_record_test::report_records;
+
+TEST_CASE("net sink: collector addresses are spelled as trace-cmd record -N takes them", "[record][net]") {
+  auto a = record::parse_collector("example.org:1234");
+  REQUIRE(a);
+  CHECK(a->host == "example.org");
+  CHECK(a->port == 1234);
+  a = record::parse_collector("5000");
+  REQUIRE(a);
+  CHECK(a->host == "localhost");
+  CHECK(a->port == 5000);
+  a = record::parse_collector("[::1]:77");
+  REQUIRE(a);
+  CHECK(a->host == "::1");
+  CHECK(a->text() == "[::1]:77");
+  CHECK_FALSE(record::parse_collector("host:"));
+  CHECK_FALSE(record::parse_collector("host:0"));
+  CHECK_FALSE(record::parse_collector("host:65536"));
+  CHECK_FALSE(record::parse_collector("host:12x"));
+  CHECK_FALSE(record::parse_collector("::1:80"));
+  CHECK_FALSE(record::parse_collector(""));
+  Instance inst(small_options(Staging::per_thread));
+  record::RecorderOptions ro;
+  ro.collector = "nohost:";
+  CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
+  ro.collector = "localhost:1";
+  ro.output = "x.dat";
+  CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
+  ro.output.clear();
+  ro.max_file_bytes = 1 << 20;
+  CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
+}
+
+TEST_CASE("net sink: trace-cmd listen writes the same records as a local recording", "[record][net]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  const uint32_t n = 20000;
+  const int cpus = static_cast<int>(std::min(2u, std::thread::hardware_concurrency()));
+  // The same events twice: into a local file, then to the collector.
+  auto record_once = [&](record::RecorderOptions ro) {
+    Instance inst(big_options());
+    inst.enable(Sample::desc());
+    record::Recorder rec(inst, ro);
+    uint64_t kept = 0;
+    for (uint32_t at = 0; at < n; at += 1000) kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
+    const record::RecorderStats s = rec.stop();
+    REQUIRE(!rec.error());
+    CHECK(kept == n);
+    CHECK(s.records == n);
+    CHECK(s.dropped == 0);
+    CHECK(s.unwritten == 0);
+    return s;
+  };
+  TempPath local("net_local.dat");
+  record::RecorderOptions lo;
+  lo.output = local.path;
+  (void)record_once(lo);
+  record::RecorderOptions no;
+  no.collector = col.address();
+  const record::RecorderStats s = record_once(no);
+  CHECK(s.bytes > 0);
+  const auto file = col.wait_file();
+  INFO(col.log());
+  REQUIRE(file);
+  const auto want = report_records(local.path);
+  const auto got = report_records(*file);
+  REQUIRE(want.size() == n);
+  REQUIRE(got.size() == want.size());
+  CHECK(got == want);
+  CHECK(got.front().find("seq=0 ") != std::string::npos);
+}
+
+TEST_CASE("net sink: an empty recording reaches the collector as a valid trace.dat", "[record][net]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.collector = col.address();
+  record::Recorder rec(inst, ro);
+  const auto s = rec.stop();
+  REQUIRE(!rec.error());
+  CHECK(s.records == 0);
+  const auto file = col.wait_file();
+  INFO(col.log());
+  REQUIRE(file);
+  CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", file->string())));
+}
+
+TEST_CASE("net sink: the collector killed mid-run is reported once with its cause, the application goes on",
+          "[record][net][fault]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  std::atomic<int> reports{0};
+  std::mutex mu;
+  std::string msg;
+  record::RecorderOptions ro;
+  ro.collector = col.address();
+  ro.watermark_percent = 0;
+  ro.collector_timeout = std::chrono::milliseconds(1000);
+  ro.on_error = [&](const std::string& m) {
+    std::lock_guard lk(mu);
+    msg = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  uint64_t emitted = 0, kept = 0;
+  // Some data reaches the collector first.
+  for (int round = 0; round < 5000 && rec.stats().records == 0; ++round) {
+    kept += emit_range(inst, 0, 1000);
+    emitted += 1000;
+  }
+  REQUIRE(rec.stats().records > 0);
+  REQUIRE(reports.load() == 0);
+  col.kill();
+  for (int round = 0; round < 20000 && reports.load() == 0; ++round) {
+    kept += emit_range(inst, 0, 1000);
+    emitted += 1000;
+    tp_record_test::pause_ms(1);  // lets the recorder send and look (200 ms period)
+  }
+  REQUIRE(reports.load() == 1);
+  {
+    std::lock_guard lk(mu);
+    INFO(msg);
+    CHECK(msg.find("collector " + col.address()) != std::string::npos);
+    const bool cause = msg.find("Broken pipe") != std::string::npos ||
+                       msg.find("Connection reset") != std::string::npos ||
+                       msg.find("closed the connection") != std::string::npos;
+    CHECK(cause);
+  }
+  // The application goes on; what follows is counted, not sent.
+  kept += emit_range(inst, 0, 5000);
+  emitted += 5000;
+  const auto s = rec.stop();
+  CHECK(reports.load() == 1);
+  CHECK(s.failed);
+  CHECK(s.unwritten > 0);
+  CHECK(s.records + s.unwritten == kept);
+  CHECK(s.records + s.unwritten + s.dropped == emitted);
+}
+
+TEST_CASE("net sink: a collector unreachable at the start is reported once, every record counted",
+          "[record][net][fault]") {
+  const uint16_t port = tp_record_test::free_port();  // nothing listens there
+  Instance inst(big_options());
+  inst.enable(Sample::desc());
+  std::atomic<int> reports{0};
+  std::mutex mu;
+  std::string msg;
+  record::RecorderOptions ro;
+  ro.collector = fmt::format("127.0.0.1:{}", port);
+  ro.on_error = [&](const std::string& m) {
+    std::lock_guard lk(mu);
+    msg = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  const uint64_t kept = emit_range(inst, 0, 10000);
+  const auto s = rec.stop();
+  REQUIRE(reports.load() == 1);
+  CHECK(msg == fmt::format("recording to collector 127.0.0.1:{}: connecting to 127.0.0.1:{}: Connection refused", port,
+                           port));
+  CHECK(s.failed);
+  CHECK(s.records == 0);
+  CHECK(s.unwritten == kept);
+  CHECK(kept == 10000);
+}

@@ -11,7 +11,10 @@
 //                                    outcome is written there ("recorded N
 //                                    records", or the fault), so that
 //                                    `tracepipe record` knows the command
-//                                    recorded at all
+//                                    recorded at all (and, with a collector,
+//                                    to connect before main(), bounded by
+//                                    collector_timeout, as trace-cmd
+//                                    record -N connects before tracing)
 //
 // builds the file's instances during static initialisation, after the
 // program's own (events declared in the program are registered by then:
@@ -96,7 +99,13 @@ struct AutoRecord {
                      path.c_str());
         return;
       }
+      const bool connect_first = !ro.collector.empty() && !status.empty();
+      const auto timeout = ro.collector_timeout;
       recorder = std::make_unique<Recorder>(*instances.front(), std::move(ro));
+      // Under `tracepipe record -N`, as trace-cmd record -N: the connection
+      // is made before the program runs on (bounded; a failure is reported
+      // and the program runs unrecorded).
+      if (connect_first) (void)recorder->wait_ready(timeout);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tracepipe: not recording: %s\n", e.what());
       recorder.reset();

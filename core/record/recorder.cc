@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <system_error>
 #include <cstdio>
@@ -81,6 +82,17 @@ struct Recorder::State {
   std::atomic<uint64_t> triggers{0};
   uint64_t triggers_done = 0;
   bool dead = false;  // the output failed: consume and count only
+  // The output takes data: 0 not yet (connecting), 1 yes, -1 failed.
+  int ready = 0;
+  mutable std::mutex ready_mu;
+  mutable std::condition_variable ready_cv;
+  void set_ready(int v) {
+    {
+      std::lock_guard lk(ready_mu);
+      ready = v;
+    }
+    ready_cv.notify_all();
+  }
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
   std::atomic<uint64_t> passes{0}, header_rewrites{0};
@@ -332,6 +344,7 @@ struct Recorder::State {
       }
       if (h.empty()) fail(ENOMEM, "preparing the headers");
       else if (const int err = net->connect(h); err != 0) fail(err, net->stage());
+      set_ready(dead ? -1 : 1);
     }
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t P = cpus[0]->rd.nr_subbufs();
@@ -438,6 +451,7 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     s.file = std::move(sink);
   } else {
     s.open_next();
+    s.ready = 1;
   }
   s.cmdlines_seen = instance.cmdlines().size();
   thread_ = std::thread([&s] { s.run(); });
@@ -463,6 +477,12 @@ RecorderStats Recorder::stop() {
   s.file.reset();
   final_ = stats();
   return final_;
+}
+
+bool Recorder::wait_ready(std::chrono::milliseconds max) const {
+  std::unique_lock lk(st_->ready_mu);
+  st_->ready_cv.wait_for(lk, max, [&] { return st_->ready != 0; });
+  return st_->ready == 1;
 }
 
 void Recorder::trigger() noexcept { st_->triggers.fetch_add(1, std::memory_order_release); }

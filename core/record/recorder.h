@@ -181,6 +181,12 @@ class Recorder {
   /// flight_recorder: write the records the buffer holds now (returns at
   /// once; the recorder thread writes them). stream: a flush now.
   void trigger() noexcept;
+  /// Waits at most `max` until the output takes data: at once for a file;
+  /// for a collector, until the connection is made (what trace-cmd record
+  /// -N does before it starts tracing). Records emitted before that stay in
+  /// the ring (or drop, counted, when it fills). True when ready; false on
+  /// a fault (error() says) or when `max` passed. Any thread.
+  bool wait_ready(std::chrono::milliseconds max) const;
   /// A snapshot of the counters (any thread).
   RecorderStats stats() const;
   /// The first fault, if any ("writing PATH: CAUSE").

@@ -73,6 +73,7 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
     Instance inst(big_options());
     inst.enable(Sample::desc());
     record::Recorder rec(inst, ro);
+    REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
     uint64_t kept = 0;
     for (uint32_t at = 0; at < n; at += 1000) kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
     const record::RecorderStats s = rec.stop();
@@ -191,6 +192,7 @@ TEST_CASE("net sink: a collector unreachable at the start is reported once, ever
     reports.fetch_add(1);
   };
   record::Recorder rec(inst, ro);
+  CHECK_FALSE(rec.wait_ready(std::chrono::seconds(10)));  // false at once: refused
   const uint64_t kept = emit_range(inst, 0, 10000);
   const auto s = rec.stop();
   REQUIRE(reports.load() == 1);

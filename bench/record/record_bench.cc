@@ -3,6 +3,7 @@
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
 //   tracepipe_record_bench --steady RATE --seconds 60     (RSS over a long run)
+//   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
 //
 // Writer pinned to CPU 0, recorder thread pinned to CPU 1, default buffer
 // sizes (1408 KiB per CPU, 4 KiB sub-buffers), drop-newest, 64-byte events.
@@ -12,8 +13,16 @@
 //     10% steps) until --repeats runs in a row lose nothing; the highest such
 //     rate is the lossless rate.
 // Each figure is the median of --repeats runs, with min and max.
+// --collector: the recorder sends to trace-cmd listen instead (record -N);
+// "auto" starts `trace-cmd listen -d /dev/shm/...` on a loopback port and
+// removes each session's file once the collector has written it. Each run
+// waits for the connection before the writer starts (Recorder::wait_ready).
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -23,6 +32,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +47,80 @@ using Ev = EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint
 static_assert(Ev::fixed_size == 64);
 
 namespace {
+
+// --collector: where the recorder sends ("" = the file), and the local
+// trace-cmd listen started for "auto".
+std::string g_collector;
+pid_t g_listener = -1;
+std::filesystem::path g_listen_dir;
+
+bool listening(uint16_t port) {
+  char want[8];
+  std::snprintf(want, sizeof want, ":%04X", port);
+  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(f);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::string sl, local, remote, st;
+      ls >> sl >> local >> remote >> st;
+      if (st == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, want) == 0) return true;
+    }
+  }
+  return false;
+}
+
+bool start_listener() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  (void)bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t l = sizeof a;
+  (void)getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
+  close(fd);
+  const uint16_t port = ntohs(a.sin_port);
+  g_listen_dir = fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid());
+  std::filesystem::create_directories(g_listen_dir);
+  g_listener = fork();
+  if (g_listener == 0) {
+    setpgid(0, 0);
+    const std::string log = (g_listen_dir / "listen.log").string();
+    if (std::freopen(log.c_str(), "w", stdout) == nullptr || std::freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
+    const std::string p = std::to_string(port), d = g_listen_dir.string();
+    execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 5000 && !listening(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  g_collector = fmt::format("localhost:{}", port);
+  return listening(port);
+}
+
+// After a session: waits (bounded) for the collector to finish its file, then removes it.
+void collector_done() {
+  if (g_listener <= 0) return;
+  const std::string children = fmt::format("/proc/{0}/task/{0}/children", g_listener);
+  for (int i = 0; i < 6000; ++i) {
+    std::ifstream in(children);
+    int pid;
+    if (!(in >> pid)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(g_listen_dir))
+    if (e.path().extension() == ".dat") std::filesystem::remove(e.path());
+}
+
+void stop_listener() {
+  if (g_listener <= 0) return;
+  kill(-g_listener, SIGKILL);
+  waitpid(g_listener, nullptr, 0);
+  std::error_code ec;
+  std::filesystem::remove_all(g_listen_dir, ec);
+}
+
+void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
+  if (g_collector.empty()) ro.output = out;
+  else ro.collector = g_collector;
+}
 
 struct Run {
   double rate = 0;        // events emitted per second
@@ -63,9 +148,10 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   Instance inst(o);
   inst.enable(Ev::desc());
   record::RecorderOptions ro;
-  ro.output = out;
+  set_output(ro, out);
   ro.cpu = 1;
   record::Recorder rec(inst, ro);
+  if (!rec.wait_ready(std::chrono::seconds(10))) fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
   Run r;
   std::thread w([&] {
     pin(0);
@@ -95,7 +181,10 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   r.written = s.records;
   r.dropped = s.dropped;
   r.rec_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  if (s.unwritten != 0 || rec.error()) fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
+  r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
+  collector_done();
   return r;
 }
 
@@ -116,12 +205,15 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   });
   w.join();
   record::RecorderOptions ro;
-  ro.output = to_null ? std::filesystem::path("/dev/null") : out;
+  if (to_null) ro.output = "/dev/null";
+  else set_output(ro, out);
   ro.cpu = 1;
   ro.on_error = [](const std::string&) {};  // /dev/null cannot be truncated
   record::Recorder rec(inst, ro);
+  (void)rec.wait_ready(std::chrono::seconds(10));
   const record::RecorderStats s = rec.stop();
   if (!to_null) std::filesystem::remove(out);
+  if (!to_null) collector_done();
   return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
 }
 
@@ -198,7 +290,21 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steady")) steady_rate = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--collector")) g_collector = argv[i + 1];
   }
+  if (g_collector == "auto") {
+    if (std::system("trace-cmd list -c >/dev/null 2>&1") != 0) {
+      fmt::print("--collector auto needs trace-cmd\n");
+      return 77;
+    }
+    if (!start_listener()) {
+      fmt::print("trace-cmd listen did not start\n");
+      stop_listener();
+      return 1;
+    }
+    std::atexit(stop_listener);
+  }
+  const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
   if (std::thread::hardware_concurrency() < 2) {
     fmt::print("needs 2 CPUs\n");
     return 77;
@@ -214,7 +320,7 @@ int main(int argc, char** argv) {
     std::sort(file_ns.begin(), file_ns.end());
     std::sort(null_ns.begin(), null_ns.end());
     fmt::print("drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] into /dev/null\n",
-               file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), dir, null_ns[null_ns.size() / 2],
+               file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where, null_ns[null_ns.size() / 2],
                null_ns.front(), null_ns.back());
   }
   std::vector<Run> max;

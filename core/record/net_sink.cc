@@ -322,10 +322,33 @@ int NetSink::check_present() const noexcept {
 int NetSink::finalize(const TraceDatWriter&) noexcept {
   int first = 0;
   // The data connections first: the collector's readers see the end of
-  // their data, then MSG_CLOSE tells it to join the file.
+  // their data. Each reader closes its connection once it has read and
+  // stored everything, and only then is MSG_CLOSE sent: trace-cmd listen
+  // joins the file about a second after MSG_CLOSE (less when a reader's
+  // exit interrupts its sleep) and then interrupts any reader still
+  // reading, whose data would be cut short.
+  for (int fd : data_)
+    if (fd >= 0 && ::shutdown(fd, SHUT_WR) != 0 && first == 0) first = errno;
+  // One deadline for all of them: a collector that stopped reading costs
+  // the timeout once, not once per CPU.
+  const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
   for (int& fd : data_) {
     if (fd < 0) continue;
-    if (::shutdown(fd, SHUT_WR) != 0 && first == 0) first = errno;
+    char buf[256];
+    for (int i = 0; i < 4096; ++i) {  // the reader sends nothing: data here is unexpected, skipped
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (n < 0 && errno == EINTR) continue;
+      const ssize_t r = n > 0 ? ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) : -1;
+      if (r > 0 || (r < 0 && errno == EINTR)) continue;
+      if (r == 0 || (n > 0 && errno == ECONNRESET)) break;  // the reader closed: all stored
+      if (first == 0) {
+        first = n == 0 ? ETIMEDOUT : errno;
+        stage_ = "waiting for " + opt_.address.text() + " to store the data";
+      }
+      break;
+    }
     ::close(fd);
     fd = -1;
   }

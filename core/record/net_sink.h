@@ -22,7 +22,8 @@
 //   ── one TCP connection per CPU, to port N ───────────────────────────────
 //   whole pages, back to back, as the recording goes ──▶ (a temp file per CPU)
 //   ── at the end ───────────────────────────────────────────────────────────
-//   close the CPU connections; MSG_CLOSE ──▶ close.
+//   end the CPU connections (shutdown), wait until the collector's
+//   readers close them (all data stored); MSG_CLOSE ──▶ close.
 //   The collector then joins its temp files behind the headers into
 //   OUTDIR/trace.HOST:PORT.dat (about 2 s later: it waits for its readers).
 //   Message: be32 size (all of it), be32 cmd, be32 cmd_size (the fixed part
@@ -90,7 +91,8 @@ class NetSink final : public TraceSink {
   int rewrite_headers(const TraceDatWriter&) noexcept override { return 0; }
   /// ECONNRESET once the collector closed the control connection (killed).
   int check_present() const noexcept override;
-  /// Closes the data connections, sends MSG_CLOSE and closes.
+  /// Ends the data connections, waits (bounded by the timeout) until the
+  /// collector has stored their data, sends MSG_CLOSE and closes.
   int finalize(const TraceDatWriter&) noexcept override;
   uint64_t total_bytes() const noexcept override { return bytes_; }
   std::string describe() const override { return "collector " + opt_.address.text(); }

@@ -9,8 +9,8 @@
 // sizes (1408 KiB per CPU, 4 KiB sub-buffers), drop-newest, 64-byte events.
 //  1. max: the writer emits as fast as it can for --seconds; reports the
 //     emit rate, records written and dropped, recorder CPU ns per event.
-//  2. lossless: paced runs at decreasing rates (from the max rate down by
-//     10% steps) until --repeats runs in a row lose nothing; the highest such
+//  2. lossless: paced runs at decreasing rates (from the rate written at
+//     full speed down by 10% steps) until --repeats runs in a row lose nothing; the highest such
 //     rate is the lossless rate.
 // Each figure is the median of --repeats runs, with min and max.
 // --collector: the recorder sends to trace-cmd listen instead (record -N);
@@ -330,8 +330,10 @@ int main(int argc, char** argv) {
              med(max, [](Run& r) { return r.written / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
              med(max, [](Run& r) { return r.dropped / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
              med(max, [](Run& r) { return r.rec_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
+  // No rate above what the recorder wrote at full speed can be lossless:
+  // the search starts there.
   std::vector<double> rates;
-  for (auto& r : max) rates.push_back(r.rate);
+  for (auto& r : max) rates.push_back(static_cast<double>(r.written) / seconds);
   std::sort(rates.begin(), rates.end());
   double rate = rates[rates.size() / 2];
   for (int step = 0; step < 20 && rate > 1e5; ++step, rate *= 0.9) {

@@ -120,6 +120,12 @@ class Collector {
     pid_ = -1;
   }
 
+  /// Stops (SIGSTOP) or resumes (SIGCONT) the collector and its children:
+  /// a collector that no longer reads.
+  void freeze(bool on) {
+    if (pid_ > 0) ::kill(-pid_, on ? SIGSTOP : SIGCONT);
+  }
+
   /// Waits (bounded) until the collector has finished every session: none
   /// of its children (one per connection) is still running. Then returns
   /// the file it wrote, if any.

@@ -203,3 +203,49 @@ TEST_CASE("net sink: a collector unreachable at the start is reported once, ever
   CHECK(s.unwritten == kept);
   CHECK(kept == 10000);
 }
+
+TEST_CASE("net sink: a collector that stops reading fails the sink after the timeout, nothing waits longer",
+          "[record][net][fault]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  std::atomic<int> reports{0};
+  std::mutex mu;
+  std::string msg;
+  record::RecorderOptions ro;
+  ro.collector = col.address();
+  ro.watermark_percent = 0;
+  ro.collector_timeout = std::chrono::milliseconds(300);
+  ro.on_error = [&](const std::string& m) {
+    std::lock_guard lk(mu);
+    msg = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
+  col.freeze(true);  // the collector's processes stop: its socket buffers fill, then sends stall
+  uint64_t emitted = 0, kept = 0;
+  for (int round = 0; round < 20000 && reports.load() == 0; ++round) {
+    kept += emit_range(inst, 0, 1000);
+    emitted += 1000;
+  }
+  REQUIRE(reports.load() == 1);
+  {
+    std::lock_guard lk(mu);
+    INFO(msg);
+    CHECK(msg.find("no progress for 300 ms") != std::string::npos);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto s = rec.stop();
+  // stop() is bounded (one timeout for the readers, whatever the CPU count),
+  // not a hang: a loose bound, not a performance figure.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300 * 10));
+  col.freeze(false);
+  CHECK(reports.load() == 1);
+  CHECK(s.failed);
+  CHECK(s.unwritten > 0);
+  CHECK(s.records + s.unwritten + s.dropped == emitted);
+  CHECK(s.records + s.unwritten == kept);
+}

@@ -175,6 +175,8 @@ struct BenchReport {
   std::string clock;   ///< trace clock name
   std::string engine;  ///< what the emit points were bound to
   std::vector<std::pair<std::string, std::string>> half_filters;  ///< event -> expression
+  /// Cases whose filters a --filters file changed (the tables label them so).
+  std::vector<Case> filters_from_file;
   std::vector<CaseResult> cases;
   MixInfo mix;                  ///< valid when mix_cases is not empty
   std::vector<MixResult> mix_cases;  ///< the traced cells of the replayed mix, in matrix order

@@ -17,6 +17,15 @@ uint64_t median_u64(std::vector<uint64_t> v) {
   return v[(v.size() - 1) / 2];  // lower median: always one of the observed counts
 }
 
+const char* filter_label(Case c);
+
+// The label of a case's filter: the default's, or the filter file's.
+const char* filter_label(const BenchReport& r, Case c) {
+  if (std::find(r.filters_from_file.begin(), r.filters_from_file.end(), c) != r.filters_from_file.end())
+    return c == Case::half ? "from --filters (below)" : "from --filters";
+  return filter_label(c);
+}
+
 const char* filter_label(Case c) {
   switch (c) {
     case Case::off:
@@ -361,7 +370,7 @@ std::string format_mix_table(const BenchReport& r) {
   std::vector<std::string> footnotes;
   for (Case k : kAllCases) {
     if (k == Case::off) continue;
-    std::string row = fmt::format("{:<7} {:<26}", name(k), filter_label(k));
+    std::string row = fmt::format("{:<7} {:<26}", name(k), filter_label(r, k));
     double pass = -1;
     bool any = false;
     for (Staging st : cols) {
@@ -424,7 +433,7 @@ std::string format_table(const BenchReport& r, bool with_mix) {
           c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
       line(fmt::format(
           "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>7} {:>5.2f}",
-          name(c.spec.kase), filter_label(c.spec.kase), off ? "-" : name(c.spec.staging, r.staging_on_name),
+          name(c.spec.kase), filter_label(r, c.spec.kase), off ? "-" : name(c.spec.staging, r.staging_on_name),
           c.summary.mean, c.summary.stddev_pct, c.summary.median, with_commas(c.events),
           off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
           off ? std::string("-") : lost_pct,

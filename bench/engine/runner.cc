@@ -223,7 +223,12 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
   if (o.workload.pin) report.cpus = detail::allowed_cpus();
 
   FilterSet filters = default_filters(detail::allowed_cpus());
-  if (o.filters_file) load_filter_file(*o.filters_file, filters);
+  if (o.filters_file) {
+    const FilterSet defaults = filters;
+    load_filter_file(*o.filters_file, filters);
+    for (Case c : {Case::reject, Case::accept, Case::half})
+      if (filters.for_case(c) != defaults.for_case(c)) report.filters_from_file.push_back(c);
+  }
 
   const bool mix = o.mix && o.mix_rounds > 0;
   // Build every cell's engine first: a filter that does not compile fails

@@ -366,3 +366,13 @@ TEST_CASE("bench report: the replayed-mix table and its JSON", "[tools][bench]")
   CHECK_FALSE(cases[2]["significant"].boolean());
   CHECK(mix["discard_vs_commit"].array()[0]["ratio"].number() == Approx(4.0 / 15.0));
 }
+
+TEST_CASE("bench report: filters changed by a --filters file are labelled so", "[tools][bench]") {
+  BenchReport r = mix_report();
+  r.filters_from_file = {Case::reject};
+  finalize(r, 5.0);
+  const std::string t = format_table(r);
+  CHECK(t.find("common_preempt_count==20") == std::string::npos);
+  CHECK(t.find("reject  from --filters") != std::string::npos);
+  CHECK(t.find("all     no filter") != std::string::npos);
+}

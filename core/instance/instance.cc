@@ -351,14 +351,50 @@ void Instance::enable(const EventDesc& event, bool on) {
   reclaim(retired);
 }
 
-void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired) {
+void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired, std::optional<bool> soft) {
   detail::EventState& st = state_locked(event);
   if (on && flight_) {  // what recovery needs to decode the event, before its first record
     (void)flight_->add_format(event.format());
     for (const Cmdline& c : tracepipe::cmdlines()) (void)flight_->add_cmdline(c.pid, c.comm);
   }
+  // __ftrace_event_enable_disable(file, on, soft_disable = 0): enabling
+  // clears the soft-disable; disabling an event in soft mode only
+  // soft-disables it (its triggers still run).
+  // `soft` (a config's soft_disable key) is set before the event is armed.
+  if (!on && st.soft_mode_refs > 0) {
+    set_flag_locked(st, detail::EventState::kSoftDisabled, true);
+    return;
+  }
+  set_flag_locked(st, detail::EventState::kSoftDisabled, on && soft.value_or(false));
   set_flag_locked(st, detail::EventState::kEnabled, on);
   subscribe_locked(st, on, retired);
+}
+
+void Instance::soft_mode(const EventDesc& event, bool get) {
+  std::lock_guard lk(mu_);
+  Retired retired;
+  detail::EventState& st = state_locked(event);
+  const bool enabled = (st.flags.load(std::memory_order_relaxed) & detail::EventState::kEnabled) != 0;
+  if (get) {
+    if (++st.soft_mode_refs > 1 || enabled) return;
+    set_flag_locked(st, detail::EventState::kSoftDisabled, true);  // before it is armed
+    set_flag_locked(st, detail::EventState::kEnabled, true);
+    subscribe_locked(st, true, retired);
+  } else {
+    if (st.soft_mode_refs == 0 || --st.soft_mode_refs > 0) return;
+    if (enabled && (st.flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0) {
+      set_flag_locked(st, detail::EventState::kEnabled, false);
+      subscribe_locked(st, false, retired);
+    }
+    set_flag_locked(st, detail::EventState::kSoftDisabled, false);
+  }
+  reclaim(retired);
+}
+
+bool Instance::in_soft_mode(const EventDesc& event) const {
+  std::lock_guard lk(mu_);
+  const detail::EventState* st = state_of(event);
+  return st != nullptr && st->soft_mode_refs > 0;
 }
 
 size_t Instance::enable(std::string_view pattern, bool on) {
@@ -559,8 +595,8 @@ void Instance::apply(const InstanceConfig& config) {
         st.filter_error.reset();
       }
     }
-    if (s.soft_disable) set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
-    if (s.enable) enable_locked(*p.event, *s.enable, retired);
+    if (s.enable) enable_locked(*p.event, *s.enable, retired, s.soft_disable);
+    else if (s.soft_disable) set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
   }
   reclaim(retired);
   lk.unlock();

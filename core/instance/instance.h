@@ -244,6 +244,7 @@ struct alignas(64) EventState {
   std::atomic<TriggerHook*> triggers{nullptr};
   // Cold, under the instance mutex:
   std::shared_ptr<TriggerHook> triggers_owner;
+  int soft_mode_refs = 0;  ///< sm_ref: triggers that keep the event armed (SOFT_MODE while > 0)
   std::shared_ptr<const filters::Program> program_owner;
   std::string filter_text;                           ///< active expression, "" if none
   std::optional<filters::FilterError> filter_error;  ///< last failure (system filters)
@@ -310,6 +311,20 @@ class Instance {
   /// EVENT_FILE_FL_SOFT_DISABLED used by triggers. Counted in soft_discarded.
   void set_soft_disabled(const EventDesc& event, bool soft);
   bool soft_disabled(const EventDesc& event) const noexcept;
+
+  /// Soft mode (SOFT_MODE, sm_ref), for triggers: `get` takes a reference
+  /// that keeps the event armed; the first one enables an event that was
+  /// off, soft-disabled (its triggers see it, nothing is recorded). While in
+  /// soft mode, enable(event, false) only soft-disables it, and
+  /// enable(event, true) clears the soft-disable. `get == false` drops a
+  /// reference; the last one disables the event if it is still
+  /// soft-disabled (an enable_event trigger or the user turned it on: it
+  /// stays on). Mirrors kernel/trace/trace_events.c:
+  /// __ftrace_event_enable_disable() with soft_disable = 1 (and = 0 for
+  /// enable()). Control plane; thread-safe.
+  void soft_mode(const EventDesc& event, bool get);
+  /// True while some trigger holds the event in soft mode.
+  bool in_soft_mode(const EventDesc& event) const;
 
   /// Compiles `expr` against the event's fields and swaps it in atomically
   /// (F5). "0" (whitespace around it allowed) clears the filter, as in the
@@ -467,7 +482,7 @@ class Instance {
   [[gnu::cold, gnu::noinline]] void adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
   [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
   [[gnu::noinline]] void adaptive_direct_rejected(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
-  void enable_locked(const EventDesc& event, bool on, Retired& retired);
+  void enable_locked(const EventDesc& event, bool on, Retired& retired, std::optional<bool> soft = std::nullopt);
   void subscribe_locked(detail::EventState& st, bool on, Retired& retired);
   void unsubscribe_locked(detail::EventState& st, Retired& retired);
   void install_program_locked(detail::EventState& st, std::shared_ptr<const filters::Program> program, std::string text,
@@ -533,6 +548,25 @@ struct InstanceAccess {
   }
   [[gnu::always_inline]] static void post_triggers(const TriggersFired& f, const TriggerCall& c) noexcept {
     f.hook->post_call(f.mask, c);
+  }
+  /// Runs the event's triggers on a record that does not reach the
+  /// instance, because a filter outside it rejected the record (replay's
+  /// filters that need the recorded context): triggers see every record,
+  /// kept or discarded, as in the kernel. `ts` is the record's time stamp
+  /// (common_timestamp on an external_time instance). No-op without
+  /// triggers or on an unregistered thread. Write path: no allocation, lock
+  /// or system call.
+  static void run_triggers_only(EventState& st, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
+    if ((st.flags.load(std::memory_order_acquire) & EventState::kTriggered) == 0) [[likely]]
+      return;
+    ThreadContext* ctx = thread_context();
+    if (ctx == nullptr) [[unlikely]]
+      return;
+    WriterScope scope(*ctx);  // the list stays alive until the scope ends
+    tl_external_ts = ts;
+    const TriggerCall c{rec, ctx, cpu, false};
+    const TriggersFired f = call_triggers(st, c);
+    if (f.mask != 0) post_triggers(f, c);
   }
 };
 }  // namespace tracepipe::detail

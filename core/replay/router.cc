@@ -77,6 +77,7 @@ Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<E
     } else {
       r.kind = Kind::replay_side;
       r.prog = p.program.get();
+      r.state = &detail::InstanceAccess::state(inst, *p.event);
       r.needs_comm = needs.comm;
       r.comm = comm_source(p.event->format());
       kinds_[p.event->index()] = FilterRoute::replay_side;
@@ -149,7 +150,12 @@ EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec,
   ctx.resolve = &resolve_printk;
   ctx.resolve_user = &printk_;
   if (rt.needs_comm) ctx.comm = comm_of(rt, rec, at);
-  if (!rt.prog->match(rec, ctx)) return EmitResult::discarded;
+  if (!rt.prog->match(rec, ctx)) {
+    // The instance never sees this record: its triggers must, as the
+    // kernel's run on filtered-out events too.
+    detail::InstanceAccess::run_triggers_only(*rt.state, rec, at.cpu, at.ts);
+    return EmitResult::discarded;
+  }
   return inst_.emit_raw_at(rec, at.cpu, at.ts);
 }
 

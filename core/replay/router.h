@@ -85,6 +85,7 @@ class Router {
     uint32_t slot = 0;
     const EventDesc* desc = nullptr;
     const filters::Program* prog = nullptr;
+    detail::EventState* state = nullptr;  ///< replay_side: the event's state (its triggers)
     CommSource comm;
   };
   template <bool kTiming>

@@ -193,36 +193,10 @@ std::mutex& control_mutex() {
 }
 
 // Soft mode (the kernel's SOFT_MODE / sm_ref): an event that has triggers,
-// or is the target of an enable/disable_event, is enabled soft-disabled if
-// it was not enabled. Under control_mutex().
-struct SoftRef {
-  int refs = 0;
-  bool owned = false;  // we enabled it
-};
-std::map<std::pair<const Instance*, const EventDesc*>, SoftRef>& soft_refs() {
-  static std::map<std::pair<const Instance*, const EventDesc*>, SoftRef> m;
-  return m;
-}
-void soft_get(Instance& inst, const EventDesc& ev) {
-  SoftRef& r = soft_refs()[{&inst, &ev}];
-  if (r.refs++ == 0 && !inst.enabled(ev)) {
-    inst.set_soft_disabled(ev, true);
-    inst.enable(ev);
-    r.owned = true;
-  }
-}
-void soft_put(Instance& inst, const EventDesc& ev) {
-  auto it = soft_refs().find({&inst, &ev});
-  if (it == soft_refs().end()) return;
-  if (--it->second.refs == 0) {
-    // A target an enable_event trigger turned on stays on, as in the kernel.
-    if (it->second.owned && inst.soft_disabled(ev)) {
-      inst.enable(ev, false);
-      inst.set_soft_disabled(ev, false);
-    }
-    soft_refs().erase(it);
-  }
-}
+// or is the target of an enable/disable_event, is held in soft mode by the
+// instance (Instance::soft_mode): enabled soft-disabled if it was off.
+void soft_get(Instance& inst, const EventDesc& ev) { inst.soft_mode(ev, true); }
+void soft_put(Instance& inst, const EventDesc& ev) { inst.soft_mode(ev, false); }
 
 // Named hists: name -> map, per instance.
 std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named_maps() {
@@ -397,6 +371,9 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   }
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
   if (!spec->name.empty()) {
+    // Entries of destroyed instances (or removed triggers) have expired: drop
+    // them, so an instance allocated at a freed one's address starts clean.
+    std::erase_if(named_maps(), [](const auto& kv) { return kv.second.expired(); });
     auto& slot = named_maps()[{&inst, spec->name}];
     if (auto m = slot.lock()) {
       bool ok = m->spec().same_shape(*spec) && m->spec().key_bytes == spec->key_bytes;

@@ -5,6 +5,7 @@
 // records the event's filter discards, and the errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -119,6 +120,21 @@ TEST_CASE("replay trigger: hist counts per key equal an independent count of the
   }
   CHECK(hits == 42345);
   CHECK(km.hist.find("    Hits: 42345\n") != std::string::npos);
+
+  // A filter that needs the recorded context (COMM) runs in replay, before
+  // the instance: the records it rejects still reach the triggers.
+  o.filter_args = {"sched:sched_switch: COMM == \"no-such-task\""};
+  o.trigger_args = {"sched:sched_switch: hist:keys=prev_pid:sort=prev_pid"};
+  const ReplayResult side = run_replay(o);
+  REQUIRE(side.triggered.size() == 1);
+  const auto sw_side = std::find_if(side.events.begin(), side.events.end(),
+                                    [](const EventRow& e) { return e.name == "sched:sched_switch"; });
+  REQUIRE(sw_side != side.events.end());
+  CHECK(sw_side->route == FilterRoute::replay_side);
+  CHECK(sw_side->counts.kept == 0);
+  CHECK(sw_side->counts.discarded == 3596);
+  CHECK(parse_hist(side.triggered[0].hist, "prev_pid") == prev_pid);
+  CHECK(side.triggered[0].hist.find("    Hits: 3596\n") != std::string::npos);
 }
 
 TEST_CASE("replay trigger: errors name the argument and carry the kernel's message", "[replay][triggers]") {

@@ -160,3 +160,53 @@ TEST_CASE("triggers live: commands, errors and readback agree with the running k
     else CHECK(ours == theirs);
   }
 }
+
+// Soft mode against the kernel's enable file: a trigger on a disabled event
+// arms it ("0*"), the user's enable and disable while it holds the event,
+// and what the last trigger's removal leaves. Both sides take the same
+// steps; the enable file is compared after each.
+TEST_CASE("triggers live: soft mode and the enable file agree with the running kernel", "[triggers][live]") {
+  if (::access(kTracefs.c_str(), W_OK) != 0) TP_SKIP("no writable tracefs");
+  Scratch k;
+  if (!k.ok()) TP_SKIP("this kernel has no event triggers in instances");
+  Registry reg;
+  const EventDesc& ev = reg.add_format_text(slurp(kTracefs / "events" / kEvent / "format"), "sched");
+  const EventDesc& target = reg.add_format_text(slurp(kTracefs / "events" / kTarget / "format"), "sched");
+  InstanceOptions o;
+  o.buffer_size_kb = 16;
+  o.cpus = 1;
+  Instance tp(o, reg);
+  const fs::path enable = k.trigger().parent_path() / "enable";
+  const fs::path target_enable = k.trigger().parent_path().parent_path() / fs::path(kTarget).filename() / "enable";
+  auto ours = [&](const EventDesc& e) {
+    std::string s = tp.enabled(e) && !tp.soft_disabled(e) ? "1" : "0";
+    if (tp.soft_disabled(e) || tp.in_soft_mode(e)) s += "*";
+    return s;
+  };
+  auto theirs = [&](const fs::path& p) {
+    std::string s = slurp(p);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  };
+  // {what, argument}: "trigger" writes to the trigger file, "enable" to enable.
+  const std::vector<std::pair<std::string, std::string>> steps = {
+      {"trigger", "traceoff"}, {"enable", "1"},        {"enable", "0"},          {"enable", "0"},
+      {"enable", "1"},         {"trigger", "!traceoff"}, {"enable", "0"},        {"trigger", "traceoff"},
+      {"trigger", "disable_event:sched:sched_kthread_stop_ret"}, {"trigger", "!traceoff"},
+      {"trigger", "!disable_event:sched:sched_kthread_stop_ret"}, {"enable", "1"}, {"trigger", "traceoff"},
+      {"trigger", "!traceoff"}, {"enable", "0"}};
+  int n = 0;
+  for (const auto& [what, arg] : steps) {
+    INFO("step " << n++ << ": " << what << " " << arg);
+    if (what == "trigger") {
+      REQUIRE(k.write(arg) == 0);
+      REQUIRE(set_trigger(tp, ev, arg).ok());
+    } else {
+      REQUIRE(write_file(enable, arg, O_TRUNC) == 0);
+      tp.enable(ev, arg == "1");
+    }
+    CHECK(ours(ev) == theirs(enable));
+    CHECK(ours(target) == theirs(target_enable));
+  }
+  write_file(enable, "0", O_TRUNC);
+}

@@ -135,6 +135,57 @@ TEST_CASE("triggers: a trigger on a disabled event enables it soft-disabled, rem
   CHECK_FALSE(inst.soft_disabled(Req::desc()));
 }
 
+// The enable file's text (event_enable_read): "1" when enabled and not
+// soft-disabled, else "0"; "*" in soft mode or when soft-disabled.
+std::string enable_file(const Instance& inst, const EventDesc& ev) {
+  std::string s = inst.enabled(ev) && !inst.soft_disabled(ev) ? "1" : "0";
+  if (inst.soft_disabled(ev) || inst.in_soft_mode(ev)) s += "*";
+  return s;
+}
+
+TEST_CASE("triggers: soft mode: the user's enable and disable while a trigger holds the event",
+          "[triggers]") {
+  Instance inst(small());
+  const EventDesc& ev = Req::desc();
+  REQUIRE(set_trigger(inst, ev, "traceoff:0").ok());
+  CHECK(enable_file(inst, ev) == "0*");
+  inst.enable(ev);  // the user's enable clears the soft-disable
+  CHECK(enable_file(inst, ev) == "1*");
+  Req::emit(inst, 1, 2, "x");
+  CHECK(inst.event_stats(ev).kept == 1);
+  inst.enable(ev, false);  // in soft mode a disable only soft-disables: triggers still run
+  CHECK(enable_file(inst, ev) == "0*");
+  CHECK(inst.enabled(ev));
+  Req::emit(inst, 1, 2, "x");
+  CHECK(inst.event_stats(ev).kept == 1);
+  CHECK(inst.event_stats(ev).soft_discarded == 1);
+  clear_triggers(inst, ev);  // the last reference: still soft-disabled, so it goes off
+  CHECK(enable_file(inst, ev) == "0");
+  CHECK_FALSE(inst.enabled(ev));
+
+  inst.enable(ev);  // enabled by the user first: the trigger leaves it as it is
+  REQUIRE(set_trigger(inst, ev, "traceoff:0").ok());
+  CHECK(enable_file(inst, ev) == "1*");
+  clear_triggers(inst, ev);
+  CHECK(enable_file(inst, ev) == "1");
+}
+
+TEST_CASE("triggers: an instance made where a destroyed one was starts with no soft mode or named hist",
+          "[triggers]") {
+  const EventDesc& ev = Req::desc();
+  alignas(Instance) unsigned char storage[sizeof(Instance)];
+  auto* a = new (storage) Instance(small());
+  REQUIRE(set_trigger(*a, ev, "traceoff:0").ok());
+  REQUIRE(set_trigger(*a, ev, "hist:name=h1:keys=id").ok());
+  Req::emit(*a, 4, 0, "x");
+  a->~Instance();
+  auto* b = new (storage) Instance(small());  // the same address
+  CHECK(enable_file(*b, ev) == "0");
+  REQUIRE(set_trigger(*b, ev, "hist:name=h1:keys=id").ok());
+  CHECK(hist_file(*b, ev).find("Hits: 0\n") != std::string::npos);  // a fresh map, not the old one
+  b->~Instance();
+}
+
 TEST_CASE("triggers: traceoff with a count and a filter, on kept and discarded records", "[triggers][fastpath]") {
   Instance inst(small());
   inst.enable(Req::desc());

@@ -1,6 +1,9 @@
 #include "tracepipe/filters/codegen.h"
 
+#include "tracepipe/filters/string_match.h"
+
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -10,6 +13,9 @@ namespace tracepipe::filters {
 class ProgramBuilder {
  public:
   static std::shared_ptr<const Program> build(const Ast& ast);
+
+ private:
+  static void single_string(Program& prog);
 };
 
 namespace {
@@ -230,7 +236,48 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       if (l.compare_width == 4) prog->single32_min_size_ = prog->table_min_size_;
     }
   }
+  if (n == 1 && prog->preds_[0].code == detail::Code::str_static) single_string(*prog);
   return prog;
+}
+
+// Program::single_str_: the bytes of the field that decide a whole-string
+// or prefix match, when there are at most 16 (see program.h).
+void ProgramBuilder::single_string(Program& prog) {
+  const detail::Pred& p = prog.preds_[0];
+  const StringMatcher& m = *prog.strings_[p.aux];
+  const std::string& pat = m.pattern();
+  const size_t n = static_cast<size_t>(p.val);  // the field's size: the kernel's len
+  size_t bytes;                                  // compared: the pattern, then its NUL if it counts
+  bool with_nul = false;
+  if (m.mode() == MatchMode::front) {
+    if (n < pat.size()) return;  // never matches: the general path says so
+    bytes = pat.size();
+  } else if (m.mode() == MatchMode::full) {
+    bytes = std::min(n, pat.size());
+    with_nul = n > pat.size();
+  } else {
+    return;
+  }
+  const size_t total = bytes + (with_nul ? 1 : 0);
+  if (total == 0 || total > 16) return;
+  Program::SingleString ss;
+  ss.pos = p.offset;
+  ss.two_words = total > 8;
+  unsigned char want[16] = {}, mask[16] = {};
+  for (size_t i = 0; i < bytes; ++i) want[i] = static_cast<unsigned char>(pat[i]), mask[i] = 0xff;
+  if (with_nul) mask[bytes] = 0xff;  // want[bytes] is already 0
+  std::memcpy(ss.want, want, 16);
+  std::memcpy(ss.mask, mask, 16);
+  // The predicate's result is match != negate; the verdict of the one-entry
+  // program for each result follows its branch.
+  auto verdict = [&](bool r) {
+    const uint32_t i = r == static_cast<bool>(p.branch_if) ? p.target : 1;
+    return i == 1;
+  };
+  ss.verdict_if_match = verdict(!static_cast<bool>(p.negate));
+  ss.verdict_if_no_match = verdict(static_cast<bool>(p.negate));
+  prog.single_str_ = ss;
+  prog.single_str_min_size_ = std::max<size_t>(prog.min_size_, size_t{ss.pos} + (ss.two_words ? 16 : 8));
 }
 
 std::shared_ptr<const Program> build_program(const Ast& ast) { return ProgramBuilder::build(ast); }

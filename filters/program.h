@@ -292,6 +292,31 @@ class Program {
   /// then costs one size compare, without a test of the width.
   size_t single32_min_size_ = SIZE_MAX;
   detail::Lane single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
+  /// One-predicate programs on a char[N] field whose match (an "==" / "!="
+  /// of the whole string, or a "~" prefix "abc*") needs at most 16 of its
+  /// bytes: those bytes compared under a mask with one or two 8-byte loads,
+  /// inline, as an integer compare is (regex_match_full / regex_match_front
+  /// give the same answer: the pattern has no NUL, so it equals the field's
+  /// first bytes, plus the terminator for a whole string shorter than N).
+  /// single_str_min_size_ is SIZE_MAX otherwise, or the bytes the loads need.
+  struct SingleString {
+    uint32_t pos = 0;
+    bool two_words = false;
+    bool verdict_if_match = false, verdict_if_no_match = false;
+    uint64_t want[2] = {0, 0}, mask[2] = {0, 0};
+  };
+  size_t single_str_min_size_ = SIZE_MAX;
+  SingleString single_str_{};
+  [[gnu::always_inline]] bool eval_single_string(const std::byte* rec) const noexcept {
+    uint64_t a, b = 0;
+    std::memcpy(&a, rec + single_str_.pos, 8);
+    uint64_t diff = (a ^ single_str_.want[0]) & single_str_.mask[0];
+    if (single_str_.two_words) {
+      std::memcpy(&b, rec + single_str_.pos + 8, 8);
+      diff |= (b ^ single_str_.want[1]) & single_str_.mask[1];
+    }
+    return diff == 0 ? single_str_.verdict_if_match : single_str_.verdict_if_no_match;
+  }
 
   std::vector<detail::Pred> preds_;
   std::vector<std::shared_ptr<const StringMatcher>> strings_;
@@ -408,6 +433,8 @@ inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx
     return detail::compare_in<uint32_t>(single_, record.data());
   if (record.size() >= single_min_size_) [[likely]]
     return detail::eval_single(single_, record.data());
+  if (record.size() >= single_str_min_size_) [[likely]]
+    return eval_single_string(record.data());
   if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
     const detail::Lane* l = lanes_.data();
     const std::byte* rec = record.data();

@@ -404,3 +404,45 @@ TEST_CASE("eval: records shorter than the program's fields", "[filters][eval]") 
   CHECK_FALSE(must_compile("dyn == \"\"", K())->match(Record(50).span()));  // __data_loc word cut off
   CHECK_FALSE(prog->match(std::span<const std::byte>()));
 }
+
+// The inline path of one char[N] predicate (Program::eval_single_string:
+// masked 8-byte compares) against the walk (explain() always walks), over
+// field sizes, offsets, record lengths (short ones take the walk), patterns
+// of 0..20 bytes in every mode, and field contents with and without a NUL.
+TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][eval]") {
+  uint64_t seed = 42;
+  auto rnd = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33; };
+  const std::string alphabet = "ab";
+  int checked = 0, inline_paths = 0;
+  for (uint32_t n : {1u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 24u}) {
+    for (uint32_t off : {8u, 13u}) {
+      const std::vector<FieldDesc> fields = {make_field("char[" + std::to_string(n) + "]", "s", off, n, false)};
+      for (int k = 0; k < 60; ++k) {
+        std::string pat;
+        const size_t plen = rnd() % 21;
+        for (size_t i = 0; i < plen; ++i) pat += alphabet[rnd() % 2];
+        for (const std::string& expr : {"s == \"" + pat + "\"", "s != \"" + pat + "\"", "s ~ \"" + pat + "*\"",
+                                        "s ~ \"!" + pat + "*\"", "s ~ \"" + pat + "\""}) {
+          const CompileResult c = compile(expr, fields);
+          REQUIRE(c.ok());
+          for (int r = 0; r < 12; ++r) {
+            std::vector<std::byte> rec(off + n + 16, std::byte{0});
+            const size_t fill = rnd() % (n + 1);  // then NULs: with and without a terminator
+            for (size_t i = 0; i < fill; ++i) rec[off + i] = static_cast<std::byte>(alphabet[rnd() % 2]);
+            if (r % 3 == 0 && fill > 0) rec[off + rnd() % fill] = static_cast<std::byte>('a' + (r % 5 == 0));
+            for (size_t i = off + n; i < rec.size(); ++i) rec[i] = static_cast<std::byte>('a');  // after the field
+            for (size_t len : {rec.size(), size_t{off + n}, size_t{off + n} + 7, size_t{off + 1}}) {
+              const std::span<const std::byte> view(rec.data(), std::min(len, rec.size()));
+              INFO(expr << " n=" << n << " off=" << off << " len=" << view.size());
+              CHECK(c.program()->match(view, {}) == c.program()->explain(view).matched);
+              ++checked;
+              inline_paths += view.size() >= off + 16;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 10000);
+  CHECK(inline_paths > 1000);
+}

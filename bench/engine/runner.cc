@@ -156,7 +156,11 @@ void run_mix(const BenchOptions& o, const std::vector<CaseSpec>& cells,
   std::vector<RunCounts> before(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) before[i] = engines[i]->totals();
   const std::vector<BlockSlot> order = interleave_order(uint32_t(cells.size()), o.mix_rounds, o.mix_seed);
-  progress.begin("replayed mix", order.size() / 2);
+  // Progress in tenths of the pairs: a log gets 10 lines, not one per round.
+  const size_t pairs = order.size() / 2;
+  const uint32_t tenths = static_cast<uint32_t>(std::min<size_t>(10, pairs));
+  uint32_t shown = 0;
+  progress.begin("replayed mix", tenths);
   for (size_t i = 0; i < order.size(); i += 2) {
     // A pair: two adjacent blocks, the cell's and off's, in the drawn order.
     double cell_ns = 0, base_ns = 0;
@@ -167,7 +171,8 @@ void run_mix(const BenchOptions& o, const std::vector<CaseSpec>& cells,
     MixResult& r = report.mix_cases[order[i].cell - 1];
     r.block_ns.push_back(cell_ns);
     r.base_ns.push_back(base_ns);
-    progress.step(label(order[i].cell), order[i].round, o.mix_rounds, cell_ns * 1e-9);
+    const uint32_t now = static_cast<uint32_t>((i / 2 + 1) * tenths / pairs);
+    for (; shown < now; ++shown) progress.step(label(order[i].cell), shown, tenths, cell_ns * 1e-9);
   }
   progress.end();
   for (size_t i = 1; i < cells.size(); ++i)

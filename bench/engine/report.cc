@@ -270,6 +270,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         mix_noise.push_back(fmt::format("{} ({})", label, verdict_text(m.verdict)));
       if (k.emitted > 0 && k.lost * 200 > k.emitted)
         mix_lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
+      if (m.spec.kase == Case::half && k.emitted > 0 && (m.accept_pct < 45 || m.accept_pct > 55))
+        half.push_back(fmt::format("replayed mix {} {:.1f}%", label, m.accept_pct));
       if (!k.conserved)
         warn(fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
                          "engine's reservations (a core/ or buffers/ bug)",

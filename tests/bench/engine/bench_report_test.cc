@@ -321,6 +321,12 @@ TEST_CASE("bench report: the replayed mix's costs, intervals and verdicts", "[to
   finalize(r, 5.0);
   CHECK(has("replayed mix reject/on: the reject-all filter accepted 5 events"));
   CHECK(has("replayed mix all/on: 1599 events reached the engine, expected 1600"));
+  // A half filter far from 50% in the replayed mix (one CPU: the default
+  // common_pid & 1 is the one replaying thread's parity) is reported too.
+  r.mix_cases.push_back(mix_row(Case::half, Staging::per_cpu, std::vector<double>(8, 2200.0),
+                                {1600, 1600, 0, 0}));
+  finalize(r, 5.0);
+  CHECK(has("the half filter passed replayed mix half/on 100.0% of the events"));
 }
 
 TEST_CASE("bench report: the replayed-mix table and its JSON", "[tools][bench]") {

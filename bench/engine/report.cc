@@ -402,6 +402,12 @@ std::string format_mix_table(const BenchReport& r) {
         return !c.costs.empty() && c.verdict != Verdict::significant;
       }))
     line("* not significant: the 95% interval reaches 0 or is wider than ±10% (see the warnings)");
+  // The half filter is listed under the end-to-end table; without it, here.
+  if (r.cases.empty() && !r.half_filters.empty()) {
+    line("");
+    line("half filter (per event):");
+    for (const auto& [ev, expr] : r.half_filters) line(fmt::format("  {:<14} {}", ev, expr));
+  }
   return out;
 }
 

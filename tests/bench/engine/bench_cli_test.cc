@@ -253,6 +253,11 @@ TEST_CASE("bench cli: the replayed-mix table comes first and once, --table picks
   REQUIRE(m.status == 0);
   CHECK(m.out.find("discarding against committing (reject / all): staging on ") != std::string::npos);
   CHECK(m.out.find("hackbench -g") == std::string::npos);
+  CHECK(m.out.find("half filter (per event)") == std::string::npos);  // no half case asked
+  Run h = run_tracepipe("bench -q --table mix --mix-rounds 2 --mix-events 50 --mix embedded "
+                        "--cases half --staging on");
+  REQUIRE(h.status == 0);
+  CHECK(h.out.find("half filter (per event):") != std::string::npos);
   CHECK(m.out.find("perf overwrite series") == std::string::npos);
   // A named capture that cannot be read is an error, not a silent fallback.
   Run bad = run_tracepipe("bench -q --table mix --mix /nonexistent/trace.dat");

@@ -4,7 +4,7 @@
 
 #include <sys/sysinfo.h>
 
-#include "tracepipe/buffers/cpu_list.h"
+#include "tracepipe/buffers/sysfs_cpus.h"
 
 namespace tracepipe::buffers {
 

@@ -1,6 +1,7 @@
 // RingBufferBase: memory, pause/resume, statistics; the recycling and wake-up
 // helpers of the slow path; explicit instantiations of both modes.
 #include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/buffers/sysfs_cpus.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -169,7 +170,7 @@ PauseFence RingBufferBase::fence_sections() noexcept {
   if (!saved.ok()) return PauseFence::failed;
   bool ok = true;
   for (uint32_t c = 0; c < ncpu_ && ok; ++c)
-    if (!visit_fn_(*this, c) && detail::cpu_online(c)) ok = false;
+    if (!visit_fn_(*this, c) && cpu_online(c)) ok = false;
   if (!saved.restore()) ok = false;  // cannot happen (the mask was ours); never hide it
   return ok ? PauseFence::cpu_visits : PauseFence::failed;
 }

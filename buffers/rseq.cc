@@ -9,7 +9,6 @@
 
 #include <cstring>
 
-#include "tracepipe/buffers/cpu_list.h"
 
 namespace tracepipe::buffers::detail {
 
@@ -63,11 +62,5 @@ bool SavedAffinity::restore() noexcept {
   return ok_ && syscall(__NR_sched_setaffinity, 0, sizeof mask_, mask_) == 0;
 }
 
-bool cpu_online(uint32_t cpu) noexcept {
-  char buf[4096];
-  const auto text = read_cpu_list_file("/sys/devices/system/cpu/online", buf, sizeof buf);
-  if (!text) return true;
-  return cpu_list_contains(*text, cpu).value_or(true);
-}
 
 }  // namespace tracepipe::buffers::detail

@@ -238,10 +238,5 @@ class SavedAffinity {
   bool ok_ = false;
 };
 
-/// True if `cpu` is online now (/sys/devices/system/cpu/online; also true
-/// when that file cannot be read, the safe answer for a fence: an online
-/// CPU may hold a section). An offline CPU runs no thread, so it holds no
-/// section a fence would have to wait for.
-bool cpu_online(uint32_t cpu) noexcept;
 
 }  // namespace tracepipe::buffers::detail

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "tracepipe/buffers/cpu_list.h"
+#include "tracepipe/buffers/sysfs_cpus.h"
 #include "tracepipe/buffers/current_cpu.h"
 #include "test_support.h"
 

@@ -1,5 +1,6 @@
 #include "tracepipe/core/record/trace_file.h"
 
+#include "tracepipe/core/files/output_file.h"
 #include "tracepipe/core/tracedat/tracedat_v7_writer.h"
 
 #include <fcntl.h>
@@ -12,26 +13,6 @@
 #include <system_error>
 
 namespace tracepipe::record {
-
-namespace {
-
-// pwrite all of [p, p+n) at `off`; 0 or errno.
-int pwrite_all(int fd, const std::byte* p, size_t n, uint64_t off) noexcept {
-  while (n != 0) {
-    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (w == 0) return EIO;
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-  return 0;
-}
-
-}  // namespace
 
 TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta)
     : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()), v7_(options.v7) {
@@ -56,7 +37,7 @@ TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta
   int err = 0;
   if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_)); e != 0 && e != EOPNOTSUPP && e != EINVAL && e != ENODEV && e != ESPIPE)
     err = e;
-  if (err == 0) err = pwrite_all(fd_, h2.data(), h2.size(), 0);
+  if (err == 0) err = pwrite_all(fd_, {h2.data(), h2.size()}, 0);
   if (err != 0) {
     ::close(fd_);
     fd_ = -1;
@@ -76,7 +57,7 @@ uint64_t TraceFile::total_bytes() const noexcept {
 
 int TraceFile::write_table_entry(uint32_t cpu) noexcept {
   uint64_t v[2] = {ext_[cpu].offset, ext_[cpu].size};
-  return pwrite_all(fd_, reinterpret_cast<const std::byte*>(v), sizeof v, table_off_ + 16 * uint64_t{cpu});
+  return pwrite_all(fd_, {reinterpret_cast<const std::byte*>(v), sizeof v}, table_off_ + 16 * uint64_t{cpu});
 }
 
 int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
@@ -86,7 +67,7 @@ int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
   TraceDatWriter::CpuExtent& e = ext_[cpu];
   const uint64_t region_end = data_base_ + (uint64_t{cpu} + 1) * region_;
   if (e.offset + e.size + pages.size() > region_end) return EFBIG;
-  if (int err = pwrite_all(fd_, pages.data(), pages.size(), e.offset + e.size); err != 0) return err;  // (1)
+  if (int err = pwrite_all(fd_, {pages.data(), pages.size()}, e.offset + e.size); err != 0) return err;  // (1)
   e.size += pages.size();
   if (int err = write_table_entry(cpu); err != 0) {  // (2)
     e.size -= pages.size();
@@ -101,7 +82,7 @@ int TraceFile::rewrite_headers(const TraceDatWriter& meta) noexcept {
     size_t table = 0;
     const std::vector<std::byte> h = meta.header_bytes(ext_, &table);
     if (h.size() > data_base_) return EFBIG;
-    if (int err = pwrite_all(fd_, h.data(), h.size(), 0); err != 0) return err;
+    if (int err = pwrite_all(fd_, {h.data(), h.size()}, 0); err != 0) return err;
     table_off_ = table;
     return 0;
   } catch (const std::bad_alloc&) {
@@ -145,7 +126,7 @@ int TraceFile::move_down(uint32_t cpu, uint64_t to) noexcept {
         return errno;
       }
       if (r == 0) return EIO;
-      if (int err = pwrite_all(fd_, buf.data(), static_cast<size_t>(r), to + done); err != 0) return err;
+      if (int err = pwrite_all(fd_, {buf.data(), static_cast<size_t>(r)}, to + done); err != 0) return err;
       c = r;
     }
     done += static_cast<uint64_t>(c);

@@ -1,4 +1,7 @@
 #include "tracepipe/core/tracedat/tracedat_v7_writer.h"
+#include "tracepipe/core/tracedat/byte_out.h"
+
+#include "tracepipe/core/files/output_file.h"
 
 #include <unistd.h>
 
@@ -16,25 +19,7 @@ constexpr uint16_t kOptDone = 0, kOptBuffer = 3, kOptTraceClock = 4, kOptCpuCoun
 constexpr uint16_t kSecOptions = 0, kSecBuffer = 3, kSecHeaderInfo = 16;
 constexpr uint16_t kFlagCompressed = 1;
 
-struct Out {
-  std::vector<std::byte> b;
-  void raw(const void* p, size_t n) {
-    const auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
-  }
-  void cstr(std::string_view s) {
-    raw(s.data(), s.size());
-    b.push_back(std::byte{0});
-  }
-  template <typename T>
-  void num(T v) {
-    raw(&v, sizeof(T));
-  }
-  template <typename T>
-  void patch(size_t at, T v) {
-    std::memcpy(b.data() + at, &v, sizeof(T));
-  }
-};
+using Out = detail::ByteOut;
 
 // A section header; returns where its size field is (patched by end_section).
 size_t begin_section(Out& o, uint16_t id, uint16_t flags) {
@@ -100,20 +85,6 @@ void common_options(Out& o, const TraceDatWriter& meta, const uint64_t where[6])
   }
 }
 
-int pwrite_all(int fd, const std::byte* p, size_t n, uint64_t off) noexcept {
-  while (n != 0) {
-    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (w == 0) return EIO;
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -148,7 +119,7 @@ int write_tracedat_v7(int fd, const TraceDatWriter& meta, detail::Compression al
     metadata(o, 0, meta, z.get(), where);
     uint64_t off = 0;
     auto flush = [&]() -> int {
-      const int err = pwrite_all(fd, o.b.data(), o.b.size(), off);
+      const int err = pwrite_all(fd, {o.b.data(), o.b.size()}, off);
       off += o.b.size();
       o.b.clear();
       return err;
@@ -188,7 +159,7 @@ int write_tracedat_v7(int fd, const TraceDatWriter& meta, detail::Compression al
     }
     {
       const uint64_t body = off - fly_size_off - 8;
-      if (int err = pwrite_all(fd, reinterpret_cast<const std::byte*>(&body), 8, fly_size_off); err != 0) return err;
+      if (int err = pwrite_all(fd, {reinterpret_cast<const std::byte*>(&body), 8}, fly_size_off); err != 0) return err;
     }
     // (3) OPTIONS, then its offset in the file header.
     const uint64_t options = off;
@@ -213,7 +184,7 @@ int write_tracedat_v7(int fd, const TraceDatWriter& meta, detail::Compression al
     o.num<uint64_t>(0);
     end_section(o, opt_size_at);
     if (int err = flush(); err != 0) return err;
-    return pwrite_all(fd, reinterpret_cast<const std::byte*>(&options), 8, opt_at);
+    return pwrite_all(fd, {reinterpret_cast<const std::byte*>(&options), 8}, opt_at);
   } catch (const std::bad_alloc&) {
     return ENOMEM;
   } catch (const std::exception&) {

@@ -1,4 +1,5 @@
 #include "tracepipe/core/tracedat/tracedat_writer.h"
+#include "tracepipe/core/tracedat/byte_out.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -16,27 +17,7 @@
 namespace tracepipe {
 namespace {
 
-// Little-endian appends into a byte vector.
-struct Out {
-  std::vector<std::byte> b;
-  void raw(const void* p, size_t n) {
-    const auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
-  }
-  void str(std::string_view s) { raw(s.data(), s.size()); }
-  void cstr(std::string_view s) {
-    str(s);
-    b.push_back(std::byte{0});
-  }
-  template <typename T>
-  void num(T v) {
-    raw(&v, sizeof(T));
-  }
-  template <typename T>
-  void patch(size_t at, T v) {
-    std::memcpy(b.data() + at, &v, sizeof(T));
-  }
-};
+using Out = detail::ByteOut;
 
 bool bad_name(std::string_view s) {
   return s.empty() || s.find_first_of(" \t\r\n/") != std::string_view::npos;

@@ -357,6 +357,7 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
     ++rc.subbufs;
     uint64_t off = read_off;
     bool stopped_bad = false;
+    std::pair<uint64_t, std::string> bad;  // where the walk found the sub-buffer inconsistent, and why
     while (off < limit && off + 4 <= S) {
       const uint32_t word = v.u32(page + off, "record");
       const uint32_t kind = bd::word_kind(word);
@@ -393,15 +394,13 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
       const uint64_t len = bd::word_len(word);
       const uint64_t stride = bd::stride_for(len);
       if (stride > S - off) {
-        damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), page + off,
-               fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S));
+        bad = {page + off, fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S)};
         stopped_bad = true;
         break;
       }
       const uint32_t stash = v.u32(page + off + 4, "record");
       if (stash != stride) {
-        damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), page + off,
-               fmt::format("record header stride {} does not match its length {}", stash, len));
+        bad = {page + off, fmt::format("record header stride {} does not match its length {}", stash, len)};
         stopped_bad = true;
         break;
       }
@@ -414,22 +413,27 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
       }
       off += stride;
     }
-    if (stopped_bad) {
-      ++rc.damaged;
-      rc.records.resize(first_record);
-      rc.data.resize(first_byte);
-      continue;
-    }
     if (v.live()) {
       // Seqlock check: the copies above came before this load (fence), so
-      // if the word is unchanged nobody began to zero the sub-buffer.
+      // if the word is unchanged nobody began to zero the sub-buffer. A walk
+      // that found it inconsistent is checked the same way first: a writer
+      // that recycled it meanwhile zeroed what the walk read (a header, then
+      // its stride), which is a race, not damage.
       std::atomic_thread_fence(std::memory_order_acquire);
       const uint64_t now = v.u64(pw_base + sb.idx * 8, "position word");
       if (bd::pw_phase(now) != bd::Phase::live || bd::pw_lap(now) != bd::pw_lap(sb.word)) {
         ++rc.raced;
         rc.records.resize(first_record);
         rc.data.resize(first_byte);
+        continue;
       }
+    }
+    if (stopped_bad) {
+      damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), bad.first, bad.second);
+      ++rc.damaged;
+      rc.records.resize(first_record);
+      rc.data.resize(first_byte);
+      continue;
     }
   }
   for (const RecoveredRecord& r : rc.records) {

@@ -465,6 +465,7 @@ TEST_CASE("flight: live snapshots while writers wrap the ring: every record inta
   for (int snap = 0; snap < 50; ++snap) {
     const auto t = recover::recover_file(inst.flight_path(), {.live = true});
     CHECK(t.warnings.empty());
+    for (const auto& w : t.warnings) WARN("recover warning: " << w);
     for (const auto& c : t.cpus) {
       raced += c.raced;
       std::map<uint32_t, uint32_t> last;  // per writer: its seqs rise in one CPU's buffer order

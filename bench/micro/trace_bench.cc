@@ -1,0 +1,132 @@
+// What the tracepoint-style calls cost against the direct emit, and a
+// rejected glob against a rejected integer compare, measured as paired
+// blocks (the method of emit_paired_bench.cc: the legs run interleaved in
+// blocks of kBlock emits, their order rotating every round; each figure is
+// the median over rounds of a difference of two blocks microseconds apart).
+//
+//   trace/paired   every leg: per_thread staging, a filter that rejects every
+//                  emit (the staged discard), its own event type enabled in
+//                  its own instance (so a leg's trace() reaches one instance)
+//     emit_int     EventDecl::emit(instance, ...), filter "value == 1"
+//     macro_int    TRACEPIPE_TRACE(Decl, ...),      filter "value == 1"
+//     fn_int       EventDecl::trace(...),            filter "value == 1"
+//     emit_glob    EventDecl::emit,                  filter pad ~ "zz*"
+//     macro_glob   TRACEPIPE_TRACE,                  filter pad ~ "zz*"
+// Counters: <leg>_ns (median ns per emit); macro_vs_emit_ns, fn_vs_emit_ns
+// (same filter, call style differs), glob_vs_int_ns, macro_glob_vs_int_ns
+// (same call, filter differs): medians of per-round differences, with
+// _p25 / _p75.
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tracepipe/bench/micro/emit_cases.h"
+#include "tracepipe/core/instance/event_decl.h"
+
+namespace {
+
+using namespace tracepipe;
+
+template <FixedString Name>
+using TraceEvent = EventDecl<"tpbench", Name, Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+using EmitInt = TraceEvent<"trace_emit_int">;
+using MacroInt = TraceEvent<"trace_macro_int">;
+using FnInt = TraceEvent<"trace_fn_int">;
+using EmitGlob = TraceEvent<"trace_emit_glob">;
+using MacroGlob = TraceEvent<"trace_macro_glob">;
+
+constexpr uint32_t kBlock = 4096;
+enum class Call { emit, macro, fn };
+
+inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+template <class E, Call C>
+[[gnu::noinline]] uint64_t run_block(Instance& inst, uint32_t& seq) {
+  uint32_t i = seq;
+  const uint64_t t0 = now_ns();
+  for (uint32_t k = 0; k < kBlock; ++k, ++i) {
+    if constexpr (C == Call::emit) {
+      const EmitResult r = E::emit(inst, 0u, i, "bench");
+      benchmark::DoNotOptimize(r);
+    } else if constexpr (C == Call::macro) {
+      TRACEPIPE_TRACE(E, 0u, i, "bench");
+    } else {
+      E::trace(0u, i, "bench");
+    }
+    benchmark::ClobberMemory();
+  }
+  const uint64_t t1 = now_ns();
+  seq = i;
+  return t1 - t0;
+}
+
+using bench::quantile;
+
+struct Leg {
+  const char* name;
+  const EventDesc* desc;
+  const char* filter;
+  uint64_t (*run)(Instance&, uint32_t&);
+  std::unique_ptr<Instance> inst;
+  uint32_t seq = 0;
+  std::vector<double> ns;
+};
+
+void paired(benchmark::State& state) {
+  std::vector<Leg> legs;
+  legs.push_back({"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>});
+  legs.push_back({"macro_int", &MacroInt::desc(), "value == 1", run_block<MacroInt, Call::macro>});
+  legs.push_back({"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>});
+  legs.push_back({"emit_glob", &EmitGlob::desc(), "pad ~ \"zz*\"", run_block<EmitGlob, Call::emit>});
+  legs.push_back({"macro_glob", &MacroGlob::desc(), "pad ~ \"zz*\"", run_block<MacroGlob, Call::macro>});
+  for (Leg& l : legs) {
+    InstanceOptions o;
+    o.staging = Staging::per_thread;
+    o.mode = BufferMode::overwrite;
+    l.inst = std::make_unique<Instance>(o);
+    l.inst->enable(*l.desc);
+    if (!l.inst->set_filter(*l.desc, l.filter).ok()) {
+      state.SkipWithError("filter rejected");
+      return;
+    }
+  }
+  prepare_thread();
+  for (Leg& l : legs)
+    for (int w = 0; w < 2; ++w) (void)l.run(*l.inst, l.seq);
+  size_t round = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < legs.size(); ++k) {
+      Leg& l = legs[(round + k) % legs.size()];
+      l.ns.push_back(static_cast<double>(l.run(*l.inst, l.seq)) / kBlock);
+    }
+    ++round;
+  }
+  for (const Leg& l : legs) {
+    state.counters[std::string(l.name) + "_ns"] = quantile(l.ns, 0.5);
+    if (l.inst->event_stats(*l.desc).kept != 0) state.SkipWithError("a filter kept an event");
+  }
+  auto diff = [&](const char* name, size_t a, size_t b) {
+    std::vector<double> d(round);
+    for (size_t r = 0; r < round; ++r) d[r] = legs[a].ns[r] - legs[b].ns[r];
+    state.counters[std::string(name)] = quantile(d, 0.5);
+    state.counters[std::string(name) + "_p25"] = quantile(d, 0.25);
+    state.counters[std::string(name) + "_p75"] = quantile(d, 0.75);
+  };
+  diff("macro_vs_emit_ns", 1, 0);
+  diff("fn_vs_emit_ns", 2, 0);
+  diff("glob_vs_int_ns", 3, 0);
+  diff("macro_glob_vs_int_ns", 4, 1);
+  state.counters["rounds"] = static_cast<double>(round);
+}
+
+const int registered = (benchmark::RegisterBenchmark("trace/paired", paired)->MinTime(0.5), 0);
+
+}  // namespace

@@ -2,9 +2,13 @@
 // The emit benchmarks' event and call site, shared by bench/micro/core_bench.cc (one
 // case per benchmark) and bench/micro/emit_paired_bench.cc (cases interleaved in
 // short blocks). Internal to the microbench.
+#include <benchmark/benchmark.h>
+#include <time.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tracepipe/core/instance/event_decl.h"
@@ -54,6 +58,22 @@ inline double quantile(std::vector<double> v, double q) {
   const size_t k = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
+}
+
+/// CLOCK_MONOTONIC in ns: the block timer of the paired benchmarks (a vDSO
+/// read, ~20 ns, paid twice per block of thousands of emits).
+[[gnu::always_inline]] inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// state.counters[name] = the median of `v`, and name_p25 / name_p75 its
+/// quartiles: how every paired benchmark reports a per-round difference.
+inline void quartile_counters(benchmark::State& state, const std::string& name, const std::vector<double>& v) {
+  state.counters[name] = quantile(v, 0.5);
+  state.counters[name + "_p25"] = quantile(v, 0.25);
+  state.counters[name + "_p75"] = quantile(v, 0.75);
 }
 
 }  // namespace tracepipe::bench

@@ -46,11 +46,7 @@ using bench::Accept, bench::BenchEvent, bench::emit_bench, bench::value_of;
 constexpr uint32_t kBlock = 4096;     // emits per block: 16-100 us
 constexpr int kWarmupBlocks = 2;      // untimed blocks per leg before the first round
 
-[[gnu::always_inline]] inline uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+using bench::now_ns;
 
 // One leg's block: kBlock emits, the same inlined call site as core_bench.cc's
 // timed loop. noinline so that each leg's loop is laid out on its own.
@@ -98,9 +94,7 @@ void ratio_counters(benchmark::State& state, const std::string& name, const std:
                     const std::vector<double>& den) {
   std::vector<double> r(num.size());
   for (size_t k = 0; k < num.size(); ++k) r[k] = num[k] / den[k];
-  state.counters[name] = quantile(r, 0.5);
-  state.counters[name + "_p25"] = quantile(r, 0.25);
-  state.counters[name + "_p75"] = quantile(r, 0.75);
+  bench::quartile_counters(state, name, r);
 }
 
 // specs: the adaptive leg, its staged and its direct counterparts, and, with

@@ -31,11 +31,7 @@ using bench::BenchEvent, bench::emit_bench;
 
 constexpr uint32_t kBlock = 4096;
 
-[[gnu::always_inline]] inline uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+using bench::now_ns;
 
 [[gnu::noinline]] uint64_t run_block(Instance& inst, uint32_t& seq) {
   uint32_t i = seq;
@@ -90,12 +86,8 @@ void flight_paired(benchmark::State& state, bool filtered) {
   }
   state.counters["private_ns"] = quantile(ns[0], 0.5);
   state.counters["flight_ns"] = quantile(ns[1], 0.5);
-  state.counters["flight-private_ns"] = quantile(diff, 0.5);
-  state.counters["flight-private_ns_p25"] = quantile(diff, 0.25);
-  state.counters["flight-private_ns_p75"] = quantile(diff, 0.75);
-  state.counters["flight/private"] = quantile(ratio, 0.5);
-  state.counters["flight/private_p25"] = quantile(ratio, 0.25);
-  state.counters["flight/private_p75"] = quantile(ratio, 0.75);
+  bench::quartile_counters(state, "flight-private_ns", diff);
+  bench::quartile_counters(state, "flight/private", ratio);
   state.counters["rounds"] = static_cast<double>(round);
   sched_setaffinity(0, sizeof old, &old);
 }

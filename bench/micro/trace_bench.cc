@@ -42,11 +42,7 @@ using MacroGlob = TraceEvent<"trace_macro_glob">;
 constexpr uint32_t kBlock = 4096;
 enum class Call { emit, macro, fn };
 
-inline uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+using bench::now_ns;
 
 template <class E, Call C>
 [[gnu::noinline]] uint64_t run_block(Instance& inst, uint32_t& seq) {
@@ -82,11 +78,11 @@ struct Leg {
 
 void paired(benchmark::State& state) {
   std::vector<Leg> legs;
-  legs.push_back({"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>});
-  legs.push_back({"macro_int", &MacroInt::desc(), "value == 1", run_block<MacroInt, Call::macro>});
-  legs.push_back({"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>});
-  legs.push_back({"emit_glob", &EmitGlob::desc(), "pad ~ \"zz*\"", run_block<EmitGlob, Call::emit>});
-  legs.push_back({"macro_glob", &MacroGlob::desc(), "pad ~ \"zz*\"", run_block<MacroGlob, Call::macro>});
+  legs.push_back({"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>, nullptr, 0, {}});
+  legs.push_back({"macro_int", &MacroInt::desc(), "value == 1", run_block<MacroInt, Call::macro>, nullptr, 0, {}});
+  legs.push_back({"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>, nullptr, 0, {}});
+  legs.push_back({"emit_glob", &EmitGlob::desc(), "pad ~ \"zz*\"", run_block<EmitGlob, Call::emit>, nullptr, 0, {}});
+  legs.push_back({"macro_glob", &MacroGlob::desc(), "pad ~ \"zz*\"", run_block<MacroGlob, Call::macro>, nullptr, 0, {}});
   for (Leg& l : legs) {
     InstanceOptions o;
     o.staging = Staging::per_thread;
@@ -116,9 +112,7 @@ void paired(benchmark::State& state) {
   auto diff = [&](const char* name, size_t a, size_t b) {
     std::vector<double> d(round);
     for (size_t r = 0; r < round; ++r) d[r] = legs[a].ns[r] - legs[b].ns[r];
-    state.counters[std::string(name)] = quantile(d, 0.5);
-    state.counters[std::string(name) + "_p25"] = quantile(d, 0.25);
-    state.counters[std::string(name) + "_p75"] = quantile(d, 0.75);
+    bench::quartile_counters(state, name, d);
   };
   diff("macro_vs_emit_ns", 1, 0);
   diff("fn_vs_emit_ns", 2, 0);

@@ -34,11 +34,7 @@ static_assert(TrigEvent::fixed_size == 64);
 
 constexpr uint32_t kBlock = 4096;
 
-inline uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+using bench::now_ns;
 
 [[gnu::noinline]] uint64_t run_block(Instance& inst, uint32_t& seq) {
   uint32_t i = seq;
@@ -71,7 +67,7 @@ void paired(benchmark::State& state) {
     InstanceOptions o;
     o.staging = Staging::per_thread;
     o.mode = BufferMode::overwrite;
-    Leg l{name, trig, std::make_unique<Instance>(o)};
+    Leg l{name, trig, std::make_unique<Instance>(o), 0, {}};
     l.inst->enable(TrigEvent::desc());
     if (!l.inst->set_filter(TrigEvent::desc(), "value == 1").ok() ||
         (trig != nullptr && !set_trigger(*l.inst, TrigEvent::desc(), trig).ok())) {
@@ -95,10 +91,7 @@ void paired(benchmark::State& state) {
   for (size_t k = 1; k < legs.size(); ++k) {
     std::vector<double> d(round);
     for (size_t r = 0; r < round; ++r) d[r] = legs[k].ns[r] - legs[0].ns[r];
-    const std::string n = std::string(legs[k].name) + "_added_ns";
-    state.counters[n] = quantile(d, 0.5);
-    state.counters[n + "_p25"] = quantile(d, 0.25);
-    state.counters[n + "_p75"] = quantile(d, 0.75);
+    bench::quartile_counters(state, std::string(legs[k].name) + "_added_ns", d);
   }
   state.counters["rounds"] = static_cast<double>(round);
 }

@@ -192,12 +192,6 @@ std::mutex& control_mutex() {
   return mu;
 }
 
-// Soft mode (the kernel's SOFT_MODE / sm_ref): an event that has triggers,
-// or is the target of an enable/disable_event, is held in soft mode by the
-// instance (Instance::soft_mode): enabled soft-disabled if it was off.
-void soft_get(Instance& inst, const EventDesc& ev) { inst.soft_mode(ev, true); }
-void soft_put(Instance& inst, const EventDesc& ev) { inst.soft_mode(ev, false); }
-
 // Named hists: name -> map, per instance.
 std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named_maps() {
   static std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>> m;
@@ -270,13 +264,15 @@ bool set_filter(std::string_view filter, const EventDesc& ev, Trigger& t, Trigge
   return true;
 }
 
-// Publishes `next` (or removes the list when empty) and keeps soft mode.
+// Publishes `next` (or removes the list when empty) and keeps soft mode: an
+// event with triggers, or the target of an enable/disable_event, is held in
+// soft mode by the instance (Instance::soft_mode, the kernel's sm_ref).
 void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerList>& old,
              std::vector<std::shared_ptr<Trigger>> next) {
   const bool had = old && !old->list.empty();
   if (next.empty()) {
     inst.set_triggers(ev, nullptr);
-    if (had) soft_put(inst, ev);
+    if (had) inst.soft_mode(ev, false);
     return;
   }
   auto list = std::make_shared<TriggerList>();
@@ -285,13 +281,13 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
   list->list = std::move(next);
   for (const auto& t : list->list) list->raw.push_back(t.get());
   list->clock = inst.options().external_time ? nullptr : inst.clock().read;
-  if (!had) soft_get(inst, ev);
+  if (!had) inst.soft_mode(ev, true);
   inst.set_triggers(ev, std::move(list));
 }
 
 // Undoes what registering `t` did to other events.
 void release(Instance& inst, const Trigger& t) {
-  if (t.target != nullptr) soft_put(inst, *t.target);
+  if (t.target != nullptr) inst.soft_mode(*t.target, false);
 }
 
 TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest) {
@@ -493,7 +489,7 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
   }
   if (t->target != nullptr) {
     t->target_state = &detail::InstanceAccess::state(inst, *t->target);
-    soft_get(inst, *t->target);
+    inst.soft_mode(*t->target, true);
   }
   list.insert(list.begin(), t);
   publish(inst, ev, old, std::move(list));

@@ -23,6 +23,7 @@
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
+#include "record_test_util.h"
 #include "test_support.h"
 #include "syscall_jail.h"
 #include <sys/wait.h>
@@ -53,19 +54,7 @@ uint64_t emit_range(Instance& inst, uint32_t from, uint32_t to) {
   return kept;
 }
 
-// The seq field of every sample record in the file, CPU 0, in order.
-std::vector<uint32_t> seqs(const std::filesystem::path& p) {
-  const auto r = TraceDatReader::open(p);
-  std::vector<uint32_t> out;
-  auto m = r.records();
-  while (auto rec = m.next()) {
-    if (rec->payload.size() != Sample::fixed_size) continue;
-    uint32_t s;
-    std::memcpy(&s, rec->payload.data() + 12, 4);
-    out.push_back(s);
-  }
-  return out;
-}
+using tp_record_test::sample_seqs;
 
 // Records the ring refused on CPU 0 (what the recorder counts as dropped).
 uint64_t ring_lost(const Instance& inst) {
@@ -138,7 +127,7 @@ TEST_CASE("recorder: every event of a drop-newest instance reaches the file, whi
   CHECK(s.records + s.dropped == n);
   CHECK(s.records == kept);
   CHECK(s.dropped == lost);
-  const auto got = seqs(out.path);
+  const auto got = sample_seqs(out.path);
   REQUIRE(got.size() == kept);
   CHECK(std::is_sorted(got.begin(), got.end()));
   if (have_trace_cmd()) {
@@ -174,7 +163,7 @@ TEST_CASE("recorder: a stalled consumer's drops are counted and marked where the
   const record::RecorderStats s = rec.stop();
   CHECK(s.dropped == lost);
   CHECK(s.records == kept1 + kept2);
-  const auto got = seqs(out.path);
+  const auto got = sample_seqs(out.path);
   REQUIRE(got.size() == kept1 + kept2);
   // Kept: 0..kept1-1, then n1..n1+n2-1; the drop lies between.
   CHECK(got[kept1 - 1] == kept1 - 1);
@@ -211,13 +200,13 @@ TEST_CASE("recorder: the file is a valid trace.dat while it grows", "[record]") 
   for (int i = 0; i < 10000000 && rec.stats().records < kept; ++i) std::this_thread::yield();
   REQUIRE(rec.stats().records == kept);
   // Not stopped: the file on disk already holds every record written.
-  CHECK(seqs(out.path).size() == kept);
+  CHECK(sample_seqs(out.path).size() == kept);
   if (have_trace_cmd()) {
     const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
     CHECK(std::stoull(rep) == kept);
   }
   rec.stop();
-  CHECK(seqs(out.path).size() == kept);
+  CHECK(sample_seqs(out.path).size() == kept);
 }
 
 TEST_CASE("recorder: an empty recording is a valid trace.dat", "[record]") {
@@ -231,7 +220,7 @@ TEST_CASE("recorder: an empty recording is a valid trace.dat", "[record]") {
     const auto s = rec.stop();
     CHECK(s.records == 0);
   }
-  CHECK(seqs(out.path).empty());
+  CHECK(sample_seqs(out.path).empty());
   if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
 }
 
@@ -308,7 +297,7 @@ TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was writte
   CHECK(s.records + s.unwritten == kept);
   CHECK(s.dropped == ring_lost(inst));
   // Everything the recorder counted as written is in the file.
-  CHECK(seqs(out).size() == s.records);
+  CHECK(sample_seqs(out).size() == s.records);
   if (have_trace_cmd()) {
     const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.string()));
     CHECK(std::stoull(rep) == s.records);
@@ -326,9 +315,9 @@ TEST_CASE("recorder: flight recorder writes nothing until stop, then the newest 
   const uint32_t n = 50000;  // about 15 times what 256 KiB hold
   REQUIRE(emit_range(inst, 0, n) == n);
   CHECK(rec.stats().records == 0);
-  CHECK(seqs(out.path).empty());  // a valid, empty trace until then
+  CHECK(sample_seqs(out.path).empty());  // a valid, empty trace until then
   const auto s = rec.stop();
-  const auto got = seqs(out.path);
+  const auto got = sample_seqs(out.path);
   REQUIRE(!got.empty());
   CHECK(got.size() == s.records);
   CHECK(got.back() == n - 1);  // the newest
@@ -420,7 +409,7 @@ TEST_CASE("recorder: rotation keeps the newest records in at most M complete fil
     CAPTURE(f);
     REQUIRE(std::filesystem::exists(f));
     CHECK(std::filesystem::file_size(f) <= 64 * 1024 + 256 * 1024);  // data + header reserve
-    const auto v = seqs(f);
+    const auto v = sample_seqs(f);
     REQUIRE(!v.empty());
     all.insert(all.end(), v.begin(), v.end());
     if (have_trace_cmd()) {

@@ -11,6 +11,7 @@
 #include "tracepipe/core/record/recorder.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "collector.h"
+#include "record_test_util.h"
 #include "test_support.h"
 
 using namespace tracepipe;
@@ -43,19 +44,7 @@ record::RecorderStats record_events(record::RecorderOptions ro) {
   return s;
 }
 
-// seq of every sample record, per CPU in file order (our reader).
-std::vector<uint32_t> seqs(const std::filesystem::path& p) {
-  const auto r = TraceDatReader::open(p);
-  std::vector<uint32_t> out;
-  auto m = r.records();
-  while (auto rec = m.next()) {
-    if (rec->payload.size() != Sample::fixed_size) continue;
-    uint32_t s;
-    std::memcpy(&s, rec->payload.data() + 12, 4);
-    out.push_back(s);
-  }
-  return out;
-}
+using tp_record_test::sample_seqs;
 
 std::string file_version(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -84,7 +73,7 @@ TEST_CASE("v7: a zstd recording prints the same records in trace-cmd report as t
   }
   // Compressed: 20000 near-identical 64-byte records shrink a lot.
   CHECK(std::filesystem::file_size(v7.path) * 4 < std::filesystem::file_size(v6.path));
-  const auto s6 = seqs(v6.path), s7 = seqs(v7.path);
+  const auto s6 = sample_seqs(v6.path), s7 = sample_seqs(v7.path);
   CHECK(s6.size() == kEvents);
   CHECK(s7 == s6);
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed: the files were checked with our reader only");
@@ -105,7 +94,7 @@ TEST_CASE("v7: zlib and none are written as trace-cmd writes them", "[record][v7
     (void)record_events(o);
     REQUIRE(file_version(out.path) == "7");
     CHECK(TraceDatReader::open(out.path).compression() == algo);
-    CHECK(seqs(out.path).size() == kEvents);
+    CHECK(sample_seqs(out.path).size() == kEvents);
     // Debian's trace-cmd 3.1.6 is built with zstd only (trace-cmd list -c).
     const bool readable = std::string(algo) == "none" || run("trace-cmd list -c").find(algo) != std::string::npos;
     if (have_trace_cmd() && readable) CHECK(report_records(out.path).size() == kEvents);
@@ -132,7 +121,7 @@ TEST_CASE("v7: an empty recording is a valid version 7 file", "[record][v7]") {
   REQUIRE(!rec.error());
   CHECK(s.records == 0);
   REQUIRE(file_version(out.path) == "7");
-  CHECK(seqs(out.path).empty());
+  CHECK(sample_seqs(out.path).empty());
   if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
 }
 
@@ -153,6 +142,6 @@ TEST_CASE("v7: a collector given version 7 headers writes a zstd file with the s
   REQUIRE(file);
   REQUIRE(file_version(*file) == "7");
   CHECK(TraceDatReader::open(*file).compression() == "zstd");
-  CHECK(seqs(*file) == seqs(local.path));
+  CHECK(sample_seqs(*file) == sample_seqs(local.path));
   CHECK(report_records(*file) == report_records(local.path));
 }

@@ -1,0 +1,28 @@
+#pragma once
+// Shared by the recorder's tests: reading back what a recording holds.
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "../instance/test_events.h"
+
+namespace tp_record_test {
+
+/// The seq field of every Sample record of a trace.dat, in the reader's
+/// merged order (our reader, not trace-cmd).
+inline std::vector<uint32_t> sample_seqs(const std::filesystem::path& p) {
+  const auto r = tracepipe::TraceDatReader::open(p);
+  std::vector<uint32_t> out;
+  auto m = r.records();
+  while (auto rec = m.next()) {
+    if (rec->payload.size() != tp_core_test::Sample::fixed_size) continue;
+    uint32_t s;
+    std::memcpy(&s, rec->payload.data() + 12, 4);
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace tp_record_test

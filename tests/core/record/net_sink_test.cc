@@ -3,6 +3,8 @@
 // trace-cmd report with a local recording of the same events; the collector
 // killed mid-run and unreachable at the start.
 #include <catch2/catch.hpp>
+
+#include <functional>
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -30,6 +32,24 @@ using tp_tracedat_test::TempPath;
 using tp_record_test::big_options;
 using tp_record_test::emit_range;
 using tp_record_test::report_records;
+
+// What a recorder's on_error reported: how many times, and the last message.
+struct Failures {
+  std::atomic<int> reports{0};
+  std::mutex mu;
+  std::string last;
+  std::function<void(const std::string&)> hook() {
+    return [this](const std::string& m) {
+      std::lock_guard lk(mu);
+      last = m;
+      reports.fetch_add(1);
+    };
+  }
+  std::string message() {
+    std::lock_guard lk(mu);
+    return last;
+  }
+};
 
 TEST_CASE("net sink: collector addresses are spelled as trace-cmd record -N takes them", "[record][net]") {
   auto a = record::parse_collector("example.org:1234");
@@ -128,18 +148,12 @@ TEST_CASE("net sink: the collector killed mid-run is reported once with its caus
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
-  std::atomic<int> reports{0};
-  std::mutex mu;
-  std::string msg;
+  Failures failures;
   record::RecorderOptions ro;
   ro.collector = col.address();
   ro.watermark_percent = 0;
   ro.collector_timeout = std::chrono::milliseconds(1000);
-  ro.on_error = [&](const std::string& m) {
-    std::lock_guard lk(mu);
-    msg = m;
-    reports.fetch_add(1);
-  };
+  ro.on_error = failures.hook();
   record::Recorder rec(inst, ro);
   uint64_t emitted = 0, kept = 0;
   // Some data reaches the collector first.
@@ -148,16 +162,16 @@ TEST_CASE("net sink: the collector killed mid-run is reported once with its caus
     emitted += 1000;
   }
   REQUIRE(rec.stats().records > 0);
-  REQUIRE(reports.load() == 0);
+  REQUIRE(failures.reports.load() == 0);
   col.kill();
-  for (int round = 0; round < 20000 && reports.load() == 0; ++round) {
+  for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round) {
     kept += emit_range(inst, 0, 1000);
     emitted += 1000;
     tp_record_test::pause_ms(1);  // lets the recorder send and look (200 ms period)
   }
-  REQUIRE(reports.load() == 1);
+  REQUIRE(failures.reports.load() == 1);
   {
-    std::lock_guard lk(mu);
+    const std::string msg = failures.message();
     INFO(msg);
     CHECK(msg.find("collector " + col.address()) != std::string::npos);
     const bool cause = msg.find("Broken pipe") != std::string::npos ||
@@ -169,7 +183,7 @@ TEST_CASE("net sink: the collector killed mid-run is reported once with its caus
   kept += emit_range(inst, 0, 5000);
   emitted += 5000;
   const auto s = rec.stop();
-  CHECK(reports.load() == 1);
+  CHECK(failures.reports.load() == 1);
   CHECK(s.failed);
   CHECK(s.unwritten > 0);
   CHECK(s.records + s.unwritten == kept);
@@ -181,22 +195,16 @@ TEST_CASE("net sink: a collector unreachable at the start is reported once, ever
   const uint16_t port = tp_record_test::free_port();  // nothing listens there
   Instance inst(big_options());
   inst.enable(Sample::desc());
-  std::atomic<int> reports{0};
-  std::mutex mu;
-  std::string msg;
+  Failures failures;
   record::RecorderOptions ro;
   ro.collector = fmt::format("127.0.0.1:{}", port);
-  ro.on_error = [&](const std::string& m) {
-    std::lock_guard lk(mu);
-    msg = m;
-    reports.fetch_add(1);
-  };
+  ro.on_error = failures.hook();
   record::Recorder rec(inst, ro);
   CHECK_FALSE(rec.wait_ready(std::chrono::seconds(10)));  // false at once: refused
   const uint64_t kept = emit_range(inst, 0, 10000);
   const auto s = rec.stop();
-  REQUIRE(reports.load() == 1);
-  CHECK(msg == fmt::format("recording to collector 127.0.0.1:{}: connecting to 127.0.0.1:{}: Connection refused", port,
+  REQUIRE(failures.reports.load() == 1);
+  CHECK(failures.message() == fmt::format("recording to collector 127.0.0.1:{}: connecting to 127.0.0.1:{}: Connection refused", port,
                            port));
   CHECK(s.failed);
   CHECK(s.records == 0);
@@ -211,29 +219,23 @@ TEST_CASE("net sink: a collector that stops reading fails the sink after the tim
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
-  std::atomic<int> reports{0};
-  std::mutex mu;
-  std::string msg;
+  Failures failures;
   record::RecorderOptions ro;
   ro.collector = col.address();
   ro.watermark_percent = 0;
   ro.collector_timeout = std::chrono::milliseconds(300);
-  ro.on_error = [&](const std::string& m) {
-    std::lock_guard lk(mu);
-    msg = m;
-    reports.fetch_add(1);
-  };
+  ro.on_error = failures.hook();
   record::Recorder rec(inst, ro);
   REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
   col.freeze(true);  // the collector's processes stop: its socket buffers fill, then sends stall
   uint64_t emitted = 0, kept = 0;
-  for (int round = 0; round < 20000 && reports.load() == 0; ++round) {
+  for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round) {
     kept += emit_range(inst, 0, 1000);
     emitted += 1000;
   }
-  REQUIRE(reports.load() == 1);
+  REQUIRE(failures.reports.load() == 1);
   {
-    std::lock_guard lk(mu);
+    const std::string msg = failures.message();
     INFO(msg);
     CHECK(msg.find("no progress for 300 ms") != std::string::npos);
   }
@@ -243,7 +245,7 @@ TEST_CASE("net sink: a collector that stops reading fails the sink after the tim
   // not a hang: a loose bound, not a performance figure.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300 * 10));
   col.freeze(false);
-  CHECK(reports.load() == 1);
+  CHECK(failures.reports.load() == 1);
   CHECK(s.failed);
   CHECK(s.unwritten > 0);
   CHECK(s.records + s.unwritten + s.dropped == emitted);

@@ -51,3 +51,12 @@ endif()
 if(err MATCHES "emit targets")
   message(FATAL_ERROR "json run: the judgement was printed:\n${err}")
 endif()
+
+# The overwrite / drop-newest pair: both legs' costs and the difference are
+# printed, and the drop-newest leg did not fill (it reports an error if it
+# did, which the library prints in place of the counters).
+run_bench("^buffer_mode/paired/no_filter" "--benchmark_min_time=0.05")
+if(out MATCHES "ERROR" OR NOT out MATCHES "overwrite-drop_newest_ns=[0-9.]+"
+   OR NOT out MATCHES "overwrite_ns=[0-9.]+" OR NOT out MATCHES "drop_newest_ns=[0-9.]+")
+  message(FATAL_ERROR "buffer_mode pair: counters missing or the run failed:\n${out}\n${err}")
+endif()

@@ -11,8 +11,9 @@ PKGS=(
   trace-cmd clang libclang-rt-14-dev
   libkshark-dev libjson-c-dev   # KernelShark's library: tests open tracepipe's trace.dat files with it
 )
-# Optional peers for `tracepipe bench --peers`; install failures are not fatal.
-OPTIONAL=(lttng-tools liblttng-ust-dev)
+# Optional peers for `tracepipe bench --peers` and `tracepipe_record_bench --peers lttng`
+# (babeltrace2 reads its LTTng traces back); install failures are not fatal.
+OPTIONAL=(lttng-tools liblttng-ust-dev babeltrace2)
 
 # The kernel's tracefs: tests that compare with the kernel need it mounted.
 # Mounting needs root; without it those tests skip with a reason.

@@ -156,6 +156,13 @@ LttngDaemon::~LttngDaemon() {
   if (!created_rundir_.empty()) ::rmdir(created_rundir_.c_str());
 }
 
+std::vector<pid_t> LttngDaemon::consumer_pids() const {
+  std::vector<pid_t> out;
+  for (const pid_t c : child_pids(daemon_.pid()))
+    if (process_name(c).starts_with("lttng-consumerd")) out.push_back(c);
+  return out;
+}
+
 std::string LttngDaemon::lttng(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"lttng"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -178,10 +185,13 @@ LttngSession::LttngSession(LttngDaemon& daemon, std::string name, const LttngCha
   if (spec.overwrite) create.push_back("--snapshot");
   daemon_.lttng(create);
   try {
-    daemon_.lttng({"enable-channel", "--userspace", "--session=" + name_,
-                   "--subbuf-size=" + std::to_string(spec.subbuf_bytes),
-                   "--num-subbuf=" + std::to_string(spec.num_subbuf), spec.overwrite ? "--overwrite" : "--discard",
-                   "ch"});
+    std::vector<std::string> ch{"enable-channel", "--userspace", "--session=" + name_,
+                                spec.per_pid ? "--buffers-pid" : "--buffers-uid",
+                                spec.overwrite ? "--overwrite" : "--discard"};
+    if (spec.subbuf_bytes != 0) ch.push_back("--subbuf-size=" + std::to_string(spec.subbuf_bytes));
+    if (spec.num_subbuf != 0) ch.push_back("--num-subbuf=" + std::to_string(spec.num_subbuf));
+    ch.push_back("ch");
+    daemon_.lttng(ch);
     std::vector<std::string> ev{"enable-event", "--userspace", "--session=" + name_, "--channel=ch",
                                 "tracepipe_peer:sched_switch"};
     if (!filter.empty()) ev.push_back("--filter=" + filter);

@@ -69,6 +69,9 @@ class LttngDaemon {
   /// "LTTNG_HOME=...").
   const std::string& isolation() const noexcept { return isolation_; }
   pid_t pid() const noexcept { return daemon_.pid(); }
+  /// PIDs of the consumer daemons (lttng-consumerd) the session daemon has
+  /// spawned so far: it spawns them when the first channel is enabled.
+  std::vector<pid_t> consumer_pids() const;
 
  private:
   LttngDaemon() = default;
@@ -82,9 +85,10 @@ class LttngDaemon {
 
 /// Channel geometry and mode of one session.
 struct LttngChannelSpec {
-  uint64_t subbuf_bytes = 1 << 20;  ///< power of two
-  uint32_t num_subbuf = 8;          ///< power of two
-  bool overwrite = false;           ///< flight recorder; the session is then a snapshot session
+  uint64_t subbuf_bytes = 0;  ///< power of two; 0: LTTng's default (512 KiB per-UID, 16 KiB per-PID)
+  uint32_t num_subbuf = 0;    ///< power of two; 0: LTTng's default (4)
+  bool overwrite = false;     ///< flight recorder; the session is then a snapshot session
+  bool per_pid = false;       ///< --buffers-pid instead of LTTng's default --buffers-uid
 };
 
 /// One recording session with one user-space channel "ch" and the event
@@ -105,6 +109,8 @@ class LttngSession {
   /// Bytes of stream files written so far under the session's output (not
   /// metadata nor index); meaningful after stop().
   uint64_t stream_bytes() const;
+  /// The session's output directory (CTF trace), removed by the destructor.
+  const std::filesystem::path& output_dir() const noexcept { return out_; }
 
  private:
   LttngDaemon& daemon_;

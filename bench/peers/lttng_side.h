@@ -19,15 +19,11 @@
 #include <memory>
 #include <string>
 
+#include "tracepipe/bench/peers/lttng_probe.h"
 #include "tracepipe/bench/peers/lttng_session.h"
 #include "tracepipe/bench/peers/micro.h"
 
 namespace tracepipe::peers {
-
-/// Where the plugin is looked for, in order: `explicit_path` (if not empty),
-/// $TRACEPIPE_PEER_LTTNG_PLUGIN, the directory of this executable, the
-/// install libdir's tracepipe/ folder. Returns "" if none exists.
-std::string find_lttng_plugin(const std::string& explicit_path);
 
 class LttngSide final : public MicroSide {
  public:
@@ -49,10 +45,7 @@ class LttngSide final : public MicroSide {
   LttngSide() = default;
   std::unique_ptr<LttngDaemon> daemon_;
   std::unique_ptr<LttngSession> session_;
-  std::string plugin_path_;
-  tp_peer_lttng_emit_loop_fn loop_ = nullptr;
-  tp_peer_lttng_enabled_fn enabled_ = nullptr;
-  tp_peer_event event_{};
+  LttngProbe probe_;
   MicroSetup setup_;
   uint32_t session_seq_ = 0;
 };

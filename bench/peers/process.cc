@@ -1,6 +1,8 @@
 #include "tracepipe/bench/peers/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <time.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -173,6 +177,46 @@ std::string find_in_path(const std::string& program) {
     start = end + 1;
   }
   return "";
+}
+
+std::vector<pid_t> child_pids(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::ifstream in(t.path() / "children");
+    pid_t c = 0;
+    while (in >> c) out.push_back(c);
+  }
+  return out;
+}
+
+std::string process_name(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/comm", pid));
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+int pin_process(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  int pinned = 0;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(t.path().filename().c_str()));
+    if (tid > 0 && ::sched_setaffinity(tid, sizeof set, &set) == 0) ++pinned;
+  }
+  if (pinned == 0) throw std::runtime_error(fmt::format("cannot pin process {} to CPU {}", pid, cpu));
+  return pinned;
+}
+
+uint64_t process_cpu_ns(pid_t pid) {
+  clockid_t clock;
+  timespec ts{};
+  if (::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0)
+    throw std::runtime_error(fmt::format("cannot read the CPU time of process {}", pid));
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace tracepipe::peers

@@ -54,4 +54,20 @@ class ChildProcess {
 /// Full path of `program` if it is an executable in PATH, else "".
 std::string find_in_path(const std::string& program);
 
+/// The children of process `pid` (every thread's /proc children list); empty
+/// if it has none or is gone.
+std::vector<pid_t> child_pids(pid_t pid);
+/// The process's command name (/proc/PID/comm, at most 15 characters), ""
+/// if it is gone.
+std::string process_name(pid_t pid);
+/// Pins every thread of process `pid` to `cpu` (sched_setaffinity per task,
+/// so threads it starts later inherit the mask from their creator). Returns
+/// the number of threads pinned; throws std::runtime_error if none could be.
+int pin_process(pid_t pid, int cpu);
+/// CPU time (user + system) of every thread of process `pid` so far, in ns:
+/// the same sum as utime + stime of /proc/PID/stat, read through the
+/// process's CPU clock (clock_getcpuclockid) for ns instead of 10 ms
+/// resolution. Throws std::runtime_error if the process is gone.
+uint64_t process_cpu_ns(pid_t pid);
+
 }  // namespace tracepipe::peers

@@ -1,8 +1,10 @@
 // tracepipe_record_bench: how fast one writer can emit while the recorder
-// drains its buffer into a trace.dat on tmpfs, and what the recorder costs.
+// drains its buffer into a trace.dat on tmpfs, and what the recorder costs;
+// with --peers lttng, the same runs for LTTng-UST's consumer daemon beside it.
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
-//   tracepipe_record_bench --steady RATE --seconds 60     (RSS over a long run)
+//                          [--peers lttng [--lttng-plugin PATH] [--verify]]
+//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512]  (RSS over a long run)
 //   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
 //
 // Writer pinned to CPU 0, recorder thread pinned to CPU 1, default buffer
@@ -13,10 +15,22 @@
 //     full speed down by 10% steps) until --repeats runs in a row lose nothing; the highest such
 //     rate is the lossless rate.
 // Each figure is the median of --repeats runs, with min and max.
+// --peers lttng: LTTng-UST (bench/record/lttng_record.h: per-UID channel,
+// discard mode, default sub-buffers, consumer daemon pinned to CPU 1) is a
+// second side. Its runs alternate with tracepipe's, run by run, in both
+// phases (each side searches down from its own full-speed rate), so that
+// machine noise hits both; the report ends with both lossless rates and
+// their ratio. --verify then reads two LTTng traces back (one lossless, one
+// at full speed) with babeltrace2 and compares their event counts with
+// emitted - discarded.
 // --collector: the recorder sends to trace-cmd listen instead (record -N);
 // "auto" starts `trace-cmd listen -d /dev/shm/...` on a loopback port and
 // removes each session's file once the collector has written it. Each run
 // waits for the connection before the writer starts (Recorder::wait_ready).
+// --steady: a paced writer at RATE for --seconds; RSS sampled every second
+// (first, last, max, least-squares slope). The recording rotates through 4
+// files of --rotate-mib MiB (0: one file), so that a minute at 10 M events/s
+// (38 GB) fits on tmpfs.
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -33,6 +47,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -40,9 +56,13 @@
 
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/bench/record/lttng_record.h"
+#include "tracepipe/bench/record/record_run.h"
 #include "tracepipe/core/record/recorder.h"
 
 using namespace tracepipe;
+using record_bench::Run;
+using record_bench::pin_this_thread;
 using Ev = EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 static_assert(Ev::fixed_size == 64);
 
@@ -122,25 +142,6 @@ void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
   else ro.collector = g_collector;
 }
 
-struct Run {
-  double rate = 0;        // events emitted per second
-  uint64_t emitted = 0, written = 0, dropped = 0;
-  double rec_ns_per_event = 0;
-};
-
-void pin(int cpu) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // One run: `rate` events/s (0: as fast as possible) for `seconds`.
 Run one(const std::filesystem::path& out, double seconds, double rate) {
   InstanceOptions o;
@@ -153,34 +154,21 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   record::Recorder rec(inst, ro);
   if (!rec.wait_ready(std::chrono::seconds(10))) fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
   Run r;
+  uint32_t seq = 0;
   std::thread w([&] {
-    pin(0);
-    const uint64_t t0 = now_ns();
-    const uint64_t dur = static_cast<uint64_t>(seconds * 1e9);
-    uint64_t n = 0;
-    if (rate <= 0) {
-      for (;;) {
-        for (int k = 0; k < 1024; ++k) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
-        if (now_ns() - t0 >= dur) break;
-      }
-    } else {
-      const double per_ns = rate * 1e-9;
-      for (;;) {
-        const uint64_t t = now_ns() - t0;
-        if (t >= dur) break;
-        const uint64_t due = static_cast<uint64_t>(static_cast<double>(t) * per_ns);
-        while (n < due) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
-      }
-    }
-    const uint64_t t1 = now_ns();
-    r.emitted = n;
-    r.rate = static_cast<double>(n) / (static_cast<double>(t1 - t0) * 1e-9);
+    pin_this_thread(0);
+    r = record_bench::paced_writer(
+        [&](uint64_t n) {
+          for (uint64_t i = 0; i < n; ++i) (void)Ev::emit(inst, 1, seq++, "pad");
+        },
+        seconds, rate);
   });
   w.join();
   const record::RecorderStats s = rec.stop();
   r.written = s.records;
   r.dropped = s.dropped;
-  r.rec_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  r.consumer_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  r.bytes = s.bytes;
   if (s.unwritten != 0 || rec.error()) fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
   r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
@@ -200,7 +188,7 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   inst.enable(Ev::desc());
   uint64_t n = 0;
   std::thread w([&] {
-    pin(0);
+    pin_this_thread(0);
     for (uint32_t i = 0; i < 700000; ++i) n += Ev::emit(inst, 1, i, "pad") == EmitResult::kept;
   });
   w.join();
@@ -229,8 +217,10 @@ uint64_t rss_kb() {
 }
 
 // --steady RATE: a paced writer at RATE events/s for --seconds while the
-// recorder writes to --dir; the RSS is sampled every second.
-int steady(const std::filesystem::path& out, double seconds, double rate) {
+// recorder writes to --dir (rotating through 4 files of `rotate_mib` MiB);
+// the RSS is sampled every second. Returns 0 when nothing was lost and the
+// writer held the rate (within 1%).
+int steady(const std::filesystem::path& out, double seconds, double rate, uint64_t rotate_mib) {
   InstanceOptions o;
   o.mode = BufferMode::drop_newest;
   Instance inst(o);
@@ -238,45 +228,79 @@ int steady(const std::filesystem::path& out, double seconds, double rate) {
   record::RecorderOptions ro;
   ro.output = out;
   ro.cpu = 1;
+  ro.max_file_bytes = rotate_mib << 20;
+  ro.max_files = rotate_mib != 0 ? 4 : 0;
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
+  Run r;
   std::thread w([&] {
-    pin(0);
-    const uint64_t t0 = now_ns();
-    const uint64_t dur = static_cast<uint64_t>(seconds * 1e9);
-    uint64_t n = 0;
-    for (;;) {
-      const uint64_t t = now_ns() - t0;
-      if (t >= dur) break;
-      const uint64_t due = static_cast<uint64_t>(static_cast<double>(t) * rate * 1e-9);
-      while (n < due) (void)Ev::emit(inst, 1, static_cast<uint32_t>(n++), "pad");
-    }
+    pin_this_thread(0);
+    uint32_t seq = 0;
+    r = record_bench::paced_writer(
+        [&](uint64_t n) {
+          for (uint64_t i = 0; i < n; ++i) (void)Ev::emit(inst, 1, seq++, "pad");
+        },
+        seconds, rate);
     done = true;
   });
   std::vector<uint64_t> rss;
+  const auto t0 = std::chrono::steady_clock::now();
   while (!done) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(rss.size() + 1));
+    if (done) break;
     rss.push_back(rss_kb());
     const auto s = rec.stats();
-    fmt::print("t={:3}s rss {} KiB written {:.1f} M dropped {} file {:.1f} MiB\n", rss.size(), rss.back(),
-               static_cast<double>(s.records) / 1e6, s.dropped, static_cast<double>(s.bytes) / (1 << 20));
+    fmt::print("t={:3}s rss {} KiB written {:.1f} M dropped {} files {}\n", rss.size(), rss.back(),
+               static_cast<double>(s.records) / 1e6, s.dropped, s.files);
   }
   w.join();
   const auto s = rec.stop();
+  for (const auto& f : s.kept_files) std::filesystem::remove(f);
   std::filesystem::remove(out);
-  const auto [lo, hi] = std::minmax_element(rss.begin() + std::min<size_t>(1, rss.size() - 1), rss.end());
-  fmt::print("steady {:.2f} M events/s for {} s: written {}, dropped {}, RSS {}..{} KiB after the first second\n",
-             rate / 1e6, seconds, s.records, s.dropped, *lo, *hi);
-  return s.dropped == 0 ? 0 : 1;
+  if (rss.empty()) rss.push_back(rss_kb());
+  // Least-squares slope of RSS over the samples, in KiB per minute.
+  double mx = 0, my = 0, sxx = 0, sxy = 0;
+  const double k = static_cast<double>(rss.size());
+  for (size_t i = 0; i < rss.size(); ++i) mx += static_cast<double>(i + 1) / k, my += static_cast<double>(rss[i]) / k;
+  for (size_t i = 0; i < rss.size(); ++i) {
+    const double dx = static_cast<double>(i + 1) - mx;
+    sxx += dx * dx;
+    sxy += dx * (static_cast<double>(rss[i]) - my);
+  }
+  const double slope = sxx > 0 ? sxy / sxx * 60 : 0;
+  const bool held = r.rate >= 0.99 * rate;
+  fmt::print("steady {:.2f} M events/s asked, {:.2f} M/s emitted for {} s: emitted {}, written {}, dropped {}, "
+             "unwritten {}{}\n",
+             rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten,
+             held ? "" : " (the writer could not hold the rate)");
+  fmt::print("RSS first {} KiB, last {} KiB, max {} KiB, slope {:+.1f} KiB/min over {} samples; {} files of {} MiB "
+             "(kept the last {})\n",
+             rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope, rss.size(), s.files,
+             rotate_mib, ro.max_files);
+  return s.dropped == 0 && s.unwritten == 0 && held ? 0 : 1;
 }
 
 template <class F>
-std::string med(std::vector<Run>& v, F f, const char* fmt_) {
+std::string med(const std::vector<Run>& v, F f, const char* fmt_) {
   std::vector<double> x;
   for (auto& r : v) x.push_back(f(r));
   std::sort(x.begin(), x.end());
   return fmt::format(fmt::runtime(fmt_), x[x.size() / 2], x.front(), x.back());
 }
+
+// A side of the comparison: its name and one run at a rate (0: full speed).
+struct Side {
+  std::string name;
+  std::function<Run(double rate)> run;
+  std::vector<Run> max;
+  // The lossless search: the rate being tried, the clean runs at it so far.
+  double rate = 0;
+  std::vector<Run> clean;
+  int steps = 0;
+  bool done = false, found = false;
+};
+
+std::string fm(double v) { return fmt::format("{:.2f}", v); }
 
 }  // namespace
 
@@ -285,12 +309,56 @@ int main(int argc, char** argv) {
   double seconds = 1;
   int repeats = 5;
   double steady_rate = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--steady")) steady_rate = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--collector")) g_collector = argv[i + 1];
+  uint64_t rotate_mib = 512;
+  std::string peers, plugin;
+  bool verify = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--verify") {
+      verify = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "{} needs a value\n", a);
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (a == "--dir") dir = v;
+    else if (a == "--seconds") seconds = std::atof(v);
+    else if (a == "--repeats") repeats = std::max(1, std::atoi(v));
+    else if (a == "--steady") steady_rate = std::atof(v);
+    else if (a == "--rotate-mib") rotate_mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--collector") g_collector = v;
+    else if (a == "--peers") peers = v;
+    else if (a == "--lttng-plugin") plugin = v;
+    else {
+      fmt::print(stderr, "unknown option {}\n", a);
+      return 2;
+    }
+  }
+  if (!peers.empty() && peers != "lttng") {
+    fmt::print(stderr, "--peers: only lttng is known\n");
+    return 2;
+  }
+  if (!peers.empty() && !g_collector.empty()) {
+    fmt::print(stderr, "--peers lttng compares recordings to tmpfs; it does not combine with --collector\n");
+    return 2;
+  }
+  if (std::thread::hardware_concurrency() < 2) {
+    fmt::print("needs 2 CPUs\n");
+    return 77;
+  }
+  // Before any thread or child: the LTTng daemon may move this thread to a
+  // private mount namespace that the threads made later inherit.
+  std::unique_ptr<record_bench::LttngRecordSide> lttng;
+  if (!peers.empty()) {
+    try {
+      lttng = record_bench::LttngRecordSide::open(plugin);
+    } catch (const std::exception& e) {
+      fmt::print("lttng-ust: skipped: {}\n", e.what());
+      return 77;
+    }
+    fmt::print("lttng-ust: {}\n", lttng->description());
   }
   if (g_collector == "auto") {
     if (std::system("trace-cmd list -c >/dev/null 2>&1") != 0) {
@@ -305,12 +373,8 @@ int main(int argc, char** argv) {
     std::atexit(stop_listener);
   }
   const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
-  if (std::thread::hardware_concurrency() < 2) {
-    fmt::print("needs 2 CPUs\n");
-    return 77;
-  }
   const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
-  if (steady_rate > 0) return steady(out, seconds, steady_rate);
+  if (steady_rate > 0) return steady(out, seconds, steady_rate, rotate_mib);
   {
     std::vector<double> file_ns, null_ns;
     for (int i = 0; i < repeats; ++i) {
@@ -323,32 +387,91 @@ int main(int argc, char** argv) {
                file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where, null_ns[null_ns.size() / 2],
                null_ns.front(), null_ns.back());
   }
-  std::vector<Run> max;
-  for (int i = 0; i < repeats; ++i) max.push_back(one(out, seconds, 0));
-  fmt::print("max rate      emit {} M/s  written {} M  dropped {} M  recorder {} ns/event\n",
-             med(max, [](Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-             med(max, [](Run& r) { return r.written / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-             med(max, [](Run& r) { return r.dropped / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-             med(max, [](Run& r) { return r.rec_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
-  // No rate above what the recorder wrote at full speed can be lossless:
-  // the search starts there.
-  std::vector<double> rates;
-  for (auto& r : max) rates.push_back(static_cast<double>(r.written) / seconds);
-  std::sort(rates.begin(), rates.end());
-  double rate = rates[rates.size() / 2];
-  for (int step = 0; step < 20 && rate > 1e5; ++step, rate *= 0.9) {
-    std::vector<Run> v;
-    bool clean = true;
-    for (int i = 0; i < repeats && clean; ++i) {
-      v.push_back(one(out, seconds, rate));
-      clean = v.back().dropped == 0;
+  std::vector<Side> sides(lttng ? 2 : 1);
+  sides[0].name = "tracepipe";
+  sides[0].run = [&](double rate) { return one(out, seconds, rate); };
+  if (lttng) {
+    sides[1].name = "lttng-ust";
+    sides[1].run = [&](double rate) { return lttng->run(seconds, rate); };
+  }
+  auto report_note = [](const Side& s, const Run& r) {
+    if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
+  };
+  // Full speed, the sides alternating run by run (and which goes first).
+  for (int i = 0; i < repeats; ++i)
+    for (size_t k = 0; k < sides.size(); ++k) {
+      Side& s = sides[(k + static_cast<size_t>(i)) % sides.size()];
+      s.max.push_back(s.run(0));
+      report_note(s, s.max.back());
     }
-    fmt::print("paced {:6.2f} M/s: {}\n", rate / 1e6, clean ? "0 dropped in every run" : fmt::format("dropped {} in run {}", v.back().dropped, v.size()));
-    if (clean) {
-      fmt::print("lossless      {:.2f} M events/s (one writer, {} runs of {} s)  recorder {} ns/event\n", rate / 1e6, repeats,
-                 seconds, med(v, [](Run& r) { return r.rec_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
-      return 0;
+  for (Side& s : sides) {
+    fmt::print("max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event\n", s.name,
+               med(s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+               med(s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
+                   "{:.2f} [{:.2f}-{:.2f}]"),
+               med(s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+               med(s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
+    // No rate above what the consumer wrote at full speed can be lossless:
+    // the search starts there.
+    std::vector<double> rates;
+    for (const Run& r : s.max) rates.push_back(static_cast<double>(r.written) / seconds);
+    std::sort(rates.begin(), rates.end());
+    s.rate = rates[rates.size() / 2];
+  }
+  // Lossless search, interleaved: each round runs every side still searching
+  // once at its own current rate; a run that loses anything moves that side
+  // 10% down and restarts its count of clean runs.
+  for (int round = 0;; ++round) {
+    bool any = false;
+    for (size_t k = 0; k < sides.size(); ++k) {
+      Side& s = sides[(k + static_cast<size_t>(round)) % sides.size()];
+      if (s.done) continue;
+      any = true;
+      Run r = s.run(s.rate);
+      report_note(s, r);
+      if (r.dropped == 0) {
+        s.clean.push_back(r);
+        if (static_cast<int>(s.clean.size()) == repeats) {
+          fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6, repeats);
+          s.done = s.found = true;
+        }
+        continue;
+      }
+      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {}\n", s.name, s.rate / 1e6, r.dropped,
+                 s.clean.size() + 1);
+      s.clean.clear();
+      s.rate *= 0.9;
+      if (++s.steps >= 25 || s.rate < 1e5) s.done = true;
+    }
+    if (!any) break;
+  }
+  for (const Side& s : sides) {
+    if (s.found)
+      fmt::print("lossless      {:9} {:.2f} M events/s (one writer, {} runs of {} s)  consumer {} ns/event, {:.1f} "
+                 "bytes/event written\n",
+                 s.name, s.rate / 1e6, repeats, seconds,
+                 med(s.clean, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+                 static_cast<double>(s.clean[0].bytes) / static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)));
+    else
+      fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name, s.rate / 0.9 / 1e6);
+  }
+  if (sides.size() == 2 && sides[0].found && sides[1].found)
+    fmt::print("ratio         tracepipe / lttng-ust lossless rate: {:.2f}x (same run, interleaved)\n",
+               sides[0].rate / sides[1].rate);
+  if (lttng && verify) {
+    // The trace itself against the counts: one lossless run, one at full speed.
+    for (const double rate : {sides[1].found ? sides[1].rate : 1e6, 0.0}) {
+      const Run r = lttng->run(seconds, rate, true);
+      std::string why;
+      const auto n = record_bench::count_events(*lttng->last_trace(), why);
+      if (!n) fmt::print("verify        {}\n", why);
+      else
+        fmt::print("verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} events: {}\n",
+                   rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped, r.written,
+                   *n, *n == r.written ? "equal" : "DIFFERENT");
     }
   }
-  return 1;
+  for (const Side& s : sides)
+    if (!s.found) return 1;
+  return 0;
 }

@@ -1,0 +1,65 @@
+#pragma once
+// One timed run of the recording bench (tracepipe_record_bench), whichever
+// side recorded it: a writer pinned to one CPU emits 64-byte events for a
+// fixed time, paced or as fast as it can, while the side's consumer (the
+// tracepipe recorder thread, or LTTng's consumer daemon) writes to tmpfs.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <pthread.h>
+#include <sched.h>
+
+namespace tracepipe::record_bench {
+
+struct Run {
+  double rate = 0;  ///< events emitted per second of the writer's wall time
+  uint64_t emitted = 0;
+  uint64_t written = 0;  ///< records in the output
+  uint64_t dropped = 0;  ///< lost by any cause (ring full, output failed)
+  double consumer_ns_per_event = 0;  ///< consumer CPU time / written
+  uint64_t bytes = 0;    ///< bytes of the output's data streams
+  std::string note;      ///< a check that failed, for the report ("" when all agree)
+};
+
+/// The events the writer emits in a run at `rate` events/s (0: as fast as
+/// it can) for `seconds`: the pacing both sides use, so that they differ
+/// only in what one emit costs. `emit(n)` emits n events.
+template <class Emit>
+Run paced_writer(Emit&& emit, double seconds, double rate) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto dur = std::chrono::duration<double>(seconds);
+  uint64_t n = 0;
+  if (rate <= 0) {
+    do {
+      emit(1024);
+      n += 1024;
+    } while (Clock::now() - t0 < dur);
+  } else {
+    for (;;) {
+      const std::chrono::duration<double> t = Clock::now() - t0;
+      if (t >= dur) break;
+      const auto due = static_cast<uint64_t>(t.count() * rate);
+      if (due > n) {
+        emit(due - n);
+        n = due;
+      }
+    }
+  }
+  const std::chrono::duration<double> el = Clock::now() - t0;
+  Run r;
+  r.emitted = n;
+  r.rate = static_cast<double>(n) / el.count();
+  return r;
+}
+
+/// Pins the calling thread to `cpu`; false if it cannot.
+inline bool pin_this_thread(int cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  return pthread_setaffinity_np(pthread_self(), sizeof s, &s) == 0;
+}
+
+}  // namespace tracepipe::record_bench

@@ -12,8 +12,9 @@
 //  1. max: the writer emits as fast as it can for --seconds; reports the
 //     emit rate, records written and dropped, recorder CPU ns per event.
 //  2. lossless: paced runs at decreasing rates (from the rate written at
-//     full speed down by 10% steps) until --repeats runs in a row lose nothing; the highest such
-//     rate is the lossless rate.
+//     full speed down by 10% steps) until --repeats runs in a row lose
+//     nothing; the highest such rate is the lossless rate (with --peers, it
+//     must also stay clean while the other side still searches).
 // Each figure is the median of --repeats runs, with min and max.
 // --peers lttng: LTTng-UST (bench/record/lttng_record.h: per-UID channel,
 // discard mode, default sub-buffers, consumer daemon pinned to CPU 1) is a
@@ -417,38 +418,41 @@ int main(int argc, char** argv) {
     std::sort(rates.begin(), rates.end());
     s.rate = rates[rates.size() / 2];
   }
-  // Lossless search, interleaved: each round runs every side still searching
-  // once at its own current rate; a run that loses anything moves that side
-  // 10% down and restarts its count of clean runs.
+  // Lossless search, interleaved: each round runs every side once at its
+  // own current rate; a run that loses anything moves that side 10% down and
+  // restarts its count of clean runs. A side that has had --repeats clean runs
+  // in a row keeps running at its rate while another side still searches (so
+  // that both meet the same noise to the end): a loss there reopens its search.
   for (int round = 0;; ++round) {
-    bool any = false;
+    bool searching = false;
+    for (const Side& s : sides) searching |= !s.done;
+    if (!searching) break;
     for (size_t k = 0; k < sides.size(); ++k) {
       Side& s = sides[(k + static_cast<size_t>(round)) % sides.size()];
-      if (s.done) continue;
-      any = true;
+      if (s.done && !s.found) continue;  // gave up: nothing to confirm
       Run r = s.run(s.rate);
       report_note(s, r);
       if (r.dropped == 0) {
         s.clean.push_back(r);
-        if (static_cast<int>(s.clean.size()) == repeats) {
+        if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
           fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6, repeats);
           s.done = s.found = true;
         }
         continue;
       }
-      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {}\n", s.name, s.rate / 1e6, r.dropped,
-                 s.clean.size() + 1);
+      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {}{}\n", s.name, s.rate / 1e6, r.dropped,
+                 s.clean.size() + 1, s.found ? " (search reopened)" : "");
       s.clean.clear();
+      s.done = s.found = false;
       s.rate *= 0.9;
       if (++s.steps >= 25 || s.rate < 1e5) s.done = true;
     }
-    if (!any) break;
   }
   for (const Side& s : sides) {
     if (s.found)
-      fmt::print("lossless      {:9} {:.2f} M events/s (one writer, {} runs of {} s)  consumer {} ns/event, {:.1f} "
-                 "bytes/event written\n",
-                 s.name, s.rate / 1e6, repeats, seconds,
+      fmt::print("lossless      {:9} {:.2f} M events/s (one writer, 0 lost in {} runs of {} s)  consumer {} ns/event, "
+                 "{:.1f} bytes/event written\n",
+                 s.name, s.rate / 1e6, s.clean.size(), seconds,
                  med(s.clean, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
                  static_cast<double>(s.clean[0].bytes) / static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)));
     else

@@ -259,25 +259,27 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   for (const auto& f : s.kept_files) std::filesystem::remove(f);
   std::filesystem::remove(out);
   if (rss.empty()) rss.push_back(rss_kb());
-  // Least-squares slope of RSS over the samples, in KiB per minute.
-  double mx = 0, my = 0, sxx = 0, sxy = 0;
-  const double k = static_cast<double>(rss.size());
-  for (size_t i = 0; i < rss.size(); ++i) mx += static_cast<double>(i + 1) / k, my += static_cast<double>(rss[i]) / k;
-  for (size_t i = 0; i < rss.size(); ++i) {
-    const double dx = static_cast<double>(i + 1) - mx;
-    sxx += dx * dx;
-    sxy += dx * (static_cast<double>(rss[i]) - my);
-  }
-  const double slope = sxx > 0 ? sxy / sxx * 60 : 0;
+  // Least-squares slope of RSS over samples [from, end), in KiB per minute.
+  auto slope = [&](size_t from) {
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    const double k = static_cast<double>(rss.size() - from);
+    for (size_t i = from; i < rss.size(); ++i) mx += static_cast<double>(i) / k, my += static_cast<double>(rss[i]) / k;
+    for (size_t i = from; i < rss.size(); ++i) {
+      const double dx = static_cast<double>(i) - mx;
+      sxx += dx * dx;
+      sxy += dx * (static_cast<double>(rss[i]) - my);
+    }
+    return sxx > 0 ? sxy / sxx * 60 : 0.0;
+  };
   const bool held = r.rate >= 0.99 * rate;
   fmt::print("steady {:.2f} M events/s asked, {:.2f} M/s emitted for {} s: emitted {}, written {}, dropped {}, "
              "unwritten {}{}\n",
              rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten,
              held ? "" : " (the writer could not hold the rate)");
-  fmt::print("RSS first {} KiB, last {} KiB, max {} KiB, slope {:+.1f} KiB/min over {} samples; {} files of {} MiB "
-             "(kept the last {})\n",
-             rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope, rss.size(), s.files,
-             rotate_mib, ro.max_files);
+  fmt::print("RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, {:+.1f} over "
+             "the second half; {} files of {} MiB (kept the last {})\n",
+             rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope(0), rss.size(),
+             slope(rss.size() / 2), s.files, rotate_mib, ro.max_files);
   return s.dropped == 0 && s.unwritten == 0 && held ? 0 : 1;
 }
 

@@ -70,13 +70,14 @@ TEST_CASE("record bench: the LTTng-UST side records a paced run whose counts the
   } catch (const peers::PeerUnavailable& e) {
     TP_SKIP(std::string("LTTng-UST cannot run here: ") + e.what());
   }
-  // 0.2 s at 200 000 events/s: 40 000 events, 2.4 MB, against 2 MiB of
-  // sub-buffers per CPU drained by a consumer daemon: nothing should be lost.
-  const record_bench::Run r = side->run(0.2, 200000, /*keep_trace=*/true);
+  // 0.2 s at 100 000 events/s: 20 000 events, 1.2 MB, fewer than the 2 MiB
+  // of sub-buffers per CPU hold, so nothing is lost however late the
+  // consumer daemon is scheduled on a loaded machine.
+  const record_bench::Run r = side->run(0.2, 100000, /*keep_trace=*/true);
   INFO("note: " << r.note);
   CHECK(r.note.empty());  // `lttng list` and the packet indexes agree
-  CHECK(r.emitted >= 20000);
-  CHECK(r.emitted <= 40000);
+  CHECK(r.emitted >= 10000);
+  CHECK(r.emitted <= 20000);
   CHECK(r.written + r.dropped == r.emitted);
   CHECK(r.dropped == 0);
   CHECK(r.bytes >= r.written * 56);  // every record holds the 56-byte payload
@@ -89,7 +90,7 @@ TEST_CASE("record bench: the LTTng-UST side records a paced run whose counts the
     CHECK(*counted == r.written);
   }
   // A second run in the same daemon: sessions are independent.
-  const record_bench::Run r2 = side->run(0.05, 200000);
-  CHECK(r2.emitted >= 5000);
+  const record_bench::Run r2 = side->run(0.05, 100000);
+  CHECK(r2.emitted >= 2500);
   CHECK(r2.written + r2.dropped == r2.emitted);
 }

@@ -211,6 +211,20 @@ int pin_process(pid_t pid, int cpu) {
   return pinned;
 }
 
+int set_fifo_priority(pid_t pid, int priority) {
+  sched_param sp{};
+  sp.sched_priority = priority;
+  int moved = 0;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(t.path().filename().c_str()));
+    if (tid > 0 && ::sched_setscheduler(tid, SCHED_FIFO, &sp) == 0) ++moved;
+  }
+  if (moved == 0)
+    throw std::runtime_error(fmt::format("cannot make process {} SCHED_FIFO {}: {}", pid, priority, std::strerror(errno)));
+  return moved;
+}
+
 uint64_t process_cpu_ns(pid_t pid) {
   clockid_t clock;
   timespec ts{};

@@ -64,6 +64,10 @@ std::string process_name(pid_t pid);
 /// so threads it starts later inherit the mask from their creator). Returns
 /// the number of threads pinned; throws std::runtime_error if none could be.
 int pin_process(pid_t pid, int cpu);
+/// Moves every thread of process `pid` to SCHED_FIFO at `priority` (1..99),
+/// as `chrt -a -f -p` does. Returns the number of threads moved; throws
+/// std::runtime_error if none could be (no CAP_SYS_NICE).
+int set_fifo_priority(pid_t pid, int priority);
 /// CPU time (user + system) of every thread of process `pid` so far, in ns:
 /// the same sum as utime + stime of /proc/PID/stat, read through the
 /// process's CPU clock (clock_getcpuclockid) for ns instead of 10 ms

@@ -39,8 +39,10 @@ std::optional<std::filesystem::path> LttngRecordSide::last_trace() const {
 std::string LttngRecordSide::description() const {
   return fmt::format(
       "LTTng-UST {} via {}; private lttng-sessiond pid {} ({}); channel per-UID, discard, default 4 x 512 KiB "
-      "sub-buffers per CPU, output on tmpfs; consumer and session daemons pinned to CPU {}, writer to CPU {}",
-      "2.13", probe_.path, daemon_->pid(), daemon_->isolation(), consumer_cpu, writer_cpu);
+      "sub-buffers per CPU, output on tmpfs; consumer and session daemons pinned to CPU {}{}, writer to CPU {}",
+      "2.13", probe_.path, daemon_->pid(), daemon_->isolation(), consumer_cpu,
+      consumer_fifo_priority != 0 ? fmt::format(" (consumer SCHED_FIFO {})", consumer_fifo_priority) : "",
+      writer_cpu);
 }
 
 Run LttngRecordSide::run(double seconds, double rate, bool keep_trace) {
@@ -56,6 +58,7 @@ Run LttngRecordSide::run(double seconds, double rate, bool keep_trace) {
   uint64_t cpu0 = 0;
   for (const pid_t c : consumers) {
     peers::pin_process(c, consumer_cpu);
+    if (consumer_fifo_priority != 0) peers::set_fifo_priority(c, consumer_fifo_priority);
     cpu0 += peers::process_cpu_ns(c);
   }
   Run r;

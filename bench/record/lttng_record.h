@@ -56,6 +56,10 @@ class LttngRecordSide {
 
   int writer_cpu = 0;
   int consumer_cpu = 1;
+  /// When non-zero: the consumer daemon's threads run SCHED_FIFO at this
+  /// priority, as tracepipe's recorder does with
+  /// RecorderOptions::realtime_priority (the bench's --realtime).
+  int consumer_fifo_priority = 0;
 
  private:
   LttngRecordSide() = default;

@@ -6,6 +6,8 @@
 //                          [--peers lttng [--lttng-plugin PATH] [--verify]]
 //   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512]  (RSS over a long run)
 //   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
+//   any of them with --realtime PRIO: the recorder thread (and LTTng's consumer
+//   daemon) SCHED_FIFO at PRIO, as perf record -r
 //
 // Writer pinned to CPU 0, recorder thread pinned to CPU 1, default buffer
 // sizes (1408 KiB per CPU, 4 KiB sub-buffers), drop-newest, 64-byte events.
@@ -138,6 +140,18 @@ void stop_listener() {
   std::filesystem::remove_all(g_listen_dir, ec);
 }
 
+// --realtime PRIO: the recorder thread (and LTTng's consumer daemon) run
+// SCHED_FIFO at PRIO; 0: the default policy.
+int g_realtime = 0;
+
+// The recorder's realtime_priority, where this recorder has one.
+template <class O>
+constexpr bool has_realtime = requires(O o) { o.realtime_priority; };
+template <class O>
+void set_realtime(O& ro) {
+  if constexpr (has_realtime<O>) ro.realtime_priority = g_realtime;
+}
+
 void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
   if (g_collector.empty()) ro.output = out;
   else ro.collector = g_collector;
@@ -152,6 +166,7 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   record::RecorderOptions ro;
   set_output(ro, out);
   ro.cpu = 1;
+  set_realtime(ro);
   record::Recorder rec(inst, ro);
   if (!rec.wait_ready(std::chrono::seconds(10))) fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
   Run r;
@@ -197,6 +212,7 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   if (to_null) ro.output = "/dev/null";
   else set_output(ro, out);
   ro.cpu = 1;
+  set_realtime(ro);
   ro.on_error = [](const std::string&) {};  // /dev/null cannot be truncated
   record::Recorder rec(inst, ro);
   (void)rec.wait_ready(std::chrono::seconds(10));
@@ -229,6 +245,7 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   record::RecorderOptions ro;
   ro.output = out;
   ro.cpu = 1;
+  set_realtime(ro);
   ro.max_file_bytes = rotate_mib << 20;
   ro.max_files = rotate_mib != 0 ? 4 : 0;
   record::Recorder rec(inst, ro);
@@ -334,10 +351,15 @@ int main(int argc, char** argv) {
     else if (a == "--collector") g_collector = v;
     else if (a == "--peers") peers = v;
     else if (a == "--lttng-plugin") plugin = v;
+    else if (a == "--realtime") g_realtime = std::atoi(v);
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 2;
     }
+  }
+  if (g_realtime != 0 && !has_realtime<record::RecorderOptions>) {
+    fmt::print(stderr, "--realtime: this recorder has no realtime_priority\n");
+    return 2;
   }
   if (!peers.empty() && peers != "lttng") {
     fmt::print(stderr, "--peers: only lttng is known\n");
@@ -360,7 +382,10 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       fmt::print("lttng-ust: skipped: {}\n", e.what());  // tracepipe's side still runs
     }
-    if (lttng) fmt::print("lttng-ust: {}\n", lttng->description());
+    if (lttng) {
+      lttng->consumer_fifo_priority = g_realtime;
+      fmt::print("lttng-ust: {}\n", lttng->description());
+    }
   }
   if (g_collector == "auto") {
     if (std::system("trace-cmd list -c >/dev/null 2>&1") != 0) {

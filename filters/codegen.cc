@@ -16,6 +16,7 @@ class ProgramBuilder {
 
  private:
   static void single_string(Program& prog);
+  static void single_cpu(Program& prog);
 };
 
 namespace {
@@ -237,7 +238,33 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
     }
   }
   if (n == 1 && prog->preds_[0].code == detail::Code::str_static) single_string(*prog);
+  if (n == 1 && prog->preds_[0].code == detail::Code::cpu_cmp) single_cpu(*prog);
   return prog;
+}
+
+// Program::single_cpu_: eval_other's int compare of the CPU with (int)val as
+// a range of cpu ^ 2^31, where signed order is unsigned order.
+void ProgramBuilder::single_cpu(Program& prog) {
+  const detail::Pred& p = prog.preds_[0];
+  const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(p.val));
+  const uint32_t b = static_cast<uint32_t>(v) ^ 0x80000000u;  // v's place in unsigned order
+  bool empty = false;
+  Program::SingleCpu sc;
+  switch (p.sub) {
+    case detail::Op::eq: sc.lo = b, sc.span = 0; break;
+    case detail::Op::ne: sc.lo = b + 1, sc.span = 0xfffffffeu; break;  // all but b, round the circle
+    case detail::Op::lt: empty = b == 0, sc.lo = 0, sc.span = b - 1; break;
+    case detail::Op::le: sc.lo = 0, sc.span = b; break;
+    case detail::Op::gt: empty = b == 0xffffffffu, sc.lo = b + 1, sc.span = 0xffffffffu - (b + 1); break;
+    case detail::Op::ge: sc.lo = b, sc.span = 0xffffffffu - b; break;
+    default: return;  // eval_other says false: the walk keeps it
+  }
+  // The verdict of the one-entry program for the predicate's result r.
+  auto verdict = [&](bool r) { return (r == static_cast<bool>(p.branch_if) ? p.target : 1) == 1; };
+  sc.verdict_in = verdict(!empty);
+  sc.verdict_out = verdict(false);
+  sc.on = true;
+  prog.single_cpu_ = sc;
 }
 
 // Program::single_str_: the bytes of the field that decide a whole-string

@@ -446,3 +446,46 @@ TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][
   CHECK(checked > 10000);
   CHECK(inline_paths > 1000);
 }
+
+// The inline path of one CPU compare (Program::single_cpu_: a range of the
+// CPU with its sign bit flipped) against the walk (explain() always walks),
+// for every operator, literals at and around the int limits, negation, and
+// context CPUs across the whole uint32 range (replay gives the recorded one).
+TEST_CASE("eval: one CPU compare inline agrees with the walk", "[filters][eval]") {
+  const Record rec(kFixed);
+  const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
+  const char* lits[] = {"-2147483648", "-2147483647", "-2", "-1", "0", "1", "2", "3",
+                        "2147483646", "2147483647", "0x100000001", "0xffffffff"};
+  const uint32_t cpus[] = {0, 1, 2, 3, 4, 0x7ffffffe, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff};
+  int checked = 0, trues = 0;
+  for (const char* op : ops) {
+    for (const char* lit : lits) {
+      for (const bool neg : {false, true}) {
+        const std::string inner = std::string("CPU ") + op + " " + lit;
+        const std::string expr = neg ? "!(" + inner + ")" : inner;
+        const CompileResult c = compile(expr, K());
+        REQUIRE(c.ok());
+        for (const uint32_t cpu : cpus) {
+          EvalContext ctx;
+          ctx.cpu = cpu;
+          INFO(expr << " cpu=" << cpu);
+          const bool m = c.program()->match(rec.span(), ctx);
+          CHECK(m == c.program()->explain(rec.span(), ctx).matched);
+          ++checked;
+          trues += m;
+        }
+      }
+    }
+  }
+  CHECK(checked == 6 * 12 * 2 * 11);
+  CHECK(trues > checked / 4);  // both verdicts are exercised
+  CHECK(trues < 3 * checked / 4);
+  // Spot values the kernel gives: int compare of the CPU with (int)val.
+  EvalContext one;
+  one.cpu = 1;
+  CHECK(must_compile("CPU >= 1", K())->match(rec.span(), one));
+  CHECK_FALSE(must_compile("CPU < 1", K())->match(rec.span(), one));
+  CHECK(must_compile("CPU > -1", K())->match(rec.span(), one));
+  CHECK(must_compile("CPU == 0x100000001", K())->match(rec.span(), one));
+  CHECK_FALSE(must_compile("!(cpu != 1)", K())->match(rec.span(), EvalContext{}));
+}

@@ -104,6 +104,22 @@ detail::Lane make_lane(const detail::Pred& p) {
   return l;
 }
 
+// Program::read_chunks_ of one predicate that reads bytes [begin, end) at
+// fixed positions (end <= begin: none, e.g. CPU or comm from the context);
+// a predicate that follows a __data_loc or __rel_loc word may read anywhere.
+uint64_t read_chunks_of(detail::Code code, uint32_t begin, uint32_t end) {
+  using detail::Code;
+  if (code == Code::str_data_loc || code == Code::str_rel_loc || code == Code::cpumask_vs_mask ||
+      code == Code::cpumask_vs_cpu)
+    return ~uint64_t{0};
+  uint64_t m = 0;
+  for (uint32_t b = begin / 8; end > begin && b <= (end - 1) / 8; ++b) {
+    if (b >= 63) return m | (uint64_t{1} << 63);
+    m |= uint64_t{1} << b;
+  }
+  return m;
+}
+
 }  // namespace
 
 std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
@@ -182,6 +198,7 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
       prog->masks_.insert(prog->masks_.end(), m.begin(), m.end());
     }
     prog->min_size_ = std::max(prog->min_size_, spec.end);
+    prog->read_chunks_ |= read_chunks_of(p.code, p.offset, spec.end);
     prog->needs_cpu_ |= p.code == detail::Code::cpu_cmp || p.code == detail::Code::cpu_in_mask;
     prog->preds_.push_back(p);
     prog->pred_text_.push_back(spec.text);
@@ -304,6 +321,7 @@ void ProgramBuilder::single_string(Program& prog) {
   ss.verdict_if_match = verdict(!static_cast<bool>(p.negate));
   ss.verdict_if_no_match = verdict(static_cast<bool>(p.negate));
   prog.single_str_ = ss;
+  prog.read_chunks_ |= read_chunks_of(detail::Code::str_static, ss.pos, ss.pos + (ss.two_words ? 16 : 8));
   prog.single_str_min_size_ = std::max<size_t>(prog.min_size_, size_t{ss.pos} + (ss.two_words ? 16 : 8));
 }
 

@@ -237,6 +237,12 @@ class Program {
   [[gnu::always_inline]] inline bool match_lazy(std::span<const std::byte> record,
                                                 const MakeCtx& make_ctx) const noexcept;
 
+  /// The inline part of match_lazy(): the verdict (1 pass, 0 reject) of a
+  /// one-compare or truth-table program on a record long enough for it, -1
+  /// otherwise (then call match() or match_lazy(), which give the same
+  /// verdict). Lets a caller keep the general evaluator's call off its path.
+  [[gnu::always_inline]] inline int match_inline(std::span<const std::byte> record) const noexcept;
+
   /// The program as a listing (see the worked example above). Allocates.
   std::string dump() const;
   /// Number of predicates (entries); 0 for the "0" filter (matches all).
@@ -246,6 +252,15 @@ class Program {
   /// True if a predicate reads EvalContext::cpu (CPU, cpu, common_cpu), so
   /// a caller may skip finding out the CPU otherwise.
   bool needs_cpu() const noexcept { return needs_cpu_; }
+  /// Which 8-byte chunks of the record any evaluation may read: bit b for
+  /// bytes [8b, 8b + 8), bit 63 for byte 504 onwards; every bit when a
+  /// predicate follows a __data_loc / __rel_loc word (it may read anywhere).
+  /// A writer may build only the fields that overlap these chunks before
+  /// calling match() (EventDecl::trace's stack staging, core/instance/fast_path.h):
+  /// bytes outside them never change the verdict. The single-string fast
+  /// path's 8- or 16-byte loads are included, so every byte loaded for the
+  /// verdict lies in a chunk (masked-out bytes included). 0 for "0".
+  uint64_t read_chunks() const noexcept { return read_chunks_; }
 
   /// For tests and tools: the verdict plus the indices of the predicates that
   /// were evaluated, in order (shows short-circuiting). Allocates.
@@ -291,6 +306,7 @@ class Program {
   /// (compare_width 4: int, u32, pid_t), else SIZE_MAX: the commonest filter
   /// then costs one size compare, without a test of the width.
   size_t single32_min_size_ = SIZE_MAX;
+  uint64_t read_chunks_ = 0;  ///< read_chunks(): beside the fast path's fields, loaded with them
   detail::Lane single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
   /// One-predicate programs on a char[N] field whose match (an "==" / "!="
   /// of the whole string, or a "~" prefix "abc*") needs at most 16 of its
@@ -437,6 +453,31 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
 
 inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
   return match_lazy(record, [&ctx]() -> const EvalContext& { return ctx; });
+}
+
+inline int Program::match_inline(std::span<const std::byte> record) const noexcept {
+  // The first steps of match_lazy(), in the same order.
+  if (record.size() >= single32_min_size_) [[likely]]
+    return detail::compare_in<uint32_t>(single_, record.data());
+  if (record.size() >= single_min_size_) [[likely]]
+    return detail::eval_single(single_, record.data());
+  if (record.size() >= single_str_min_size_) [[likely]]
+    return eval_single_string(record.data());
+  if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
+    const detail::Lane* l = lanes_.data();
+    const std::byte* rec = record.data();
+    switch (lane_count_) {
+      case 1: return table_lookup(detail::eval_lanes<1>(l, rec));
+      case 2: return table_lookup(detail::eval_lanes<2>(l, rec));
+      case 3: return table_lookup(detail::eval_lanes<3>(l, rec));
+      case 4: return table_lookup(detail::eval_lanes<4>(l, rec));
+      case 5: return table_lookup(detail::eval_lanes<5>(l, rec));
+      case 6: return table_lookup(detail::eval_lanes<6>(l, rec));
+      case 7: return table_lookup(detail::eval_lanes<7>(l, rec));
+      default: return table_lookup(detail::eval_lanes<8>(l, rec));
+    }
+  }
+  return -1;
 }
 
 template <class MakeCtx>

@@ -65,6 +65,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -128,9 +129,27 @@ constexpr std::string_view printf_conv() {
 constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 /// memcpy for short runtime lengths without a library call: overlapping
-/// 8- or 4-byte moves up to 16 bytes, a call beyond.
+/// 16-, 8- or 4-byte moves up to 64 bytes, a call beyond. (A library call
+/// here would make the whole out-of-line trace path keep its arguments in
+/// callee-saved registers: pushes and pops on every event.)
 [[gnu::always_inline]] inline void copy_short(std::byte* dst, const char* src, size_t n) noexcept {
-  if (n >= 8 && n <= 16) {
+  if (n > 16 && n <= 64) {
+    struct B16 {
+      uint64_t a, b;
+    };
+    B16 x, y;
+    std::memcpy(&x, src, 16);
+    std::memcpy(&y, src + n - 16, 16);
+    if (n > 32) {
+      B16 p, q;
+      std::memcpy(&p, src + 16, 16);
+      std::memcpy(&q, src + n - 32, 16);
+      std::memcpy(dst + 16, &p, 16);
+      std::memcpy(dst + n - 32, &q, 16);
+    }
+    std::memcpy(dst, &x, 16);
+    std::memcpy(dst + n - 16, &y, 16);
+  } else if (n >= 8 && n <= 16) {
     uint64_t a, b;
     std::memcpy(&a, src, 8);
     std::memcpy(&b, src + n - 8, 8);
@@ -146,6 +165,33 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
     for (size_t i = 0; i < n; ++i) dst[i] = static_cast<std::byte>(src[i]);
   } else {
     std::memcpy(dst, src, n);
+  }
+}
+
+/// The first n <= 16 bytes of src as two little-endian words, zero-filled
+/// past n, read without touching a byte at or after src + n (overlapping
+/// loads, as copy_short). Chars<N <= 16> stores these words: each record
+/// byte then comes from one store, so a filter's load of the field (8 or 16
+/// bytes, filters/program.h: eval_single_string) is forwarded from the store
+/// buffer; zero-filling and then copying over it made such a load span two
+/// stores, which cannot be forwarded (a stall of several ns per event).
+[[gnu::always_inline]] inline void load_short(const char* src, size_t n, uint64_t (&w)[2]) noexcept {
+  w[1] = 0;
+  if (n >= 8) {
+    uint64_t b;
+    std::memcpy(&w[0], src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    if (n > 8) w[1] = b >> (8 * (16 - n));  // bytes [8, n) of src, n <= 16
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    w[0] = uint64_t{a} | (uint64_t{b} << (8 * (n - 4)));  // the overlap ORs equal bytes
+  } else if (n > 0) {
+    const auto at = [&](size_t i) { return uint64_t{static_cast<unsigned char>(src[i])} << (8 * i); };
+    w[0] = at(0) | at(n / 2) | at(n - 1);
+  } else {
+    w[0] = 0;
   }
 }
 
@@ -214,8 +260,23 @@ struct Chars {
   static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
   [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
     const size_t n = std::min<size_t>(v.size(), N);
-    detail::zero_fixed<N>(rec + off);  // a few vector stores
-    detail::copy_short(rec + off, v.data(), n);
+    if constexpr (std::endian::native == std::endian::little) {
+      // The first 16 bytes built in registers and stored once (see
+      // load_short): a filter reads at most these from a char array on its
+      // inline path; the rest zeroed, then copied over.
+      uint64_t w[2];
+      detail::load_short(v.data(), std::min<size_t>(n, 16), w);
+      if constexpr (N <= 16) {
+        std::memcpy(rec + off, w, N);
+      } else {
+        std::memcpy(rec + off, w, 16);
+        detail::zero_fixed<N - 16>(rec + off + 16);
+        if (n > 16) detail::copy_short(rec + off + 16, v.data() + 16, n - 16);
+      }
+    } else {
+      detail::zero_fixed<N>(rec + off);  // a few vector stores
+      detail::copy_short(rec + off, v.data(), n);
+    }
   }
 };
 
@@ -291,6 +352,46 @@ struct EventDecl {
     note(end, fixed_size);
     return g;
   }();
+
+  // Program::read_chunks() bits (8-byte chunks of the record; bit 63 for
+  // byte 504 on) that bytes [begin, end) overlap.
+  static constexpr uint64_t chunks_of(uint32_t begin, uint32_t end) {
+    uint64_t m = 0;
+    for (uint32_t b = begin / 8; end > begin && b <= (end - 1) / 8; ++b) m |= uint64_t{1} << (b < 63 ? b : 63);
+    return m;
+  }
+  static constexpr std::array<uint64_t, sizeof...(Fields)> kFieldChunks = [] {
+    std::array<uint64_t, sizeof...(Fields)> c{};
+    size_t i = 0;
+    ((c[i] = chunks_of(offsets[i], offsets[i] + Fields::size), ++i), ...);
+    return c;
+  }();
+  static constexpr std::array<uint64_t, sizeof...(Fields) + 1> kGapChunks = [] {
+    std::array<uint64_t, sizeof...(Fields) + 1> c{};
+    for (uint32_t g = 0; g < kGaps.count; ++g) c[g] = chunks_of(kGaps.at[g], kGaps.at[g] + kGaps.len[g]);
+    return c;
+  }();
+
+  /// write_fields() for the fields and gaps that overlap `chunks` only (the
+  /// common header is not written). Unrolled at compile time: one test of
+  /// `chunks` per field and gap. Fixed-size events only.
+  [[gnu::always_inline]] static void write_fields_in(std::byte* rec, uint64_t chunks,
+                                                     typename Fields::arg_type... v) noexcept {
+    static_assert(!has_dynamic);
+    [&]<size_t... G>(std::index_sequence<G...>) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      ((void)((kGapChunks[G] & chunks) != 0 &&
+              (std::memset(rec + kGaps.at[G], 0, kGaps.len[G]), true)),
+       ...);
+    }(std::make_index_sequence<kGaps.count>{});
+    uint32_t dyn = fixed_size;
+    [&]<size_t... I>(std::index_sequence<I...>) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      ((void)((kFieldChunks[I] & chunks) != 0 && (Fields::put(rec, offsets[I], dyn, v), true)), ...);
+    }(std::index_sequence_for<Fields...>{});
+  }
+
+  /// Fixed-size records of at most 512 bytes take the stack lane of
+  /// trace() (Instance::stage_on_stack, core/instance/fast_path.h).
+  static constexpr bool kStackStaged = !has_dynamic && fixed_size <= 512;
 
  public:
 
@@ -389,7 +490,45 @@ struct EventDecl {
   /// [[gnu::cold]], because when tracing is on this is the hot path and GCC
   /// optimises cold functions for size. Called by TRACEPIPE_TRACE.
   /// Mirrors include/linux/tracepoint.h: __DO_TRACE (the probe iteration).
+  ///
+  /// (D4) A fixed-size event enabled in one instance, filtered, staged per
+  /// thread, without triggers or soft-disable (the commonest filtered
+  /// tracepoint) takes the stack lane first: the record is staged on this
+  /// call's stack (Instance::stage_on_stack). Everything else, and an
+  /// unregistered thread, goes to trace_fan_out() after the lane's scope
+  /// ended: a tail call, so the lane's frame stays small.
   [[gnu::noinline]] static void trace_slow_path(typename Fields::arg_type... v) noexcept {
+    if constexpr (kStackStaged) {
+      if (trace_one_on_stack(v...)) return;
+    }
+    trace_fan_out(v...);
+  }
+
+  /// The stack lane of (D4); false (nothing done, no scope left open) when it
+  /// does not apply.
+  [[gnu::always_inline]] static bool trace_one_on_stack(typename Fields::arg_type... v) noexcept {
+    ThreadContext* ctx = detail::tl_context;
+    if (ctx == nullptr) [[unlikely]]
+      return false;
+    WriterScope scope(*ctx);  // (D3)
+    const detail::Subscribers* subs = listeners_.load(std::memory_order_acquire);
+    if (subs == nullptr) return true;  // disabled since enabled() looked
+    if (subs == &detail::kCheckDescriptorWord || subs->count != 1) [[unlikely]]
+      return false;  // (D2), or several instances
+    detail::EventState& st = *subs->states[0];
+    const uint32_t flags = st.flags.load(std::memory_order_acquire);
+    if (!detail::InstanceAccess::stages_on_stack(flags)) [[unlikely]]
+      return false;
+    const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      write_fields_in(rec, chunks, v...);
+    };
+    detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, scope.depth(), build);
+    return true;
+  }
+
+  /// The general fan-out: every subscribed instance in one WriterScope
+  /// (the stack lane per instance where (D4) holds, else the emit's path).
+  [[gnu::noinline]] static void trace_fan_out(typename Fields::arg_type... v) noexcept {
     // (D1) listeners_ is the descriptor's own word: read it directly, without
     // the registered_ -> descriptor -> word chain (two dependent loads, about
     // 1 ns here). Only in case (D2) does the descriptor hold another word.
@@ -418,13 +557,24 @@ struct EventDecl {
       write_fields(rec.data(), v...);
     };
     const uint32_t depth = scope.depth();
-    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
-      detail::EventState& st = *subs->states[0];
+    const auto one = [&](detail::EventState& st) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      if constexpr (kStackStaged) {
+        const uint32_t flags = st.flags.load(std::memory_order_acquire);
+        if (detail::InstanceAccess::stages_on_stack(flags)) {
+          const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+            write_fields_in(rec, chunks, v...);
+          };
+          detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, depth, build);
+          return;
+        }
+      }
       detail::InstanceAccess::emit_to_state_in_scope(st, *ctx, depth, size, fill);
+    };
+    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
+      one(*subs->states[0]);
       return;
     }
-    for (uint32_t i = 0; i < subs->count; ++i)
-      detail::InstanceAccess::emit_to_state_in_scope(*subs->states[i], *ctx, depth, size, fill);
+    for (uint32_t i = 0; i < subs->count; ++i) one(*subs->states[i]);
   }
 
   /// Instantiated by desc() (and so by emit(), trace(), enabled() and

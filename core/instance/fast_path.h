@@ -365,6 +365,49 @@ template <class Writer, class Hooks>
   return direct(soft, [adaptive_direct]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { return adaptive_direct; });
 }
 
+// The stack lane (top of instance.h). The steps keep the labels of the
+// staged path: (R6) filter, (R7) copy on accept, (R8) discard on reject.
+template <uint32_t Size, class Build>
+[[gnu::always_inline]] inline void Instance::stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+                                                            uint32_t depth, const Build& build) noexcept {
+  static_assert(Size >= sizeof(CommonHeader) && Size <= kMaxStagedRecord);
+  // This call's own staging buffer: a signal handler's emit has its own
+  // frame (F2). Only the bytes the filter reads are written before it runs.
+  // At least 32 bytes: GCC cannot see that the filter's 8- and 16-byte
+  // string loads stay inside a small record (match_inline checks the size)
+  // and warned of an access past a 12-byte array.
+  alignas(8) std::byte rec[Size < 32 ? 32 : Size];
+  const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+  const uint64_t need = prog->read_chunks();
+  const auto header = [&]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    uint64_t hdr = detail::header_word(st.type, ctx.tid);
+    if ((depth | ctx.in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]] {
+      // nested_header_bits() inline: no call on the lane (see commit_from_stack)
+      const uint64_t preempt = depth < 15 ? depth : 15;
+      hdr |= (uint64_t{TraceFlag::hardirq} << 16) | (preempt << 24);
+    }
+    std::memcpy(rec, &hdr, sizeof hdr);
+  };
+  if ((need & 1) != 0) header();  // a common_* field is read
+  build(rec, need);
+  int verdict = prog->match_inline({rec, Size});  // (R6) one compare, a string prefix, a truth table
+  if (verdict < 0) [[unlikely]] {
+    // The general evaluator is a call: finish the record first, so that
+    // nothing the lane holds in registers is needed after it.
+    if ((need & 1) == 0) header();
+    build(rec, ~need);
+    filter_from_stack(*prog, st, flags, ctx, {rec, Size});  // (R6..R8)
+    return;
+  }
+  if (verdict == 0) {
+    counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);  // (R8) nothing else touched
+    return;
+  }
+  if ((need & 1) == 0) header();
+  build(rec, ~need);  // the fields the filter did not read (a field in both sets: the same bytes again)
+  commit_from_stack(st, flags, ctx, {rec, Size});  // (R7)
+}
+
 template <class Writer, class Hooks>
 [[gnu::always_inline]] inline EmitResult Instance::dispatch(detail::EventState& st, uint32_t size, uint32_t cpu,
                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {

@@ -235,6 +235,46 @@ void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) 
 }
 }  // namespace
 
+// The stack lane's accept (fast_path.h: stage_on_stack): the staged path's
+// (R7), from the caller's frame instead of a slot.
+void Instance::commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+                                 std::span<const std::byte> rec) noexcept {
+  auto& c = thread_counters(ctx, st.counters).v;
+  uint32_t wcpu = 0;  // cpu_local rings read the CPU themselves
+  if (!cpu_local_) {
+    wcpu = current_cpu();
+    if (wcpu >= ncpu_) [[unlikely]]
+      wcpu %= ncpu_;
+  }
+  const auto size = static_cast<uint32_t>(rec.size());
+  const buffers::Reservation rr = ring_reserve(wcpu, size);  // stamped here (F1)
+  if (!rr) [[unlikely]] {
+    counter_add(c[detail::slot::lost_staged]);
+    return;
+  }
+  detail::copy_record(rr.payload().data(), rec.data(), size);
+  ring_commit(rr);
+  counter_add(c[detail::slot::kept_staged]);
+  if ((flags & detail::EventState::kAdaptive) != 0 &&
+      (c[detail::slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
+    adaptive_check_staged(st, c);
+}
+
+// The stack lane's filter when the program has no inline verdict: the
+// context (CPU, comm) as the staged path's EvalContextMaker makes it.
+void Instance::filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
+                                 ThreadContext& ctx, std::span<const std::byte> rec) noexcept {
+  const bool accept = prog.match_lazy(rec, [&]() {
+    uint32_t cpu = current_cpu();
+    if (!cpu_local_ && cpu >= ncpu_) cpu %= ncpu_;
+    return filters::EvalContext{cpu, ctx.comm_view()};
+  });
+  if (accept)
+    commit_from_stack(st, flags, ctx, rec);
+  else
+    counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);
+}
+
 // Called only for adaptive events (the lane tests kAdaptive, which is set
 // when the event's state is made and never cleared).
 void Instance::adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {

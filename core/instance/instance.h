@@ -22,6 +22,15 @@
 //                                   ├─ reject ─▶ ring.discard   (reclaimed if last, else padding)
 //                                   └─ accept ─▶ ring.commit
 //
+//   EventDecl::trace / TRACEPIPE_TRACE of a fixed-size event (<= 512 bytes),
+//   filtered, per-thread staging, no triggers, not soft-disabled (the stack
+//   lane, stage_on_stack below; the kernel evaluates its filter on the temp
+//   buffer, LTTng-UST its filter bytecode on the probe's arguments):
+//     build on the caller's stack only the fields the filter reads
+//     (Program::read_chunks) ─▶ filter
+//        ├─ reject ─▶ count, return                  (no slot, no ring, no clock)
+//        └─ accept ─▶ build the other fields ─▶ ring.reserve + copy + commit
+//
 // Mirrors kernel/trace/trace.c: trace_event_buffer_lock_reserve and
 // __buffer_unlock_commit / __trace_event_discard_commit (commit 0fc1b09ff1ff,
 // "tracing: Use temp buffer when filtering events"). User guide: docs/instance.md
@@ -37,6 +46,10 @@
 //     the ring BEFORE the outer one, with a smaller or equal stamp (the outer
 //     one is stamped at its copy). Per-CPU stamps stay non-decreasing in
 //     buffer order (the ring buffer's I5).
+//     The stack lane has no slot to find busy: a nested emit stages on its
+//     own frame, and is counted staged, not nested. Its order is the same:
+//     the outer record enters the ring at its copy, after any nested one
+//     that completed before.
 //  F3 A claim remembers its slot: a thread that migrates between claim and
 //     release builds in, filters, copies from and releases the slot it
 //     claimed; the copy goes to the ring of the CPU it runs on at copy time.
@@ -461,6 +474,25 @@ class Instance {
     return emit_in_scope(state, flags, ctx, depth, size, 0, false, w, hooks);
   }
 
+  /// The stack lane (see the top of this file): `build(rec, chunks)` writes
+  /// the fields (not the header) of a Size-byte record that overlap
+  /// `chunks` (Program::read_chunks() bits). For st.flags ==
+  /// stages_on_stack(); the caller holds a WriterScope on `ctx` of depth
+  /// `depth`. Counted as a staged emit (kept, rejected or lost).
+  template <uint32_t Size, class Build>
+  [[gnu::always_inline]] void stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+                                             uint32_t depth, const Build& build) noexcept;
+  /// Its accept: copies the built record into the ring (stamped there, F1)
+  /// and counts it, as the staged path's (R7). Out of line: the lane's
+  /// reject path then needs no callee-saved register.
+  [[gnu::noinline]] void commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+                                           std::span<const std::byte> rec) noexcept;
+  /// Its filter for programs without an inline verdict (match_lazy with
+  /// the emit's context), then the reject's count or commit_from_stack: one
+  /// call, after which the lane needs nothing it held.
+  [[gnu::noinline]] void filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
+                                           ThreadContext& ctx, std::span<const std::byte> rec) noexcept;
+
   template <class Writer, class Hooks>
   EmitResult emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
@@ -529,6 +561,19 @@ struct InstanceAccess {
   [[gnu::always_inline]] static EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx,
                                                                   uint32_t depth, uint32_t size, Fill& fill) noexcept {
     return state.instance->emit_to_state_in_scope(state, ctx, depth, size, fill);
+  }
+  /// The stack lane's condition on st.flags: enabled, filtered, staged in
+  /// the thread's slot (per_thread, or adaptive while it stages), no
+  /// triggers (they see the whole record), not soft-disabled.
+  [[gnu::always_inline]] static constexpr bool stages_on_stack(uint32_t flags) noexcept {
+    constexpr uint32_t lane = EventState::kEnabled | EventState::kFiltered | EventState::kThreadStaging;
+    return (flags & (lane | EventState::kSoftDisabled | EventState::kTriggered)) == lane;
+  }
+  /// EventDecl::trace's stack lane (Instance::stage_on_stack).
+  template <uint32_t Size, class Build>
+  [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
+                                                    const Build& build) noexcept {
+    st.instance->stage_on_stack<Size>(st, flags, ctx, depth, build);
   }
   static Stager& stager(Instance& instance) noexcept { return instance.stager_; }
   /// The event's state in `instance`, made if needed (control plane: takes

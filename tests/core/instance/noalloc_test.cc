@@ -1,6 +1,7 @@
 // Proof of invariant F6: no allocation, lock or system call on the write
 // path, on every path (unfiltered, staged reject/accept, direct
-// reject/accept, adaptive, nested fallback, tracepoint fan-out, raw replay,
+// reject/accept, adaptive, nested fallback, tracepoint fan-out and its stack
+// lane, raw replay,
 // sub-buffer switches and overwrite recycling).
 //
 //  * allocations: malloc/calloc/realloc/aligned_alloc/posix_memalign and
@@ -38,6 +39,12 @@ namespace {
 
 using tp_test::enter_syscall_jail;  // tests/support/syscall_jail.h
 
+// Enabled in one instance only: TRACEPIPE_TRACE takes the stack lane
+// ((D4) in core/instance/event_decl.h) for it: an inline verdict, and the
+// general evaluator (filter_from_stack).
+using Lone = EventDecl<"tpnoalloc", "lone", Int<"value", uint32_t>, Chars<"name", 16>>;
+using LoneGeneral = EventDecl<"tpnoalloc", "lone_general", Int<"value", uint32_t>, Chars<"name", 16>>;
+
 // A set of instances that exercises every path of the write path.
 struct Rig {
   Instance unfiltered{opts(Staging::per_thread, BufferMode::overwrite, 16)};
@@ -63,6 +70,10 @@ struct Rig {
         REQUIRE(i->set_filter(Other::desc(), "msg ~ \"keep*\"").ok());
       }
     }
+    per_thread.enable(Lone::desc());
+    REQUIRE(per_thread.set_filter(Lone::desc(), "value & 1").ok());
+    adaptive.enable(LoneGeneral::desc());
+    REQUIRE(adaptive.set_filter(LoneGeneral::desc(), "name ~ \"*ee*\" || value == 3").ok());
   }
 
   // Emits `n` rounds on every path; returns how many emits ran.
@@ -82,7 +93,9 @@ struct Rig {
       Nested::trace(i);  // tracepoint fan-out (no instance has it enabled: one load)
       Sample::trace(i, i, "fan out");  // into all five instances
       TRACEPIPE_TRACE(Sample, i, i + 1, "macro");  // the same through the macro
-      count += 7;
+      TRACEPIPE_TRACE(Lone, i, (i & 2) ? "keep" : "drop");         // stack lane, inline verdict
+      TRACEPIPE_TRACE(LoneGeneral, i, (i & 4) ? "keep" : "drop");  // stack lane, general evaluator
+      count += 9;
       if (i % 64 == 0) {
         // Force the nested fallback: hold this thread's slot, emit, release.
         auto held = tracepipe::detail::InstanceAccess::stager(per_thread).thread_slots().try_claim(0, 8);
@@ -122,6 +135,12 @@ TEST_CASE("noalloc: the write path allocates nothing and takes no lock", "[core]
   CHECK(rig.adaptive.event_stats(Sample::desc()).staged > 0);
   CHECK(rig.per_cpu.event_stats(Other::desc()).staged > 0);
   CHECK(rig.unfiltered.event_stats(Sample::desc()).unfiltered > 0);
+  // The stack lane: kept and rejected, both verdict kinds, nothing direct.
+  for (const EventStats& s : {rig.per_thread.event_stats(Lone::desc()), rig.adaptive.event_stats(LoneGeneral::desc())}) {
+    CHECK(s.kept > 0);
+    CHECK(s.discarded > 0);
+    CHECK(s.staged == s.emitted());
+  }
   uint64_t switches = 0, overrun = 0;
   for (const auto& s : rig.unfiltered.cpu_stats()) {
     switches += s.subbuf_switches;

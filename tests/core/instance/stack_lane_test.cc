@@ -1,0 +1,221 @@
+// The stack lane of EventDecl::trace / TRACEPIPE_TRACE ((D4) in
+// core/instance/event_decl.h, Instance::stage_on_stack in fast_path.h): a
+// fixed-size filtered event staged per thread is built on the caller's stack,
+// only the fields the filter reads before it decides. Checked here against
+// the path it replaces (the thread's staging slot, which EventDecl::emit
+// still takes): the same records byte for byte, the same counts, and nesting
+// from a signal handler raised in the middle of the lane's build.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "test_events.h"
+#include "test_support.h"
+
+using namespace tracepipe;
+using namespace tp_core_test;
+
+namespace {
+
+// Alignment gaps (after `flag`, after `name`), a short and a long char
+// array, signed and unsigned integers: 8 + 1 + 1 (gap) + 2 + 4 + 16 + 5 + 3
+// (gap) + 8 + 24 = 72 bytes.
+using Wide = EventDecl<"tplane", "wide", Int<"flag", uint8_t>, Int<"code", int16_t>, Int<"id", uint32_t>,
+                       Chars<"name", 16>, Chars<"tag", 5>, Int<"big", int64_t>, Chars<"text", 24>>;
+static_assert(Wide::fixed_size == 72);
+
+// The texts cover each branch of load_short / copy_short: empty, 1..3, 4..7,
+// 8, 9..16, longer than the field.
+const std::vector<std::string> kTexts = {"",        "a",        "ab",        "abc",     "abcd",
+                                         "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
+                                         "abcdefghijklmnopqrstuvwxyz0123456789"};
+
+void trace_wide(uint32_t i) {
+  const std::string& t = kTexts[i % kTexts.size()];
+  const std::string& u = kTexts[(i / 3) % kTexts.size()];
+  TRACEPIPE_TRACE(Wide, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i, t, u,
+                  static_cast<int64_t>(i) * -1000003, u + t);
+}
+
+[[gnu::noinline]] void emit_wide(Instance& inst, uint32_t i) {
+  const std::string& t = kTexts[i % kTexts.size()];
+  const std::string& u = kTexts[(i / 3) % kTexts.size()];
+  (void)Wide::emit(inst, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i, t, u,
+                   static_cast<int64_t>(i) * -1000003, u + t);
+}
+
+// Records without their time stamps, in buffer order.
+std::vector<std::vector<std::byte>> bytes_of(Instance& inst) {
+  std::vector<std::vector<std::byte>> out;
+  for (const Rec& r : drain(inst)) out.push_back(r.bytes);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stack lane: accepted records are byte-identical to the slot's, rejects counted the same",
+          "[core][stack_lane]") {
+  // Filters that read the header, one integer, a char array (inline string
+  // path), several integers (truth table), and mixes that need the general
+  // evaluator (filter_from_stack) or the context, each accepting some
+  // records and rejecting others.
+  const std::vector<std::string> filters = {
+      "id & 1",                                      // one integer compare
+      "common_pid != 0 && id < 7",                   // the header (common_pid) and a field: truth table
+      "name ~ \"abc*\"",                             // char[16] prefix (inline string path)
+      "tag == \"abcd\"",                             // char[5] whole string
+      "text ~ \"*mno*\"",                            // general evaluator (filter_from_stack)
+      "big < -5000000 || name == \"abcdefgh\"",      // general: integer or string
+      "flag == 3 || code == -4 || id == 9",          // three lanes
+      "CPU >= 0 && id != 2",                         // reads the CPU from the context
+      "comm != \"no such thread\" && big > -9000000",  // comm from the context
+  };
+  for (const std::string& f : filters) {
+    SECTION(f) {
+      // lane: per_thread staging, reached by TRACEPIPE_TRACE (one subscriber);
+      // slot: per_thread staging too, reached by EventDecl::emit.
+      Instance lane(small_options(Staging::per_thread));
+      Instance slot(small_options(Staging::per_thread));
+      lane.enable(Wide::desc());
+      slot.enable(Wide::desc());
+      REQUIRE(lane.set_filter(Wide::desc(), f).ok());
+      REQUIRE(slot.set_filter(Wide::desc(), f).ok());
+      // The lane sees only its instance: `slot` has the event enabled too,
+      // so trace() would fan out to both. Emit into `slot` first, then
+      // disable it there while tracing into `lane`.
+      for (uint32_t i = 0; i < 200; ++i) emit_wide(slot, i);
+      slot.enable(Wide::desc(), false);
+      for (uint32_t i = 0; i < 200; ++i) trace_wide(i);
+
+      const auto a = bytes_of(lane), b = bytes_of(slot);
+      CHECK(a == b);
+      CHECK_FALSE(a.empty());
+      CHECK(a.size() < 200);
+      const EventStats sa = lane.event_stats(Wide::desc()), sb = slot.event_stats(Wide::desc());
+      CHECK(sa.kept == sb.kept);
+      CHECK(sa.discarded == sb.discarded);
+      CHECK(sa.kept == a.size());
+      CHECK(sa.staged == 200);
+      CHECK(sb.staged == 200);
+      CHECK(sa.direct == 0);
+      CHECK(sa.ring_discards == 0);
+      CHECK(sa.lost == 0);
+      CHECK(lane.ring_attempts() == total_accounted(lane));
+    }
+  }
+}
+
+TEST_CASE("stack lane: fan-out to two instances, each with its own filter", "[core][stack_lane]") {
+  Instance odd(small_options(Staging::per_thread));
+  Instance small(small_options(Staging::adaptive));  // stages at first: the lane too
+  odd.enable(Wide::desc());
+  small.enable(Wide::desc());
+  REQUIRE(odd.set_filter(Wide::desc(), "id & 1").ok());
+  REQUIRE(small.set_filter(Wide::desc(), "id < 10").ok());
+  for (uint32_t i = 0; i < 40; ++i) trace_wide(i);
+  const auto ro = drain(odd), rs = drain(small);
+  REQUIRE(ro.size() == 20);
+  REQUIRE(rs.size() == 10);
+  for (size_t k = 0; k < ro.size(); ++k) CHECK(ro[k].at<uint32_t>(Wide::offsets[2]) == 2 * k + 1);
+  for (size_t k = 0; k < rs.size(); ++k) CHECK(rs[k].at<uint32_t>(Wide::offsets[2]) == k);
+  CHECK(odd.event_stats(Wide::desc()).discarded == 20);
+  CHECK(small.event_stats(Wide::desc()).discarded == 30);
+  CHECK(odd.event_stats(Wide::desc()).staged == 40);
+  CHECK(small.event_stats(Wide::desc()).staged == 40);
+}
+
+namespace {
+
+// An integer field whose put() raises SIGUSR1 once when armed: a signal in
+// the middle of the lane's build, before the filter (the filter reads this
+// field) or after it (it does not).
+std::atomic<bool> g_armed{false};
+template <FixedString Name>
+struct RaisingInt : Int<Name, uint32_t> {
+  [[gnu::noinline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn, uint32_t v) noexcept {
+    if (g_armed.exchange(false)) raise(SIGUSR1);
+    Int<Name, uint32_t>::put(rec, off, dyn, v);
+  }
+};
+// value in chunk 1 (bytes 8..16), probe in chunk 3 (24..32): a filter on
+// one does not build the other before it decides.
+using Outer = EventDecl<"tplane", "outer", Int<"value", uint32_t>, Chars<"pad", 16>, RaisingInt<"probe">>;
+using Inner = EventDecl<"tplane", "inner", Int<"value", uint32_t>, Chars<"pad", 16>>;
+
+void handler(int) { TRACEPIPE_TRACE(Inner, 1u, "nested"); }
+
+struct Handler {
+  struct sigaction old {};
+  Handler() {
+    struct sigaction sa {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &old);
+  }
+  ~Handler() { sigaction(SIGUSR1, &old, nullptr); }
+};
+
+}  // namespace
+
+TEST_CASE("stack lane: an event from a signal handler in the middle of the lane", "[core][stack_lane]") {
+  // "probe == 7": the signal comes while the lane builds the filter's
+  // fields; "value == 7": after the filter accepted, while it builds the rest.
+  for (const char* f : {"probe == 7", "value == 7"}) {
+    SECTION(f) {
+      prepare_thread();
+      const uint32_t cpu = current_cpu();
+      tp_test::PinToCpu pin(cpu);  // both records in one CPU's buffer, in buffer order
+      REQUIRE(pin.ok());
+      Handler h;
+      Instance inst(small_options(Staging::per_thread));
+      inst.enable(Outer::desc());
+      inst.enable(Inner::desc());
+      REQUIRE(inst.set_filter(Outer::desc(), f).ok());
+      REQUIRE(inst.set_filter(Inner::desc(), "value == 1").ok());
+      g_armed = true;
+      TRACEPIPE_TRACE(Outer, 7u, "outer", 7u);
+      CHECK_FALSE(g_armed.load());  // it fired
+      const auto recs = drain_cpu(inst, cpu);
+      REQUIRE(recs.size() == 2);
+      // The nested record lands first (the outer one is copied into the ring
+      // after its build ends), marked as interrupting: hardirq, depth 1.
+      CHECK(recs[0].header().common_type == Inner::desc().id());
+      CHECK((recs[0].header().common_flags & TraceFlag::hardirq) != 0);
+      CHECK(recs[0].header().common_preempt_count == 1);
+      CHECK(recs[1].header().common_type == Outer::desc().id());
+      CHECK(recs[1].header().common_flags == 0);
+      CHECK(recs[1].header().common_preempt_count == 0);
+      CHECK(recs[0].ts <= recs[1].ts);
+      CHECK(recs[1].at<uint32_t>(Outer::offsets[0]) == 7);
+      CHECK(recs[1].at<uint32_t>(Outer::offsets[2]) == 7);
+      // Both staged on their own frames: nothing went direct or nested.
+      const EventStats so = inst.event_stats(Outer::desc()), si = inst.event_stats(Inner::desc());
+      CHECK(so.kept == 1);
+      CHECK(si.kept == 1);
+      CHECK(so.staged == 1);
+      CHECK(si.staged == 1);
+      CHECK(so.nested + si.nested == 0);
+      CHECK(so.direct + si.direct == 0);
+    }
+  }
+}
+
+TEST_CASE("stack lane: triggers and soft-disable keep the slot path", "[core][stack_lane]") {
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Wide::desc());
+  REQUIRE(inst.set_filter(Wide::desc(), "id & 1").ok());
+  inst.soft_mode(Wide::desc(), true);  // soft mode: enabled, and enable(false) only soft-disables
+  inst.enable(Wide::desc(), false);
+  for (uint32_t i = 0; i < 10; ++i) trace_wide(i);
+  const EventStats s = inst.event_stats(Wide::desc());
+  CHECK(s.discarded == 10);
+  CHECK(s.soft_discarded == 10);
+  CHECK(s.staged == 10);
+  CHECK(drain(inst).empty());
+  inst.soft_mode(Wide::desc(), false);
+}

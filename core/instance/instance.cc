@@ -265,9 +265,11 @@ void Instance::commit_from_stack(detail::EventState& st, uint32_t flags, ThreadC
 void Instance::filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
                                  ThreadContext& ctx, std::span<const std::byte> rec) noexcept {
   const bool accept = prog.match_lazy(rec, [&]() {
-    uint32_t cpu = current_cpu();
-    if (!cpu_local_ && cpu >= ncpu_) cpu %= ncpu_;
-    return filters::EvalContext{cpu, ctx.comm_view()};
+    filters::EvalContext e;  // member by member: see EvalContextMaker (fast_path.h)
+    e.cpu = current_cpu();
+    if (!cpu_local_ && e.cpu >= ncpu_) e.cpu %= ncpu_;
+    e.comm = ctx.comm_view();
+    return e;
   });
   if (accept)
     commit_from_stack(st, flags, ctx, rec);

@@ -472,7 +472,7 @@ int main(int argc, char** argv) {
       s.clean.clear();
       s.done = s.found = false;
       s.rate *= 0.9;
-      if (++s.steps >= 25 || s.rate < 1e5) s.done = true;
+      if (++s.steps >= 40 || s.rate < 1e5) s.done = true;
     }
   }
   for (const Side& s : sides) {

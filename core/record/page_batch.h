@@ -11,9 +11,9 @@
 //   └────────┴────────┴────────┴─────────────┴─────────┘
 //   finished() = pages 0..k-1; take_finished() moves the open page to the front.
 //
-// Encoding per record (the same as kpage::PageEncoder, inlined for the
-// recorder's loop; mirrors kernel/trace/ring_buffer.c rb_update_event,
-// rb_add_time_stamp):
+// Encoding per record: kpage::encode_record (core/tracedat/page_encoder.h),
+// the one encoder the snapshot writer uses too; mirrors
+// kernel/trace/ring_buffer.c rb_update_event, rb_add_time_stamp:
 //   first record of a page         -> page timestamp = ts, delta 0
 //   0 <= delta < 2^27               -> {type_len, delta}
 //   2^27 <= delta < 2^59            -> time extend (type 30), then delta 0
@@ -42,6 +42,7 @@
 #include <stdexcept>
 
 #include "tracepipe/core/tracedat/kernel_page.h"
+#include "tracepipe/core/tracedat/page_encoder.h"
 
 namespace tracepipe::record {
 
@@ -63,54 +64,18 @@ class PageBatch {
 
   /// Adds one record (payload from common_type). A payload larger than
   /// max_payload() is not stored: counted in too_big() and marked lost.
+  /// The common record is kpage::encode_record's inline case; a full page,
+  /// a time extend or a long record take the out-of-line path.
   [[gnu::always_inline]] void record(uint64_t ts, std::span<const std::byte> payload) noexcept {
-    const uint32_t plen = static_cast<uint32_t>(payload.size());
-    const uint32_t len = (std::max<uint32_t>(plen, 1) + 3) & ~3u;
-    const bool big = len > kpage::kMaxSmallData;
-    uint32_t need = 4 + len + (big ? 4 : 0);
-    uint64_t delta = ts - running_;
     const bool first = used_ == 0;
-    bool stamp = !first && (ts < running_ || delta > kpage::kTsMask);
-    if (stamp) need += 8;
     // A page carrying a loss mark keeps 8 bytes for the count (RB_MISSED_STORED).
-    if (used_ + need + (lost_ != 0 ? 8 : 0) > cap_data()) [[unlikely]] {
-      if (plen > max_payload_) [[unlikely]] {
-        ++too_big_;
-        mark_lost(1);
-        return;
-      }
-      close_page();
-      open_page();
-      stamp = false;
-      need = 4 + len + (big ? 4 : 0);
+    const uint32_t room = cap_data() - (lost_ != 0 ? 8 : 0);
+    if (!kpage::encode_record(cur() + kHdr, room, used_, running_, first, ts, payload.data(),
+                              static_cast<uint32_t>(payload.size()))) [[unlikely]] {
+      record_slow(ts, payload);
+      return;
     }
-    std::byte* const page = cur();
-    if (used_ == 0) {
-      page_ts_ = ts;
-      delta = 0;
-    } else if (stamp) {
-      uint32_t type = kpage::kTypeTimeExtend;
-      uint64_t v = delta;
-      if (ts < running_ || delta >= (uint64_t{1} << 59)) {
-        type = kpage::kTypeTimeStamp;
-        v = ts & ((uint64_t{1} << 59) - 1);
-      }
-      put(page, (static_cast<uint32_t>(v & kpage::kTsMask) << kpage::kTypeLenBits) | type);
-      put(page, static_cast<uint32_t>(v >> kpage::kTsShift));
-      delta = 0;
-    }
-    const uint32_t d = static_cast<uint32_t>(delta) << kpage::kTypeLenBits;
-    if (!big) {
-      put(page, d | (len / 4));
-    } else {
-      put(page, d);
-      put(page, len + 4);
-    }
-    std::byte* dst = page + kHdr + used_;
-    std::memcpy(dst, payload.data(), plen);
-    if (len != plen) std::memset(dst + plen, 0, len - plen);
-    used_ += len;
-    running_ = ts;
+    if (first) page_ts_ = ts;
     ++records_;
   }
 
@@ -179,9 +144,20 @@ class PageBatch {
   static constexpr uint32_t kHdr = 16;  // u64 timestamp + u64 commit
   uint32_t cap_data() const noexcept { return ps_ - kHdr; }
   std::byte* cur() const noexcept { return mem_.get() + size_t{done_} * ps_; }
-  [[gnu::always_inline]] void put(std::byte* page, uint32_t w) noexcept {
-    std::memcpy(page + kHdr + used_, &w, 4);
-    used_ += 4;
+  // The record did not fit the open page (or is too big for any page).
+  [[gnu::noinline]] void record_slow(uint64_t ts, std::span<const std::byte> payload) noexcept {
+    if (payload.size() > max_payload_) {
+      ++too_big_;
+      mark_lost(1);
+      return;
+    }
+    close_page();
+    open_page();
+    // An empty page takes any payload up to max_payload (room for a stamp and a count).
+    (void)kpage::encode_record(cur() + kHdr, cap_data() - (lost_ != 0 ? 8 : 0), used_, running_, true, ts,
+                               payload.data(), static_cast<uint32_t>(payload.size()));
+    page_ts_ = ts;
+    ++records_;
   }
   void open_page() noexcept {
     used_ = 0;

@@ -32,52 +32,58 @@ uint32_t PageEncoder::max_payload(const PageLayout& layout) noexcept {
   return cap > overhead ? (cap - overhead) & ~3u : 0;
 }
 
-void PageEncoder::put_word(uint32_t w) noexcept {
-  std::memcpy(page_.data() + layout_.header_size() + used_, &w, 4);
-  used_ += 4;
-}
+namespace detail {
 
-bool PageEncoder::try_append(uint64_t ts, std::span<const std::byte> payload) noexcept {
-  if (payload.size() > max_payload(layout_)) return false;
-  const uint32_t plen = static_cast<uint32_t>(payload.size());
+bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running, bool first, uint64_t ts,
+                        const std::byte* payload, uint32_t plen) noexcept {
   const uint32_t len = align4(std::max<uint32_t>(plen, 1));
-  const uint32_t rec = record_size(plen);
-
   uint32_t delta = 0;
   enum class Stamp { none, extend, absolute } stamp = Stamp::none;
   uint64_t big = 0;
-  if (records_ == 0) {
+  if (first) {
     // First record: the page timestamp carries the time; delta 0.
-  } else if (ts >= running_ && ts - running_ <= kTsMask) {
-    delta = static_cast<uint32_t>(ts - running_);
-  } else if (ts >= running_ && ts - running_ < kMax59) {
+  } else if (ts >= running && ts - running <= kTsMask) {
+    delta = static_cast<uint32_t>(ts - running);
+  } else if (ts >= running && ts - running < kMax59) {
     stamp = Stamp::extend;
-    big = ts - running_;
+    big = ts - running;
   } else {
     stamp = Stamp::absolute;  // time went backwards, or an enormous gap
     big = ts & (kMax59 - 1);
   }
-  const uint32_t need = rec + (stamp == Stamp::none ? 0 : 8);
-  if (used_ + need > layout_.data_capacity()) return false;
-
-  if (records_ == 0) page_ts_ = ts;
+  const uint32_t need = PageEncoder::record_size(plen) + (stamp == Stamp::none ? 0 : 8);
+  if (used + need > room) return false;
+  auto put = [&](uint32_t w) {
+    std::memcpy(stream + used, &w, 4);
+    used += 4;
+  };
   if (stamp != Stamp::none) {
     const uint32_t type = stamp == Stamp::extend ? kTypeTimeExtend : kTypeTimeStamp;
-    put_word((static_cast<uint32_t>(big & kTsMask) << kTypeLenBits) | type);
-    put_word(static_cast<uint32_t>(big >> kTsShift));
+    put((static_cast<uint32_t>(big & kTsMask) << kTypeLenBits) | type);
+    put(static_cast<uint32_t>(big >> kTsShift));
   }
   if (len <= kMaxSmallData) {
-    put_word((delta << kTypeLenBits) | (len / kAlignment));
+    put((delta << kTypeLenBits) | (len / kAlignment));
   } else {
-    put_word(delta << kTypeLenBits);  // type_len 0
-    put_word(len + 4);                // array[0] counts itself
+    put(delta << kTypeLenBits);  // type_len 0
+    put(len + 4);                // array[0] counts itself
   }
-  std::byte* dst = page_.data() + layout_.header_size() + used_;
-  if (plen) std::memcpy(dst, payload.data(), plen);
-  std::memset(dst + plen, 0, len - plen);
-  used_ += len;
+  copy_payload(stream + used, payload, plen, len);
+  used += len;
+  running = ts;
+  return true;
+}
+
+}  // namespace detail
+
+bool PageEncoder::try_append(uint64_t ts, std::span<const std::byte> payload) noexcept {
+  if (payload.size() > max_payload(layout_)) return false;
+  const bool first = records_ == 0;
+  if (!encode_record(page_.data() + layout_.header_size(), layout_.data_capacity(), used_, running_, first, ts,
+                     payload.data(), static_cast<uint32_t>(payload.size())))
+    return false;
+  if (first) page_ts_ = ts;
   ++records_;
-  running_ = ts;
   return true;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Encodes records into one kernel sub-buffer ("page"), the inverse of
-// kernel_page.h's decoder. Used by the trace.dat writer.
+// kernel_page.h's decoder. encode_record() below is tracepipe's one record
+// encoder: PageEncoder (the snapshot trace.dat writer) and PageBatch (the
+// recorder and `replay -o`, core/record/page_batch.h) both call it.
 //
 //   try_append(ts, payload):
 //     delta = ts - running           (running = page timestamp, then the last record's ts)
@@ -18,12 +20,76 @@
 // ring_buffer_read_page. Not thread-safe; no allocation after construction.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "tracepipe/core/tracedat/kernel_page.h"
 
 namespace tracepipe::kpage {
+
+namespace detail {
+// The record that needs a time extend, an absolute stamp or a length word.
+bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running, bool first, uint64_t ts,
+                        const std::byte* payload, uint32_t plen) noexcept;
+
+// Copies plen bytes and zero-fills up to len (= plen rounded up to 4, at
+// least 4), with fixed-size moves instead of a call for the small records
+// of a trace: overlapping 16/8/4-byte moves, never reading or writing
+// outside [src, src + plen) and [dst, dst + len).
+[[gnu::always_inline]] inline void copy_payload(std::byte* dst, const std::byte* src, uint32_t plen, uint32_t len) noexcept {
+  if (len != plen) {  // the pad bytes: zero the last word first, the copy overwrites its head
+    const uint32_t z = 0;
+    std::memcpy(dst + len - 4, &z, 4);
+  }
+  if (plen >= 16) [[likely]] {
+    if (plen > 128) [[unlikely]] {
+      std::memcpy(dst, src, plen);
+      return;
+    }
+    for (uint32_t o = 0; o + 16 < plen; o += 16) std::memcpy(dst + o, src + o, 16);
+    std::memcpy(dst + plen - 16, src + plen - 16, 16);
+  } else if (plen >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + plen - 8, src + plen - 8, 8);
+  } else if (plen >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + plen - 4, src + plen - 4, 4);
+  } else {
+    for (uint32_t i = 0; i < plen; ++i) dst[i] = src[i];
+  }
+}
+}  // namespace detail
+
+/// Appends one record to a page's event stream: the one encoder every
+/// tracepipe trace.dat writer uses (see the header comment for the cases).
+/// `stream` is the page after its header; `used` its bytes in use; `room`
+/// the bytes the stream may reach (data capacity, less what the caller
+/// keeps, e.g. for a stored lost count); `running` the time of the previous
+/// record; `first`: the page has no record yet (the record's delta is 0, its
+/// time is the page's timestamp, which the caller sets). Updates `used` and
+/// `running` and returns true, or returns false changing nothing when the
+/// record does not fit in `room`. The caller bounds plen (max_payload).
+/// The common record (delta < 2^27, payload <= 112 bytes) is inline: one
+/// header word and the copy. No allocation; not thread-safe.
+/// Mirrors kernel/trace/ring_buffer.c: rb_update_event, rb_add_time_stamp.
+[[gnu::always_inline]] inline bool encode_record(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running,
+                                                 bool first, uint64_t ts, const std::byte* payload, uint32_t plen) noexcept {
+  const uint32_t len = (plen + 3 + (plen == 0 ? 1 : 0)) & ~3u;
+  const uint64_t delta = first ? 0 : ts - running;  // ts < running wraps: the slow path's absolute stamp
+  if (len <= kMaxSmallData && delta <= kTsMask) [[likely]] {
+    if (used + kEventHeaderSize + len > room) return false;
+    std::byte* p = stream + used;
+    const uint32_t w = (static_cast<uint32_t>(delta) << kTypeLenBits) | (len / kAlignment);
+    std::memcpy(p, &w, 4);
+    detail::copy_payload(p + kEventHeaderSize, payload, plen, len);
+    used += kEventHeaderSize + len;
+    running = ts;
+    return true;
+  }
+  return detail::encode_record_slow(stream, room, used, running, first, ts, payload, plen);
+}
 
 class PageEncoder {
  public:
@@ -64,8 +130,6 @@ class PageEncoder {
   const PageLayout& layout() const noexcept { return layout_; }
 
  private:
-  void put_word(uint32_t w) noexcept;
-
   PageLayout layout_;
   std::vector<std::byte> page_;
   uint32_t used_ = 0;  // bytes of event stream

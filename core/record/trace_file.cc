@@ -15,7 +15,7 @@
 namespace tracepipe::record {
 
 TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta)
-    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()), v7_(options.v7) {
+    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()), reserved_(meta.cpus(), 0), v7_(options.v7) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path_.string());
   struct stat st {};
@@ -73,6 +73,21 @@ int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
     e.size -= pages.size();
     return err;
   }
+  return 0;
+}
+
+int TraceFile::preallocate(uint32_t cpu, uint64_t bytes) noexcept {
+  if (fd_ < 0) return EBADF;
+  if (cpu >= ext_.size()) return EINVAL;
+  const TraceDatWriter::CpuExtent& e = ext_[cpu];
+  const uint64_t ps = page_size_;
+  const uint64_t want = std::min<uint64_t>((e.size + bytes + ps - 1) / ps * ps, region_);
+  if (want <= reserved_[cpu]) return 0;
+  // fallocate, not posix_fallocate: glibc's fallback writes zeros where the
+  // file system has no fallocate, which would cost more than it saves.
+  if (::fallocate(fd_, 0, static_cast<off_t>(e.offset + reserved_[cpu]), static_cast<off_t>(want - reserved_[cpu])) != 0)
+    return errno;
+  reserved_[cpu] = want;
   return 0;
 }
 
@@ -188,6 +203,17 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
     }
   }
   int first = 0;
+  // Space preallocated and not filled: released first (it also makes room
+  // for the compaction on a full disk).
+  for (uint32_t cpu = 0; cpu < ext_.size(); ++cpu) {
+    const TraceDatWriter::CpuExtent& e = ext_[cpu];
+    if (reserved_[cpu] > e.size) {
+      const int r = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(e.offset + e.size),
+                                static_cast<off_t>(reserved_[cpu] - e.size));
+      if (r != 0 && first == 0 && errno != EOPNOTSUPP) first = errno;
+      reserved_[cpu] = e.size;
+    }
+  }
   uint64_t end = data_base_ + ext_[0].size;
   bool compact = true;
   for (uint32_t cpu = 1; cpu < ext_.size(); ++cpu) {

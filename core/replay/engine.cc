@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/subbuf_reader.h"
 #include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
@@ -55,8 +56,10 @@ class Output {
   // batches of pages are appended to a trace.dat that grows in place
   // (record::TraceFile), written beside `path` and renamed over it at the
   // end (never over the input while it is read). Memory: one batch per CPU.
-  Output(const TraceDatReader& in, uint32_t cpus, const std::filesystem::path& path, std::vector<std::string>& warnings)
-      : meta_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}),
+  Output(const TraceDatReader& in, uint32_t cpus, uint32_t subbuf_size, const std::filesystem::path& path,
+         std::vector<std::string>& warnings)
+      : pages_per_subbuf_(subbuf_size / in.page_size() + 1),
+        meta_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}),
         path_(path) {
     for (const EventFormat& f : in.formats()) {
       try {
@@ -68,12 +71,18 @@ class Output {
     for (const auto& [pid, comm] : in.cmdlines()) meta_.set_cmdline(pid, comm);
     if (!in.kallsyms_text().empty()) meta_.set_kallsyms(std::string(in.kallsyms_text()));
     if (!in.printk_text().empty()) meta_.set_printk(std::string(in.printk_text()));
-    for (uint32_t c = 0; c < cpus; ++c) batches_.push_back(std::make_unique<record::PageBatch>(in.page_size(), 64));
+    for (uint32_t c = 0; c < cpus; ++c)
+      batches_.push_back(std::make_unique<record::PageBatch>(in.page_size(), std::max<uint32_t>(64, 2 * pages_per_subbuf_ + 2)));
     tmp_ = path_;
     tmp_ += fmt::format(".tracepipe-{}", ::getpid());
     record::TraceFileOptions fo;
     fo.path = tmp_;
     file_ = std::make_unique<record::TraceFile>(fo, meta_);
+    // The output's space, allocated now rather than page by page while the
+    // pipeline runs: as much as the input's data of each CPU (the kept
+    // records, packed densely, take no more); the rest is released at the end.
+    for (const auto& d : in.cpu_data())
+      if (d.cpu < cpus) (void)file_->preallocate(d.cpu, d.size);
   }
   ~Output() {
     if (file_) {
@@ -82,30 +91,26 @@ class Output {
       std::filesystem::remove(tmp_, ec);
     }
   }
-  // One batch of kept records of `cpu`, drained from the ring (P2). Each CPU
-  // has its own page batch; only the file appends take the lock.
-  uint64_t write_batch(uint32_t cpu, const Batch& b, buffers::ConsumingReader& ring) {
+  // One batch of kept records of `cpu`, drained from the ring right after
+  // the batch was fed (P2): the ring then holds exactly this batch's kept
+  // records, which leave it a sub-buffer at a time (buffers::SubbufReader,
+  // as the recorder drains) and are encoded in place into pages, each
+  // paired with the batch's next kept record for its recorded stamp and the
+  // input's loss marks.
+  uint64_t write_batch(uint32_t cpu, const Batch& b, buffers::SubbufReader& ring) {
     record::PageBatch& pb = *batches_[cpu];
-    uint64_t n = 0;
-    size_t lost_i = 0;
-    for (size_t i = 0; i < b.recs.size(); ++i) {
-      while (lost_i < b.lost.size() && b.lost[lost_i].first == i) {
-        const int64_t l = b.lost[lost_i++].second;
-        if (l < 0) pb.mark_missed_unknown();
-        else pb.mark_lost(static_cast<uint64_t>(l));
-      }
-      const Rec& r = b.recs[i];
-      if (r.result != EmitResult::kept) continue;
-      const std::optional<buffers::RecordView> v = ring.next();
-      if (!v || v->payload.size() != r.len)
-        throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record of {} bytes "
-                                           "was expected (records out of order?)",
-                                           cpu, v ? std::to_string(v->payload.size()) + " bytes" : "nothing", r.len));
-      if (pb.room() < 2) flush(cpu);
-      pb.record(r.ts, v->payload);
-      ++n;
+    PairSink sink{pb, b, cpu};
+    for (;;) {
+      if (pb.room() < pages_per_subbuf_ + 1) flush(cpu);
+      pb.checkpoint();
+      sink.checkpoint();
+      if (ring.consume(sink, true) == buffers::Taken::none) break;
     }
-    return n;
+    uint64_t kept = 0;
+    for (const Rec& r : b.recs) kept += r.result == EmitResult::kept;
+    if (sink.n != kept) sink.mismatch("nothing");
+    sink.marks_before(b.recs.size());  // marks before records that were not kept, at the batch's end
+    return sink.n;
   }
   // After the pipelines: the last pages, the final headers, the rename.
   void write() {
@@ -125,6 +130,52 @@ class Output {
   }
 
  private:
+  // Pairs the records one SubbufReader::consume() hands out with the
+  // batch's kept records, in order (P2): the recorded stamp, the length
+  // check, and the input's loss marks before each record.
+  struct PairSink {
+    record::PageBatch& pb;
+    const Batch& b;
+    uint32_t cpu;
+    size_t i = 0, lost_i = 0;  // next record and next loss mark of the batch
+    uint64_t n = 0;            // records written
+    size_t ck_i = 0, ck_lost = 0;
+    uint64_t ck_n = 0;
+    void checkpoint() noexcept {
+      ck_i = i;
+      ck_lost = lost_i;
+      ck_n = n;
+    }
+    void rollback() noexcept {  // another reader took the sub-buffer (none does here)
+      pb.rollback();
+      i = ck_i;
+      lost_i = ck_lost;
+      n = ck_n;
+    }
+    void marks_before(size_t at) noexcept {
+      while (lost_i < b.lost.size() && b.lost[lost_i].first <= at) {
+        const int64_t l = b.lost[lost_i++].second;
+        if (l < 0) pb.mark_missed_unknown();
+        else pb.mark_lost(static_cast<uint64_t>(l));
+      }
+    }
+    [[noreturn]] void mismatch(const std::string& got) const {
+      throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record was expected "
+                                         "(records out of order?)",
+                                         cpu, got));
+    }
+    [[gnu::always_inline]] void record(uint64_t, std::span<const std::byte> payload) {
+      while (i < b.recs.size() && b.recs[i].result != EmitResult::kept) ++i;
+      if (i == b.recs.size()) mismatch(fmt::format("{} bytes more", payload.size()));
+      const Rec& r = b.recs[i];
+      if (payload.size() != r.len) mismatch(fmt::format("{} bytes for a record of {}", payload.size(), r.len));
+      if (lost_i < b.lost.size() && b.lost[lost_i].first <= i) [[unlikely]] marks_before(i);
+      pb.record(r.ts, payload);
+      ++i;
+      ++n;
+    }
+  };
+
   void flush(uint32_t cpu) {
     record::PageBatch& pb = *batches_[cpu];
     if (pb.finished_pages() == 0) return;
@@ -138,6 +189,7 @@ class Output {
   }
 
   std::mutex mu_;
+  uint32_t pages_per_subbuf_ = 1;  // output pages one ring sub-buffer's records can fill
   TraceDatWriter meta_;  // formats, cmdlines, kallsyms, printk, clock: the headers
   std::filesystem::path path_, tmp_;
   std::vector<std::unique_ptr<record::PageBatch>> batches_;
@@ -162,7 +214,9 @@ class CpuPipeline {
   CpuPipeline(const TraceDatReader& reader, Instance& inst, const Router& router, Output* out,
               ProgressBar& progress, bool timing, CpuJob& job)
       : reader_(reader), inst_(inst), router_(router), out_(out), progress_(progress), timing_(timing), job_(job),
-        cursor_(reader.cpu_records(job.data_index)) {}
+        cursor_(reader.cpu_records(job.data_index)) {
+    pool_.reserve(kMaxLiveBatches + 1);  // at most that many batches exist: Recycle never allocates
+  }
 
   void run() {
     auto read = tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
@@ -172,26 +226,57 @@ class CpuPipeline {
       return b;
     });
     if (out_ != nullptr) {
-      std::optional<buffers::ConsumingReader> ring;
-      ring.emplace(inst_.ring(), job_.cpu);
-      auto write = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
-        std::unique_ptr<Batch> own(b);
-        job_.written += out_->write_batch(job_.cpu, *b, *ring);
+      // [filter] and [write] in one stage: each batch is drained right after
+      // it is fed, so the ring holds one batch at a time (P2, P3).
+      buffers::SubbufReader ring(inst_.ring(), job_.cpu);
+      auto filter_write = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
+        Recycle back(*this, b);
+        router_.feed(b->recs, job_.cpu, job_.counters, timing_);
+        job_.written += out_->write_batch(job_.cpu, *b, ring);
       });
-      tbb::parallel_pipeline(kMaxLiveBatches, read & filter & write);
+      tbb::parallel_pipeline(kMaxLiveBatches, read & filter_write);
     } else {
       auto drop = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order,
-                                                 [](Batch* b) { std::unique_ptr<Batch> own(b); });
+                                                 [this](Batch* b) { Recycle back(*this, b); });
       tbb::parallel_pipeline(kMaxLiveBatches, read & filter & drop);
     }
     job_.walk = cursor_.stats();
   }
 
  private:
-  // [read] up to kBatchRecords records or kBatchBytes of payload.
-  Batch* read_batch(tbb::flow_control& fc) {
+  // Batches are reused: a fresh one (160 KiB of records) is a new mapping
+  // whose pages fault in on first touch, which cost more than the records'
+  // decoding; kMaxLiveBatches of them circulate. The stages may run on
+  // different threads, hence the lock (once per batch, not per record).
+  std::unique_ptr<Batch> take_batch() {
+    {
+      std::lock_guard lk(pool_mu_);
+      if (!pool_.empty()) {
+        std::unique_ptr<Batch> b = std::move(pool_.back());
+        pool_.pop_back();
+        return b;
+      }
+    }
     auto b = std::make_unique<Batch>();
     b->recs.reserve(kBatchRecords);
+    return b;
+  }
+  struct Recycle {  // gives a batch back to the pool when its last stage ends
+    CpuPipeline& p;
+    Batch* b;
+    Recycle(CpuPipeline& pp, Batch* bb) : p(pp), b(bb) {}
+    ~Recycle() {
+      std::unique_ptr<Batch> own(b);
+      own->recs.clear();
+      own->lost.clear();
+      std::lock_guard lk(p.pool_mu_);
+      p.pool_.push_back(std::move(own));
+    }
+  };
+
+  // [read] up to kBatchRecords records or kBatchBytes of payload.
+  Batch* read_batch(tbb::flow_control& fc) {
+    std::unique_ptr<Batch> b = take_batch();
     size_t bytes = 0;
     while (b->recs.size() < kBatchRecords && bytes < kBatchBytes) {
       const std::optional<TraceRecord> r = cursor_.next();
@@ -221,6 +306,8 @@ class CpuPipeline {
   CpuJob& job_;
   CpuRecordCursor cursor_;
   uint64_t seq_ = 0;  // records read so far from this CPU's stream
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Batch>> pool_;  // batches done with, for read_batch
   uint64_t pages_seen_ = 0;
 };
 
@@ -230,7 +317,9 @@ uint64_t ring_kb(uint32_t subbuf_kb) {
   // up to 7 of alignment plus its payload; plus one partly used sub-buffer
   // per batch (a record never spans sub-buffers).
   const uint64_t per_batch = kBatchRecords * 24 + kBatchBytes + 2ull * subbuf_kb * 1024;
-  const uint64_t bytes = (kMaxLiveBatches + 2) * per_batch;
+  // One batch is in the ring at a time ([filter] and [write] are one stage
+  // with -o); twice more as slack.
+  const uint64_t bytes = 3 * per_batch;
   return (bytes + 1023) / 1024;
 }
 
@@ -360,7 +449,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
   std::unique_ptr<Output> out;
   if (o.output) {
     try {
-      out = std::make_unique<Output>(reader, ncpu, *o.output, res.warnings);
+      out = std::make_unique<Output>(reader, ncpu, inst.ring().subbuf_size(), *o.output, res.warnings);
     } catch (const std::system_error& e) {
       throw ReplayError(std::string("-o: ") + e.what());
     }

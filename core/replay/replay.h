@@ -10,22 +10,26 @@
 //                    ─▶ [filter] serial: Instance::emit_raw_at(record, cpu, ts) for each:
 //                                stage → filter → commit into the ring of `cpu`
 //                                (or cheap discard); counts per event, time per event
-//                    ─▶ [write]  serial (only with -o): drain the kept records
-//                                from the ring (ConsumingReader) and add them to
-//                                the output file with their recorded stamps
+//                       [write]  (only with -o, in the same stage, right after
+//                                [filter]): the batch's kept records leave the
+//                                ring a sub-buffer at a time (SubbufReader, as
+//                                the recorder drains), encoded in place into
+//                                kernel pages (record::PageBatch) with their
+//                                recorded stamps, appended to the output
 //
 // ══ Invariants ═══════════════════════════════════════════════════════════════
 //  P1 Per-CPU order: every stage is serial_in_order, and a CPU's ring has one
-//     writer (its [filter] stage) and one reader (its [write] stage), so the
+//     writer (its [filter] stage) and one reader (its [write] step), so the
 //     records of a CPU reach the ring and the output in file order.
-//  P2 Pairing: the ring hands kept records out in commit order, so the k-th
-//     record drained for a batch is the batch's k-th kept record; the writer
-//     checks the length of each pair and gives it the recorded time stamp
-//     (the ring's stamp is the same one, via emit_raw_at and external_time,
-//     but clamped to be non-decreasing per CPU).
+//  P2 Pairing: [write] drains the ring right after [filter] fed the batch,
+//     so the ring holds exactly the batch's kept records, handed out in
+//     commit order: the k-th record drained is the batch's k-th kept record;
+//     the writer checks the length of each pair and the count, and gives it
+//     the recorded time stamp (the ring's stamp is the same one, via
+//     emit_raw_at and external_time, but clamped to be non-decreasing per CPU).
 //  P3 No loss with -o: the ring is drop-newest and larger than the records of
-//     all batches in flight (kMaxLiveBatches x the batch byte bound), so a
-//     kept record is never dropped; a loss would be counted and reported.
+//     one batch (3 x the batch byte bound), and holds one batch at a time, so
+//     a kept record is never dropped; a loss would be counted and reported.
 //     Without -o the ring is overwrite mode (a flight recorder nobody reads).
 //  P4 Every replayed record ends as exactly one of kept, discarded, lost
 //     (EmitResult), or skipped (event not replayed) / unknown (no format).

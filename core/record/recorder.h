@@ -153,6 +153,12 @@ struct RecorderStats {
   uint64_t records = 0, pages = 0, bytes = 0, dropped = 0, unwritten = 0;
   uint64_t passes = 0;      ///< recorder loop passes
   uint64_t header_rewrites = 0;
+  /// The most sub-buffers one CPU had full and unread at a look (of
+  /// nr_subbufs - 1; the ring drops, in drop-newest, when it reaches that).
+  uint64_t peak_unread = 0;
+  /// The longest time between two looks at the buffers (ns): sleep, the
+  /// scheduler's delay in waking the thread, and the pass's own work.
+  uint64_t longest_gap_ns = 0;
   uint64_t cpu_ns = 0;      ///< CPU time of the recorder thread so far (ns)
   uint64_t files = 1;       ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files

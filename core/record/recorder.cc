@@ -96,6 +96,7 @@ struct Recorder::State {
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
   std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0};
+  std::atomic<bool> realtime{false};
   std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
 
@@ -335,6 +336,11 @@ struct Recorder::State {
       (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (opt.realtime_priority > 0) {
+      sched_param sp{};
+      sp.sched_priority = std::clamp(opt.realtime_priority, 1, 99);
+      realtime.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0, std::memory_order_relaxed);
+    }
     (void)pthread_setname_np(pthread_self(), "tp-recorder");  // its own line in top and perf
     if (net) {
       // The headers as they are now: a stream cannot take later ones.
@@ -350,6 +356,11 @@ struct Recorder::State {
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t P = cpus[0]->rd.nr_subbufs();
     const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
+    // A look drains a CPU once half the watermark is full: the sleep below
+    // aims at that much per look, so at a steady rate every look drains
+    // (the ring stays near want/2 plus what fills while the thread waits for
+    // its CPU), instead of every second look at the full watermark.
+    const uint64_t drain_at = std::max<uint64_t>(1, want / 2);
     const uint64_t max_sleep =
         std::max<uint64_t>(kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
     // Sleep: until the fastest CPU is expected to have filled half of the
@@ -383,7 +394,7 @@ struct Recorder::State {
           const uint64_t full = c.rd.closed_unread();
           if (full > peak_unread.load(std::memory_order_relaxed)) peak_unread.store(full, std::memory_order_relaxed);
           const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
-          if (full >= want || timed) (void)drain(cpu, timed);
+          if (full >= drain_at || timed) (void)drain(cpu, timed);
         }
         triggers_done = trig;
       }
@@ -509,6 +520,7 @@ RecorderStats Recorder::stats() const {
   r.passes = st_->passes.load(std::memory_order_relaxed);
   r.header_rewrites = st_->header_rewrites.load(std::memory_order_relaxed);
   r.peak_unread = st_->peak_unread.load(std::memory_order_relaxed);
+  r.realtime = st_->realtime.load(std::memory_order_relaxed);
   r.longest_gap_ns = st_->longest_gap_ns.load(std::memory_order_relaxed);
   r.files = st_->files_started.load(std::memory_order_relaxed);
   r.files_removed = st_->files_removed.load(std::memory_order_relaxed);

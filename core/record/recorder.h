@@ -10,17 +10,21 @@
 //
 // ══ How records leave the ring ══════════════════════════════════════════════
 //   recorder thread, per pass over the CPUs:
-//     watermark: a CPU is drained when `watermark_percent` of its sub-buffers
-//       are full and unread (the kernel's buffer_percent), or when
-//       `flush_interval` has passed since its last full drain, or at stop.
+//     watermark: a CPU is drained when half of `watermark_percent` of its
+//       sub-buffers are full and unread (the kernel's buffer_percent), or
+//       when `flush_interval` has passed since its last full drain, or at stop.
 //     drain(cpu): SubbufReader (buffers/subbuf_reader.h) takes whole closed
 //       sub-buffers (at a flush, the open one too); their records are
 //       encoded in place into kernel pages (PageBatch, one copy per record,
 //       no allocation), and full batches of pages are appended to the file
 //       with one pwrite plus one 16-byte table update (TraceFile).
-//     sleep: shorter while CPUs reach the watermark, longer while idle
-//       (20 µs .. max_poll_interval, 250 µs); writers never wake the
-//       recorder (no system call on the write path).
+//     sleep: until the busiest CPU is expected to have filled half the
+//       watermark again (its rate over the last pass), so that at a steady
+//       rate every look drains a batch (20 µs .. max_poll_interval, 250 µs);
+//       writers never wake the recorder (no system call on the write path).
+//       What a look cannot see is how long the scheduler delays it: under
+//       load that, not the drain, is what loses records (peak_unread and
+//       longest_gap_ns in the stats tell; realtime_priority is the remedy).
 //   Memory: batch_pages pages per CPU, plus the file's headers; constant
 //   however long the run.
 //
@@ -103,8 +107,9 @@ struct RecorderOptions {
   /// With version 7: "zstd" (trace-cmd's default), "zlib" or "none".
   std::string compression = "zstd";
   RecordMode mode = RecordMode::stream;
-  /// Drain a CPU once this percentage of its sub-buffers is full and unread
-  /// (0: as soon as one is; the kernel's buffer_percent, whose default is 50).
+  /// Drain a CPU once half this percentage of its sub-buffers is full and
+  /// unread (0: as soon as one is; like the kernel's buffer_percent, whose
+  /// default is 50); the recorder's sleep aims at finding that much.
   unsigned watermark_percent = 25;
   /// The longest a committed record waits in the ring before it is written
   /// (the open sub-buffers are drained this often).
@@ -119,6 +124,16 @@ struct RecorderOptions {
   uint32_t batch_pages = 64;
   /// Pin the recorder thread to this CPU (-1: no pinning).
   int cpu = -1;
+  /// Run the recorder thread as SCHED_FIFO at this priority (1..99; 0: the
+  /// default policy), as `perf record -r` does. Writers never wait for the
+  /// recorder, so what bounds the lossless rate on a loaded machine is how
+  /// long the scheduler keeps the recorder from running: a full 1408 KiB
+  /// buffer of 64-byte events holds 0.9 ms at 20 M events/s, less than one
+  /// time slice of a compiler sharing its CPU. Needs CAP_SYS_NICE (or an
+  /// RLIMIT_RTPRIO); when refused the thread keeps the default policy and
+  /// RecorderStats::realtime says so. The recorder sleeps between looks, so
+  /// it does not starve its CPU.
+  int realtime_priority = 0;
   /// Bytes of file space per CPU (0: automatic, see TraceFileOptions).
   uint64_t cpu_region = 0;
   /// Rotation (like LTTng's rotation and trace-cmd's size limits): when
@@ -164,6 +179,7 @@ struct RecorderStats {
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
   std::vector<std::filesystem::path> kept_files;  ///< the files on disk, oldest first (after stop())
   bool failed = false;      ///< a fault stopped the output (see error())
+  bool realtime = false;    ///< the thread runs SCHED_FIFO (realtime_priority granted)
 };
 
 class Recorder {

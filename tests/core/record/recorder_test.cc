@@ -459,3 +459,23 @@ TEST_CASE("recorder: the write path makes no system call while the recorder fail
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("recorder: realtime_priority runs the thread SCHED_FIFO and records the same", "[record]") {
+  TempPath out("rec_rt.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.realtime_priority = 1;
+  record::Recorder rec(inst, ro);
+  const uint64_t kept = emit_range(inst, 0, 20000);
+  const auto s = rec.stop();
+  REQUIRE(!rec.error());
+  // Granted to root (CAP_SYS_NICE); refused elsewhere, which is not a fault.
+  if (::geteuid() == 0) CHECK(s.realtime);
+  CHECK(s.records + s.dropped == 20000);
+  CHECK(s.records == kept);
+  CHECK(sample_seqs(out.path).size() == kept);
+  CHECK(s.longest_gap_ns > 0);
+  CHECK(s.peak_unread <= inst.ring().nr_subbufs());
+}

@@ -333,3 +333,52 @@ TEST_CASE("replay engine: a file without records replays to an empty result and 
   CHECK(replay_test::keys_of(out.path).records == 0);
   CHECK(format_result(r, true).find("0 records read from 2 CPU buffer(s)") != std::string::npos);
 }
+
+TEST_CASE("replay engine: -o keeps a loss mark that follows a batch's last kept record", "[replay][engine]") {
+  // One batch is kBatchRecords records: the first batch ends with rejected
+  // records after a loss mark, so the mark has no kept record in its batch
+  // and must land before the next batch's first kept record (the writer
+  // drains each batch from the ring right after feeding it).
+  TempPath in("replay_in"), out("replay_out");
+  TraceDatWriter w = replay_test::make_writer(1);
+  uint64_t ts = 1000;
+  const uint32_t kept_first = static_cast<uint32_t>(kBatchRecords) - 6;
+  for (uint32_t i = 0; i < kept_first; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, i, 500));
+  w.add_lost(0, 9);
+  for (uint32_t i = 0; i < 6; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, 100000 + i, 1));  // rejected
+  for (uint32_t i = 0; i < 100; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, 200000 + i, 500));
+  w.write(in.path);
+  ReplayOptions o;
+  o.input = in.path;
+  o.output = out.path;
+  o.filter_args = {"kmalloc: bytes_req > 100"};
+  o.threads = 1;
+  o.progress = ProgressMode::off;
+  const ReplayResult r = run_replay(o);
+  CHECK(r.total.kept == kept_first + 100);
+  CHECK(r.output_records == kept_first + 100);
+  const auto rd = TraceDatReader::open(out.path);
+  auto c = rd.cpu_records(0);
+  uint64_t n = 0, marked_at = 0;
+  int64_t lost = 0;
+  while (auto rec = c.next()) {
+    if (rec->lost_before != 0) {
+      lost = rec->lost_before;
+      marked_at = n;
+    }
+    ++n;
+  }
+  // The input's own mark (its writer may not have had room for the count
+  // on a full page: then "unknown", -1) is what the output carries.
+  int64_t in_lost = 0;
+  {
+    const auto ird = TraceDatReader::open(in.path);
+    auto ic = ird.cpu_records(0);
+    while (auto rec = ic.next())
+      if (rec->lost_before != 0) in_lost = rec->lost_before;
+  }
+  CHECK(in_lost != 0);
+  CHECK(n == kept_first + 100);
+  CHECK(lost == in_lost);
+  CHECK(marked_at == kept_first);  // right before the first record after the loss
+}

@@ -150,7 +150,7 @@ TEST_CASE("fast path: filter() shows the kernel's text, and every form of \"0\" 
     CHECK(inst.filter(Sample::desc()) == out);
   }
   // Each clears: the event goes back to the unfiltered path.
-  for (const std::string z : {std::string("0\v"), std::string("\f0"), std::string("0\xa0"),
+  for (const std::string& z : {std::string("0\v"), std::string("\f0"), std::string("0\xa0"),
                               std::string("0\0junk", 6)}) {
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
     const uint64_t before = inst.event_stats(Sample::desc()).unfiltered;

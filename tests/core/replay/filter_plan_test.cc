@@ -136,7 +136,7 @@ TEST_CASE("replay plan: a blank filter is the kernel's Error, kernel forms of 0 
     CHECK(e.find("event filter parse error: error: Error\n") != std::string::npos);
   }
   // "0\v", "\f0", "0\0junk" clear, as in the kernel (kernel whitespace, cut at NUL).
-  for (const std::string z : {std::string("0\v"), std::string("\f0"), std::string("0\0junk", 6)}) {
+  for (const std::string& z : {std::string("0\v"), std::string("\f0"), std::string("0\0junk", 6)}) {
     auto p = f.plan({"sched_switch: prev_pid == 0", "sched_switch: " + z});
     CHECK(p[f.sw->index()].filter.empty());
     CHECK_FALSE(p[f.sw->index()].program);

@@ -456,7 +456,7 @@ inline bool Program::match(std::span<const std::byte> record, const EvalContext&
 }
 
 inline int Program::match_inline(std::span<const std::byte> record) const noexcept {
-  // The first steps of match_lazy(), in the same order.
+  // match_lazy()'s first steps: match_lazy() calls this.
   if (record.size() >= single32_min_size_) [[likely]]
     return detail::compare_in<uint32_t>(single_, record.data());
   if (record.size() >= single_min_size_) [[likely]]
@@ -482,28 +482,10 @@ inline int Program::match_inline(std::span<const std::byte> record) const noexce
 
 template <class MakeCtx>
 inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx& make_ctx) const noexcept {
-  // One predicate, the commonest filter: its lane inline, no jump table and
-  // no table (see single_).
-  if (record.size() >= single32_min_size_) [[likely]]
-    return detail::compare_in<uint32_t>(single_, record.data());
-  if (record.size() >= single_min_size_) [[likely]]
-    return detail::eval_single(single_, record.data());
-  if (record.size() >= single_str_min_size_) [[likely]]
-    return eval_single_string(record.data());
-  if (lane_count_ && record.size() >= table_min_size_) [[likely]] {
-    const detail::Lane* l = lanes_.data();
-    const std::byte* rec = record.data();
-    switch (lane_count_) {  // unrolled per size: the lanes are independent
-      case 1: return table_lookup(detail::eval_lanes<1>(l, rec));
-      case 2: return table_lookup(detail::eval_lanes<2>(l, rec));
-      case 3: return table_lookup(detail::eval_lanes<3>(l, rec));
-      case 4: return table_lookup(detail::eval_lanes<4>(l, rec));
-      case 5: return table_lookup(detail::eval_lanes<5>(l, rec));
-      case 6: return table_lookup(detail::eval_lanes<6>(l, rec));
-      case 7: return table_lookup(detail::eval_lanes<7>(l, rec));
-      default: return table_lookup(detail::eval_lanes<8>(l, rec));
-    }
-  }
+  // The paths that need no context, inline: one predicate (the commonest
+  // filter, see single_), a char[N] compare, or the truth table.
+  if (const int v = match_inline(record); v >= 0) [[likely]]
+    return v != 0;
   if (single_cpu_.on && record.size() >= min_size_) [[likely]] {
     const uint32_t x = make_ctx().cpu ^ 0x80000000u;
     return x - single_cpu_.lo <= single_cpu_.span ? single_cpu_.verdict_in : single_cpu_.verdict_out;

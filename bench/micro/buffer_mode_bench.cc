@@ -20,7 +20,6 @@
 // difference of the two blocks of a round) with _p25/_p75, and
 // overwrite/drop_newest with _p25/_p75.
 #include <benchmark/benchmark.h>
-#include <sched.h>
 
 #include <cstdint>
 #include <memory>
@@ -42,7 +41,6 @@ using bench::BenchEvent, bench::emit_bench;
 constexpr uint32_t kBlock = 4096;
 
 using bench::now_ns;
-using bench::quantile;
 
 [[gnu::noinline]] uint64_t run_block(Instance& inst, uint32_t& seq) {
   uint32_t i = seq;
@@ -65,21 +63,16 @@ using bench::quantile;
 }
 
 void mode_paired(benchmark::State& state, bool filtered) {
-  cpu_set_t old, one;
-  sched_getaffinity(0, sizeof old, &old);
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-  sched_setaffinity(0, sizeof one, &one);
-  std::unique_ptr<Instance> legs[2];  // 0: overwrite, 1: drop-newest
+  const bench::PinToCurrentCpu pin;
+  std::unique_ptr<Instance> legs[2];  // 0: drop-newest, 1: overwrite
   for (int k = 0; k < 2; ++k) {
     InstanceOptions o;
     o.staging = filtered ? Staging::off : Staging::per_thread;
-    o.mode = k == 0 ? BufferMode::overwrite : BufferMode::drop_newest;
+    o.mode = k == 0 ? BufferMode::drop_newest : BufferMode::overwrite;
     legs[k] = std::make_unique<Instance>(o);
     legs[k]->enable(BenchEvent::desc());
     if (filtered && !legs[k]->set_filter(BenchEvent::desc(), "value == 1").ok()) {
       state.SkipWithError("filter did not compile");
-      sched_setaffinity(0, sizeof old, &old);
       return;
     }
   }
@@ -89,32 +82,16 @@ void mode_paired(benchmark::State& state, bool filtered) {
   // that every timed block recycles.
   for (int w = 0; w < 6; ++w) {
     (void)run_block(*legs[0], seq[0]);
+    drain(*legs[0]);
     (void)run_block(*legs[1], seq[1]);
-    drain(*legs[1]);
   }
-  std::vector<double> ns[2], diff, ratio;
-  size_t round = 0;
-  for (auto _ : state) {
-    double t[2];
-    for (int j = 0; j < 2; ++j) {
-      const int k = (static_cast<int>(round) + j) % 2;
-      t[k] = static_cast<double>(run_block(*legs[k], seq[k])) / kBlock;
-      if (k == 1) drain(*legs[1]);
-    }
-    ns[0].push_back(t[0]);
-    ns[1].push_back(t[1]);
-    diff.push_back(t[0] - t[1]);
-    ratio.push_back(t[0] / t[1]);
-    ++round;
-  }
-  const EventStats dn = legs[1]->event_stats(BenchEvent::desc());
-  if (dn.lost != 0) state.SkipWithError("the drop-newest leg lost records: its ring filled within a block");
-  state.counters["overwrite_ns"] = quantile(ns[0], 0.5);
-  state.counters["drop_newest_ns"] = quantile(ns[1], 0.5);
-  bench::quartile_counters(state, "overwrite-drop_newest_ns", diff);
-  bench::quartile_counters(state, "overwrite/drop_newest", ratio);
-  state.counters["rounds"] = static_cast<double>(round);
-  sched_setaffinity(0, sizeof old, &old);
+  bench::two_leg_rounds(state, "drop_newest", "overwrite", [&](int k) {
+    const double ns = static_cast<double>(run_block(*legs[k], seq[k])) / kBlock;
+    if (k == 0) drain(*legs[0]);
+    return ns;
+  });
+  if (legs[0]->event_stats(BenchEvent::desc()).lost != 0)
+    state.SkipWithError("the drop-newest leg lost records: its ring filled within a block");
 }
 
 const int registered = [] {

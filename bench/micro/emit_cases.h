@@ -3,6 +3,7 @@
 // case per benchmark) and bench/micro/emit_paired_bench.cc (cases interleaved in
 // short blocks). Internal to the microbench.
 #include <benchmark/benchmark.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -74,6 +75,54 @@ inline void quartile_counters(benchmark::State& state, const std::string& name, 
   state.counters[name] = quantile(v, 0.5);
   state.counters[name + "_p25"] = quantile(v, 0.25);
   state.counters[name + "_p75"] = quantile(v, 0.75);
+}
+
+/// Pins the calling thread to the CPU it runs on for its lifetime and
+/// restores its affinity after: the two-leg paired benchmarks' setup.
+class PinToCurrentCpu {
+ public:
+  PinToCurrentCpu() {
+    sched_getaffinity(0, sizeof old_, &old_);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    const int cpu = sched_getcpu();
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+  }
+  ~PinToCurrentCpu() { sched_setaffinity(0, sizeof old_, &old_); }
+  PinToCurrentCpu(const PinToCurrentCpu&) = delete;
+  PinToCurrentCpu& operator=(const PinToCurrentCpu&) = delete;
+
+ private:
+  cpu_set_t old_;
+};
+
+/// Two legs in interleaved rounds, the order alternating every round: one
+/// benchmark iteration is one round. `block(k)` runs one block of leg k and
+/// returns its ns per emit. Reports <b>_ns and <a>_ns (medians over rounds),
+/// <b>-<a>_ns and <b>/<a> (per-round difference and ratio, with quartiles)
+/// for leg 0 named `a` and leg 1 named `b`.
+template <class Block>
+void two_leg_rounds(benchmark::State& state, const std::string& a, const std::string& b, Block&& block) {
+  std::vector<double> ns[2], diff, ratio;
+  size_t round = 0;
+  for (auto _ : state) {
+    double t[2];
+    for (int j = 0; j < 2; ++j) {
+      const int k = (static_cast<int>(round) + j) % 2;
+      t[k] = block(k);
+    }
+    ns[0].push_back(t[0]);
+    ns[1].push_back(t[1]);
+    diff.push_back(t[1] - t[0]);
+    ratio.push_back(t[1] / t[0]);
+    ++round;
+  }
+  state.counters[a + "_ns"] = quantile(ns[0], 0.5);
+  state.counters[b + "_ns"] = quantile(ns[1], 0.5);
+  quartile_counters(state, b + "-" + a + "_ns", diff);
+  quartile_counters(state, b + "/" + a, ratio);
+  state.counters["rounds"] = static_cast<double>(round);
 }
 
 }  // namespace tracepipe::bench

@@ -12,7 +12,6 @@
 // per emit), flight-private_ns (median over rounds of the difference of the
 // two blocks of a round) with _p25/_p75, and flight/private with _p25/_p75.
 #include <benchmark/benchmark.h>
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -45,15 +44,9 @@ using bench::now_ns;
   return t1 - t0;
 }
 
-using bench::quantile;
-
 void flight_paired(benchmark::State& state, bool filtered) {
-  cpu_set_t old, one;
-  sched_getaffinity(0, sizeof old, &old);
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-  sched_setaffinity(0, sizeof one, &one);
-  std::unique_ptr<Instance> legs[2];
+  const bench::PinToCurrentCpu pin;
+  std::unique_ptr<Instance> legs[2];  // 0: private memory, 1: flight file
   for (int k = 0; k < 2; ++k) {
     InstanceOptions o;
     o.staging = Staging::per_thread;
@@ -70,26 +63,9 @@ void flight_paired(benchmark::State& state, bool filtered) {
   uint32_t seq[2] = {0, 0};
   for (int w = 0; w < 2; ++w)
     for (int k = 0; k < 2; ++k) (void)run_block(*legs[k], seq[k]);
-  std::vector<double> ns[2], diff, ratio;
-  size_t round = 0;
-  for (auto _ : state) {
-    double t[2];
-    for (int j = 0; j < 2; ++j) {
-      const int k = (static_cast<int>(round) + j) % 2;
-      t[k] = static_cast<double>(run_block(*legs[k], seq[k])) / kBlock;
-    }
-    ns[0].push_back(t[0]);
-    ns[1].push_back(t[1]);
-    diff.push_back(t[1] - t[0]);
-    ratio.push_back(t[1] / t[0]);
-    ++round;
-  }
-  state.counters["private_ns"] = quantile(ns[0], 0.5);
-  state.counters["flight_ns"] = quantile(ns[1], 0.5);
-  bench::quartile_counters(state, "flight-private_ns", diff);
-  bench::quartile_counters(state, "flight/private", ratio);
-  state.counters["rounds"] = static_cast<double>(round);
-  sched_setaffinity(0, sizeof old, &old);
+  bench::two_leg_rounds(state, "private", "flight", [&](int k) {
+    return static_cast<double>(run_block(*legs[k], seq[k])) / kBlock;
+  });
 }
 
 const int registered = [] {

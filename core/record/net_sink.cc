@@ -12,7 +12,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 namespace tracepipe::record {
 
@@ -40,6 +45,56 @@ void set_timeouts(int fd, std::chrono::milliseconds t) noexcept {
   timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
   (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// getaddrinfo() bounded by `t`. glibc's lookup has no deadline of its own
+// (resolv.conf's timeout times attempts times nameservers, easily 30 s when
+// the nameserver drops packets), and stop() joins the recorder thread that
+// resolves, so an unbounded lookup would hang the application's exit. The
+// lookup runs on a detached thread that shares ownership of its state: a
+// lookup that outlives its caller frees its own result when it ends.
+struct Lookup {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  int status = 0;     // getaddrinfo's
+  int sys_errno = 0;  // errno with EAI_SYSTEM (errno is the lookup thread's)
+  addrinfo* result = nullptr;
+  ~Lookup() {
+    if (result != nullptr) ::freeaddrinfo(result);
+  }
+};
+
+struct Resolved {
+  bool timed_out = false;  // no answer within the bound
+  int status = 0;          // getaddrinfo's status when it answered
+  int sys_errno = 0;       // with EAI_SYSTEM
+  addrinfo* list = nullptr;  // status 0: the caller frees it
+};
+
+Resolved resolve_bounded(const std::string& host, const std::string& port, std::chrono::milliseconds t) {
+  auto l = std::make_shared<Lookup>();
+  try {
+    std::thread([l, host, port] {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      const int g = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+      const int e = errno;
+      std::lock_guard lk(l->m);
+      l->status = g;
+      l->sys_errno = e;
+      l->result = res;
+      l->done = true;
+      l->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    return {.status = EAI_SYSTEM, .sys_errno = e.code().value()};  // no thread to resolve on
+  }
+  std::unique_lock lk(l->m);
+  if (!l->cv.wait_for(lk, t, [&] { return l->done; })) return {.timed_out = true};
+  return {.status = l->status, .sys_errno = l->sys_errno, .list = std::exchange(l->result, nullptr)};
 }
 
 // connect() bounded by `t`; 0 or errno.
@@ -178,15 +233,17 @@ int NetSink::connect(std::span<const std::byte> headers) noexcept {
     const std::string where = opt_.address.text();
     // (1) resolve and connect the control connection.
     stage_ = "connecting to " + where;
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
     const std::string port = std::to_string(opt_.address.port);
-    if (const int g = ::getaddrinfo(opt_.address.host.c_str(), port.c_str(), &hints, &res); g != 0) {
-      stage_ = "resolving " + opt_.address.host + " (" + ::gai_strerror(g) + ")";
-      return g == EAI_SYSTEM ? errno : EHOSTUNREACH;
+    const Resolved r = resolve_bounded(opt_.address.host, port, opt_.timeout);
+    if (r.timed_out) {
+      stage_ = "resolving " + opt_.address.host + " (no answer within " + std::to_string(opt_.timeout.count()) + " ms)";
+      return ETIMEDOUT;
     }
+    if (r.status != 0) {
+      stage_ = "resolving " + opt_.address.host + " (" + ::gai_strerror(r.status) + ")";
+      return r.status == EAI_SYSTEM && r.sys_errno != 0 ? r.sys_errno : EHOSTUNREACH;
+    }
+    addrinfo* res = r.list;
     int err = ECONNREFUSED;
     for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
       const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);

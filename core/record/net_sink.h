@@ -37,8 +37,10 @@
 // options). Headers are sent once, at the start: names learnt later
 // (cmdlines) are not in the collector's file, as with trace-cmd record -N.
 //
-// Faults never block for long and never signal: every socket operation is
-// bounded by `timeout` (SO_SNDTIMEO / SO_RCVTIMEO, connect polled), sends use
+// Faults never block for long and never signal: the name lookup and every
+// socket operation are bounded by `timeout` (the lookup runs on a thread of
+// its own that is abandoned at the bound; SO_SNDTIMEO / SO_RCVTIMEO; connect
+// polled), sends use
 // MSG_NOSIGNAL (a closed peer is EPIPE, not SIGPIPE). Errors are errno
 // values; stage() names the step that failed ("connecting to 10.0.0.2:1234").
 //
@@ -66,7 +68,7 @@ std::optional<CollectorAddress> parse_collector(std::string_view spec);
 
 struct NetSinkOptions {
   CollectorAddress address;
-  /// The longest one connect, send or receive may take (a collector that
+  /// The longest the name lookup, one connect, send or receive may take (a collector that
   /// stops reading fails the sink after this, it never blocks the recorder
   /// longer).
   std::chrono::milliseconds timeout{2000};

@@ -1,8 +1,22 @@
 // The network sink: a recording sent to a real `trace-cmd listen` on
 // loopback (trace-cmd's record -N protocol, version 3), compared through
 // trace-cmd report with a local recording of the same events; the collector
-// killed mid-run and unreachable at the start.
+// killed mid-run and unreachable at the start; a name whose nameserver
+// never answers.
 #include <catch2/catch.hpp>
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netdb.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
 
 #include <functional>
 #include <fmt/format.h>
@@ -250,4 +264,65 @@ TEST_CASE("net sink: a collector that stops reading fails the sink after the tim
   CHECK(s.unwritten > 0);
   CHECK(s.records + s.unwritten + s.dropped == emitted);
   CHECK(s.records + s.unwritten == kept);
+}
+
+// In a child with private mount and network namespaces: the loopback is up,
+// a UDP socket holds 127.0.0.1:53 and never answers, and /etc/resolv.conf
+// names it. A bare getaddrinfo() then waits for glibc's retries; the sink's
+// lookup must give up at its timeout, with the step and the bound in its
+// message. Exit codes: 0 ok, 77 no namespaces (not root), 78 the resolver
+// answered at once (nothing to bound here), others a failed check.
+TEST_CASE("net sink: a name whose nameserver never answers fails at the timeout, not glibc's retries",
+          "[record][net][fault]") {
+  const auto conf = std::filesystem::temp_directory_path() / fmt::format("tp_resolv_{}.conf", getpid());
+  {
+    std::ofstream(conf) << "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n";
+  }
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0)
+      _exit(77);
+    const int s = socket(AF_INET, SOCK_DGRAM, 0);
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) != 0) _exit(77);
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0) _exit(77);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(77);  // the silent nameserver
+    using Clock = std::chrono::steady_clock;
+    // The precondition: unbounded, the lookup takes glibc's timeout (2 s).
+    auto t0 = Clock::now();
+    addrinfo* res = nullptr;
+    const int g = getaddrinfo("collector.tracepipe-test.invalid", "12345", nullptr, &res);
+    if (res != nullptr) freeaddrinfo(res);
+    if (g == 0) _exit(10);
+    if (Clock::now() - t0 < std::chrono::milliseconds(1500)) _exit(78);
+    record::NetSinkOptions o;
+    o.address = *record::parse_collector("collector.tracepipe-test.invalid:12345");
+    o.timeout = std::chrono::milliseconds(200);
+    record::NetSink sink(o, 1, 4096);
+    const std::vector<std::byte> headers(16);
+    t0 = Clock::now();
+    const int err = sink.connect(headers);
+    const auto took = Clock::now() - t0;
+    if (err != ETIMEDOUT) _exit(11);
+    if (sink.stage() != "resolving collector.tracepipe-test.invalid (no answer within 200 ms)") _exit(12);
+    // Bounded by the sink's 200 ms, well under the resolver's 2 s (a loose
+    // bound that says "not glibc's", not a performance figure).
+    if (took > std::chrono::milliseconds(1000)) _exit(13);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  std::filesystem::remove(conf);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) TP_SKIP("cannot make private mount and network namespaces (needs root)");
+  if (WEXITSTATUS(status) == 78) TP_SKIP("the resolver answered a silent nameserver at once: nothing to bound");
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,9 +84,11 @@ int main() {
   const pid_t listener = fork();
   if (listener == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // it ends with this program, however that ends
     const int log = open((dir / "listen.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(log, 1);  // the collector's messages go to its log
     dup2(log, 2);
+    close_range(3, ~0u, 0);  // and keeps none of this program's files open
     const std::string p = std::to_string(port);
     execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", dir.c_str(), static_cast<char*>(nullptr));
     _exit(127);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,11 +76,16 @@ class Collector {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
+      // Dies with the test, and holds none of its descriptors: a collector
+      // that outlived a crashed or timed-out test kept `flock`'s lock file
+      // open (inherited through the test), and so the machine's CPU lock.
+      (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int fd = ::open((dir_ / "listen.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
+      (void)::close_range(3, ~0u, 0);
       const std::string p = std::to_string(port_), d = dir_.string();
       ::execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);

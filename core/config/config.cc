@@ -130,7 +130,8 @@ static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
 constexpr std::string_view kRecordingKeys[] = {"output",      "collector",           "mode",
                                                "watermark_percent", "flush_interval_ms", "max_poll_interval_us",
-                                               "max_file_kb", "max_files", "file_version", "compression"};
+                                               "max_file_kb", "max_files", "file_version", "compression",
+                                               "realtime_priority", "cpu"};
 
 // "HOST:PORT" or "PORT" (trace-cmd record -N), port 1..65535; the recorder
 // parses it again (core/record/net_sink.h).
@@ -275,6 +276,10 @@ struct Ctx {
         r.max_file_kb = static_cast<uint64_t>(get_int(v, key, 0, int64_t{1} << 32));
       } else if (ks == "max_files") {
         r.max_files = static_cast<uint32_t>(get_int(v, key, 0, 1'000'000));
+      } else if (ks == "realtime_priority") {
+        r.realtime_priority = static_cast<uint32_t>(get_int(v, key, 0, 99));
+      } else if (ks == "cpu") {
+        r.cpu = static_cast<int32_t>(get_int(v, key, -1, 4095));
       } else {
         fail(v, key, unknown_key_message(ks, kRecordingKeys));
       }

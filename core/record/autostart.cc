@@ -85,6 +85,8 @@ struct AutoRecord {
         ro.max_files = cfg.recording->max_files;
         ro.file_version = cfg.recording->file_version;
         ro.compression = cfg.recording->compression;
+        ro.realtime_priority = static_cast<int>(cfg.recording->realtime_priority);
+        ro.cpu = cfg.recording->cpu;
       }
       if (version == "6" || version == "7") ro.file_version = version == "7" ? 7 : 6;
       if (!compression.empty()) ro.compression = compression;

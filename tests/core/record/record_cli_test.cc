@@ -39,7 +39,9 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
       "flush_interval_ms = 20\n"
       "max_poll_interval_us = 100\n"
       "max_file_kb = 1024\n"
-      "max_files = 4\n",
+      "max_files = 4\n"
+      "realtime_priority = 10\n"
+      "cpu = 1\n",
       "r.toml");
   REQUIRE(c.recording.has_value());
   CHECK(c.recording->output == "x.dat");
@@ -49,6 +51,12 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
   CHECK(c.recording->max_poll_interval_us == 100);
   CHECK(c.recording->max_file_kb == 1024);
   CHECK(c.recording->max_files == 4);
+  CHECK(c.recording->realtime_priority == 10);
+  CHECK(c.recording->cpu == 1);
+  CHECK(parse_config("[recording]\n", "r.toml").recording->realtime_priority == 0);
+  CHECK(parse_config("[recording]\n", "r.toml").recording->cpu == -1);
+  CHECK_THROWS_WITH(parse_config("[recording]\nrealtime_priority = 100\n", "r.toml"),
+                    "r.toml:2: recording.realtime_priority: value 100 is outside 0..99");
   CHECK(!parse_config("mode = \"overwrite\"\n", "r.toml").recording.has_value());
   CHECK_THROWS_WITH(parse_config("[recording]\nwatermark_percent = 101\n", "r.toml"),
                     "r.toml:2: recording.watermark_percent: value 101 is outside 0..100");

@@ -3,10 +3,9 @@
 // application: it traces 10 000 shop:order events and exits. Recorded by
 // `tracepipe record` (or by the environment) with examples/record.toml:
 //
-//   cd examples && ../build/tools/tracepipe record --config record.toml -o /tmp/out.dat -- \
-//       ../build/examples/example_record_env --work
-//   cd examples && TRACEPIPE_CONFIG=record.toml TRACEPIPE_RECORD_OUTPUT=/tmp/out.dat \
-//       ../build/examples/example_record_env --work
+//   cd examples
+//   ../build/tools/tracepipe record --config record.toml -o /tmp/out.dat -- ../build/examples/example_record_env --work
+//   TRACEPIPE_CONFIG=record.toml TRACEPIPE_RECORD_OUTPUT=/tmp/out.dat ../build/examples/example_record_env --work
 //
 // each writes the 10 000 records to /tmp/out.dat (core/record/autostart.cc;
 // `trace-cmd report -i /tmp/out.dat`). Without `--work` (as the example test

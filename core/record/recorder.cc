@@ -53,6 +53,11 @@ struct CpuState {
   std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0};
 };
 
+// Only the recorder thread stores; stats() reads from any thread.
+void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
+  if (v > m.load(std::memory_order_relaxed)) m.store(v, std::memory_order_relaxed);
+}
+
 uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
   return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
          cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed);
@@ -95,7 +100,8 @@ struct Recorder::State {
   }
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
-  std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0};
+  std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0}, longest_pass_ns{0},
+      longest_wake_late_ns{0};
   std::atomic<bool> realtime{false};
   std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
@@ -417,7 +423,11 @@ struct Recorder::State {
       const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
       sleep_ns = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
       const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
+      const auto slept_at = Clock::now();
+      raise_max(longest_pass_ns, static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
       (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+      const auto slept = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
+      if (slept > sleep_ns) raise_max(longest_wake_late_ns, slept - sleep_ns);
     }
     // stop(): everything committed now.
     for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true, true);
@@ -522,6 +532,8 @@ RecorderStats Recorder::stats() const {
   r.peak_unread = st_->peak_unread.load(std::memory_order_relaxed);
   r.realtime = st_->realtime.load(std::memory_order_relaxed);
   r.longest_gap_ns = st_->longest_gap_ns.load(std::memory_order_relaxed);
+  r.longest_pass_ns = st_->longest_pass_ns.load(std::memory_order_relaxed);
+  r.longest_wake_late_ns = st_->longest_wake_late_ns.load(std::memory_order_relaxed);
   r.files = st_->files_started.load(std::memory_order_relaxed);
   r.files_removed = st_->files_removed.load(std::memory_order_relaxed);
   if (stopped_) r.kept_files.assign(st_->files.begin(), st_->files.end());

@@ -22,9 +22,12 @@
 //       watermark again (its rate over the last pass), so that at a steady
 //       rate every look drains a batch (20 µs .. max_poll_interval, 250 µs);
 //       writers never wake the recorder (no system call on the write path).
-//       What a look cannot see is how long the scheduler delays it: under
-//       load that, not the drain, is what loses records (peak_unread and
-//       longest_gap_ns in the stats tell; realtime_priority is the remedy).
+//       What a look cannot see is how long the scheduler delays it: that,
+//       not the drain, is what loses records (peak_unread, longest_gap_ns
+//       and its split into longest_pass_ns and longest_wake_late_ns tell;
+//       realtime_priority removes other tasks' time slices, not the kernel
+//       work or host scheduling that keeps a CPU on a kernel without
+//       preemption or a VM: docs/record.md measures that floor).
 //   Memory: batch_pages pages per CPU, plus the file's headers; constant
 //   however long the run.
 //
@@ -174,6 +177,13 @@ struct RecorderStats {
   /// The longest time between two looks at the buffers (ns): sleep, the
   /// scheduler's delay in waking the thread, and the pass's own work.
   uint64_t longest_gap_ns = 0;
+  /// Of that, apart: the longest one pass's own work took (ns: drains,
+  /// writes, the 200-ms checks), and the longest a sleep overran what it
+  /// asked for (ns: timer and scheduling delay, time the thread was kept
+  /// from its CPU). A gap that loses records with a short pass is the
+  /// machine's, not the recorder's.
+  uint64_t longest_pass_ns = 0;
+  uint64_t longest_wake_late_ns = 0;
   uint64_t cpu_ns = 0;      ///< CPU time of the recorder thread so far (ns)
   uint64_t files = 1;       ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files

@@ -42,6 +42,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -111,8 +112,10 @@ bool start_listener() {
   g_listener = fork();
   if (g_listener == 0) {
     setpgid(0, 0);
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with the bench, and holds none of its files (e.g. flock's lock)
     const std::string log = (g_listen_dir / "listen.log").string();
     if (std::freopen(log.c_str(), "w", stdout) == nullptr || std::freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
+    (void)close_range(3, ~0u, 0);
     const std::string p = std::to_string(port), d = g_listen_dir.string();
     execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -189,6 +192,10 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   r.dropped = s.dropped;
   r.consumer_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
   r.bytes = s.bytes;
+  r.gaps = fmt::format("longest gap between looks {:.0f} us (longest pass {:.0f} us, longest wake-up overrun {:.0f} us), "
+                       "peak unread {}/{} sub-buffers",
+                       s.longest_gap_ns / 1e3, s.longest_pass_ns / 1e3, s.longest_wake_late_ns / 1e3, s.peak_unread,
+                       inst.ring().nr_subbufs());
   if (s.unwritten != 0 || rec.error()) fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
   r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
@@ -224,6 +231,45 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   if (!to_null) std::filesystem::remove(out);
   if (!to_null) collector_done();
   return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
+}
+
+// The machine's part of a gap, without any recorder: a thread with the
+// recorder's pinning and policy (CPU 1, --realtime) sleeps 50 us again and
+// again for `seconds` and measures by how much each wake-up comes late (a
+// timer's delivery, and whatever keeps the CPU: other tasks' kernel work,
+// which a SCHED_FIFO thread cannot preempt on a kernel without preemption,
+// the host's scheduling of the vCPU). The longest is the least time the
+// recorder can be away; a buffer of B events survives it below B / that rate.
+void wakeup_floor(double seconds, uint64_t buffer_events) {
+  std::vector<uint64_t> late;
+  std::thread t([&] {
+    pin_this_thread(1);
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (g_realtime > 0) {
+      sched_param sp{};
+      sp.sched_priority = g_realtime;
+      (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto dur = std::chrono::duration<double>(seconds);
+    late.reserve(static_cast<size_t>(seconds * 25000));
+    while (std::chrono::steady_clock::now() - t0 < dur) {
+      const auto a = std::chrono::steady_clock::now();
+      const timespec ts{0, 50'000};
+      (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count();
+      late.push_back(ns > 50'000 ? static_cast<uint64_t>(ns - 50'000) : 0);
+    }
+  });
+  t.join();
+  if (late.empty()) return;
+  std::sort(late.begin(), late.end());
+  const auto over = [&](uint64_t ns) { return late.end() - std::upper_bound(late.begin(), late.end(), ns); };
+  fmt::print("wake-up floor CPU 1{}: {} sleeps of 50 us in {} s, late by median {:.1f} us, p99.9 {:.0f} us, max {:.0f} us; "
+             "{} over 0.5 ms, {} over 1 ms; a gap of the max fills the {}-event buffer above {:.1f} M events/s\n",
+             g_realtime > 0 ? fmt::format(" (SCHED_FIFO {})", g_realtime) : "", late.size(), seconds,
+             late[late.size() / 2] / 1e3, late[late.size() * 999 / 1000] / 1e3, late.back() / 1e3, over(500'000),
+             over(1'000'000), buffer_events, static_cast<double>(buffer_events) / (late.back() / 1e9) / 1e6);
 }
 
 // RSS in KiB (/proc/self/statm, resident pages).
@@ -326,6 +372,28 @@ struct Side {
 
 std::string fm(double v) { return fmt::format("{:.2f}", v); }
 
+constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (docs/record.md, "Measured")
+  One writer pinned to CPU 0 emits 64-byte events into a drop-newest instance
+  (default buffer sizes) while the recorder, pinned to CPU 1, writes a
+  trace.dat; reports drain-only cost, the full-speed rate and recorder CPU per
+  event, and the highest paced rate with 0 lost in --repeats runs in a row.
+  --dir DIR            where the trace.dat goes (default /dev/shm)
+  --seconds S          length of each run (default 1)
+  --repeats N          runs per figure, and clean runs in a row for lossless (default 5)
+  --peers lttng        LTTng-UST's consumer daemon as a second side, runs interleaved
+  --lttng-plugin PATH  the peers plugin with LTTng's tracepoint (default: found beside the bench)
+  --verify             with --peers lttng: read two LTTng traces back with babeltrace2
+  --steady RATE        one paced run at RATE events/s for --seconds (e.g. 10000000 --seconds 60):
+                       RSS every second, exit 0 when nothing was lost
+  --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file)
+  --collector auto|HOST:PORT  record to trace-cmd listen instead (auto: start one on loopback)
+  --realtime PRIO      recorder thread (and LTTng's consumer daemon) SCHED_FIFO at PRIO
+  --floor S            first, S seconds of 50-us sleeps on CPU 1 with the recorder's policy: how late
+                       the machine wakes a thread (default 3; 0: skip)
+  --max-only           only the drain-only and full-speed phases (tracepipe's side; e.g. under perf)
+  --help               this text
+)";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,13 +402,23 @@ int main(int argc, char** argv) {
   int repeats = 5;
   double steady_rate = 0;
   uint64_t rotate_mib = 512;
+  double floor_seconds = 3;
   std::string peers, plugin;
   bool verify = false;
+  bool max_only = false;  // --max-only: drain only and full speed (a profile's window)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--verify") {
       verify = true;
       continue;
+    }
+    if (a == "--max-only") {
+      max_only = true;
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
     }
     if (i + 1 >= argc) {
       fmt::print(stderr, "{} needs a value\n", a);
@@ -352,12 +430,13 @@ int main(int argc, char** argv) {
     else if (a == "--repeats") repeats = std::max(1, std::atoi(v));
     else if (a == "--steady") steady_rate = std::atof(v);
     else if (a == "--rotate-mib") rotate_mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--floor") floor_seconds = std::atof(v);
     else if (a == "--collector") g_collector = v;
     else if (a == "--peers") peers = v;
     else if (a == "--lttng-plugin") plugin = v;
     else if (a == "--realtime") g_realtime = std::atoi(v);
     else {
-      fmt::print(stderr, "unknown option {}\n", a);
+      fmt::print(stderr, "unknown option {}\n{}", a, kUsage);
       return 2;
     }
   }
@@ -406,6 +485,13 @@ int main(int argc, char** argv) {
   const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
   const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
   if (steady_rate > 0) return steady(out, seconds, steady_rate, rotate_mib);
+  if (floor_seconds > 0) {
+    InstanceOptions o;
+    o.mode = BufferMode::drop_newest;
+    Instance inst(o);  // the default buffer: how many 64-byte events it holds
+    const uint64_t per_subbuf = inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
+    wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
+  }
   {
     std::vector<double> file_ns, null_ns;
     for (int i = 0; i < repeats; ++i) {
@@ -417,6 +503,15 @@ int main(int argc, char** argv) {
     fmt::print("drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] into /dev/null\n",
                file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where, null_ns[null_ns.size() / 2],
                null_ns.front(), null_ns.back());
+  }
+  if (max_only) {
+    for (int i = 0; i < repeats; ++i) {
+      const Run r = one(out, seconds, 0);
+      fmt::print("max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder {:.2f} ns/event\n",
+                 r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6, static_cast<double>(r.dropped) / 1e6,
+                 r.consumer_ns_per_event);
+    }
+    return 0;
   }
   std::vector<Side> sides(lttng ? 2 : 1);
   sides[0].name = "tracepipe";
@@ -473,6 +568,7 @@ int main(int argc, char** argv) {
       }
       fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name, s.rate / 1e6,
                  r.dropped, s.clean.size() + 1, r.rate / 1e6, s.found ? " (search reopened)" : "");
+      if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
       s.clean.clear();
       s.done = s.found = false;
       s.rate *= 0.9;

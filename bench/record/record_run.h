@@ -22,6 +22,7 @@ struct Run {
   double consumer_ns_per_event = 0;  ///< consumer CPU time / written
   uint64_t bytes = 0;    ///< bytes of the output's data streams
   std::string note;      ///< a check that failed, for the report ("" when all agree)
+  std::string gaps;      ///< tracepipe: where the longest gap between looks went ("" for other sides)
 };
 
 /// The longest burst a paced writer emits to catch up, in seconds of its rate.

@@ -188,8 +188,12 @@ struct Lane {
 
 /// (field - lo) mod 2^(8 * sizeof(T)) <= span: a compare in T's width.
 template <class T>
+[[gnu::always_inline]] inline bool compare_value(const Lane& l, T field) noexcept {
+  return static_cast<T>(field - static_cast<T>(l.lo)) <= static_cast<T>(l.span);
+}
+template <class T>
 [[gnu::always_inline]] inline bool compare_in(const Lane& l, const std::byte* rec) noexcept {
-  return static_cast<T>(load<T>(rec + l.pos) - static_cast<T>(l.lo)) <= static_cast<T>(l.span);
+  return compare_value<T>(l, load<T>(rec + l.pos));
 }
 
 /// The verdict of Program::single_: a compare in the field's own width,
@@ -242,6 +246,36 @@ class Program {
   /// otherwise (then call match() or match_lazy(), which give the same
   /// verdict). Lets a caller keep the general evaluator's call off its path.
   [[gnu::always_inline]] inline int match_inline(std::span<const std::byte> record) const noexcept;
+
+  /// The commonest filter in value form, for a writer that holds the field
+  /// values before any record exists (EventDecl::trace's reject-first
+  /// step, core/instance/event_decl.h): if this program is one compare of a
+  /// 4-byte integer field in the field's own width (the single32 path of
+  /// match_inline) and a record of `record_size` bytes is long enough for
+  /// it, the field's byte offset; UINT32_MAX otherwise. Then, on every such
+  /// record, match() == match_u32(the field's 4 bytes as a uint32_t): the
+  /// same compare, done on the value instead of on a load from the record.
+  [[gnu::always_inline]] uint32_t single32_pos(size_t record_size) const noexcept {
+    return record_size >= single32_min_size_ ? single_.pos : UINT32_MAX;
+  }
+  /// The verdict of the single32 compare on a field value (valid only when
+  /// single32_pos() named the field).
+  [[gnu::always_inline]] bool match_u32(uint32_t value) const noexcept {
+    return detail::compare_value<uint32_t>(single_, value);
+  }
+  /// The same for a one-predicate string program on a char[N] field (the
+  /// single-string path of match_inline: "==", "!=" or a "~" prefix that
+  /// needs at most 16 of the field's bytes): the field's offset if a record
+  /// of `record_size` bytes is long enough, else UINT32_MAX. Then match()
+  /// == match_words(w), where w[0] and w[1] are the record's 16 bytes at
+  /// that offset as two native-endian words; bytes past the field's end
+  /// are masked out, so any value may stand there.
+  [[gnu::always_inline]] uint32_t single_string_pos(size_t record_size) const noexcept {
+    return record_size >= single_str_min_size_ ? single_str_.pos : UINT32_MAX;
+  }
+  [[gnu::always_inline]] bool match_words(const uint64_t (&w)[2]) const noexcept {
+    return eval_string_words(w[0], w[1]);
+  }
 
   /// The program as a listing (see the worked example above). Allocates.
   std::string dump() const;
@@ -331,6 +365,12 @@ class Program {
       std::memcpy(&b, rec + single_str_.pos + 8, 8);
       diff |= (b ^ single_str_.want[1]) & single_str_.mask[1];
     }
+    return diff == 0 ? single_str_.verdict_if_match : single_str_.verdict_if_no_match;
+  }
+  /// eval_single_string on words already loaded (b read only if two_words).
+  [[gnu::always_inline]] bool eval_string_words(uint64_t a, uint64_t b) const noexcept {
+    uint64_t diff = (a ^ single_str_.want[0]) & single_str_.mask[0];
+    if (single_str_.two_words) diff |= (b ^ single_str_.want[1]) & single_str_.mask[1];
     return diff == 0 ? single_str_.verdict_if_match : single_str_.verdict_if_no_match;
   }
 

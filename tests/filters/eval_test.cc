@@ -3,7 +3,9 @@
 // malformed. Expected values are the kernel's (see each comment).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <map>
 
 #include "test_events.h"
@@ -413,7 +415,7 @@ TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][
   uint64_t seed = 42;
   auto rnd = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33; };
   const std::string alphabet = "ab";
-  int checked = 0, inline_paths = 0;
+  int checked = 0, inline_paths = 0, value_form = 0;
   for (uint32_t n : {1u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 24u}) {
     for (uint32_t off : {8u, 13u}) {
       const std::vector<FieldDesc> fields = {make_field("char[" + std::to_string(n) + "]", "s", off, n, false)};
@@ -437,6 +439,20 @@ TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][
               CHECK(c.program()->match(view, {}) == c.program()->explain(view).matched);
               ++checked;
               inline_paths += view.size() >= off + 16;
+              // The value form (EventDecl::trace's reject-first step): the
+              // field's 16 bytes as two words, whatever follows the field
+              // (here 'a's, in the record; zeros, as Chars::put builds them).
+              const uint32_t pos = c.program()->single_string_pos(view.size());
+              if (pos != UINT32_MAX) {
+                REQUIRE(pos == off);
+                uint64_t w[2], z[2] = {0, 0};
+                std::memcpy(w, rec.data() + off, 16);
+                std::memcpy(z, rec.data() + off, std::min<size_t>(n, 16));
+                const bool want = c.program()->explain(view).matched;
+                CHECK(c.program()->match_words(w) == want);
+                CHECK(c.program()->match_words(z) == want);
+                ++value_form;
+              }
             }
           }
         }
@@ -445,6 +461,7 @@ TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][
   }
   CHECK(checked > 10000);
   CHECK(inline_paths > 1000);
+  CHECK(value_form > 1000);
 }
 
 // The inline path of one CPU compare (Program::single_cpu_: a range of the

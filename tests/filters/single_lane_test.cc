@@ -69,7 +69,7 @@ TEST_CASE("single lane: one-predicate programs, every sense, full and short reco
                                                  {"((%))", false},   {"!((%))", true},    {"!(!(%))", false},
                                                  {"!(!(!(%)))", true}};
   std::mt19937_64 rng(20201362);
-  int checked = 0, programs = 0;
+  int checked = 0, programs = 0, value_form = 0;
   for (const F& f : fs) {
     const unsigned bits = f.size * 8;
     const uint64_t fmask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
@@ -110,6 +110,20 @@ TEST_CASE("single lane: one-predicate programs, every sense, full and short reco
             }
             // Exactly long enough and longer: the fast path, same verdict.
             REQUIRE(prog->match(rec.span().first(f.off + f.size)) == want);
+            // The value form (EventDecl::trace's reject-first step): it names
+            // a 4-byte field only, and only for records long enough for it;
+            // its verdict on the field's value is match()'s.
+            const uint32_t pos = prog->single32_pos(rec.span().size());
+            if (pos != UINT32_MAX) {
+              REQUIRE(pos == f.off);
+              REQUIRE(f.size == 4);
+              uint32_t x;
+              std::memcpy(&x, rec.bytes().data() + f.off, 4);
+              REQUIRE(prog->match_u32(x) == want);
+              REQUIRE(prog->single32_pos(f.off + f.size) == pos);
+              REQUIRE(prog->single32_pos(f.off + f.size - 1) == UINT32_MAX);
+              ++value_form;
+            }
             ++checked;
           }
         }
@@ -118,6 +132,7 @@ TEST_CASE("single lane: one-predicate programs, every sense, full and short reco
   }
   INFO(programs << " programs");
   CHECK(checked > 400000);
+  CHECK(value_form > 50000);  // every 4-byte compare but '&' takes the value form
 }
 
 

@@ -28,10 +28,18 @@
 //        enabled() is always true and trace_slow_path() reads the
 //        descriptor's word (correct, a few ns when disabled).
 //   (D3) trace_slow_path() re-reads the descriptor's word with acquire inside
-//        a WriterScope (a read-side section): enabled() is only a hint; a
-//        list seen there stays alive until the scope ends (Instance frees it
-//        after synchronize()). The same scope is the nesting level of the
-//        emits into each listed instance, which run one after the other.
+//        a read-side section (a WriterScope, or the reject-first step's
+//        outermost section): enabled() is only a hint; a list, state and
+//        program seen there stay alive until the section ends (Instance
+//        frees them after synchronize()). The fan-out's WriterScope is the
+//        nesting level of the emits into each listed instance, which run one
+//        after the other.
+//   (D4) The reject-first step (trace_rejects_first) decides a reject on the
+//        argument values, without a record, only where the record's filter
+//        would give the same verdict (one compare of a 4-byte Int field, one
+//        string match on a Chars field), and counts it as the stack lane
+//        does; anything else leaves its section and goes to the fan-out,
+//        which loads the program again and decides on the record.
 // Registration: at static initialisation (registered_at_startup, which
 // desc() and enabled() odr-use) or by the first desc() call. Before it, the word is
 // nullptr and no instance can subscribe through this declaration; only in
@@ -73,6 +81,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -175,6 +184,11 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
 /// bytes, filters/program.h: eval_single_string) is forwarded from the store
 /// buffer; zero-filling and then copying over it made such a load span two
 /// stores, which cannot be forwarded (a stall of several ns per event).
+// GCC 12 clones trace_slow_path for a call site whose Chars argument is a
+// short string literal, and then warns about the n >= 8 branch's loads
+// (-Warray-bounds), a branch that cannot run for that length.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
 [[gnu::always_inline]] inline void load_short(const char* src, size_t n, uint64_t (&w)[2]) noexcept {
   w[1] = 0;
   if (n >= 8) {
@@ -194,6 +208,7 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
     w[0] = 0;
   }
 }
+#pragma GCC diagnostic pop
 
 /// Zeroes N bytes (a compile-time size) with explicit 16/8/4/2/1-byte stores.
 /// Not memset: where GCC optimises a block for size (a path it guesses is
@@ -330,6 +345,10 @@ struct EventDecl {
     return detail::align_up(off, max_align);
   }();
   static constexpr bool has_dynamic = (Fields::dynamic || ...);
+
+  /// The arguments of trace() / TRACEPIPE_TRACE, converted to the field
+  /// types, as trace_slow_path() receives them.
+  using Args = std::tuple<typename Fields::arg_type...>;
 
  private:
   // Bytes of the fixed part no field covers (alignment gaps, tail padding).
@@ -476,7 +495,7 @@ struct EventDecl {
   /// TRACEPIPE_TRACE to skip argument evaluation for sure.
   [[gnu::always_inline]] static void trace(typename Fields::arg_type... v) noexcept {
     if (enabled()) [[unlikely]]
-      trace_slow_path(v...);
+      trace_slow_path(Args{v...});
   }
 
  private:
@@ -491,44 +510,142 @@ struct EventDecl {
   /// optimises cold functions for size. Called by TRACEPIPE_TRACE.
   /// Mirrors include/linux/tracepoint.h: __DO_TRACE (the probe iteration).
   ///
-  /// (D4) A fixed-size event enabled in one instance, filtered, staged per
-  /// thread, without triggers or soft-disable (the commonest filtered
-  /// tracepoint) takes the stack lane first: the record is staged on this
-  /// call's stack (Instance::stage_on_stack). Everything else, and an
-  /// unregistered thread, goes to trace_fan_out() after the lane's scope
-  /// ended: a tail call, so the lane's frame stays small.
-  [[gnu::noinline]] static void trace_slow_path(typename Fields::arg_type... v) noexcept {
+  /// (D4) The reject-first step (trace_rejects_first): a fixed-size event
+  /// enabled in one instance, filtered, staged per thread, without triggers
+  /// or soft-disable (the commonest filtered tracepoint), emitted outside
+  /// any other emit of the thread, whose filter is one compare of a 4-byte
+  /// Int field or one string match on a Chars field, is rejected on the
+  /// argument's value, with no record built. Everything else goes to
+  /// trace_fan_out(), by a tail call: there such an event is staged on the
+  /// stack (Instance::stage_on_stack) and filtered on the record.
+  ///
+  /// The arguments come as one object on the caller's stack (Args): stores
+  /// at the call site, and loads here of only the fields a step reads. Passed
+  /// one by one, a sched_switch's nine words took six registers and three
+  /// stack slots, and GCC gave this function a frame (six callee-saved
+  /// registers pushed and popped, the stack arguments loaded and stored
+  /// back for the tail call) on every reject: about 1 ns of 4.
+  [[gnu::noinline]] static void trace_slow_path(const Args& a) noexcept {
     if constexpr (kStackStaged) {
-      if (trace_one_on_stack(v...)) return;
+      if (trace_rejects_first(a)) return;
     }
-    trace_fan_out(v...);
+    trace_fan_out(a);
   }
 
-  /// The stack lane of (D4); false (nothing done, no scope left open) when it
-  /// does not apply.
-  [[gnu::always_inline]] static bool trace_one_on_stack(typename Fields::arg_type... v) noexcept {
+
+  /// Int fields of 4 bytes: the reject-first step reads their values.
+  template <class F>
+  static constexpr bool kWord32 =
+      (std::integral<typename F::arg_type> || std::is_enum_v<typename F::arg_type>) && sizeof(typename F::arg_type) == 4;
+  static constexpr bool kAnyWord32 = (kWord32<Fields> || ...);
+
+  /// The 4 bytes the record would hold at `pos`, if a 4-byte Int field
+  /// starts there: one compare per such field against its constant offset
+  /// (a position no field has, UINT32_MAX included, finds none).
+  template <size_t... I>
+  [[gnu::always_inline]] static bool word32_at(std::index_sequence<I...>, uint32_t pos, uint32_t& out,
+                                               const typename Fields::arg_type&... v) noexcept {
+    const auto one = [&]<class F, size_t K>(const typename F::arg_type& x) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      if constexpr (kWord32<F>) {
+        if (pos == offsets[K]) {
+          std::memcpy(&out, &x, 4);  // the bytes Int::put stores
+          return true;
+        }
+      }
+      return false;
+    };
+    return (one.template operator()<Fields, I>(v) || ...);
+  }
+
+  /// Chars fields: the reject-first step reads their first 16 bytes.
+  template <class F>
+  static constexpr bool kChars = std::is_same_v<typename F::arg_type, std::string_view> && !F::dynamic;
+  static constexpr bool kAnyChars = (kChars<Fields> || ...);
+
+  /// The record's 16 bytes at `pos` as two words (what Chars::put stores
+  /// there from its first 16 bytes, zero-filled; the filter masks out bytes
+  /// past the field), if a Chars field starts there. Little-endian only
+  /// (put builds the words so there).
+  template <size_t... I>
+  [[gnu::always_inline]] static bool chars_at(std::index_sequence<I...>, uint32_t pos, uint64_t (&w)[2],
+                                              const typename Fields::arg_type&... v) noexcept {
+    const auto one = [&]<class F, size_t K>(const typename F::arg_type& x) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      if constexpr (kChars<F>) {
+        if (pos == offsets[K]) {
+          detail::load_short(x.data(), std::min<size_t>({x.size(), F::size, 16}), w);
+          return true;
+        }
+      }
+      return false;
+    };
+    return (one.template operator()<Fields, I>(v) || ...);
+  }
+
+  /// (R6') The reject-first step: true when the program is one compare of
+  /// a 4-byte Int field, or one string match on a Chars field
+  /// (Program::single32_pos, single_string_pos), and its verdict on that
+  /// argument's value is reject: the same verdict as on the built record.
+  [[gnu::always_inline]] static bool rejects_first(const filters::Program& prog,
+                                                   const typename Fields::arg_type&... v) noexcept {
+    if constexpr (kAnyWord32) {
+      uint32_t x;
+      if (word32_at(std::index_sequence_for<Fields...>{}, prog.single32_pos(fixed_size), x, v...))
+        return !prog.match_u32(x);
+    }
+    if constexpr (kAnyChars && std::endian::native == std::endian::little) {
+      uint64_t w[2];
+      if (chars_at(std::index_sequence_for<Fields...>{}, prog.single_string_pos(fixed_size), w, v...))
+        return !prog.match_words(w);
+    }
+    return false;
+  }
+
+  /// (D4): true when the event was rejected (counted rejected_staged, as
+  /// the staged path's reject) or is disabled since enabled() looked; false,
+  /// with nothing done and no section left open, otherwise. A reject stores
+  /// nothing but the count and the read-side section's two words, (A) and
+  /// (D). Every other way out is a return: trace_slow_path() then has no
+  /// call but the tail call, holds no value across a call, and its reject
+  /// path needs no frame and no callee-saved register (an accept pays this
+  /// step's loads again in trace_fan_out, about 1 ns).
+  [[gnu::always_inline]] static bool trace_rejects_first(const Args& a) noexcept {
     ThreadContext* ctx = detail::tl_context;
     if (ctx == nullptr) [[unlikely]]
       return false;
-    WriterScope scope(*ctx);  // (D3)
+    if (!detail::enter_outermost_section(*ctx)) [[unlikely]]
+      return false;  // nested: trace_fan_out's WriterScope
+    // (D3) read inside the section. The (D2) sentinel has count 0.
     const detail::Subscribers* subs = listeners_.load(std::memory_order_acquire);
-    if (subs == nullptr) return true;  // disabled since enabled() looked
-    if (subs == &detail::kCheckDescriptorWord || subs->count != 1) [[unlikely]]
-      return false;  // (D2), or several instances
-    detail::EventState& st = *subs->states[0];
-    const uint32_t flags = st.flags.load(std::memory_order_acquire);
-    if (!detail::InstanceAccess::stages_on_stack(flags)) [[unlikely]]
-      return false;
-    const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      write_fields_in(rec, chunks, v...);
-    };
-    detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, scope.depth(), build);
-    return true;
+    bool done = subs == nullptr;  // disabled since enabled() looked
+    if (!done && subs->count == 1) [[likely]] {
+      detail::EventState& st = *subs->states[0];
+      const uint32_t flags = st.flags.load(std::memory_order_acquire);
+      if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
+        std::atomic<uint64_t>& rejected = thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
+        const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+        const bool rejected = std::apply(
+            [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+              return rejects_first(*prog, v...);
+            },
+            a);
+        if (rejected) {  // (R6')
+          counter_add(rejected);           // (R8)
+          done = true;
+        }
+      }
+    }
+    detail::leave_outermost_section();
+    return done;
   }
 
   /// The general fan-out: every subscribed instance in one WriterScope
   /// (the stack lane per instance where (D4) holds, else the emit's path).
-  [[gnu::noinline]] static void trace_fan_out(typename Fields::arg_type... v) noexcept {
+  [[gnu::noinline]] static void trace_fan_out(const Args& a) noexcept {
+    std::apply([](const typename Fields::arg_type&... v)
+                   TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { fan_out(v...); },
+               a);
+  }
+  [[gnu::always_inline]] static void fan_out(const typename Fields::arg_type&... v) noexcept {
     // (D1) listeners_ is the descriptor's own word: read it directly, without
     // the registered_ -> descriptor -> word chain (two dependent loads, about
     // 1 ns here). Only in case (D2) does the descriptor hold another word.
@@ -564,7 +681,8 @@ struct EventDecl {
           const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
             write_fields_in(rec, chunks, v...);
           };
-          detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, depth, build);
+          const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+          detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, depth, *prog, build);
           return;
         }
       }
@@ -606,7 +724,7 @@ namespace detail {
 struct DeclAccess {
   template <class Decl, class... A>
   [[gnu::always_inline]] static void trace_slow_path(A&&... v) noexcept {
-    Decl::trace_slow_path(std::forward<A>(v)...);
+    Decl::trace_slow_path(typename Decl::Args{std::forward<A>(v)...});
   }
 };
 }  // namespace detail

@@ -369,7 +369,8 @@ template <class Writer, class Hooks>
 // staged path: (R6) filter, (R7) copy on accept, (R8) discard on reject.
 template <uint32_t Size, class Build>
 [[gnu::always_inline]] inline void Instance::stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
-                                                            uint32_t depth, const Build& build) noexcept {
+                                                            uint32_t depth, const filters::Program& program,
+                                                            const Build& build) noexcept {
   static_assert(Size >= sizeof(CommonHeader) && Size <= kMaxStagedRecord);
   // This call's own staging buffer: a signal handler's emit has its own
   // frame (F2). Only the bytes the filter reads are written before it runs.
@@ -377,7 +378,7 @@ template <uint32_t Size, class Build>
   // string loads stay inside a small record (match_inline checks the size)
   // and warned of an access past a 12-byte array.
   alignas(8) std::byte rec[Size < 32 ? 32 : Size];
-  const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+  const filters::Program* prog = &program;  // the caller's one load of st.program (F5)
   const uint64_t need = prog->read_chunks();
   const auto header = [&]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     uint64_t hdr = detail::header_word(st.type, ctx.tid);

@@ -130,6 +130,27 @@ class WriterScope {
   uint64_t prev_;
 };
 
+namespace detail {
+/// WriterScope's two steps, outermost only, for a caller that leaves nested
+/// emits to another path (EventDecl::trace's lane): nothing to remember
+/// between them, so no register is held across the section for `prev_`.
+/// enter_outermost_section() returns false, and changes nothing, when an
+/// emit is already in flight on this thread (the caller then takes a path
+/// with a WriterScope); after true, leave_outermost_section() must follow
+/// on the same thread. Same protocol, steps (A) and (D), as WriterScope.
+[[gnu::always_inline]] inline bool enter_outermost_section(ThreadContext& t) noexcept {
+  if (t.read_section.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    return false;
+  t.read_section.store(gp_global_section.load(std::memory_order_acquire), std::memory_order_relaxed);  // (A)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return true;
+}
+[[gnu::always_inline]] inline void leave_outermost_section() noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tl_context->read_section.store(opaque_zero(), std::memory_order_release);  // (D)
+}
+}  // namespace detail
+
 /// Waits until every WriterScope that was open when synchronize() began has
 /// closed. Afterwards, objects unpublished before the call may be freed.
 /// Blocks (sleeps/yields); takes locks; never call it on the write path or

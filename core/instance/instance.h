@@ -26,8 +26,13 @@
 //   filtered, per-thread staging, no triggers, not soft-disabled (the stack
 //   lane, stage_on_stack below; the kernel evaluates its filter on the temp
 //   buffer, LTTng-UST its filter bytecode on the probe's arguments):
-//     build on the caller's stack only the fields the filter reads
-//     (Program::read_chunks) ─▶ filter
+//     filter = one compare of a 4-byte integer field, or one string match
+//     of a char array's first bytes (Program::single32_pos /
+//     single_string_pos): its verdict on the argument itself (reject-first)
+//        └─ reject ─▶ count, return                  (nothing built: no record,
+//                                                     no slot, no ring, no clock)
+//     otherwise, or accepted: build on the caller's stack only the fields
+//     the filter reads (Program::read_chunks) ─▶ filter
 //        ├─ reject ─▶ count, return                  (no slot, no ring, no clock)
 //        └─ accept ─▶ build the other fields ─▶ ring.reserve + copy + commit
 //
@@ -478,10 +483,12 @@ class Instance {
   /// the fields (not the header) of a Size-byte record that overlap
   /// `chunks` (Program::read_chunks() bits). For st.flags ==
   /// stages_on_stack(); the caller holds a WriterScope on `ctx` of depth
-  /// `depth`. Counted as a staged emit (kept, rejected or lost).
+  /// `depth`, and loaded `prog` from st.program inside it (once per emit,
+  /// F5). Counted as a staged emit (kept, rejected or lost).
   template <uint32_t Size, class Build>
   [[gnu::always_inline]] void stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
-                                             uint32_t depth, const Build& build) noexcept;
+                                             uint32_t depth, const filters::Program& prog,
+                                             const Build& build) noexcept;
   /// Its accept: copies the built record into the ring (stamped there, F1)
   /// and counts it, as the staged path's (R7). Out of line: the lane's
   /// reject path then needs no callee-saved register.
@@ -572,8 +579,8 @@ struct InstanceAccess {
   /// EventDecl::trace's stack lane (Instance::stage_on_stack).
   template <uint32_t Size, class Build>
   [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
-                                                    const Build& build) noexcept {
-    st.instance->stage_on_stack<Size>(st, flags, ctx, depth, build);
+                                                    const filters::Program& prog, const Build& build) noexcept {
+    st.instance->stage_on_stack<Size>(st, flags, ctx, depth, prog, build);
   }
   static Stager& stager(Instance& instance) noexcept { return instance.stager_; }
   /// The event's state in `instance`, made if needed (control plane: takes

@@ -74,6 +74,20 @@ bool opened_once(Get get) {
   return k == g_steps.size() && j > i;
 }
 
+// How many times the value went from 0 to non-zero (sections opened, one
+// after the other), when it also ends at 0.
+template <class Get>
+int opened_times(Get get) {
+  int n = 0;
+  uint64_t last = 0;
+  for (const Snapshot& s : g_steps) {
+    const uint64_t v = get(s);
+    n += last == 0 && v != 0;
+    last = v;
+  }
+  return last == 0 ? n : -1;
+}
+
 }  // namespace
 
 TEST_CASE("emit: a handler that emits between any two instructions of a filtered emit leaves it intact",
@@ -141,5 +155,76 @@ TEST_CASE("emit: a handler that emits between any two instructions of a filtered
     CHECK(std::memcmp(recs[0].bytes.data() + 16, "outer", 5) == 0);
   }
   CHECK(tp_core_test::drain(handler_inst).size() == nested.kept);
+#endif
+}
+
+TEST_CASE("trace: a handler that emits between any two instructions of the stack lane leaves it intact",
+          "[core][staging][signal][concurrency]") {
+#if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
+  TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
+#else
+  // TRACEPIPE_TRACE into one instance, filter "value == 1" (one compare of a
+  // 4-byte field): the reject-first step decides on the argument (value 0:
+  // nothing built), or the record is built on the stack and committed
+  // (value 1). No slot is held. A reject opens the read-side section once;
+  // an accept twice, one after the other: the reject-first step's, closed
+  // before trace_fan_out() opens its own (event_decl.h, (D4)).
+  const Staging staging = GENERATE(Staging::per_thread, Staging::adaptive);
+  const uint32_t value = GENERATE(0u, 1u);
+  CAPTURE(static_cast<int>(staging), value);
+
+  prepare_thread();
+  InstanceOptions o = tp_core_test::small_options(staging);
+  o.cpus = 1;
+  o.buffer_size_kb = 8192;
+  Instance inst(o);
+  InstanceOptions ho = o;
+  ho.staging = Staging::per_thread;
+  Instance handler_inst(ho);
+  inst.enable(Sample::desc());
+  handler_inst.enable(Nested::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+  REQUIRE(handler_inst.set_filter(Nested::desc(), "seq & 1").ok());
+
+  g_handler_inst = &handler_inst;
+  g_ctx = thread_context();
+  g_steps.clear();
+  g_steps.reserve(200000);
+  g_seq = 0;
+  g_changed = 0;
+  g_handler_emits = 0;
+  tp_test::single_stepped(on_step, [&] {
+    TRACEPIPE_TRACE(Sample, value, 7u, "outer");
+    return 0;
+  });
+
+  REQUIRE(g_steps.size() < g_steps.capacity());
+  REQUIRE(g_handler_emits > 20);  // the call was really stepped
+  CHECK(g_changed == 0);
+  const int sections = value == 1 ? 2 : 1;
+  CHECK(opened_times([](const Snapshot& s) { return s.epoch; }) == sections);
+  CHECK(opened_times([](const Snapshot& s) { return uint64_t{s.nesting}; }) == sections);
+  for (const Snapshot& s : g_steps) {
+    CHECK_FALSE(s.busy);  // the lane stages on its stack
+    CHECK(s.nesting <= 1);
+  }
+
+  const EventStats outer = inst.event_stats(Sample::desc());
+  const EventStats nested = handler_inst.event_stats(Nested::desc());
+  CHECK(outer.kept == (value == 1 ? 1u : 0u));
+  CHECK(outer.discarded == (value == 1 ? 0u : 1u));
+  CHECK(outer.staged == 1);
+  CHECK(nested.kept + nested.discarded + nested.lost == g_handler_emits);
+  CHECK(nested.nested == 0);
+  CHECK(nested.kept == g_handler_emits / 2);
+
+  const std::vector<tp_core_test::Rec> recs = tp_core_test::drain(inst);
+  REQUIRE(recs.size() == (value == 1 ? 1u : 0u));
+  if (value == 1) {
+    CHECK(recs[0].header().common_preempt_count == 0);
+    CHECK(recs[0].at<uint32_t>(8) == 1);
+    CHECK(recs[0].at<uint32_t>(12) == 7);
+    CHECK(std::memcmp(recs[0].bytes.data() + 16, "outer", 5) == 0);
+  }
 #endif
 }

@@ -40,10 +40,12 @@ namespace {
 using tp_test::enter_syscall_jail;  // tests/support/syscall_jail.h
 
 // Enabled in one instance only: TRACEPIPE_TRACE takes the stack lane
-// ((D4) in core/instance/event_decl.h) for it: an inline verdict, and the
-// general evaluator (filter_from_stack).
+// ((D4) in core/instance/event_decl.h) for it: an inline verdict, the
+// general evaluator (filter_from_stack), and the reject-first step on the
+// argument (a one-compare filter of a 4-byte field: no record built).
 using Lone = EventDecl<"tpnoalloc", "lone", Int<"value", uint32_t>, Chars<"name", 16>>;
 using LoneGeneral = EventDecl<"tpnoalloc", "lone_general", Int<"value", uint32_t>, Chars<"name", 16>>;
+using LoneFirst = EventDecl<"tpnoalloc", "lone_first", Chars<"name", 16>, Int<"value", int32_t>>;
 
 // A set of instances that exercises every path of the write path.
 struct Rig {
@@ -72,6 +74,8 @@ struct Rig {
     }
     per_thread.enable(Lone::desc());
     REQUIRE(per_thread.set_filter(Lone::desc(), "value & 1").ok());
+    per_thread.enable(LoneFirst::desc());
+    REQUIRE(per_thread.set_filter(LoneFirst::desc(), "value < 3").ok());
     adaptive.enable(LoneGeneral::desc());
     REQUIRE(adaptive.set_filter(LoneGeneral::desc(), "name ~ \"*ee*\" || value == 3").ok());
   }
@@ -95,7 +99,8 @@ struct Rig {
       TRACEPIPE_TRACE(Sample, i, i + 1, "macro");  // the same through the macro
       TRACEPIPE_TRACE(Lone, i, (i & 2) ? "keep" : "drop");         // stack lane, inline verdict
       TRACEPIPE_TRACE(LoneGeneral, i, (i & 4) ? "keep" : "drop");  // stack lane, general evaluator
-      count += 9;
+      TRACEPIPE_TRACE(LoneFirst, "first", static_cast<int32_t>(i % 8));  // reject-first, kept 3 in 8
+      count += 10;
       if (i % 64 == 0) {
         // Force the nested fallback: hold this thread's slot, emit, release.
         auto held = tracepipe::detail::InstanceAccess::stager(per_thread).thread_slots().try_claim(0, 8);
@@ -136,7 +141,8 @@ TEST_CASE("noalloc: the write path allocates nothing and takes no lock", "[core]
   CHECK(rig.per_cpu.event_stats(Other::desc()).staged > 0);
   CHECK(rig.unfiltered.event_stats(Sample::desc()).unfiltered > 0);
   // The stack lane: kept and rejected, both verdict kinds, nothing direct.
-  for (const EventStats& s : {rig.per_thread.event_stats(Lone::desc()), rig.adaptive.event_stats(LoneGeneral::desc())}) {
+  for (const EventStats& s : {rig.per_thread.event_stats(Lone::desc()), rig.adaptive.event_stats(LoneGeneral::desc()),
+                              rig.per_thread.event_stats(LoneFirst::desc())}) {
     CHECK(s.kept > 0);
     CHECK(s.discarded > 0);
     CHECK(s.staged == s.emitted());

@@ -66,6 +66,9 @@ TEST_CASE("stack lane: accepted records are byte-identical to the slot's, reject
   // records and rejecting others.
   const std::vector<std::string> filters = {
       "id & 1",                                      // one integer compare
+      "id < 7",                                      // one 4-byte compare: the reject-first step
+      "id != 3",                                     // reject-first, accepting all but one
+      "id > 150",                                    // reject-first
       "common_pid != 0 && id < 7",                   // the header (common_pid) and a field: truth table
       "name ~ \"abc*\"",                             // char[16] prefix (inline string path)
       "tag == \"abcd\"",                             // char[5] whole string
@@ -218,4 +221,114 @@ TEST_CASE("stack lane: triggers and soft-disable keep the slot path", "[core][st
   CHECK(s.staged == 10);
   CHECK(drain(inst).empty());
   inst.soft_mode(Wide::desc(), false);
+}
+
+namespace {
+
+// Fields whose put() counts its calls: the reject-first step decides on the
+// argument, so a rejected event writes no field at all.
+std::atomic<uint32_t> g_puts{0};
+template <FixedString Name, class T>
+struct CountingInt : Int<Name, T> {
+  static void put(std::byte* rec, uint32_t off, uint32_t& dyn, T v) noexcept {
+    g_puts.fetch_add(1, std::memory_order_relaxed);
+    Int<Name, T>::put(rec, off, dyn, v);
+  }
+};
+enum class Mode : uint32_t { idle = 0, busy = 7, gone = 0xfffffff0u };
+using Signed = EventDecl<"tplane", "signed", Chars<"comm", 16>, CountingInt<"pid", int32_t>,
+                         CountingInt<"mode", Mode>, CountingInt<"big", int64_t>>;
+
+void trace_signed(int32_t pid, Mode m) { TRACEPIPE_TRACE(Signed, "comm", pid, m, int64_t{pid} * 3); }
+
+}  // namespace
+
+TEST_CASE("stack lane: the reject-first step decides on the argument, as the filter on the record would",
+          "[core][stack_lane]") {
+  // Signed and unsigned (enum) 4-byte fields, each compare operator, values
+  // around the sign bit and both ends of the range.
+  const std::vector<int32_t> pids = {0, 1, -1, 2, -2, 100, -100, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
+  const std::vector<Mode> modes = {Mode::idle, Mode::busy, Mode::gone};
+  const std::vector<std::string> filters = {"pid < 0",   "pid >= 0",   "pid == -1",    "pid != 2", "pid <= -100",
+                                            "pid > 1",   "mode == 7",  "mode > 7",     "mode < 8", "pid == 2147483647",
+                                            "pid < -2147483647", "mode != 4294967280"};
+  for (const std::string& f : filters) {
+    SECTION(f) {
+      Instance lane(small_options(Staging::per_thread));
+      Instance slot(small_options(Staging::per_thread));
+      lane.enable(Signed::desc());
+      slot.enable(Signed::desc());
+      REQUIRE(lane.set_filter(Signed::desc(), f).ok());
+      REQUIRE(slot.set_filter(Signed::desc(), f).ok());
+      for (int32_t p : pids)
+        for (Mode m : modes) (void)Signed::emit(slot, "comm", p, m, int64_t{p} * 3);
+      slot.enable(Signed::desc(), false);
+      uint64_t rejected_puts = 0;
+      for (int32_t p : pids)
+        for (Mode m : modes) {
+          const uint64_t before_kept = lane.event_stats(Signed::desc()).kept;
+          const uint32_t puts = g_puts.load();
+          trace_signed(p, m);
+          if (lane.event_stats(Signed::desc()).kept == before_kept) rejected_puts += g_puts.load() - puts;
+        }
+      const auto a = bytes_of(lane), b = bytes_of(slot);
+      CHECK(a == b);
+      const EventStats sa = lane.event_stats(Signed::desc()), sb = slot.event_stats(Signed::desc());
+      CHECK(sa.kept == sb.kept);
+      CHECK(sa.discarded == sb.discarded);
+      CHECK(sa.staged == pids.size() * modes.size());
+      CHECK(sa.direct == 0);
+      // A rejected event wrote no field: not even the one the filter reads.
+      CHECK(rejected_puts == 0);
+    }
+  }
+}
+
+TEST_CASE("stack lane: the reject-first step leaves other filters, nesting and fan-out to the record",
+          "[core][stack_lane]") {
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Signed::desc());
+  SECTION("an 8-byte field: the record is built and filtered") {
+    REQUIRE(inst.set_filter(Signed::desc(), "big < 0").ok());
+    const uint32_t puts = g_puts.load();
+    trace_signed(5, Mode::idle);
+    CHECK(g_puts.load() > puts);
+    CHECK(inst.event_stats(Signed::desc()).discarded == 1);
+  }
+  SECTION("two compares: the record is built and filtered") {
+    REQUIRE(inst.set_filter(Signed::desc(), "pid < 0 && mode == 7").ok());
+    const uint32_t puts = g_puts.load();
+    trace_signed(5, Mode::busy);
+    CHECK(g_puts.load() > puts);
+    CHECK(inst.event_stats(Signed::desc()).discarded == 1);
+  }
+  SECTION("two instances: each filter on its own record") {
+    Instance other(small_options(Staging::per_thread));
+    other.enable(Signed::desc());
+    REQUIRE(inst.set_filter(Signed::desc(), "pid < 0").ok());
+    REQUIRE(other.set_filter(Signed::desc(), "pid >= 0").ok());
+    trace_signed(5, Mode::busy);
+    trace_signed(-5, Mode::busy);
+    CHECK(inst.event_stats(Signed::desc()).kept == 1);
+    CHECK(inst.event_stats(Signed::desc()).discarded == 1);
+    CHECK(other.event_stats(Signed::desc()).kept == 1);
+    CHECK(other.event_stats(Signed::desc()).discarded == 1);
+    const auto ri = drain(inst), ro = drain(other);
+    REQUIRE(ri.size() == 1);
+    REQUIRE(ro.size() == 1);
+    CHECK(ri[0].at<int32_t>(Signed::offsets[1]) == -5);
+    CHECK(ro[0].at<int32_t>(Signed::offsets[1]) == 5);
+  }
+  SECTION("soft-disabled: discarded as soft, not by the filter") {
+    REQUIRE(inst.set_filter(Signed::desc(), "pid < 0").ok());
+    inst.soft_mode(Signed::desc(), true);
+    inst.enable(Signed::desc(), false);
+    trace_signed(5, Mode::idle);
+    trace_signed(-5, Mode::idle);
+    const EventStats s = inst.event_stats(Signed::desc());
+    CHECK(s.discarded == 2);
+    CHECK(s.soft_discarded == 2);
+    CHECK(drain(inst).empty());
+    inst.soft_mode(Signed::desc(), false);
+  }
 }

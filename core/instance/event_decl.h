@@ -621,7 +621,7 @@ struct EventDecl {
       detail::EventState& st = *subs->states[0];
       const uint32_t flags = st.flags.load(std::memory_order_acquire);
       if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
-        std::atomic<uint64_t>& rejected = thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
+        std::atomic<uint64_t>& reject_count = thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
         const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
         const bool rejected = std::apply(
             [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
@@ -629,7 +629,7 @@ struct EventDecl {
             },
             a);
         if (rejected) {  // (R6')
-          counter_add(rejected);           // (R8)
+          counter_add(reject_count);  // (R8)
           done = true;
         }
       }

@@ -7,7 +7,7 @@
 namespace tracepipe::peers {
 namespace {
 
-// Issue #29's targets against LTTng-UST: >= 5x faster per committed or
+// The targets against LTTng-UST: >= 5x faster per committed or
 // rejected integer-filter event, >= 3x per rejected glob (a string match
 // costs both sides more: the glob's target is lower, not the same 5x).
 constexpr double kSpeedupTarget = 5.0;

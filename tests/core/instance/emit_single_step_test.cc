@@ -88,6 +88,30 @@ int opened_times(Get get) {
   return last == 0 ? n : -1;
 }
 
+// The outer instance (filter `value == 1`) at `staging`, and the handler's
+// (per_thread, `seq & 1`: half kept, half discarded), one CPU each.
+struct Stepped {
+  static InstanceOptions options(Staging staging) {
+    InstanceOptions o = tp_core_test::small_options(staging);
+    o.cpus = 1;
+    o.buffer_size_kb = 8192;
+    return o;
+  }
+  static InstanceOptions handler_options(Staging staging) {
+    InstanceOptions o = options(staging);
+    o.staging = Staging::per_thread;
+    return o;
+  }
+  explicit Stepped(Staging staging) : inst(options(staging)), handler_inst(handler_options(staging)) {
+    inst.enable(Sample::desc());
+    handler_inst.enable(Nested::desc());
+    REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
+    REQUIRE(handler_inst.set_filter(Nested::desc(), "seq & 1").ok());
+  }
+  Instance inst;
+  Instance handler_inst;
+};
+
 }  // namespace
 
 TEST_CASE("emit: a handler that emits between any two instructions of a filtered emit leaves it intact",
@@ -101,17 +125,9 @@ TEST_CASE("emit: a handler that emits between any two instructions of a filtered
   CAPTURE(static_cast<int>(staging), value);
 
   prepare_thread();
-  InstanceOptions o = tp_core_test::small_options(staging);
-  o.cpus = 1;
-  o.buffer_size_kb = 8192;
-  Instance inst(o);
-  InstanceOptions ho = o;
-  ho.staging = Staging::per_thread;
-  Instance handler_inst(ho);
-  inst.enable(Sample::desc());
-  handler_inst.enable(Nested::desc());
-  REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
-  REQUIRE(handler_inst.set_filter(Nested::desc(), "seq & 1").ok());  // half kept, half discarded
+  Stepped st(staging);
+  Instance& inst = st.inst;
+  Instance& handler_inst = st.handler_inst;  // the handler's filter keeps half, discards half
 
   g_handler_inst = &handler_inst;
   g_ctx = thread_context();
@@ -174,17 +190,9 @@ TEST_CASE("trace: a handler that emits between any two instructions of the stack
   CAPTURE(static_cast<int>(staging), value);
 
   prepare_thread();
-  InstanceOptions o = tp_core_test::small_options(staging);
-  o.cpus = 1;
-  o.buffer_size_kb = 8192;
-  Instance inst(o);
-  InstanceOptions ho = o;
-  ho.staging = Staging::per_thread;
-  Instance handler_inst(ho);
-  inst.enable(Sample::desc());
-  handler_inst.enable(Nested::desc());
-  REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
-  REQUIRE(handler_inst.set_filter(Nested::desc(), "seq & 1").ok());
+  Stepped st(staging);
+  Instance& inst = st.inst;
+  Instance& handler_inst = st.handler_inst;
 
   g_handler_inst = &handler_inst;
   g_ctx = thread_context();

@@ -39,12 +39,9 @@
 // files of --rotate-mib MiB (0: one file), so that a minute at 10 M events/s
 // (38 GB) fits on tmpfs.
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -66,6 +63,7 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/bench/record/lttng_record.h"
 #include "tracepipe/bench/record/record_run.h"
+#include "tracepipe/core/record/local_collector.h"
 #include "tracepipe/core/record/recorder.h"
 
 using namespace tracepipe;
@@ -79,72 +77,23 @@ namespace {
 // --collector: where the recorder sends ("" = the file), and the local
 // trace-cmd listen started for "auto".
 std::string g_collector;
-pid_t g_listener = -1;
-std::filesystem::path g_listen_dir;
-
-bool listening(uint16_t port) {
-  char want[8];
-  std::snprintf(want, sizeof want, ":%04X", port);
-  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(f);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream ls(line);
-      std::string sl, local, remote, st;
-      ls >> sl >> local >> remote >> st;
-      if (st == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, want) == 0) return true;
-    }
-  }
-  return false;
-}
-
-bool start_listener() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  (void)bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t l = sizeof a;
-  (void)getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-  close(fd);
-  const uint16_t port = ntohs(a.sin_port);
-  g_listen_dir = fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid());
-  std::filesystem::create_directories(g_listen_dir);
-  g_listener = fork();
-  if (g_listener == 0) {
-    setpgid(0, 0);
-    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with the bench, and holds none of its files (e.g. flock's lock)
-    const std::string log = (g_listen_dir / "listen.log").string();
-    if (std::freopen(log.c_str(), "w", stdout) == nullptr || std::freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
-    (void)close_range(3, ~0u, 0);
-    const std::string p = std::to_string(port), d = g_listen_dir.string();
-    execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 5000 && !listening(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  g_collector = fmt::format("localhost:{}", port);
-  return listening(port);
-}
+std::unique_ptr<record::LocalCollector> g_local;  // --collector auto
 
 // After a session: waits (bounded) for the collector to finish its file, then removes it.
 void collector_done() {
-  if (g_listener <= 0) return;
-  const std::string children = fmt::format("/proc/{0}/task/{0}/children", g_listener);
-  for (int i = 0; i < 6000; ++i) {
-    std::ifstream in(children);
-    int pid;
-    if (!(in >> pid)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  for (const auto& e : std::filesystem::directory_iterator(g_listen_dir))
-    if (e.path().extension() == ".dat") std::filesystem::remove(e.path());
+  if (!g_local) return;
+  (void)g_local->wait_file(std::chrono::seconds(30));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(g_local->dir(), ec))
+    if (e.path().extension() == ".dat") std::filesystem::remove(e.path(), ec);
 }
 
 void stop_listener() {
-  if (g_listener <= 0) return;
-  kill(-g_listener, SIGKILL);
-  waitpid(g_listener, nullptr, 0);
+  if (!g_local) return;
+  const std::filesystem::path dir = g_local->dir();
+  g_local.reset();
   std::error_code ec;
-  std::filesystem::remove_all(g_listen_dir, ec);
+  std::filesystem::remove_all(dir, ec);
 }
 
 // --realtime PRIO: the recorder thread (and LTTng's consumer daemon) run
@@ -471,15 +420,16 @@ int main(int argc, char** argv) {
     }
   }
   if (g_collector == "auto") {
-    if (std::system("trace-cmd list -c >/dev/null 2>&1") != 0) {
+    if (!record::LocalCollector::available()) {
       fmt::print("--collector auto needs trace-cmd\n");
       return 77;
     }
-    if (!start_listener()) {
-      fmt::print("trace-cmd listen did not start\n");
-      stop_listener();
+    g_local = std::make_unique<record::LocalCollector>(fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
+    if (!g_local->ok()) {
+      fmt::print("trace-cmd listen did not start: {}\n", g_local->why());
       return 1;
     }
+    g_collector = g_local->address();
     std::atexit(stop_listener);
   }
   const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;

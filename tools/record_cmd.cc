@@ -129,7 +129,12 @@ int run_record(const RecordCli& cli) {
   const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
   if (err != 0) {
     if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
-    throw std::runtime_error(fmt::format("record: cannot run {}: {}", cli.command[0], std::strerror(err)));
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    // The shell's and env(1)'s convention: 127 when the command is not
+    // found, 126 when it is found but cannot run.
+    fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
+    return err == ENOENT ? 127 : 126;
   }
   g_child = pid;
   int status = 0;

@@ -20,7 +20,10 @@ class Progress {
   static Style auto_style(bool quiet, std::FILE* out = stderr);
 
   /// Starts a phase ("hackbench", "overwrite series") of `total` timed runs.
-  void begin(std::string_view phase, uint64_t total);
+  /// `fraction_of`: the steps are fractions of something else, named here
+  /// ("of the 201 rounds"), and are reported as "3/10 of the 201 rounds
+  /// done" rather than as repetitions and runs.
+  void begin(std::string_view phase, uint64_t total, std::string_view fraction_of = {});
   /// One run of `label` finished in `seconds`; `rep` is its repetition (0-based).
   void step(std::string_view label, uint32_t rep, uint32_t reps, double seconds);
   /// Ends the phase (erases the live line).
@@ -30,6 +33,7 @@ class Progress {
   Style style_;
   std::FILE* out_;
   std::string phase_;
+  std::string fraction_of_;
   uint64_t total_ = 0;
   uint64_t done_ = 0;
   uint64_t start_ns_ = 0;

@@ -160,7 +160,7 @@ void run_mix(const BenchOptions& o, const std::vector<CaseSpec>& cells,
   const size_t pairs = order.size() / 2;
   const uint32_t tenths = static_cast<uint32_t>(std::min<size_t>(10, pairs));
   uint32_t shown = 0;
-  progress.begin("replayed mix", tenths);
+  progress.begin("replayed mix", tenths, fmt::format("of the {} rounds", o.mix_rounds));
   for (size_t i = 0; i < order.size(); i += 2) {
     // A pair: two adjacent blocks, the cell's and off's, in the drawn order.
     double cell_ns = 0, base_ns = 0;

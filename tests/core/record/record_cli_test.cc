@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tracepipe/core/config/config.h"
@@ -94,6 +95,24 @@ TEST_CASE("tracepipe record: a command that traced nothing still leaves a valid 
   const int rc = std::system(fmt::format("{} record -o {} -- sh -c 'exit 3' 2>/dev/null", TP_TRACEPIPE_EXE, out.path.string()).c_str());
   REQUIRE(WIFEXITED(rc));
   CHECK(WEXITSTATUS(rc) == 3);
+}
+
+TEST_CASE("tracepipe record: a command that cannot run exits 127 or 126, as the shell does", "[record][cli]") {
+  TempPath out("cli_norun.dat");
+  const std::string err = (std::filesystem::temp_directory_path() / ("cli_norun_" + std::to_string(::getpid()))).string();
+  int rc = std::system(fmt::format("{} record -o {} -- /nonexistent/cmd 2>{}", TP_TRACEPIPE_EXE, out.path.string(), err).c_str());
+  REQUIRE(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 127);
+  std::ifstream in(err);
+  const std::string msg(std::istreambuf_iterator<char>(in), {});
+  CHECK(msg == "tracepipe: record: cannot run /nonexistent/cmd: No such file or directory\n");
+  // Found but not executable: 126.
+  TempPath plain("cli_norun_plain");
+  std::ofstream(plain.path) << "not a program\n";
+  rc = std::system(fmt::format("{} record -o {} -- {} 2>/dev/null", TP_TRACEPIPE_EXE, out.path.string(), plain.path.string()).c_str());
+  REQUIRE(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 126);
+  std::filesystem::remove(err);
 }
 
 TEST_CASE("config: [recording] collector, file_version and compression", "[record][config]") {

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -196,4 +197,34 @@ TEST_CASE("replay cli: --bench runs both sides and agrees on the kept count", "[
   CHECK(r.out.find("trace-cmd report -F:") != std::string::npos);
   CHECK(r.out.find("speed-up of replay (1 thread) over trace-cmd:") != std::string::npos);
   CHECK(r.out.find("kept: replay 42091, trace-cmd report -F 42091") != std::string::npos);
+}
+
+TEST_CASE("replay cli: docs/replay.md's hist example prints the lines the doc shows", "[replay][cli][docs]") {
+  const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
+  std::ifstream doc(std::filesystem::path(TP_SOURCE_DIR) / "docs" / "replay.md");
+  REQUIRE(doc);
+  // The example's command line and the hist lines after it, up to the block's end.
+  std::string line, trigger;
+  std::vector<std::string> shown;
+  bool in_example = false;
+  while (std::getline(doc, line)) {
+    if (line.rfind("$ tracepipe replay ", 0) == 0 && line.find("hist:keys=") != std::string::npos) {
+      in_example = true;
+      const size_t q = line.find('\'');
+      trigger = line.substr(q + 1, line.rfind('\'') - q - 1);
+    } else if (in_example && line == "```") {
+      break;
+    } else if (in_example && line.rfind("{ ", 0) == 0) {
+      shown.push_back(line);
+    }
+  }
+  REQUIRE(!trigger.empty());
+  REQUIRE(shown.size() >= 3);
+  const Run r = replay({dat.string(), "-j", "1", "--trigger", trigger});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const std::string& l : shown) {
+    INFO(l);
+    CHECK(r.out.find(l + "\n") != std::string::npos);
+  }
 }

@@ -501,6 +501,20 @@ struct EventDecl {
  private:
   friend struct detail::DeclAccess;
 
+  /// TRACEPIPE_TRACE's call once enabled() said yes (through
+  /// detail::DeclAccess). Its parameters are the field types, as trace()'s
+  /// and emit()'s are, so the macro accepts exactly the arguments they do:
+  /// one per field, each converted implicitly (copy-initialisation) to the
+  /// field's arg_type. Building Args from the raw arguments instead
+  /// (`Args{a...}`, a tuple's constructor) also took no arguments at all
+  /// (zeros), a std::pair or a tuple for several fields, and explicit
+  /// conversions (std::optional to a bool field).
+  struct TraceCall {
+    [[gnu::always_inline]] static void run(typename Fields::arg_type... v) noexcept {
+      trace_slow_path(Args{v...});
+    }
+  };
+
   /// The part of trace() that runs once enabled() said yes: registers the
   /// event if needed, then, inside one WriterScope, emits into each subscribed
   /// instance (stage -> filter -> commit, as emit()). No allocation, lock or
@@ -722,10 +736,10 @@ namespace detail {
 /// What TRACEPIPE_TRACE calls once enabled() said yes: EventDecl's
 /// out-of-line fan-out, not part of the API.
 struct DeclAccess {
-  template <class Decl, class... A>
-  [[gnu::always_inline]] static void trace_slow_path(A&&... v) noexcept {
-    Decl::trace_slow_path(typename Decl::Args{std::forward<A>(v)...});
-  }
+  /// `trace_call<Decl>::run(args...)`: the arguments converted to the field
+  /// types as trace() converts them (EventDecl::TraceCall).
+  template <class Decl>
+  using trace_call = typename Decl::TraceCall;
 };
 }  // namespace detail
 
@@ -740,7 +754,7 @@ struct DeclAccess {
 #define TRACEPIPE_TRACE(Decl, ...)                                       \
   do {                                                                   \
     if (Decl::enabled()) [[unlikely]]                                    \
-      ::tracepipe::detail::DeclAccess::trace_slow_path<Decl>(__VA_ARGS__); \
+      ::tracepipe::detail::DeclAccess::trace_call<Decl>::run(__VA_ARGS__); \
   } while (0)
 
 }  // namespace tracepipe

@@ -37,7 +37,9 @@
 //   (D4) The reject-first step (trace_rejects_first) decides a reject on the
 //        argument values, without a record, only where the record's filter
 //        would give the same verdict (one compare of a 4-byte Int field, one
-//        string match on a Chars field), and counts it as the stack lane
+//        string match on a Chars field: exactly the library's Int and Chars,
+//        whose put() stores the argument as given; any other field type's
+//        put() may transform it), and counts it as the stack lane
 //        does; anything else leaves its section and goes to the fan-out,
 //        which loads the program again and decides on the record.
 // Registration: at static initialisation (registered_at_startup, which
@@ -320,6 +322,21 @@ struct Str {
   }
 };
 
+namespace detail {
+/// True for exactly the library's Int / Chars, not for a type derived from
+/// them nor any other field type: the kinds whose put() stores the
+/// argument's own bytes (Int) or its first N bytes zero-filled (Chars),
+/// which EventDecl's reject-first step relies on ((D4)).
+template <class F>
+inline constexpr bool kIsLibraryInt = false;
+template <auto Name, FieldInteger T>
+inline constexpr bool kIsLibraryInt<Int<Name, T>> = true;
+template <class F>
+inline constexpr bool kIsLibraryChars = false;
+template <auto Name, uint32_t N>
+inline constexpr bool kIsLibraryChars<Chars<Name, N>> = true;
+}  // namespace detail
+
 /// An event declared in C++ (see the top of this file).
 template <FixedString System, FixedString Name, class... Fields>
 struct EventDecl {
@@ -548,9 +565,12 @@ struct EventDecl {
 
 
   /// Int fields of 4 bytes: the reject-first step reads their values.
+  /// Exactly the library's Int (detail::kIsLibraryInt), whose put() stores
+  /// the argument's bytes: a field type of its own (one derived from Int
+  /// included) may store something else (a byte swap, a mask), so the
+  /// record, not the argument, decides its verdict.
   template <class F>
-  static constexpr bool kWord32 =
-      (std::integral<typename F::arg_type> || std::is_enum_v<typename F::arg_type>) && sizeof(typename F::arg_type) == 4;
+  static constexpr bool kWord32 = detail::kIsLibraryInt<F> && sizeof(typename F::arg_type) == 4;
   static constexpr bool kAnyWord32 = (kWord32<Fields> || ...);
 
   /// The 4 bytes the record would hold at `pos`, if a 4-byte Int field
@@ -572,8 +592,9 @@ struct EventDecl {
   }
 
   /// Chars fields: the reject-first step reads their first 16 bytes.
+  /// Exactly the library's Chars, for the reason kWord32 gives.
   template <class F>
-  static constexpr bool kChars = std::is_same_v<typename F::arg_type, std::string_view> && !F::dynamic;
+  static constexpr bool kChars = detail::kIsLibraryChars<F>;
   static constexpr bool kAnyChars = (kChars<Fields> || ...);
 
   /// The record's 16 bytes at `pos` as two words (what Chars::put stores

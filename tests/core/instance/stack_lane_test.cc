@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -226,7 +227,11 @@ TEST_CASE("stack lane: triggers and soft-disable keep the slot path", "[core][st
 namespace {
 
 // Fields whose put() counts its calls: the reject-first step decides on the
-// argument, so a rejected event writes no field at all.
+// argument, so a rejected event writes no field at all. A field of its own
+// type never takes that step (its put() may transform the value), so the
+// filtered fields pid and mode are the library's Int, each with a counting
+// neighbour in its 8-byte chunk (lo, hi): the record's path, which builds
+// the chunks its filter reads, would call that neighbour's put().
 std::atomic<uint32_t> g_puts{0};
 template <FixedString Name, class T>
 struct CountingInt : Int<Name, T> {
@@ -236,10 +241,18 @@ struct CountingInt : Int<Name, T> {
   }
 };
 enum class Mode : uint32_t { idle = 0, busy = 7, gone = 0xfffffff0u };
-using Signed = EventDecl<"tplane", "signed", Chars<"comm", 16>, CountingInt<"pid", int32_t>,
-                         CountingInt<"mode", Mode>, CountingInt<"big", int64_t>>;
+// lo 8, pid 12 (chunk 1); hi 16, mode 20 (chunk 2); big 24 (chunk 3); comm 32.
+using Signed = EventDecl<"tplane", "signed", CountingInt<"lo", uint16_t>, Int<"pid", int32_t>,
+                         CountingInt<"hi", uint16_t>, Int<"mode", Mode>, CountingInt<"big", int64_t>,
+                         Chars<"comm", 16>>;
+static_assert(Signed::offsets[1] == 12 && Signed::offsets[3] == 20 && Signed::offsets[4] == 24);
 
-void trace_signed(int32_t pid, Mode m) { TRACEPIPE_TRACE(Signed, "comm", pid, m, int64_t{pid} * 3); }
+void trace_signed(int32_t pid, Mode m) {
+  TRACEPIPE_TRACE(Signed, uint16_t{1}, pid, uint16_t{2}, m, int64_t{pid} * 3, "comm");
+}
+void emit_signed(Instance& inst, int32_t pid, Mode m) {
+  (void)Signed::emit(inst, uint16_t{1}, pid, uint16_t{2}, m, int64_t{pid} * 3, "comm");
+}
 
 }  // namespace
 
@@ -261,7 +274,7 @@ TEST_CASE("stack lane: the reject-first step decides on the argument, as the fil
       REQUIRE(lane.set_filter(Signed::desc(), f).ok());
       REQUIRE(slot.set_filter(Signed::desc(), f).ok());
       for (int32_t p : pids)
-        for (Mode m : modes) (void)Signed::emit(slot, "comm", p, m, int64_t{p} * 3);
+        for (Mode m : modes) emit_signed(slot, p, m);
       slot.enable(Signed::desc(), false);
       uint64_t rejected_puts = 0;
       for (int32_t p : pids)
@@ -278,8 +291,10 @@ TEST_CASE("stack lane: the reject-first step decides on the argument, as the fil
       CHECK(sa.discarded == sb.discarded);
       CHECK(sa.staged == pids.size() * modes.size());
       CHECK(sa.direct == 0);
-      // A rejected event wrote no field: not even the one the filter reads.
+      // A rejected event wrote no field: not even the counting neighbour of
+      // the one the filter reads.
       CHECK(rejected_puts == 0);
+      CHECK(sa.discarded > 0);
     }
   }
 }
@@ -316,7 +331,7 @@ TEST_CASE("stack lane: the reject-first step leaves other filters, nesting and f
     const auto ri = drain(inst), ro = drain(other);
     REQUIRE(ri.size() == 1);
     REQUIRE(ro.size() == 1);
-    CHECK(ri[0].at<int32_t>(Signed::offsets[1]) == -5);
+    CHECK(ri[0].at<int32_t>(Signed::offsets[1]) == -5);  // pid
     CHECK(ro[0].at<int32_t>(Signed::offsets[1]) == 5);
   }
   SECTION("soft-disabled: discarded as soft, not by the filter") {
@@ -330,5 +345,93 @@ TEST_CASE("stack lane: the reject-first step leaves other filters, nesting and f
     CHECK(s.soft_discarded == 2);
     CHECK(drain(inst).empty());
     inst.soft_mode(Signed::desc(), false);
+  }
+}
+
+namespace {
+
+// Field types of their own whose put() stores a transform of the argument:
+// the record holds the transformed value and the filter reads the record,
+// so the verdict must be the transformed value's. Each derives from Int or
+// Chars (same arg_type, size and offset as the library's field), which is
+// what a comparison of the raw argument would have been fooled by.
+template <FixedString Name>
+struct NetU32 : Int<Name, uint32_t> {  // stored in network byte order
+  static void put(std::byte* rec, uint32_t off, uint32_t& dyn, uint32_t v) noexcept {
+    Int<Name, uint32_t>::put(rec, off, dyn, __builtin_bswap32(v));
+  }
+};
+template <FixedString Name>
+struct LowByte : Int<Name, int32_t> {  // only the low byte kept
+  static void put(std::byte* rec, uint32_t off, uint32_t& dyn, int32_t v) noexcept {
+    Int<Name, int32_t>::put(rec, off, dyn, v & 0xff);
+  }
+};
+template <FixedString Name, uint32_t N>
+struct UpperChars : Chars<Name, N> {  // ASCII upper case
+  static void put(std::byte* rec, uint32_t off, uint32_t& dyn, std::string_view v) noexcept {
+    char up[N];
+    const size_t n = std::min<size_t>(v.size(), N);
+    for (size_t i = 0; i < n; ++i) up[i] = (v[i] >= 'a' && v[i] <= 'z') ? static_cast<char>(v[i] - 32) : v[i];
+    Chars<Name, N>::put(rec, off, dyn, std::string_view(up, n));
+  }
+};
+using Custom = EventDecl<"tplane", "custom", NetU32<"port">, LowByte<"low">, UpperChars<"cmd", 8>>;
+
+constexpr uint32_t kPort = 8080;
+const std::vector<uint32_t> kPorts = {kPort, __builtin_bswap32(kPort), 0, 80};
+const std::vector<int32_t> kLows = {5, 0x105, 0x200, -251};  // stored 5, 5, 0, 5
+const std::vector<std::string> kCmds = {"get", "GET", "put", "post"};
+
+}  // namespace
+
+TEST_CASE("stack lane: a field type of its own is filtered on what its put() stored", "[core][stack_lane]") {
+  // Each filter accepts an argument whose raw value it would reject (and
+  // rejects one it would accept): a verdict on the raw argument differs.
+  struct Row {
+    std::string filter;
+    uint32_t kept;  // of kPorts x kLows x kCmds (64 events)
+  };
+  const std::vector<Row> rows = {
+      {"port == 8080", 16},       // only bswap(8080) is stored as 8080
+      {"port != 8080", 48},
+      {"low == 5", 48},           // 5, 0x105 and -251 are stored as 5
+      {"low < 4", 16},            // 0x200 is stored as 0
+      {"cmd == \"GET\"", 32},     // "get" and "GET"
+      {"cmd ~ \"PO*\"", 16},      // "post"
+      {"cmd != \"PUT\"", 48},
+  };
+  for (const Row& row : rows) {
+    SECTION(row.filter) {
+      Instance slot(small_options(Staging::per_thread));   // EventDecl::emit: the record's verdict
+      Instance macro(small_options(Staging::per_thread));  // TRACEPIPE_TRACE
+      Instance fn(small_options(Staging::per_thread));     // EventDecl::trace()
+      for (Instance* i : {&slot, &macro, &fn}) REQUIRE(i->set_filter(Custom::desc(), row.filter).ok());
+      const auto each = [&](auto&& call) {
+        for (uint32_t p : kPorts)
+          for (int32_t l : kLows)
+            for (const std::string& c : kCmds) call(p, l, c);
+      };
+      slot.enable(Custom::desc());
+      each([&](uint32_t p, int32_t l, const std::string& c) { (void)Custom::emit(slot, p, l, c); });
+      slot.enable(Custom::desc(), false);
+      macro.enable(Custom::desc());
+      each([](uint32_t p, int32_t l, const std::string& c) { TRACEPIPE_TRACE(Custom, p, l, c); });
+      macro.enable(Custom::desc(), false);
+      fn.enable(Custom::desc());
+      each([](uint32_t p, int32_t l, const std::string& c) { Custom::trace(p, l, c); });
+      fn.enable(Custom::desc(), false);
+
+      const auto rs = bytes_of(slot), rm = bytes_of(macro), rf = bytes_of(fn);
+      CHECK(rs.size() == row.kept);
+      CHECK(rm == rs);
+      CHECK(rf == rs);
+      for (Instance* i : {&slot, &macro, &fn}) {
+        const EventStats st = i->event_stats(Custom::desc());
+        CHECK(st.kept == row.kept);
+        CHECK(st.discarded == 64 - row.kept);
+        CHECK(st.staged == 64);
+      }
+    }
   }
 }

@@ -556,9 +556,19 @@ struct EventDecl {
   /// stack slots, and GCC gave this function a frame (six callee-saved
   /// registers pushed and popped, the stack arguments loaded and stored
   /// back for the tail call) on every reject: about 1 ns of 4.
+  ///
+  /// A string match continues in trace_chars_first(), by a tail call with
+  /// the section still open: its words take more registers than the
+  /// caller-saved ones left here, and inline, GCC pushed and popped two
+  /// callee-saved registers on every integer reject too (two stores and
+  /// two loads of about a dozen per event).
   [[gnu::noinline]] static void trace_slow_path(const Args& a) noexcept {
     if constexpr (kStackStaged) {
-      if (trace_rejects_first(a)) return;
+      const FirstStep f = trace_rejects_first(a);
+      if constexpr (kCharsFirst) {
+        if (f.chars_prog != nullptr) return trace_chars_first(a, *f.chars_prog, *f.count);
+      }
+      if (f.done) return;
     }
     trace_fan_out(a);
   }
@@ -616,39 +626,38 @@ struct EventDecl {
     return (one.template operator()<Fields, I>(v) || ...);
   }
 
-  /// (R6') The reject-first step: true when the program is one compare of
-  /// a 4-byte Int field, or one string match on a Chars field
-  /// (Program::single32_pos, single_string_pos), and its verdict on that
-  /// argument's value is reject: the same verdict as on the built record.
-  [[gnu::always_inline]] static bool rejects_first(const filters::Program& prog,
-                                                   const typename Fields::arg_type&... v) noexcept {
-    if constexpr (kAnyWord32) {
-      uint32_t x;
-      if (word32_at(std::index_sequence_for<Fields...>{}, prog.single32_pos(fixed_size), x, v...))
-        return !prog.match_u32(x);
-    }
-    if constexpr (kAnyChars && std::endian::native == std::endian::little) {
-      uint64_t w[2];
-      if (chars_at(std::index_sequence_for<Fields...>{}, prog.single_string_pos(fixed_size), w, v...))
-        return !prog.match_words(w);
-    }
-    return false;
-  }
+  /// String matches take the reject-first step (little-endian only: put
+  /// builds the words so there).
+  static constexpr bool kCharsFirst = kAnyChars && std::endian::native == std::endian::little;
 
-  /// (D4): true when the event was rejected (counted rejected_staged, as
-  /// the staged path's reject) or is disabled since enabled() looked; false,
-  /// with nothing done and no section left open, otherwise. A reject stores
+  /// What trace_rejects_first() decided. chars_prog non-null: the program
+  /// is a string match, to be decided by trace_chars_first() inside the
+  /// read-side section still open, with `count` its reject counter. Else
+  /// the section is closed, and `done` says the event was rejected (or is
+  /// disabled since enabled() looked).
+  struct FirstStep {
+    const filters::Program* chars_prog = nullptr;
+    std::atomic<uint64_t>* count = nullptr;
+    bool done = false;
+  };
+
+  /// (D4), up to the verdict of an integer compare. (R6') The program is
+  /// one compare of a 4-byte Int field (Program::single32_pos): its verdict
+  /// on the argument's value is the one on the built record; a reject is
+  /// counted rejected_staged, as the staged path's reject. A reject stores
   /// nothing but the count and the read-side section's two words, (A) and
-  /// (D). Every other way out is a return: trace_slow_path() then has no
-  /// call but the tail call, holds no value across a call, and its reject
-  /// path needs no frame and no callee-saved register (an accept pays this
-  /// step's loads again in trace_fan_out, about 1 ns).
-  [[gnu::always_inline]] static bool trace_rejects_first(const Args& a) noexcept {
+  /// (D). A string match on a Chars field (single_string_pos) goes on to
+  /// trace_chars_first(). Every other way out returns with the section
+  /// closed: trace_slow_path() then has no call but tail calls, holds no
+  /// value across a call, and its integer reject needs no frame and no
+  /// callee-saved register (an accept pays this step's loads again in
+  /// trace_fan_out, about 1 ns).
+  [[gnu::always_inline]] static FirstStep trace_rejects_first(const Args& a) noexcept {
     ThreadContext* ctx = detail::tl_context;
     if (ctx == nullptr) [[unlikely]]
-      return false;
+      return {};
     if (!detail::enter_outermost_section(*ctx)) [[unlikely]]
-      return false;  // nested: trace_fan_out's WriterScope
+      return {};  // nested: trace_fan_out's WriterScope
     // (D3) read inside the section. The (D2) sentinel has count 0.
     const detail::Subscribers* subs = listeners_.load(std::memory_order_acquire);
     bool done = subs == nullptr;  // disabled since enabled() looked
@@ -656,21 +665,52 @@ struct EventDecl {
       detail::EventState& st = *subs->states[0];
       const uint32_t flags = st.flags.load(std::memory_order_acquire);
       if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
-        std::atomic<uint64_t>& reject_count = thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
-        const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
-        const bool rejected = std::apply(
-            [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-              return rejects_first(*prog, v...);
-            },
-            a);
-        if (rejected) {  // (R6')
-          counter_add(reject_count);  // (R8)
-          done = true;
+        [[maybe_unused]] std::atomic<uint64_t>& reject_count =
+            thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
+        [[maybe_unused]] const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+        [[maybe_unused]] int verdict = -1;  // -1: no integer compare of an Int field; 0: reject; 1: accept
+        if constexpr (kAnyWord32) {
+          verdict = std::apply(
+              [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+                uint32_t x;
+                if (!word32_at(std::index_sequence_for<Fields...>{}, prog->single32_pos(fixed_size), x, v...))
+                  return -1;
+                return prog->match_u32(x) ? 1 : 0;
+              },
+              a);
+          if (verdict == 0) {  // (R6')
+            counter_add(reject_count);  // (R8)
+            done = true;
+          }
+        }
+        if constexpr (kCharsFirst) {
+          if (verdict < 0 && prog->single_string_pos(fixed_size) != UINT32_MAX)
+            return {prog, &reject_count, false};  // the section stays open
         }
       }
     }
     detail::leave_outermost_section();
-    return done;
+    return {nullptr, nullptr, done};
+  }
+
+  /// (D4) for a string match, in the read-side section trace_rejects_first()
+  /// opened, which this closes: (R6') if a Chars field starts at the
+  /// program's position, the verdict on its argument's first 16 bytes
+  /// (zero-filled, as Chars::put stores them) is the one on the record; a
+  /// reject is counted (R8), anything else goes on to trace_fan_out() by a
+  /// tail call. Out of line, tail-called: see trace_slow_path().
+  [[gnu::noinline]] static void trace_chars_first(const Args& a, const filters::Program& prog,
+                                                  std::atomic<uint64_t>& count) noexcept {
+    const bool rejected = std::apply(
+        [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+          uint64_t w[2];
+          return chars_at(std::index_sequence_for<Fields...>{}, prog.single_string_pos(fixed_size), w, v...) &&
+                 !prog.match_words(w);
+        },
+        a);
+    if (rejected) counter_add(count);  // (R8)
+    detail::leave_outermost_section();
+    if (!rejected) trace_fan_out(a);
   }
 
   /// The general fan-out: every subscribed instance in one WriterScope

@@ -184,15 +184,19 @@ TEST_CASE("trace: a handler that emits between any two instructions of the stack
   // nothing built), or the record is built on the stack and committed
   // (value 1). No slot is held. A reject opens the read-side section once;
   // an accept twice, one after the other: the reject-first step's, closed
-  // before trace_fan_out() opens its own (event_decl.h, (D4)).
+  // before trace_fan_out() opens its own (event_decl.h, (D4)). With a
+  // prefix glob on the char array instead, the same, the string match
+  // deciding in trace_chars_first() inside the section the step opened.
   const Staging staging = GENERATE(Staging::per_thread, Staging::adaptive);
   const uint32_t value = GENERATE(0u, 1u);
-  CAPTURE(static_cast<int>(staging), value);
+  const bool glob = GENERATE(false, true);
+  CAPTURE(static_cast<int>(staging), value, glob);
 
   prepare_thread();
   Stepped st(staging);
   Instance& inst = st.inst;
   Instance& handler_inst = st.handler_inst;
+  if (glob) REQUIRE(inst.set_filter(Sample::desc(), value == 1 ? "pad ~ \"out*\"" : "pad ~ \"zz*\"").ok());
 
   g_handler_inst = &handler_inst;
   g_ctx = thread_context();

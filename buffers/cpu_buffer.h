@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "tracepipe/buffers/record.h"
 #include "tracepipe/buffers/sanitizers.h"
@@ -73,6 +74,19 @@ struct alignas(16) TailWord {
   return __atomic_load_n(&v, __ATOMIC_RELAXED);
 }
 
+/// The tail's pos for a writer that will resolve its sub-buffer's memory
+/// from it (CpuBuffer::page): acquire, so that the slot a swap (ring_buffer.h,
+/// "Set aside") gave that position before the tail entered it is seen. A
+/// plain load on x86.
+[[gnu::always_inline]] inline uint64_t load_acquire(const uint64_t& v) noexcept {
+  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+}
+/// (D): the record's stride, read by a swap's walk (ring_buffer.h, "Set
+/// aside") to step over a pending record; a plain store on x86.
+[[gnu::always_inline]] inline void store_stride(RecordHeader* h, uint64_t stride) noexcept {
+  std::atomic_ref<uint32_t>(h->stride).store(static_cast<uint32_t>(stride), std::memory_order_relaxed);
+}
+
 /// Atomically: if *t == {pos, ts} then *t = {npos, nts} and return true;
 /// otherwise load the current value into {pos, ts} and return false.
 /// Full barrier (lock cmpxchg16b). Under ThreadSanitizer the GCC 16-byte
@@ -97,13 +111,35 @@ struct alignas(16) TailWord {
 #endif
 }
 
+// ── Spare words (set-aside sub-buffers) ────────────────────────────────────
+// A CPU buffer has nr_pos positions but nr_pos + nr_spares sub-buffers of
+// memory ("slots"); slots[idx] says which slot position idx uses. The slots
+// no position uses are spares, one 8-byte word each, changed only by CAS
+// (to TAKEN) or by the party that holds it TAKEN (a store):
+//   bits  0..23 from: ASIDE only: where the reclaim walk resumes
+//        24..43 slot: the memory slot this spare word describes
+//        44..45 state: EMPTY (zeroed, ready to be swapped in), TAKEN (one
+//               party owns it: a swap or a reclaim in progress), ASIDE (holds
+//               a sub-buffer swapped out with a pending record)
+// Every value says all there is to know, so a CAS that succeeds on a value
+// seen earlier (ABA) still owns exactly what it expected.
+enum class SpareState : uint32_t { empty = 0, taken = 1, aside = 2 };
+constexpr uint64_t sw_from(uint64_t w) noexcept { return w & kOffMask; }
+constexpr uint64_t sw_slot(uint64_t w) noexcept { return (w >> 24) & kIdxMask; }
+constexpr SpareState sw_state(uint64_t w) noexcept { return static_cast<SpareState>((w >> 44) & 3); }
+constexpr uint64_t make_sw(SpareState st, uint64_t slot, uint64_t from) noexcept {
+  return (uint64_t(static_cast<uint32_t>(st)) << 44) | ((slot & kIdxMask) << 24) | (from & kOffMask);
+}
+inline constexpr uint32_t kMaxSpares = 64;
+
 // ── One CPU buffer ─────────────────────────────────────────────────────────
 // Line 0: what the write fast path touches (tail, and read-only geometry).
-// Line 1: slow-path loss counters. Line 2: reader side.
+// Line 1: slow-path loss counters. Line 2: switch and set-aside state. Line 3: reader side.
 struct alignas(64) CpuBuffer {
   TailWord tail{0, 0};
-  std::byte* pages = nullptr;                  // nr_pos * subbuf_size bytes
+  std::byte* pages = nullptr;                  // (nr_pos + nr_spares) * subbuf_size bytes
   std::atomic<uint64_t>* positions = nullptr;  // nr_pos words
+  std::atomic<uint32_t>* slots = nullptr;      // nr_pos words: the memory slot of each position
   uint64_t subbuf_size = 0;                    // S, a power of two
   uint32_t subbuf_shift = 0;                   // log2(S)
   uint32_t nr_pos = 0;                         // P
@@ -119,6 +155,9 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> reclaimed{0};  // discards whose space was reclaimed (one counter per discard)
 
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
+  std::atomic<uint64_t> set_aside{0};            // sub-buffers swapped out with a pending record
+  std::atomic<uint64_t>* spares = nullptr;       // nr_spares spare words
+  uint32_t nr_spares = 0;
 
   alignas(64) std::atomic<uint64_t> read{0};     // records consumed (handed out)
   std::atomic<uint64_t> held{0};                 // taken by consuming readers, not yet handed out
@@ -129,9 +168,17 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> read_idx{0};
   std::atomic<uint64_t> wait_polls{0};           // sleep slices ended in readers' wait() (writers never look)
 
-  std::byte* page(uint64_t idx) const noexcept { return pages + (idx << subbuf_shift); }
+  /// The memory of memory slot `slot`.
+  std::byte* slot_page(uint64_t slot) const noexcept { return pages + (slot << subbuf_shift); }
+  /// The memory position `idx` uses now. Stable while the caller pins the
+  /// position, or holds the tail inside it (the writer: resolved before (C),
+  /// ring_buffer.h "Set aside"); changed only while the position is PREPARING.
+  [[gnu::always_inline]] std::byte* page(uint64_t idx) const noexcept {
+    return slot_page(slots[idx].load(std::memory_order_relaxed));
+  }
 };
 static_assert(offsetof(CpuBuffer, tail) == 0);
+static_assert(offsetof(CpuBuffer, cpu) + sizeof(uint32_t) <= 64, "the write path's fields share line 0");
 static_assert(offsetof(CpuBuffer, overrun) == 64, "loss counters start the second cache line");
 static_assert(offsetof(CpuBuffer, switches) == 128);
 static_assert(offsetof(CpuBuffer, read) == 192, "reader state on its own line");
@@ -156,6 +203,17 @@ enum class Recycle : uint8_t {
 /// `stride` is the switching writer's record stride, the walk's first guess
 /// (walk_subbuf; 0: none).
 Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_t stride = 0) noexcept;
+/// Overwrite mode: returns the set-aside sub-buffers whose records are all
+/// committed now to the spares (zeroed), counting the data records committed
+/// since they were set aside as commit_overrun. Returns how many are EMPTY
+/// now (those another party holds TAKEN not included). Called by a swap that
+/// finds no EMPTY spare, and by stats().
+uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;
+/// Tests only: called in recycle_overwrite's swap between taking a spare and
+/// the CAS that moves the position to PREPARING (ring_buffer.h, "Set aside",
+/// step (X2)), to force the races there. nullptr (the default): nothing.
+using SwapTestHook = void (*)(CpuBuffer& cb, uint64_t idx);
+extern std::atomic<SwapTestHook> swap_test_hook;
 /// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
 /// Called after each sub-buffer switch (slow path): counts it. (Nothing
@@ -216,9 +274,7 @@ struct WalkResult {
 /// stride; no record is skipped or read past S either way.
 /// `guess` is the stride to expect first (0: none), e.g. the caller's own.
 template <class F>
-inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, F&& f, uint64_t guess = 0) noexcept {
-  const std::byte* page = cb.page(idx);
-  const uint64_t S = cb.subbuf_size;
+inline WalkResult walk_page(const std::byte* page, uint64_t S, uint64_t from, F&& f, uint64_t guess = 0) noexcept {
   uint64_t off = from;
   while (off < S) {
     const uint32_t w = load_word(page + off);
@@ -232,6 +288,11 @@ inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, 
     off += step_by_guess(stride, guess);
   }
   return {off, Stop::full};
+}
+/// walk_page over the memory position `idx` uses now (the caller pins it).
+template <class F>
+inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, F&& f, uint64_t guess = 0) noexcept {
+  return walk_page(cb.page(idx), cb.subbuf_size, from, std::forward<F>(f), guess);
 }
 
 /// Pins position `idx` if it is LIVE(lap): it cannot be recycled until

@@ -31,20 +31,26 @@ RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg) {
   if (cfg.size_per_cpu == 0) throw ConfigError("ring buffer: size_per_cpu must be > 0");
   size_t n = (cfg.size_per_cpu + cfg.subbuf_size - 1) / cfg.subbuf_size;
   if (n < 2) n = 2;  // like the kernel's minimum of two pages
-  if (n + 1 > kMaxPositions)
+  if (cfg.spare_subbufs > kMaxSpares)
+    throw ConfigError("ring buffer: spare_subbufs must be in [0, " + std::to_string(kMaxSpares) + "], got " +
+                      std::to_string(cfg.spare_subbufs));
+  if (n + 1 + cfg.spare_subbufs > kMaxPositions)
     throw ConfigError("ring buffer: size_per_cpu / subbuf_size must be < " + std::to_string(kMaxPositions) +
                       " sub-buffers, got " + std::to_string(n));
   RingMemoryLayout l;
   l.cpus = cfg.cpus;
   l.nr_subbufs = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
+  l.nr_spares = cfg.spare_subbufs;
   l.subbuf_size = cfg.subbuf_size;
   l.cpu_state_offset = 0;
   l.cpu_state_size = sizeof(CpuBuffer);
   l.positions_offset = l.cpu_state_offset + size_t{l.cpus} * sizeof(CpuBuffer);
+  l.spares_offset = l.positions_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint64_t);
+  l.slots_offset = l.spares_offset + size_t{l.cpus} * l.nr_spares * sizeof(uint64_t);
   const size_t page_align = 4096;
-  l.pages_offset = (l.positions_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint64_t) + page_align - 1) /
+  l.pages_offset = (l.slots_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint32_t) + page_align - 1) /
                    page_align * page_align;
-  l.pages_per_cpu = size_t{l.nr_subbufs} * l.subbuf_size;
+  l.pages_per_cpu = (size_t{l.nr_subbufs} + l.nr_spares) * l.subbuf_size;
   l.total = l.pages_offset + size_t{l.cpus} * l.pages_per_cpu;
   return l;
 }
@@ -72,21 +78,34 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
   }
   const size_t align = subbuf_size_ < 4096 ? 64 : 4096;
   const size_t bytes = layout.pages_per_cpu;
+  const uint32_t nsp = layout.nr_spares;
   for (uint32_t c = 0; c < ncpu_; ++c) {
     CpuBuffer& cb = cpus_[c];
     void* mem;
     std::atomic<uint64_t>* positions;
+    std::atomic<uint64_t>* spares;
+    std::atomic<uint32_t>* slots;
     if (external_memory_) {
       mem = cfg.memory + layout.pages_offset + c * layout.pages_per_cpu;
       positions = reinterpret_cast<std::atomic<uint64_t>*>(cfg.memory + layout.positions_offset +
                                                            size_t{c} * nr_pos_ * sizeof(uint64_t));
+      spares = reinterpret_cast<std::atomic<uint64_t>*>(cfg.memory + layout.spares_offset +
+                                                        size_t{c} * nsp * sizeof(uint64_t));
+      slots = reinterpret_cast<std::atomic<uint32_t>*>(cfg.memory + layout.slots_offset +
+                                                       size_t{c} * nr_pos_ * sizeof(uint32_t));
       for (uint32_t i = 0; i < nr_pos_; ++i) new (&positions[i]) std::atomic<uint64_t>(0);
+      for (uint32_t i = 0; i < nsp; ++i) new (&spares[i]) std::atomic<uint64_t>(0);
+      for (uint32_t i = 0; i < nr_pos_; ++i) new (&slots[i]) std::atomic<uint32_t>(0);
     } else {
       mem = std::aligned_alloc(align, (bytes + align - 1) / align * align);
       positions = new (std::nothrow) std::atomic<uint64_t>[nr_pos_];
-      if (mem == nullptr || positions == nullptr) {
+      spares = new (std::nothrow) std::atomic<uint64_t>[nsp + 1];  // + 1: never a null array
+      slots = new (std::nothrow) std::atomic<uint32_t>[nr_pos_];
+      if (mem == nullptr || positions == nullptr || spares == nullptr || slots == nullptr) {
         std::free(mem);
         delete[] positions;
+        delete[] spares;
+        delete[] slots;
         release();
         throw std::bad_alloc();
       }
@@ -94,10 +113,16 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
     std::memset(mem, 0, bytes);  // I1, and no page fault on the write path later
     cb.pages = static_cast<std::byte*>(mem);
     cb.positions = positions;
+    cb.spares = spares;
+    cb.slots = slots;
+    cb.nr_spares = nsp;
     // FREE words carry the lap they last held (ABA protection, ring_buffer.h):
     // position i >= 1 is first claimed for lap 0, so it "held" lap -1.
     for (uint32_t i = 0; i < nr_pos_; ++i) positions[i].store(make_pw(Phase::free, kLapMask, 0, 0));
     positions[0].store(make_pw(Phase::live, 0, 0, 0));  // the tail starts in position 0, lap 0
+    // Position i starts in slot i; the slots after the positions are the spares.
+    for (uint32_t i = 0; i < nr_pos_; ++i) slots[i].store(i, std::memory_order_relaxed);
+    for (uint32_t i = 0; i < nsp; ++i) spares[i].store(make_sw(SpareState::empty, nr_pos_ + i, 0));
     cb.subbuf_size = subbuf_size_;
     cb.subbuf_shift = shift;
     cb.nr_pos = nr_pos_;
@@ -116,8 +141,12 @@ void RingBufferBase::release() noexcept {
   for (uint32_t c = 0; c < ncpu_; ++c) {
     std::free(cpus_[c].pages);
     delete[] cpus_[c].positions;
+    delete[] cpus_[c].spares;
+    delete[] cpus_[c].slots;
     cpus_[c].pages = nullptr;
     cpus_[c].positions = nullptr;
+    cpus_[c].spares = nullptr;
+    cpus_[c].slots = nullptr;
   }
   delete[] cpus_;
   cpus_ = nullptr;
@@ -207,6 +236,9 @@ CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
   CpuStats s;
   if (cpu >= ncpu_) return s;
   CpuBuffer& cb = cpus_[cpu];
+  // Set-aside sub-buffers whose writers have committed are counted now
+  // (commit_overrun), so that the law holds exactly once no writer runs.
+  (void)reclaim_set_aside(cb);
   s.overrun = cb.overrun.load(std::memory_order_relaxed);
   s.commit_overrun = cb.commit_overrun.load(std::memory_order_relaxed);
   s.lost_full = cb.lost_full.load(std::memory_order_relaxed);
@@ -217,6 +249,7 @@ CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
   s.discarded = cb.padded.load(std::memory_order_relaxed) + s.reclaimed;
   s.read = cb.read.load(std::memory_order_relaxed);
   s.subbuf_switches = cb.switches.load(std::memory_order_relaxed);
+  s.set_aside = cb.set_aside.load(std::memory_order_relaxed);
   uint64_t oldest = UINT64_MAX, newest = 0;
   for (uint64_t idx = 0; idx < cb.nr_pos; ++idx) {
     const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
@@ -278,7 +311,119 @@ bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexc
 // The END word (when present) occupies 4 bytes at `off`.
 uint64_t used_bytes(const WalkResult& r) noexcept { return r.stop == Stop::end ? r.off + 4 : r.off; }
 
+// Takes an EMPTY spare (CAS to TAKEN): returns its index, or nr_spares if none.
+uint32_t take_spare(CpuBuffer& cb) noexcept {
+  for (uint32_t i = 0; i < cb.nr_spares; ++i) {
+    uint64_t w = cb.spares[i].load(std::memory_order_acquire);
+    if (sw_state(w) == SpareState::empty &&
+        cb.spares[i].compare_exchange_strong(w, make_sw(SpareState::taken, sw_slot(w), 0), std::memory_order_acq_rel))
+      return i;
+  }
+  return cb.nr_spares;
+}
+
+// (X3) The swap's walk over the memory it sets aside, from the first pending
+// record: steps over pending records by the stride their writer stored at
+// (D), and turns every committed data record into padding of its length,
+// counting them (they are overrun, as a recycle counts them; as padding the
+// reclaim walk does not count them again). Stops at END, at S, or at a zero
+// word whose stride is not stored yet (a writer between (C) and (D), or the
+// end of what was reserved): records after such a word that were already
+// committed are counted later, by the reclaim, as commit_overrun.
+uint64_t retire_committed(std::byte* page, uint64_t S, uint64_t from) noexcept {
+  uint64_t off = from, retired = 0;
+  while (off + kHeaderSize <= S) {
+    const uint32_t word = load_word(page + off);
+    const uint32_t kind = word_kind(word);
+    uint64_t stride;
+    if (kind == kKindNone) {
+      auto* h = reinterpret_cast<RecordHeader*>(page + off);
+      stride = std::atomic_ref<uint32_t>(h->stride).load(std::memory_order_relaxed);
+      if (stride < kHeaderSize || stride % kRecordAlign != 0) break;
+    } else if (kind == kKindEnd) {
+      break;
+    } else {
+      stride = stride_for(word_len(word));
+      if (kind == kKindData) {
+        // Nobody else stores this word: its writer is done (it committed),
+        // and no reader pins the position (we moved it to PREPARING).
+        std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(page + off))
+            .store(make_word(kKindPadding, word_len(word)), std::memory_order_relaxed);
+        ++retired;
+      }
+    }
+    if (off + stride > S) break;
+    off += stride;
+  }
+  return retired;
+}
+
+// (X1)-(X5): recycle_overwrite found a pending record at `pending_off` in
+// position idx, which it pins once (word p). Swaps a spare in for its
+// memory; the old memory is set aside until its writers are done. `unread`:
+// the data records the recycle walk counted before pending_off.
+Recycle set_aside(CpuBuffer& cb, uint64_t idx, uint64_t p, uint64_t pending_off, uint64_t unread) noexcept {
+  if (cb.nr_spares == 0) return Recycle::pending;
+  uint32_t e = take_spare(cb);  // (X1)
+  if (e == cb.nr_spares && reclaim_set_aside(cb) != 0) e = take_spare(cb);
+  if (e == cb.nr_spares) return Recycle::pending;  // every spare holds a stalled record: drop
+  std::atomic<uint64_t>& spare = cb.spares[e];
+  const uint64_t fresh = sw_slot(spare.load(std::memory_order_relaxed));
+  if (const SwapTestHook hook = swap_test_hook.load(std::memory_order_relaxed)) hook(cb, idx);
+  // (X2) The same CAS as a recycle's: from exactly "pinned once, by us", so a
+  // reader that pinned or consumed meanwhile, or another recycler, makes it fail.
+  std::atomic<uint64_t>& slot = cb.positions[idx];
+  uint64_t w = p;
+  if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(p), 0, 0), std::memory_order_acq_rel)) {
+    spare.store(make_sw(SpareState::empty, fresh, 0), std::memory_order_release);
+    return Recycle::raced;
+  }
+  const uint64_t old = cb.slots[idx].load(std::memory_order_relaxed);
+  const uint64_t retired = retire_committed(cb.slot_page(old), cb.subbuf_size, pending_off);  // (X3)
+  cb.slots[idx].store(static_cast<uint32_t>(fresh), std::memory_order_relaxed);               // (X4)
+  spare.store(make_sw(SpareState::aside, old, pending_off), std::memory_order_release);
+  cb.overrun.fetch_add(unread + retired, std::memory_order_relaxed);
+  cb.set_aside.fetch_add(1, std::memory_order_relaxed);
+  slot.store(make_pw(Phase::free, pw_lap(p), 0, 0), std::memory_order_release);  // (X5)
+  return Recycle::recycled;
+}
+
 }  // namespace
+
+std::atomic<SwapTestHook> swap_test_hook{nullptr};
+
+uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept {
+  uint32_t empty = 0;
+  for (uint32_t i = 0; i < cb.nr_spares; ++i) {
+    std::atomic<uint64_t>& spare = cb.spares[i];
+    uint64_t w = spare.load(std::memory_order_acquire);
+    if (sw_state(w) == SpareState::empty) {
+      ++empty;
+      continue;
+    }
+    if (sw_state(w) != SpareState::aside) continue;
+    const uint64_t slot = sw_slot(w);
+    if (!spare.compare_exchange_strong(w, make_sw(SpareState::taken, slot, 0), std::memory_order_acq_rel)) continue;
+    // (R) Ours alone now. Data records here were pending when the sub-buffer
+    // was set aside (the swap made the others padding): lost, each counted
+    // once, as the walk never passes the same offset twice.
+    std::byte* page = cb.slot_page(slot);
+    uint64_t lost = 0;
+    const WalkResult r = walk_page(page, cb.subbuf_size, sw_from(w), [&](uint64_t, uint32_t word, const RecordHeader*) {
+      if (word_kind(word) == kKindData) ++lost;
+    });
+    if (lost != 0) cb.commit_overrun.fetch_add(lost, std::memory_order_relaxed);
+    if (r.stop == Stop::uncommitted) {  // a writer has not committed yet: look again later
+      spare.store(make_sw(SpareState::aside, slot, r.off), std::memory_order_release);
+      continue;
+    }
+    // Every record committed (END or full): no writer touches it again (I3).
+    std::memset(page, 0, used_bytes(r) < cb.subbuf_size ? used_bytes(r) : cb.subbuf_size);
+    spare.store(make_sw(SpareState::empty, slot, 0), std::memory_order_release);
+    ++empty;
+  }
+  return empty;
+}
 
 Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_t stride) noexcept {
   const uint64_t w = cb.positions[idx].load(std::memory_order_acquire);
@@ -323,8 +468,10 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
       stride);
   const uint64_t unread = walked - padding;
   if (r.stop == Stop::uncommitted) {
-    unpin(cb, idx);
-    return Recycle::pending;
+    // A pending record (I3): swap the memory out instead ("Set aside").
+    const Recycle s = set_aside(cb, idx, p, r.off, unread);
+    if (s != Recycle::recycled) unpin(cb, idx);
+    return s;
   }
   // Bytes before read_off were walked by the reader; zero from 0 to the end.
   // The CAS is from exactly "pinned once, by us" at the read_off we walked

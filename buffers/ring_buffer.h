@@ -210,6 +210,14 @@ struct RingBufferConfig {
   size_t size_per_cpu = 1408 * 1024;   ///< bytes of data per CPU; rounded up to whole
                                        ///< sub-buffers, at least 2, plus one spare
   size_t subbuf_size = 4096;           ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
+  /// Overwrite mode: extra sub-buffers per CPU, outside the ring, that a
+  /// recycler swaps in for a sub-buffer that still holds a pending record
+  /// (the stalled one is set aside until its writer commits; "Set aside"
+  /// at the top of this file). 0 to kMaxSpares (64); 0 disables the swap
+  /// (such a record then costs every record of its CPU until it is
+  /// committed: commit_overrun). Drop-newest mode never uses them (its
+  /// reader waits at a pending record instead): 0 saves their memory there.
+  uint32_t spare_subbufs = 8;
   /// Where the buffers live. nullptr (the default): this process's private
   /// memory. Otherwise a caller-owned, 4096-aligned region of at least
   /// ring_memory_layout(*this).total bytes that outlives the ring (a
@@ -227,12 +235,16 @@ struct RingBufferConfig {
 struct RingMemoryLayout {
   uint32_t cpus = 0;
   uint32_t nr_subbufs = 0;        ///< positions per CPU, the spare included
+  uint32_t nr_spares = 0;         ///< set-aside spares per CPU (RingBufferConfig::spare_subbufs)
   size_t subbuf_size = 0;
   size_t cpu_state_offset = 0;    ///< cpus x detail::CpuBuffer (cpu_state_size bytes each)
   size_t cpu_state_size = 0;
   size_t positions_offset = 0;    ///< cpus x nr_subbufs position words (u64), CPU-major
+  size_t slots_offset = 0;        ///< cpus x nr_subbufs slot words (u32): position i's
+                                  ///< memory is sub-buffer slots[i] of its CPU's pages
+  size_t spares_offset = 0;       ///< cpus x nr_spares spare words (u64, detail::make_sw)
   size_t pages_offset = 0;        ///< CPU c's sub-buffers at pages_offset + c * pages_per_cpu
-  size_t pages_per_cpu = 0;       ///< nr_subbufs * subbuf_size
+  size_t pages_per_cpu = 0;       ///< (nr_subbufs + nr_spares) * subbuf_size
   size_t total = 0;               ///< bytes the region needs
 };
 /// The layout for `cfg` (its memory fields ignored). Throws ConfigError for
@@ -283,6 +295,7 @@ struct NullClock {
 enum class Step : uint8_t {
   loaded,      ///< after (A)
   clocked,     ///< after (B), before the CAS (C)
+  reserving,   ///< after (C), before (D): the tail is past our record, its header still all zero
   reserved,    ///< after (C)/(D): record reserved, not committed
   switching,   ///< slow path: about to claim the next sub-buffer
   switched,    ///< slow path: tail moved to the next sub-buffer, END not yet written
@@ -551,7 +564,7 @@ class RingBuffer : public RingBufferBase {
     if constexpr (W == Writers::cpu_local) {
       const detail::LocalCas r = detail::cas16_local(&cb.tail, cb.cpu, pos, last, npos, nts);
       if (r != detail::LocalCas::ok) [[unlikely]] {
-        pos = detail::load_relaxed(cb.tail.pos);
+        pos = detail::load_acquire(cb.tail.pos);
         last = detail::load_relaxed(cb.tail.ts);
       }
       return r;
@@ -578,20 +591,23 @@ inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_
     return fail_bad_cpu(cpu);
   detail::CpuBuffer* cb = &cpus_[cpu];
   const uint64_t stride = detail::stride_for(payload_len);
-  uint64_t pos = detail::load_relaxed(cb->tail.pos);  // (A)
+  uint64_t pos = detail::load_acquire(cb->tail.pos);  // (A)
   uint64_t last = detail::load_relaxed(cb->tail.ts);
   hooks_(Step::loaded, cpu);
   for (;;) {
     const uint64_t off = detail::tail_off(pos);
     if (off + stride > cb->subbuf_size) [[unlikely]]
       return reserve_slow(*cb, payload_len, pos, last);
+    // The record's address, resolved before (C) ("Set aside": after (C) the
+    // position may be swapped to other memory while we are preempted).
+    auto* const h = reinterpret_cast<detail::RecordHeader*>(cb->page(detail::tail_idx(pos)) + off);
     const uint64_t now = clock_();  // (B)
     const uint64_t ts = now > last ? now : last;
     hooks_(Step::clocked, cpu);
     const detail::LocalCas r = tail_cas(*cb, pos, last, pos + stride, ts);  // (C)
     if (r == detail::LocalCas::ok) [[likely]] {
-      auto* h = reinterpret_cast<detail::RecordHeader*>(cb->page(detail::tail_idx(pos)) + off);
-      h->stride = static_cast<uint32_t>(stride);  // (D)
+      hooks_(Step::reserving, cpu);
+      detail::store_stride(h, stride);  // (D)
       h->ts = ts;
       hooks_(Step::reserved, cpu);
       return Reservation(h, cb, pos, payload_len);
@@ -601,7 +617,7 @@ inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_
       if (cpu >= ncpu_) [[unlikely]]
         return fail_bad_cpu(cpu);
       cb = &cpus_[cpu];
-      pos = detail::load_relaxed(cb->tail.pos);
+      pos = detail::load_acquire(cb->tail.pos);
       last = detail::load_relaxed(cb->tail.ts);
     }
   }

@@ -64,11 +64,11 @@ template <OverflowMode M>
   }
 }
 
-/// Writes the END word that closes sub-buffer `idx` at `off` (nothing when
+/// Writes the END word that closes the sub-buffer at `page` at `off` (nothing when
 /// the records fill it exactly). Mirrors rb_reset_tail (padding the rest).
-[[gnu::always_inline]] inline void close_subbuf(CpuBuffer& cb, uint64_t idx, uint64_t off) noexcept {
-  if (off < cb.subbuf_size) {
-    auto* w = reinterpret_cast<uint32_t*>(cb.page(idx) + off);
+[[gnu::always_inline]] inline void close_subbuf(std::byte* page, uint64_t S, uint64_t off) noexcept {
+  if (off < S) {
+    auto* w = reinterpret_cast<uint32_t*>(page + off);
     std::atomic_ref<uint32_t>(*w).store(make_word(kKindEnd, 0), std::memory_order_release);
   }
 }
@@ -100,13 +100,14 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     if (off + stride <= S) {
       // The tail moved under us (another writer switched, or a reclaim): it
       // fits now; same steps as the fast path.
+      auto* const h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);  // before (C), as in reserve()
       const uint64_t now = clock_();  // (B)
       const uint64_t ts = now > last ? now : last;
       hooks_(Step::clocked, cb.cpu);
       const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
       if (r == LocalCas::ok) {
-        auto* h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);
-        h->stride = static_cast<uint32_t>(stride);  // (D)
+        hooks_(Step::reserving, cb.cpu);
+        store_stride(h, stride);  // (D)
         h->ts = ts;
         hooks_(Step::reserved, cb.cpu);
         return Reservation(h, &cb, pos, len);
@@ -122,7 +123,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       case SubbufClaim::live:
         break;
       case SubbufClaim::retry:
-        pos = load_relaxed(cb.tail.pos);
+        pos = load_acquire(cb.tail.pos);
         last = load_relaxed(cb.tail.ts);
         continue;
       case SubbufClaim::full:
@@ -133,23 +134,30 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
         return fail(ReserveError::commit_overrun, cb.commit_overrun);
     }
     // (S2) Move the tail into it with our record at offset 0, stamped as in (B).
+    // Both sub-buffers' memory is resolved before the CAS: once it succeeds
+    // we hold a pending record in the new one and the left one has no END
+    // yet, so either may be swapped to other memory ("Set aside") while we
+    // are preempted; our stores must go to the memory we reserved in.
+    std::byte* const left = cb.page(idx);
+    auto* const h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
     const uint64_t now = clock_();
     const uint64_t ts = now > last ? now : last;
     const uint64_t npos = make_tail(nlap, nidx, 0);
     const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
     if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
     if (sw != LocalCas::ok) continue;  // tail changed: look again
+    hooks_(Step::reserving, cb.cpu);
     // (D) at once, before (S3)/(S4): the recycle in (S4) is a walk and a
     // memset, and a writer that dies in it must leave its record's stride
     // behind (crash recovery steps over it, core/recover/recover.h).
-    auto* h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
-    h->stride = static_cast<uint32_t>(stride);
+    store_stride(h, stride);
     h->ts = ts;
     hooks_(Step::switched, cb.cpu);
     // (S3) Close the sub-buffer we left. Until this END word is written the
     // left sub-buffer reads as having a pending record (I3), so nobody
-    // recycles it before we are done with it.
-    close_subbuf(cb, idx, off);
+    // recycles it before we are done with it (it may be set aside: then
+    // the END goes to the set-aside memory, where it completes it).
+    close_subbuf(left, S, off);
     note_switch(cb);
     if constexpr (M == OverflowMode::overwrite) {
       // (S4) Recycle the position after the new tail page now, off the

@@ -60,6 +60,8 @@ struct CpuStats {
   uint64_t oldest_ts = 0;       ///< stamp of the oldest entry (0 when empty)
   uint64_t newest_ts = 0;       ///< stamp of the newest entry (0 when empty)
   uint64_t subbuf_switches = 0; ///< times the writer moved to the next sub-buffer
+  uint64_t set_aside = 0;       ///< sub-buffers swapped out of the ring (overwrite) because they held
+                                ///< a pending record (its writer's record is then lost: commit_overrun)
 
   /// All records that did not make it into the buffer.
   constexpr uint64_t lost() const noexcept {

@@ -104,6 +104,9 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
   h.positions_offset = layout.positions_offset;
   h.pages_offset = layout.pages_offset;
   h.pages_per_cpu = layout.pages_per_cpu;
+  h.slots_offset = layout.slots_offset;
+  h.spares_offset = layout.spares_offset;
+  h.nr_spares = layout.nr_spares;
   h.meta_offset = kHeaderBytes;
   h.meta_capacity = f->meta_capacity_;
   copy_cstr(h.clock, sizeof h.clock, config.clock);

@@ -13,8 +13,10 @@
 //                   entry counts once meta_used (release-stored) covers it
 //   ring_offset     the ring buffer's region (buffers::RingMemoryLayout):
 //                   cpus x detail::CpuBuffer (tail word, loss counters) |
-//                   position words | sub-buffers, exactly as the writers
-//                   use them (the write path is the same code)
+//                   position words | spare words | slot words |
+//                   sub-buffers (each position's memory is the one its slot
+//                   word names), exactly as the writers use them (the write
+//                   path is the same code)
 //
 // The idea is LTTng-UST's buffers in shared memory read by lttng-crash,
 // without a session daemon: the file is the buffer. All integers are in the
@@ -25,7 +27,10 @@
 namespace tracepipe::flight {
 
 inline constexpr char kMagic[8] = {'T', 'P', 'F', 'L', 'I', 'G', 'H', 'T'};
-inline constexpr uint32_t kVersion = 1;
+/// 2: the ring has set-aside spares (nr_spares, spares_offset) and a slot
+/// word per position (slots_offset) saying which sub-buffer of memory it
+/// uses (buffers/ring_buffer.h, "Set aside").
+inline constexpr uint32_t kVersion = 2;
 inline constexpr uint32_t kEndianMark = 0x01020304;
 inline constexpr size_t kHeaderBytes = 4096;
 /// Default metadata log capacity (formats and cmdlines; ~1-2 KiB per event
@@ -66,7 +71,11 @@ struct FileHeader {
   uint64_t cpu_state_size;  ///< sizeof(buffers::detail::CpuBuffer) of the writer
   uint64_t positions_offset;
   uint64_t pages_offset;
-  uint64_t pages_per_cpu;
+  uint64_t pages_per_cpu;   ///< (nr_subbufs + nr_spares) * subbuf_size
+  uint64_t slots_offset;    ///< cpus x nr_subbufs u32: the sub-buffer (of pages_per_cpu) position i uses
+  uint64_t spares_offset;   ///< cpus x nr_spares u64 spare words
+  uint32_t nr_spares;       ///< sub-buffers per CPU outside the ring (swapped in for a stalled one)
+  uint32_t reserved2;
   // Metadata log.
   uint64_t meta_offset;
   uint64_t meta_capacity;

@@ -138,10 +138,13 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
   rc.cpus = h.cpus;
   rc.subbuf_size = h.subbuf_size;
   rc.size_per_cpu = (size_t{h.nr_subbufs} - 1) * h.subbuf_size;
+  if (h.nr_spares > bd::kMaxSpares)
+    throw RecoverError("header.nr_spares", FIELD_OFF(nr_spares), fmt::format("{} spare sub-buffers", h.nr_spares));
+  rc.spare_subbufs = h.nr_spares;
   const buffers::RingMemoryLayout l = buffers::ring_memory_layout(rc);  // valid by the checks above
   if (l.nr_subbufs != h.nr_subbufs || l.cpu_state_offset != h.cpu_state_offset ||
       l.positions_offset != h.positions_offset || l.pages_offset != h.pages_offset ||
-      l.pages_per_cpu != h.pages_per_cpu)
+      l.pages_per_cpu != h.pages_per_cpu || l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
     throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
                        "offsets differ from the layout of this geometry");
   if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > v.size() ||
@@ -342,8 +345,23 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
   }
   std::sort(live.begin(), live.end(), [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
 
+  // Which sub-buffer of memory each position uses (a swap may have given it
+  // a spare: buffers/ring_buffer.h, "Set aside"). A LIVE position's slot is
+  // stable (a swap changes it only while the position is PREPARING).
+  const uint64_t slot_base = h.ring_offset + h.slots_offset + uint64_t{c} * P * 4;
+  const uint64_t nslots = P + h.nr_spares;
+  std::vector<bool> slot_used(nslots, false);
   for (const Subbuf& sb : live) {
-    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + sb.idx * S;
+    const uint32_t slot = v.u32(slot_base + sb.idx * 4, "slot word");
+    if (slot >= nslots || slot_used[slot]) {
+      damage(out, o, fmt::format("cpu {} slot word {}", c, sb.idx), slot_base + sb.idx * 4,
+             slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
+                            : fmt::format("sub-buffer {} used by two positions", slot));
+      ++rc.damaged;
+      continue;
+    }
+    slot_used[slot] = true;
+    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + uint64_t{slot} * S;
     const uint64_t read_off = bd::pw_read_off(sb.word);
     const uint64_t limit = sb.age == 0 ? tail_off : S;
     const size_t first_record = rc.records.size();

@@ -282,13 +282,32 @@ TEST_CASE("recycle: pins while it walks, and leaves no pin on any outcome", "[bu
   REQUIRE(tail_idx(load_relaxed(cb.tail.pos)) == 1);
   REQUIRE(word_of(rb, 0) == make_pw(Phase::live, 0, 0, 0));
 
-  SECTION("a pending record: no recycling, no pin left") {
+  SECTION("a pending record: set aside (a spare swapped in), no pin left") {
+    CHECK(recycle_overwrite(cb, 0, 0) == Recycle::recycled);
+    CHECK(word_of(rb, 0) == make_pw(Phase::free, 0, 0, 0));
+    CHECK(cb.slots[0].load() != 0);  // position 0 uses a spare's memory now
+    CpuStats s = rb.stats(0);
+    CHECK(s.overrun == 2);  // the two committed before it
+    CHECK(s.set_aside == 1);
+    CHECK(s.commit_overrun == 0);  // not committed yet: in flight
+    rb.commit(pending);
+    s = rb.stats(0);
+    CHECK(s.commit_overrun == 1);  // committed into the set-aside memory: lost, counted once
+    CHECK(rb.stats(0).commit_overrun == 1);
+  }
+  SECTION("a pending record and no spare free: no recycling, no pin left") {
+    // Every spare word taken by hand (as if each held a stalled record).
+    for (uint32_t i = 0; i < cb.nr_spares; ++i)
+      cb.spares[i].store(make_sw(SpareState::taken, sw_slot(cb.spares[i].load()), 0));
     CHECK(recycle_overwrite(cb, 0, 0) == Recycle::pending);
     CHECK(word_of(rb, 0) == make_pw(Phase::live, 0, 0, 0));
     CHECK(rb.stats(0).overrun == 0);
+    for (uint32_t i = 0; i < cb.nr_spares; ++i)
+      cb.spares[i].store(make_sw(SpareState::empty, sw_slot(cb.spares[i].load()), 0));
     rb.commit(pending);
     CHECK(recycle_overwrite(cb, 0, 0) == Recycle::recycled);
     CHECK(word_of(rb, 0) == make_pw(Phase::free, 0, 0, 0));
+    CHECK(cb.slots[0].load() == 0);  // recycled in place
     CHECK(rb.stats(0).overrun == 3);
   }
   SECTION("pinned by a reader: no recycling, the reader's pin only; recycled once it unpins") {

@@ -375,8 +375,13 @@ TEST_CASE("ring buffer: stats report entries, bytes and the oldest and newest st
   CHECK(rb.stats(5).entries == 0);  // unknown cpu: empty stats
 }
 
+// Without spares (spare_subbufs = 0) a pending record blocks its sub-buffer;
+// with them (the default) the sub-buffer is set aside instead:
+// ring_buffer_set_aside_test.cc.
+constexpr RingBufferConfig kSmallNoSpares{.cpus = 2, .size_per_cpu = 1024, .subbuf_size = 256, .spare_subbufs = 0};
+
 TEST_CASE("ring buffer: a stalled writer hides later records and blocks recycling", "[buffers][overwrite][stall]") {
-  OverwriteRingBuffer rb(kSmall);
+  OverwriteRingBuffer rb(kSmallNoSpares);
   Reservation stalled = rb.reserve(0, 48);  // first record of the first sub-buffer
   REQUIRE(stalled);
   std::memset(stalled.payload().data(), 0xEE, 48);
@@ -400,7 +405,7 @@ TEST_CASE("ring buffer: a stalled writer hides later records and blocks recyclin
 }
 
 TEST_CASE("ring buffer: once the stalled record commits, its sub-buffer is recycled", "[buffers][overwrite][stall]") {
-  OverwriteRingBuffer rb(kSmall);
+  OverwriteRingBuffer rb(kSmallNoSpares);
   Reservation stalled = rb.reserve(0, 48);
   for (int i = 0; i < 40; ++i) (void)put(rb, 0, 48, static_cast<uint8_t>(i));
   rb.commit(stalled);

@@ -277,6 +277,52 @@ TEST_CASE("recover: a reservation never committed is skipped and counted, the re
   fs::remove_all(dir);
 }
 
+TEST_CASE("recover: an overwrite ring that set a stalled sub-buffer aside is read where its positions are now",
+          "[recover]") {
+  const fs::path dir = scratch("set-aside");
+  flight::FlightFileConfig fc;
+  fc.dir = dir;
+  fc.instance = "aside";
+  fc.ring.cpus = 1;
+  fc.ring.size_per_cpu = 4096;
+  fc.ring.subbuf_size = 1024;
+  fc.mode = buffers::OverflowMode::overwrite;
+  auto file = flight::FlightFile::create(fc);
+  buffers::RingBufferConfig rc = fc.ring;
+  rc.memory = file->ring_memory();
+  rc.memory_size = file->ring_size();
+  buffers::OverwriteRingBuffer ring(rc);
+  file->set_live();
+  auto put = [&](uint32_t v, bool commit = true) {
+    buffers::Reservation r = ring.reserve(0, 8);
+    REQUIRE(r);
+    std::memcpy(r.payload().data(), &v, 4);
+    std::memset(r.payload().data() + 4, 0, 4);
+    if (commit) ring.commit(r);
+    return r;
+  };
+  put(1);
+  buffers::Reservation stalled = put(0xEEEE, /*commit=*/false);
+  for (uint32_t v = 2; v < 700; ++v) put(v);  // 3 laps of 5 x 42 records: position 0 is set aside once
+  REQUIRE(ring.cpu_buffer(0).set_aside.load() == 1);
+  REQUIRE(ring.cpu_buffer(0).slots[0].load() != 0);  // position 0 uses a spare's memory
+  std::vector<uint32_t> want;
+  buffers::Iterator it(ring, 0);
+  while (auto r = it.next()) {
+    uint32_t v;
+    std::memcpy(&v, r->payload.data(), 4);
+    want.push_back(v);
+  }
+  REQUIRE(!want.empty());
+  CHECK(want.back() == 699);
+  const auto t = recover::recover_file(file->path(), {.live = true});
+  CHECK(values(t) == want);
+  CHECK(t.warnings.empty());
+  ring.commit(stalled);  // into the set-aside memory: never recovered, never shown
+  CHECK(values(recover::recover_file(file->path(), {.live = true})) == want);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
   const fs::path dir = scratch("damaged");
   BareFlight f(dir);

@@ -362,7 +362,9 @@ uint64_t retire_committed(std::byte* page, uint64_t S, uint64_t from) noexcept {
 // position idx, which it pins once (word p). Swaps a spare in for its
 // memory; the old memory is set aside until its writers are done. `unread`:
 // the data records the recycle walk counted before pending_off.
-Recycle set_aside(CpuBuffer& cb, uint64_t idx, uint64_t p, uint64_t pending_off, uint64_t unread) noexcept {
+// Out of line and cold: it must not take registers from recycle_overwrite's walk.
+[[gnu::noinline, gnu::cold]] Recycle set_aside(CpuBuffer& cb, uint64_t idx, uint64_t p, uint64_t pending_off,
+                                               uint64_t unread) noexcept {
   if (cb.nr_spares == 0) return Recycle::pending;
   uint32_t e = take_spare(cb);  // (X1)
   if (e == cb.nr_spares && reclaim_set_aside(cb) != 0) e = take_spare(cb);

@@ -21,6 +21,11 @@
 //   in a sub-buffer:  [h|data][h|data][h|DISCARDED][h|data.. ][h 0 0 0 ...  (uncommitted / unused: zero)
 //   (record layout: buffers/record.h; h.word == 0 until the record is committed)
 //
+//   memory: P + N sub-buffers per CPU (N = spare_subbufs). slots[idx] names
+//   the one position idx uses; each of the other N has a spare word:
+//     slots  [0][5][2][3]...[P-1]     spares {EMPTY 1 (zeroed)} {ASIDE 6, from 128 (a
+//            pos 0 1  2  3              stalled record's memory)} {EMPTY 7} ...
+//
 // The kernel names these head (oldest, next to read), tail (being written),
 // commit (last fully committed) and reader page. Here the tail is one word;
 // "commit" is per record (its header word); "head" is the oldest LIVE
@@ -34,8 +39,12 @@
 //        ──(overwrite writer recycling it: pin from 0 to 1, walk from r,
 //           then CAS from exactly that word; counts the records after r as
 //           overrun; any other outcome: unpin)──────────────────────────▶ PREPARING
+//   LIVE{pins 1, read_off r}, closed or not, a record after r pending
+//        ──(overwrite writer, same pin and CAS, holding an EMPTY spare:
+//           "Set aside")───────────────────────────────────────────────▶ PREPARING
 //   LIVE{pins 0, read_off S} ──(anyone: fully consumed)──────────────────▶ PREPARING
-//   PREPARING(lap) ──(the same party: zero, release-store)───────────────▶ FREE(lap)
+//   PREPARING(lap) ──(the same party: zero, or swap in the spare;
+//                     release-store)──────────────────────────────────────▶ FREE(lap)
 //   "closed": the tail has left the sub-buffer. Every transition is a CAS on
 //   the whole word and checks the lap, so a party with a stale view fails.
 //   Nobody walks a sub-buffer without a pin (readers, stats(), recyclers), so
@@ -67,19 +76,31 @@
 //     non-zero header word; the writer release-stores that word after filling
 //     the payload. Readers stop at the first zero word (an uncommitted record,
 //     or the end of what is reserved): records become visible in buffer order.
-//  I3 No tear: a sub-buffer is zeroed or reused only from PREPARING, entered by
-//     a CAS from LIVE whose only pin is the recycler's own, taken before its
-//     walk found every record committed (and an END word), or from LIVE with
-//     no pin when fully consumed (read_off == S). A stalled writer's zero header therefore blocks the
-//     recycling of its sub-buffer; an overwrite writer that needs it drops its
-//     own record (commit_overrun) instead of tearing the stalled one. (Why
-//     it does not skip over it: docs/buffers.md, "Known limits".)
+//  I3 No tear: a sub-buffer's memory is zeroed or reused only when no writer
+//     can still store into it: in place, from PREPARING, entered by a CAS from
+//     LIVE whose only pin is the recycler's own, taken before its walk found
+//     every record committed (and an END word), or from LIVE with no pin when
+//     fully consumed (read_off == S); or, set aside, once a walk of it finds
+//     every record committed (and an END word). A stalled writer's zero
+//     header therefore never lets its memory be reused: in overwrite mode the
+//     memory leaves the ring instead (a spare takes its place, "Set aside"),
+//     and only when no spare is EMPTY does the writer that needs it drop its
+//     own record (commit_overrun).
+//  I6 Memory of a position: slots[idx] changes only while idx is PREPARING
+//     (owned by one party), before the release-store to FREE. Whoever uses a
+//     position's memory holds it still: a pin (readers, stats, recyclers),
+//     or the tail inside it (a writer resolves its record's address before
+//     (C), from the tail value (C) then proves current; the slot of a
+//     position cannot change while the tail is in it, as a swap needs the
+//     tail a lap further on). A writer keeps the raw address it reserved at.
 //  I4 Conservation: every reserve attempt ends as exactly one of: a loss
 //     (counted by cause at the failure), a discard (counted by discard()), or
 //     a committed record, which is counted exactly once later: as read (the
 //     reader's CAS that moves read_off over it), as overrun (the recycler's CAS
-//     LIVE{pins 1, read_off} → PREPARING counts the records after read_off), or it is
-//     still buffered (entries). Hence
+//     LIVE{pins 1, read_off} → PREPARING counts the records after read_off;
+//     a swap counts those committed by then, "Set aside" (X3)), as
+//     commit_overrun (committed into set-aside memory: counted by the reclaim
+//     walk that passes it, (R)), or it is still buffered (entries). Hence
 //        written = read + overrun + lost + discarded + entries (+ in flight).
 //  I5 Time order: stamps are non-decreasing in buffer order on each CPU (proof
 //     under "reserve").
@@ -89,6 +110,7 @@
 //      and check that a record of stride = 16 + align8(len) fits: off + stride
 //      <= S. PAUSED lies inside `off`, so the same comparison sends a paused
 //      buffer to the slow path. Does not fit → reserve_slow (switch).
+//      Fits: resolve the record's address through slots[idx] now (I6).
 //  (B) ts = max(clock(), last)                      — the clamp
 //  (C) CAS16 tail {pos, last} → {pos + stride, ts}; on failure go back to the
 //      fit check with the value the CAS returned (and read the clock again).
@@ -129,9 +151,10 @@
 //  (S1) the record does not fit: make the next position LIVE(lap): claim it
 //       if FREE(lap-1) (any other FREE lap: our view is stale, retry); if it
 //       still holds the previous lap, recycle it (overwrite:
-//       only if every record in it is committed and no one else pins it; else
-//       drop our record: commit_overrun / busy) or, drop-newest, free it only
-//       if fully consumed (else lost_full).
+//       only if no one else pins it, else drop our record: busy; a pending
+//       record in it: set it aside, "Set aside", or with no spare free drop
+//       our record: commit_overrun) or, drop-newest, free it only if fully
+//       consumed (else lost_full).
 //  (S2) CAS16 the tail from {old sub-buffer, off} to {next, our stride}, with
 //       the stamp of (B); on failure look at the tail again (back to the fit
 //       check: a reclaim may have made room, or another writer switched).
@@ -142,6 +165,44 @@
 //  A nested writer between (S2) and (S3) reserves after our record in the
 //  new sub-buffer; readers stop at the missing END (a zero word, I2) until
 //  (S3), and recyclers treat it as a pending record (I3).
+//
+// ══ Set aside (overwrite): a pending record leaves the ring, not its CPU ══════
+//  A writer preempted between (C) and (E) leaves a zero header word (I3). When
+//  the tail comes round to its sub-buffer, recycle_overwrite (S1, or S4
+//  ahead) has pinned it and walked to that word. Instead of dropping every
+//  later record of the CPU until the writer runs again (the kernel disables
+//  preemption there; user space cannot), it swaps the memory out, as the
+//  kernel swaps its reader page in and out of the ring (ring_buffer.cc):
+//  (X1) take an EMPTY spare word (CAS to TAKEN); none: reclaim (R) the
+//       set-aside ones whose writers are done, and look again; still none:
+//       Recycle::pending, the old drop (commit_overrun).
+//  (X2) CAS the position word from exactly "pinned once, by us" to
+//       PREPARING, the recycle's own CAS: a reader that pinned or consumed
+//       meanwhile, or another recycler, makes it fail (the spare goes back
+//       EMPTY, Recycle::raced). From here the position is ours, as in a recycle.
+//  (X3) walk the old memory from the pending record: step over pending
+//       records by the stride (D) stored (none yet: stop), turn every
+//       committed data record into padding of its length and count it
+//       overrun, with those before the pending one (a recycle would have).
+//  (X4) slots[idx] = the spare's memory (zeroed: I1); the spare word becomes
+//       ASIDE{old memory, from = the first pending record}.
+//  (X5) release-store FREE(lap): the tail claims it as usual.
+//  The stalled writer still holds the raw address of its record (I6): it
+//  fills and commits (or discards) it in the set-aside memory, where no
+//  reader looks; a switcher stalled between (S2) and (S3) writes its END
+//  there too (it resolved both sub-buffers before (S2)).
+//  (R) reclaim (a swap that finds no EMPTY spare, and stats()): CAS an ASIDE
+//      word to TAKEN, walk from `from`: every data record met there was
+//      committed after (X3), so it is lost: commit_overrun, counted once
+//      because `from` moves past it. At a zero word: ASIDE{from = there}
+//      again. At END or S: every writer is done; zero, EMPTY.
+//  Cost: the fast path resolves slots[idx] (one load, its line shared by
+//  every reserve of the sub-buffer) before (C) instead of after it; nothing
+//  else changes on the write path. A swap costs a walk of the rest of the
+//  sub-buffer. What is lost: the stalled record, and records committed after
+//  a writer stalled between (C) and (D) in the same sub-buffer (no stride to
+//  step over: counted commit_overrun by (R)); a record is never counted twice.
+//  Tests: tests/buffers/ring_buffer_set_aside_test.cc.
 //
 // ══ pause(): stopping writers, steps as in ring_buffer.cc ═════════════════════
 //  (P1) set the PAUSED bit of every tail (CAS16; a paused tail sends every

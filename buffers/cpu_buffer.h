@@ -156,6 +156,7 @@ struct alignas(64) CpuBuffer {
 
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
   std::atomic<uint64_t> set_aside{0};            // sub-buffers swapped out with a pending record
+  std::atomic<uint64_t> lost_set_aside{0};       // records committed into set-aside memory (lost)
   std::atomic<uint64_t>* spares = nullptr;       // nr_spares spare words
   uint32_t nr_spares = 0;
 
@@ -205,7 +206,7 @@ enum class Recycle : uint8_t {
 Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_t stride = 0) noexcept;
 /// Overwrite mode: returns the set-aside sub-buffers whose records are all
 /// committed now to the spares (zeroed), counting the data records committed
-/// since they were set aside as commit_overrun. Returns how many are EMPTY
+/// since they were set aside as lost_set_aside. Returns how many are EMPTY
 /// now (those another party holds TAKEN not included). Called by a swap that
 /// finds no EMPTY spare, and by stats().
 uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;

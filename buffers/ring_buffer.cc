@@ -21,7 +21,7 @@ bool is_pow2(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg) {
+RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg, OverflowMode mode) {
   using namespace detail;
   if (cfg.cpus == 0 || cfg.cpus > 65536)
     throw ConfigError("ring buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
@@ -40,7 +40,9 @@ RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg) {
   RingMemoryLayout l;
   l.cpus = cfg.cpus;
   l.nr_subbufs = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
-  l.nr_spares = cfg.spare_subbufs;
+  // Only overwrite sets a sub-buffer aside; drop-newest never swaps, so it
+  // gets no spare memory whatever the config says.
+  l.nr_spares = mode == OverflowMode::overwrite ? cfg.spare_subbufs : 0;
   l.subbuf_size = cfg.subbuf_size;
   l.cpu_state_offset = 0;
   l.cpu_state_size = sizeof(CpuBuffer);
@@ -57,7 +59,7 @@ RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg) {
 
 RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) : mode_(mode) {
   using namespace detail;
-  const RingMemoryLayout layout = ring_memory_layout(cfg);
+  const RingMemoryLayout layout = ring_memory_layout(cfg, mode);
   subbuf_size_ = layout.subbuf_size;
   nr_pos_ = layout.nr_subbufs;
   ncpu_ = cfg.cpus;
@@ -237,10 +239,11 @@ CpuStats RingBufferBase::stats(uint32_t cpu) const noexcept {
   if (cpu >= ncpu_) return s;
   CpuBuffer& cb = cpus_[cpu];
   // Set-aside sub-buffers whose writers have committed are counted now
-  // (commit_overrun), so that the law holds exactly once no writer runs.
+  // (lost_set_aside), so that the law holds exactly once no writer runs.
   (void)reclaim_set_aside(cb);
   s.overrun = cb.overrun.load(std::memory_order_relaxed);
   s.commit_overrun = cb.commit_overrun.load(std::memory_order_relaxed);
+  s.lost_set_aside = cb.lost_set_aside.load(std::memory_order_relaxed);
   s.lost_full = cb.lost_full.load(std::memory_order_relaxed);
   s.lost_paused = cb.lost_paused.load(std::memory_order_relaxed);
   s.lost_too_big = cb.lost_too_big.load(std::memory_order_relaxed);
@@ -329,7 +332,7 @@ uint32_t take_spare(CpuBuffer& cb) noexcept {
 // reclaim walk does not count them again). Stops at END, at S, or at a zero
 // word whose stride is not stored yet (a writer between (C) and (D), or the
 // end of what was reserved): records after such a word that were already
-// committed are counted later, by the reclaim, as commit_overrun.
+// committed are counted later, by the reclaim, as lost_set_aside.
 uint64_t retire_committed(std::byte* page, uint64_t S, uint64_t from) noexcept {
   uint64_t off = from, retired = 0;
   while (off + kHeaderSize <= S) {
@@ -414,7 +417,7 @@ uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept {
     const WalkResult r = walk_page(page, cb.subbuf_size, sw_from(w), [&](uint64_t, uint32_t word, const RecordHeader*) {
       if (word_kind(word) == kKindData) ++lost;
     });
-    if (lost != 0) cb.commit_overrun.fetch_add(lost, std::memory_order_relaxed);
+    if (lost != 0) cb.lost_set_aside.fetch_add(lost, std::memory_order_relaxed);
     if (r.stop == Stop::uncommitted) {  // a writer has not committed yet: look again later
       spare.store(make_sw(SpareState::aside, slot, r.off), std::memory_order_release);
       continue;

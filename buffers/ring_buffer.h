@@ -99,7 +99,7 @@
 //     reader's CAS that moves read_off over it), as overrun (the recycler's CAS
 //     LIVE{pins 1, read_off} → PREPARING counts the records after read_off;
 //     a swap counts those committed by then, "Set aside" (X3)), as
-//     commit_overrun (committed into set-aside memory: counted by the reclaim
+//     lost_set_aside (committed into set-aside memory: counted by the reclaim
 //     walk that passes it, (R)), or it is still buffered (entries). Hence
 //        written = read + overrun + lost + discarded + entries (+ in flight).
 //  I5 Time order: stamps are non-decreasing in buffer order on each CPU (proof
@@ -193,7 +193,7 @@
 //  there too (it resolved both sub-buffers before (S2)).
 //  (R) reclaim (a swap that finds no EMPTY spare, and stats()): CAS an ASIDE
 //      word to TAKEN, walk from `from`: every data record met there was
-//      committed after (X3), so it is lost: commit_overrun, counted once
+//      committed after (X3), so it is lost: lost_set_aside, counted once
 //      because `from` moves past it. At a zero word: ASIDE{from = there}
 //      again. At END or S: every writer is done; zero, EMPTY.
 //  Cost: the fast path resolves slots[idx] (one load, its line shared by
@@ -201,7 +201,10 @@
 //  else changes on the write path. A swap costs a walk of the rest of the
 //  sub-buffer. What is lost: the stalled record, and records committed after
 //  a writer stalled between (C) and (D) in the same sub-buffer (no stride to
-//  step over: counted commit_overrun by (R)); a record is never counted twice.
+//  step over: counted lost_set_aside by (R)); a record is never counted twice.
+//  Two counters, two causes: lost_set_aside is a record that was reserved
+//  and lost with its set-aside memory; commit_overrun (the kernel's name)
+//  stays a reservation refused at a switch because no spare was free.
 //  Tests: tests/buffers/ring_buffer_set_aside_test.cc.
 //
 // ══ pause(): stopping writers, steps as in ring_buffer.cc ═════════════════════
@@ -271,17 +274,18 @@ struct RingBufferConfig {
   size_t size_per_cpu = 1408 * 1024;   ///< bytes of data per CPU; rounded up to whole
                                        ///< sub-buffers, at least 2, plus one spare
   size_t subbuf_size = 4096;           ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
-  /// Overwrite mode: extra sub-buffers per CPU, outside the ring, that a
-  /// recycler swaps in for a sub-buffer that still holds a pending record
+  /// Overwrite mode only: extra sub-buffers per CPU, outside the ring, that
+  /// a recycler swaps in for a sub-buffer that still holds a pending record
   /// (the stalled one is set aside until its writer commits; "Set aside"
   /// at the top of this file). 0 to kMaxSpares (64); 0 disables the swap
   /// (such a record then costs every record of its CPU until it is
-  /// committed: commit_overrun). Drop-newest mode never uses them (its
-  /// reader waits at a pending record instead): 0 saves their memory there.
+  /// committed: commit_overrun). A drop-newest ring ignores it and
+  /// allocates none (its reader waits at a pending record instead):
+  /// ring_memory_layout(cfg, OverflowMode::drop_newest).nr_spares == 0.
   uint32_t spare_subbufs = 8;
   /// Where the buffers live. nullptr (the default): this process's private
   /// memory. Otherwise a caller-owned, 4096-aligned region of at least
-  /// ring_memory_layout(*this).total bytes that outlives the ring (a
+  /// ring_memory_layout(*this, mode).total bytes that outlives the ring (a
   /// MAP_SHARED file mapping: core/flight/flight_file.h); the ring puts its
   /// CPU states (tail words, loss counters), position words and sub-buffers
   /// there, at the offsets ring_memory_layout() gives, and does not free it.
@@ -296,7 +300,8 @@ struct RingBufferConfig {
 struct RingMemoryLayout {
   uint32_t cpus = 0;
   uint32_t nr_subbufs = 0;        ///< positions per CPU, the spare included
-  uint32_t nr_spares = 0;         ///< set-aside spares per CPU (RingBufferConfig::spare_subbufs)
+  uint32_t nr_spares = 0;         ///< set-aside spares per CPU: RingBufferConfig::spare_subbufs
+                                  ///< in overwrite mode, 0 in drop-newest
   size_t subbuf_size = 0;
   size_t cpu_state_offset = 0;    ///< cpus x detail::CpuBuffer (cpu_state_size bytes each)
   size_t cpu_state_size = 0;
@@ -308,9 +313,11 @@ struct RingMemoryLayout {
   size_t pages_per_cpu = 0;       ///< (nr_subbufs + nr_spares) * subbuf_size
   size_t total = 0;               ///< bytes the region needs
 };
-/// The layout for `cfg` (its memory fields ignored). Throws ConfigError for
-/// a bad config, as the constructor does.
-RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg);
+/// The layout for `cfg` (its memory fields ignored) in mode `mode` (only
+/// overwrite has spares). Throws ConfigError for a bad config, as the
+/// constructor does. Memory: total bytes, of which the sub-buffers are
+/// cpus x (nr_subbufs + nr_spares) x subbuf_size.
+RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg, OverflowMode mode);
 
 /// Thrown by the RingBuffer constructor for a bad RingBufferConfig; what() names the field.
 class ConfigError : public std::invalid_argument {

@@ -48,7 +48,11 @@ constexpr std::string_view to_string(ReserveError e) noexcept {
 struct CpuStats {
   uint64_t entries = 0;         ///< committed records still in the buffer, not yet consumed
   uint64_t overrun = 0;         ///< committed records overwritten before being read (overwrite mode)
-  uint64_t commit_overrun = 0;  ///< records dropped: oldest sub-buffer had a pending commit
+  uint64_t commit_overrun = 0;  ///< records refused at a switch: the sub-buffer the tail needed
+                                ///< held a pending commit and no spare was free (the kernel's name)
+  uint64_t lost_set_aside = 0;  ///< records reserved, then committed into a sub-buffer that had been
+                                ///< set aside while they were pending (overwrite; counted once, when
+                                ///< the set-aside memory is reclaimed: by a swap or by stats())
   uint64_t lost_full = 0;       ///< records dropped: buffer full (drop-newest mode)
   uint64_t lost_paused = 0;     ///< records dropped while paused
   uint64_t lost_too_big = 0;    ///< records refused: larger than a sub-buffer holds
@@ -61,11 +65,11 @@ struct CpuStats {
   uint64_t newest_ts = 0;       ///< stamp of the newest entry (0 when empty)
   uint64_t subbuf_switches = 0; ///< times the writer moved to the next sub-buffer
   uint64_t set_aside = 0;       ///< sub-buffers swapped out of the ring (overwrite) because they held
-                                ///< a pending record (its writer's record is then lost: commit_overrun)
+                                ///< a pending record (its writer's record is then lost: lost_set_aside)
 
-  /// All records that did not make it into the buffer.
+  /// All records that did not make it into the buffer (or, lost_set_aside, out of it to a reader).
   constexpr uint64_t lost() const noexcept {
-    return commit_overrun + lost_full + lost_paused + lost_too_big + lost_busy;
+    return commit_overrun + lost_set_aside + lost_full + lost_paused + lost_too_big + lost_busy;
   }
   /// read + overrun + lost() + discarded + entries.
   constexpr uint64_t accounted() const noexcept {

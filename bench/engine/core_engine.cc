@@ -90,6 +90,8 @@ class CoreCaseEngine final : public CaseEngine {
              after.rejected - before.rejected,
              after.lost - before.lost,
              after.lost_commit_overrun - before.lost_commit_overrun,
+             after.lost_set_aside - before.lost_set_aside,
+             after.lost_busy - before.lost_busy,
              after.overrun - before.overrun,
              after.staged - before.staged,
              after.staging_busy - before.staging_busy,
@@ -134,6 +136,8 @@ class CoreCaseEngine final : public CaseEngine {
       uint64_t accounted = 0;
       for (const buffers::CpuStats& s : instance_->cpu_stats()) {
         c.lost_commit_overrun += s.commit_overrun;
+        c.lost_set_aside += s.lost_set_aside;
+        c.lost_busy += s.lost_busy;
         c.overrun += s.overrun;
         accounted += s.accounted();
       }

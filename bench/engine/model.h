@@ -60,8 +60,17 @@ struct RunCounts {
   uint64_t rejected = 0;  ///< discarded by the filter
   uint64_t lost = 0;      ///< refused by the ring buffer, by the engine's accounting
   /// Of `lost`: because the sub-buffer to overwrite still held a record
-  /// whose writer had not committed it (the ring's commit_overrun).
+  /// whose writer had not committed it and no spare was free (the ring's
+  /// commit_overrun).
   uint64_t lost_commit_overrun = 0;
+  /// Ring losses of records that were reserved (not counted in `lost`, which
+  /// counts refused reservations): committed into a sub-buffer set aside
+  /// while they were pending, i.e. the preempted writer's own record (the
+  /// ring's lost_set_aside, docs/buffers.md).
+  uint64_t lost_set_aside = 0;
+  /// Of `lost`: the next sub-buffer was pinned or being zeroed by a party
+  /// that was preempted there (the ring's lost_busy).
+  uint64_t lost_busy = 0;
   uint64_t overrun = 0;       ///< committed records overwritten during the run (overwrite mode)
   uint64_t staged = 0;        ///< filtered emits built in a staging slot
   uint64_t staging_busy = 0;  ///< filtered emits that found their slot busy and went direct
@@ -84,6 +93,8 @@ struct CaseResult {
   double accept_pct = 0;
   uint64_t lost = 0;                 ///< median over runs
   uint64_t lost_commit_overrun = 0;  ///< median over runs
+  uint64_t lost_set_aside = 0;       ///< median over runs
+  uint64_t lost_busy = 0;            ///< median over runs
   uint64_t staged = 0;               ///< median over runs
   uint64_t staging_busy = 0;         ///< median over runs
   /// Per repetition: (this cell's run - off's run of the same repetition)

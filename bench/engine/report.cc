@@ -142,13 +142,13 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   auto warn = [&](std::string w) { r.warnings.push_back("[auto] " + std::move(w)); };
   // Warnings that concern several cells are gathered into one line each.
   std::vector<std::string> spread, lost, noise, half, mix_noise, mix_lost;
-  uint64_t lost_commit_overrun = 0;
+  uint64_t lost_commit_overrun = 0, lost_busy = 0;
 
   const CaseResult* off = nullptr;
   for (CaseResult& c : r.cases) {
     c.summary = summarize(c.seconds);
     if (c.spec.kase == Case::off) off = &c;
-    std::vector<uint64_t> accepted, rejected, lost_v, lost_co, staged, busy;
+    std::vector<uint64_t> accepted, rejected, lost_v, lost_co, lost_sa, lost_bz, staged, busy;
     c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
     bool same = true;
     for (const RunCounts& k : c.counts) {
@@ -156,6 +156,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       rejected.push_back(k.rejected);
       lost_v.push_back(k.lost);
       lost_co.push_back(k.lost_commit_overrun);
+      lost_sa.push_back(k.lost_set_aside);
+      lost_bz.push_back(k.lost_busy);
       staged.push_back(k.staged);
       busy.push_back(k.staging_busy);
       same = same && k.emitted == c.events;
@@ -164,6 +166,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     c.rejected = median_u64(rejected);
     c.lost = median_u64(lost_v);
     c.lost_commit_overrun = median_u64(lost_co);
+    c.lost_set_aside = median_u64(lost_sa);
+    c.lost_busy = median_u64(lost_bz);
     c.staged = median_u64(staged);
     c.staging_busy = median_u64(busy);
     c.accept_pct =
@@ -198,6 +202,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     if (c.events > 0 && c.lost * 200 > c.events) {  // > 0.5%
       lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(c.lost) / double(c.events)));
       lost_commit_overrun += c.lost_commit_overrun;
+      lost_busy += c.lost_busy;
     }
     if (c.spec.kase == Case::half && c.events > 0 && (c.accept_pct < 45 || c.accept_pct > 55))
       half.push_back(fmt::format("{} {:.1f}%", label, c.accept_pct));
@@ -295,10 +300,12 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   };
   if (!lost.empty())
     warn(fmt::format(
-        "events lost by the ring buffer: {} ({} of them because the sub-buffer to overwrite still "
-        "held a record whose writer was preempted between reserve and commit: commit_overrun); "
-        "those cells under-count the cost of committing: enlarge --buffer-kb or run fewer threads",
-        join(lost), lost_commit_overrun));
+        "events lost by the ring buffer: {} (of them {} because the sub-buffer to overwrite still "
+        "held a record whose writer was preempted between reserve and commit and no spare was "
+        "free: commit_overrun; {} because the next sub-buffer was held by a writer preempted while "
+        "recycling it: lost_busy); those cells under-count the cost of committing: enlarge "
+        "--buffer-kb or run fewer threads",
+        join(lost), lost_commit_overrun, lost_busy));
   if (!half.empty())
     warn(
         fmt::format("the half filter passed {} of the events, not about 50% (odd CPU count, "
@@ -448,6 +455,25 @@ std::string format_table(const BenchReport& r, bool with_mix) {
           off ? std::string("-") : ns_cell(c.ns_per_event, c.significant),
           off ? std::string("-") : fmt::format("{:.1f}", c.ci.half_width), c.ratio_to_off));
     }
+    // `lost %` counts refused reservations; the ring's losses by cause follow,
+    // with lost_set_aside (reserved records lost after their sub-buffer was
+    // set aside: their writers were preempted), when any cell has one.
+    const bool any_loss = std::any_of(r.cases.begin(), r.cases.end(), [](const CaseResult& c) {
+      return c.lost_commit_overrun + c.lost_busy + c.lost_set_aside != 0;
+    });
+    if (any_loss) {
+      line("");
+      line("ring losses by cause, median per run (docs/buffers.md, \"Writers preempted\"):");
+      for (const CaseResult& c : r.cases) {
+        if (c.spec.kase == Case::off) continue;
+        line(fmt::format("  {:<7} {:<10} commit_overrun {:>8}  lost_busy {:>8}  lost_set_aside {:>6}  ({:.4f}% of events)",
+                         name(c.spec.kase), name(c.spec.staging, r.staging_on_name), c.lost_commit_overrun,
+                         c.lost_busy, c.lost_set_aside,
+                         c.events ? 100.0 * double(c.lost_commit_overrun + c.lost_busy + c.lost_set_aside) /
+                                        double(c.events)
+                                  : 0.0));
+      }
+    }
     if (!r.half_filters.empty()) {
       line("");
       line("half filter (per event):");
@@ -518,13 +544,15 @@ std::string to_json(const BenchReport& r) {
           "{}\n   {{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
           "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
           "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
-          "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"accept_pct\": {}, "
+          "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"lost_busy\": {}, "
+          "\"lost_set_aside\": {}, \"accept_pct\": {}, "
           "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
           i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
           c.costs.size(), jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
           jnum(c.ci.coverage), jnum(c.ci.iqr_pct), sig ? "true" : "false",
           jstr(verdict_text(c.verdict)), c.counts.emitted, c.counts.accepted, c.counts.rejected,
-          c.counts.lost, c.counts.lost_commit_overrun, jnum(c.accept_pct), c.counts.staged,
+          c.counts.lost, c.counts.lost_commit_overrun, c.counts.lost_busy, c.counts.lost_set_aside,
+          jnum(c.accept_pct), c.counts.staged,
           c.counts.staging_busy, c.counts.conserved ? "true" : "false", jsamples(c.costs));
     }
     out += "],\n  \"discard_vs_commit\": [";
@@ -542,13 +570,14 @@ std::string to_json(const BenchReport& r) {
         "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
         "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
         "{}, \"lost\": {}, "
-        "\"lost_commit_overrun\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+        "\"lost_commit_overrun\": {}, \"lost_busy\": {}, \"lost_set_aside\": {}, "
+        "\"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
         "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
         "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
         "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
         i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
         jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
-        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
+        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, c.lost_busy, c.lost_set_aside,
         c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
         jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), c.significant ? "true" : "false",
         jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off), c.staged, c.staging_busy,

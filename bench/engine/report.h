@@ -8,6 +8,7 @@
 //               "staging": "on"|"per_cpu"|"off"|"adaptive"|"per_thread", "runs": r, "mean_s": x,
 //               "median_s": x, "stddev_pct": x, "events": n, "accepted": n,
 //               "rejected": n, "accept_pct": x, "lost": n, "lost_commit_overrun": n,
+//               "lost_busy": n, "lost_set_aside": n,
 //               "ns_per_event": x|null, "ns_per_event_measured": x, "significant": bool,
 //               "ratio_to_off": x, "staged": n, "staging_busy": n,
 //               "conserved": bool,

@@ -109,6 +109,8 @@ RunCounts minus(const RunCounts& a, const RunCounts& b) {
           a.rejected - b.rejected,
           a.lost - b.lost,
           a.lost_commit_overrun - b.lost_commit_overrun,
+          a.lost_set_aside - b.lost_set_aside,
+          a.lost_busy - b.lost_busy,
           a.overrun - b.overrun,
           a.staged - b.staged,
           a.staging_busy - b.staging_busy,

@@ -52,7 +52,7 @@ uint32_t crc32_bytes(const void* data, size_t n, uint32_t crc) noexcept {
 }
 
 std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
-  const buffers::RingMemoryLayout layout = buffers::ring_memory_layout(config.ring);  // throws ConfigError
+  const buffers::RingMemoryLayout layout = buffers::ring_memory_layout(config.ring, config.mode);  // throws ConfigError
   std::unique_ptr<FlightFile> f(new FlightFile());
   std::error_code ec;
   std::filesystem::create_directories(config.dir, ec);

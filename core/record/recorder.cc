@@ -46,7 +46,7 @@ struct CpuState {
   static constexpr size_t kMaxPending = 64;
   buffers::SubbufReader rd;
   PageBatch batch;
-  uint64_t ring_lost_seen = 0;  // lost_full + lost_busy + lost_too_big + commit_overrun
+  uint64_t ring_lost_seen = 0;  // lost_full + lost_busy + lost_too_big + commit_overrun + lost_set_aside
   uint64_t overrun_seen = 0;
   std::vector<PendingMark> pending;
   Clock::time_point last_flush = Clock::now();
@@ -60,7 +60,8 @@ void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
 
 uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
   return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
-         cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed);
+         cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed) +
+         cb.lost_set_aside.load(std::memory_order_relaxed);
 }
 
 }  // namespace

@@ -141,8 +141,9 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
   if (h.nr_spares > bd::kMaxSpares)
     throw RecoverError("header.nr_spares", FIELD_OFF(nr_spares), fmt::format("{} spare sub-buffers", h.nr_spares));
   rc.spare_subbufs = h.nr_spares;
-  const buffers::RingMemoryLayout l = buffers::ring_memory_layout(rc);  // valid by the checks above
-  if (l.nr_subbufs != h.nr_subbufs || l.cpu_state_offset != h.cpu_state_offset ||
+  const buffers::RingMemoryLayout l = buffers::ring_memory_layout(
+      rc, h.ring_mode == flight::kModeOverwrite ? buffers::OverflowMode::overwrite : buffers::OverflowMode::drop_newest);  // valid by the checks above
+  if (l.nr_subbufs != h.nr_subbufs || l.nr_spares != h.nr_spares || l.cpu_state_offset != h.cpu_state_offset ||
       l.positions_offset != h.positions_offset || l.pages_offset != h.pages_offset ||
       l.pages_per_cpu != h.pages_per_cpu || l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
     throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
@@ -297,6 +298,8 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
   const auto counter = [&](size_t field) { return v.u64(cb_off + field, "cpu counters"); };
   rc.counters.overrun = counter(offsetof(CpuBuffer, overrun));
   rc.counters.commit_overrun = counter(offsetof(CpuBuffer, commit_overrun));
+  rc.counters.lost_set_aside = counter(offsetof(CpuBuffer, lost_set_aside));
+  rc.counters.set_aside = counter(offsetof(CpuBuffer, set_aside));
   rc.counters.lost_full = counter(offsetof(CpuBuffer, lost_full));
   rc.counters.lost_paused = counter(offsetof(CpuBuffer, lost_paused));
   rc.counters.lost_too_big = counter(offsetof(CpuBuffer, lost_too_big));

@@ -5,7 +5,8 @@
 // with Hooks: the stall is a hook that writes many laps from inside the
 // reserve; each race the swap creates is forced at its step. Checked every
 // time: no torn record, stamps non-decreasing in what the reader yields, every
-// neighbour's record kept (commit_overrun counts only the stalled record),
+// neighbour's record kept (lost_set_aside counts only the stalled record;
+// commit_overrun, the drop at a switch, stays 0),
 // conservation exact. Then a bounded stress of many writers per CPU buffer
 // that yield between reserve and commit. Label "concurrency".
 #include <catch2/catch.hpp>
@@ -13,10 +14,12 @@
 #include <atomic>
 #include <functional>
 #include <sched.h>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "buffer_test_util.h"
+#include "tracepipe/buffers/subbuf_reader.h"
 
 using namespace tp_buffers_test;
 using namespace tracepipe::buffers::detail;
@@ -96,7 +99,8 @@ TEST_CASE("set aside: a writer stalled at Step::reserved costs only its own reco
   const CpuStats s = rb.stats(0);
   CHECK(s.set_aside == 1);
   CHECK(s.lost_busy == 0);
-  CHECK(s.commit_overrun == 1);  // the stalled record, and nothing else
+  CHECK(s.lost_set_aside == 1);  // the stalled record, and nothing else
+  CHECK(s.commit_overrun == 0);  // no writer was refused at a switch
   CHECK(s.lost() == 1);
   const std::vector<Got> got = read_checked(rb);
   // The newest records are all there, in order: the last 4 sub-buffers minus
@@ -145,9 +149,10 @@ TEST_CASE("set aside: a writer stalled between (C) and (D) (no stride yet) loses
   CHECK(s.lost_busy == 0);
   // The swap cannot step over a record whose stride is not stored yet, so the
   // two neighbours committed after it in the same sub-buffer are counted when
-  // the set-aside memory is reclaimed, with the stalled one: commit_overrun 3.
+  // the set-aside memory is reclaimed, with the stalled one: lost_set_aside 3.
   // Every record is still counted exactly once.
-  CHECK(s.commit_overrun == 3);
+  CHECK(s.lost_set_aside == 3);
+  CHECK(s.commit_overrun == 0);
   const std::vector<Got> got = read_checked(rb);
   for (const Got& g : got) CHECK(g.tag != 0xEE);
   CHECK(rb.stats(0).conserved(82));
@@ -170,7 +175,7 @@ TEST_CASE("set aside: a switcher stalled between (S2) and (S3) writes its END in
   // Position 0 (END missing) and position 1 (our record, pending while the
   // hook ran) were both set aside; our record is the only one lost.
   CHECK(s.set_aside == 2);
-  CHECK(s.commit_overrun == 1);
+  CHECK(s.lost_set_aside == 1);
   CHECK(s.lost() == 1);
   // Had the END gone to the memory position 0 uses now, it would cut a
   // sub-buffer of a later lap short and its records would never be read.
@@ -206,7 +211,8 @@ TEST_CASE("set aside: a fast-path writer whose view went stale before (C) resolv
   REQUIRE(!got.empty());
   CHECK(got.back().tag == 0xCD);  // ours, whole, where the reader finds it
   const CpuStats s = rb.stats(0);
-  CHECK(s.commit_overrun == 1);
+  CHECK(s.lost_set_aside == 1);
+  CHECK(s.commit_overrun == 0);
   CHECK(s.conserved(1 + 1 + 60 + 1));
 }
 
@@ -240,7 +246,7 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
     rb.commit(pending);
     const CpuStats s = rb.stats(0);
     CHECK(s.overrun == 3);  // 1, 2 before it; 3 after it (made padding by the swap)
-    CHECK(s.commit_overrun == 1);
+    CHECK(s.lost_set_aside == 1);
     CHECK(s.conserved(5));
   }
   SECTION("the pending record commits between the walk and the CAS: set aside anyway, counted once") {
@@ -251,7 +257,7 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
     // The swap's walk (X3) finds it committed and counts it overrun with its
     // neighbours; the reclaim then finds nothing left to count.
     CHECK(s.overrun == 4);
-    CHECK(s.commit_overrun == 0);
+    CHECK(s.lost_set_aside == 0);
     CHECK(s.conserved(5));
   }
   SECTION("other recyclers take every other spare meanwhile: the one we took stays ours") {
@@ -309,6 +315,7 @@ TEST_CASE("set aside: more stalled writers than spares: the rest drop as before,
   CHECK(s.set_aside == cb.nr_spares);
   CHECK(empty_spares(cb) == 0);
   CHECK(s.commit_overrun > 0);  // dropped at the switch: no spare left
+  CHECK(s.lost_set_aside == 0);  // none of the stalled records is committed yet
   for (Reservation& r : held) {
     std::memset(r.payload().data(), 0xEE, kLen);
     rb.commit(r);
@@ -321,6 +328,7 @@ TEST_CASE("set aside: more stalled writers than spares: the rest drop as before,
   ConsumingReader reader(rb, 0);
   for (const Got& g : drain(reader)) CHECK(g.uniform);
   s = rb.stats(0);
+  CHECK(s.lost_set_aside == cb.nr_spares);  // each set-aside writer's own record, once
   CHECK(s.conserved(written));
   CHECK(empty_spares(cb) == cb.nr_spares);
 }
@@ -376,4 +384,61 @@ TEST_CASE("set aside stress: 12 writers on one CPU buffer yield between reserve 
   CHECK(s.read == read.load());
   for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) CHECK(pw_pins(rb.cpu_buffer(0).positions[idx].load()) == 0);
   CHECK(empty_spares(rb.cpu_buffer(0)) == rb.cpu_buffer(0).nr_spares);
+}
+
+// The whole-sub-buffer reader (buffers/subbuf_reader.h: the recorder's drain,
+// replay -o) walks each position's memory through its slot word while it
+// pins it (I6): after a swap it must read the spare's memory, where the
+// ring's records are, and never the set-aside memory.
+TEST_CASE("set aside: the sub-buffer reader reads each position where its memory is now",
+          "[buffers][overwrite][set_aside]") {
+  OverwriteRingBuffer rb(kRing, &fake_clock);
+  CpuBuffer& cb = rb.cpu_buffer(0);
+  Reservation stalled = rb.reserve(0, kLen);  // the first record of position 0
+  REQUIRE(stalled);
+  uint64_t written = 1;
+  for (int i = 0; i < 30; ++i, ++written) {
+    g_fake_now.fetch_add(1);
+    REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));
+  }
+  REQUIRE(cb.set_aside.load() == 1);
+  REQUIRE(cb.slots[0].load() != 0);  // position 0 holds records of lap 1, in a spare's memory
+  std::vector<Got> want;
+  {
+    Iterator it(rb, 0);
+    want = drain(it);
+  }
+  REQUIRE(want.size() >= 3 * 4);
+  std::memset(stalled.payload().data(), 0xEE, kLen);
+  rb.commit(stalled);  // into the set-aside memory: no reader may see it
+  struct Sink {
+    std::vector<Got> got;
+    size_t mark = 0;
+    void record(uint64_t ts, std::span<const std::byte> p) {
+      Got g{ts, 0, p.empty() ? uint8_t{0} : static_cast<uint8_t>(p[0]), p.size(), true};
+      for (std::byte b : p) g.uniform &= static_cast<uint8_t>(b) == g.tag;
+      got.push_back(g);
+    }
+    void rollback() { got.resize(mark); }
+  } sink;
+  SubbufReader rd(rb, 0);
+  for (int guard = 0; guard < 100; ++guard) {
+    sink.mark = sink.got.size();
+    if (rd.consume(sink, /*include_open=*/true) == Taken::none) break;
+  }
+  REQUIRE(sink.got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("record " << i);
+    CHECK(sink.got[i].uniform);
+    CHECK(sink.got[i].len == kLen);
+    CHECK(sink.got[i].tag == want[i].tag);
+    CHECK(sink.got[i].ts == want[i].ts);
+    CHECK(sink.got[i].tag != 0xEE);
+  }
+  CHECK(sink.got.back().tag == 30);  // the newest record
+  const CpuStats s = rb.stats(0);
+  CHECK(s.read == want.size());
+  CHECK(s.lost_set_aside == 1);
+  CHECK(s.entries == 0);
+  CHECK(s.conserved(written));
 }

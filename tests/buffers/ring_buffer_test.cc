@@ -375,6 +375,27 @@ TEST_CASE("ring buffer: stats report entries, bytes and the oldest and newest st
   CHECK(rb.stats(5).entries == 0);  // unknown cpu: empty stats
 }
 
+TEST_CASE("ring buffer: only an overwrite ring has spare sub-buffers", "[buffers][set_aside][memory]") {
+  const RingMemoryLayout ow = ring_memory_layout(kSmall, OverflowMode::overwrite);
+  const RingMemoryLayout dn = ring_memory_layout(kSmall, OverflowMode::drop_newest);
+  CHECK(ow.nr_spares == 8);  // the default spare_subbufs
+  CHECK(dn.nr_spares == 0);  // drop-newest never sets a sub-buffer aside: no memory for it
+  CHECK(ow.nr_subbufs == 5);
+  CHECK(dn.nr_subbufs == 5);
+  CHECK(ow.pages_per_cpu == (5 + 8) * 256);
+  CHECK(dn.pages_per_cpu == 5 * 256);
+  CHECK(dn.total < ow.total);
+  OverwriteRingBuffer o(kSmall);
+  DropNewestRingBuffer d(kSmall);
+  CHECK(o.cpu_buffer(0).nr_spares == 8);
+  CHECK(d.cpu_buffer(1).nr_spares == 0);
+  RingBufferConfig none = kSmall;
+  none.spare_subbufs = 0;
+  CHECK(ring_memory_layout(none, OverflowMode::overwrite).total == dn.total);
+  none.spare_subbufs = detail::kMaxSpares + 1;
+  CHECK_THROWS_AS(ring_memory_layout(none, OverflowMode::overwrite), ConfigError);
+}
+
 // Without spares (spare_subbufs = 0) a pending record blocks its sub-buffer;
 // with them (the default) the sub-buffer is set aside instead:
 // ring_buffer_set_aside_test.cc.

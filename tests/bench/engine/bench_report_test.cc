@@ -107,7 +107,7 @@ TEST_CASE("bench report: warnings for spread, noise and contradicting counts", "
 TEST_CASE("bench report: lost events and a lopsided half filter are reported", "[tools][bench]") {
   BenchReport r = sample_report();
   r.cases.push_back(row(Case::half, Staging::per_cpu, std::vector<double>(7, 1.5),
-                        {1000, 300, 500, 200, 150, 0}));
+                        {1000, 300, 500, 200, 150, 2, 50, 0}));
   finalize(r, 5.0);
   const CaseResult& h = r.cases.back();
   CHECK(h.accepted == 300);
@@ -118,7 +118,15 @@ TEST_CASE("bench report: lost events and a lopsided half filter are reported", "
       if (w.find(s) != std::string::npos) return true;
     return false;
   };
-  CHECK(has("events lost by the ring buffer: half/on 20.0% (150 of them"));
+  CHECK(has("events lost by the ring buffer: half/on 20.0% (of them 150 because"));
+  CHECK(has("free: commit_overrun; 50 because"));
+  CHECK(h.lost_set_aside == 2);
+  // Each cause on its own in the table, the preempted writers' own records too.
+  const std::string t = format_table(r);
+  CHECK(t.find("half    on         commit_overrun      150  lost_busy       50  lost_set_aside      2") !=
+        std::string::npos);
+  CHECK(to_json(r).find("\"lost_commit_overrun\": 150, \"lost_busy\": 50, \"lost_set_aside\": 2") !=
+        std::string::npos);
   CHECK_FALSE(has("the half filter passed"));
   r.cases.back().counts.assign(7, RunCounts{1000, 300, 700, 0, 0, 0});
   finalize(r, 5.0);

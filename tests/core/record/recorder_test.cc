@@ -59,7 +59,7 @@ using tp_record_test::sample_seqs;
 // Records the ring refused on CPU 0 (what the recorder counts as dropped).
 uint64_t ring_lost(const Instance& inst) {
   const buffers::CpuStats s = inst.cpu_stats(0);
-  return s.lost_full + s.lost_busy + s.lost_too_big + s.commit_overrun;
+  return s.lost_full + s.lost_busy + s.lost_too_big + s.commit_overrun + s.lost_set_aside;
 }
 
 // Blocks the recorder thread in on_pass while `stalled` holds.

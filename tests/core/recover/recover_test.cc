@@ -250,7 +250,9 @@ TEST_CASE("recover: a reservation never committed is skipped and counted, the re
   // reservation has no length; the walk stops there and says so.
   auto bytes = read_bytes(f.file->path());
   const size_t page0 = flight::kHeaderBytes + flight::kMetaCapacity +
-                       buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024}).pages_offset;
+                       buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
+                                                   buffers::OverflowMode::drop_newest)
+                           .pages_offset;
   REQUIRE(load_at<uint32_t>(bytes, page0 + 24) == 0);   // the pending word
   REQUIRE(load_at<uint32_t>(bytes, page0 + 28) == 24);  // its stride
   store_at<uint32_t>(bytes, page0 + 28, 0);
@@ -379,7 +381,9 @@ TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
   SECTION("a record whose length runs past its sub-buffer: warning, or error when strict") {
     auto b = good;
     const size_t page0 = flight::kHeaderBytes + flight::kMetaCapacity +
-                         buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024}).pages_offset;
+                         buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
+                                                   buffers::OverflowMode::drop_newest)
+                           .pages_offset;
     store_at<uint32_t>(b, page0 + 48, buffers::detail::make_word(buffers::detail::kKindData, 5000));
     const auto t = recover::recover_bytes(b);
     REQUIRE(t.warnings.size() == 1);

@@ -189,7 +189,13 @@
 //  (X5) release-store FREE(lap): the tail claims it as usual.
 //  The stalled writer still holds the raw address of its record (I6): it
 //  fills and commits (or discards) it in the set-aside memory, where no
-//  reader looks; a switcher stalled between (S2) and (S3) writes its END
+//  reader looks. A discard that loaded the tail at its record's end just
+//  before the tail went round may zero its record while (X3) loads that
+//  record's stride: it zeroes the stamp and payload with plain stores
+//  (nobody reads them in a record whose word is 0), the stride with an
+//  atomic store last, and stores it back if its reclaim CAS fails; so (X3)
+//  either steps over the record or stops at it (Step::discarding and
+//  Step::reclaiming force both); a switcher stalled between (S2) and (S3) writes its END
 //  there too (it resolved both sub-buffers before (S2)).
 //  (R) reclaim (a swap that finds no EMPTY spare, and stats()): CAS an ASIDE
 //      word to TAKEN, walk from `from`: every data record met there was
@@ -367,7 +373,8 @@ enum class Step : uint8_t {
   reserved,    ///< after (C)/(D): record reserved, not committed
   switching,   ///< slow path: about to claim the next sub-buffer
   switched,    ///< slow path: tail moved to the next sub-buffer, END not yet written
-  reclaiming,  ///< discard: tail is at our end, about to CAS it back
+  discarding,  ///< discard: the tail was at our end when loaded; nothing zeroed yet
+  reclaiming,  ///< discard: tail is at our end, record zeroed (stride too), about to CAS it back
 };
 /// Default Hooks: does nothing, compiles to nothing.
 ///

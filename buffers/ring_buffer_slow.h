@@ -190,19 +190,31 @@ void RingBuffer<M, Clock, Hooks, W>::discard_slow(detail::RecordHeader* hdr, det
   bool zeroed = false;
   // Reclaim: only while our record is the last one reserved (tail == our end).
   while (pos == end) {
+    hooks_(Step::discarding, cb.cpu);
     if (!zeroed) {
-      // Restore I1 before the space can be handed out again. The header
-      // word is still 0 (never committed) and readers may be loading it
-      // right now, so it is left alone; nobody reads past it.
-      std::memset(reinterpret_cast<std::byte*>(hdr) + sizeof(uint32_t), 0, stride - sizeof(uint32_t));
+      // Restore I1 before the space can be handed out again: the stamp and
+      // the payload with plain stores (nobody reads them in a record whose
+      // word is 0). The header word is still 0 (never committed) and readers
+      // may be loading it right now, so it is left alone.
+      std::memset(reinterpret_cast<std::byte*>(hdr) + offsetof(RecordHeader, ts), 0,
+                  stride - offsetof(RecordHeader, ts));
       zeroed = true;
     }
+    // The stride last, and atomically: our view of the tail may be stale
+    // (the tail went round the ring since we loaded it), and a set-aside
+    // walk (ring_buffer.h, "Set aside", (X3)) may be loading it right now to
+    // step over our pending record. Zero, it stops there instead.
+    store_stride(hdr, 0);
     hooks_(Step::reclaiming, cb.cpu);
     const LocalCas r = tail_cas(cb, pos, ts, start, ts);  // keeps the stamp: I5
     if (r == LocalCas::ok) {
       cb.reclaimed.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    // Someone reserved after us: the record stays, as padding. Its stride
+    // back, so that a walk (or crash recovery) can step over it until the
+    // padding word is stored.
+    store_stride(hdr, stride);
     // cpu_local, and we run on another CPU now: only padding is possible.
     if (r == LocalCas::migrated && static_cast<uint32_t>(rseq_cpu()) != cb.cpu) break;
   }

@@ -132,6 +132,42 @@ TEST_CASE("set aside: the stalled writer discards instead: counted discarded, no
   CHECK(rb.stats(0).conserved(62));
 }
 
+// The interleaving TSan found in the model concurrency test: a writer that
+// loaded the tail at its record's end starts a reclaiming discard, and
+// before its CAS the tail goes round the ring and the swap's walk (X3) meets
+// its record (word 0) and loads its stride, while the discard zeroes it.
+// Forced at both sides of the zeroing: before it, the walk steps over the
+// record and retires its committed neighbours (overrun); after it (stride 0),
+// the walk stops there and those neighbours are counted by the reclaim
+// (lost_set_aside). Either way the discard finds the tail moved, leaves
+// padding, and every record is counted once.
+TEST_CASE("set aside: the swap's walk meets a record its writer is discarding", "[buffers][overwrite][set_aside]") {
+  const Step at = GENERATE(Step::discarding, Step::reclaiming);
+  INFO("laps run at step " << static_cast<int>(at));
+  std::function<void()> nested;
+  bool in_nested = false;
+  StallRB rb(kRing, &fake_clock, StallHooks{at, &nested, &in_nested});
+  int tag = 0;
+  REQUIRE(write_n(rb, 1, tag) == 1);
+  g_fake_now.fetch_add(1);
+  Reservation r = rb.reserve(0, kLen);  // the second of 4 in position 0, the last one reserved
+  REQUIRE(r);
+  // 2 more records fill position 0 behind it, then 3 laps: position 0 is set aside.
+  nested = [&] { CHECK(write_n(rb, 60, tag) == 60); };
+  rb.discard(r);
+  CHECK(nested == nullptr);  // the laps ran inside the discard
+  const CpuStats s = rb.stats(0);
+  CHECK(s.set_aside == 1);
+  CHECK(s.discarded == 1);
+  CHECK(s.reclaimed == 0);  // the tail had moved on: padding
+  CHECK(s.commit_overrun == 0);
+  CHECK(s.lost_busy == 0);
+  CHECK(s.lost_set_aside == (at == Step::discarding ? 0u : 2u));
+  (void)read_checked(rb);
+  CHECK(rb.stats(0).conserved(1 + 1 + 60));
+  CHECK(empty_spares(rb.cpu_buffer(0)) == rb.cpu_buffer(0).nr_spares);
+}
+
 TEST_CASE("set aside: a writer stalled between (C) and (D) (no stride yet) loses only records of its sub-buffer",
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;

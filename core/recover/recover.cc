@@ -457,6 +457,56 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
       continue;
     }
   }
+  // Set-aside memory (ASIDE spare words): sub-buffers swapped out of the
+  // ring with a pending record (buffers/ring_buffer.h, "Set aside"). Their
+  // records are never shown (they left the ring's order), but the ring counts
+  // the ones committed there as lost_set_aside only when it reclaims the
+  // memory (R), which a dead process never did: count them here, from where
+  // the reclaim would have resumed, by cause (committed: lost_set_aside;
+  // still reserved: uncommitted). A spare word TAKEN at the crash (a swap or
+  // a reclaim in progress) tells no offset to count from: nothing counted.
+  const uint64_t sw_base = h.ring_offset + h.spares_offset + uint64_t{c} * h.nr_spares * 8;
+  for (uint64_t i = 0; i < h.nr_spares; ++i) {
+    const uint64_t w = v.u64(sw_base + i * 8, "spare word");
+    if (bd::sw_state(w) != bd::SpareState::aside) continue;
+    const uint64_t slot = bd::sw_slot(w);
+    const uint64_t from = bd::sw_from(w);
+    if (slot >= nslots || slot_used[slot] || from > S || from % bd::kRecordAlign != 0) {
+      damage(out, o, fmt::format("cpu {} spare word {}", c, i), sw_base + i * 8,
+             slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
+             : slot_used[slot] ? fmt::format("set-aside sub-buffer {} is also a LIVE position's", slot)
+                               : fmt::format("resume offset {} in a {}-byte sub-buffer", from, S));
+      ++rc.damaged;
+      continue;
+    }
+    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + slot * S;
+    uint64_t lost = 0, pending = 0;
+    for (uint64_t off = from; off + 4 <= S;) {
+      const uint32_t word = v.u32(page + off, "record");
+      const uint32_t kind = bd::word_kind(word);
+      if (kind == bd::kKindEnd) break;
+      uint64_t stride;
+      if (kind == bd::kKindNone) {
+        stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
+        if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0) break;  // end of what was reserved
+        ++pending;
+      } else {
+        stride = bd::stride_for(bd::word_len(word));
+        if (kind == bd::kKindData) ++lost;
+      }
+      if (stride > S - off) break;
+      off += stride;
+    }
+    if (v.live()) {  // the ring may have reclaimed it meanwhile (counted by then, or zeroed)
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (v.u64(sw_base + i * 8, "spare word") != w) {
+        ++rc.raced;
+        continue;
+      }
+    }
+    rc.counters.lost_set_aside += lost;
+    rc.uncommitted += pending;
+  }
   for (const RecoveredRecord& r : rc.records) {
     if (rc.counters.entries == 0 || r.ts < rc.counters.oldest_ts) rc.counters.oldest_ts = r.ts;
     if (r.ts > rc.counters.newest_ts) rc.counters.newest_ts = r.ts;

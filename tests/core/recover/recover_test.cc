@@ -320,8 +320,24 @@ TEST_CASE("recover: an overwrite ring that set a stalled sub-buffer aside is rea
   const auto t = recover::recover_file(file->path(), {.live = true});
   CHECK(values(t) == want);
   CHECK(t.warnings.empty());
+  // The stalled reservation is in the set-aside memory: counted uncommitted,
+  // not lost (not committed yet).
+  CHECK(t.cpus[0].uncommitted == 1);
+  CHECK(t.cpus[0].counters.lost_set_aside == 0);
   ring.commit(stalled);  // into the set-aside memory: never recovered, never shown
-  CHECK(values(recover::recover_file(file->path(), {.live = true})) == want);
+  // The ring has not reclaimed the memory (no swap needed a spare, no
+  // stats()), so its counter still says 0: recover counts the record it
+  // finds committed there, by its cause, as the reclaim would have.
+  REQUIRE(ring.cpu_buffer(0).lost_set_aside.load() == 0);
+  const auto after = recover::recover_file(file->path(), {.live = true});
+  CHECK(values(after) == want);
+  CHECK(after.cpus[0].uncommitted == 0);
+  CHECK(after.cpus[0].counters.lost_set_aside == 1);
+  CHECK(after.warnings.empty());
+  // Once the ring reclaimed it (stats()), the file's counter holds it and
+  // the memory is EMPTY again: still counted once.
+  CHECK(ring.stats(0).lost_set_aside == 1);
+  CHECK(recover::recover_file(file->path(), {.live = true}).cpus[0].counters.lost_set_aside == 1);
   fs::remove_all(dir);
 }
 

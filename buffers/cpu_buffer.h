@@ -46,15 +46,23 @@ constexpr uint64_t make_tail(uint64_t lap, uint64_t idx, uint64_t off) noexcept 
 //        24..31 pins: readers currently copying from it (blocks recycling)
 //        32..33 phase: FREE (zeroed, unused), LIVE (holds data of `lap`),
 //               PREPARING (being zeroed by the party that moved it there)
+//        34..41 holders: LIVE only: overwrite recyclers walking it to recycle
+//               it (recycle_overwrite, "Takeover" in ring_buffer.h); unlike a
+//               pin, a hold does not keep others out: it tells them the
+//               memory is being walked, so that it is swapped out, not
+//               zeroed in place, if someone else completes the recycle
 //        44..63 lap: the tail lap this sub-buffer holds (LIVE, PREPARING), or
 //               last held (FREE; lap -1 mod 2^20 before first use): a
 //               position's laps only go up, so a stale CAS always fails
 inline constexpr uint64_t kPinUnit = uint64_t{1} << 24;
 inline constexpr uint64_t kPinsMax = 255;
+inline constexpr uint64_t kHoldUnit = uint64_t{1} << 34;
+inline constexpr uint64_t kHoldersMax = 255;
 enum class Phase : uint32_t { free = 0, live = 1, preparing = 2 };
 
 constexpr uint64_t pw_read_off(uint64_t w) noexcept { return w & kOffMask; }
 constexpr uint64_t pw_pins(uint64_t w) noexcept { return (w >> 24) & 0xff; }
+constexpr uint64_t pw_holders(uint64_t w) noexcept { return (w >> 34) & 0xff; }
 constexpr Phase pw_phase(uint64_t w) noexcept { return static_cast<Phase>((w >> 32) & 3); }
 constexpr uint64_t pw_lap(uint64_t w) noexcept { return w >> 44; }
 constexpr uint64_t make_pw(Phase ph, uint64_t lap, uint64_t pins, uint64_t read_off) noexcept {
@@ -157,8 +165,14 @@ struct alignas(64) CpuBuffer {
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
   std::atomic<uint64_t> set_aside{0};            // sub-buffers swapped out with a pending record
   std::atomic<uint64_t> lost_set_aside{0};       // records committed into set-aside memory (lost)
+  std::atomic<uint64_t> taken_over{0};           // recycles completed over another holder (swapped)
   std::atomic<uint64_t>* spares = nullptr;       // nr_spares spare words
   uint32_t nr_spares = 0;
+  // nr_pos + nr_spares: per memory slot, the recyclers whose hold a takeover
+  // absorbed while they may still walk that memory (ring_buffer.h,
+  // "Takeover"); the memory is not zeroed or reused while non-zero.
+  // Process-private, also for a ring in a file mapping (recovery needs none).
+  std::atomic<int32_t>* walkers = nullptr;
 
   alignas(64) std::atomic<uint64_t> read{0};     // records consumed (handed out)
   std::atomic<uint64_t> held{0};                 // taken by consuming readers, not yet handed out
@@ -193,7 +207,7 @@ enum class Recycle : uint8_t {
   recycled,  ///< it is FREE now
   raced,     ///< its position word changed meanwhile: look again
   pending,   ///< a record in it is not committed yet (or END not written)
-  pinned,    ///< someone else pins it: a reader copying, or another recycler walking it
+  pinned,    ///< a reader pins it (copying), or another recycler holds it and no spare is free to take over
   unread,    ///< drop-newest: not fully consumed
   stale,     ///< it is not the expected lap
 };
@@ -215,6 +229,9 @@ uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;
 /// step (X2)), to force the races there. nullptr (the default): nothing.
 using SwapTestHook = void (*)(CpuBuffer& cb, uint64_t idx);
 extern std::atomic<SwapTestHook> swap_test_hook;
+/// Tests only: called in recycle_overwrite right after it took its hold,
+/// before its walk ("Takeover", (T1)), to stall a recycler there.
+extern std::atomic<SwapTestHook> recycle_test_hook;
 /// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
 /// Called after each sub-buffer switch (slow path): counts it. (Nothing

@@ -35,22 +35,26 @@
 //   FREE(lap-1) ──(writer switching into it, CAS; before the tail CAS)───▶ LIVE(lap)
 //   LIVE ──(pins +1 / -1: readers and recyclers; read_off forward: readers
 //           only, while pinned; each a CAS or fetch_add/sub)─────────────▶ LIVE
-//   LIVE{pins 1, read_off r}, closed, every record after r committed
-//        ──(overwrite writer recycling it: pin from 0 to 1, walk from r,
-//           then CAS from exactly that word; counts the records after r as
-//           overrun; any other outcome: unpin)──────────────────────────▶ PREPARING
-//   LIVE{pins 1, read_off r}, closed or not, a record after r pending
-//        ──(overwrite writer, same pin and CAS, holding an EMPTY spare:
+//   LIVE{no pins, holders 1, read_off r}, closed, every record after r committed
+//        ──(overwrite writer recycling it: hold (holders +1), walk from r,
+//           then CAS from LIVE, no pins, that read_off, held by it alone;
+//           counts the records after r as overrun; any other outcome:
+//           release the hold)──────────────────────────────────────────▶ PREPARING
+//   LIVE{no pins, holders h, read_off r}, a record after r pending, or
+//        h > 1 (another recycler walks it: stalled, "Takeover")
+//        ──(overwrite writer, same hold and CAS, holding an EMPTY spare:
 //           "Set aside")───────────────────────────────────────────────▶ PREPARING
 //   LIVE{pins 0, read_off S} ──(anyone: fully consumed)──────────────────▶ PREPARING
 //   PREPARING(lap) ──(the same party: zero, or swap in the spare;
 //                     release-store)──────────────────────────────────────▶ FREE(lap)
 //   "closed": the tail has left the sub-buffer. Every transition is a CAS on
 //   the whole word and checks the lap, so a party with a stale view fails.
-//   Nobody walks a sub-buffer without a pin (readers, stats(), recyclers), so
-//   no walk overlaps its zeroing or a new lap's writers: the recycler's CAS
-//   from "pins 1" proves that its pin was the only one when it walked, and a
-//   reader that pins or consumes (moves read_off) meanwhile makes it fail.
+//   Nobody walks a sub-buffer without a pin (readers, stats()) or a hold
+//   (recyclers), so no walk overlaps its zeroing or a new lap's writers: an
+//   in-place zeroing CAS is from "no pins, holders 1" (its own hold only),
+//   and a reader that pins or consumes (moves read_off) meanwhile makes it
+//   fail; a swap's CAS may absorb other holders, whose walks then keep the
+//   memory out of use instead ("Takeover").
 //
 //   ABA protection: the lap is in the word in EVERY phase, FREE included
 //   (FREE(L) = "zeroed, last held lap L"; before first use lap -1 mod 2^20).
@@ -77,11 +81,12 @@
 //     the payload. Readers stop at the first zero word (an uncommitted record,
 //     or the end of what is reserved): records become visible in buffer order.
 //  I3 No tear: a sub-buffer's memory is zeroed or reused only when no writer
-//     can still store into it: in place, from PREPARING, entered by a CAS from
-//     LIVE whose only pin is the recycler's own, taken before its walk found
-//     every record committed (and an END word), or from LIVE with no pin when
-//     fully consumed (read_off == S); or, set aside, once a walk of it finds
-//     every record committed (and an END word). A stalled writer's zero
+//     can still store into it and nobody walks it: in place, from PREPARING,
+//     entered by a CAS from LIVE with no pin whose only hold is the
+//     recycler's own, taken before its walk found every record committed
+//     (and an END word), or from LIVE with no pin and no hold when fully
+//     consumed (read_off == S); or, set aside, once a walk of it finds every
+//     record committed (and an END word) and walkers[slot] is 0. A stalled writer's zero
 //     header therefore never lets its memory be reused: in overwrite mode the
 //     memory leaves the ring instead (a spare takes its place, "Set aside"),
 //     and only when no spare is EMPTY does the writer that needs it drop its
@@ -151,7 +156,8 @@
 //  (S1) the record does not fit: make the next position LIVE(lap): claim it
 //       if FREE(lap-1) (any other FREE lap: our view is stale, retry); if it
 //       still holds the previous lap, recycle it (overwrite:
-//       only if no one else pins it, else drop our record: busy; a pending
+//       not while a reader pins it, else drop our record: busy; another
+//       recycler holding it: take over, "Takeover"; a pending
 //       record in it: set it aside, "Set aside", or with no spare free drop
 //       our record: commit_overrun) or, drop-newest, free it only if fully
 //       consumed (else lost_full).
@@ -169,17 +175,18 @@
 // ══ Set aside (overwrite): a pending record leaves the ring, not its CPU ══════
 //  A writer preempted between (C) and (E) leaves a zero header word (I3). When
 //  the tail comes round to its sub-buffer, recycle_overwrite (S1, or S4
-//  ahead) has pinned it and walked to that word. Instead of dropping every
+//  ahead) holds it and walked to that word. Instead of dropping every
 //  later record of the CPU until the writer runs again (the kernel disables
 //  preemption there; user space cannot), it swaps the memory out, as the
 //  kernel swaps its reader page in and out of the ring (ring_buffer.cc):
 //  (X1) take an EMPTY spare word (CAS to TAKEN); none: reclaim (R) the
 //       set-aside ones whose writers are done, and look again; still none:
 //       Recycle::pending, the old drop (commit_overrun).
-//  (X2) CAS the position word from exactly "pinned once, by us" to
-//       PREPARING, the recycle's own CAS: a reader that pinned or consumed
-//       meanwhile, or another recycler, makes it fail (the spare goes back
-//       EMPTY, Recycle::raced). From here the position is ours, as in a recycle.
+//  (X2) CAS the position word from LIVE(L), no pins, the read_off walked
+//       from (any holders: "Takeover" (T3)) to PREPARING: a reader that
+//       pinned or consumed meanwhile, or another recycler that completed
+//       first, makes it fail (the spare goes back EMPTY, the hold is
+//       released, Recycle::raced). From here the position is ours.
 //  (X3) walk the old memory from the pending record: step over pending
 //       records by the stride (D) stored (none yet: stop), turn every
 //       committed data record into padding of its length and count it
@@ -212,6 +219,34 @@
 //  and lost with its set-aside memory; commit_overrun (the kernel's name)
 //  stays a reservation refused at a switch because no spare was free.
 //  Tests: tests/buffers/ring_buffer_set_aside_test.cc.
+//
+// ══ Takeover (overwrite): a stalled recycler costs no neighbour ══════════════
+//  A writer preempted while it recycles (its walk) used to keep every writer
+//  that needed that position out (lost_busy) until it ran again. Now:
+//  (T1) hold: load the word (LIVE(L), no pins), load slots[idx], CAS the
+//       word to holders + 1. The slot was read between two observations of
+//       one LIVE(L) word, so it is the position's memory for lap L (I6: it
+//       changes only while PREPARING, and the lap only goes up). Walk it.
+//  (T2) alone (holders 1): the CAS to PREPARING, zero in place, FREE.
+//  (T3) not alone: the other holders may be walking that memory (stalled
+//       or not), so it must not be zeroed under them: swap a spare in, as
+//       "Set aside" does, by a CAS from LIVE(L), no pins, the same read_off
+//       (any holders), and move the other holders' count to walkers[slot]
+//       (fetch_add, before the spare word says ASIDE). The reclaim (R)
+//       zeroes that memory only once walkers[slot] is 0. Counted taken_over.
+//  (T4) release: a recycler that does not complete gives its hold back by
+//       a CAS while the word is still LIVE(L) (then its hold is still
+//       there: nobody can have left LIVE(L) and come back), and otherwise
+//       by walkers[slot] - 1 (a takeover absorbed its hold). A recycler
+//       that stalled at any point before its CAS therefore finds, when it
+//       runs again, either its hold (nothing happened) or its memory kept
+//       for it out of the ring; its CAS fails on the word, never on data.
+//  So a writer that needs a position held by a stalled recycler holds it
+//  too, walks it (read only) and takes over with a spare: it drops its
+//  record (lost_busy) only when no spare is free. What is still busy: a
+//  recycler preempted inside PREPARING (its memset of one sub-buffer in
+//  place, or a swap's few stores), and a reader's pin.
+//  Tests: tests/buffers/ring_buffer_set_aside_test.cc ("takeover").
 //
 // ══ pause(): stopping writers, steps as in ring_buffer.cc ═════════════════════
 //  (P1) set the PAUSED bit of every tail (CAS16; a paused tail sends every

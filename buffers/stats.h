@@ -16,7 +16,8 @@ enum class ReserveError : uint8_t {
   too_big,         ///< payload larger than subbuf_size - 16 (CpuStats::lost_too_big)
   full,            ///< drop-newest mode and no free sub-buffer (lost_full)
   paused,          ///< output paused (lost_paused)
-  busy,            ///< next sub-buffer being zeroed by another party, or pinned by a reader (lost_busy)
+  busy,            ///< next sub-buffer being zeroed by another party, pinned by a reader, or held by a
+                   ///< stalled recycler with no spare to take over with (lost_busy)
   commit_overrun,  ///< overwrite mode: the oldest sub-buffer still holds an uncommitted
                    ///< record, so it cannot be recycled (commit_overrun, as the kernel)
   bad_cpu,         ///< cpu >= cpus(); counted in RingBufferBase::lost_bad_cpu()
@@ -66,6 +67,9 @@ struct CpuStats {
   uint64_t subbuf_switches = 0; ///< times the writer moved to the next sub-buffer
   uint64_t set_aside = 0;       ///< sub-buffers swapped out of the ring (overwrite) because they held
                                 ///< a pending record (its writer's record is then lost: lost_set_aside)
+  uint64_t taken_over = 0;      ///< recycles completed by a writer that found another recycler walking
+                                ///< the sub-buffer (stalled, or on another CPU): its memory was swapped
+                                ///< out instead of zeroed in place (ring_buffer.h, "Takeover"); no loss
 
   /// All records that did not make it into the buffer (or, lost_set_aside, out of it to a reader).
   constexpr uint64_t lost() const noexcept {

@@ -344,6 +344,7 @@ TEST_CASE("recycle: pins while it walks, and leaves no pin on any outcome", "[bu
   for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) {
     INFO("position " << idx);
     CHECK(pw_pins(word_of(rb, idx)) == 0);
+    CHECK(pw_holders(word_of(rb, idx)) == 0);
   }
 }
 

@@ -323,6 +323,118 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
   CHECK(empty_spares(cb) == cb.nr_spares);
 }
 
+// "Takeover" (ring_buffer.h): a recycler preempted in its walk of position 0
+// (forced with the recycle hook, right after its hold (T1)) while the writers
+// go round the ring three times. The writer that needs position 0 holds it
+// too, walks it and swaps a spare in (T3): none of its neighbours drops a
+// record. The stalled recycler's memory stays out of use, kept by
+// walkers[slot], until it runs again and finds its hold absorbed (T4).
+TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbour is dropped",
+          "[buffers][overwrite][set_aside][takeover]") {
+  OverwriteRingBuffer rb(kRing, &fake_clock);
+  CpuBuffer& cb = rb.cpu_buffer(0);
+  static OverwriteRingBuffer* g_rb = nullptr;
+  static uint64_t g_written = 0;
+  static bool g_in = false;
+  g_rb = &rb;
+  g_written = 0;
+  g_in = false;
+  for (int i = 0; i < 4; ++i, ++g_written) REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));  // position 0 full
+  REQUIRE(put(rb, 0, rb.max_payload(), 5));  // the tail moves to position 1
+  ++g_written;
+  struct Reset {
+    ~Reset() { recycle_test_hook.store(nullptr); }
+  } reset;
+  recycle_test_hook.store([](CpuBuffer& c, uint64_t idx) {
+    if (g_in || idx != 0) return;  // only the first recycler of position 0 stalls
+    g_in = true;
+    CHECK(pw_holders(c.positions[0].load()) == 1);
+    for (int i = 0; i < 15; ++i, ++g_written)  // 3 laps of 5 sub-buffers, one record each
+      CHECK(put(*g_rb, 0, g_rb->max_payload(), static_cast<uint8_t>(10 + i)));
+    // Position 0 has other memory now; ours is set aside, kept for us.
+    CHECK(c.slots[0].load() != 0);
+    CHECK(c.walkers[0].load() == 1);
+    (void)reclaim_set_aside(c);  // must not zero it while we may walk it
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < c.nr_spares; ++i) {
+      const uint64_t w = c.spares[i].load();
+      kept += sw_state(w) == SpareState::aside && sw_slot(w) == 0 ? 1 : 0;
+    }
+    CHECK(kept == 1);
+    CHECK(load_word(c.slot_page(0)) == make_word(kKindData, kLen));  // intact under our walk
+  });
+  // The stalled recycler: when it runs again its hold was absorbed; it walks
+  // its intact memory, and its CAS fails on the word.
+  CHECK(recycle_overwrite(cb, 0, 0) == Recycle::raced);
+  recycle_test_hook.store(nullptr);
+  CHECK(g_in);
+  CHECK(cb.walkers[0].load() == 0);
+  const CpuStats s = rb.stats(0);  // reclaims the memory it kept
+  CHECK(s.taken_over == 1);
+  CHECK(s.lost_busy == 0);
+  CHECK(s.lost() == 0);
+  CHECK(s.set_aside == 0);
+  CHECK(s.conserved(g_written));
+  CHECK(empty_spares(cb) == cb.nr_spares);
+  ConsumingReader reader(rb, 0);
+  const std::vector<Got> got = drain(reader);
+  REQUIRE(!got.empty());
+  for (const Got& g : got) CHECK(g.uniform);
+  CHECK(got.back().tag == 10 + 14);  // the newest record
+  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) CHECK(pw_holders(cb.positions[idx].load()) == 0);
+}
+
+// The same takeover when the stalled recycler had found a pending record and
+// was about to swap (forced at (X2) with the swap hook): the writer that takes
+// over sets the sub-buffer aside with its own spare; the stalled one's CAS
+// fails, its spare goes back EMPTY, its hold is given back through walkers.
+TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over",
+          "[buffers][overwrite][set_aside][takeover]") {
+  OverwriteRingBuffer rb(kRing, &fake_clock);
+  CpuBuffer& cb = rb.cpu_buffer(0);
+  static OverwriteRingBuffer* g_rb = nullptr;
+  static uint64_t g_written = 0;
+  static bool g_in = false;
+  g_rb = &rb;
+  g_written = 0;
+  g_in = false;
+  REQUIRE(put(rb, 0, kLen, 1));
+  Reservation pending = rb.reserve(0, kLen);
+  REQUIRE(pending);
+  REQUIRE(put(rb, 0, kLen, 2));
+  REQUIRE(put(rb, 0, rb.max_payload(), 3));  // the tail moves to position 1
+  g_written = 4;
+  struct Reset {
+    ~Reset() { swap_test_hook.store(nullptr); }
+  } reset;
+  swap_test_hook.store([](CpuBuffer& c, uint64_t idx) {
+    if (g_in || idx != 0) return;
+    g_in = true;
+    CHECK(pw_holders(c.positions[0].load()) == 1);
+    for (int i = 0; i < 15; ++i, ++g_written) CHECK(put(*g_rb, 0, g_rb->max_payload(), static_cast<uint8_t>(10 + i)));
+    CHECK(c.set_aside.load() == 1);  // by the writer that took over
+    CHECK(c.walkers[0].load() == 1);
+  });
+  CHECK(recycle_overwrite(cb, 0, 0) == Recycle::raced);
+  swap_test_hook.store(nullptr);
+  CHECK(g_in);
+  CHECK(cb.walkers[0].load() == 0);
+  std::memset(pending.payload().data(), 0xEE, kLen);
+  rb.commit(pending);  // into the set-aside memory
+  const CpuStats s = rb.stats(0);
+  CHECK(s.set_aside == 1);
+  CHECK(s.lost_set_aside == 1);  // the stalled writer's own record only
+  CHECK(s.lost_busy == 0);
+  CHECK(s.commit_overrun == 0);
+  CHECK(s.conserved(g_written));
+  CHECK(empty_spares(cb) == cb.nr_spares);
+  ConsumingReader reader(rb, 0);
+  for (const Got& g : drain(reader)) {
+    CHECK(g.uniform);
+    CHECK(g.tag != 0xEE);
+  }
+}
+
 TEST_CASE("set aside: more stalled writers than spares: the rest drop as before, then all recover",
           "[buffers][overwrite][set_aside]") {
   OverwriteRingBuffer rb(kRing, &fake_clock);

@@ -303,7 +303,7 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         "events lost by the ring buffer: {} (of them {} because the sub-buffer to overwrite still "
         "held a record whose writer was preempted between reserve and commit and no spare was "
         "free: commit_overrun; {} because the next sub-buffer was held by a writer preempted while "
-        "recycling it: lost_busy); those cells under-count the cost of committing: enlarge "
+        "zeroing it, or by one preempted while walking it and no spare was free: lost_busy); those cells under-count the cost of committing: enlarge "
         "--buffer-kb or run fewer threads",
         join(lost), lost_commit_overrun, lost_busy));
   if (!half.empty())

@@ -108,6 +108,17 @@ struct Stepped {
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
     REQUIRE(handler_inst.set_filter(Nested::desc(), "seq & 1").ok());
   }
+  // Points the step handler at this pair and clears what it records; last
+  // thing before the stepped call.
+  void arm() {
+    g_handler_inst = &handler_inst;
+    g_ctx = thread_context();
+    g_steps.clear();
+    g_steps.reserve(200000);
+    g_seq = 0;
+    g_changed = 0;
+    g_handler_emits = 0;
+  }
   Instance inst;
   Instance handler_inst;
 };
@@ -128,14 +139,7 @@ TEST_CASE("emit: a handler that emits between any two instructions of a filtered
   Stepped st(staging);
   Instance& inst = st.inst;
   Instance& handler_inst = st.handler_inst;  // the handler's filter keeps half, discards half
-
-  g_handler_inst = &handler_inst;
-  g_ctx = thread_context();
-  g_steps.clear();
-  g_steps.reserve(200000);
-  g_seq = 0;
-  g_changed = 0;
-  g_handler_emits = 0;
+  st.arm();
   const EmitResult r =
       tp_test::single_stepped(on_step, [&] { return Sample::emit(inst, value, 7, "outer"); });
 
@@ -197,14 +201,7 @@ TEST_CASE("trace: a handler that emits between any two instructions of the stack
   Instance& inst = st.inst;
   Instance& handler_inst = st.handler_inst;
   if (glob) REQUIRE(inst.set_filter(Sample::desc(), value == 1 ? "pad ~ \"out*\"" : "pad ~ \"zz*\"").ok());
-
-  g_handler_inst = &handler_inst;
-  g_ctx = thread_context();
-  g_steps.clear();
-  g_steps.reserve(200000);
-  g_seq = 0;
-  g_changed = 0;
-  g_handler_emits = 0;
+  st.arm();
   tp_test::single_stepped(on_step, [&] {
     TRACEPIPE_TRACE(Sample, value, 7u, "outer");
     return 0;

@@ -302,9 +302,9 @@ namespace {
 
 // Moves a LIVE position from exactly word w to PREPARING, zeroes the used
 // part of its sub-buffer [0, used) and frees it. False when the word is no
-// longer w. w has no pins (free_consumed) or exactly one, the caller's own
-// (recycle_overwrite): nobody else can be reading the sub-buffer, and the
-// caller's pin is dropped by this same CAS. The FREE word keeps the lap (ABA
+// longer w. w has no pins and no holds (free_consumed), or exactly one hold,
+// the caller's own (recycle_overwrite, T2): nobody else can be reading the
+// sub-buffer, and the caller's hold is dropped by this same CAS. The FREE word keeps the lap (ABA
 // protection): only a switcher whose view of the tail is current (it wants
 // lap + 1) can claim it.
 bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {

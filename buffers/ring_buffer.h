@@ -93,7 +93,8 @@
 //     own record (commit_overrun).
 //  I6 Memory of a position: slots[idx] changes only while idx is PREPARING
 //     (owned by one party), before the release-store to FREE. Whoever uses a
-//     position's memory holds it still: a pin (readers, stats, recyclers),
+//     position's memory holds it still: a pin (readers, stats), a hold
+//     (recyclers, T1-T4),
 //     or the tail inside it (a writer resolves its record's address before
 //     (C), from the tail value (C) then proves current; the slot of a
 //     position cannot change while the tail is in it, as a swap needs the
@@ -245,7 +246,8 @@
 //  too, walks it (read only) and takes over with a spare: it drops its
 //  record (lost_busy) only when no spare is free. What is still busy: a
 //  recycler preempted inside PREPARING (its memset of one sub-buffer in
-//  place, or a swap's few stores), and a reader's pin.
+//  place, or a swap, which walks the set-aside sub-buffer (X3) before the
+//  position leaves PREPARING), and a reader's pin.
 //  Tests: tests/buffers/ring_buffer_set_aside_test.cc ("takeover").
 //
 // ══ pause(): stopping writers, steps as in ring_buffer.cc ═════════════════════

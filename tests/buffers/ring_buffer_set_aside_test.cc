@@ -76,6 +76,21 @@ uint32_t empty_spares(const CpuBuffer& cb) {
   return n;
 }
 
+// Clears a test hook when the test case ends, however it ends.
+template <auto& Hook>
+struct HookReset {
+  ~HookReset() { Hook.store(nullptr); }
+};
+
+// What the capture-less hooks of the takeover tests reach: the test's ring,
+// the records written so far, whether the stall already happened.
+struct Stalled {
+  OverwriteRingBuffer* rb = nullptr;
+  uint64_t written = 0;
+  bool in = false;
+};
+Stalled g_stalled;
+
 }  // namespace
 
 TEST_CASE("set aside: a writer stalled at Step::reserved costs only its own record", "[buffers][overwrite][set_aside]") {
@@ -266,9 +281,7 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
   static OverwriteRingBuffer* g_rb = nullptr;
   g_pending = &pending;
   g_rb = &rb;
-  struct Reset {
-    ~Reset() { swap_test_hook.store(nullptr); }
-  } reset;
+  const HookReset<swap_test_hook> reset;
 
   SECTION("a reader pins between the walk and the CAS: the swap gives the spare back, no pin of ours left") {
     swap_test_hook.store([](CpuBuffer& c, uint64_t idx) { REQUIRE(pin(c, idx, 0)); });
@@ -333,24 +346,17 @@ TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbo
           "[buffers][overwrite][set_aside][takeover]") {
   OverwriteRingBuffer rb(kRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
-  static OverwriteRingBuffer* g_rb = nullptr;
-  static uint64_t g_written = 0;
-  static bool g_in = false;
-  g_rb = &rb;
-  g_written = 0;
-  g_in = false;
-  for (int i = 0; i < 4; ++i, ++g_written) REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));  // position 0 full
+  g_stalled = Stalled{&rb};
+  for (int i = 0; i < 4; ++i, ++g_stalled.written) REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));  // position 0 full
   REQUIRE(put(rb, 0, rb.max_payload(), 5));  // the tail moves to position 1
-  ++g_written;
-  struct Reset {
-    ~Reset() { recycle_test_hook.store(nullptr); }
-  } reset;
+  ++g_stalled.written;
+  const HookReset<recycle_test_hook> reset;
   recycle_test_hook.store([](CpuBuffer& c, uint64_t idx) {
-    if (g_in || idx != 0) return;  // only the first recycler of position 0 stalls
-    g_in = true;
+    if (g_stalled.in || idx != 0) return;  // only the first recycler of position 0 stalls
+    g_stalled.in = true;
     CHECK(pw_holders(c.positions[0].load()) == 1);
-    for (int i = 0; i < 15; ++i, ++g_written)  // 3 laps of 5 sub-buffers, one record each
-      CHECK(put(*g_rb, 0, g_rb->max_payload(), static_cast<uint8_t>(10 + i)));
+    for (int i = 0; i < 15; ++i, ++g_stalled.written)  // 3 laps of 5 sub-buffers, one record each
+      CHECK(put(*g_stalled.rb, 0, g_stalled.rb->max_payload(), static_cast<uint8_t>(10 + i)));
     // Position 0 has other memory now; ours is set aside, kept for us.
     CHECK(c.slots[0].load() != 0);
     CHECK(c.walkers[0].load() == 1);
@@ -367,14 +373,14 @@ TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbo
   // its intact memory, and its CAS fails on the word.
   CHECK(recycle_overwrite(cb, 0, 0) == Recycle::raced);
   recycle_test_hook.store(nullptr);
-  CHECK(g_in);
+  CHECK(g_stalled.in);
   CHECK(cb.walkers[0].load() == 0);
   const CpuStats s = rb.stats(0);  // reclaims the memory it kept
   CHECK(s.taken_over == 1);
   CHECK(s.lost_busy == 0);
   CHECK(s.lost() == 0);
   CHECK(s.set_aside == 0);
-  CHECK(s.conserved(g_written));
+  CHECK(s.conserved(g_stalled.written));
   CHECK(empty_spares(cb) == cb.nr_spares);
   ConsumingReader reader(rb, 0);
   const std::vector<Got> got = drain(reader);
@@ -392,32 +398,25 @@ TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over
           "[buffers][overwrite][set_aside][takeover]") {
   OverwriteRingBuffer rb(kRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
-  static OverwriteRingBuffer* g_rb = nullptr;
-  static uint64_t g_written = 0;
-  static bool g_in = false;
-  g_rb = &rb;
-  g_written = 0;
-  g_in = false;
+  g_stalled = Stalled{&rb};
   REQUIRE(put(rb, 0, kLen, 1));
   Reservation pending = rb.reserve(0, kLen);
   REQUIRE(pending);
   REQUIRE(put(rb, 0, kLen, 2));
   REQUIRE(put(rb, 0, rb.max_payload(), 3));  // the tail moves to position 1
-  g_written = 4;
-  struct Reset {
-    ~Reset() { swap_test_hook.store(nullptr); }
-  } reset;
+  g_stalled.written = 4;
+  const HookReset<swap_test_hook> reset;
   swap_test_hook.store([](CpuBuffer& c, uint64_t idx) {
-    if (g_in || idx != 0) return;
-    g_in = true;
+    if (g_stalled.in || idx != 0) return;
+    g_stalled.in = true;
     CHECK(pw_holders(c.positions[0].load()) == 1);
-    for (int i = 0; i < 15; ++i, ++g_written) CHECK(put(*g_rb, 0, g_rb->max_payload(), static_cast<uint8_t>(10 + i)));
+    for (int i = 0; i < 15; ++i, ++g_stalled.written) CHECK(put(*g_stalled.rb, 0, g_stalled.rb->max_payload(), static_cast<uint8_t>(10 + i)));
     CHECK(c.set_aside.load() == 1);  // by the writer that took over
     CHECK(c.walkers[0].load() == 1);
   });
   CHECK(recycle_overwrite(cb, 0, 0) == Recycle::raced);
   swap_test_hook.store(nullptr);
-  CHECK(g_in);
+  CHECK(g_stalled.in);
   CHECK(cb.walkers[0].load() == 0);
   std::memset(pending.payload().data(), 0xEE, kLen);
   rb.commit(pending);  // into the set-aside memory
@@ -426,7 +425,7 @@ TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over
   CHECK(s.lost_set_aside == 1);  // the stalled writer's own record only
   CHECK(s.lost_busy == 0);
   CHECK(s.commit_overrun == 0);
-  CHECK(s.conserved(g_written));
+  CHECK(s.conserved(g_stalled.written));
   CHECK(empty_spares(cb) == cb.nr_spares);
   ConsumingReader reader(rb, 0);
   for (const Got& g : drain(reader)) {

@@ -7,6 +7,7 @@
 // the top of core/instance/instance.h; the guides start at docs/core.md.
 #include "tracepipe/core/clock/trace_clock.h"        // local, global, counter, mono, mono_raw, boot, ...
 #include "tracepipe/core/config/config.h"            // TOML configuration -> InstanceConfig
+#include "tracepipe/core/convert/converter.h"        // trace.dat -> Perfetto protobuf, CTF 1.8 (docs/convert.md)
 #include "tracepipe/core/events/registry.h"          // kernel format files, SYSTEM:EVENT names, IDs
 #include "tracepipe/core/export/instance_export.h"   // trace_text, write_trace_dat
 #include "tracepipe/core/instance/event_decl.h"      // EventDecl<"sys", "name", Int<...>, Chars<...>, Str<...>>

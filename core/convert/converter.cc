@@ -1,0 +1,124 @@
+#include "tracepipe/core/convert/converter.h"
+
+#include <limits>
+#include <stdexcept>
+
+#include "tracepipe/core/convert/ctf_writer.h"
+#include "tracepipe/core/convert/perfetto_writer.h"
+
+namespace tracepipe::convert {
+
+std::optional<Format> parse_format(std::string_view name) noexcept {
+  if (name == "perfetto") return Format::perfetto;
+  if (name == "ctf") return Format::ctf;
+  return std::nullopt;
+}
+
+namespace {
+
+size_t pick_buffer(const TraceDatReader& reader, const std::string& name) {
+  if (const auto b = reader.find_buffer(name)) return *b;
+  if (name.empty() && !reader.buffers().empty()) return 0;  // v7 with named instances only
+  if (name.empty()) throw std::invalid_argument(reader.name() + ": the file holds no per-CPU data (a latency trace?)");
+  throw std::invalid_argument(reader.name() + ": no buffer named '" + name + "' in the file");
+}
+
+}  // namespace
+
+ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink, const ConvertOptions& options) {
+  const size_t buffer = pick_buffer(reader, options.buffer);
+  const TraceDatBuffer& buf = reader.buffers()[buffer];
+  const size_t n = buf.cpu_data.size();
+  ConvertStats stats;
+  std::vector<CpuRecordCursor> cursors;
+  std::vector<TraceRecord> head(n);
+  std::vector<uint8_t> live(n, 0);
+  std::vector<uint32_t> cpu_numbers;
+  std::optional<TraceDatError> first_error;
+  cursors.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    cursors.push_back(reader.buffer_cpu_records(buffer, i));
+    stats.cpus.push_back({buf.cpu_data[i].cpu});
+    cpu_numbers.push_back(buf.cpu_data[i].cpu);
+  }
+  const uint32_t page_size = reader.page_size();
+  auto bytes_done = [&] {
+    uint64_t b = 0;
+    for (const auto& c : cursors) b += c.stats().pages * page_size;
+    return b;
+  };
+  // Takes the next record of CPU i; a damaged page ends that CPU.
+  auto advance = [&](size_t i) {
+    try {
+      if (auto r = cursors[i].next()) [[likely]] {
+        head[i] = *r;
+        return;
+      }
+    } catch (const TraceDatError& e) {
+      if (!first_error) first_error = e;
+      stats.cpus[i].damaged = true;
+    }
+    live[i] = 0;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    live[i] = 1;
+    advance(i);
+  }
+  uint64_t first_ts = std::numeric_limits<uint64_t>::max();
+  for (size_t i = 0; i < n; ++i)
+    if (live[i] && head[i].ts < first_ts) first_ts = head[i].ts;
+  if (first_ts == std::numeric_limits<uint64_t>::max()) first_ts = 0;
+
+  const uint32_t chunk = options.chunk_records ? options.chunk_records : 512;
+  uint64_t next_progress = 1u << 16;
+  try {
+    sink.begin(reader, buffer, first_ts, cpu_numbers);
+    for (;;) {
+      size_t best = n;
+      for (size_t i = 0; i < n; ++i)
+        if (live[i] && (best == n || head[i].ts < head[best].ts)) best = i;
+      if (best == n) break;
+      ConvertStats::Cpu& cs = stats.cpus[best];
+      for (uint32_t k = 0; k < chunk && live[best]; ++k) {
+        const TraceRecord& rec = head[best];
+        if (rec.lost_before != 0) [[unlikely]] {
+          ++cs.loss_marks;
+          cs.lost_events += rec.lost_before > 0 ? static_cast<uint64_t>(rec.lost_before) : 1;
+        }
+        sink.record(rec);
+        ++cs.records;
+        advance(best);
+      }
+      sink.end_chunk(cpu_numbers[best]);
+      stats.records = 0;
+      for (const auto& c : stats.cpus) stats.records += c.records;
+      if (options.progress && stats.records >= next_progress) {
+        options.progress(bytes_done(), stats.records);
+        next_progress = stats.records + (1u << 16);
+      }
+    }
+  } catch (...) {
+    // An output error: finish what can be finished, report the first error.
+    try {
+      sink.finish(stats);
+    } catch (...) {
+    }
+    throw;
+  }
+  sink.finish(stats);
+  stats.bytes_in = bytes_done();
+  if (options.progress) options.progress(stats.bytes_in, stats.records);
+  if (first_error) throw *first_error;
+  return stats;
+}
+
+ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out, const ConvertOptions& options) {
+  if (options.format == Format::ctf) {
+    CtfWriter w(out);
+    return convert_records(reader, w, options);
+  }
+  PerfettoWriter w(out);
+  return convert_records(reader, w, options);
+}
+
+}  // namespace tracepipe::convert

@@ -1,0 +1,43 @@
+#pragma once
+// An output file written in large appends, with the errors a converter
+// reports: "<path>: <what failed>: <strerror>". Internal to core/convert.
+// Thread-safety: none (one owner).
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace tracepipe::convert {
+
+/// An output that cannot be created or written (disk full, no such
+/// directory, permission). what(): "<path>: <operation>: <strerror>".
+class ConvertOutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class OutFile {
+ public:
+  OutFile() = default;
+  /// Creates or truncates `path` (mode 0644). Throws ConvertOutputError.
+  explicit OutFile(std::filesystem::path path);
+  ~OutFile();
+  OutFile(OutFile&& o) noexcept;
+  OutFile& operator=(OutFile&& o) noexcept;
+
+  /// Appends `n` bytes, retrying short writes. Throws ConvertOutputError.
+  void write(const void* p, size_t n);
+  /// Bytes written so far.
+  uint64_t size() const noexcept { return size_; }
+  /// Closes the file (fsync not implied). Throws ConvertOutputError on a close error.
+  void close();
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+}  // namespace tracepipe::convert

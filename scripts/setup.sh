@@ -10,10 +10,11 @@ PKGS=(
   libtomlplusplus-dev libcli11-dev libzstd-dev zlib1g-dev
   trace-cmd clang libclang-rt-14-dev
   libkshark-dev libjson-c-dev   # KernelShark's library: tests open tracepipe's trace.dat files with it
+  babeltrace2 protobuf-compiler # the readers `tracepipe convert`'s tests check its CTF and Perfetto output with
 )
 # Optional peers for `tracepipe bench --peers` and `tracepipe_record_bench --peers lttng`
-# (babeltrace2 reads its LTTng traces back); install failures are not fatal.
-OPTIONAL=(lttng-tools liblttng-ust-dev babeltrace2)
+# (babeltrace2, in PKGS, reads its LTTng traces back); install failures are not fatal.
+OPTIONAL=(lttng-tools liblttng-ust-dev)
 
 # The kernel's tracefs: tests that compare with the kernel need it mounted.
 # Mounting needs root; without it those tests skip with a reason.

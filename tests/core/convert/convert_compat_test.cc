@@ -1,0 +1,192 @@
+// tracepipe's own recordings, a recovered flight file, a damaged file and
+// losses, converted and read back by the real readers (babeltrace2, protoc
+// with Perfetto's schema), every record compared with trace-cmd report -R.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <tracepipe/tracepipe.h>
+
+#include "convert_check.h"
+#include "convert_test_util.h"
+#include "test_support.h"
+#include "tracepipe/core/convert/converter.h"
+#include "tracepipe/core/tracedat/kernel_page.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+
+namespace fs = std::filesystem;
+using namespace tp_convert_test;
+namespace cv = tracepipe::convert;
+
+namespace {
+
+void need_babeltrace() {
+  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+    tp_test::skip("babeltrace2 is not installed (scripts/setup.sh installs it)");
+}
+
+cv::ConvertStats convert_to(const fs::path& in, const fs::path& out, cv::Format f) {
+  const auto reader = tracepipe::TraceDatReader::open(in);
+  cv::ConvertOptions o;
+  o.format = f;
+  return cv::convert(reader, out, o);
+}
+
+void check_both(const fs::path& dat, const Scratch& s, bool expect_sideband_threads) {
+  const auto want = tracecmd_records(dat, s.dir);
+  REQUIRE(want.size() > 100);
+  need_babeltrace();
+  perfetto_proto_or_skip();
+
+  const auto st = convert_to(dat, s / "out.ctf", cv::Format::ctf);
+  CHECK(st.records == want.size());
+  CHECK(tp_test::read_file(s / "out.ctf" / "metadata").starts_with("/* CTF 1.8"));
+  const auto bt = babeltrace_records(s / "out.ctf", s.dir);
+  uint64_t stale = 0;
+  CHECK(compare(want, bt, &stale) == "");
+  uint64_t empty = 0;
+  for (const auto& r : want)
+    for (const auto& f : r.fields) empty += f.second.empty();
+  CHECK(stale <= empty);
+
+  const auto sp = convert_to(dat, s / "out.pftrace", cv::Format::perfetto);
+  CHECK(sp.records == want.size());
+  PerfettoExtras ex;
+  const auto pf = protoc_records(s / "out.pftrace", s.dir, &ex);
+  CHECK(compare(want, pf) == "");
+  if (expect_sideband_threads) {
+    // The sideband names this thread with its process as tgid.
+    bool found = false;
+    for (size_t i = 0; i < ex.threads.size(); ++i)
+      found |= ex.threads[i].first == gettid() && ex.thread_tgids[i] == getpid();
+    CHECK(found);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a tracepipe recording of declared events: every record and field in CTF and Perfetto") {
+  Scratch s("declared");
+  const fs::path dat = record_declared(s, 3000);
+  check_both(dat, s, true);
+}
+
+TEST_CASE("a recovered flight file: every record and field in CTF and Perfetto") {
+  Scratch s("flight");
+  const fs::path dat = recover_flight(s, 3000);
+  check_both(dat, s, false);
+}
+
+TEST_CASE("a damaged page: the error names the file and offset, what came before is converted and valid") {
+  Scratch s("damaged");
+  const fs::path dat = record_declared(s, 4000);
+  need_babeltrace();
+  perfetto_proto_or_skip();
+  // Page 3 of the first CPU claims more committed bytes than a page holds.
+  const auto reader0 = tracepipe::TraceDatReader::open(dat);
+  REQUIRE(reader0.cpu_data().size() >= 1);
+  const size_t ci = busiest_cpu(dat);
+  const uint64_t at = page_offset(dat, ci, 3);
+  poke_u64(dat, at + 8, 0x7ffffff);
+  uint64_t before = 0;
+  {
+    const auto r = tracepipe::TraceDatReader::open(dat);
+    auto c = r.cpu_records(ci);
+    try {
+      while (c.next()) ++before;
+    } catch (const tracepipe::TraceDatError&) {
+    }
+  }
+  REQUIRE(before > 0);
+  for (const auto f : {cv::Format::ctf, cv::Format::perfetto}) {
+    const fs::path out = s / (f == cv::Format::ctf ? "out.ctf" : "out.pftrace");
+    const auto reader = tracepipe::TraceDatReader::open(dat);
+    cv::ConvertOptions o;
+    o.format = f;
+    try {
+      cv::convert(reader, out, o);
+      FAIL("no error for a damaged page");
+    } catch (const tracepipe::TraceDatError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(dat.string()) != std::string::npos);
+      CHECK(e.offset() == at + 8);
+      CHECK(what.find("cpu") != std::string::npos);
+    }
+    const auto recs = f == cv::Format::ctf ? babeltrace_records(out, s.dir) : protoc_records(out, s.dir);
+    uint64_t cpu0 = 0;
+    for (const auto& r : recs) cpu0 += r.cpu == reader0.cpu_data()[ci].cpu;
+    CHECK(cpu0 == before);
+  }
+}
+
+TEST_CASE("losses trace.dat marks: lost_events bundles and overrun in Perfetto, discarded events in CTF") {
+  Scratch s("lost");
+  const fs::path src = record_declared(s, 4000);
+  need_babeltrace();
+  perfetto_proto_or_skip();
+  // The same records rewritten with two losses on CPU 1: one of unknown
+  // size (RB_MISSED_EVENTS alone), one of 1234 events (the count stored).
+  const auto in = tracepipe::TraceDatReader::open(src);
+  tracepipe::TraceDatWriter w({.cpus = 2});
+  for (const auto& f : in.formats()) w.add_format(f);
+  for (const auto& [pid, comm] : in.cmdlines()) w.set_cmdline(pid, comm);
+  auto merged = in.records();
+  uint64_t n = 0;
+  while (auto r = merged.next()) {
+    if (n == 700) w.add_lost(1, std::nullopt);
+    if (n == 2500) w.add_lost(1, 1234);
+    w.add_record(1, r->ts, r->payload);
+    ++n;
+  }
+  const fs::path dat = s / "lost.dat";
+  w.write(dat);
+  // What the file holds: a stored count where the page had room, else
+  // "some" (counted 1).
+  uint64_t expect = 0, marks = 0;
+  {
+    const auto r = tracepipe::TraceDatReader::open(dat);
+    auto c = r.cpu_records(1);
+    while (auto rec = c.next()) {
+      if (rec->lost_before) ++marks;
+      expect += rec->lost_before > 0 ? static_cast<uint64_t>(rec->lost_before) : rec->lost_before ? 1 : 0;
+    }
+  }
+  REQUIRE(marks == 2);
+
+  const auto sp = convert_to(dat, s / "out.pftrace", cv::Format::perfetto);
+  REQUIRE(sp.cpus.size() == 2);
+  CHECK(sp.cpus[1].loss_marks == 2);
+  CHECK(sp.cpus[1].lost_events == expect);
+  PerfettoExtras ex;
+  const auto pf = protoc_records(s / "out.pftrace", s.dir, &ex);
+  CHECK(std::count(ex.lost_bundles.begin(), ex.lost_bundles.end(), 1u) == 2);
+  bool overrun = false;
+  for (const auto& [c, k] : ex.overrun) overrun |= c == 1 && k == expect;
+  CHECK(overrun);
+  CHECK(compare(tracecmd_records(dat, s.dir), pf) == "");
+
+  convert_to(dat, s / "out.ctf", cv::Format::ctf);
+  std::vector<std::pair<uint32_t, uint64_t>> lost;
+  babeltrace_records(s / "out.ctf", s.dir, &lost);
+  uint64_t total = 0;
+  for (const auto& [c, k] : lost) total += k;
+  CHECK(total == expect);
+}
+
+TEST_CASE("the CLI: a summary line, --to required, a damaged file named with its offset") {
+  Scratch s("cli");
+  const fs::path dat = record_declared(s, 500);
+  const std::string tp = std::string(TP_BINARY_DIR) + "/tools/tracepipe";
+  if (!fs::exists(tp)) tp_test::skip("build/tools/tracepipe is not built");
+  auto r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "x.pftrace").string(), "--to", "perfetto"},
+                                s.dir);
+  CHECK(r.status == 0);
+  CHECK(r.err.find("records from") != std::string::npos);
+  r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "y").string()}, s.dir);
+  CHECK(r.status != 0);
+  poke_u64(dat, page_offset(dat, busiest_cpu(dat), 1) + 8, 0x7ffffff);
+  r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "z.ctf").string(), "--to", "ctf"}, s.dir);
+  CHECK(r.status == 1);
+  CHECK(r.err.find(dat.string() + ": cpu") != std::string::npos);
+  CHECK(r.err.find("offset") != std::string::npos);
+}

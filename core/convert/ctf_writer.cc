@@ -188,9 +188,16 @@ struct CtfWriter::Impl {
   uint64_t short_records = 0, unknown_events = 0, bytes_out = 0;
   bool finished = false;
 
+  std::vector<int32_t> cpu_slot;  // by CPU number (< 4096): index in cpus, -1 none
+
   CpuStream& stream(uint32_t cpu) {
+    if (cpu < cpu_slot.size() && cpu_slot[cpu] >= 0) [[likely]] return cpus[static_cast<size_t>(cpu_slot[cpu])];
     const auto it = cpu_index.find(cpu);
-    if (it != cpu_index.end()) [[likely]] return cpus[it->second];
+    if (it != cpu_index.end()) return cpus[it->second];
+    if (cpu < 4096) {
+      if (cpu_slot.size() <= cpu) cpu_slot.resize(cpu + 1u, -1);
+      cpu_slot[cpu] = static_cast<int32_t>(cpus.size());
+    }
     cpu_index.emplace(cpu, cpus.size());
     CpuStream& s = cpus.emplace_back();
     s.cpu = cpu;

@@ -231,6 +231,7 @@ struct PerfettoWriter::Impl {
   std::unique_ptr<Plan> unknown;         // records without a format
   std::vector<CpuState> cpus;
   std::unordered_map<uint32_t, size_t> cpu_index;
+  std::vector<int32_t> cpu_slot;  // by CPU number (< 4096): index in cpus, -1 none
   uint32_t clock = 0;                    // FtraceClock to declare (0: boot, not declared)
   uint64_t clock_pair = 0;               // ftrace_timestamp == boot_timestamp
   bool declare_pair = false;
@@ -291,7 +292,8 @@ struct PerfettoWriter::Impl {
     const auto payload = rec.payload;
     const auto& fields = p.layout.fields;
     bool short_record = false;
-    const size_t ev = b.begin(pf::kBundleEvent);
+    const bool generic = p.typed == 0;
+    const size_t ev = generic ? b.begin2(pf::kBundleEvent) : b.begin(pf::kBundleEvent);
     b.field_varint(pf::kEventTimestamp, rec.ts);
     if (p.pid >= 0) {
       const FieldView v = field_bytes(fields[p.pid], payload);
@@ -317,7 +319,7 @@ struct PerfettoWriter::Impl {
       }
       b.end(m);
     } else {
-      const size_t m = b.begin(pf::kEventGeneric);
+      const size_t m = b.begin2(pf::kEventGeneric);
       b.raw(p.name_entry.data(), p.name_entry.size());
       for (size_t i = first; i < fields.size(); ++i) {
         const FieldView v = field_bytes(fields[i], payload);
@@ -331,9 +333,10 @@ struct PerfettoWriter::Impl {
         put_value(b, fields[i], v, 0, true);
         b.end(fm);
       }
-      b.end(m);
+      b.end2(m);
     }
-    b.end(ev);
+    if (generic) b.end2(ev);
+    else b.end(ev);
     if (short_record) ++short_records;
   }
 
@@ -433,6 +436,10 @@ void PerfettoWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t
   m.reader = &reader;
   m.long_size = reader.header_page().commit.size ? reader.header_page().commit.size : 8;
   for (uint32_t c : cpus) {
+    if (c < 4096) {
+      if (m.cpu_slot.size() <= c) m.cpu_slot.resize(c + 1u, -1);
+      m.cpu_slot[c] = static_cast<int32_t>(m.cpus.size());
+    }
     m.cpu_index.emplace(c, m.cpus.size());
     m.cpus.emplace_back().cpu = c;
   }
@@ -484,13 +491,18 @@ void PerfettoWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t
 void PerfettoWriter::record(const TraceRecord& rec) {
   Impl& m = *impl_;
   CpuState* cs;
-  const auto it = m.cpu_index.find(rec.cpu);
-  if (it == m.cpu_index.end()) {
+  if (rec.cpu < m.cpu_slot.size() && m.cpu_slot[rec.cpu] >= 0) [[likely]] {
+    cs = &m.cpus[static_cast<size_t>(m.cpu_slot[rec.cpu])];
+  } else if (const auto it = m.cpu_index.find(rec.cpu); it != m.cpu_index.end()) {
+    cs = &m.cpus[it->second];
+  } else {
     m.cpu_index.emplace(rec.cpu, m.cpus.size());
+    if (rec.cpu < 4096) {
+      if (m.cpu_slot.size() <= rec.cpu) m.cpu_slot.resize(rec.cpu + 1u, -1);
+      m.cpu_slot[rec.cpu] = static_cast<int32_t>(m.cpus.size());
+    }
     cs = &m.cpus.emplace_back();
     cs->cpu = rec.cpu;
-  } else {
-    cs = &m.cpus[it->second];
   }
   if (rec.lost_before != 0) [[unlikely]] {
     m.flush_bundle(*cs);

@@ -107,6 +107,35 @@ class ProtoBuffer {
     }
     widen(mark, n);
   }
+  /// Starts a nested message with a 2-byte length: for bodies that are
+  /// often 128 bytes or more (never moved below 16 KiB).
+  size_t begin2(uint32_t field) {
+    reserve_more(16);
+    varint_unchecked((static_cast<uint64_t>(field) << 3) | 2);
+    len_ += 2;
+    return len_;
+  }
+  void end2(size_t mark) {
+    const size_t n = len_ - mark;
+    if (n < 0x4000) [[likely]] {
+      data_[mark - 2] = static_cast<uint8_t>(0x80 | (n & 0x7f));
+      data_[mark - 1] = static_cast<uint8_t>(n >> 7);
+      return;
+    }
+    // Keep the two bytes as the low groups and insert the rest.
+    size_t extra = 0;
+    for (size_t v = n >> 14; v; v >>= 7) ++extra;
+    reserve_more(extra);
+    std::memmove(data_ + mark + extra, data_ + mark, n);
+    size_t at = mark - 2;
+    size_t v = n;
+    while (v >= 0x80) {
+      data_[at++] = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    data_[at] = static_cast<uint8_t>(v);
+    len_ += extra;
+  }
   /// Starts a nested message with a 4-byte length (bodies up to 256 MiB).
   size_t begin_padded(uint32_t field) {
     reserve_more(16);

@@ -118,3 +118,24 @@ TEST_CASE("TSDL names: keywords and leading underscores get one more underscore"
   CHECK(cv::CtfWriter::tsdl_name("_x") == "__x");
   CHECK(cv::CtfWriter::tsdl_name("9lives") == "_9lives");
 }
+
+TEST_CASE("proto encoder: 2-byte lengths, redundant below 128, widened past 16383") {
+  for (const size_t body : {0u, 5u, 127u, 128u, 16383u, 16384u, 40000u}) {
+    cv::ProtoBuffer b;
+    const size_t m = b.begin2(4);
+    const std::string s(body, 'z');
+    b.raw(s.data(), s.size());
+    b.end2(m);
+    b.field_varint(6, 1);
+    const uint8_t* p = b.data();
+    CHECK(read_varint(p) == ((4u << 3) | 2));
+    const uint8_t* before = p;
+    CHECK(read_varint(p) == body);
+    CHECK(p - before == (body < 16384 ? 2 : 3));
+    CHECK(std::string(reinterpret_cast<const char*>(p), body) == s);
+    p += body;
+    CHECK(read_varint(p) == ((6u << 3) | 0));
+    CHECK(read_varint(p) == 1);
+    CHECK(p == b.data() + b.size());
+  }
+}

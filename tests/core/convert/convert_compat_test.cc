@@ -190,3 +190,41 @@ TEST_CASE("the CLI: a summary line, --to required, a damaged file named with its
   CHECK(r.err.find(dat.string() + ": cpu") != std::string::npos);
   CHECK(r.err.find("offset") != std::string::npos);
 }
+
+TEST_CASE("a trace-cmd version 7 file (zstd) converts to the same Perfetto trace as its version 6 original") {
+  const fs::path v6 = tp_test::shared_data_or_skip("kernel/hackbench.dat");
+  Scratch s("v7");
+  const auto r = tp_test::run_command(
+      {"trace-cmd", "convert", "-i", v6.string(), "--file-version", "7", "-o", (s / "v7.dat").string()}, s.dir);
+  REQUIRE(r.status == 0);
+  REQUIRE(tracepipe::TraceDatReader::open(s / "v7.dat").compression() == "zstd");
+  const auto a = convert_to(v6, s / "v6.pftrace", cv::Format::perfetto);
+  const auto b = convert_to(s / "v7.dat", s / "v7.pftrace", cv::Format::perfetto);
+  CHECK(a.records == 257346);
+  CHECK(b.records == a.records);
+  CHECK(tp_test::read_file(s / "v6.pftrace") == tp_test::read_file(s / "v7.pftrace"));
+  const auto c = convert_to(s / "v7.dat", s / "v7.ctf", cv::Format::ctf);
+  CHECK(c.records == a.records);
+}
+
+TEST_CASE("named instances: --buffer picks one, each converts with its own records") {
+  const fs::path dat = fs::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/instances_zstd.dat";
+  need_babeltrace();
+  Scratch s("instances");
+  const auto reader = tracepipe::TraceDatReader::open(dat);
+  REQUIRE(reader.buffers().size() >= 2);
+  for (const auto& b : reader.buffers()) {
+    uint64_t want = 0;
+    auto m = reader.buffer_records(*reader.find_buffer(b.name));
+    while (m.next()) ++want;
+    cv::ConvertOptions o;
+    o.format = cv::Format::ctf;
+    o.buffer = b.name;
+    const fs::path out = s / ("b-" + (b.name.empty() ? std::string("top") : b.name));
+    CHECK(cv::convert(reader, out, o).records == want);
+    CHECK(babeltrace_records(out, s.dir).size() == want);
+  }
+  cv::ConvertOptions o;
+  o.buffer = "no-such-instance";
+  CHECK_THROWS_AS(cv::convert(reader, s / "x.pftrace", o), std::invalid_argument);
+}

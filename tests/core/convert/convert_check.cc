@@ -293,9 +293,17 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
     for (const auto& [k, v] : ctx)
       if (k == "cpu_id") rec.cpu = static_cast<uint32_t>(std::stoul(v));
     p.eat(',');
-    for (auto& [k, v] : p.fields()) {
+    const auto payload = p.fields();
+    for (const auto& [k, v] : payload) {
       if (k == "common_pid") rec.pid = std::stoll(v);
       if (k.starts_with("common_")) continue;
+      // A sequence's element count, `_NAME_length` before NAME: not a field of the format.
+      if (k.starts_with("_") && k.ends_with("_length")) {
+        const std::string of = k.substr(1, k.size() - 8);
+        bool seq = false;
+        for (const auto& f : payload) seq |= f.first == of && (f.second.starts_with("LIST:") || f.second.empty());
+        if (seq) continue;
+      }
       rec.fields.emplace_back(k, v);
     }
     recs.push_back(std::move(rec));

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <tracepipe/tracepipe.h>
 
 #include "convert_check.h"
@@ -227,4 +228,83 @@ TEST_CASE("named instances: --buffer picks one, each converts with its own recor
   cv::ConvertOptions o;
   o.buffer = "no-such-instance";
   CHECK_THROWS_AS(cv::convert(reader, s / "x.pftrace", o), std::invalid_argument);
+}
+
+namespace {
+// Builds a payload: the kernel's common fields, then `body` at offset 8.
+std::vector<std::byte> payload(uint16_t id, int32_t pid, const std::vector<uint8_t>& body) {
+  std::vector<std::byte> p(8 + body.size());
+  std::memcpy(p.data(), &id, 2);
+  std::memcpy(p.data() + 4, &pid, 4);
+  std::memcpy(p.data() + 8, body.data(), body.size());
+  return p;
+}
+template <typename T>
+void put_at(std::vector<uint8_t>& b, size_t at, T v) {
+  if (b.size() < at + sizeof v) b.resize(at + sizeof v);
+  std::memcpy(b.data() + at, &v, sizeof v);
+}
+std::string common_text() {
+  std::string t;
+  for (const auto& f : tracepipe::kernel_common_fields()) t += tracepipe::to_format_field_line(f);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("dynamic and fixed arrays, __rel_loc, and ftrace print's char buf[]: every field in CTF and Perfetto") {
+  need_babeltrace();
+  perfetto_proto_or_skip();
+  Scratch s("arrays");
+  const auto arrays = tracepipe::parse_event_format(
+      "name: arrays\nID: 900\nformat:\n" + common_text() +
+          "\n\tfield:__data_loc u32[] ids;\toffset:8;\tsize:4;\tsigned:0;\n"
+          "\tfield:unsigned long caller[4];\toffset:16;\tsize:32;\tsigned:0;\n"
+          "\tfield:s16 vals[3];\toffset:48;\tsize:6;\tsigned:1;\n"
+          "\tfield:__rel_loc char[] note;\toffset:56;\tsize:4;\tsigned:0;\n"
+          "\tfield:int last;\toffset:60;\tsize:4;\tsigned:1;\n\n"
+          "print fmt: \"last=%d\", REC->last\n",
+      "demo");
+  const auto print = tracepipe::parse_event_format(
+      "name: print\nID: 5\nformat:\n" + common_text() +
+          "\n\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+          "\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\n"
+          "print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n",
+      "ftrace");
+  tracepipe::TraceDatWriter w({.cpus = 2});
+  w.add_format(arrays);
+  w.add_format(print);
+  w.set_cmdline(4321, "demo-task");
+  for (uint32_t i = 0; i < 300; ++i) {
+    std::vector<uint8_t> b;  // offsets relative to 8
+    const uint32_t nids = i % 4;
+    const std::string note = i % 3 ? "note " + std::to_string(i) : "";
+    const size_t ids_at = 64, note_at = ids_at + 4 * nids;
+    put_at<uint32_t>(b, 0, static_cast<uint32_t>((4 * nids) << 16 | ids_at));
+    for (uint32_t k = 0; k < 4; ++k) put_at<uint64_t>(b, 8 + 8 * k, 0xffffffff81000000ull + i * 16 + k);
+    for (uint32_t k = 0; k < 3; ++k) put_at<int16_t>(b, 40 + 2 * k, static_cast<int16_t>(k == 1 ? -static_cast<int>(i) : i));
+    // __rel_loc: offset from the end of the word (at 56, so from 60).
+    put_at<uint32_t>(b, 48, static_cast<uint32_t>((note.size() + 1) << 16 | (note_at - 60)));
+    put_at<int32_t>(b, 52, -static_cast<int32_t>(i));
+    for (uint32_t k = 0; k < nids; ++k) put_at<uint32_t>(b, ids_at - 8 + 4 * k, 1000 + k * i);
+    b.resize(note_at - 8 + note.size() + 1, 0);
+    std::memcpy(b.data() + note_at - 8, note.c_str(), note.size() + 1);
+    w.add_record(i % 2, 1000000 + i * 1000, payload(900, 4321, b));
+    if (i % 50 == 0) {
+      std::vector<uint8_t> pb;
+      put_at<uint64_t>(pb, 0, 0xffffffff81234567ull);
+      const std::string text = "hello world " + std::to_string(i);
+      pb.resize(8 + text.size() + 1, 0);
+      std::memcpy(pb.data() + 8, text.c_str(), text.size() + 1);
+      w.add_record(i % 2, 1000000 + i * 1000 + 1, payload(5, 4321, pb));
+    }
+  }
+  const fs::path dat = s / "arrays.dat";
+  w.write(dat);
+  const auto want = tracecmd_records(dat, s.dir);
+  REQUIRE(want.size() == 306);
+  convert_to(dat, s / "out.ctf", cv::Format::ctf);
+  uint64_t stale = 0;
+  CHECK(compare(want, babeltrace_records(s / "out.ctf", s.dir), &stale) == "");
+  convert_to(dat, s / "out.pftrace", cv::Format::perfetto);
+  CHECK(compare(want, protoc_records(s / "out.pftrace", s.dir)) == "");
 }

@@ -69,7 +69,7 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
   nr_pos_ = layout.nr_subbufs;
   ncpu_ = cfg.cpus;
   // Before the buffers: a member that throws no longer leaks them.
-  if (mode == OverflowMode::drop_newest) block_ = std::make_unique<BlockState[]>(ncpu_);
+  if (mode == OverflowMode::drop_newest) block_ = std::make_unique<Blocking>(ncpu_);
   uint32_t shift = 0;
   while ((size_t{1} << shift) < subbuf_size_) ++shift;
 
@@ -151,7 +151,7 @@ RingBufferBase::~RingBufferBase() { release(); }
 
 void RingBufferBase::set_block_timeout(uint64_t ns) noexcept {
   if (block_ == nullptr) return;  // overwrite: never blocks
-  block_timeout_ns_.store(ns, std::memory_order_relaxed);
+  block_->timeout_ns.store(ns, std::memory_order_relaxed);
   if (ns == 0)
     for (uint32_t c = 0; c < ncpu_; ++c) wake_blocked(c);
 }
@@ -159,7 +159,7 @@ void RingBufferBase::set_block_timeout(uint64_t ns) noexcept {
 RingBufferBase::BlockStats RingBufferBase::block_stats(uint32_t cpu) const noexcept {
   BlockStats r;
   if (block_ == nullptr || cpu >= ncpu_) return r;
-  const BlockState& b = block_[cpu];
+  const BlockState& b = block_->cpus[cpu];
   r.waits = b.waits.load(std::memory_order_relaxed);
   r.wait_ns = b.wait_ns.load(std::memory_order_relaxed);
   r.max_wait_ns = b.max_wait_ns.load(std::memory_order_relaxed);
@@ -169,19 +169,19 @@ RingBufferBase::BlockStats RingBufferBase::block_stats(uint32_t cpu) const noexc
 }
 
 void RingBufferBase::wake_blocked_slow(uint32_t cpu) noexcept {
-  BlockState& b = block_[cpu];
+  BlockState& b = block_->cpus[cpu];
   b.seq.fetch_add(1, std::memory_order_seq_cst);
   (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap, BlockWait& bw) noexcept {
   using namespace detail;
-  BlockState& b = block_[cb.cpu];
-  const uint64_t timeout = block_timeout_ns_.load(std::memory_order_relaxed);
+  BlockState& b = block_->cpus[cb.cpu];
+  const uint64_t timeout = block_->timeout_ns.load(std::memory_order_relaxed);
   const uint64_t now = monotonic_clock_ns();
   if (bw.start == 0) {
     // (W1) The first wait of this reservation: may this writer wait at all?
-    const BlockPolicy policy = block_policy_.load(std::memory_order_acquire);
+    const BlockPolicy policy = block_->policy.load(std::memory_order_acquire);
     if (timeout == 0 || (policy != nullptr && !policy())) {
       b.not_allowed.fetch_add(1, std::memory_order_relaxed);
       return false;

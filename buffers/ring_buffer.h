@@ -589,7 +589,9 @@ class RingBufferBase {
   /// waiting writer within kBlockPollNs (they drop, counted timed_out).
   /// Ignored by an overwrite buffer. Any thread.
   void set_block_timeout(uint64_t ns) noexcept;
-  uint64_t block_timeout() const noexcept { return block_timeout_ns_.load(std::memory_order_relaxed); }
+  uint64_t block_timeout() const noexcept {
+    return block_ != nullptr ? block_->timeout_ns.load(std::memory_order_relaxed) : 0;
+  }
   static constexpr uint64_t kBlockForever = UINT64_MAX;
   /// Longest single sleep of a waiting writer: how soon it notices a reader
   /// that frees without calling wake_blocked(), or a new timeout.
@@ -598,11 +600,13 @@ class RingBufferBase {
   /// with blocking on, in the writer's own context; must be
   /// async-signal-safe. nullptr (the default): every writer may wait.
   using BlockPolicy = bool (*)() noexcept;
-  void set_block_policy(BlockPolicy p) noexcept { block_policy_.store(p, std::memory_order_release); }
+  void set_block_policy(BlockPolicy p) noexcept {
+    if (block_ != nullptr) block_->policy.store(p, std::memory_order_release);
+  }
   /// After a reader freed positions of `cpu`: wakes the writers waiting on
   /// it (W2). One relaxed load when none waits. Any thread; not for writers.
   void wake_blocked(uint32_t cpu) noexcept {
-    if (block_ != nullptr && cpu < ncpu_ && block_[cpu].waiters.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+    if (block_ != nullptr && cpu < ncpu_ && block_->cpus[cpu].waiters.load(std::memory_order_seq_cst) != 0) [[unlikely]]
       wake_blocked_slow(cpu);
   }
   /// Blocking mode's accounting of one CPU (zero for a bad cpu). The drops
@@ -630,21 +634,27 @@ class RingBufferBase {
   OverflowMode mode_;
   std::atomic<bool> paused_{false};
   std::mutex pause_mu_;  // serialises pause() and resume() (control plane only)
-  bool fence_on_pause_ = false;  // cpu_local writers: pause() must abort their sections (rseq.h)
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
   std::atomic<uint64_t> pause_fence_fallbacks_{0};
   std::atomic<uint64_t> pause_unfenced_{0};
   bool external_memory_ = false;  // RingBufferConfig::memory: the caller owns it
-  // Blocking mode ("Blocking"): per-CPU wait state, drop-newest only
-  // (process memory, not the flight file's: nobody waits after a crash).
+  bool fence_on_pause_ = false;   // cpu_local writers: pause() must abort their sections (rseq.h)
+  // Blocking mode ("Blocking"): drop-newest only, behind one pointer that
+  // takes the 8 bytes the two flags above freed, so that the members a
+  // writer's fast path reads (and RingBuffer's clock after them) keep their
+  // offsets. Process memory, not the flight file's: nobody waits after a crash.
   struct alignas(64) BlockState {
     std::atomic<uint32_t> seq{0};      // futex word: + 1 by wake_blocked
     std::atomic<uint32_t> waiters{0};  // writers in (W2)
     std::atomic<uint64_t> waits{0}, wait_ns{0}, max_wait_ns{0}, timed_out{0}, not_allowed{0};
   };
-  std::unique_ptr<BlockState[]> block_;
-  std::atomic<uint64_t> block_timeout_ns_{0};
-  std::atomic<BlockPolicy> block_policy_{nullptr};
+  struct Blocking {
+    explicit Blocking(uint32_t ncpu) : cpus(std::make_unique<BlockState[]>(ncpu)) {}
+    std::atomic<uint64_t> timeout_ns{0};
+    std::atomic<BlockPolicy> policy{nullptr};
+    std::unique_ptr<BlockState[]> cpus;
+  };
+  std::unique_ptr<Blocking> block_;
   // One reservation's wait: when it began and its bound (monotonic ns; 0: not yet).
   struct BlockWait {
     uint64_t start = 0, deadline = 0;

@@ -130,7 +130,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       case SubbufClaim::full:
         if constexpr (M == OverflowMode::drop_newest) {
           // Blocking mode (W1-W4): wait for the reader, then look again.
-          if ((block_timeout_ns_.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
               block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
             pos = load_acquire(cb.tail.pos);
             last = load_relaxed(cb.tail.ts);
@@ -142,7 +142,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
         if constexpr (M == OverflowMode::drop_newest) {
           // A reader pins (or zeroes) the oldest position while it frees it:
           // blocking mode waits for that as for a full buffer.
-          if ((block_timeout_ns_.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
               block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
             pos = load_acquire(cb.tail.pos);
             last = load_relaxed(cb.tail.ts);

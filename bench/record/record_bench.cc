@@ -4,7 +4,7 @@
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
 //                          [--peers lttng [--lttng-plugin PATH] [--verify]]
-//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512]  (RSS over a long run)
+//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512] [--block US|inf]  (RSS over a long run)
 //   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
 //   any of them with --realtime PRIO: the recorder thread (and LTTng's consumer
 //   daemon) SCHED_FIFO at PRIO, as perf record -r
@@ -108,6 +108,8 @@ void stop_listener() {
 // --realtime PRIO: the recorder thread (and LTTng's consumer daemon) run
 // SCHED_FIFO at PRIO; 0: the default policy.
 int g_realtime = 0;
+// --block US|inf: blocking mode for --steady (0: off; -1: no bound).
+int64_t g_block_us = 0;
 
 // The recorder's realtime_priority, where this recorder has one.
 template <class O>
@@ -294,6 +296,8 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   set_realtime(ro);
   ro.max_file_bytes = rotate_mib << 20;
   ro.max_files = rotate_mib != 0 ? 4 : 0;
+  if (g_block_us < 0) ro.block_timeout = record::RecorderOptions::kBlockForever;
+  else ro.block_timeout = std::chrono::microseconds(g_block_us);
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
   Run r;
@@ -339,6 +343,15 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
              "unwritten {}, skipped by the paced writer {}{}\n",
              rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten, r.skipped,
              held ? "" : " (the writer could not hold the rate)");
+  if (g_block_us != 0) {
+    const auto b = inst.ring().block_stats(0);
+    fmt::print("blocking mode ({}): {} emits waited ({:.4f}% of those emitted), {:.1f} ms in all, longest {:.0f} us; "
+               "dropped after the bound {}, could not wait {}\n",
+               g_block_us < 0 ? std::string("no bound") : fmt::format("{} us", g_block_us), b.waits,
+               100.0 * static_cast<double>(b.waits) / static_cast<double>(std::max<uint64_t>(r.emitted, 1)),
+               static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
+               b.not_allowed);
+  }
   fmt::print("RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, {:+.1f} over "
              "the second half; {} files of {} MiB (kept the last {})\n",
              rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope(0), rss.size(),
@@ -381,6 +394,8 @@ constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (d
   --verify             with --peers lttng: read two LTTng traces back with babeltrace2
   --steady RATE        one paced run at RATE events/s for --seconds (e.g. 10000000 --seconds 60):
                        RSS every second, exit 0 when nothing was lost
+  --block US|inf       with --steady: blocking mode (writers wait up to US for the recorder); reports
+                       how many emits waited, for how long, and what was still dropped
   --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file)
   --collector auto|HOST:PORT  record to trace-cmd listen instead (auto: start one on loopback)
   --equal-kb K         with --peers lttng: the equal-memory leg, tracepipe with K KiB per CPU
@@ -434,6 +449,7 @@ int main(int argc, char** argv) {
     else if (a == "--peers") peers = v;
     else if (a == "--lttng-plugin") plugin = v;
     else if (a == "--realtime") g_realtime = std::atoi(v);
+    else if (a == "--block") g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
     else if (a == "--equal-kb") equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {
       fmt::print(stderr, "unknown option {}\n{}", a, kUsage);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tracepipe/core/config/config.h"
 #include "tracepipe/core/record/recorder.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
@@ -218,4 +219,14 @@ TEST_CASE("recorder blocking: not on an overwrite buffer", "[record][block]") {
   ro.block_timeout = std::chrono::microseconds(100);
   CHECK_THROWS_WITH(record::Recorder(inst, ro),
                     Catch::Contains("block_timeout needs a drop-newest buffer"));
+}
+
+TEST_CASE("recorder blocking: [recording] block_timeout_us takes microseconds or \"inf\"", "[record][block][config]") {
+  CHECK(parse_config("[recording]\nblock_timeout_us = 1500\n", "r.toml").recording->block_timeout_us == 1500);
+  CHECK(parse_config("[recording]\nblock_timeout_us = \"inf\"\n", "r.toml").recording->block_timeout_us == -1);
+  CHECK(parse_config("[recording]\noutput = \"a.dat\"\n", "r.toml").recording->block_timeout_us == 0);
+  CHECK_THROWS_WITH(parse_config("[recording]\nblock_timeout_us = \"forever\"\n", "r.toml"),
+                    Catch::Contains("recording.block_timeout_us: expected microseconds or \"inf\""));
+  CHECK_THROWS_WITH(parse_config("[recording]\nblock_timeout_us = -5\n", "r.toml"),
+                    Catch::Contains("recording.block_timeout_us"));
 }

@@ -284,7 +284,7 @@ struct WalkResult {
 ///
 /// Why the step is a guess: each header gives the offset of the next, so a
 /// plain walk is a chain of dependent loads (L1 latency plus the decode per
-/// record: ~3 ns per record of an overwrite commit, paid at every recycle).
+/// record, paid by an overwrite commit at every recycle).
 /// Records of one event repeat their stride, so the walk steps by the
 /// previous stride and only checks the loaded one against it (a predicted
 /// branch the compiler cannot see through): the next load no longer waits

@@ -3,9 +3,9 @@
 //
 // glibc >= 2.35 registers an rseq area for every thread; the kernel keeps its
 // cpu_id field current on every return to user space. Reading it is one load
-// from the thread pointer (~0.3 ns here, against 0.8 ns for sched_getcpu(),
-// which reads the same field through a call, and ~50 ns for the getcpu
-// system call that sched_getcpu() falls back to when rseq is unregistered).
+// from the thread pointer, with no call (sched_getcpu() reads the same field
+// through one) and no system call (the getcpu call that sched_getcpu() falls
+// back to when rseq is unregistered).
 //
 // The value is a hint, as the kernel's raw_smp_processor_id() is with
 // preemption enabled: the thread may migrate right after the load. Callers

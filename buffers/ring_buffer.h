@@ -182,7 +182,7 @@
 //  kernel swaps its reader page in and out of the ring (ring_buffer.cc):
 //  (X1) take an EMPTY spare word (CAS to TAKEN); none: reclaim (R) the
 //       set-aside ones whose writers are done, and look again; still none:
-//       Recycle::pending, the old drop (commit_overrun).
+//       Recycle::pending: the writer drops its new record (commit_overrun).
 //  (X2) CAS the position word from LIVE(L), no pins, the read_off walked
 //       from (any holders: "Takeover" (T3)) to PREPARING: a reader that
 //       pinned or consumed meanwhile, or another recycler that completed
@@ -222,8 +222,9 @@
 //  Tests: tests/buffers/ring_buffer_set_aside_test.cc.
 //
 // ══ Takeover (overwrite): a stalled recycler costs no neighbour ══════════════
-//  A writer preempted while it recycles (its walk) used to keep every writer
-//  that needed that position out (lost_busy) until it ran again. Now:
+//  A writer preempted while it recycles (its walk) must not keep every
+//  writer that needs that position out (lost_busy) until it runs again, so
+//  the next writer that needs the position finishes the recycle:
 //  (T1) hold: load the word (LIVE(L), no pins), load slots[idx], CAS the
 //       word to holders + 1. The slot was read between two observations of
 //       one LIVE(L) word, so it is the position's memory for lap L (I6: it
@@ -304,9 +305,10 @@
 //  Tests: tests/buffers/ring_buffer_block_test.cc.
 //
 // ══ Costs ═══════════════════════════════════════════════════════════════════
-//  Fast path: one CAS16 (lock cmpxchg16b, ~9 ns here) or, cpu_local, the
-//  rseq section (~1.7 ns) + the clock; commit: one release store. No allocation, lock or system call, on any path: slow path and
-//  discard included. Writers never wake readers: a reader blocked in
+//  Fast path: one CAS16 (lock cmpxchg16b) or, cpu_local, the rseq section
+//  (no locked instruction) + the clock; commit: one release store. No
+//  allocation, lock or system call, on any path: slow path and discard
+//  included. Writers never wake readers: a reader blocked in
 //  wait() polls with a 1 ms sleep (its latency bound), as the kernel defers
 //  its wake-up out of the write path (irq_work).
 //  Slow path (once per sub-buffer, out of line): claim the next position,
@@ -404,8 +406,8 @@ uint64_t monotonic_clock_ns() noexcept;
 /// Clock policy holding a function pointer (the default), or a TSC scale
 /// read inline (buffers/tsc_clock.h). The second form is the same clock as a
 /// `fn` that returns scale_tsc(scale, read_tsc()) (core's `local`), without
-/// the indirect call: the call and the caller-saved registers spilled around
-/// it cost ~2 ns per reserve. `fn` stays the clock's identity either way.
+/// the indirect call and the caller-saved registers spilled around it on
+/// every reserve. `fn` stays the clock's identity either way.
 /// Where there is no TSC (kHaveTsc false) the scale is ignored and fn is called.
 struct FunctionClock {
   ClockFn fn = &monotonic_clock_ns;

@@ -5,9 +5,9 @@
 // kind of section claims a per-CPU staging slot (claim_local, used by
 // TempBuffer with Writers::cpu_local).
 //
-// Why: `lock cmpxchg16b` costs ~9 ns on these machines (a full barrier and an
-// exclusive cache line); the same update as plain stores inside an rseq
-// critical section costs ~1.7 ns (measured side by side, one pinned thread).
+// Why: `lock cmpxchg16b` is a full barrier on an exclusive cache line; the
+// same update as plain stores inside an rseq critical section is several
+// times cheaper (docs/measurements.md, "The ring buffer").
 // The kernel's ring buffer gets the same effect from per-CPU data with
 // preemption disabled and local_t (non-locked) cmpxchg. Mirrors
 // kernel/rseq.c and Documentation/userspace-api/rseq.rst; the section layout
@@ -131,7 +131,7 @@ changed:
 /// for cpu_local writers (buffers/temp_buffer.h): what the kernel gets from
 /// this_cpu_inc_return(trace_buffered_event_cnt) with preemption disabled
 /// (kernel/trace/trace.c: trace_event_buffer_lock_reserve), without the
-/// locked exchange (~4 ns here) an any-CPU claim needs. Same rule as
+/// locked exchange an any-CPU claim needs. Same rule as
 /// cas16_local: a thread on another CPU may only store 0 into a flag it owns.
 /// Async-signal-safe.
 [[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t cpu) noexcept {

@@ -13,12 +13,12 @@
 //                                 thread holds this CPU's slot
 //     otherwise                 → StagedRecord owning the slot; busy = 1
 //   How busy goes 0 → 1 is fixed per TempBuffer (TempBufferConfig::writers):
-//     any_cpu    busy.exchange(1): a locked instruction (~4 ns here); any
+//     any_cpu    busy.exchange(1): a locked instruction; any
 //                thread may claim any CPU's slot.
 //     cpu_local  a restartable sequence on the slot of the CPU the caller
 //                runs on (buffers/rseq.h: claim_local): "if busy == 0 then
 //                busy = 1", restarted if the thread is preempted, migrated or
-//                signalled inside it; a load and a store (~1 ns). This is the
+//                signalled inside it; a load and a store. This is the
 //                kernel's own claim (trace_buffered_event_cnt, a per-CPU
 //                increment with preemption disabled) in user space. A claim
 //                of another CPU's slot is refused (bad_cpu): that store would
@@ -43,9 +43,9 @@
 //  thread (claims are non-recursive anyway: a nested claim on any instance
 //  falls back).
 //
-//  Cost: per-CPU claim = one xchg (~4-5 ns here) with any_cpu, one rseq
-//  section (~1 ns) with cpu_local; release = one store.
-//  Per-thread claim ≈ 1 ns. No allocation, lock or system call.
+//  Cost: per-CPU claim = one xchg with any_cpu, one rseq section with
+//  cpu_local; release = one store. Per-thread claim: a load and a store.
+//  No allocation, lock or system call.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // sched_clock: ns = base_ns + ((cyc - base_cyc) * mult) >> shift. The ring's
 // FunctionClock (ring_buffer.h) reads it inline when it holds a scale, so a
 // reserve stamped by the `local` trace clock pays no call and no registers
-// saved around one (~2 ns per commit).
+// saved around one.
 // The calibration itself (which mult and shift) belongs to the trace clocks
 // (core/clock/trace_clock.h: tsc_calibration()); this header only applies it.
 // Mirrors kernel/time/sched_clock.c: cyc_to_ns.

@@ -137,9 +137,9 @@ static_assert(sizeof(Pred) == 32);
 /// A fixed-position integer predicate in branch-free form, for the truth-table
 /// path of match(). One load of exactly the field's width at its offset,
 /// zero-extended. Exactly the width, never a wider load that would also
-/// cover a neighbour: the record was usually built a few ns earlier by one
+/// cover a neighbour: the record was usually built just before, by one
 /// store per field, and a load that spans two stores cannot be forwarded
-/// from the store buffer (a ~5 ns stall per event on the staged path).
+/// from the store buffer (a stall on every event of the staged path).
 /// XOR with `bias` flips the field's sign bit for signed fields, so signed
 /// order becomes unsigned order; masking with `and_mask` keeps only the
 /// field's bits. Then r = ((y - lo) <= span) != invert. Every kernel compare
@@ -166,9 +166,9 @@ struct Lane {
 /// Zero-extended load of a 1, 2, 4 or 8-byte field. Each call site sees one
 /// width per program, so the tests predict perfectly; their order is the
 /// layout: a 4-byte field (int, pid_t, the commonest in kernel events) falls
-/// straight through, an 8-byte one takes one branch, as a switch had laid
-/// out 8 straight and 4 behind two jumps (~0.7 ns per staged reject of a
-/// u32 field, the emit bench's u32 vs u64 cases).
+/// straight through, an 8-byte one takes one branch (a switch lays out 8
+/// straight and 4 behind two jumps, which every staged reject of a u32
+/// field would pay; the emit bench's u32 and u64 cases show it).
 [[gnu::always_inline]] inline uint64_t load_width(const std::byte* p, uint32_t width) noexcept {
   if (width == 4) [[likely]]
     return load<uint32_t>(p);
@@ -378,7 +378,7 @@ class Program {
   /// kernel's filter_pred_cpu, an int compare): the compare as a range of
   /// the CPU number with its sign bit flipped (so that signed order is
   /// unsigned order), inline, instead of the walk's call into eval_other()
-  /// (about 3 ns per event on the staged path). A range on the circle of
+  /// on every event of the staged path. A range on the circle of
   /// 2^32 values also covers `!=` (everything but one value); an empty one
   /// (`CPU < INT_MIN`) has both verdicts equal. `on` is false otherwise.
   struct SingleCpu {

@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config ccache
   libtbb-dev libre2-dev libfmt-dev catch2 libbenchmark-dev
   libtomlplusplus-dev libcli11-dev libzstd-dev zlib1g-dev
-  trace-cmd clang libclang-rt-14-dev
+  trace-cmd clang libclang-rt-14-dev clang-format
   libkshark-dev libjson-c-dev   # KernelShark's library: tests open tracepipe's trace.dat files with it
 )
 # Optional peers for `tracepipe bench --peers` and `tracepipe_record_bench --peers lttng`

@@ -95,8 +95,8 @@ void loop_only(benchmark::State& state) {
 // claim and release). Their ratios bound what the emit's ratios can reach.
 // One read of the `local` trace clock as the ring reads it (inline rdtsc,
 // scaled to ns): every committed event pays it once, so it says how much of
-// the commit target a host leaves to the rest (rdtsc took 10 ns on the
-// design's reference host and 19-22 ns on the Intel host of 2026-12-02).
+// the commit target a host leaves to the rest (rdtsc's cost varies by
+// host, by a factor of two between the hosts in docs/measurements.md).
 void clock_floor(benchmark::State& state) {
   const buffers::FunctionClock clock = ring_clock(ClockId::local);
   for (auto _ : state) {

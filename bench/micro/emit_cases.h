@@ -22,13 +22,13 @@ static_assert(BenchEvent::fixed_size == 64);
 // Same size, but the filtered field is a u64: the filter's 8-byte load then
 // reads exactly one earlier store (store-to-load forwarding works), where
 // for the u32 `value` it spans the common header and the field, written by
-// two stores a few ns earlier (forwarding fails, ~5 ns). See docs/instance.md.
+// two stores just before (forwarding fails, a stall). See docs/instance.md.
 using BenchEvent64 = EventDecl<"tpbench", "sample64", Int<"value", uint64_t>, Chars<"pad", 48>>;
 static_assert(BenchEvent64::fixed_size == 64);
 
 // Inlined into the timed loop, as E::emit is at a user's call site (it is
-// always_inline); an out-of-line wrapper here added a call, six register
-// saves and their restores (~1.3 ns) that no event site pays.
+// always_inline); an out-of-line wrapper would add a call, six register
+// saves and their restores that no event site pays.
 template <class E>
 [[gnu::always_inline]] inline EmitResult emit_bench(Instance& inst, uint32_t value, uint32_t seq) {
   if constexpr (E::field_count == 3)
@@ -38,8 +38,8 @@ template <class E>
 }
 
 // What the filter sees, fixed at compile time so that the timed loop holds
-// only the emit: a run-time choice of pattern inside the loop cost ~1-2 ns
-// per iteration here (register pressure around the inlined emit), which is
+// only the emit: a run-time choice of pattern inside the loop costs time
+// per iteration (register pressure around the inlined emit), which is
 // harness, not emit. The value still reaches the record through the emit's
 // stores and the filter's load (the program is compiled at run time).
 enum class Accept { never, always, half, most };
@@ -62,7 +62,7 @@ inline double quantile(std::vector<double> v, double q) {
 }
 
 /// CLOCK_MONOTONIC in ns: the block timer of the paired benchmarks (a vDSO
-/// read, ~20 ns, paid twice per block of thousands of emits).
+/// read, paid twice per block of thousands of emits).
 [[gnu::always_inline]] inline uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -14,7 +14,7 @@
 // Each leg is its own Instance (ring, event state, adaptive average), set up
 // as the single case of the same name is (bench/micro/core_bench.cc), and its
 // blocks are its own inlined loop of emits, timed with CLOCK_MONOTONIC (vDSO;
-// ~25 ns per read against a block of tens of microseconds). The legs' order
+// two reads against a block of tens of microseconds). The legs' order
 // rotates every round. Counters, per repetition (the library then takes the
 // median over repetitions):
 //   <leg>_ns                  median over rounds of the leg's ns per emit

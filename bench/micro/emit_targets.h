@@ -1,7 +1,7 @@
 #pragma once
 // The emit-cost targets, judged from one run's medians of the `emit/...`
 // cases in bench/micro/core_bench.cc, so that every run of the microbench
-// says where the fast path stands (docs/instance.md, "Performance").
+// says where the fast path stands (docs/measurements.md, "The write path").
 // Ratios are taken between cases of the same run only: this machine's speed
 // moves by 30% between days, the ratios by a few percent. Where the paired
 // cases ran (bench/micro/emit_paired_bench.cc: the cases of one target interleaved

@@ -34,7 +34,7 @@ namespace tracepipe::peers {
 struct PeersOptions {
   // ── Table 1: micro loop ──────────────────────────────────────────────────
   /// Events per thread per timed round (enabled cases). The disabled case
-  /// runs `disabled_scale` times more, since each costs well under 1 ns.
+  /// runs `disabled_scale` times more, since each costs a load and a branch.
   uint64_t events = 200'000;
   uint32_t disabled_scale = 50;
   /// Timed rounds per (case, threads, side); the report gives the median and

@@ -2,7 +2,7 @@
 // The LTTng-UST side of tracepipe_record_bench: the same runs as tracepipe's
 // recorder (record_run.h), recorded by LTTng's consumer daemon.
 //
-// Setup, per run (docs/record.md, "Measured"):
+// Setup, per run (docs/measurements.md, "Recording"):
 //   - a private lttng-sessiond (bench/peers/lttng_session.h) and the peers
 //     plugin's tracepoint tracepipe_peer:sched_switch (lttng_probe.h), whose
 //     56-byte payload is the payload of tracepipe's 64-byte record (8-byte

@@ -381,7 +381,7 @@ struct Side {
 
 std::string fm(double v) { return fmt::format("{:.2f}", v); }
 
-constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (docs/record.md, "Measured")
+constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (docs/measurements.md, "Recording")
   One writer pinned to CPU 0 emits 64-byte events into a drop-newest instance
   (default buffer sizes) while the recorder, pinned to CPU 1, writes a
   trace.dat; reports drain-only cost, the full-speed rate and recorder CPU per

@@ -88,7 +88,7 @@ void calibrate() {
   g_tsc.invariant_tsc = cpu_has_invariant_tsc();
   if (!g_tsc.invariant_tsc) return;
   const Pair a = sample_pair();
-  const timespec wait{0, 10'000'000};  // 10 ms: ~2 ppm with ~20 ns brackets
+  const timespec wait{0, 10'000'000};  // 10 ms: the two samples' brackets are a few ppm of it
   nanosleep(&wait, nullptr);
   const Pair b = sample_pair();
   if (b.ns <= a.ns || b.tsc <= a.tsc) {

@@ -14,7 +14,7 @@
 //   x86-tsc   raw rdtsc                                 cycles the arch clock "x86-tsc"
 //
 // Every clock is read without a system call: clock_gettime goes through the
-// vDSO (~16 ns here), rdtsc is one instruction (~7 ns on this VM).
+// vDSO, rdtsc is one instruction.
 //
 // `local` mirrors the kernel's sched_clock: ns = base_ns + (tsc - base_tsc) *
 // mult >> shift, with base_ns taken from CLOCK_MONOTONIC_RAW at calibration, so

@@ -33,10 +33,10 @@ enum class WriterMode : uint8_t {
   /// is set; any_cpu otherwise.
   automatic,
   /// Any thread may write any CPU's buffer; emit_raw() honours its `cpu`.
-  /// Each reservation is one locked 16-byte CAS (~9 ns here).
+  /// Each reservation is one locked 16-byte CAS.
   any_cpu,
   /// Each writer reserves in the buffer of the CPU it runs on, as the
-  /// kernel's writers do, with a restartable sequence (~2 ns, no locked
+  /// kernel's writers do, with a restartable sequence (no locked
   /// instruction). emit_raw()'s `cpu` then only feeds the filter's CPU
   /// fields: the record goes to the buffer of the CPU the caller runs on.
   /// Needs `cpus` = 0 (one buffer per possible CPU).

@@ -30,7 +30,7 @@
 //
 // Invariant: for any text T the kernel produced,
 //   to_format_text(parse_event_format(T, sys)) == T.
-// (tests/core/tracedat/event_format_test.cc checks it for every captured file.)
+// (tests/core/events/event_format_test.cc checks it for every captured file.)
 #include <cstdint>
 #include <optional>
 #include <stdexcept>

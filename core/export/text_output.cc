@@ -163,7 +163,8 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
                    latency_columns(h.common_flags, h.common_preempt_count));
   }
   if (ts_in_ns_) {
-    // Rounded to the microsecond like the kernel's trace_print_time (ns2usecs adds 500 ns).
+    // Rounded to the microsecond like the kernel's trace_print_time (ns2usecs adds 500
+    // before dividing by 1000).
     const uint64_t us = (ts + 500u) / 1000u;
     fmt::format_to(it, " {:>5}.{:06}: ", us / 1000000u, us % 1000000u);
   }

@@ -27,7 +27,7 @@
 //       and its split into longest_pass_ns and longest_wake_late_ns tell;
 //       realtime_priority removes other tasks' time slices, not the kernel
 //       work or host scheduling that keeps a CPU on a kernel without
-//       preemption or a VM: docs/record.md measures that floor).
+//       preemption or a VM: docs/measurements.md, "Recording", measures that floor).
 //   Memory: batch_pages pages per CPU, plus the file's headers; constant
 //   however long the run.
 //

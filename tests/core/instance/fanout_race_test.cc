@@ -45,7 +45,7 @@ InstanceOptions opts(Staging s, BufferMode m = BufferMode::overwrite, uint64_t k
 
 }  // namespace
 
-TEST_CASE("breakit: fan-out counts stay exact while other instances churn", "[breakit][fanout]") {
+TEST_CASE("fan-out: counts stay exact while other instances churn", "[fanout][breakit]") {
   constexpr uint32_t kPerThread = 100000;
   Instance base(opts(Staging::per_thread));
   base.enable(Fan::desc());
@@ -113,7 +113,7 @@ void on_usr1(int) {
 }
 }  // namespace
 
-TEST_CASE("breakit: signal handlers tracing the same event get 'h' and the nesting depth", "[breakit][fanout]") {
+TEST_CASE("fan-out: signal handlers tracing the same event get 'h' and the nesting depth", "[fanout][breakit]") {
   constexpr uint32_t kOuter = 200000;
   g_handled = 0;
   struct sigaction sa {};
@@ -206,8 +206,8 @@ TEST_CASE("breakit: signal handlers tracing the same event get 'h' and the nesti
   CHECK(odd_records == handled);
 }
 
-TEST_CASE("breakit: pause stops every writer on both CPUs while a reader races, counts conserve",
-          "[breakit][pause]") {
+TEST_CASE("pause: every writer on both CPUs stops while a reader races, counts conserve",
+          "[pause][breakit]") {
   for (WriterMode wm : {WriterMode::any_cpu, WriterMode::automatic}) {
     InstanceOptions o = opts(Staging::per_thread, BufferMode::drop_newest, 64);
     o.writers = wm;

@@ -137,14 +137,14 @@ void run_matrix(Staging staging, WriterMode writers, bool via_trace) {
 
 }  // namespace
 
-TEST_CASE("breakit: CPU/comm filters give the kernel's verdicts (fan-out)", "[breakit][filter_ctx]") {
+TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (fan-out)", "[filter_ctx][breakit]") {
   for (Staging s : {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive})
     for (WriterMode w : {WriterMode::any_cpu, WriterMode::automatic}) {
       DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) { run_matrix(s, w, true); }
     }
 }
 
-TEST_CASE("breakit: CPU/comm filters give the kernel's verdicts (emit per instance)", "[breakit][filter_ctx]") {
+TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (emit per instance)", "[filter_ctx][breakit]") {
   for (Staging s : {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive})
     for (WriterMode w : {WriterMode::any_cpu, WriterMode::automatic}) {
       DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) { run_matrix(s, w, false); }

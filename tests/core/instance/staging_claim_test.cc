@@ -113,8 +113,8 @@ std::thread affinity_flipper(std::vector<pthread_t>& threads, std::atomic<bool>&
 
 }  // namespace
 
-TEST_CASE("breakit: cpu_local slots stay exclusive under oversubscribed threads whose affinity flips",
-          "[breakit][staging][rseq]") {
+TEST_CASE("staging claim: cpu_local slots stay exclusive under oversubscribed threads whose affinity flips",
+          "[staging][rseq][breakit]") {
   require_rseq();
   const uint32_t cpus = conf_cpus();
   REQUIRE(cpus <= kMaxCpus);
@@ -225,8 +225,8 @@ void nodefer_handler(int sig) {
 }
 }  // namespace
 
-TEST_CASE("breakit: SA_NODEFER handlers that claim while their own thread holds a slot are refused",
-          "[breakit][staging][rseq][signal]") {
+TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread holds a slot are refused",
+          "[staging][rseq][signal][breakit]") {
   require_rseq();
   const uint32_t cpus = conf_cpus();
   REQUIRE(cpus <= kMaxCpus);
@@ -336,8 +336,8 @@ TEST_CASE("breakit: SA_NODEFER handlers that claim while their own thread holds 
   g_tally = nullptr;
 }
 
-TEST_CASE("breakit: a cpu_local slot held across sleep refuses its CPU's other threads, then frees from elsewhere",
-          "[breakit][staging][rseq]") {
+TEST_CASE("staging claim: a cpu_local slot held across sleep refuses its CPU's other threads, then frees from elsewhere",
+          "[staging][rseq][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
   TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
@@ -410,8 +410,8 @@ TEST_CASE("breakit: a cpu_local slot held across sleep refuses its CPU's other t
   CHECK_FALSE(tb.busy_for_testing(0));
 }
 
-TEST_CASE("breakit: a cpu_local buffer with fewer slots than CPUs refuses the others as bad_cpu, never out of range",
-          "[breakit][staging][rseq]") {
+TEST_CASE("staging claim: a cpu_local buffer with fewer slots than CPUs refuses the others as bad_cpu, never out of range",
+          "[staging][rseq][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
   TempBuffer tb(TempBufferConfig{.cpus = 1, .slot_size = 64, .writers = Writers::cpu_local});
@@ -502,8 +502,8 @@ int wait_child(pid_t pid, int seconds) {
 }
 }  // namespace
 
-TEST_CASE("breakit: fork while another thread holds a cpu_local slot: the child's slot stays busy, no hang",
-          "[breakit][staging][rseq][fork]") {
+TEST_CASE("staging claim: fork while another thread holds a cpu_local slot: the child's slot stays busy, no hang",
+          "[staging][rseq][fork][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
   TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
@@ -553,8 +553,8 @@ TEST_CASE("breakit: fork while another thread holds a cpu_local slot: the child'
   CHECK(tb.stats(0).busy_fallbacks == 0);  // the child's refusal was counted in the child only
 }
 
-TEST_CASE("breakit: fork while the forking thread holds a cpu_local slot: the child owns and releases its copy",
-          "[breakit][staging][rseq][fork]") {
+TEST_CASE("staging claim: fork while the forking thread holds a cpu_local slot: the child owns and releases its copy",
+          "[staging][rseq][fork][breakit]") {
   require_rseq();
   TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
   tp_test::PinToCpu on0(0);

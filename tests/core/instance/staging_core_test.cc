@@ -233,13 +233,13 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
 
 }  // namespace
 
-TEST_CASE("breakit: per_cpu staging keeps records whole and counts exact under migration and signal storms",
-          "[breakit][staging][core]") {
+TEST_CASE("per-CPU staging: records stay whole and counts exact under migration and signal storms",
+          "[staging][core][breakit]") {
   storm_and_check(3 * online_cpus() + 1, 20000);
 }
 
 // Run only in a child started by the next test (GLIBC_TUNABLES disables rseq).
-TEST_CASE("breakit-norseq: without rseq the per-CPU claim is the locked exchange and still stages",
+TEST_CASE("per-CPU staging without rseq: the claim is the locked exchange and still stages",
           "[.breakit-norseq]") {
   REQUIRE(__rseq_size == 0);  // glibc registered no rseq area
   CHECK_FALSE(buffers::detail::rseq_usable());
@@ -266,15 +266,15 @@ TEST_CASE("breakit-norseq: without rseq the per-CPU claim is the locked exchange
   storm_and_check(2 * online_cpus() + 1, 10000);
 }
 
-TEST_CASE("breakit: a process started without rseq stages per CPU with the locked exchange, no hang",
-          "[breakit][staging][core][norseq]") {
+TEST_CASE("per-CPU staging: a process started without rseq stages with the locked exchange, no hang",
+          "[staging][core][norseq][breakit]") {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
   const std::filesystem::path scratch =
       std::filesystem::temp_directory_path() / ("tp-breakclaim-norseq-" + std::to_string(getpid()));
   std::filesystem::create_directories(scratch);
   const tp_test::CommandResult r = tp_test::run_command(
       {"env", "GLIBC_TUNABLES=glibc.pthread.rseq=0", self.string(),
-       "breakit-norseq: without rseq the per-CPU claim is the locked exchange and still stages"},
+       "per-CPU staging without rseq: the claim is the locked exchange and still stages"},
       scratch, 120);
   std::filesystem::remove_all(scratch);
   INFO("child stdout:\n" << r.out << "\nchild stderr:\n" << r.err);
@@ -347,7 +347,7 @@ struct Model {
 };
 }  // namespace
 
-TEST_CASE("breakit: adaptive staging's counts match an exact model of its score", "[breakit][staging][adaptive]") {
+TEST_CASE("adaptive staging: counts match an exact model of its score", "[staging][adaptive][breakit]") {
   InstanceOptions o;
   o.staging = Staging::adaptive;
   o.mode = BufferMode::overwrite;

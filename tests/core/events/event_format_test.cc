@@ -26,7 +26,7 @@ const char* const kSwitchText =
     "print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid\n";
 }  // namespace
 
-TEST_CASE("event_format: parses fields the way the kernel stores them", "[tracedat][format]") {
+TEST_CASE("event_format: parses fields the way the kernel stores them", "[events][format]") {
   const EventFormat ev = parse_event_format(kSwitchText, "sched");
   CHECK(ev.system == "sched");
   CHECK(ev.name == "sched_switch");
@@ -58,7 +58,7 @@ TEST_CASE("event_format: parses fields the way the kernel stores them", "[traced
 }
 
 TEST_CASE("event_format: every captured kernel format file round-trips byte-exact",
-          "[tracedat][format]") {
+          "[events][format]") {
   const auto dir = tp_test::shared_data_or_skip("kernel/formats");
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -81,7 +81,7 @@ TEST_CASE("event_format: every captured kernel format file round-trips byte-exac
   CHECK(n == 19);
 }
 
-TEST_CASE("event_format: header_page field lines parse", "[tracedat][format]") {
+TEST_CASE("event_format: header_page field lines parse", "[events][format]") {
   const auto f = parse_format_field("\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;");
   CHECK(f == FormatField{"local_t", "commit", 8, 8, true});
   const auto g = parse_format_field("field: char data;\toffset:16;\tsize:4080;");  // old kernels: no signed
@@ -89,14 +89,14 @@ TEST_CASE("event_format: header_page field lines parse", "[tracedat][format]") {
 }
 
 TEST_CASE("event_format: an event without fields prints two blank lines like f_show",
-          "[tracedat][format]") {
+          "[events][format]") {
   EventFormat ev{"tp", "tick", 7, kernel_common_fields(), {}, "\"tick\""};
   const std::string text = to_format_text(ev);
   CHECK(text.find("signed:1;\n\n\nprint fmt: \"tick\"\n") != std::string::npos);
   CHECK(parse_event_format(text, "tp") == ev);
 }
 
-TEST_CASE("event_format: malformed text fails naming the line", "[tracedat][format]") {
+TEST_CASE("event_format: malformed text fails naming the line", "[events][format]") {
   struct Case {
     const char* text;
     uint32_t line;

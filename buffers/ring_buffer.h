@@ -308,7 +308,8 @@
 //  Fast path: one CAS16 (lock cmpxchg16b) or, cpu_local, the rseq section
 //  (no locked instruction) + the clock; commit: one release store. No
 //  allocation, lock or system call, on any path: slow path and discard
-//  included. Writers never wake readers: a reader blocked in
+//  included, except blocking mode's wait (opt-in, on a full buffer only:
+//  "Blocking"). Writers never wake readers: a reader blocked in
 //  wait() polls with a 1 ms sleep (its latency bound), as the kernel defers
 //  its wake-up out of the write path (irq_work).
 //  Slow path (once per sub-buffer, out of line): claim the next position,

@@ -3,6 +3,11 @@
 #include "tracepipe/buffers/ring_buffer.h"
 #include "tracepipe/buffers/sysfs_cpus.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <new>
@@ -63,6 +68,8 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
   subbuf_size_ = layout.subbuf_size;
   nr_pos_ = layout.nr_subbufs;
   ncpu_ = cfg.cpus;
+  // Before the buffers: a member that throws no longer leaks them.
+  if (mode == OverflowMode::drop_newest) block_ = std::make_unique<Blocking>(ncpu_);
   uint32_t shift = 0;
   while ((size_t{1} << shift) < subbuf_size_) ++shift;
 
@@ -139,6 +146,77 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
 }
 
 RingBufferBase::~RingBufferBase() { release(); }
+
+// ── Blocking mode ("Blocking" in ring_buffer.h) ────────────────────────────
+
+void RingBufferBase::set_block_timeout(uint64_t ns) noexcept {
+  if (block_ == nullptr) return;  // overwrite: never blocks
+  block_->timeout_ns.store(ns, std::memory_order_relaxed);
+  if (ns == 0)
+    for (uint32_t c = 0; c < ncpu_; ++c) wake_blocked(c);
+}
+
+RingBufferBase::BlockStats RingBufferBase::block_stats(uint32_t cpu) const noexcept {
+  BlockStats r;
+  if (block_ == nullptr || cpu >= ncpu_) return r;
+  const BlockState& b = block_->cpus[cpu];
+  r.waits = b.waits.load(std::memory_order_relaxed);
+  r.wait_ns = b.wait_ns.load(std::memory_order_relaxed);
+  r.max_wait_ns = b.max_wait_ns.load(std::memory_order_relaxed);
+  r.timed_out = b.timed_out.load(std::memory_order_relaxed);
+  r.not_allowed = b.not_allowed.load(std::memory_order_relaxed);
+  return r;
+}
+
+void RingBufferBase::wake_blocked_slow(uint32_t cpu) noexcept {
+  BlockState& b = block_->cpus[cpu];
+  b.seq.fetch_add(1, std::memory_order_seq_cst);
+  (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap, BlockWait& bw) noexcept {
+  using namespace detail;
+  BlockState& b = block_->cpus[cb.cpu];
+  const uint64_t timeout = block_->timeout_ns.load(std::memory_order_relaxed);
+  const uint64_t now = monotonic_clock_ns();
+  if (bw.start == 0) {
+    // (W1) The first wait of this reservation: may this writer wait at all?
+    const BlockPolicy policy = block_->policy.load(std::memory_order_acquire);
+    if (timeout == 0 || (policy != nullptr && !policy())) {
+      b.not_allowed.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    b.waits.fetch_add(1, std::memory_order_relaxed);
+    bw.start = now;
+    bw.deadline = timeout == kBlockForever || now + timeout < now ? UINT64_MAX : now + timeout;
+  }
+  if (timeout == 0 || now >= bw.deadline) {  // (W4) the bound, or set_block_timeout(0)
+    b.timed_out.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // (W2) Announce, then load the sequence, then look again: a reader that
+  // freed the position before our load is seen here; one that frees after
+  // it sees waiters != 0 (both seq_cst) and moves the sequence.
+  b.waiters.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seq = b.seq.load(std::memory_order_seq_cst);
+  const uint64_t w = cb.positions[nidx].load(std::memory_order_seq_cst);
+  const bool changed = pw_phase(w) == Phase::free || pw_lap(w) != old_lap ||
+                       (pw_phase(w) == Phase::live && pw_read_off(w) == cb.subbuf_size && pw_pins(w) == 0 &&
+                        pw_holders(w) == 0);
+  if (!changed) {
+    const uint64_t slice = std::min<uint64_t>(bw.deadline - now, kBlockPollNs);
+    const timespec ts{static_cast<time_t>(slice / 1'000'000'000), static_cast<long>(slice % 1'000'000'000)};
+    (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAIT_PRIVATE, seq, &ts, nullptr, 0);
+  }
+  b.waiters.fetch_sub(1, std::memory_order_seq_cst);  // (W3)
+  const uint64_t t = monotonic_clock_ns();
+  b.wait_ns.fetch_add(t - now, std::memory_order_relaxed);
+  const uint64_t waited = t - bw.start;  // this reservation's wait so far
+  uint64_t m = b.max_wait_ns.load(std::memory_order_relaxed);
+  while (waited > m && !b.max_wait_ns.compare_exchange_weak(m, waited, std::memory_order_relaxed)) {
+  }
+  return true;
+}
 
 void RingBufferBase::release() noexcept {
   if (cpus_ == nullptr) return;

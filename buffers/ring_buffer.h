@@ -278,11 +278,38 @@
 //  starts after its return succeeds until resume() (tested with spinning
 //  writers, with membarrier and with the CPU visits).
 //
+// ══ Blocking (drop-newest): a full buffer waits for its reader ═══════════════
+//  As LTTng's --blocking-timeout. With set_block_timeout(t), t != 0, a writer
+//  whose switch finds the next position unread (S1: Recycle::unread, the
+//  drop-newest "full") does not count lost_full at once:
+//  (W1) ask the block policy (set_block_policy; none: yes) whether this
+//       writer may wait: a writer nested in another one on its own thread
+//       (a signal handler, a staged emit's nested emit) may not, as the
+//       record it interrupted may be the one the reader waits for: it
+//       drops, counted lost_full and block_stats().not_allowed;
+//  (W2) waiters + 1, load the CPU's wake sequence, look at the position
+//       again (a reader may have freed it before the load), sleep on the
+//       sequence (futex) for at most min(time left, kBlockPollNs);
+//  (W3) waiters - 1, look at the tail again and go back to (S1): the
+//       position may be free, or another writer took it;
+//  (W4) past the bound: drop, counted lost_full and block_stats().timed_out.
+//  A reader that frees positions calls wake_blocked(cpu): one load when
+//  nobody waits, else the sequence + 1 and a futex wake (the recorder does,
+//  core/record/recorder.cc); any other reader frees silently, and its
+//  writers notice within kBlockPollNs. The wait holds no pin, hold or
+//  position (the tail is unmoved), so every invariant above is unchanged;
+//  a waiting writer is a writer that has not reserved yet. Overwrite never
+//  blocks (nothing to wait for: it recycles). The fast path is unchanged:
+//  only the out-of-line switch looks at the timeout, only when full. The
+//  wait is a system call by design (opt-in, and only on a full buffer).
+//  Tests: tests/buffers/ring_buffer_block_test.cc.
+//
 // ══ Costs ═══════════════════════════════════════════════════════════════════
 //  Fast path: one CAS16 (lock cmpxchg16b) or, cpu_local, the rseq section
 //  (no locked instruction) + the clock; commit: one release store. No
 //  allocation, lock or system call, on any path: slow path and discard
-//  included. Writers never wake readers: a reader blocked in
+//  included, except blocking mode's wait (opt-in, on a full buffer only:
+//  "Blocking"). Writers never wake readers: a reader blocked in
 //  wait() polls with a 1 ms sleep (its latency bound), as the kernel defers
 //  its wake-up out of the write path (irq_work).
 //  Slow path (once per sub-buffer, out of line): claim the next position,
@@ -557,6 +584,46 @@ class RingBufferBase {
   uint64_t pause_fence_fallbacks() const noexcept { return pause_fence_fallbacks_.load(std::memory_order_relaxed); }
   uint64_t pause_unfenced() const noexcept { return pause_unfenced_.load(std::memory_order_relaxed); }
 
+  /// Blocking mode (drop-newest only; "Blocking" at the top of this file,
+  /// LTTng's --blocking-timeout): a writer that finds its CPU buffer full
+  /// waits for a reader up to `ns` nanoseconds (kBlockForever: no bound)
+  /// instead of dropping; 0 (the default) drops at once. Takes effect for
+  /// the next writer that finds the buffer full; setting 0 releases every
+  /// waiting writer within kBlockPollNs (they drop, counted timed_out).
+  /// Ignored by an overwrite buffer. Any thread.
+  void set_block_timeout(uint64_t ns) noexcept;
+  uint64_t block_timeout() const noexcept {
+    return block_ != nullptr ? block_->timeout_ns.load(std::memory_order_relaxed) : 0;
+  }
+  static constexpr uint64_t kBlockForever = UINT64_MAX;
+  /// Longest single sleep of a waiting writer: how soon it notices a reader
+  /// that frees without calling wake_blocked(), or a new timeout.
+  static constexpr uint64_t kBlockPollNs = 1'000'000;
+  /// Whether the calling writer may wait (W1): called only on a full buffer
+  /// with blocking on, in the writer's own context; must be
+  /// async-signal-safe. nullptr (the default): every writer may wait.
+  using BlockPolicy = bool (*)() noexcept;
+  void set_block_policy(BlockPolicy p) noexcept {
+    if (block_ != nullptr) block_->policy.store(p, std::memory_order_release);
+  }
+  /// After a reader freed positions of `cpu`: wakes the writers waiting on
+  /// it (W2). One relaxed load when none waits. Any thread; not for writers.
+  void wake_blocked(uint32_t cpu) noexcept {
+    if (block_ != nullptr && cpu < ncpu_ && block_->cpus[cpu].waiters.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+      wake_blocked_slow(cpu);
+  }
+  /// Blocking mode's accounting of one CPU (zero for a bad cpu). The drops
+  /// counted here are also in CpuStats::lost_full (the conservation law is
+  /// unchanged); these say why a full buffer still lost them.
+  struct BlockStats {
+    uint64_t waits = 0;        ///< reservations that waited (then reserved, or timed out)
+    uint64_t wait_ns = 0;      ///< total time writers waited (ns)
+    uint64_t max_wait_ns = 0;  ///< the longest single wait (ns)
+    uint64_t timed_out = 0;    ///< dropped after waiting the whole bound (lost_full)
+    uint64_t not_allowed = 0;  ///< dropped without waiting: the policy said no (nested, signal) (lost_full)
+  };
+  BlockStats block_stats(uint32_t cpu) const noexcept;
+
   /// Internal, for readers.h: the state of one CPU (cpu < cpus()).
   detail::CpuBuffer& cpu_buffer(uint32_t cpu) const noexcept { return cpus_[cpu]; }
 
@@ -570,11 +637,37 @@ class RingBufferBase {
   OverflowMode mode_;
   std::atomic<bool> paused_{false};
   std::mutex pause_mu_;  // serialises pause() and resume() (control plane only)
-  bool fence_on_pause_ = false;  // cpu_local writers: pause() must abort their sections (rseq.h)
   mutable std::atomic<uint64_t> lost_bad_cpu_{0};
   std::atomic<uint64_t> pause_fence_fallbacks_{0};
   std::atomic<uint64_t> pause_unfenced_{0};
   bool external_memory_ = false;  // RingBufferConfig::memory: the caller owns it
+  bool fence_on_pause_ = false;   // cpu_local writers: pause() must abort their sections (rseq.h)
+  // Blocking mode ("Blocking"): drop-newest only, behind one pointer that
+  // takes the 8 bytes the two flags above freed, so that the members a
+  // writer's fast path reads (and RingBuffer's clock after them) keep their
+  // offsets. Process memory, not the flight file's: nobody waits after a crash.
+  struct alignas(64) BlockState {
+    std::atomic<uint32_t> seq{0};      // futex word: + 1 by wake_blocked
+    std::atomic<uint32_t> waiters{0};  // writers in (W2)
+    std::atomic<uint64_t> waits{0}, wait_ns{0}, max_wait_ns{0}, timed_out{0}, not_allowed{0};
+  };
+  struct Blocking {
+    explicit Blocking(uint32_t ncpu) : cpus(std::make_unique<BlockState[]>(ncpu)) {}
+    std::atomic<uint64_t> timeout_ns{0};
+    std::atomic<BlockPolicy> policy{nullptr};
+    std::unique_ptr<BlockState[]> cpus;
+  };
+  std::unique_ptr<Blocking> block_;
+  // One reservation's wait: when it began and its bound (monotonic ns; 0: not yet).
+  struct BlockWait {
+    uint64_t start = 0, deadline = 0;
+  };
+  // (W1)-(W4) for a writer whose switch found `nidx` unread or busy (lap
+  // old_lap). `bw` starts zeroed for a reservation and is kept by the caller
+  // across its calls. Returns true to look again, false to drop (counted here).
+  [[gnu::cold, gnu::noinline]] bool block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap,
+                                                BlockWait& bw) noexcept;
+  [[gnu::cold, gnu::noinline]] void wake_blocked_slow(uint32_t cpu) noexcept;
   // pause()'s fences: detail::rseq_fence / detail::run_on_cpu, or a Hooks
   // policy's replacements (set by RingBuffer's constructor; tests).
   using FenceFn = bool (*)(RingBufferBase&) noexcept;

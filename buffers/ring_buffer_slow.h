@@ -92,6 +92,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     return Reservation(e, cb.cpu);
   };
   if (stride > S) return fail(ReserveError::too_big, cb.lost_too_big);
+  [[maybe_unused]] BlockWait block_wait_state;  // blocking mode: set by the first wait
   for (;;) {
     if ((pos & kPausedBit) != 0) return fail(ReserveError::paused, cb.lost_paused);
     const uint64_t off = tail_off(pos);
@@ -127,8 +128,27 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
         last = load_relaxed(cb.tail.ts);
         continue;
       case SubbufClaim::full:
+        if constexpr (M == OverflowMode::drop_newest) {
+          // Blocking mode (W1-W4): wait for the reader, then look again.
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+              block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
+            pos = load_acquire(cb.tail.pos);
+            last = load_relaxed(cb.tail.ts);
+            continue;
+          }
+        }
         return fail(ReserveError::full, cb.lost_full);
       case SubbufClaim::busy:
+        if constexpr (M == OverflowMode::drop_newest) {
+          // A reader pins (or zeroes) the oldest position while it frees it:
+          // blocking mode waits for that as for a full buffer.
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+              block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
+            pos = load_acquire(cb.tail.pos);
+            last = load_relaxed(cb.tail.ts);
+            continue;
+          }
+        }
         return fail(ReserveError::busy, cb.lost_busy);
       case SubbufClaim::commit_overrun:
         return fail(ReserveError::commit_overrun, cb.commit_overrun);

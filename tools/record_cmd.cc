@@ -5,7 +5,8 @@
 // command. See docs/record.md.
 //
 // The command gets TRACEPIPE_CONFIG (the config file; without --config, one
-// that enables every event of a drop-newest main instance) and
+// that enables every event of a drop-newest main instance of 4096 KiB per
+// CPU), TRACEPIPE_RECORD_BLOCK with --block[=US], and
 // TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute). SIGINT and SIGTERM go to the
 // command; tracepipe waits for it and exits with its status. If the command
 // wrote no valid trace.dat (it does not use tracepipe, or failed before
@@ -49,6 +50,7 @@ struct RecordCli {
   std::string collector;  // -N
   int file_version = 0;   // --file-version (0: the config's)
   std::string compression;
+  std::string block;  // --block[=US]: "inf" or microseconds ("" = not given)
   std::vector<std::string> command;
 };
 
@@ -86,7 +88,9 @@ int run_record(const RecordCli& cli) {
   } else {
     temp_config = std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.toml", ::getpid());
     std::ofstream f(temp_config);
-    f << "mode = \"drop_newest\"\n[events.\"*:*\"]\nenable = true\n[recording]\nmode = \"stream\"\n";
+    // 4096 KiB per CPU, not the kernel's 1408: what a recording needs to
+    // outlast its recorder's late wake-ups (docs/record.md, "The recording buffer").
+    f << "mode = \"drop_newest\"\nbuffer_size_kb = 4096\n[events.\"*:*\"]\nenable = true\n[recording]\nmode = \"stream\"\n";
     if (!f) throw std::runtime_error("record: cannot write " + temp_config.string());
     config = temp_config;
   }
@@ -105,6 +109,7 @@ int run_record(const RecordCli& cli) {
     env_store.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
     if (cli.file_version == 0) env_store.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
   }
+  if (!cli.block.empty()) env_store.push_back("TRACEPIPE_RECORD_BLOCK=" + cli.block);
   if (net) {
     env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
     env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
@@ -189,6 +194,18 @@ Registrar reg{[](CLI::App& app) {
       ->check(CLI::IsMember({6, 7}));
   sub->add_option("--compression", cli->compression, "Version 7's compression: zstd (default), zlib or none")
       ->check(CLI::IsMember({"zstd", "zlib", "none"}));
+  sub->add_option("--block", cli->block,
+                  "Blocking mode: a writer that finds its buffer full waits for the recorder up to US "
+                  "microseconds (no value or inf: no bound) instead of dropping, as LTTng's --blocking-timeout")
+      ->expected(0, 1)
+      ->default_str("inf")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty() || v == "inf") return {};
+        char* end = nullptr;
+        const long long us = std::strtoll(v.c_str(), &end, 10);
+        if (*end != '\0' || us < 0) return "expected microseconds or inf, got '" + v + "'";
+        return {};
+      });
   sub->add_option("command", cli->command, "The command and its arguments (after --)")->required();
   sub->callback([cli] { std::exit(run_record(*cli)); });
 }};

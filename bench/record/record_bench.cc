@@ -4,7 +4,7 @@
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
 //                          [--peers lttng [--lttng-plugin PATH] [--verify]]
-//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512]  (RSS over a long run)
+//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512] [--block US|inf]  (RSS over a long run)
 //   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
 //   any of them with --realtime PRIO: the recorder thread (and LTTng's consumer
 //   daemon) SCHED_FIFO at PRIO, as perf record -r
@@ -22,6 +22,10 @@
 //     (record_run.h), it skips them, so on a loaded machine it may emit less
 //     than asked.
 // Each figure is the median of --repeats runs, with min and max.
+// After each tracepipe run, the bare pwrite floor of the bytes it wrote
+// (pwrite_floor: the same bytes, in the recorder's write size, into a new
+// file in the same directory, CPU 1): the recorder's cost is reported
+// beside it and as a ratio to it.
 // --peers lttng: LTTng-UST (bench/record/lttng_record.h: per-UID channel,
 // discard mode, default sub-buffers, consumer daemon pinned to CPU 1) is a
 // second side. Its runs alternate with tracepipe's, run by run, in both
@@ -29,7 +33,11 @@
 // machine noise hits both; the report ends with both lossless rates and
 // their ratio. --verify then reads two LTTng traces back (one lossless, one
 // at full speed) with babeltrace2 and compares their event counts with
-// emitted - discarded.
+// emitted - discarded. With --peers lttng a third side runs interleaved:
+// tracepipe with LTTng's per-CPU buffer bytes (--equal-kb, 2048 KiB), the
+// equal-memory leg. The report ends with the ratios the targets are stated
+// in: consumer CPU per event to LTTng's and to the pwrite floor, lossless
+// rates at each side's default and at equal memory.
 // --collector: the recorder sends to trace-cmd listen instead (record -N);
 // "auto" starts `trace-cmd listen -d /dev/shm/...` on a loopback port and
 // removes each session's file once the collector has written it. Each run
@@ -41,6 +49,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sched.h>
 #include <unistd.h>
@@ -99,6 +108,8 @@ void stop_listener() {
 // --realtime PRIO: the recorder thread (and LTTng's consumer daemon) run
 // SCHED_FIFO at PRIO; 0: the default policy.
 int g_realtime = 0;
+// --block US|inf: blocking mode for --steady (0: off; -1: no bound).
+int64_t g_block_us = 0;
 
 // The recorder's realtime_priority, where this recorder has one.
 template <class O>
@@ -113,10 +124,45 @@ void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
   else ro.collector = g_collector;
 }
 
-// One run: `rate` events/s (0: as fast as possible) for `seconds`.
-Run one(const std::filesystem::path& out, double seconds, double rate) {
+// The bare pwrite floor of `bytes`: what writing them costs with no
+// recorder around them, written as the recorder writes (pwrites of
+// `chunk` bytes from one buffer, appended to a new file in the output's
+// directory, so into the same file system), by a thread with the
+// recorder's pinning and policy. Returns that thread's CPU ns.
+uint64_t pwrite_floor(const std::filesystem::path& out, uint64_t bytes, size_t chunk) {
+  uint64_t ns = 0;
+  std::thread t([&] {
+    pin_this_thread(1);
+    if (g_realtime > 0) {
+      sched_param sp{};
+      sp.sched_priority = g_realtime;
+      (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    }
+    const std::filesystem::path p = out.string() + ".floor";
+    const int fd = ::open(p.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    std::vector<std::byte> buf(chunk, std::byte{0x5a});
+    timespec a{}, b{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (uint64_t off = 0; off < bytes; off += chunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, bytes - off));
+      if (::pwrite(fd, buf.data(), n, static_cast<off_t>(off)) != static_cast<ssize_t>(n)) break;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    ::close(fd);
+    std::filesystem::remove(p);
+    ns = static_cast<uint64_t>((b.tv_sec - a.tv_sec) * 1'000'000'000LL + (b.tv_nsec - a.tv_nsec));
+  });
+  t.join();
+  return ns;
+}
+
+// One run: `rate` events/s (0: as fast as possible) for `seconds`, with
+// `buffer_kb` per CPU (0: the default). Then the pwrite floor of the bytes it wrote.
+Run one(const std::filesystem::path& out, double seconds, double rate, uint32_t buffer_kb = 0) {
   InstanceOptions o;
   o.mode = BufferMode::drop_newest;
+  if (buffer_kb != 0) o.buffer_size_kb = buffer_kb;
   Instance inst(o);
   inst.enable(Ev::desc());
   record::RecorderOptions ro;
@@ -149,6 +195,9 @@ Run one(const std::filesystem::path& out, double seconds, double rate) {
   r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
   collector_done();
+  if (g_collector.empty() && s.records != 0)
+    r.floor_ns_per_event = static_cast<double>(pwrite_floor(out, s.bytes, size_t{ro.batch_pages} * 4096)) /
+                           static_cast<double>(s.records);
   return r;
 }
 
@@ -247,6 +296,8 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   set_realtime(ro);
   ro.max_file_bytes = rotate_mib << 20;
   ro.max_files = rotate_mib != 0 ? 4 : 0;
+  if (g_block_us < 0) ro.block_timeout = record::RecorderOptions::kBlockForever;
+  else ro.block_timeout = std::chrono::microseconds(g_block_us);
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
   Run r;
@@ -292,6 +343,15 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
              "unwritten {}, skipped by the paced writer {}{}\n",
              rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten, r.skipped,
              held ? "" : " (the writer could not hold the rate)");
+  if (g_block_us != 0) {
+    const auto b = inst.ring().block_stats(0);
+    fmt::print("blocking mode ({}): {} emits waited ({:.4f}% of those emitted), {:.1f} ms in all, longest {:.0f} us; "
+               "dropped after the bound {}, could not wait {}\n",
+               g_block_us < 0 ? std::string("no bound") : fmt::format("{} us", g_block_us), b.waits,
+               100.0 * static_cast<double>(b.waits) / static_cast<double>(std::max<uint64_t>(r.emitted, 1)),
+               static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
+               b.not_allowed);
+  }
   fmt::print("RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, {:+.1f} over "
              "the second half; {} files of {} MiB (kept the last {})\n",
              rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope(0), rss.size(),
@@ -334,8 +394,12 @@ constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (d
   --verify             with --peers lttng: read two LTTng traces back with babeltrace2
   --steady RATE        one paced run at RATE events/s for --seconds (e.g. 10000000 --seconds 60):
                        RSS every second, exit 0 when nothing was lost
+  --block US|inf       with --steady: blocking mode (writers wait up to US for the recorder); reports
+                       how many emits waited, for how long, and what was still dropped
   --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file)
   --collector auto|HOST:PORT  record to trace-cmd listen instead (auto: start one on loopback)
+  --equal-kb K         with --peers lttng: the equal-memory leg, tracepipe with K KiB per CPU
+                       (default 2048, LTTng's 4 x 512 KiB sub-buffers)
   --realtime PRIO      recorder thread (and LTTng's consumer daemon) SCHED_FIFO at PRIO
   --floor S            first, S seconds of 50-us sleeps on CPU 1 with the recorder's policy: how late
                        the machine wakes a thread (default 3; 0: skip)
@@ -355,6 +419,7 @@ int main(int argc, char** argv) {
   std::string peers, plugin;
   bool verify = false;
   bool max_only = false;  // --max-only: drain only and full speed (a profile's window)
+  uint32_t equal_kb = 2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--verify") {
@@ -384,6 +449,8 @@ int main(int argc, char** argv) {
     else if (a == "--peers") peers = v;
     else if (a == "--lttng-plugin") plugin = v;
     else if (a == "--realtime") g_realtime = std::atoi(v);
+    else if (a == "--block") g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
+    else if (a == "--equal-kb") equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {
       fmt::print(stderr, "unknown option {}\n{}", a, kUsage);
       return 2;
@@ -463,12 +530,16 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::vector<Side> sides(lttng ? 2 : 1);
+  // tracepipe at its default; with LTTng, also tracepipe with LTTng's
+  // per-CPU buffer bytes (the equal-memory leg), then LTTng.
+  std::vector<Side> sides(lttng ? 3 : 1);
   sides[0].name = "tracepipe";
   sides[0].run = [&](double rate) { return one(out, seconds, rate); };
   if (lttng) {
-    sides[1].name = "lttng-ust";
-    sides[1].run = [&](double rate) { return lttng->run(seconds, rate); };
+    sides[1].name = fmt::format("tp-{}K", equal_kb);
+    sides[1].run = [&](double rate) { return one(out, seconds, rate, equal_kb); };
+    sides[2].name = "lttng-ust";
+    sides[2].run = [&](double rate) { return lttng->run(seconds, rate); };
   }
   auto report_note = [](const Side& s, const Run& r) {
     if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
@@ -481,12 +552,16 @@ int main(int argc, char** argv) {
       report_note(s, s.max.back());
     }
   for (Side& s : sides) {
-    fmt::print("max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event\n", s.name,
+    fmt::print("max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n", s.name,
                med(s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
                med(s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
                    "{:.2f} [{:.2f}-{:.2f}]"),
                med(s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-               med(s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"));
+               med(s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+               s.max[0].floor_ns_per_event > 0
+                   ? "  pwrite floor " + med(s.max, [](const Run& r) { return r.floor_ns_per_event; },
+                                             "{:.2f} [{:.2f}-{:.2f}]") + " ns/event"
+                   : std::string());
     // No rate above what the consumer wrote at full speed can be lossless:
     // the search starts there.
     std::vector<double> rates;
@@ -537,19 +612,54 @@ int main(int argc, char** argv) {
   for (const Side& s : sides) {
     if (s.found)
       fmt::print("lossless      {:9} {:.2f} M events/s emitted, {:.2f} asked (one writer, 0 lost in {} runs of {} s)  "
-                 "consumer {} ns/event, {:.1f} bytes/event written\n",
+                 "consumer {} ns/event, {:.1f} bytes/event written{}\n",
                  s.name, emitted_rate(s) / 1e6, s.rate / 1e6, s.clean.size(), seconds,
                  med(s.clean, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
-                 static_cast<double>(s.clean[0].bytes) / static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)));
+                 static_cast<double>(s.clean[0].bytes) / static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)),
+                 s.clean[0].floor_ns_per_event > 0
+                     ? "  pwrite floor " + med(s.clean, [](const Run& r) { return r.floor_ns_per_event; },
+                                               "{:.2f} [{:.2f}-{:.2f}]") + " ns/event"
+                     : std::string());
     else
       fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name, s.rate / 0.9 / 1e6);
   }
-  if (sides.size() == 2 && sides[0].found && sides[1].found)
-    fmt::print("ratio         tracepipe / lttng-ust lossless rate: {:.2f}x (same run, interleaved)\n",
-               emitted_rate(sides[0]) / emitted_rate(sides[1]));
+  // The ratios the targets are stated in (medians of this run's sides).
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x.empty() ? 0.0 : x[x.size() / 2];
+  };
+  auto consumer = [&](const std::vector<Run>& v) {
+    std::vector<double> x;
+    for (const Run& r : v) x.push_back(r.consumer_ns_per_event);
+    return median(x);
+  };
+  auto floor_of = [&](const std::vector<Run>& v) {
+    std::vector<double> x;
+    for (const Run& r : v) x.push_back(r.floor_ns_per_event);
+    return median(x);
+  };
+  for (size_t k = 0; k < (sides.size() == 3 ? 2u : 1u); ++k) {  // the tracepipe sides
+    const Side& t = sides[k];
+    if (floor_of(t.max) > 0)
+      fmt::print("ratio         {} consumer / pwrite floor of its bytes: full speed {:.2f}x{}  (target <= 1.25x)\n",
+                 t.name, consumer(t.max) / floor_of(t.max),
+                 t.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / floor_of(t.clean)) : "");
+  }
+  if (sides.size() == 3) {
+    const Side& l = sides[2];
+    for (size_t k = 0; k < 2; ++k) {
+      const Side& t = sides[k];
+      fmt::print("ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= 0.5x)\n",
+                 t.name, consumer(t.max) / consumer(l.max),
+                 t.found && l.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean)) : "");
+      if (t.found && l.found)
+        fmt::print("ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; target >= 1.5x)\n",
+                   t.name, emitted_rate(t) / emitted_rate(l), k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
+    }
+  }
   if (lttng && verify) {
     // The trace itself against the counts: one lossless run, one at full speed.
-    for (const double rate : {sides[1].found ? sides[1].rate : 1e6, 0.0}) {
+    for (const double rate : {sides.back().found ? sides.back().rate : 1e6, 0.0}) {
       const Run r = lttng->run(seconds, rate, true);
       std::string why;
       const auto n = record_bench::count_events(*lttng->last_trace(), why);

@@ -21,6 +21,9 @@ struct Run {
   uint64_t dropped = 0;  ///< lost by any cause (ring full, output failed)
   double consumer_ns_per_event = 0;  ///< consumer CPU time / written
   uint64_t bytes = 0;    ///< bytes of the output's data streams
+  /// The bare pwrite floor of the same bytes (record_bench.cc: pwrite_floor):
+  /// its CPU ns divided by `written`; 0 when not measured.
+  double floor_ns_per_event = 0;
   std::string note;      ///< a check that failed, for the report ("" when all agree)
   std::string gaps;      ///< tracepipe: where the longest gap between looks went ("" for other sides)
 };

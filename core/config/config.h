@@ -32,6 +32,8 @@
 //   cpu = 1                          # pin the recorder thread (-1: not pinned)
 //   max_file_kb = 65536              # rotation: files of 64 MiB (run.1.dat, run.2.dat, ...)
 //   max_files = 4                    # keep the newest 4 (the last 256 MiB of the run)
+//   block_timeout_us = 1000          # a writer of a full drop-newest buffer waits up to 1 ms
+//                                    # for the recorder ("inf": no bound; 0: drops at once)
 //
 //   [instances.errors]               # another instance, as instances/errors/
 //   buffer_size_kb = 64              # same keys as the top level
@@ -126,6 +128,10 @@ struct RecordingConfig {
   int32_t cpu = -1;                    ///< -1..4095: pin the recorder thread (-1: not pinned)
   uint64_t max_file_kb = 0;            ///< rotation: KiB of data per file (0: one file, no limit)
   uint32_t max_files = 0;              ///< rotation: keep the newest this many files (0: all)
+  /// Blocking mode (RecorderOptions::block_timeout): microseconds a writer
+  /// of a full drop-newest buffer waits for the recorder; 0: never waits;
+  /// -1: no bound (`block_timeout_us = "inf"`, LTTng's spelling).
+  int64_t block_timeout_us = 0;
   ConfigSource where;                  ///< the [recording] header
 };
 

@@ -59,6 +59,8 @@ struct AutoRecord {
     const std::string version = ver_env != nullptr ? ver_env : "";
     const char* comp_env = std::getenv("TRACEPIPE_RECORD_COMPRESSION");
     const std::string compression = comp_env != nullptr ? comp_env : "";
+    const char* block_env = std::getenv("TRACEPIPE_RECORD_BLOCK");  // tracepipe record --block[=US]
+    const std::string block = block_env != nullptr ? block_env : "";
     const char* status_env = std::getenv("TRACEPIPE_RECORD_STATUS");
     status = status_env != nullptr ? status_env : "";
     ::unsetenv("TRACEPIPE_CONFIG");
@@ -67,6 +69,7 @@ struct AutoRecord {
     ::unsetenv("TRACEPIPE_RECORD_STATUS");
     ::unsetenv("TRACEPIPE_RECORD_FILE_VERSION");
     ::unsetenv("TRACEPIPE_RECORD_COMPRESSION");
+    ::unsetenv("TRACEPIPE_RECORD_BLOCK");
     try {
       const Config cfg = load_config(path);
       for (const InstanceConfig& ic : cfg.instances) instances.push_back(Instance::from_config(ic));
@@ -87,7 +90,11 @@ struct AutoRecord {
         ro.compression = cfg.recording->compression;
         ro.realtime_priority = static_cast<int>(cfg.recording->realtime_priority);
         ro.cpu = cfg.recording->cpu;
+        if (cfg.recording->block_timeout_us < 0) ro.block_timeout = RecorderOptions::kBlockForever;
+        else ro.block_timeout = std::chrono::microseconds(cfg.recording->block_timeout_us);
       }
+      if (block == "inf") ro.block_timeout = RecorderOptions::kBlockForever;
+      else if (!block.empty()) ro.block_timeout = std::chrono::microseconds(std::strtoll(block.c_str(), nullptr, 10));
       if (version == "6" || version == "7") ro.file_version = version == "7" ? 7 : 6;
       if (!compression.empty()) ro.compression = compression;
       if (!collector.empty()) {

@@ -58,6 +58,16 @@ void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
   if (v > m.load(std::memory_order_relaxed)) m.store(v, std::memory_order_relaxed);
 }
 
+// Blocking mode's policy (RingBufferBase::set_block_policy): a writer may
+// wait unless its emit interrupted another emit of its own thread (nesting
+// > 1: a signal handler, or the nested emit of a staged one) or runs in a
+// SignalScope: the record it interrupted may be the one the recorder waits
+// for. A thread with no context writes outside any emit (it may wait).
+bool writer_may_block() noexcept {
+  const ThreadContext* c = tracepipe::detail::tl_context;
+  return c == nullptr || (c->nesting() <= 1 && c->in_signal.load(std::memory_order_relaxed) == 0);
+}
+
 uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
   return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
          cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed) +
@@ -300,6 +310,7 @@ struct Recorder::State {
       const buffers::Taken t = c.rd.consume(sink, all);
       if (t == buffers::Taken::none) break;
       ++taken;
+      inst.ring().wake_blocked(cpu);  // blocking mode: a writer may wait for the sub-buffer just freed
     }
     const uint64_t tb = c.batch.too_big();
     if (tb != c.too_big.load(std::memory_order_relaxed)) {
@@ -461,6 +472,10 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     else if (s.opt.compression == "none") s.v7 = detail::Compression::none;
     else throw std::invalid_argument("recorder: compression '" + s.opt.compression + "' (zstd, zlib or none)");
   }
+  if (s.opt.block_timeout.count() < 0) throw std::invalid_argument("recorder: block_timeout must not be negative");
+  if (s.opt.block_timeout.count() != 0 && instance.ring().mode() != buffers::OverflowMode::drop_newest)
+    throw std::invalid_argument("recorder: block_timeout needs a drop-newest buffer (mode = \"drop_newest\"): "
+                                "an overwrite buffer never waits");
   s.page_size = static_cast<uint32_t>(std::max<size_t>(instance.ring().subbuf_size(), 4096));
   s.refresh_sideband_ids();
   for (uint32_t cpu = 0; cpu < instance.cpus(); ++cpu)
@@ -480,6 +495,13 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
   }
   s.cmdlines_seen = instance.cmdlines().size();
   thread_ = std::thread([&s] { s.run(); });
+  if (s.opt.block_timeout.count() != 0) {
+    const auto us = s.opt.block_timeout;
+    instance.ring().set_block_policy(&writer_may_block);
+    instance.ring().set_block_timeout(us == RecorderOptions::kBlockForever || us.count() > INT64_MAX / 1000
+                                          ? buffers::RingBufferBase::kBlockForever
+                                          : static_cast<uint64_t>(us.count()) * 1000);
+  }
 }
 
 Recorder::~Recorder() {
@@ -492,6 +514,8 @@ Recorder::~Recorder() {
 RecorderStats Recorder::stop() {
   if (stopped_) return final_;
   stopped_ = true;
+  // Blocking mode ends first: no writer may wait for a recorder that stops.
+  if (st_->opt.block_timeout.count() != 0) st_->inst.ring().set_block_timeout(0);
   st_->stopping.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
   State& s = *st_;

@@ -55,7 +55,8 @@
 //   stays valid (TraceFile); the recorder keeps consuming, counting what it
 //   cannot write, so the application never blocks or sees a difference.
 //   A stalled recorder thread: writers drop (drop-newest, counted, marked
-//   when it resumes) or overwrite (overrun), never wait.
+//   when it resumes) or overwrite (overrun), never wait, unless blocking
+//   mode (block_timeout) asks them to wait for it, up to that bound.
 //
 // ══ Modes ════════════════════════════════════════════════════════════════════
 //   stream:          continuous (any buffer mode; lossless in drop-newest
@@ -123,6 +124,22 @@ struct RecorderOptions {
   /// unnoticed: 1408 KiB per CPU of 64-byte events fill in about 0.9 ms at
   /// 20 M events/s. Cost while idle: 1 s / this wake-ups per second.
   std::chrono::microseconds max_poll_interval{250};
+  /// Blocking mode, as LTTng's --blocking-timeout: with a non-zero value a
+  /// writer that finds its drop-newest buffer full waits for this recorder
+  /// up to this long (kBlockForever: no bound) instead of dropping; the
+  /// recorder wakes it as soon as it frees a sub-buffer. 0 (the default):
+  /// writers never wait. Writers that may not wait drop and count as
+  /// before: an emit nested in another on its own thread (a signal handler,
+  /// a staged emit's nested emit) or inside a SignalScope. The time waited
+  /// and what was still dropped, by cause, are in
+  /// RingBufferBase::block_stats(cpu) (its drops are also in lost_full).
+  /// Active from the constructor until stop() begins (stop releases every
+  /// waiting writer). Needs a drop-newest buffer (std::invalid_argument
+  /// otherwise). The cost: a waiting writer's thread sleeps in the kernel
+  /// (futex) inside its emit, and a filter or event change on the instance
+  /// waits for it to finish (its emit holds the read-side section).
+  std::chrono::microseconds block_timeout{0};
+  static constexpr std::chrono::microseconds kBlockForever = std::chrono::microseconds::max();
   /// Pages per CPU encoded before one write (memory: batch_pages x page size x CPUs).
   uint32_t batch_pages = 64;
   /// Pin the recorder thread to this CPU (-1: no pinning).
@@ -198,7 +215,8 @@ class Recorder {
   /// clock) and starts the recorder thread (which connects to a collector).
   /// Throws std::system_error when the output file cannot be created,
   /// std::invalid_argument for bad options (flight_recorder on a
-  /// drop-newest buffer, batch_pages < 3, both or neither of output and
+  /// drop-newest buffer, block_timeout on an overwrite buffer or negative,
+  /// batch_pages < 3, both or neither of output and
   /// collector, a collector that is not HOST:PORT, rotation to a collector).
   Recorder(Instance& instance, RecorderOptions options);
   /// stop().

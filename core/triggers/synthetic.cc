@@ -108,7 +108,9 @@ std::string_view field_fmt(std::string_view type) {
   };
   for (const auto& [t, f] : kFmts)
     if (type == t) return f;
-  if (type.find("char[") != std::string_view::npos) return "%.*s";
+  // The kernel prints strings with "%.*s" and one argument, which
+  // libtraceevent (trace-cmd report) cannot parse: "%s" reads the same.
+  if (type.find("char[") != std::string_view::npos) return "%s";
   if (type.find("long[") != std::string_view::npos) return "%s";
   return "%llu";
 }

@@ -17,6 +17,8 @@
 //     char name[] / long[] name: a __data_loc word in the slot (size 8), the
 //                    bytes after the fixed part
 //   print fmt: "lat=%llu, pid=%d, prio=%d", REC->lat, REC->pid, REC->prio
+//   (strings print with "%s": the kernel's "%.*s" with one argument is a
+//   format libtraceevent, hence `trace-cmd report`, cannot parse)
 //
 // Lifetime: a definition belongs to the instance's registry (every instance
 // on that registry sees it, as every tracefs instance sees the kernel's).

@@ -267,7 +267,7 @@ TEST_CASE("synthetic events: the synthetic_events file's syntax, format and erro
   CHECK(fmt.find("\tfield:__data_loc char[] path;\toffset:264;\tsize:8;\tsigned:1;\n") != std::string::npos);
   CHECK(fmt.find("\tfield:unsigned int n;\toffset:272;\tsize:4;\tsigned:0;\n") != std::string::npos);
   CHECK(fmt.find("\tfield:u8 flag;\toffset:280;\tsize:1;\tsigned:0;\n") != std::string::npos);
-  CHECK(fmt.find("print fmt: \"name=%.*s, path=%.*s, n=%u, flag=%u\", REC->name, __get_str(path), REC->n, REC->flag") !=
+  CHECK(fmt.find("print fmt: \"name=%s, path=%s, n=%u, flag=%u\", REC->name, __get_str(path), REC->n, REC->flag") !=
         std::string::npos);
 
   auto err = [&](const char* cmd) { return set_synthetic_event(*s.inst, cmd).render(); };

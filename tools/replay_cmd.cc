@@ -110,6 +110,11 @@ const Registrar reg{[](CLI::App& app) {
                   "'sched:sched_wakeup: traceoff if pid == 1'; repeatable. Prints each event's trigger and hist "
                   "files after the run")
       ->take_all();
+  sub->add_option("--synthetic", cli->o.synthetic_args,
+                  "a synthetic event, as written to synthetic_events: 'wakeup_latency u64 lat; pid_t pid; int prio'; "
+                  "repeatable. --trigger 'synthetic:NAME: hist:...' counts it; triggers that pair events "
+                  "(variables, onmatch, onmax, onchange) replay the records in time order")
+      ->take_all();
   sub->add_option("--config", cli->config, "TOML file of filters (the config file syntax of docs/config.md; its main instance)");
   sub->add_option("-o,--output", cli->output, "write the kept events to this trace.dat (v6)");
   sub->add_flag("--only-filtered", cli->o.only_filtered,

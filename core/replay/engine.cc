@@ -29,6 +29,7 @@
 #include "tracepipe/core/replay/router.h"
 #include "tracepipe/core/replay/symbols.h"
 #include "tracepipe/core/tracedat/trace_symbols.h"
+#include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 namespace tracepipe::replay {
@@ -311,6 +312,58 @@ class CpuPipeline {
   uint64_t pages_seen_ = 0;
 };
 
+// ---- time order across CPUs (inter-event triggers) ---------------------------
+
+// A trigger that pairs events (variables, onmatch/onmax/onchange) needs them
+// in the order they happened, across CPUs, as the kernel saw them: the
+// records of all CPUs merged by time stamp (ties to the lower CPU, as
+// `trace-cmd report` orders them), fed on one thread in runs of one CPU.
+bool needs_time_order(const ReplayOptions& o, const std::vector<std::pair<std::string, std::string>>& cmds) {
+  if (!o.synthetic_args.empty()) return true;
+  for (const auto& [ev, cmd] : cmds)
+    if (cmd.find('$') != std::string::npos || cmd.find("onmatch(") != std::string::npos ||
+        cmd.find("onmax(") != std::string::npos || cmd.find("onchange(") != std::string::npos ||
+        cmd.find("_hist:") != std::string::npos)
+      return true;
+  return false;
+}
+
+void run_ordered(const TraceDatReader& reader, const Router& router, bool timing, std::vector<CpuJob>& jobs) {
+  std::vector<CpuJob*> by_cpu;
+  for (CpuJob& j : jobs) {
+    if (by_cpu.size() <= j.cpu) by_cpu.resize(j.cpu + 1, nullptr);
+    by_cpu[j.cpu] = &j;
+  }
+  std::vector<uint64_t> seq(by_cpu.size(), 0);
+  std::vector<Rec> run;
+  run.reserve(kBatchRecords);
+  uint32_t run_cpu = UINT32_MAX;
+  auto flush = [&] {
+    if (run.empty()) return;
+    router.feed(run, run_cpu, by_cpu[run_cpu]->counters, timing);
+    run.clear();
+  };
+  MergedRecordCursor cur = reader.records();
+  while (const std::optional<TraceRecord> r = cur.next()) {
+    if (r->cpu >= by_cpu.size() || by_cpu[r->cpu] == nullptr) [[unlikely]]
+      continue;
+    if (r->cpu != run_cpu || run.size() == kBatchRecords) {
+      flush();
+      run_cpu = r->cpu;
+    }
+    run.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled,
+                      seq[r->cpu]++});
+  }
+  flush();
+  // The input's own counts (discarded, lost) per CPU: one more walk.
+  for (CpuJob& j : jobs) {
+    CpuRecordCursor c = reader.cpu_records(j.data_index);
+    while (c.next()) {
+    }
+    j.walk = c.stats();
+  }
+}
+
 // Ring geometry for the replay instance (P3).
 uint64_t ring_kb(uint32_t subbuf_kb) {
   // Worst case per batch in the ring: every record 16 bytes of header plus
@@ -391,22 +444,30 @@ ReplayResult run_replay(const ReplayOptions& o) {
 
   // --trigger: each names its event; a triggered event is replayed (its
   // triggers see every record), soft-disabled when nothing else asked for it.
+  // Events of system "synthetic" are defined by --synthetic on the instance
+  // below: resolved once it exists.
   std::vector<std::pair<const EventDesc*, std::string>> triggers;
+  std::vector<std::pair<std::string, std::string>> trigger_cmds;  // "sys:event", command: in order
   for (const std::string& a : o.trigger_args) {
     const size_t c1 = a.find(':'), c2 = c1 == std::string::npos ? c1 : a.find(':', c1 + 1);
     if (c2 == std::string::npos)
       throw ReplayError(fmt::format("--trigger '{}': expected 'SYS:EVENT: TRIGGER'", a));
-    const EventDesc* ev = registry.find(a.substr(0, c1), a.substr(c1 + 1, c2 - c1 - 1));
-    if (ev == nullptr)
-      throw ReplayError(fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
     std::string cmd = a.substr(c2 + 1);
     cmd.erase(0, cmd.find_first_not_of(" \t"));
-    triggers.emplace_back(ev, std::move(cmd));
+    const bool synthetic = a.substr(0, c1) == "synthetic";
+    const EventDesc* ev = synthetic ? nullptr : registry.find(a.substr(0, c1), a.substr(c1 + 1, c2 - c1 - 1));
+    if (ev == nullptr && !synthetic)
+      throw ReplayError(fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
+    trigger_cmds.emplace_back(a.substr(0, c2), cmd);
+    if (ev != nullptr) triggers.emplace_back(ev, std::move(cmd));
   }
   if (in.config != nullptr)  // the config's [events.*] trigger keys, after --trigger
     for (const EventSettings& s : in.config->events)
       for (const std::string& cmd : s.triggers)
-        for (const EventDesc* ev : registry.match(s.pattern)) triggers.emplace_back(ev, cmd);
+        for (const EventDesc* ev : registry.match(s.pattern)) {
+          triggers.emplace_back(ev, cmd);
+          trigger_cmds.emplace_back(ev->full_name(), cmd);
+        }
   for (const auto& t : triggers)
     for (EventPlan& p : plan)
       if (p.event == t.first && !p.replayed) p.replayed = p.soft_disabled = true;
@@ -442,9 +503,24 @@ ReplayResult run_replay(const ReplayOptions& o) {
 
   // Enable and filter the events; routes by event ID.
   const Router router(reader, inst, plan, ncpu, o.trailing_operator);
-  for (const auto& [ev, cmd] : triggers)
+  for (const std::string& def : o.synthetic_args)
+    if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
+      throw ReplayError(fmt::format("--synthetic '{}': {}", def, st.render()));
+  // In the order given: a trigger may refer to the variables of one before it.
+  triggers.clear();
+  for (const auto& [name, cmd] : trigger_cmds) {
+    const EventDesc* ev = registry.find(name);
+    if (ev == nullptr)
+      throw ReplayError(fmt::format("--trigger '{}: {}': no synthetic event {} (define it with --synthetic)", name,
+                                    cmd, name));
     if (const TriggerStatus st = set_trigger(inst, *ev, cmd); !st)
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
+    triggers.emplace_back(ev, cmd);
+  }
+  const bool ordered = needs_time_order(o, trigger_cmds);
+  if (ordered && o.output)
+    throw ReplayError("-o cannot be combined with triggers that pair events (variables, onmatch, onmax, onchange, "
+                      "--synthetic): those replay in time order on one thread");
 
   std::unique_ptr<Output> out;
   if (o.output) {
@@ -471,7 +547,9 @@ ReplayResult run_replay(const ReplayOptions& o) {
 
   // ---- the timed part ----
   const uint64_t w0 = wall_ns(), c0 = process_cpu_ns(), tsc0 = __rdtsc();
-  {
+  if (ordered) {
+    run_ordered(reader, router, o.timing, jobs);
+  } else {
     ProgressBar progress(bar, total_bytes);
     tbb::task_group tg;
     for (CpuJob& job : jobs)

@@ -61,6 +61,12 @@ struct ReplayOptions {
   /// on the replay instance before the run; an event with a trigger is
   /// replayed (soft-disabled if nothing else would replay it).
   std::vector<std::string> trigger_args;
+  /// --synthetic 'NAME TYPE FIELD; ...' (the synthetic_events syntax):
+  /// defined on the replay instance before the triggers, as events of system
+  /// "synthetic" that --trigger may name. With these, or with triggers that
+  /// pair events (variables, onmatch/onmax/onchange, enable_hist), the
+  /// records replay in time order across CPUs on one thread (no -o).
+  std::vector<std::string> synthetic_args;
   std::optional<std::filesystem::path> config;       ///< --config TOML (its main instance)
   std::optional<std::filesystem::path> output;       ///< -o OUT.dat
   /// --kallsyms, overrides the file's: a regular file of at most

@@ -1,6 +1,9 @@
 // Hist triggers: parsing, the lock-free map, the hist file's text.
 #include "tracepipe/core/triggers/hist.h"
 
+#include "tracepipe/core/triggers/hist_expr.h"
+#include "tracepipe/core/triggers/synthetic.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -18,19 +21,6 @@ namespace {
 constexpr const char* kSyscallNames[] = {
 #include "tracepipe/core/triggers/syscall_names_x86_64.inc"
 };
-
-// The kernel's errpos(): the first occurrence of `what` in the command, 0 if absent.
-int errpos(std::string_view command, std::string_view what) {
-  const size_t at = what.empty() ? std::string_view::npos : command.find(what);
-  return at == std::string_view::npos ? 0 : static_cast<int>(at);
-}
-
-bool hist_error(TriggerError& e, std::string_view msg, int pos) {
-  e.err = EINVAL;
-  e.message = std::string(msg);
-  e.pos = pos;
-  return false;
-}
 
 // kstrtoull with base 0 (0x.., 0.., decimal), whole string.
 std::optional<uint64_t> parse_ull(std::string_view s) {
@@ -63,71 +53,102 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-// One key or val "name[.modifier]"; `is_key` allows the key-only modifiers.
-bool parse_field(std::string_view str, const EventDesc& ev, bool is_key, const std::string& cmd, HistField& f,
-                 TriggerError& e) {
+std::string_view strip(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool plain_einval(TriggerError& e) {
+  e.err = EINVAL;
+  return false;
+}
+
+}  // namespace
+
+int HistParser::errpos(std::string_view what) const {
+  const size_t at = what.empty() ? std::string_view::npos : e.command.find(what);
+  return at == std::string_view::npos ? 0 : static_cast<int>(at);
+}
+bool HistParser::fail_pos(HistErr code, int pos) {
+  e.err = code == HistErr::division_by_zero ? EDOM : EINVAL;
+  e.message = std::string(hist_err_text(code));
+  e.pos = pos;
+  return false;
+}
+bool HistParser::fail(HistErr code, std::string_view at) { return fail_pos(code, errpos(at)); }
+
+uint32_t HistSpec::map_vars() const noexcept {
+  uint32_t n = static_cast<uint32_t>(vars.size());
+  for (const HistAction& a : actions)
+    if (a.handler != HistHandler::onmatch) ++n;
+  return n;
+}
+
+bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistField& f) {
   const size_t dot = str.find('.');
   const std::string_view name = str.substr(0, dot);
   f.name = std::string(name);
   if (dot != std::string_view::npos) {
     const std::string_view mod = str.substr(dot + 1);
     if (mod == "hex") f.flags |= kHex;
-    else if (mod == "sym" && is_key) f.flags |= kSym;
-    else if (mod == "sym-offset" && is_key) f.flags |= kSymOffset;
-    else if (mod == "execname" && is_key) f.flags |= kExecname;
-    else if (mod == "syscall" && is_key) f.flags |= kSyscall;
-    else if (mod == "log2" && is_key) f.flags |= kLog2;
+    else if (mod == "sym") f.flags |= kSym;
+    else if (mod == "symXoffset" || mod == "sym-offset") f.flags |= kSymOffset;
+    else if (mod == "execname" && name == "common_pid") f.flags |= kExecname;
+    else if (mod == "syscall") f.flags |= kSyscall;
+    else if (mod == "log2") f.flags |= kLog2;
     else if (mod == "usecs") f.flags |= kUsecs;
-    else if (mod.starts_with("buckets=") && is_key) {
-      const auto n = parse_ull(mod.substr(8));
-      if (!n || *n == 0) return hist_error(e, "Invalid field modifier", errpos(cmd, mod));
+    else if (mod.starts_with("bucket")) {
+      std::string_view m = mod.substr(6);
+      if (!m.empty() && m[0] == 's') m.remove_prefix(1);
+      const auto n = !m.empty() && m[0] == '=' ? parse_ull(m.substr(1)) : std::nullopt;
+      if (!n || *n == 0) return p.fail(HistErr::bad_field_modifier, mod);
       f.flags |= kBuckets;
       f.buckets = *n;
     } else {
-      return hist_error(e, "Invalid field modifier", errpos(cmd, mod));
+      return p.fail(HistErr::bad_field_modifier, mod);
     }
+    // Key-only modifiers on a val: the kernel accepts them and sums the
+    // raw value; keep the same.
+    (void)is_key;
   }
   if (name == "common_timestamp") {
     f.source = HistSource::timestamp;
     f.size = 8;
+    f.type = "u64";
+    p.spec.timestamps = true;
     return true;
   }
   if (name == "common_cpu" || name == "cpu" || name == "CPU") {
     f.source = HistSource::cpu;
     f.size = 4;
+    f.type = "unsigned int";
     f.name = "common_cpu";
     return true;
   }
   const filters::FieldDesc* fd = nullptr;
-  for (const auto& x : ev.filter_fields())
+  for (const auto& x : p.event.filter_fields())
     if (x.name == name) fd = &x;
-  if (fd == nullptr) return hist_error(e, "Couldn't find field", errpos(cmd, name));
+  if (fd == nullptr) return p.fail(HistErr::field_not_found, name);
   f.offset = fd->offset;
   f.size = fd->size;
   f.is_signed = fd->is_signed;
+  f.type = fd->type;
   switch (fd->kind) {
     case filters::FieldKind::integer:
-      if (fd->size != 1 && fd->size != 2 && fd->size != 4 && fd->size != 8)
-        return hist_error(e, "Couldn't find field", errpos(cmd, name));
+      if (fd->size != 1 && fd->size != 2 && fd->size != 4 && fd->size != 8) return p.fail(HistErr::field_not_found, name);
       f.source = HistSource::field;
       return true;
     case filters::FieldKind::char_array:
     case filters::FieldKind::data_loc_string:
     case filters::FieldKind::rel_loc_string:
-      if (!is_key || f.flags != 0) {  // strings are keys only, without modifiers
-        e.err = EINVAL;
-        return false;
-      }
       f.source = fd->kind == filters::FieldKind::char_array ? HistSource::string_field : HistSource::dyn_string;
       if (fd->kind == filters::FieldKind::rel_loc_string) f.is_signed = true;  // marks __rel_loc
       return true;
     default:
-      e.err = EINVAL;
-      return false;
+      return plain_einval(p.e);
   }
 }
-
-}  // namespace
 
 std::string HistField::print() const {
   std::string s = name;
@@ -143,71 +164,429 @@ std::string HistField::print() const {
   return s;
 }
 
+namespace {
+
+// hist_field_print of a val or variable: "$x" for a reference, the
+// expression's text, or the field with its modifier.
+std::string print_value(const HistSpec& spec, const HistField& f) {
+  if (f.source == HistSource::expr) return expr_text(spec, f.expr);
+  return f.print();
+}
+
+std::string print_action(const HistAction& a) {
+  std::string s;
+  if (a.handler == HistHandler::onmatch) s = fmt::format(":onmatch({}.{}).", a.match_system, a.match_event);
+  else s = fmt::format(":{}({}).", a.handler == HistHandler::onmax ? "onmax" : "onchange", a.var_str);
+  s += a.action_name + "(";
+  if (a.kind == HistActionKind::save) {
+    for (size_t i = 0; i < a.save.size(); ++i) s += (i ? "," : "") + a.save[i].name;
+  } else if (a.kind == HistActionKind::trace) {
+    if (a.use_trace_keyword) s += a.synth_name;
+    for (size_t i = 0; i < a.params.size(); ++i) s += (i || a.use_trace_keyword ? "," : "") + a.params[i];
+  }
+  return s + ")";
+}
+
+}  // namespace
+
 std::string HistSpec::info() const {
   std::string s = "hist:";
   if (!name.empty()) s += name + ":";
   s += "keys=";
-  for (size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + keys[i].print();
+  for (size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + print_value(*this, keys[i]);
   s += ":vals=hitcount";
-  for (const auto& v : vals) s += "," + v.print();
+  for (const auto& v : vals) s += "," + print_value(*this, v);
+  if (!vars.empty()) {
+    s += ":";
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const ExprNode& n = nodes[static_cast<size_t>(vars[i].expr)];
+      s += (i ? "," : "") + vars[i].name + "=" +
+           (n.op == ExprOp::value ? n.leaf.print() : expr_text(*this, vars[i].expr));
+    }
+  }
   s += ":sort=";
   for (size_t i = 0; i < sort.size(); ++i) {
     if (i) s += ",";
     const int f = sort[i].field;
-    s += f == 0 ? std::string("hitcount") : f > 0 ? vals[f - 1].print() : keys[-1 - f].print();
+    s += f == 0 ? std::string("hitcount") : f > 0 ? print_value(*this, vals[f - 1]) : print_value(*this, keys[-1 - f]);
     if (sort[i].descending) s += ".descending";
   }
   s += fmt::format(":size={}", 1u << map_bits);
+  if (timestamps) s += ":clock=" + clock;
+  for (const HistAction& a : actions) s += print_action(a);
   return s;
 }
 
 bool HistSpec::same_shape(const HistSpec& o) const {
-  auto fields = [](const std::vector<HistField>& v) {
+  auto fields = [](const HistSpec& sp, const std::vector<HistField>& v) {
     std::string s;
-    for (const auto& f : v) s += f.print() + ",";
+    for (const auto& f : v) s += print_value(sp, f) + ",";
     return s;
   };
-  if (fields(keys) != fields(o.keys) || fields(vals) != fields(o.vals) || sort.size() != o.sort.size()) return false;
+  if (fields(*this, keys) != fields(o, o.keys) || fields(*this, vals) != fields(o, o.vals) || sort.size() != o.sort.size())
+    return false;
   for (size_t i = 0; i < sort.size(); ++i)
     if (sort[i].field != o.sort[i].field || sort[i].descending != o.sort[i].descending) return false;
+  if (vars.size() != o.vars.size() || actions.size() != o.actions.size()) return false;
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].name != o.vars[i].name) return false;
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (print_action(actions[i]) != print_action(o.actions[i])) return false;
   return true;
 }
 
-std::optional<HistSpec> parse_hist(std::string_view text, const EventDesc& event, TriggerError& e,
-                                   size_t /*text_pos_in_command*/) {
-  const std::string& cmd = e.command;
+namespace {
+
+// ── actions (parse_actions / create_actions) ─────────────────────────────────
+
+// onmatch(sys.event).ACTION(...), onmax($v).ACTION(...), onchange($v).ACTION(...)
+bool parse_action(HistParser& p, std::string_view str, HistAction& a) {
+  std::string_view rest;
+  if (str.starts_with("onmatch(")) {
+    a.handler = HistHandler::onmatch;
+    rest = str.substr(8);
+    const size_t close = rest.find(')');
+    const std::string_view match = rest.substr(0, close);
+    if (close == std::string_view::npos) return p.fail(HistErr::no_closing_paren, match);
+    const size_t dot = match.find('.');
+    if (dot == std::string_view::npos) return p.fail(HistErr::subsys_not_found, match);
+    a.match_system = std::string(match.substr(0, dot));
+    a.match_event = std::string(match.substr(dot + 1));
+    if (p.env == nullptr || p.env->find_event == nullptr || p.env->find_event(a.match_system, a.match_event) == nullptr)
+      return p.fail(HistErr::invalid_subsys_event, a.match_event);
+    rest = rest.substr(close + 1);
+  } else {
+    a.handler = str.starts_with("onmax(") ? HistHandler::onmax : HistHandler::onchange;
+    rest = str.substr(a.handler == HistHandler::onmax ? 6 : 9);
+    const size_t close = rest.find(')');
+    if (close == std::string_view::npos) return plain_einval(p.e);
+    a.var_str = std::string(rest.substr(0, close));
+    rest = rest.substr(close + 1);
+  }
+  // action_parse: ".NAME(params)"
+  if (rest.empty() || rest[0] != '.') return p.fail_pos(HistErr::action_not_found, 0);
+  rest.remove_prefix(1);
+  const size_t open = rest.find('(');
+  if (open == std::string_view::npos) return p.fail_pos(HistErr::action_not_found, 0);
+  const std::string_view name = rest.substr(0, open);
+  std::string_view params = rest.substr(open + 1);
+  const size_t close = params.find(')');
+  const bool closed = close != std::string_view::npos;
+  params = params.substr(0, close);
+  a.action_name = std::string(name);
+  if (name.starts_with("save") || name.starts_with("snapshot")) {
+    const bool save = name.starts_with("save");
+    if (!closed) return save ? p.fail_pos(HistErr::no_save_params, 0) : p.fail(HistErr::no_closing_paren, params);
+    if (a.handler == HistHandler::onmatch) return p.fail(HistErr::action_mismatch, name);
+    a.kind = save ? HistActionKind::save : HistActionKind::snapshot;
+  } else {
+    a.kind = HistActionKind::trace;
+    a.use_trace_keyword = name.starts_with("trace");
+  }
+  if (a.kind != HistActionKind::snapshot && closed) {
+    bool first = true;
+    for (std::string_view prm : split(params, ',')) {
+      if (a.params.size() >= kMaxSynthFields) return p.fail_pos(HistErr::too_many_params, 0);
+      prm = strip(prm);
+      if (prm.size() < 2) return p.fail(HistErr::invalid_param, prm);
+      if (first && a.use_trace_keyword) {
+        a.synth_name = std::string(prm);
+        first = false;
+        continue;
+      }
+      first = false;
+      a.params.emplace_back(prm);
+    }
+  }
+  if (a.kind == HistActionKind::trace && !a.use_trace_keyword) a.synth_name = a.action_name;
+  return true;
+}
+
+// A reference to variable `name` of another hist (or `self`), deduplicated
+// as the kernel's create_var_ref: one ref per variable, shared by its uses.
+uint32_t add_ref(HistSpec& spec, VarRef r) {
+  for (uint32_t i = 0; i < spec.refs.size(); ++i) {
+    const VarRef& x = spec.refs[i];
+    if (x.self == r.self && x.map == r.map && x.var == r.var) return i;
+  }
+  spec.refs.push_back(std::move(r));
+  return static_cast<uint32_t>(spec.refs.size() - 1);
+}
+
+}  // namespace
+
+int find_own_var(const HistSpec& spec, std::string_view name) {
+  for (size_t i = 0; i < spec.vars.size(); ++i)
+    if (spec.vars[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+// The variable $name for an expression or a param: this hist's own
+// (`own_ok`), the onmatch event's, or any hist's if unique. -1 and the
+// error set when not found.
+int resolve_var_ref(HistParser& p, std::string_view system, std::string_view event, std::string_view name, bool own_ok) {
+  HistSpec& spec = p.spec;
+  if (own_ok && (system.empty() || (system == p.event.system() && event == p.event.name()))) {
+    const int v = find_own_var(spec, name);
+    if (v >= 0) {
+      VarRef r;
+      r.name = std::string(name);
+      r.self = true;
+      r.var = static_cast<uint32_t>(v);
+      return static_cast<int>(add_ref(spec, std::move(r)));
+    }
+  }
+  VarRef found;
+  if (p.env != nullptr && p.env->find_var) {
+    if (system.empty()) {  // find_match_var: the onmatch events first
+      for (const HistAction& a : spec.actions) {
+        if (a.handler != HistHandler::onmatch) continue;
+        VarRef r = p.env->find_var(a.match_system, a.match_event, name, p.e);
+        if (r.map == nullptr) continue;
+        if (found.map != nullptr && found.map != r.map) return p.fail(HistErr::var_not_unique, name), -1;
+        found = std::move(r);
+      }
+    }
+    if (found.map == nullptr) {
+      TriggerError probe = p.e;
+      found = p.env->find_var(system, event, name, probe);
+      if (found.map == nullptr && !probe.message.empty()) {
+        p.e = probe;
+        return -1;
+      }
+    }
+  }
+  if (found.map == nullptr) return p.fail(HistErr::var_not_found, name), -1;
+  found.name = std::string(name);
+  found.system = std::string(system);
+  found.event = std::string(event);
+  return static_cast<int>(add_ref(spec, std::move(found)));
+}
+
+namespace {
+
+// The type of a variable (own or another hist's) for the synthetic check.
+void var_type(const HistSpec& spec, const VarRef& r, ActionParam& out) {
+  const HistSpec& def = r.self ? spec : r.map->spec();
+  const ExprNode& n = def.nodes[static_cast<size_t>(def.vars[r.var].expr)];
+  out.type = n.type;
+  out.size = n.size;
+  out.is_signed = n.is_signed;
+  out.is_string = n.is_string;
+}
+
+bool create_trace_action(HistParser& p, HistAction& a) {
+  const std::shared_ptr<const SynthEvent> se =
+      p.env != nullptr && p.env->find_synth ? p.env->find_synth(a.synth_name) : nullptr;
+  if (se == nullptr) return p.fail(HistErr::synth_event_not_found, a.synth_name);
+  a.synth = se;
+  size_t pos = 0;
+  for (const std::string& prm : a.params) {
+    std::string_view s = prm, system, event;
+    const size_t d1 = s.find('.');
+    if (d1 != std::string_view::npos) {
+      system = s.substr(0, d1);
+      const std::string_view rest = s.substr(d1 + 1);
+      const size_t d2 = rest.find('.');
+      if (d2 == std::string_view::npos) return plain_einval(p.e);
+      event = rest.substr(0, d2);
+      s = rest.substr(d2 + 1);
+    }
+    ActionParam ap;
+    if (!s.empty() && s[0] == '$') {
+      const int r = resolve_var_ref(p, system, event, s.substr(1), true);
+      if (r < 0) return p.fail(HistErr::param_not_found, s.substr(1));
+      ap.is_ref = true;
+      ap.ref = static_cast<uint32_t>(r);
+      var_type(p.spec, p.spec.refs[ap.ref], ap);
+    } else {
+      // A field: of this event (unqualified, or qualified with its name).
+      // A field of the matching event needs a variable defined there.
+      if (!system.empty() && !(system == p.event.system() && event == p.event.name()))
+        return p.fail(HistErr::field_var_create_fail, s);
+      TriggerError saved = p.e;
+      if (!parse_hist_field(p, s, false, ap.field)) {
+        p.e = saved;
+        return p.fail(HistErr::field_var_create_fail, s);
+      }
+      ap.type = ap.field.type;
+      ap.size = ap.field.size;
+      ap.is_signed = ap.field.is_signed;
+      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+    }
+    if (!synth_param_fits(*se, pos, ap)) return p.fail(HistErr::synth_type_mismatch, s);
+    a.args.push_back(std::move(ap));
+    ++pos;
+  }
+  if (pos != se->fields.size()) return p.fail(HistErr::synth_count_mismatch, se->name);
+  return true;
+}
+
+bool create_actions(HistParser& p) {
+  HistSpec& spec = p.spec;
+  uint32_t track_var = static_cast<uint32_t>(spec.vars.size());
+  bool have_save = false;
+  for (HistAction& a : spec.actions) {
+    if (a.handler != HistHandler::onmatch) {
+      if (a.var_str.empty() || a.var_str[0] != '$') return p.fail(HistErr::onx_not_var, a.var_str);
+      const std::string_view vname = std::string_view(a.var_str).substr(1);
+      const int v = find_own_var(spec, vname);
+      if (v < 0) return p.fail(HistErr::onx_var_not_found, vname);
+      VarRef r;
+      r.name = std::string(vname);
+      r.self = true;
+      r.var = static_cast<uint32_t>(v);
+      a.track_ref = add_ref(spec, std::move(r));
+      a.track_var = track_var++;
+    }
+    if (a.kind == HistActionKind::trace) {
+      if (!create_trace_action(p, a)) return false;
+    } else if (a.kind == HistActionKind::save) {
+      if (have_save) return p.fail_pos(HistErr::too_many_save_actions, 0);
+      have_save = true;
+      for (const std::string& prm : a.params) {
+        HistField f;
+        TriggerError saved = p.e;
+        if (!parse_hist_field(p, prm, false, f) || f.source == HistSource::timestamp) {
+          p.e = saved;
+          return p.fail(HistErr::field_var_create_fail, prm);
+        }
+        const bool str = f.source == HistSource::string_field || f.source == HistSource::dyn_string;
+        const uint32_t bytes = str ? (std::min(f.size == 0 ? kStrVarLenMax : f.size + 1, kStrVarLenMax) + 7) & ~7u : 8;
+        a.save_offset.push_back(spec.save_bytes);
+        spec.save_bytes += bytes;
+        a.save.push_back(std::move(f));
+      }
+      if (a.params.empty()) return p.fail_pos(HistErr::no_save_params, 0);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event, TriggerError& e,
+                                   size_t /*text_pos_in_command*/, const HistEnv* env) {
   HistSpec spec;
+  HistParser p{spec, event, e, env, {}};
+  spec.clock = env != nullptr ? env->clock_name : std::string("global");
+  // The kernel turns ".sym-offset" into ".symXoffset" so that its '-' is no
+  // operator; the text keeps its length, so caret positions are unchanged.
+  std::string text(text_in);
+  for (size_t at = 0; (at = text.find(".sym-offset", at)) != std::string::npos; at += 11) text[at + 4] = 'X';
+
   std::optional<std::string_view> keys_str, vals_str, sort_str;
+  std::vector<std::string_view> assignments, action_strs;
+  bool clock_given = false;
   for (std::string_view attr : split(text, ':')) {
-    if (attr.starts_with("keys=") || attr.starts_with("key=")) keys_str = attr.substr(attr.find('=') + 1);
-    else if (attr.starts_with("vals=") || attr.starts_with("values=") || attr.starts_with("val="))
-      vals_str = attr.substr(attr.find('=') + 1);
-    else if (attr.starts_with("sort=")) sort_str = attr.substr(5);
-    else if (attr.starts_with("name=")) spec.name = std::string(attr.substr(5));
-    else if (attr.starts_with("size=")) {
-      const auto n = parse_ull(attr.substr(5));
-      if (!n || *n == 0 || *n > UINT32_MAX) return e.err = EINVAL, std::nullopt;
-      spec.map_bits = ilog2_roundup(*n);
-      if (spec.map_bits < kMapBitsMin || spec.map_bits > kMapBitsMax) return e.err = EINVAL, std::nullopt;
+    const size_t eq = attr.find('=');
+    if (eq != std::string_view::npos) {
+      if (eq + 1 == attr.size()) return p.fail(HistErr::empty_assignment, attr), std::nullopt;
+      if (attr.starts_with("keys=") || attr.starts_with("key=")) keys_str = attr.substr(eq + 1);
+      else if (attr.starts_with("vals=") || attr.starts_with("values=") || attr.starts_with("val="))
+        vals_str = attr.substr(eq + 1);
+      else if (attr.starts_with("sort=")) sort_str = attr.substr(5);
+      else if (attr.starts_with("name=")) spec.name = std::string(attr.substr(5));
+      else if (attr.starts_with("clock=")) {
+        const std::string_view c = strip(attr.substr(6));
+        if (env != nullptr && c != env->clock_name) return p.fail(HistErr::set_clock_fail, c), std::nullopt;
+        spec.clock = std::string(c);
+        clock_given = true;
+      } else if (attr.starts_with("size=")) {
+        const auto n = parse_ull(attr.substr(5));
+        if (!n || *n == 0 || *n > UINT32_MAX) return e.err = EINVAL, std::nullopt;
+        spec.map_bits = ilog2_roundup(*n);
+        if (spec.map_bits < kMapBitsMin || spec.map_bits > kMapBitsMax) return e.err = EINVAL, std::nullopt;
+      } else {
+        if (assignments.size() == kMaxVars) return p.fail(HistErr::too_many_vars, attr), std::nullopt;
+        assignments.push_back(attr);
+      }
     } else if (attr == "pause") spec.pause = true;
     else if (attr == "cont" || attr == "continue") spec.cont = true;
     else if (attr == "clear") spec.clear = true;
-    else if (attr.empty()) continue;
-    else {
-      // Variables, clock=, nohitcount and onmatch/onmax/onchange handlers: a
-      // later step (docs/triggers.md); the kernel's EINVAL without a message.
-      e.err = EINVAL;
-      return std::nullopt;
+    else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
+      if (action_strs.size() == kMaxActions) return e.err = EINVAL, std::nullopt;
+      action_strs.push_back(attr);
+    } else if (attr.empty()) continue;
+    else return e.err = EINVAL, std::nullopt;
+  }
+  (void)clock_given;
+  if (!keys_str) return e.err = EINVAL, std::nullopt;
+
+  // parse_actions: before the fields (a variable is looked up on the
+  // onmatch event first).
+  for (std::string_view a : action_strs) {
+    HistAction act;
+    if (!parse_action(p, a, act)) return std::nullopt;
+    spec.actions.push_back(std::move(act));
+  }
+  // parse_var_defs
+  for (std::string_view as : assignments) {
+    for (std::string_view def : split(as, ',')) {
+      const size_t eq = def.find('=');
+      if (eq == std::string_view::npos) return p.fail(HistErr::malformed_assignment, def), std::nullopt;
+      if (p.var_defs.size() == kMaxVars) return p.fail(HistErr::too_many_vars, def.substr(0, eq)), std::nullopt;
+      p.var_defs.emplace_back(std::string(def.substr(0, eq)), std::string(def.substr(eq + 1)));
     }
   }
-  if (!keys_str) return e.err = EINVAL, std::nullopt;
+  // create_val_fields: hitcount, then up to kMaxVals - 1 more vals.
+  if (vals_str) {
+    uint32_t n = 0;
+    for (std::string_view v : split(*vals_str, ',')) {
+      if (++n > kMaxVals) break;  // the kernel reads at most TRACING_MAP_VALS_MAX items
+      if (v == "hitcount") continue;
+      HistField f;
+      int sub = 0;
+      const int root = parse_hist_expr(p, v, sub);
+      if (root < 0) return std::nullopt;
+      const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
+      if (node.is_string) return e.err = EINVAL, std::nullopt;  // strings are keys only
+      if (node.op == ExprOp::value) {
+        f = node.leaf;
+      } else {
+        f.source = HistSource::expr;
+        f.expr = root;
+        f.name = node.op == ExprOp::ref ? spec.refs[node.ref].name : expr_text(spec, root);
+        spec.has_expr_vals = true;
+      }
+      spec.vals.push_back(std::move(f));
+    }
+  }
+  // create_var_fields
+  for (const auto& [name, expr] : p.var_defs) {
+    if (find_own_var(spec, name) >= 0 || (env != nullptr && !env->remove && env->find_var && [&] {
+          TriggerError probe = e;
+          return env->find_var(event.system(), event.name(), name, probe).map != nullptr;
+        }()))
+      return p.fail(HistErr::duplicate_var, name), std::nullopt;
+    int sub = 0;
+    const int root = parse_hist_expr(p, expr, sub);
+    if (root < 0) return std::nullopt;
+    spec.vars.push_back({name, root, expr});
+  }
+  // create_key_fields
   const auto key_list = split(*keys_str, ',');
   if (key_list.size() > kMaxKeys) return e.err = EINVAL, std::nullopt;
   uint32_t off = 0;
   for (std::string_view k : key_list) {
     if (k == "hitcount") return e.err = EINVAL, std::nullopt;
+    const size_t nrefs = spec.refs.size();
+    int sub = 0;
+    const int root = parse_hist_expr(p, k, sub);
+    if (root < 0) return std::nullopt;
+    if (spec.refs.size() != nrefs || spec.nodes[static_cast<size_t>(root)].op == ExprOp::ref)
+      return p.fail(HistErr::invalid_ref_key, k), std::nullopt;
+    const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
     HistField f;
-    if (!parse_field(k, event, true, cmd, f, e)) return std::nullopt;
+    if (node.op == ExprOp::value) {
+      f = node.leaf;
+    } else {
+      f.source = HistSource::expr;
+      f.expr = root;
+      f.name = expr_text(spec, root);
+      f.size = 8;
+      spec.has_expr_vals = true;
+    }
     f.key_offset = off;
     if (f.source == HistSource::string_field) f.key_size = (std::min(f.size + 1, kMaxStringKey) + 7) & ~7u;
     else if (f.source == HistSource::dyn_string) f.key_size = kMaxStringKey;
@@ -216,39 +595,52 @@ std::optional<HistSpec> parse_hist(std::string_view text, const EventDesc& event
     spec.keys.push_back(std::move(f));
   }
   spec.key_bytes = off;
-  if (vals_str) {
-    uint32_t n = 0;
-    for (std::string_view v : split(*vals_str, ',')) {
-      if (++n > kMaxVals) break;  // the kernel reads at most TRACING_MAP_VALS_MAX items
-      if (v == "hitcount") continue;
-      HistField f;
-      if (!parse_field(v, event, false, cmd, f, e)) return std::nullopt;
-      spec.vals.push_back(std::move(f));
-    }
+  // A .usecs time stamp anywhere puts every time stamp of the hist in usecs.
+  bool usecs = false;
+  for (const ExprNode& n : spec.nodes)
+    usecs |= n.op == ExprOp::value && n.leaf.source == HistSource::timestamp && (n.leaf.flags & kUsecs);
+  for (const auto& f : spec.keys) usecs |= f.source == HistSource::timestamp && (f.flags & kUsecs);
+  if (usecs) {
+    for (ExprNode& n : spec.nodes)
+      if (n.op == ExprOp::value && n.leaf.source == HistSource::timestamp) n.leaf.flags |= kTsInUsecs;
+    for (auto* fs : {&spec.keys, &spec.vals})
+      for (HistField& f : *fs)
+        if (f.source == HistSource::timestamp) f.flags |= kTsInUsecs;
   }
   if (sort_str) {
     const auto list = split(*sort_str, ',');
-    if (list.size() > kMaxSortKeys) return hist_error(e, "Too many sort fields (Max = 2)", errpos(cmd, "sort=")), std::nullopt;
+    if (list.size() > kMaxSortKeys) return p.fail(HistErr::too_many_sort_fields, "sort="), std::nullopt;
     for (std::string_view s : list) {
+      if (s.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
       const size_t dot = s.find('.');
       const std::string_view name = s.substr(0, dot);
-      if (name.empty()) return hist_error(e, "Empty sort field", errpos(cmd, "sort=")), std::nullopt;
+      if (name.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
       HistSortKey sk;
-      if (dot != std::string_view::npos) {
-        const std::string_view mod = s.substr(dot + 1);
-        if (mod == "descending") sk.descending = true;
-        else if (mod != "ascending") return hist_error(e, "Invalid sort modifier", errpos(cmd, mod)), std::nullopt;
-      }
+      const std::string_view mod = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+      auto descending = [&](std::string_view m) -> int {
+        if (m.empty()) return 0;
+        if (m == "descending") return 1;
+        if (m == "ascending") return 0;
+        return -1;
+      };
+      // The kernel compares the name before the first '.', and reads the
+      // rest as the direction ("lat.log2" names the key lat; the doc's
+      // sort=lat).
       bool found = name == "hitcount";
       for (size_t i = 0; !found && i < spec.vals.size(); ++i)
         if (spec.vals[i].name == name) sk.field = static_cast<int>(i) + 1, found = true;
       for (size_t i = 0; !found && i < spec.keys.size(); ++i)
         if (spec.keys[i].name == name) sk.field = -1 - static_cast<int>(i), found = true;
-      if (!found) return hist_error(e, "Sort field must be a key or a val", errpos(cmd, name)), std::nullopt;
+      if (!found) return p.fail(HistErr::invalid_sort_field, name), std::nullopt;
+      const int d = descending(mod);
+      if (d < 0) return p.fail(HistErr::invalid_sort_modifier, mod), std::nullopt;
+      sk.descending = d == 1;
       spec.sort.push_back(sk);
     }
   }
   if (spec.sort.empty()) spec.sort.push_back({0, false});
+  if (!create_actions(p)) return std::nullopt;
+  if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields) return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
   return spec;
 }
 
@@ -275,7 +667,14 @@ HistMap::HistMap(const HistSpec& spec, bool per_cpu_counters)
       buckets_(new Bucket[nbuckets_]),
       keys_(new std::byte[size_t{max_entries_} * spec.key_bytes]()),
       sums_(new Sums[size_t{max_entries_} * (ncpu_ + 1)]) {
-  one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8;
+  nvars_ = spec.map_vars();
+  if (nvars_ != 0) {
+    vars_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * nvars_]);
+    var_set_.reset(new std::atomic<uint8_t>[size_t{max_entries_} * nvars_]);
+  }
+  if (spec.save_bytes != 0) save_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * (spec.save_bytes / 8)]);
+  one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8 && spec.keys[0].source != HistSource::string_field &&
+              spec.keys[0].source != HistSource::dyn_string;
   clear();
 }
 
@@ -288,6 +687,15 @@ void HistMap::clear() noexcept {
   for (size_t i = 0; i < size_t{max_entries_} * (ncpu_ + 1); ++i)
     for (auto& v : sums_[i].v) v.store(0, std::memory_order_relaxed);
   std::memset(keys_.get(), 0, size_t{max_entries_} * spec_.key_bytes);
+  for (size_t i = 0; i < size_t{max_entries_} * nvars_; ++i) {
+    vars_[i].store(0, std::memory_order_relaxed);
+    var_set_[i].store(0, std::memory_order_relaxed);
+  }
+  for (size_t i = 0; save_ && i < size_t{max_entries_} * (spec_.save_bytes / 8); ++i)
+    save_[i].store(0, std::memory_order_relaxed);
+  snap_.value.store(0, std::memory_order_relaxed);
+  snap_.updated.store(false, std::memory_order_relaxed);
+  snap_.entry.store(UINT32_MAX, std::memory_order_relaxed);
   next_entry_.store(0, std::memory_order_relaxed);
   drops_.store(0, std::memory_order_release);
 }
@@ -322,12 +730,22 @@ uint64_t HistMap::sum(uint32_t ent, uint32_t word) const noexcept {
   return v;
 }
 
-void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
-  alignas(8) std::byte key[kMaxKeys * kMaxStringKey];
+void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts,
+                       HistKey& k) const noexcept {
+  if (one_word_) {
+    const HistField& f = fields.keys[0];
+    const uint64_t v =
+        f.source == HistSource::expr ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr) : read_hist_value(f, rec, cpu, ts);
+    std::memcpy(k.bytes, &v, 8);
+    k.key0 = v;
+    k.hash = one_word_hash(v);
+    return;
+  }
+  std::byte* key = k.bytes;
   std::memset(key, 0, spec_.key_bytes);
   uint64_t h = 0x9e3779b97f4a7c15ULL;
   for (const HistField& f : fields.keys) {
-    std::byte* k = key + f.key_offset;
+    std::byte* kp = key + f.key_offset;
     if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
       const std::byte* s = nullptr;
       size_t len = 0;
@@ -343,10 +761,11 @@ void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte>
         else len = 0;
       }
       len = std::min(len, size_t{f.key_size - 1});
-      for (size_t i = 0; i < len && s[i] != std::byte{0}; ++i) k[i] = s[i];
+      for (size_t i = 0; i < len && s[i] != std::byte{0}; ++i) kp[i] = s[i];
     } else {
-      const uint64_t v = read_value(f, rec, cpu, ts);
-      std::memcpy(k, &v, 8);
+      const uint64_t v =
+          f.source == HistSource::expr ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr) : read_hist_value(f, rec, cpu, ts);
+      std::memcpy(kp, &v, 8);
     }
   }
   for (uint32_t o = 0; o < spec_.key_bytes; o += 8) {
@@ -354,10 +773,31 @@ void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte>
     std::memcpy(&w, key + o, 8);
     h = mix(h ^ w);
   }
-  const uint32_t hash = static_cast<uint32_t>(h) | 1u;
-  uint64_t key0;
-  std::memcpy(&key0, key, 8);
-  const uint32_t ent = find_or_insert<false>(key, key0, hash);
+  k.hash = static_cast<uint32_t>(h) | 1u;
+  std::memcpy(&k.key0, key, 8);
+}
+
+uint32_t HistMap::lookup(const HistKey& k) const noexcept {
+  const uint32_t mask = nbuckets_ - 1;
+  uint32_t i = k.hash & mask;
+  for (uint32_t probes = 0; probes < nbuckets_; ++probes, i = (i + 1) & mask) {
+    const Bucket& b = buckets_[i];
+    const uint32_t h = b.hash.load(std::memory_order_acquire);
+    if (h == 0) return UINT32_MAX;
+    if (h != k.hash) continue;
+    const uint32_t ent = b.entry.load(std::memory_order_acquire);
+    if (ent == 0) continue;  // being inserted: not there yet for a reader
+    if (b.key0.load(std::memory_order_relaxed) == k.key0 &&
+        (one_word_ || std::memcmp(key_at(ent - 1), k.bytes, spec_.key_bytes) == 0))
+      return ent - 1;
+  }
+  return UINT32_MAX;
+}
+
+void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
+  HistKey k;
+  make_key(fields, rec, cpu, ts, k);
+  const uint32_t ent = find_or_insert<false>(k.bytes, k.key0, k.hash);
   if (ent != UINT32_MAX) [[likely]]
     add(ent, fields, rec, cpu, ts);
 }
@@ -369,6 +809,7 @@ std::vector<HistMap::Row> HistMap::rows() const {
     if (ent == 0) continue;
     Row r{};
     r.key = keys_.get() + size_t{ent - 1} * spec_.key_bytes;
+    r.entry = ent - 1;
     r.hitcount = sum(ent - 1, 0);
     for (size_t v = 0; v < spec_.vals.size(); ++v) r.vals[v] = sum(ent - 1, static_cast<uint32_t>(1 + v));
     out.push_back(r);
@@ -428,50 +869,57 @@ std::string format_hist(const HistMap& map, const std::string& info, const HistN
   uint64_t hits = 0;
   for (const HistMap::Row& r : rows) {
     hits += r.hitcount;
-    out += "{ ";
-    for (size_t i = 0; i < spec.keys.size(); ++i) {
-      const HistField& f = spec.keys[i];
-      if (i) out += ", ";
-      const std::string& n = f.name;
-      if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
-        const char* s = reinterpret_cast<const char*>(r.key + f.key_offset);
-        out += fmt::format("{}: {:<50}", n, std::string_view(s, strnlen(s, f.key_size)));
-        continue;
-      }
-      const uint64_t v = key_u64(r.key, f);
-      if (f.flags & kHex) {
-        out += fmt::format("{}: {:x}", n, v);
-      } else if (f.flags & (kSym | kSymOffset)) {
-        const bool off = (f.flags & kSymOffset) != 0;
-        std::optional<std::string> s = names.sym ? names.sym(v, off) : std::nullopt;
-        const std::string text = s ? *s : fmt::format("0x{:x}", v);
-        out += off ? fmt::format("{}: [{:x}] {:<55}", n, v, text) : fmt::format("{}: [{:x}] {:<45}", n, v, text);
-      } else if (f.flags & kExecname) {
-        const std::string comm = names.comm ? names.comm(static_cast<int32_t>(v)) : std::string("<...>");
-        out += fmt::format("{}: {:<16}[{:>10}]", n, comm, v);
-      } else if (f.flags & kSyscall) {
-        const char* sc = v < std::size(kSyscallNames) && kSyscallNames[v][0] != '\0' ? kSyscallNames[v] : nullptr;
-        const std::string text = sc ? fmt::format("sys_{}", sc) : std::string("unknown_syscall");
-        out += fmt::format("{}: {:<30}[{:>3}]", n, text, v);
-      } else if (f.flags & kLog2) {
-        out += fmt::format("{}: ~ 2^{:<2}", n, v);
-      } else if (f.flags & kBuckets) {
-        out += fmt::format("{}: ~ {}-{}", n, v, v + f.buckets - 1);
-      } else {
-        out += fmt::format("{}: {:>10}", n, v);
-      }
-    }
-    out += " }";
+    out += format_hist_key(spec, r.key, names);
     out += fmt::format(" hitcount: {:>10}", r.hitcount);
     for (size_t v = 0; v < spec.vals.size(); ++v) {
       const HistField& f = spec.vals[v];
+      if (f.source == HistSource::expr && spec.nodes[static_cast<size_t>(f.expr)].op != ExprOp::ref) continue;
       out += (f.flags & kHex) ? fmt::format("  {}: {:>10x}", f.name, r.vals[v])
                               : fmt::format("  {}: {:>10}", f.name, r.vals[v]);
     }
+    if (!spec.actions.empty()) out += format_hist_actions(map, r.entry);
     out += '\n';
   }
+  if (!spec.actions.empty()) out += format_hist_snapshot(map, names);
   out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits, rows.size(), map.dropped());
   return out;
+}
+
+std::string format_hist_key(const HistSpec& spec, const std::byte* key, const HistNames& names) {
+  std::string out = "{ ";
+  for (size_t i = 0; i < spec.keys.size(); ++i) {
+    const HistField& f = spec.keys[i];
+    if (i) out += ", ";
+    const std::string& n = f.name;
+    if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
+      const char* s = reinterpret_cast<const char*>(key + f.key_offset);
+      out += fmt::format("{}: {:<50}", n, std::string_view(s, strnlen(s, f.key_size)));
+      continue;
+    }
+    const uint64_t v = key_u64(key, f);
+    if (f.flags & kHex) {
+      out += fmt::format("{}: {:x}", n, v);
+    } else if (f.flags & (kSym | kSymOffset)) {
+      const bool off = (f.flags & kSymOffset) != 0;
+      std::optional<std::string> s = names.sym ? names.sym(v, off) : std::nullopt;
+      const std::string text = s ? *s : fmt::format("0x{:x}", v);
+      out += off ? fmt::format("{}: [{:x}] {:<55}", n, v, text) : fmt::format("{}: [{:x}] {:<45}", n, v, text);
+    } else if (f.flags & kExecname) {
+      const std::string comm = names.comm ? names.comm(static_cast<int32_t>(v)) : std::string("<...>");
+      out += fmt::format("{}: {:<16}[{:>10}]", n, comm, v);
+    } else if (f.flags & kSyscall) {
+      const char* sc = v < std::size(kSyscallNames) && kSyscallNames[v][0] != '\0' ? kSyscallNames[v] : nullptr;
+      const std::string text = sc ? fmt::format("sys_{}", sc) : std::string("unknown_syscall");
+      out += fmt::format("{}: {:<30}[{:>3}]", n, text, v);
+    } else if (f.flags & kLog2) {
+      out += fmt::format("{}: ~ 2^{:<2}", n, v);
+    } else if (f.flags & kBuckets) {
+      out += fmt::format("{}: ~ {}-{}", n, v, v + f.buckets - 1);
+    } else {
+      out += fmt::format("{}: {:>10}", n, v);
+    }
+  }
+  return out + " }";
 }
 
 }  // namespace tracepipe::triggers

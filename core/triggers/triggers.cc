@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tracepipe/core/triggers/hist.h"
+#include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/user_stack.h"
 #include "tracepipe/filters/compile.h"
 #include "tracepipe/filters/parser.h"
@@ -34,15 +35,18 @@ namespace {
 constexpr uint64_t kUnlimited = UINT64_MAX;
 constexpr size_t kMaxTriggers = 32;  // bits of TriggersFired::mask
 
-enum class Kind : uint8_t { traceon, traceoff, snapshot, stacktrace, enable_event, disable_event, hist };
+enum class Kind : uint8_t { traceon, traceoff, snapshot, stacktrace, enable_event, disable_event, hist, enable_hist,
+                            disable_hist };
 constexpr std::string_view kNames[] = {"traceon", "traceoff", "snapshot", "stacktrace", "enable_event",
-                                       "disable_event", "hist"};
+                                       "disable_event", "hist", "enable_hist", "disable_hist"};
+constexpr int kNumKinds = 9;
 
 // The kernel's trigger types: traceon and traceoff are one (ETT_TRACE_ONOFF).
 // enable_event and disable_event are one (ETT_EVENT_ENABLE), per target.
 int type_of(Kind k) {
   if (k == Kind::traceoff) k = Kind::traceon;
   if (k == Kind::disable_event) k = Kind::enable_event;
+  if (k == Kind::disable_hist) k = Kind::enable_hist;
   return static_cast<int>(k);
 }
 bool is_post(Kind k) { return k == Kind::traceon || k == Kind::traceoff || k == Kind::snapshot || k == Kind::stacktrace; }
@@ -61,6 +65,7 @@ struct Trigger {
   std::atomic<bool> paused{false};
   bool needs_ts = false;
   bool needs_cpu = false;
+  bool full = false;  // variables, references or handlers: hist_update_full
   // stacktrace
   const EventDesc* stack_event = nullptr;
   uint32_t tgid = 0;  // getpid() at registration (the write path makes no system call)
@@ -136,6 +141,8 @@ class TriggerList final : public detail::TriggerHook {
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
     const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
     const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
+    if (t.full) [[unlikely]]
+      return hist_update_full(t.spec, *t.map, *instance, c.record, cpu, ts);
     t.map->update(t.spec, c.record, cpu, ts);
   }
 
@@ -168,6 +175,16 @@ class TriggerList final : public detail::TriggerHook {
           std::memcpy(rec.data() + 16, callers, sizeof callers);
         });
         t.fired.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      case Kind::enable_hist:
+      case Kind::disable_hist: {
+        // The target's hist triggers pause or continue (hist_enable_trigger).
+        const bool enable = t.kind == Kind::enable_hist;
+        auto* list = static_cast<TriggerList*>(t.target_state->triggers.load(std::memory_order_acquire));
+        if (list == nullptr || !t.take()) return;
+        for (Trigger* x : list->raw)
+          if (x->kind == Kind::hist) x->paused.store(!enable, std::memory_order_relaxed);
         return;
       }
       case Kind::enable_event:
@@ -288,6 +305,71 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
 // Undoes what registering `t` did to other events.
 void release(Instance& inst, const Trigger& t) {
   if (t.target != nullptr) inst.soft_mode(*t.target, false);
+  for (const HistAction& a : t.spec.actions)
+    if (a.synth) synthetic_event_ref(*a.synth, false);
+}
+
+// Every hist trigger of the instance, with its event.
+template <class F>
+void for_each_hist(const Instance& inst, F&& f) {
+  for (const EventDesc* d : inst.registry().events()) {
+    const auto cur = current(inst, *d);
+    if (!cur) continue;
+    for (const auto& t : cur->list)
+      if (t->kind == Kind::hist) f(*d, *t);
+  }
+}
+
+// find_var_file / find_file_var: variable `name` of a hist on
+// system:event, or on the one event that defines it.
+VarRef find_hist_var(const Instance& inst, std::string_view system, std::string_view event, std::string_view name,
+                     TriggerError& e) {
+  VarRef found;
+  const EventDesc* where = nullptr;
+  bool not_unique = false;
+  for_each_hist(inst, [&](const EventDesc& d, const Trigger& t) {
+    if (!system.empty() && (d.system() != system || d.name() != event)) return;
+    for (size_t i = 0; i < t.spec.vars.size(); ++i) {
+      if (t.spec.vars[i].name != name) continue;
+      if (where != nullptr && where != &d) {
+        not_unique = true;
+        return;
+      }
+      if (where == &d) return;  // the first hist of the event that has it
+      where = &d;
+      found.map = t.map;
+      found.var = static_cast<uint32_t>(i);
+    }
+  });
+  if (not_unique) {
+    e.err = EINVAL;
+    e.message = std::string(hist_err_text(HistErr::var_not_unique));
+    const size_t at = e.command.find(name);
+    e.pos = at == std::string::npos ? 0 : static_cast<int>(at);
+    return {};
+  }
+  return found;
+}
+
+// check_var_refs(): another hist refers to a variable of `t`.
+bool hist_vars_referenced(const Instance& inst, const Trigger& t) {
+  bool used = false;
+  for_each_hist(inst, [&](const EventDesc&, const Trigger& x) {
+    if (&x == &t) return;
+    for (const VarRef& r : x.spec.refs) used |= !r.self && r.map == t.map;
+  });
+  return used;
+}
+
+HistEnv hist_env(Instance& inst) {
+  HistEnv env;
+  env.find_var = [&inst](std::string_view sys, std::string_view ev, std::string_view name, TriggerError& e) {
+    return find_hist_var(inst, sys, ev, name, e);
+  };
+  env.find_synth = [&inst](std::string_view name) { return find_synthetic_event(inst.registry(), name); };
+  env.find_event = [&inst](std::string_view sys, std::string_view ev) { return inst.registry().find(sys, ev); };
+  env.clock_name = std::string(inst.clock().name);
+  return env;
 }
 
 TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest) {
@@ -307,15 +389,17 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   }
   auto t = std::make_shared<Trigger>();
   t->kind = Kind::hist;
-  std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5);
+  HistEnv env = hist_env(inst);
+  env.remove = remove;
+  std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5, &env);
   if (!spec) return TriggerStatus(std::move(e));
   if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
   t->spec = *spec;
+  t->full = !spec->simple();
+  t->needs_ts = spec->timestamps;
+  t->needs_cpu = t->full;
   for (const auto* fs : {&spec->keys, &spec->vals})
-    for (const auto& f : *fs) {
-      t->needs_ts |= f.source == HistSource::timestamp;
-      t->needs_cpu |= f.source == HistSource::cpu;
-    }
+    for (const auto& f : *fs) t->needs_cpu |= f.source == HistSource::cpu;
 
   const auto old = current(inst, ev);
   std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
@@ -326,8 +410,11 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   if (remove) {
     for (auto it = list.begin(); it != list.end(); ++it)
       if (same(**it, true)) {
+        if (hist_vars_referenced(inst, **it)) return TriggerStatus(plain(EBUSY));
+        const std::shared_ptr<Trigger> gone = *it;
         list.erase(it);
         publish(inst, ev, old, std::move(list));
+        release(inst, *gone);
         return {};
       }
     return {};
@@ -346,6 +433,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
       n->spec = x->spec;
       n->needs_ts = x->needs_ts;
       n->needs_cpu = x->needs_cpu;
+      n->full = x->full;
       n->paused.store(x->paused.load());
       n->map = std::make_shared<HistMap>(x->map->spec());
       if (!x->spec.name.empty()) named_maps()[{&inst, x->spec.name}] = n->map;
@@ -390,6 +478,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     t->map = std::make_shared<HistMap>(*spec);
   }
   t->paused.store(spec->pause);
+  for (const HistAction& a : spec->actions)
+    if (a.synth) synthetic_event_ref(*a.synth, true);
   list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
   publish(inst, ev, old, std::move(list));
   return {};
@@ -408,7 +498,7 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
   const bool remove = !command.empty() && command[0] == '!';
   if (remove) command.remove_prefix(1);
   int k = -1;
-  for (int i = 0; i < 7; ++i)
+  for (int i = 0; i < kNumKinds; ++i)
     if (command == kNames[i]) k = i;
   if (k < 0) return TriggerStatus(plain(EINVAL));
   const Kind kind = static_cast<Kind>(k);
@@ -419,7 +509,8 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
 
   // event_trigger_separate_filter: an optional count (digits first) or, for
   // enable/disable_event, the required SYS:EVENT[:count]; then the filter.
-  const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event;
+  const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event || kind == Kind::enable_hist ||
+                           kind == Kind::disable_hist;
   std::optional<std::string_view> param, filter;
   if (!next) {
     if (needs_param) return TriggerStatus(plain(EINVAL));
@@ -529,7 +620,8 @@ std::string trigger_file(const Instance& instance, const EventDesc& event) {
   const std::lock_guard lk(triggers::control_mutex());
   const auto cur = triggers::current(instance, event);
   if (!cur || cur->list.empty())
-    return "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event hist\n";
+    return "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist "
+           "disable_hist hist\n";
   std::string out;
   for (const auto& t : cur->list) out += t->print() + "\n";
   return out;

@@ -42,7 +42,8 @@ TEST_CASE("triggers: syntax, readback and errors as the kernel's trigger file", 
   Instance inst(small());
   const EventDesc& ev = Req::desc();
   CHECK(trigger_file(inst, ev) ==
-        "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event hist\n");
+        "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist "
+        "hist\n");
 
   REQUIRE(set_trigger(inst, ev, "traceoff").ok());
   CHECK(trigger_file(inst, ev) == "traceoff:unlimited\n");

@@ -21,3 +21,4 @@
 #include "tracepipe/core/tracedat/tracedat_writer.h" // trace.dat v6 for trace-cmd and KernelShark
 #include "tracepipe/core/recover/recover.h"         // flight recorder files after a crash: records, trace.dat
 #include "tracepipe/core/triggers/triggers.h"        // event triggers and hist triggers (trigger, hist files)
+#include "tracepipe/core/triggers/snapshot.h"        // the snapshot file (spare buffer, swap)

@@ -180,9 +180,10 @@ class TriggerList final : public detail::TriggerHook {
         return;
       }
       case Kind::snapshot:
+        // The live ring becomes the snapshot and the spare (allocated when
+        // the trigger was added) takes its place: tracing goes on.
         if (!t.take()) return;
-        instance->set_tracing_on_from_writer(false);
-        t.fired.fetch_add(1, std::memory_order_relaxed);
+        if (detail::InstanceAccess::live_ring(*instance).swap()) t.fired.fetch_add(1, std::memory_order_relaxed);
         return;
       case Kind::stacktrace: {
         if (!t.take() || c.thread == nullptr) return;
@@ -207,10 +208,16 @@ class TriggerList final : public detail::TriggerHook {
 
 // ── control plane ────────────────────────────────────────────────────────────
 
+}  // namespace
+
+// Serialises the control plane of triggers and the snapshot file (snapshot.cc).
 std::mutex& control_mutex() {
   static std::mutex mu;
   return mu;
 }
+TriggerStatus snapshot_allocate_locked(Instance& instance);  // snapshot.cc
+
+namespace {
 
 // Named hists: name -> map, per instance.
 std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named_maps() {
@@ -430,7 +437,20 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
   int k = -1;
   for (int i = 0; i < 7; ++i)
     if (command == kNames[i]) k = i;
-  if (k < 0) return TriggerStatus(plain(EINVAL));
+  if (k < 0) {
+    if (command == "enable_hist" || command == "disable_hist") {
+      // The kernel's (CONFIG_HIST_TRIGGERS) commands that tracepipe does not
+      // take yet: say so, pointing at the command, rather than a bare EINVAL.
+      TriggerError e;
+      e.err = EINVAL;
+      e.location = "trigger";
+      e.message = fmt::format("{} is not supported by tracepipe yet", command);
+      e.command = std::string(buf);
+      e.pos = remove ? 1 : 0;
+      return TriggerStatus(std::move(e));
+    }
+    return TriggerStatus(plain(EINVAL));
+  }
   const Kind kind = static_cast<Kind>(k);
   if (kind == Kind::hist) {
     if (!next) return TriggerStatus(plain(EINVAL));
@@ -495,6 +515,10 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
   for (const auto& x : list)
     if (same(*x)) return TriggerStatus(plain(EEXIST));
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  if (kind == Kind::snapshot) {
+    // tracing_arm_snapshot: the spare exists before the trigger can fire.
+    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
+  }
   if (kind == Kind::stacktrace) {
     try {
       t->stack_event = &kernel_stack_event(inst.registry());

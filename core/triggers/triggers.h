@@ -25,7 +25,7 @@
 // ══ Commands (Documentation/trace/events.rst, section 6) ══════════════════════
 //   traceon[:count] [if FILTER]       resume the ring (tracing_on)
 //   traceoff[:count] [if FILTER]      pause the ring (tracing_off)
-//   snapshot[:count] [if FILTER]      freeze the ring for buffers::Snapshot
+//   snapshot[:count] [if FILTER]      swap the ring with the snapshot spare (snapshot.h)
 //   stacktrace[:count] [if FILTER]    record the call chain (ftrace:kernel_stack)
 //   enable_event:SYS:EVENT[:count] [if FILTER]   clear SYS:EVENT's soft-disable
 //   disable_event:SYS:EVENT[:count] [if FILTER]  set it
@@ -110,7 +110,7 @@ std::string hist_file(const Instance& instance, const EventDesc& event, const Hi
 
 /// Counters of an event's triggers, for tests and tools.
 struct TriggerCounts {
-  uint64_t snapshots = 0;     ///< snapshot triggers that froze the ring
+  uint64_t snapshots = 0;     ///< snapshots taken (swaps of the live ring with the spare)
   uint64_t stacktraces = 0;   ///< kernel_stack records written (kept or lost)
 };
 TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);

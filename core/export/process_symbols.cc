@@ -54,7 +54,9 @@ std::optional<ProcessSymbol> lookup(Dwfl* dwfl, uint64_t addr) {
   GElf_Sym sym{};
   const char* name = dwfl_module_addrinfo(mod, addr, &off, &sym, nullptr, nullptr, nullptr);
   if (name == nullptr) return ProcessSymbol{};  // a module, no symbol: known, unnamed
-  return ProcessSymbol{name, addr - off, sym.st_size};
+  std::string n = name;
+  if (const size_t at = n.find('@'); at != std::string::npos) n.resize(at);  // a symbol version: "memcpy@@GLIBC_2.14"
+  return ProcessSymbol{std::move(n), addr - off, sym.st_size};
 }
 
 }  // namespace

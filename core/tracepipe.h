@@ -23,3 +23,4 @@
 #include "tracepipe/core/recover/recover.h"         // flight recorder files after a crash: records, trace.dat
 #include "tracepipe/core/triggers/triggers.h"        // event triggers and hist triggers (trigger, hist files)
 #include "tracepipe/core/triggers/synthetic.h"       // synthetic events (synthetic_events file) for latency recipes
+#include "tracepipe/core/triggers/snapshot.h"        // the snapshot file (spare buffer, swap)

@@ -12,16 +12,27 @@
 //     hist_3key       hist:keys=key,k2,k3               (256 keys)
 // Counters: <leg>_ns (median ns per emit), <leg>_added_ns (median over
 // rounds of leg minus base, per emit) with _p25 / _p75.
+//
+//   triggers/stacktrace   every leg: no filter, every emit committed
+//     base            no trigger
+//     stack           stacktrace (unlimited): a kernel_stack record per emit
+//     stack_deep      the same, emitted 16 noinline calls deeper
+// Counters: stack_added_ns (the cost of one stack: trigger, unwind, record),
+// frames (frames recorded by `stack`), per_frame_ns (stack_deep minus
+// stack, per extra frame).
 #include <benchmark/benchmark.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tracepipe/bench/micro/emit_cases.h"
 #include "tracepipe/core/instance/event_decl.h"
+#include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 namespace {
@@ -96,6 +107,84 @@ void paired(benchmark::State& state) {
   state.counters["rounds"] = static_cast<double>(round);
 }
 
-const int registered = (benchmark::RegisterBenchmark("triggers/paired", paired)->MinTime(0.5), 0);
+constexpr uint32_t kStackBlock = 256;
+constexpr int kExtraFrames = 16;
+
+[[gnu::noinline]] uint64_t stack_block(Instance& inst, uint32_t& seq) {
+  uint32_t i = seq;
+  const uint64_t t0 = now_ns();
+  for (uint32_t k = 0; k < kStackBlock; ++k, ++i) {
+    const EmitResult r = TrigEvent::emit(inst, 0u, i, 0u, 0u, 0u, "bench");
+    benchmark::DoNotOptimize(r);
+  }
+  const uint64_t t1 = now_ns();
+  seq = i;
+  return t1 - t0;
+}
+// stack_block, `depth` noinline calls deeper (no tail call: the result is used).
+[[gnu::noinline]] uint64_t deeper(Instance& inst, uint32_t& seq, int depth) {
+  if (depth == 0) return stack_block(inst, seq);
+  const uint64_t t = deeper(inst, seq, depth - 1);
+  benchmark::DoNotOptimize(depth);
+  return t;
+}
+
+void stacktrace(benchmark::State& state) {
+  struct StackLeg {
+    const char* name;
+    bool trigger;
+    int depth;
+    std::unique_ptr<Instance> inst;
+    uint32_t seq = 0;
+    std::vector<double> ns;
+  };
+  std::vector<StackLeg> legs;
+  for (auto [name, trig, depth] : {std::tuple<const char*, bool, int>{"base", false, 0}, {"stack", true, 0},
+                                   {"stack_deep", true, kExtraFrames}}) {
+    InstanceOptions o;
+    o.mode = BufferMode::overwrite;
+    StackLeg l{name, trig, depth, std::make_unique<Instance>(o)};
+    l.inst->enable(TrigEvent::desc());
+    if (trig && !set_trigger(*l.inst, TrigEvent::desc(), "stacktrace").ok()) {
+      state.SkipWithError("setup failed");
+      return;
+    }
+    legs.push_back(std::move(l));
+  }
+  prepare_thread();
+  for (StackLeg& l : legs)
+    for (int w = 0; w < 2; ++w) (void)deeper(*l.inst, l.seq, l.depth);
+  size_t round = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < legs.size(); ++k) {
+      StackLeg& l = legs[(round + k) % legs.size()];
+      l.ns.push_back(static_cast<double>(deeper(*l.inst, l.seq, l.depth)) / kStackBlock);
+    }
+    ++round;
+  }
+  std::vector<double> added(round), per_frame(round);
+  for (size_t r = 0; r < round; ++r) {
+    added[r] = legs[1].ns[r] - legs[0].ns[r];
+    per_frame[r] = (legs[2].ns[r] - legs[1].ns[r]) / kExtraFrames;
+  }
+  bench::quartile_counters(state, "stack_added_ns", added);
+  bench::quartile_counters(state, "per_frame_ns", per_frame);
+  // Frames in the `stack` leg's last record.
+  const EventDesc* ks = legs[1].inst->registry().find("ftrace", "kernel_stack");
+  int32_t frames = 0;
+  for (uint32_t cpu = 0; ks != nullptr && cpu < legs[1].inst->cpus(); ++cpu) {
+    buffers::Iterator it(legs[1].inst->ring(), cpu);
+    while (auto rec = it.next()) {
+      uint16_t id;
+      std::memcpy(&id, rec->payload.data(), 2);
+      if (id == ks->id()) std::memcpy(&frames, rec->payload.data() + 8, 4);
+    }
+  }
+  state.counters["frames"] = frames;
+  state.counters["rounds"] = static_cast<double>(round);
+}
+
+const int registered = (benchmark::RegisterBenchmark("triggers/paired", paired)->MinTime(0.5),
+                        benchmark::RegisterBenchmark("triggers/stacktrace", stacktrace)->MinTime(0.5), 0);
 
 }  // namespace

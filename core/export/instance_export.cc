@@ -1,9 +1,11 @@
 #include "tracepipe/core/export/instance_export.h"
 
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
 #include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/export/process_symbols.h"
 #include "tracepipe/core/sideband/sideband_state.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
@@ -33,6 +35,10 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
   // Names written into the trace by sideband records (core/sideband/sideband.h)
   // are the ones in effect in it: they override saved_cmdlines.
   SidebandState sideband(inst.registry());
+  // Return addresses of the stacktrace trigger's records: the file's
+  // kallsyms names them for trace-cmd report.
+  const EventDesc* stack = inst.registry().find("ftrace", "kernel_stack");
+  std::vector<uint64_t> frames;
   for (uint32_t cpu = 0; cpu < inst.cpus(); ++cpu) {
     const buffers::CpuStats s = inst.cpu_stats(cpu);
     if (s.overrun > 0) w.add_lost(cpu, s.overrun);
@@ -40,8 +46,18 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
       if (r.payload.size() < 2 || r.payload.size() > w.max_payload()) return;
       w.add_record(cpu, r.ts, r.payload);
       (void)sideband.observe(r.payload);
+      uint16_t id;
+      std::memcpy(&id, r.payload.data(), 2);
+      if (stack != nullptr && id == stack->id())
+        for (size_t off = 16; off + 8 <= r.payload.size(); off += 8) {
+          uint64_t ip;
+          std::memcpy(&ip, r.payload.data() + off, 8);
+          if (ip == ~uint64_t{0}) break;
+          frames.push_back(ip);
+        }
     });
   }
+  if (!frames.empty()) w.set_kallsyms(process_kallsyms(frames));
   sideband.apply_cmdlines(w);
   return w;
 }
@@ -62,6 +78,7 @@ template <class Sink>
 size_t emit_text(const Instance& inst, const TextOptions& options, Sink&& sink) {
   TextFormatter f(inst.registry(), options.style, inst.clock().in_nanoseconds);
   f.set_cmdlines(inst.cmdlines());
+  f.set_symbolizer(&process_symbol_text);
   size_t n = 0;
   fmt::memory_buffer line;
   const auto each = [&](const buffers::RecordView& r) {

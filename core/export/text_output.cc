@@ -179,6 +179,20 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
     fmt::format_to(it, "Unknown type {}\n", load<uint16_t>(payload.data()));
     return;
   }
+  if (d->system() == "ftrace" && d->name() == "kernel_stack" && payload.size() >= 16) {
+    // kernel/trace/trace_output.c: trace_stack_print: frames up to the
+    // record's end or the first ~0.
+    out.append(std::string_view("<stack trace>"));
+    for (size_t off = 16; off + 8 <= payload.size(); off += 8) {
+      const uint64_t ip = load<uint64_t>(payload.data() + off);
+      if (ip == ~uint64_t{0}) break;
+      out.append(std::string_view("\n => "));
+      if (symbolize_) out.append(symbolize_(ip));
+      else fmt::format_to(it, "0x{:x}", ip);
+    }
+    out.push_back('\n');
+    return;
+  }
   fmt::format_to(it, "{}: ", d->name());
   format_fields(*d, payload, out);
   out.push_back('\n');

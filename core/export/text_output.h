@@ -27,6 +27,7 @@
 // Thread-safety: set_cmdlines/set_comm are set-up calls; afterwards const
 // methods may run concurrently (compiled print fmts are cached under a mutex).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -67,6 +68,10 @@ class TextFormatter {
   /// prints "<idle>", as the kernel does.
   void set_cmdlines(const std::vector<Cmdline>& cmdlines);
   void set_comm(int32_t pid, std::string_view comm);
+  /// address -> "symbol+0xoff/0xsize" for the frames of ftrace:kernel_stack
+  /// records (printed as the kernel's trace file does: "<stack trace>",
+  /// then one " => frame" line each). Unset: frames print in hex.
+  void set_symbolizer(std::function<std::string(uint64_t addr)> fn) { symbolize_ = std::move(fn); }
 
   /// Appends one line, with its final '\n'. A payload shorter than the
   /// common header, or with an unknown common_type, prints a line saying so
@@ -84,6 +89,7 @@ class TextFormatter {
   FieldStyle style_;
   bool ts_in_ns_;
   std::map<int32_t, std::string> comms_;
+  std::function<std::string(uint64_t)> symbolize_;
   mutable std::mutex mu_;
   mutable std::unordered_map<const EventDesc*, std::unique_ptr<PrintFmt>> fmts_;
 };

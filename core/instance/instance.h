@@ -115,6 +115,7 @@
 #include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/core/events/event.h"
 #include "tracepipe/core/instance/grace_period.h"
+#include "tracepipe/core/instance/snapshot_buffer.h"
 #include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/staging.h"
@@ -540,7 +541,7 @@ class Instance {
   /// InstanceOptions::flight_recorder: the file the ring lives in (declared
   /// before ring_: destroyed after it).
   std::unique_ptr<flight::FlightFile> flight_;
-  std::unique_ptr<buffers::RingBufferBase> ring_;
+  detail::LiveRing ring_;  ///< the live ring and the snapshot spare (snapshot_buffer.h)
   Stager stager_;  ///< by value: the emit reads its policy without a pointer hop
   std::unique_ptr<std::atomic<detail::EventState*>[]> states_;  ///< Registry::kMaxEvents entries
   mutable std::atomic<uint64_t> raw_refused_{0};
@@ -583,6 +584,9 @@ struct InstanceAccess {
     st.instance->stage_on_stack<Size>(st, flags, ctx, depth, prog, build);
   }
   static Stager& stager(Instance& instance) noexcept { return instance.stager_; }
+  /// The live ring and the snapshot spare (core/instance/snapshot_buffer.h).
+  static LiveRing& live_ring(Instance& instance) noexcept { return instance.ring_; }
+  static const LiveRing& live_ring(const Instance& instance) noexcept { return instance.ring_; }
   /// The event's state in `instance`, made if needed (control plane: takes
   /// the instance mutex). States live as long as the instance: triggers keep
   /// pointers to their targets' states (enable_event flips kSoftDisabled).

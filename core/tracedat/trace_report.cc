@@ -146,6 +146,21 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
     fmt::format_to(it, "{}:{} [{}] CPU:{:03}", *c, static_cast<int32_t>(*pid), static_cast<int32_t>(*prio), *cpu);
     return true;
   }
+  if (f.system == "ftrace" && f.name == "kernel_stack") {
+    // libtraceevent's function plugin: every word from caller[] to the
+    // record's end, up to a ~0.
+    const FormatField* field = f.find_field("caller");
+    if (field == nullptr) return false;
+    out.append(std::string_view("<stack trace >"));
+    for (size_t off = field->offset; off + 8 <= p.size(); off += 8) {
+      uint64_t addr;
+      std::memcpy(&addr, p.data() + off, 8);
+      if (addr == ~uint64_t{0} || static_cast<uint32_t>(addr) == ~uint32_t{0}) break;
+      if (const auto hit = kallsyms_.lookup(addr)) fmt::format_to(it, "\n=> {} ({:x})", hit->name, addr);
+      else fmt::format_to(it, "\n=> {:x}", addr);
+    }
+    return true;
+  }
   if (f.system == "timer" && f.name == "hrtimer_start") {
     auto timer = read_field(f, p, "timer");
     if (!timer) timer = read_field(f, p, "hrtimer");

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "tracepipe/core/triggers/hist.h"
+#include "tracepipe/core/triggers/stack_trace.h"
 #include "tracepipe/core/triggers/synthetic.h"
-#include "tracepipe/core/triggers/user_stack.h"
 #include "tracepipe/filters/compile.h"
 #include "tracepipe/filters/parser.h"
 
@@ -68,7 +68,6 @@ struct Trigger {
   bool full = false;  // variables, references or handlers: hist_update_full
   // stacktrace
   const EventDesc* stack_event = nullptr;
-  uint32_t tgid = 0;  // getpid() at registration (the write path makes no system call)
   std::atomic<uint64_t> fired{0};  // snapshots taken / stacks written
 
   // Takes one from the count; false when it is spent. Exact under
@@ -129,13 +128,41 @@ class TriggerList final : public detail::TriggerHook {
   }
 
   void post_call(uint32_t fired, const detail::TriggerCall& c) noexcept override {
+    // This frame's CFA: the stacktrace records only the frames above it,
+    // the emitting code's (stack_trace.h).
+    const auto cfa = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
     for (size_t i = 0; i < raw.size(); ++i)
-      if ((fired >> i) & 1u) run(*raw[i], c);
+      if ((fired >> i) & 1u) run(*raw[i], c, cfa);
   }
 
  private:
   static filters::EvalContext context(const detail::TriggerCall& c) noexcept {
     return {c.cpu_unknown ? current_cpu() : c.cpu, c.thread != nullptr ? c.thread->comm_view() : std::string_view()};
+  }
+
+  // The kernel_stack record: the call chain above `cfa`, with the emitting
+  // context's flags and preempt depth (the triggering emit's: this one runs
+  // nested inside it, one level deeper), as __ftrace_trace_stack takes the
+  // trace_ctx of the event that fired.
+  void write_stack(Trigger& t, const ThreadContext& thread, uintptr_t cfa) noexcept {
+    uint64_t callers[kStackFrames];
+    const uint32_t n = capture_stack(cfa, callers);
+    const uint32_t entries = n < kStackMinEntries ? kStackMinEntries : n;
+    const uint32_t outer = thread.nesting() > 0 ? thread.nesting() - 1 : 0;
+    uint8_t flags = 0, preempt = 0;
+    if ((outer | thread.in_signal.load(std::memory_order_relaxed)) != 0) {
+      flags = TraceFlag::hardirq;
+      preempt = static_cast<uint8_t>(outer < 15 ? outer : 15);
+    }
+    instance->emit_fill(*t.stack_event, 16 + entries * 8, [&](std::span<std::byte> rec) {
+      rec[2] = std::byte{flags};
+      rec[3] = std::byte{preempt};
+      const int32_t size = static_cast<int32_t>(n);
+      std::memcpy(rec.data() + 8, &size, 4);
+      std::memset(rec.data() + 12, 0, 4);
+      std::memcpy(rec.data() + 16, callers, n * 8);
+      std::memset(rec.data() + 16 + n * 8, 0xff, (entries - n) * 8);  // the kernel's end mark
+    });
   }
 
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
@@ -146,7 +173,7 @@ class TriggerList final : public detail::TriggerHook {
     t.map->update(t.spec, c.record, cpu, ts);
   }
 
-  void run(Trigger& t, const detail::TriggerCall& c) noexcept {
+  void run(Trigger& t, const detail::TriggerCall& c, uintptr_t cfa = 0) noexcept {
     switch (t.kind) {
       case Kind::hist:
         update_hist(t, c);
@@ -160,20 +187,14 @@ class TriggerList final : public detail::TriggerHook {
         return;
       }
       case Kind::snapshot:
+        // The live ring becomes the snapshot and the spare (allocated when
+        // the trigger was added) takes its place: tracing goes on.
         if (!t.take()) return;
-        instance->set_tracing_on_from_writer(false);
-        t.fired.fetch_add(1, std::memory_order_relaxed);
+        if (detail::InstanceAccess::live_ring(*instance).swap()) t.fired.fetch_add(1, std::memory_order_relaxed);
         return;
       case Kind::stacktrace: {
         if (!t.take() || c.thread == nullptr) return;
-        uint64_t callers[kUserStackFrames];
-        walk_user_stack(*c.thread, callers);
-        const uint32_t tgid = t.tgid;
-        instance->emit_fill(*t.stack_event, 16 + sizeof callers, [&](std::span<std::byte> rec) {
-          std::memcpy(rec.data() + 8, &tgid, 4);
-          std::memset(rec.data() + 12, 0, 4);
-          std::memcpy(rec.data() + 16, callers, sizeof callers);
-        });
+        write_stack(t, *c.thread, cfa);
         t.fired.fetch_add(1, std::memory_order_relaxed);
         return;
       }
@@ -204,10 +225,16 @@ class TriggerList final : public detail::TriggerHook {
 
 // ── control plane ────────────────────────────────────────────────────────────
 
+}  // namespace
+
+// Serialises the control plane of triggers and the snapshot file (snapshot.cc).
 std::mutex& control_mutex() {
   static std::mutex mu;
   return mu;
 }
+TriggerStatus snapshot_allocate_locked(Instance& instance);  // snapshot.cc
+
+namespace {
 
 // Named hists: name -> map, per instance.
 std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named_maps() {
@@ -566,9 +593,14 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
   for (const auto& x : list)
     if (same(*x)) return TriggerStatus(plain(EEXIST));
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  if (kind == Kind::snapshot) {
+    // tracing_arm_snapshot: the spare exists before the trigger can fire.
+    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
+  }
   if (kind == Kind::stacktrace) {
     try {
-      t->stack_event = &user_stack_event(inst.registry());
+      t->stack_event = &kernel_stack_event(inst.registry());
+      warm_up_stack_capture();
     } catch (const std::exception& ex) {
       e.err = EINVAL;
       e.message = ex.what();
@@ -576,7 +608,6 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
       return TriggerStatus(std::move(e));
     }
     inst.enable(*t->stack_event);
-    t->tgid = static_cast<uint32_t>(getpid());
   }
   if (t->target != nullptr) {
     t->target_state = &detail::InstanceAccess::state(inst, *t->target);

@@ -25,8 +25,8 @@
 // ══ Commands (Documentation/trace/events.rst, section 6) ══════════════════════
 //   traceon[:count] [if FILTER]       resume the ring (tracing_on)
 //   traceoff[:count] [if FILTER]      pause the ring (tracing_off)
-//   snapshot[:count] [if FILTER]      freeze the ring for buffers::Snapshot
-//   stacktrace[:count] [if FILTER]    record the user stack (ftrace:user_stack)
+//   snapshot[:count] [if FILTER]      swap the ring with the snapshot spare (snapshot.h)
+//   stacktrace[:count] [if FILTER]    record the call chain (ftrace:kernel_stack)
 //   enable_event:SYS:EVENT[:count] [if FILTER]   clear SYS:EVENT's soft-disable
 //   disable_event:SYS:EVENT[:count] [if FILTER]  set it
 //   hist:keys=...[:vals=...][:sort=...][:size=N][:name=N][:pause][:cont][:clear] [if FILTER]
@@ -110,8 +110,8 @@ std::string hist_file(const Instance& instance, const EventDesc& event, const Hi
 
 /// Counters of an event's triggers, for tests and tools.
 struct TriggerCounts {
-  uint64_t snapshots = 0;     ///< snapshot triggers that froze the ring
-  uint64_t stacktraces = 0;   ///< user_stack records written (kept or lost)
+  uint64_t snapshots = 0;     ///< snapshots taken (swaps of the live ring with the spare)
+  uint64_t stacktraces = 0;   ///< kernel_stack records written (kept or lost)
 };
 TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);
 
@@ -119,8 +119,5 @@ TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);
 /// file order (Instance::apply calls it once this library is linked).
 /// Throws ConfigError naming the file, line and key, with the kernel's error.
 void apply_triggers(Instance& instance, const InstanceConfig& config);
-
-/// Frames a stacktrace trigger records (the kernel's user_stack entry holds 8).
-inline constexpr uint32_t kUserStackFrames = 8;
 
 }  // namespace tracepipe

@@ -39,7 +39,7 @@ struct Rig {
     inst.enable(Ev::desc());
     REQUIRE(inst.set_filter(Ev::desc(), "id & 1").ok());
     for (const char* t : {"traceoff:1000000 if lat > 5", "stacktrace:500 if id == 3",
-                          "enable_event:tpnoalloc:target if id & 2", "snapshot:0 if id == 99",
+                          "enable_event:tpnoalloc:target if id & 2", "snapshot if id == 99",
                           "hist:keys=id,lat,name:vals=lat:size=128", "hist:keys=lat.log2:vals=id"})
       REQUIRE(set_trigger(inst, Ev::desc(), t).ok());
     REQUIRE(set_trigger(inst, Target::desc(), "disable_event:tpnoalloc:target if seq & 4").ok());
@@ -78,6 +78,7 @@ TEST_CASE("triggers noalloc: the write path with triggers allocates nothing and 
   CHECK(h.find("Entries: 128\n    Dropped: 0\n") == std::string::npos);  // the 3-key map overflowed
   CHECK(h.find("Entries: 128\n") != std::string::npos);
   CHECK(trigger_counts(rig.inst, Ev::desc()).stacktraces == 41);  // id == 3: once in the warm-up, 40 times here
+  CHECK(trigger_counts(rig.inst, Ev::desc()).snapshots == 40);  // id == 99: swaps of the live ring and the spare
   CHECK(hist_file(rig.hist, Ev::desc()).find("Entries: 64\n") != std::string::npos);
 #endif
 }

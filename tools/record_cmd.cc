@@ -1,18 +1,23 @@
-// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) -- COMMAND
-// ARGS...`: runs a program built with tracepipe so that it records into
-// OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to its
-// code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
-// command. See docs/record.md.
+// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) [--]
+// COMMAND ARGS...`: runs a program built with tracepipe so that it records
+// into OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to
+// its code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
+// command. Options end at the command, as trace-cmd's do: what follows
+// COMMAND is its own. See docs/record.md.
 //
 // The command gets TRACEPIPE_CONFIG (the config file; without --config, one
-// that enables every event of a drop-newest main instance) and
-// TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute). SIGINT and SIGTERM go to the
-// command; tracepipe waits for it and exits with its status. If the command
-// wrote no valid trace.dat (it does not use tracepipe, or failed before
-// recording), OUT.dat becomes an empty one, so the output is always a trace.
-// With -N the command gets TRACEPIPE_RECORD_COLLECTOR and
-// TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done); when
-// the command recorded nothing, tracepipe sends an empty trace itself.
+// that enables every event of a drop-newest main instance),
+// TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute) or TRACEPIPE_RECORD_COLLECTOR,
+// and TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done:
+// "ok N" or "failed CAUSE"). The terminal's Ctrl-C reaches the command
+// itself (same process group), whose recorder stops, drains and finalizes
+// before the command ends; SIGINT or SIGTERM sent to tracepipe alone is
+// passed on to the command. tracepipe waits for the command and exits with
+// its status, or with kRecordFailed (125, as env and timeout do when they
+// fail themselves) when the recording failed (the command printed the
+// cause). If the command wrote no status (it does not use tracepipe, or
+// died before recording), OUT.dat becomes an empty trace if it is not a
+// valid one, or, with -N, tracepipe sends an empty trace itself.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <signal.h>
@@ -49,13 +54,31 @@ struct RecordCli {
   std::string collector;  // -N
   int file_version = 0;   // --file-version (0: the config's)
   std::string compression;
+  bool quiet = false;
   std::vector<std::string> command;
 };
 
+// tracepipe record's own failure (the recording failed, whatever the
+// command's status), as env(1) and timeout(1) exit 125 when they fail.
+constexpr int kRecordFailed = 125;
+
 volatile sig_atomic_t g_child = 0;
 
-void forward(int sig) {
+// A signal from the terminal (si_code SI_KERNEL: Ctrl-C, Ctrl-\\) reached the
+// whole foreground process group, the command included: passing it on would
+// make it a second one (which ends the command at once). A signal sent to
+// tracepipe alone (kill, systemd) goes to the command.
+void forward(int sig, siginfo_t* si, void*) {
+  if (si != nullptr && si->si_code == SI_KERNEL) return;
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// The status line the command's recorder left ("" when none).
+std::string read_status(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::string line;
+  std::getline(f, line);
+  return line;
 }
 
 // True if `p` is a trace.dat our reader opens.
@@ -69,7 +92,7 @@ bool valid_trace(const std::filesystem::path& p) {
 }
 
 int run_record(const RecordCli& cli) {
-  if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat -- COMMAND ARGS)");
+  if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
   if (cli.output.empty() == cli.collector.empty())
     throw std::runtime_error("record: give -o OUT.dat or -N HOST:PORT (one of them)");
   const bool net = !cli.collector.empty();
@@ -82,7 +105,12 @@ int run_record(const RecordCli& cli) {
   std::filesystem::path temp_config;
   if (!cli.config.empty()) {
     config = std::filesystem::absolute(cli.config);
-    (void)load_config(config);  // errors now, with file and line, not in the command
+    try {
+      (void)load_config(config);  // errors now, with file and line, not in the command
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tracepipe record: {}\n", e.what());
+      return kRecordFailed;
+    }
   } else {
     temp_config = std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.toml", ::getpid());
     std::ofstream f(temp_config);
@@ -105,12 +133,10 @@ int run_record(const RecordCli& cli) {
     env_store.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
     if (cli.file_version == 0) env_store.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
   }
-  if (net) {
-    env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
-    env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
-  } else {
-    env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
-  }
+  if (net) env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
+  else env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
+  if (cli.quiet) env_store.push_back("TRACEPIPE_RECORD_QUIET=1");
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -119,9 +145,9 @@ int run_record(const RecordCli& cli) {
   argv.push_back(nullptr);
 
   struct sigaction sa {};
-  sa.sa_handler = forward;
+  sa.sa_sigaction = forward;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   struct sigaction old_int {}, old_term {};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
@@ -145,24 +171,25 @@ int run_record(const RecordCli& cli) {
   ::sigaction(SIGTERM, &old_term, nullptr);
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
 
-  if (net) {
-    const bool recorded = std::filesystem::exists(status_file);
-    std::filesystem::remove(status_file, ec);
-    if (!recorded) {
-      // The command recorded nothing: the collector gets an empty trace.
-      InstanceOptions io;
-      io.cpus = std::max(1u, std::thread::hardware_concurrency());
-      Instance empty(io);
-      record::RecorderOptions ro;
-      ro.collector = cli.collector;
-      if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
-      if (!cli.compression.empty()) ro.compression = cli.compression;
-      record::Recorder rec(empty, ro);
-      (void)rec.stop();
-      fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
-                 cli.command[0], cli.collector);
-    }
-  } else if (!valid_trace(out)) {
+  const std::string rec_status = read_status(status_file);
+  std::filesystem::remove(status_file, ec);
+  if (rec_status.starts_with("failed")) return kRecordFailed;  // the command named the cause
+  const bool recorded = !rec_status.empty();  // "ok N": finalized, the summary printed
+  if (!recorded && net) {
+    // The command recorded nothing: the collector gets an empty trace.
+    InstanceOptions io;
+    io.cpus = std::max(1u, std::thread::hardware_concurrency());
+    Instance empty(io);
+    record::RecorderOptions ro;
+    ro.collector = cli.collector;
+    if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
+    if (!cli.compression.empty()) ro.compression = cli.compression;
+    record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
+    (void)rec.stop();
+    if (rec.error()) return kRecordFailed;
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
+               cli.command[0], cli.collector);
+  } else if (!recorded && !valid_trace(out)) {
     // The command recorded nothing: an empty trace, one stream per CPU.
     TraceDatWriterConfig wc;
     wc.cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -189,8 +216,18 @@ Registrar reg{[](CLI::App& app) {
       ->check(CLI::IsMember({6, 7}));
   sub->add_option("--compression", cli->compression, "Version 7's compression: zstd (default), zlib or none")
       ->check(CLI::IsMember({"zstd", "zlib", "none"}));
-  sub->add_option("command", cli->command, "The command and its arguments (after --)")->required();
-  sub->callback([cli] { std::exit(run_record(*cli)); });
+  sub->add_flag("-q,--quiet", cli->quiet, "No summary at the end (as trace-cmd record -q)");
+  // Options end at the command (trace-cmd's rule): COMMAND ARGS... are the
+  // command's, with or without a "--" before them.
+  sub->prefix_command();
+  sub->footer("COMMAND ARGS...: the command to run and record, with its own arguments");
+  sub->callback([cli, sub, &app] {
+    // Without "--", CLI11 leaves COMMAND ARGS with the subcommand; after
+    // "--", with the top level (which allows them: tools/main.cc).
+    cli->command = sub->remaining();
+    if (cli->command.empty()) cli->command = app.remaining();
+    std::exit(run_record(*cli));
+  });
 }};
 
 }  // namespace

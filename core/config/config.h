@@ -126,6 +126,7 @@ struct RecordingConfig {
   int32_t cpu = -1;                    ///< -1..4095: pin the recorder thread (-1: not pinned)
   uint64_t max_file_kb = 0;            ///< rotation: KiB of data per file (0: one file, no limit)
   uint32_t max_files = 0;              ///< rotation: keep the newest this many files (0: all)
+  bool print_hist = false;             ///< at the end, print every hist trigger's hist file (stderr)
   ConfigSource where;                  ///< the [recording] header
 };
 

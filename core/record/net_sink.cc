@@ -236,12 +236,15 @@ int NetSink::connect(std::span<const std::byte> headers) noexcept {
     const std::string port = std::to_string(opt_.address.port);
     const Resolved r = resolve_bounded(opt_.address.host, port, opt_.timeout);
     if (r.timed_out) {
-      stage_ = "resolving " + opt_.address.host + " (no answer within " + std::to_string(opt_.timeout.count()) + " ms)";
+      stage_ = "resolving " + opt_.address.host;
+      cause_ = "no answer within " + std::to_string(opt_.timeout.count()) + " ms";
       return ETIMEDOUT;
     }
     if (r.status != 0) {
-      stage_ = "resolving " + opt_.address.host + " (" + ::gai_strerror(r.status) + ")";
-      return r.status == EAI_SYSTEM && r.sys_errno != 0 ? r.sys_errno : EHOSTUNREACH;
+      stage_ = "resolving " + opt_.address.host;
+      if (r.status == EAI_SYSTEM && r.sys_errno != 0) return r.sys_errno;
+      cause_ = ::gai_strerror(r.status);
+      return EHOSTUNREACH;
     }
     addrinfo* res = r.list;
     int err = ECONNREFUSED;

@@ -100,6 +100,9 @@ class NetSink final : public TraceSink {
   std::string describe() const override { return "collector " + opt_.address.text(); }
 
   const std::string& stage() const noexcept { return stage_; }
+  /// The cause of the last failure in the sink's own words when no errno
+  /// says it (the resolver's: "Name or service not known"); empty otherwise.
+  const std::string& cause() const noexcept { return cause_; }
   /// The collector's data port of each CPU (after connect()).
   const std::vector<uint16_t>& data_ports() const noexcept { return ports_; }
 
@@ -118,6 +121,7 @@ class NetSink final : public TraceSink {
   std::vector<std::byte> peer_;  // sockaddr of the control connection's peer
   uint64_t bytes_ = 0;
   std::string stage_;
+  std::string cause_;
 };
 
 }  // namespace tracepipe::record

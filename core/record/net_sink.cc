@@ -266,6 +266,15 @@ int NetSink::connect(std::span<const std::byte> headers) noexcept {
     ::freeaddrinfo(res);
     if (ctl_ < 0) return err;
     set_timeouts(ctl_, opt_.timeout);
+    // Every message leaves at once (each is one send): with Nagle's
+    // algorithm the small MSG_FIN_DATA after the headers waited for the
+    // collector's delayed ACK, and a short recording ended its data
+    // connections before it arrived; the collector, still waiting for it,
+    // then had its poll interrupted by its readers' exit (SIGCHLD) and
+    // logged "reading client -4" and "Message: cmd=4" (trace-msg.c:
+    // read_msg_data, tracecmd_msg_wait_for_cmd).
+    const int one = 1;
+    (void)::setsockopt(ctl_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
     // (2) protocol version 3 (check_protocol_version).
     stage_ = "negotiating with " + where;

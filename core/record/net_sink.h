@@ -107,6 +107,13 @@ class NetSink final : public TraceSink {
   const std::vector<uint16_t>& data_ports() const noexcept { return ports_; }
 
  private:
+  // The steps of connect(), in order; each returns 0 or an errno and sets
+  // stage_ (may throw std::bad_alloc).
+  int connect_control();
+  int negotiate();
+  int init_session();
+  int send_headers(std::span<const std::byte> headers);
+  int connect_data();
   int connect_to(uint16_t port, int* fd) noexcept;
   int send_all(int fd, const void* p, size_t n) noexcept;
   int recv_exact(void* p, size_t n) noexcept;

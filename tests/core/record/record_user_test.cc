@@ -394,3 +394,26 @@ TEST_CASE("config triggers and hists: under tracepipe record and TRACEPIPE_CONFI
   check(shell(fmt::format("TRACEPIPE_CONFIG={} TRACEPIPE_RECORD_OUTPUT={} {}", cfg.path.string(), out.path.string(),
                           app_cmd("--events 5000 --threads 1"))));
 }
+
+TEST_CASE("tracepipe report: a truncated recording prints what precedes the cut and says where it stopped",
+          "[record][cli][user]") {
+  TempPath out("user_cut.dat");
+  const Ran r = shell(fmt::format("{} record -q -o {} {}", TP_TRACEPIPE_EXE, out.path.string(),
+                                  app_cmd("--events 20000 --threads 1")));
+  REQUIRE(r.status == 0);
+  const uint64_t whole = count_if_records(out.path);
+  REQUIRE(whole == emitted(r.out));
+  const uint64_t size = std::filesystem::file_size(out.path);
+  std::filesystem::resize_file(out.path, size - size / 3);
+  const Ran rr = shell(fmt::format("{} report {}", TP_TRACEPIPE_EXE, out.path.string()));
+  const std::string& rep = rr.out;
+  const std::string& warn = rr.err;
+  INFO(warn);
+  CHECK(rr.status == 0);
+  CHECK(warn.find("tracepipe report: warning: " + out.path.string() + ": truncated: cpu ") != std::string::npos);
+  CHECK(warn.find("read up to byte ") != std::string::npos);
+  uint64_t lines = 0;
+  for (size_t at = rep.find(" request: "); at != std::string::npos; at = rep.find(" request: ", at + 1)) ++lines;
+  CHECK(lines > 0);
+  CHECK(lines < whole);
+}

@@ -91,6 +91,91 @@ bool valid_trace(const std::filesystem::path& p) {
   }
 }
 
+// The command's environment: ours without any TRACEPIPE_* recording
+// variable, then the recording's.
+std::vector<std::string> child_environment(const RecordCli& cli, const std::filesystem::path& config,
+                                           const std::filesystem::path& out, const std::filesystem::path& status_file) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
+    env.emplace_back(*e);
+  }
+  env.push_back("TRACEPIPE_CONFIG=" + config.string());
+  if (cli.file_version != 0) env.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
+  if (!cli.compression.empty()) {
+    env.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
+    if (cli.file_version == 0) env.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
+  }
+  if (!cli.collector.empty()) env.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
+  else env.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  env.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
+  if (cli.quiet) env.push_back("TRACEPIPE_RECORD_QUIET=1");
+  return env;
+}
+
+// Runs the command with `env`, SIGINT and SIGTERM passed on (forward()),
+// and returns its wait status, or the shell's 127 / 126 (negated) when it
+// could not run.
+int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
+  std::vector<char*> envp, argv;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = cli.command;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  pid_t pid = 0;
+  const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  int status = 0;
+  if (err == 0) {
+    g_child = pid;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_child = 0;
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (err == 0) return status;
+  // The shell's and env(1)'s convention: 127 when the command is not
+  // found, 126 when it is found but cannot run.
+  fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
+  return err == ENOENT ? -127 : -126;
+}
+
+// The command recorded nothing (no status: not built with tracepipe, or
+// dead before it recorded): the output is still a trace.
+int record_nothing(const RecordCli& cli, const std::filesystem::path& out) {
+  if (!cli.collector.empty()) {
+    // The collector gets an empty trace.
+    InstanceOptions io;
+    io.cpus = std::max(1u, std::thread::hardware_concurrency());
+    Instance empty(io);
+    record::RecorderOptions ro;
+    ro.collector = cli.collector;
+    if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
+    if (!cli.compression.empty()) ro.compression = cli.compression;
+    record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
+    (void)rec.stop();
+    if (rec.error()) return kRecordFailed;
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
+               cli.command[0], cli.collector);
+  } else if (!valid_trace(out)) {
+    // An empty trace, one stream per CPU.
+    TraceDatWriterConfig wc;
+    wc.cpus = std::max(1u, std::thread::hardware_concurrency());
+    TraceDatWriter(wc).write(out);
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
+               cli.command[0], out.string());
+  }
+  return 0;
+}
+
 int run_record(const RecordCli& cli) {
   if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
   if (cli.output.empty() == cli.collector.empty())
@@ -121,82 +206,14 @@ int run_record(const RecordCli& cli) {
   std::error_code ec;
   if (!net) std::filesystem::remove(out, ec);  // a stale file must not pass for this run's trace
   std::filesystem::remove(status_file, ec);
-
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
-    env_store.emplace_back(*e);
-  }
-  env_store.push_back("TRACEPIPE_CONFIG=" + config.string());
-  if (cli.file_version != 0) env_store.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
-  if (!cli.compression.empty()) {
-    env_store.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
-    if (cli.file_version == 0) env_store.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
-  }
-  if (net) env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
-  else env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
-  env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
-  if (cli.quiet) env_store.push_back("TRACEPIPE_RECORD_QUIET=1");
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = cli.command;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  struct sigaction sa {};
-  sa.sa_sigaction = forward;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART | SA_SIGINFO;
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  pid_t pid = 0;
-  const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (err != 0) {
-    if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    // The shell's and env(1)'s convention: 127 when the command is not
-    // found, 126 when it is found but cannot run.
-    fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
-    return err == ENOENT ? 127 : 126;
-  }
-  g_child = pid;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  g_child = 0;
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
+  const int status = spawn_and_wait(cli, child_environment(cli, config, out, status_file));
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
-
+  if (status < 0) return -status;  // could not run
   const std::string rec_status = read_status(status_file);
   std::filesystem::remove(status_file, ec);
   if (rec_status.starts_with("failed")) return kRecordFailed;  // the command named the cause
-  const bool recorded = !rec_status.empty();  // "ok N": finalized, the summary printed
-  if (!recorded && net) {
-    // The command recorded nothing: the collector gets an empty trace.
-    InstanceOptions io;
-    io.cpus = std::max(1u, std::thread::hardware_concurrency());
-    Instance empty(io);
-    record::RecorderOptions ro;
-    ro.collector = cli.collector;
-    if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
-    if (!cli.compression.empty()) ro.compression = cli.compression;
-    record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
-    (void)rec.stop();
-    if (rec.error()) return kRecordFailed;
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
-               cli.command[0], cli.collector);
-  } else if (!recorded && !valid_trace(out)) {
-    // The command recorded nothing: an empty trace, one stream per CPU.
-    TraceDatWriterConfig wc;
-    wc.cpus = std::max(1u, std::thread::hardware_concurrency());
-    TraceDatWriter(wc).write(out);
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-               cli.command[0], out.string());
-  }
+  // "ok N": finalized, the summary printed; none: the command recorded nothing.
+  if (rec_status.empty() && record_nothing(cli, out) != 0) return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -155,22 +156,30 @@ TEST_CASE("tracepipe record: records in the file + events the marks count = even
 TEST_CASE("tracepipe record -N: every loss marked in trace-cmd listen's file, and listen logs no error",
           "[record][cli][user][net]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  tp_record_test::Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  std::vector<uint64_t> emitted_per_session;
   for (const char* text : {kSmallDropNewest, kSmallOverwrite}) {
-    tp_record_test::Collector col;
-    if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
     TempPath cfg = config("user_net.toml", text);
     const Ran r = shell(fmt::format("{} record --config {} -N {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
                                     col.address(), app_cmd("--events 50000 --threads 2")));
     INFO(r.err);
     REQUIRE(r.status == 0);
-    const auto file = col.wait_file();
-    INFO(col.log());
-    REQUIRE(file);
-    check_every_loss_marked(*file, emitted(r.out));
-    // trace-cmd record -N's end of the protocol: nothing to complain about.
-    CHECK(col.log().find("reading client") == std::string::npos);
-    CHECK(col.log().find("Message: cmd=") == std::string::npos);
+    emitted_per_session.push_back(emitted(r.out));
   }
+  REQUIRE(col.wait_file());  // both sessions joined
+  INFO(col.log());
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(col.dir()))
+    if (e.path().extension() == ".dat") files.push_back(e.path());
+  REQUIRE(files.size() == 2);
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    return std::filesystem::last_write_time(a) < std::filesystem::last_write_time(b);
+  });
+  for (size_t i = 0; i < 2; ++i) check_every_loss_marked(files[i], emitted_per_session[i]);
+  // trace-cmd record -N's end of the protocol: nothing to complain about.
+  CHECK(col.log().find("reading client") == std::string::npos);
+  CHECK(col.log().find("Message: cmd=") == std::string::npos);
 }
 
 TEST_CASE("tracepipe record: options end at the command, with or without --", "[record][cli][user]") {

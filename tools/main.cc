@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", tracepipe::version());
   app.require_subcommand(1);
   for (auto& add : tracepipe::tools::command_table()) add(app);
+  // `record` ends its options at the command (prefix_command): CLI11 also
+  // hands what follows the command to the top level, which must not refuse
+  // it. Each subcommand keeps refusing its own extras (allow_extras is
+  // copied into a subcommand when it is added, above).
+  app.allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

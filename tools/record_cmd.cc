@@ -1,19 +1,24 @@
-// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) -- COMMAND
-// ARGS...`: runs a program built with tracepipe so that it records into
-// OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to its
-// code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
-// command. See docs/record.md.
+// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) [--]
+// COMMAND ARGS...`: runs a program built with tracepipe so that it records
+// into OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to
+// its code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
+// command. Options end at the command, as trace-cmd's do: what follows
+// COMMAND is its own. See docs/record.md.
 //
 // The command gets TRACEPIPE_CONFIG (the config file; without --config, one
 // that enables every event of a drop-newest main instance of 4096 KiB per
-// CPU), TRACEPIPE_RECORD_BLOCK with --block[=US], and
-// TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute). SIGINT and SIGTERM go to the
-// command; tracepipe waits for it and exits with its status. If the command
-// wrote no valid trace.dat (it does not use tracepipe, or failed before
-// recording), OUT.dat becomes an empty one, so the output is always a trace.
-// With -N the command gets TRACEPIPE_RECORD_COLLECTOR and
-// TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done); when
-// the command recorded nothing, tracepipe sends an empty trace itself.
+// CPU), TRACEPIPE_RECORD_BLOCK with --block[=US],
+// TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute) or TRACEPIPE_RECORD_COLLECTOR,
+// and TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done:
+// "ok N" or "failed CAUSE"). The terminal's Ctrl-C reaches the command
+// itself (same process group), whose recorder stops, drains and finalizes
+// before the command ends; SIGINT or SIGTERM sent to tracepipe alone is
+// passed on to the command. tracepipe waits for the command and exits with
+// its status, or with kRecordFailed (125, as env and timeout do when they
+// fail themselves) when the recording failed (the command printed the
+// cause). If the command wrote no status (it does not use tracepipe, or
+// died before recording), OUT.dat becomes an empty trace if it is not a
+// valid one, or, with -N, tracepipe sends an empty trace itself.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <signal.h>
@@ -51,13 +56,31 @@ struct RecordCli {
   int file_version = 0;   // --file-version (0: the config's)
   std::string compression;
   std::string block;  // --block[=US]: "inf" or microseconds ("" = not given)
+  bool quiet = false;
   std::vector<std::string> command;
 };
 
+// tracepipe record's own failure (the recording failed, whatever the
+// command's status), as env(1) and timeout(1) exit 125 when they fail.
+constexpr int kRecordFailed = 125;
+
 volatile sig_atomic_t g_child = 0;
 
-void forward(int sig) {
+// A signal from the terminal (si_code SI_KERNEL: Ctrl-C, Ctrl-\\) reached the
+// whole foreground process group, the command included: passing it on would
+// make it a second one (which ends the command at once). A signal sent to
+// tracepipe alone (kill, systemd) goes to the command.
+void forward(int sig, siginfo_t* si, void*) {
+  if (si != nullptr && si->si_code == SI_KERNEL) return;
   if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// The status line the command's recorder left ("" when none).
+std::string read_status(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::string line;
+  std::getline(f, line);
+  return line;
 }
 
 // True if `p` is a trace.dat our reader opens.
@@ -70,8 +93,94 @@ bool valid_trace(const std::filesystem::path& p) {
   }
 }
 
+// The command's environment: ours without any TRACEPIPE_* recording
+// variable, then the recording's.
+std::vector<std::string> child_environment(const RecordCli& cli, const std::filesystem::path& config,
+                                           const std::filesystem::path& out, const std::filesystem::path& status_file) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
+    env.emplace_back(*e);
+  }
+  env.push_back("TRACEPIPE_CONFIG=" + config.string());
+  if (cli.file_version != 0) env.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
+  if (!cli.compression.empty()) {
+    env.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
+    if (cli.file_version == 0) env.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
+  }
+  if (!cli.block.empty()) env.push_back("TRACEPIPE_RECORD_BLOCK=" + cli.block);
+  if (!cli.collector.empty()) env.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
+  else env.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  env.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
+  if (cli.quiet) env.push_back("TRACEPIPE_RECORD_QUIET=1");
+  return env;
+}
+
+// Runs the command with `env`, SIGINT and SIGTERM passed on (forward()),
+// and returns its wait status, or the shell's 127 / 126 (negated) when it
+// could not run.
+int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
+  std::vector<char*> envp, argv;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = cli.command;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  pid_t pid = 0;
+  const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  int status = 0;
+  if (err == 0) {
+    g_child = pid;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_child = 0;
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (err == 0) return status;
+  // The shell's and env(1)'s convention: 127 when the command is not
+  // found, 126 when it is found but cannot run.
+  fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
+  return err == ENOENT ? -127 : -126;
+}
+
+// The command recorded nothing (no status: not built with tracepipe, or
+// dead before it recorded): the output is still a trace.
+int record_nothing(const RecordCli& cli, const std::filesystem::path& out) {
+  if (!cli.collector.empty()) {
+    // The collector gets an empty trace.
+    InstanceOptions io;
+    io.cpus = std::max(1u, std::thread::hardware_concurrency());
+    Instance empty(io);
+    record::RecorderOptions ro;
+    ro.collector = cli.collector;
+    if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
+    if (!cli.compression.empty()) ro.compression = cli.compression;
+    record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
+    (void)rec.stop();
+    if (rec.error()) return kRecordFailed;
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
+               cli.command[0], cli.collector);
+  } else if (!valid_trace(out)) {
+    // An empty trace, one stream per CPU.
+    TraceDatWriterConfig wc;
+    wc.cpus = std::max(1u, std::thread::hardware_concurrency());
+    TraceDatWriter(wc).write(out);
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
+               cli.command[0], out.string());
+  }
+  return 0;
+}
+
 int run_record(const RecordCli& cli) {
-  if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat -- COMMAND ARGS)");
+  if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
   if (cli.output.empty() == cli.collector.empty())
     throw std::runtime_error("record: give -o OUT.dat or -N HOST:PORT (one of them)");
   const bool net = !cli.collector.empty();
@@ -84,7 +193,12 @@ int run_record(const RecordCli& cli) {
   std::filesystem::path temp_config;
   if (!cli.config.empty()) {
     config = std::filesystem::absolute(cli.config);
-    (void)load_config(config);  // errors now, with file and line, not in the command
+    try {
+      (void)load_config(config);  // errors now, with file and line, not in the command
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tracepipe record: {}\n", e.what());
+      return kRecordFailed;
+    }
   } else {
     temp_config = std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.toml", ::getpid());
     std::ofstream f(temp_config);
@@ -97,84 +211,14 @@ int run_record(const RecordCli& cli) {
   std::error_code ec;
   if (!net) std::filesystem::remove(out, ec);  // a stale file must not pass for this run's trace
   std::filesystem::remove(status_file, ec);
-
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
-    env_store.emplace_back(*e);
-  }
-  env_store.push_back("TRACEPIPE_CONFIG=" + config.string());
-  if (cli.file_version != 0) env_store.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
-  if (!cli.compression.empty()) {
-    env_store.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
-    if (cli.file_version == 0) env_store.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
-  }
-  if (!cli.block.empty()) env_store.push_back("TRACEPIPE_RECORD_BLOCK=" + cli.block);
-  if (net) {
-    env_store.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
-    env_store.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
-  } else {
-    env_store.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
-  }
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = cli.command;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  struct sigaction sa {};
-  sa.sa_handler = forward;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  pid_t pid = 0;
-  const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (err != 0) {
-    if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    // The shell's and env(1)'s convention: 127 when the command is not
-    // found, 126 when it is found but cannot run.
-    fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
-    return err == ENOENT ? 127 : 126;
-  }
-  g_child = pid;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  g_child = 0;
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
+  const int status = spawn_and_wait(cli, child_environment(cli, config, out, status_file));
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
-
-  if (net) {
-    const bool recorded = std::filesystem::exists(status_file);
-    std::filesystem::remove(status_file, ec);
-    if (!recorded) {
-      // The command recorded nothing: the collector gets an empty trace.
-      InstanceOptions io;
-      io.cpus = std::max(1u, std::thread::hardware_concurrency());
-      Instance empty(io);
-      record::RecorderOptions ro;
-      ro.collector = cli.collector;
-      if (cli.file_version == 7 || !cli.compression.empty()) ro.file_version = 7;
-      if (!cli.compression.empty()) ro.compression = cli.compression;
-      record::Recorder rec(empty, ro);
-      (void)rec.stop();
-      fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
-                 cli.command[0], cli.collector);
-    }
-  } else if (!valid_trace(out)) {
-    // The command recorded nothing: an empty trace, one stream per CPU.
-    TraceDatWriterConfig wc;
-    wc.cpus = std::max(1u, std::thread::hardware_concurrency());
-    TraceDatWriter(wc).write(out);
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-               cli.command[0], out.string());
-  }
+  if (status < 0) return -status;  // could not run
+  const std::string rec_status = read_status(status_file);
+  std::filesystem::remove(status_file, ec);
+  if (rec_status.starts_with("failed")) return kRecordFailed;  // the command named the cause
+  // "ok N": finalized, the summary printed; none: the command recorded nothing.
+  if (rec_status.empty() && record_nothing(cli, out) != 0) return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
@@ -194,11 +238,12 @@ Registrar reg{[](CLI::App& app) {
       ->check(CLI::IsMember({6, 7}));
   sub->add_option("--compression", cli->compression, "Version 7's compression: zstd (default), zlib or none")
       ->check(CLI::IsMember({"zstd", "zlib", "none"}));
-  sub->add_option("--block", cli->block,
-                  "Blocking mode: a writer that finds its buffer full waits for the recorder up to US "
-                  "microseconds (no value or inf: no bound) instead of dropping, as LTTng's --blocking-timeout")
-      ->expected(0, 1)
-      ->default_str("inf")
+  // A flag that may carry a value (--block or --block=US): it never takes the
+  // command that follows it for its value.
+  sub->add_flag("--block{inf}", cli->block,
+                "Blocking mode: a writer that finds its buffer full waits for the recorder up to US "
+                "microseconds (--block or --block=inf: no bound) instead of dropping, as LTTng's "
+                "--blocking-timeout")
       ->check([](const std::string& v) -> std::string {
         if (v.empty() || v == "inf") return {};
         char* end = nullptr;
@@ -206,8 +251,18 @@ Registrar reg{[](CLI::App& app) {
         if (*end != '\0' || us < 0) return "expected microseconds or inf, got '" + v + "'";
         return {};
       });
-  sub->add_option("command", cli->command, "The command and its arguments (after --)")->required();
-  sub->callback([cli] { std::exit(run_record(*cli)); });
+  sub->add_flag("-q,--quiet", cli->quiet, "No summary at the end (as trace-cmd record -q)");
+  // Options end at the command (trace-cmd's rule): COMMAND ARGS... are the
+  // command's, with or without a "--" before them.
+  sub->prefix_command();
+  sub->footer("COMMAND ARGS...: the command to run and record, with its own arguments");
+  sub->callback([cli, sub, &app] {
+    // Without "--", CLI11 leaves COMMAND ARGS with the subcommand; after
+    // "--", with the top level (which allows them: tools/main.cc).
+    cli->command = sub->remaining();
+    if (cli->command.empty()) cli->command = app.remaining();
+    std::exit(run_record(*cli));
+  });
 }};
 
 }  // namespace

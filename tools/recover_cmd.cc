@@ -73,7 +73,7 @@ void run(const RecoverCli& cli) {
     throw std::runtime_error(fmt::format("{}: process {} ({}) is still running; --live takes a snapshot of its "
                                          "buffers without stopping it",
                                          file.string(), t.pid, t.comm));
-  for (const std::string& w : t.warnings) fmt::print(stderr, "tracepipe recover: warning: {}\n", w);
+  for (const std::string& w : t.warnings) fmt::print(stderr, "tracepipe recover: warning: {}: {}\n", file.string(), w);
   recover::write_trace_dat(t, cli.output);
   uint64_t overrun = 0, lost = 0, raced = 0;
   for (const auto& c : t.cpus) {

@@ -21,7 +21,30 @@ struct ReportCli {
   bool no_plugins = false;
   bool ns = false;
   bool info = false;
+  bool stat = false;
 };
+
+// --stat: the per-CPU statistics the recording stored (CPUSTAT options),
+// then where each CPU's data lies, as `trace-cmd report --stat` prints them
+// (lib/trace-cmd/trace-input.c: tracecmd_print_stats; each option's NUL
+// becomes a newline).
+void print_stat(const TraceDatReader& r) {
+  fmt::print("cpus={}\n\nKernel buffer statistics:\n"
+             "  Note: \"entries\" are the entries left in the kernel ring buffer and are not\n"
+             "        recorded in the trace data. They should all be zero.\n\n",
+             r.cpu_count());
+  std::string stats;
+  for (const TraceDatOption& o : r.options()) {
+    if (o.id != static_cast<uint16_t>(TraceDatOptionId::cpustat) || o.data.empty()) continue;
+    std::string text(reinterpret_cast<const char*>(o.data.data()), o.data.size());
+    text.back() = '\n';
+    stats += text;
+  }
+  if (stats.empty()) fmt::print(" No stats in this file\n");
+  else fmt::print("{}\n", stats);
+  for (const CpuDataInfo& d : r.cpu_data())
+    fmt::print("CPU{} data recorded at offset={:#x}\n    {} bytes in size\n", d.cpu, d.offset, d.size);
+}
 
 // --info: what the file holds, without the records.
 void print_info(const TraceDatReader& r) {
@@ -57,6 +80,10 @@ void print(const ReportCli& cli) {
     print_info(reader);
     return;
   }
+  if (cli.stat) {
+    print_stat(reader);
+    return;
+  }
   if (reader.is_latency()) {
     std::fwrite(reader.latency_text().data(), 1, reader.latency_text().size(), stdout);
     return;
@@ -87,6 +114,9 @@ const Registrar reg{[](CLI::App& app) {
                 "render every event through its print fmt (trace-cmd report -N)");
   sub->add_flag("-t,--ns", cli->ns, "nanosecond time stamps (trace-cmd report -t)");
   sub->add_flag("--info", cli->info, "describe the file (headers, per-CPU data) instead of printing records");
+  sub->add_flag("--stat", cli->stat,
+                "print the per-CPU statistics stored with the recording (entries, overrun, dropped, ...) instead of "
+                "the records (trace-cmd report --stat)");
   sub->callback([cli] { run(*cli); });
 }};
 

@@ -131,7 +131,7 @@ constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, s
 constexpr std::string_view kRecordingKeys[] = {"output",      "collector",           "mode",
                                                "watermark_percent", "flush_interval_ms", "max_poll_interval_us",
                                                "max_file_kb", "max_files", "file_version", "compression",
-                                               "realtime_priority", "cpu", "block_timeout_us"};
+                                               "realtime_priority", "cpu", "block_timeout_us", "print_hist"};
 
 // "HOST:PORT" or "PORT" (trace-cmd record -N), port 1..65535; the recorder
 // parses it again (core/record/net_sink.h).
@@ -287,6 +287,8 @@ struct Ctx {
         } else {
           r.block_timeout_us = get_int(v, key, 0, int64_t{1} << 40);
         }
+      } else if (ks == "print_hist") {
+        r.print_hist = get_bool(v, key);
       } else {
         fail(v, key, unknown_key_message(ks, kRecordingKeys));
       }

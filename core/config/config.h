@@ -132,6 +132,7 @@ struct RecordingConfig {
   /// of a full drop-newest buffer waits for the recorder; 0: never waits;
   /// -1: no bound (`block_timeout_us = "inf"`, LTTng's spelling).
   int64_t block_timeout_us = 0;
+  bool print_hist = false;             ///< at the end, print every hist trigger's hist file (stderr)
   ConfigSource where;                  ///< the [recording] header
 };
 

@@ -228,127 +228,165 @@ int NetSink::connect_to(uint16_t port, int* fd) noexcept {
   return 0;
 }
 
+// (1) Resolves the name (bounded) and connects the control connection.
+int NetSink::connect_control() {
+  stage_ = "connecting to " + opt_.address.text();
+  const std::string port = std::to_string(opt_.address.port);
+  const Resolved r = resolve_bounded(opt_.address.host, port, opt_.timeout);
+  if (r.timed_out) {
+    stage_ = "resolving " + opt_.address.host;
+    cause_ = "no answer within " + std::to_string(opt_.timeout.count()) + " ms";
+    return ETIMEDOUT;
+  }
+  if (r.status != 0) {
+    stage_ = "resolving " + opt_.address.host;
+    if (r.status == EAI_SYSTEM && r.sys_errno != 0) return r.sys_errno;
+    cause_ = ::gai_strerror(r.status);
+    return EHOSTUNREACH;
+  }
+  addrinfo* res = r.list;
+  int err = ECONNREFUSED;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    err = connect_bounded(fd, a->ai_addr, a->ai_addrlen, opt_.timeout);
+    if (err == 0) {
+      ctl_ = fd;
+      peer_.assign(reinterpret_cast<const std::byte*>(a->ai_addr),
+                   reinterpret_cast<const std::byte*>(a->ai_addr) + a->ai_addrlen);
+      break;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  if (ctl_ < 0) return err;
+  set_timeouts(ctl_, opt_.timeout);
+  // Every message leaves at once (each is one send): with Nagle's
+  // algorithm the small MSG_FIN_DATA after the headers waited for the
+  // collector's delayed ACK, and a short recording ended its data
+  // connections before it arrived; the collector, still waiting for it,
+  // then had its poll interrupted by its readers' exit (SIGCHLD) and
+  // logged "reading client -4" and "Message: cmd=4" (trace-msg.c:
+  // read_msg_data, tracecmd_msg_wait_for_cmd).
+  const int one = 1;
+  (void)::setsockopt(ctl_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return 0;
+}
+
+// (2) Protocol version 3 (trace-record.c: check_protocol_version).
+int NetSink::negotiate() {
+  const std::string where = opt_.address.text();
+  stage_ = "negotiating with " + where;
+  char buf[16] = {};
+  int err;
+  if ((err = recv_exact(buf, 8)) != 0) return err;
+  if (std::memcmp(buf, "tracecmd", 8) != 0) {
+    stage_ = where + " is not a trace-cmd collector";
+    return EPROTO;
+  }
+  if ((err = send_all(ctl_, kV3Cpu, sizeof kV3Cpu)) != 0) return err;
+  if ((err = recv_exact(buf, 3)) != 0) return err;  // "V3\0"
+  if (std::memcmp(buf, "V3", 3) != 0) {
+    stage_ = where + " does not speak trace-cmd's protocol version 3";
+    return EPROTO;
+  }
+  if ((err = send_all(ctl_, kV3Magic, sizeof kV3Magic)) != 0) return err;
+  if ((err = recv_exact(buf, 2)) != 0) return err;
+  if (std::memcmp(buf, "OK", 2) != 0) {
+    stage_ = where + " refused the protocol";
+    return EPROTO;
+  }
+  return 0;
+}
+
+// (3) MSG_TINIT {cpus, page size, options} "tcp\0"; MSG_RINIT back with
+// one data port per CPU.
+int NetSink::init_session() {
+  const std::string where = opt_.address.text();
+  stage_ = "initialising with " + where;
+  std::byte tinit[12];
+  put_be32(tinit, cpus_);
+  put_be32(tinit + 4, page_size_);
+  put_be32(tinit + 8, 1);
+  static constexpr char kTcp[] = "tcp";
+  int err;
+  if ((err = send_msg(kMsgTinit, tinit, std::as_bytes(std::span(kTcp, sizeof kTcp)))) != 0) return err;
+  std::byte hdr[kMsgHdrLen];
+  if ((err = recv_exact(hdr, sizeof hdr)) != 0) return err;
+  const uint32_t size = get_be32(hdr), cmd = get_be32(hdr + 4), cmd_size = get_be32(hdr + 8);
+  if (size < kMsgHdrLen + 4 || size > kMsgMaxLen || cmd_size != 4 || cmd != kMsgRinit) {
+    stage_ = where + " answered MSG_TINIT with command " + std::to_string(cmd) + " (expected MSG_RINIT)";
+    return EPROTO;
+  }
+  std::vector<char> body(size - kMsgHdrLen);
+  if ((err = recv_exact(body.data(), body.size())) != 0) return err;
+  uint32_t ncpu;
+  std::memcpy(&ncpu, body.data(), 4);
+  ncpu = ntohl(ncpu);
+  if (ncpu != cpus_ || body.back() != '\0') {
+    stage_ = where + " sent a bad port list";
+    return EPROTO;
+  }
+  for (size_t at = 4; ports_.size() < cpus_ && at < body.size();) {
+    const char* s = body.data() + at;
+    const size_t len = std::strlen(s);
+    unsigned v = 0;
+    const auto [end, ec] = std::from_chars(s, s + len, v);
+    if (ec != std::errc{} || end != s + len || v == 0 || v > 65535) {
+      stage_ = where + " sent a bad port list";
+      return EPROTO;
+    }
+    ports_.push_back(static_cast<uint16_t>(v));
+    at += len + 1;
+  }
+  if (ports_.size() != cpus_) {
+    stage_ = where + " sent a bad port list";
+    return EPROTO;
+  }
+  return 0;
+}
+
+// (4) The headers, then MSG_FIN_DATA.
+int NetSink::send_headers(std::span<const std::byte> headers) {
+  stage_ = "sending the headers to " + opt_.address.text();
+  constexpr size_t kChunk = kMsgMaxLen - kMsgHdrLen;
+  for (size_t at = 0; at < headers.size(); at += kChunk)
+    if (const int err = send_msg(kMsgSendData, {}, headers.subspan(at, std::min(kChunk, headers.size() - at))); err != 0)
+      return err;
+  return send_msg(kMsgFinData, {}, {});
+}
+
+// (5) One data connection per CPU. The collector's reader listens on its
+// port only once it has forked, so a refusal is retried (bounded).
+int NetSink::connect_data() {
+  const std::string where = opt_.address.text();
+  for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
+    stage_ = "connecting CPU " + std::to_string(cpu) + "'s data port " + std::to_string(ports_[cpu]) + " of " + where;
+    const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+    int err;
+    for (;;) {
+      err = connect_to(ports_[cpu], &data_[cpu]);
+      if (err != ECONNREFUSED || std::chrono::steady_clock::now() >= deadline) break;
+      const timespec ts{0, 2'000'000};
+      (void)::nanosleep(&ts, nullptr);  // retry pacing, not ordering
+    }
+    if (err != 0) return err;
+  }
+  stage_ = "sending to " + where;
+  return 0;
+}
+
 int NetSink::connect(std::span<const std::byte> headers) noexcept {
   try {
-    const std::string where = opt_.address.text();
-    // (1) resolve and connect the control connection.
-    stage_ = "connecting to " + where;
-    const std::string port = std::to_string(opt_.address.port);
-    const Resolved r = resolve_bounded(opt_.address.host, port, opt_.timeout);
-    if (r.timed_out) {
-      stage_ = "resolving " + opt_.address.host + " (no answer within " + std::to_string(opt_.timeout.count()) + " ms)";
-      return ETIMEDOUT;
-    }
-    if (r.status != 0) {
-      stage_ = "resolving " + opt_.address.host + " (" + ::gai_strerror(r.status) + ")";
-      return r.status == EAI_SYSTEM && r.sys_errno != 0 ? r.sys_errno : EHOSTUNREACH;
-    }
-    addrinfo* res = r.list;
-    int err = ECONNREFUSED;
-    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) {
-        err = errno;
-        continue;
-      }
-      err = connect_bounded(fd, a->ai_addr, a->ai_addrlen, opt_.timeout);
-      if (err == 0) {
-        ctl_ = fd;
-        peer_.assign(reinterpret_cast<const std::byte*>(a->ai_addr),
-                     reinterpret_cast<const std::byte*>(a->ai_addr) + a->ai_addrlen);
-        break;
-      }
-      ::close(fd);
-    }
-    ::freeaddrinfo(res);
-    if (ctl_ < 0) return err;
-    set_timeouts(ctl_, opt_.timeout);
-
-    // (2) protocol version 3 (check_protocol_version).
-    stage_ = "negotiating with " + where;
-    char buf[16] = {};
-    if ((err = recv_exact(buf, 8)) != 0) return err;
-    if (std::memcmp(buf, "tracecmd", 8) != 0) {
-      stage_ = where + " is not a trace-cmd collector";
-      return EPROTO;
-    }
-    if ((err = send_all(ctl_, kV3Cpu, sizeof kV3Cpu)) != 0) return err;
-    if ((err = recv_exact(buf, 3)) != 0) return err;  // "V3\0"
-    if (std::memcmp(buf, "V3", 3) != 0) {
-      stage_ = where + " does not speak trace-cmd's protocol version 3";
-      return EPROTO;
-    }
-    if ((err = send_all(ctl_, kV3Magic, sizeof kV3Magic)) != 0) return err;
-    if ((err = recv_exact(buf, 2)) != 0) return err;
-    if (std::memcmp(buf, "OK", 2) != 0) {
-      stage_ = where + " refused the protocol";
-      return EPROTO;
-    }
-
-    // (3) MSG_TINIT {cpus, page size, options} "tcp\0"; MSG_RINIT back.
-    stage_ = "initialising with " + where;
-    std::byte tinit[12];
-    put_be32(tinit, cpus_);
-    put_be32(tinit + 4, page_size_);
-    put_be32(tinit + 8, 1);
-    static constexpr char kTcp[] = "tcp";
-    if ((err = send_msg(kMsgTinit, tinit, std::as_bytes(std::span(kTcp, sizeof kTcp)))) != 0) return err;
-    std::byte hdr[kMsgHdrLen];
-    if ((err = recv_exact(hdr, sizeof hdr)) != 0) return err;
-    const uint32_t size = get_be32(hdr), cmd = get_be32(hdr + 4), cmd_size = get_be32(hdr + 8);
-    if (size < kMsgHdrLen + 4 || size > kMsgMaxLen || cmd_size != 4 || cmd != kMsgRinit) {
-      stage_ = where + " answered MSG_TINIT with command " + std::to_string(cmd) + " (expected MSG_RINIT)";
-      return EPROTO;
-    }
-    std::vector<char> body(size - kMsgHdrLen);
-    if ((err = recv_exact(body.data(), body.size())) != 0) return err;
-    uint32_t ncpu;
-    std::memcpy(&ncpu, body.data(), 4);
-    ncpu = ntohl(ncpu);
-    if (ncpu != cpus_ || body.back() != '\0') {
-      stage_ = where + " sent a bad port list";
-      return EPROTO;
-    }
-    for (size_t at = 4; ports_.size() < cpus_ && at < body.size();) {
-      const char* s = body.data() + at;
-      const size_t len = std::strlen(s);
-      unsigned v = 0;
-      const auto [end, ec] = std::from_chars(s, s + len, v);
-      if (ec != std::errc{} || end != s + len || v == 0 || v > 65535) {
-        stage_ = where + " sent a bad port list";
-        return EPROTO;
-      }
-      ports_.push_back(static_cast<uint16_t>(v));
-      at += len + 1;
-    }
-    if (ports_.size() != cpus_) {
-      stage_ = where + " sent a bad port list";
-      return EPROTO;
-    }
-
-    // (4) the headers, then MSG_FIN_DATA.
-    stage_ = "sending the headers to " + where;
-    constexpr size_t kChunk = kMsgMaxLen - kMsgHdrLen;
-    for (size_t at = 0; at < headers.size(); at += kChunk)
-      if ((err = send_msg(kMsgSendData, {}, headers.subspan(at, std::min(kChunk, headers.size() - at)))) != 0)
-        return err;
-    if ((err = send_msg(kMsgFinData, {}, {})) != 0) return err;
-
-    // (5) one data connection per CPU. The collector's reader listens on
-    // its port only once it has forked, so a refusal is retried (bounded).
-    for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
-      stage_ = "connecting CPU " + std::to_string(cpu) + "'s data port " + std::to_string(ports_[cpu]) + " of " + where;
-      const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
-      for (;;) {
-        err = connect_to(ports_[cpu], &data_[cpu]);
-        if (err != ECONNREFUSED || std::chrono::steady_clock::now() >= deadline) break;
-        const timespec ts{0, 2'000'000};
-        (void)::nanosleep(&ts, nullptr);  // retry pacing, not ordering
-      }
-      if (err != 0) return err;
-    }
-    stage_ = "sending to " + where;
-    return 0;
+    int err = connect_control();
+    if (err == 0) err = negotiate();
+    if (err == 0) err = init_session();
+    if (err == 0) err = send_headers(headers);
+    if (err == 0) err = connect_data();
+    return err;
   } catch (const std::bad_alloc&) {
     return ENOMEM;
   }

@@ -100,10 +100,20 @@ class NetSink final : public TraceSink {
   std::string describe() const override { return "collector " + opt_.address.text(); }
 
   const std::string& stage() const noexcept { return stage_; }
+  /// The cause of the last failure in the sink's own words when no errno
+  /// says it (the resolver's: "Name or service not known"); empty otherwise.
+  const std::string& cause() const noexcept { return cause_; }
   /// The collector's data port of each CPU (after connect()).
   const std::vector<uint16_t>& data_ports() const noexcept { return ports_; }
 
  private:
+  // The steps of connect(), in order; each returns 0 or an errno and sets
+  // stage_ (may throw std::bad_alloc).
+  int connect_control();
+  int negotiate();
+  int init_session();
+  int send_headers(std::span<const std::byte> headers);
+  int connect_data();
   int connect_to(uint16_t port, int* fd) noexcept;
   int send_all(int fd, const void* p, size_t n) noexcept;
   int recv_exact(void* p, size_t n) noexcept;
@@ -118,6 +128,7 @@ class NetSink final : public TraceSink {
   std::vector<std::byte> peer_;  // sockaddr of the control connection's peer
   uint64_t bytes_ = 0;
   std::string stage_;
+  std::string cause_;
 };
 
 }  // namespace tracepipe::record

@@ -99,6 +99,11 @@ class PageBatch {
     missed_unknown_ = true;
   }
 
+  /// A loss mark waits for a record: the open page is empty and flagged.
+  bool mark_waiting() const noexcept { return used_ == 0 && (lost_ != 0 || missed_unknown_); }
+  /// The count the open page's mark carries (0: none).
+  uint64_t pending_lost() const noexcept { return lost_; }
+
   void checkpoint() noexcept { ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_}; }
   void rollback() noexcept {
     done_ = ck_.done;

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 #include "tracepipe/buffers/subbuf_reader.h"
+#include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/page_batch.h"
@@ -38,6 +40,13 @@ struct PendingMark {
   uint64_t count;
 };
 
+// A CPU's loss counters (buffers/stats.h), in one snapshot.
+struct LossCounts {
+  uint64_t overrun = 0, lost_full = 0, lost_busy = 0, commit_overrun = 0, lost_set_aside = 0, lost_too_big = 0;
+  // The losses marked after the tail's sub-buffer (all but overrun).
+  uint64_t ring_lost() const noexcept { return lost_full + lost_busy + commit_overrun + lost_set_aside + lost_too_big; }
+};
+
 struct CpuState {
   CpuState(const buffers::RingBufferBase& rb, uint32_t cpu, uint32_t page_size, uint32_t batch_pages)
       : rd(rb, cpu), batch(page_size, batch_pages) {
@@ -46,11 +55,14 @@ struct CpuState {
   static constexpr size_t kMaxPending = 64;
   buffers::SubbufReader rd;
   PageBatch batch;
-  uint64_t ring_lost_seen = 0;  // lost_full + lost_busy + lost_too_big + commit_overrun + lost_set_aside
-  uint64_t overrun_seen = 0;
+  LossCounts seen;  // the ring's counters as last noted
   std::vector<PendingMark> pending;
+  uint64_t marker_records = 0;  // lost_at_end records among the batch's finished records
   Clock::time_point last_flush = Clock::now();
   std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0};
+  // dropped by cause, since the recording started (RecorderCpuStats)
+  std::atomic<uint64_t> overrun{0}, lost_full{0}, lost_busy{0}, commit_overrun{0}, lost_set_aside{0},
+      lost_too_big{0};
 };
 
 // Only the recorder thread stores; stats() reads from any thread.
@@ -72,6 +84,39 @@ uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
   return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
          cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed) +
          cb.lost_set_aside.load(std::memory_order_relaxed);
+LossCounts loss_counts(const buffers::detail::CpuBuffer& cb) noexcept {
+  return {cb.overrun.load(std::memory_order_relaxed),        cb.lost_full.load(std::memory_order_relaxed),
+          cb.lost_busy.load(std::memory_order_relaxed),      cb.commit_overrun.load(std::memory_order_relaxed),
+          cb.lost_set_aside.load(std::memory_order_relaxed), cb.lost_too_big.load(std::memory_order_relaxed)};
+}
+
+// tracepipe:lost_at_end: closes a CPU's data when events were lost after
+// its last record, so that the mark has a record to stand before
+// (libtraceevent's kbuffer_missed_events reports a page's loss only on its
+// first record; a page without records shows nothing). An ID above the
+// declared range, which kernel events do not reach.
+constexpr uint16_t kLostAtEndId = 65534;
+constexpr uint32_t kLostAtEndSize = 16;  // common header (8), u64 lost
+
+const EventFormat& lost_at_end_format() {
+  static const EventFormat f = parse_event_format(
+      "name: lost_at_end\nID: 65534\nformat:\n"
+      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+      "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+      "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+      "\tfield:u64 lost;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+      "print fmt: \"lost=%llu\", REC->lost\n",
+      "tracepipe");
+  return f;
+}
+
+// The kernel's per_cpu/cpuN/stats layout (kernel/trace/trace.c:
+// tracing_stats_read) after trace-cmd's "CPU: N" line: a time in seconds
+// with microseconds for a clock in ns, the raw count otherwise.
+std::string stat_time(uint64_t t, bool ns) {
+  if (!ns) return fmt::format("{}", t);
+  return fmt::format("{:5}.{:06}", t / 1'000'000'000, t / 1000 % 1'000'000);
 }
 
 }  // namespace
@@ -95,6 +140,10 @@ struct Recorder::State {
   uint64_t sideband_seen = 0;
   uint32_t page_size = 4096;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> stop_requested{false};  // request_stop(): tracing_off first, on_stopped after
+  std::atomic<bool> finished{false};        // the thread finalized the output
+  bool lost_at_end = false;                 // tracepipe:lost_at_end's ID is free in the registry
+  std::string output_desc;                  // RecorderStats::output (under mu)
   std::atomic<uint64_t> triggers{0};
   uint64_t triggers_done = 0;
   bool dead = false;  // the output failed: consume and count only
@@ -117,16 +166,43 @@ struct Recorder::State {
   std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
 
-  TraceDatWriter meta() const {
+  // The file's metadata; with `stats`, the per-CPU statistics too (CPUSTAT
+  // options, written when a file is finished).
+  TraceDatWriter meta(bool stats = false) const {
     TraceDatWriterConfig cfg;
     cfg.cpus = inst.cpus();
     cfg.page_size = page_size;
     cfg.clock = std::string(trace_clock_name(inst.options().clock));
     TraceDatWriter w(cfg);
     for (const EventDesc* d : inst.registry().events()) w.add_format(d->format());
+    if (lost_at_end) w.add_format(lost_at_end_format());
     for (const Cmdline& c : inst.cmdlines()) w.set_cmdline(c.pid, c.comm);
     if (sideband) sideband->apply_cmdlines(w);
+    if (stats) w.set_cpu_stats(cpu_stat_texts());
     return w;
+  }
+
+  // One CPUSTAT text per CPU: trace-cmd's "CPU: N" line, then the kernel's
+  // per_cpu/cpuN/stats lines over this recording (entries and bytes: what is
+  // still in the ring; read events: what the recorder consumed), then
+  // tracepipe's own (written, unwritten).
+  std::vector<std::string> cpu_stat_texts() const {
+    const TraceClock& clk = trace_clock(inst.options().clock);
+    const uint64_t now = clk.read();
+    std::vector<std::string> out;
+    for (uint32_t cpu = 0; cpu < cpus.size(); ++cpu) {
+      const CpuState& c = *cpus[cpu];
+      const buffers::CpuStats rs = inst.ring().stats(cpu);
+      const auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+      const uint64_t lost = ld(c.lost_full) + ld(c.lost_busy) + ld(c.lost_set_aside) + ld(c.lost_too_big);
+      const uint64_t written = ld(c.records), unwritten = ld(c.unwritten);
+      out.push_back(fmt::format(
+          "CPU: {}\nentries: {}\noverrun: {}\ncommit overrun: {}\nbytes: {}\noldest event ts: {}\nnow ts: {}\n"
+          "dropped events: {}\nread events: {}\nwritten events: {}\nunwritten events: {}\n",
+          cpu, rs.entries, ld(c.overrun), ld(c.commit_overrun), rs.bytes, stat_time(rs.oldest_ts, clk.in_nanoseconds),
+          stat_time(now, clk.in_nanoseconds), lost, written + unwritten + ld(c.too_big), written, unwritten));
+    }
+    return out;
   }
 
   void refresh_sideband_ids() {
@@ -145,6 +221,7 @@ struct Recorder::State {
     if (dead) return;
     dead = true;
     std::string cause = std::strerror(err);
+    if (net && !net->cause().empty()) cause = net->cause();  // e.g. the resolver's own words
     if (err == ENOENT && !net) cause = "the output file was removed";
     if (err == ECONNRESET && net) cause = "the collector closed the connection (" + cause + ")";
     if (err == ETIMEDOUT && net) cause = fmt::format("no progress for {} ms ({})", opt.collector_timeout.count(), cause);
@@ -168,7 +245,8 @@ struct Recorder::State {
     CpuState& c = *cpus[cpu];
     const uint32_t n = c.batch.finished_pages();
     if (n == 0) return;
-    const uint64_t recs = c.batch.finished_records();
+    const uint64_t recs = c.batch.finished_records() - c.marker_records;
+    c.marker_records = 0;
     if (!dead && opt.max_file_bytes != 0 && file->total_bytes() != 0 &&
         file->total_bytes() + c.batch.finished().size() > opt.max_file_bytes)
       rotate();
@@ -213,6 +291,10 @@ struct Recorder::State {
     fo.cpu_region = opt.cpu_region;
     fo.v7 = v7;
     file = std::make_unique<TraceFile>(fo, meta());
+    {
+      std::lock_guard lk(mu);
+      output_desc = fo.path.string();
+    }
     files.push_back(fo.path);
     files_started.fetch_add(1, std::memory_order_relaxed);
     while (opt.max_files != 0 && files.size() > opt.max_files) {
@@ -225,7 +307,7 @@ struct Recorder::State {
 
   // Finishes the current file (a complete trace.dat) and starts the next.
   void rotate() {
-    if (const int err = file->finalize(meta()); err != 0) {
+    if (const int err = file->finalize(meta(true)); err != 0) {
       fail(err, "finishing " + file->describe());
       return;
     }
@@ -239,22 +321,48 @@ struct Recorder::State {
   // Looks at cpu's loss counters: overrun is marked before the next record,
   // the other losses after the tail's sub-buffer as seen now.
   void note_losses(CpuState& c) {
-    const auto& cb = c.rd.cpu_buffer();
-    const uint64_t over = cb.overrun.load(std::memory_order_relaxed);
-    if (over != c.overrun_seen) {
-      c.batch.mark_lost(over - c.overrun_seen);
-      c.dropped.fetch_add(over - c.overrun_seen, std::memory_order_relaxed);
-      c.overrun_seen = over;
+    const LossCounts now = loss_counts(c.rd.cpu_buffer());
+    const uint64_t over = now.overrun - c.seen.overrun;
+    if (over != 0) {
+      c.batch.mark_lost(over);
+      c.dropped.fetch_add(over, std::memory_order_relaxed);
+      c.overrun.fetch_add(over, std::memory_order_relaxed);
     }
-    const uint64_t lost = ring_lost(cb);
-    if (lost != c.ring_lost_seen) {
+    const uint64_t n = now.ring_lost() - c.seen.ring_lost();
+    if (n != 0) {
       const uint64_t t = c.rd.tail_seq();  // after the counters: every loss counted happened at or before t
-      const uint64_t n = lost - c.ring_lost_seen;
-      c.ring_lost_seen = lost;
       c.dropped.fetch_add(n, std::memory_order_relaxed);
+      c.lost_full.fetch_add(now.lost_full - c.seen.lost_full, std::memory_order_relaxed);
+      c.lost_busy.fetch_add(now.lost_busy - c.seen.lost_busy, std::memory_order_relaxed);
+      c.commit_overrun.fetch_add(now.commit_overrun - c.seen.commit_overrun, std::memory_order_relaxed);
+      c.lost_set_aside.fetch_add(now.lost_set_aside - c.seen.lost_set_aside, std::memory_order_relaxed);
+      c.lost_too_big.fetch_add(now.lost_too_big - c.seen.lost_too_big, std::memory_order_relaxed);
       if (c.pending.size() < CpuState::kMaxPending) c.pending.push_back({t, n});
       else c.pending.back() = {t, c.pending.back().count + n};
     }
+    c.seen = now;
+  }
+
+  // The end of cpu's data: losses noted after its last record (no record
+  // follows them) are marked on a tracepipe:lost_at_end record.
+  void mark_end(uint32_t cpu) {
+    CpuState& c = *cpus[cpu];
+    note_losses(c);
+    uint64_t n = 0;
+    for (const PendingMark& m : c.pending) n += m.count;
+    c.pending.clear();
+    c.batch.mark_lost(n);
+    if (!c.batch.mark_waiting() || !lost_at_end) return;  // (without the format: an empty flagged page)
+    if (c.batch.room() < 2) flush(cpu);
+    std::byte rec[kLostAtEndSize] = {};
+    const uint16_t id = kLostAtEndId;
+    const int32_t pid = ::getpid();
+    const uint64_t lost = c.batch.pending_lost();
+    std::memcpy(rec, &id, 2);
+    std::memcpy(rec + 4, &pid, 4);
+    std::memcpy(rec + 8, &lost, 8);
+    c.batch.record(trace_clock(inst.options().clock).read(), rec);
+    ++c.marker_records;
   }
 
   // Applies the pending marks whose sub-buffer the reader has passed.
@@ -317,15 +425,7 @@ struct Recorder::State {
       c.dropped.fetch_add(tb - c.too_big.load(std::memory_order_relaxed), std::memory_order_relaxed);
       c.too_big.store(tb, std::memory_order_relaxed);
     }
-    if (final) {
-      // Losses after the last record: no record follows them; they are
-      // marked on an empty page at the end (counted either way).
-      note_losses(c);
-      uint64_t n = 0;
-      for (const PendingMark& m : c.pending) n += m.count;
-      c.pending.clear();
-      c.batch.mark_lost(n);
-    }
+    if (final) mark_end(cpu);
     if (all) {
       c.batch.close_open(final);
       c.last_flush = Clock::now();
@@ -346,7 +446,8 @@ struct Recorder::State {
     header_rewrites.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void run() {
+  // The recorder thread's own settings: pinning, timer slack, SCHED_FIFO, name.
+  void set_up_thread() {
     if (opt.cpu >= 0) {
       cpu_set_t set;
       CPU_ZERO(&set);
@@ -360,92 +461,152 @@ struct Recorder::State {
       realtime.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0, std::memory_order_relaxed);
     }
     (void)pthread_setname_np(pthread_self(), "tp-recorder");  // its own line in top and perf
-    if (net) {
-      // The headers as they are now: a stream cannot take later ones.
-      std::vector<std::byte> h;
-      try {
-        h = net_headers(meta());
-      } catch (const std::exception&) {
-      }
-      if (h.empty()) fail(ENOMEM, "preparing the headers");
-      else if (const int err = net->connect(h); err != 0) fail(err, net->stage());
-      set_ready(dead ? -1 : 1);
+  }
+
+  // A collector: the handshake and the headers as they are now (a stream
+  // cannot take later ones).
+  void connect_collector() {
+    if (!net) return;
+    std::vector<std::byte> h;
+    try {
+      h = net_headers(meta());
+    } catch (const std::exception&) {
     }
-    const uint32_t n = static_cast<uint32_t>(cpus.size());
+    if (h.empty()) fail(ENOMEM, "preparing the headers");
+    else if (const int err = net->connect(h); err != 0) fail(err, net->stage());
+    set_ready(dead ? -1 : 1);
+  }
+
+  // How the loop paces itself. A look drains a CPU once half the watermark
+  // is full: the sleep aims at that much per look, so at a steady rate every
+  // look drains (the ring stays near want/2 plus what fills while the
+  // thread waits for its CPU), instead of every second look at the full
+  // watermark. The sleep lasts until the fastest CPU is expected to have
+  // filled half of the watermark again (its sub-buffer switches per ns over
+  // the last pass), so that each wake-up finds a batch of sub-buffers: a
+  // wake-up costs microseconds, a sub-buffer of 64-byte events 51 records.
+  struct Pacing {
+    uint64_t want = 1, drain_at = 1, max_sleep = kMinSleepNs, lap = 1;
+    std::vector<uint64_t> tail_prev;
+    Clock::time_point prev = Clock::now();
+  };
+  Pacing pacing() const {
+    Pacing p;
     const uint64_t P = cpus[0]->rd.nr_subbufs();
-    const uint64_t want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
-    // A look drains a CPU once half the watermark is full: the sleep below
-    // aims at that much per look, so at a steady rate every look drains
-    // (the ring stays near want/2 plus what fills while the thread waits for
-    // its CPU), instead of every second look at the full watermark.
-    const uint64_t drain_at = std::max<uint64_t>(1, want / 2);
-    const uint64_t max_sleep =
-        std::max<uint64_t>(kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
-    // Sleep: until the fastest CPU is expected to have filled half of the
-    // watermark again (its sub-buffer switches per ns, measured over the
-    // last pass), so that each wake-up finds a batch of sub-buffers: a
-    // wake-up costs microseconds, a sub-buffer of 64-byte events 51 records.
-    std::vector<uint64_t> tail_prev(n);
-    for (uint32_t cpu = 0; cpu < n; ++cpu) tail_prev[cpu] = cpus[cpu]->rd.tail_seq();
-    const uint64_t M = (buffers::detail::kLapMask + 1) * P;
-    auto prev = Clock::now();
+    p.want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
+    p.drain_at = std::max<uint64_t>(1, p.want / 2);
+    p.max_sleep = std::max<uint64_t>(
+        kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
+    p.lap = (buffers::detail::kLapMask + 1) * P;
+    for (const auto& c : cpus) p.tail_prev.push_back(c->rd.tail_seq());
+    return p;
+  }
+
+  // One look at the buffers: drains the CPUs that reached the watermark (or
+  // whose flush interval passed, or all on a trigger). Returns the most
+  // sub-buffers one CPU filled since the last look.
+  uint64_t look(Pacing& p, Clock::time_point now) {
+    const uint32_t n = static_cast<uint32_t>(cpus.size());
+    const uint64_t trig = triggers.load(std::memory_order_acquire);
+    const bool triggered = trig != triggers_done;
+    uint64_t fastest = 0;
+    for (uint32_t cpu = 0; cpu < n; ++cpu) {
+      const uint64_t t = cpus[cpu]->rd.tail_seq();
+      fastest = std::max(fastest, (t + p.lap - p.tail_prev[cpu]) % p.lap);
+      p.tail_prev[cpu] = t;
+    }
+    if (opt.mode == RecordMode::flight_recorder) {
+      if (triggered) {
+        for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true);
+        triggers_done = trig;
+      }
+      return fastest;
+    }
+    for (uint32_t cpu = 0; cpu < n; ++cpu) {
+      CpuState& c = *cpus[cpu];
+      const uint64_t full = c.rd.closed_unread();
+      if (full > peak_unread.load(std::memory_order_relaxed)) peak_unread.store(full, std::memory_order_relaxed);
+      const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
+      if (full >= p.drain_at || timed) (void)drain(cpu, timed);
+    }
+    triggers_done = trig;
+    return fastest;
+  }
+
+  // Every 200 ms: is the output still there, have names been learnt.
+  void check_now_and_then(Clock::time_point now) {
+    if (now - last_check < std::chrono::milliseconds(200)) return;
+    last_check = now;
+    if (!dead) {
+      if (const int err = file->check_present(); err != 0)
+        fail(err, net ? "checking the connection" : "checking the output");
+    }
+    maybe_rewrite_headers(false);
+  }
+
+  // Sleeps until the next look (see Pacing), and notes how late it woke.
+  void sleep_until_next(Pacing& p, uint64_t fastest, Clock::time_point now) {
+    const uint64_t dt = static_cast<uint64_t>(std::chrono::nanoseconds(now - p.prev).count());
+    if (dt > longest_gap_ns.load(std::memory_order_relaxed)) longest_gap_ns.store(dt, std::memory_order_relaxed);
+    p.prev = now;
+    uint64_t sleep_ns = p.max_sleep;
+    if (fastest != 0 && dt != 0) {
+      const double per_ns = static_cast<double>(fastest) / static_cast<double>(dt);
+      const double ns = static_cast<double>(std::max<uint64_t>(p.want / 2, 1)) / per_ns;
+      sleep_ns = std::clamp<uint64_t>(static_cast<uint64_t>(ns), kMinSleepNs, p.max_sleep);
+    }
+    const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
+    sleep_ns = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
+    const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
+    const auto slept_at = Clock::now();
+    raise_max(longest_pass_ns, static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
+    (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+    const auto slept = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
+    if (slept > sleep_ns) raise_max(longest_wake_late_ns, slept - sleep_ns);
+  }
+
+  // The end: everything committed now is drained (after tracing_off when
+  // asked to stop by request_stop()), the output finalized with the
+  // statistics. Also after a fault: the compaction may fail, the truncation
+  // and the headers (in preallocated space) still make the file what was
+  // written.
+  void finish() {
+    const bool async = stop_requested.load(std::memory_order_acquire);
+    if (async) inst.set_tracing_on_from_writer(false);
+    for (uint32_t cpu = 0; cpu < cpus.size(); ++cpu) (void)drain(cpu, true, true);
+    refresh_sideband_ids();
+    try {
+      if (const int err = file->finalize(meta(true)); err != 0)
+        fail(err, net ? net->stage() : "finishing the file");
+    } catch (const std::exception&) {
+      fail(ENOMEM, "finishing the file");
+    }
+    file.reset();
+    timespec t{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
+      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec));
+    finished.store(true, std::memory_order_release);
+    if (async && opt.on_stopped) {
+      try {
+        opt.on_stopped();
+      } catch (...) {
+      }
+    }
+  }
+
+  void run() {
+    set_up_thread();
+    connect_collector();
+    Pacing p = pacing();
     while (!stopping.load(std::memory_order_acquire)) {
       passes.fetch_add(1, std::memory_order_relaxed);
       if (opt.on_pass) opt.on_pass();
       const auto now = Clock::now();
-      const uint64_t trig = triggers.load(std::memory_order_acquire);
-      const bool triggered = trig != triggers_done;
-      uint64_t fastest = 0;  // sub-buffers filled since the last pass, on the busiest CPU
-      for (uint32_t cpu = 0; cpu < n; ++cpu) {
-        const uint64_t t = cpus[cpu]->rd.tail_seq();
-        fastest = std::max(fastest, (t + M - tail_prev[cpu]) % M);
-        tail_prev[cpu] = t;
-      }
-      if (opt.mode == RecordMode::flight_recorder) {
-        if (triggered) {
-          for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true);
-          triggers_done = trig;
-        }
-      } else {
-        for (uint32_t cpu = 0; cpu < n; ++cpu) {
-          CpuState& c = *cpus[cpu];
-          const uint64_t full = c.rd.closed_unread();
-          if (full > peak_unread.load(std::memory_order_relaxed)) peak_unread.store(full, std::memory_order_relaxed);
-          const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
-          if (full >= drain_at || timed) (void)drain(cpu, timed);
-        }
-        triggers_done = trig;
-      }
-      if (now - last_check >= std::chrono::milliseconds(200)) {
-        last_check = now;
-        if (!dead) {
-          if (const int err = file->check_present(); err != 0) fail(err, net ? "checking the connection" : "checking the output");
-        }
-        maybe_rewrite_headers(false);
-      }
-      const uint64_t dt = static_cast<uint64_t>(std::chrono::nanoseconds(now - prev).count());
-      if (dt > longest_gap_ns.load(std::memory_order_relaxed)) longest_gap_ns.store(dt, std::memory_order_relaxed);
-      prev = now;
-      uint64_t sleep_ns = max_sleep;
-      if (fastest != 0 && dt != 0) {
-        const double per_ns = static_cast<double>(fastest) / static_cast<double>(dt);
-        const double ns = static_cast<double>(std::max<uint64_t>(want / 2, 1)) / per_ns;
-        sleep_ns = std::clamp<uint64_t>(static_cast<uint64_t>(ns), kMinSleepNs, max_sleep);
-      }
-      const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
-      sleep_ns = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
-      const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
-      const auto slept_at = Clock::now();
-      raise_max(longest_pass_ns, static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
-      (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
-      const auto slept = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
-      if (slept > sleep_ns) raise_max(longest_wake_late_ns, slept - sleep_ns);
+      const uint64_t fastest = look(p, now);
+      check_now_and_then(now);
+      sleep_until_next(p, fastest, now);
     }
-    // stop(): everything committed now.
-    for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true, true);
-    timespec t{};
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
-      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec));
+    finish();
   }
 };
 
@@ -481,14 +642,13 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
   for (uint32_t cpu = 0; cpu < instance.cpus(); ++cpu)
     s.cpus.push_back(std::make_unique<CpuState>(instance.ring(), cpu, s.page_size, s.opt.batch_pages));
   // Losses from before the recording are not this recording's.
-  for (auto& c : s.cpus) {
-    c->ring_lost_seen = ring_lost(c->rd.cpu_buffer());
-    c->overrun_seen = c->rd.cpu_buffer().overrun.load(std::memory_order_relaxed);
-  }
+  for (auto& c : s.cpus) c->seen = loss_counts(c->rd.cpu_buffer());
+  s.lost_at_end = instance.registry().by_id(kLostAtEndId) == nullptr;
   if (addr) {
     auto sink = std::make_unique<NetSink>(NetSinkOptions{*addr, s.opt.collector_timeout}, instance.cpus(), s.page_size);
     s.net = sink.get();
     s.file = std::move(sink);
+    s.output_desc = s.file->describe();
   } else {
     s.open_next();
     s.ready = 1;
@@ -517,15 +677,14 @@ RecorderStats Recorder::stop() {
   // Blocking mode ends first: no writer may wait for a recorder that stops.
   if (st_->opt.block_timeout.count() != 0) st_->inst.ring().set_block_timeout(0);
   st_->stopping.store(true, std::memory_order_release);
-  if (thread_.joinable()) thread_.join();
-  State& s = *st_;
-  s.refresh_sideband_ids();
-  // Also after a fault: the compaction may fail, the truncation and the
-  // headers (in preallocated space) still make the file what was written.
-  if (const int err = s.file->finalize(s.meta()); err != 0) s.fail(err, s.net ? s.net->stage() : "finishing the file");
-  s.file.reset();
+  if (thread_.joinable()) thread_.join();  // the thread drains and finalizes (State::finish)
   final_ = stats();
   return final_;
+}
+
+void Recorder::request_stop() noexcept {
+  st_->stop_requested.store(true, std::memory_order_release);
+  st_->stopping.store(true, std::memory_order_release);
 }
 
 bool Recorder::wait_ready(std::chrono::milliseconds max) const {
@@ -545,6 +704,13 @@ RecorderStats Recorder::stats() const {
     s.dropped = c->dropped.load(std::memory_order_relaxed);
     s.unwritten = c->unwritten.load(std::memory_order_relaxed);
     s.too_big = c->too_big.load(std::memory_order_relaxed);
+    s.bytes = s.pages * st_->page_size;
+    s.overrun = c->overrun.load(std::memory_order_relaxed);
+    s.lost_full = c->lost_full.load(std::memory_order_relaxed);
+    s.lost_busy = c->lost_busy.load(std::memory_order_relaxed);
+    s.commit_overrun = c->commit_overrun.load(std::memory_order_relaxed);
+    s.lost_set_aside = c->lost_set_aside.load(std::memory_order_relaxed);
+    s.lost_too_big = c->lost_too_big.load(std::memory_order_relaxed);
     r.records += s.records;
     r.pages += s.pages;
     r.dropped += s.dropped;
@@ -571,12 +737,66 @@ RecorderStats Recorder::stats() const {
   }
   std::lock_guard lk(st_->mu);
   r.failed = st_->error.has_value();
+  r.output = st_->output_desc;
   return r;
 }
 
 std::optional<std::string> Recorder::error() const {
   std::lock_guard lk(st_->mu);
   return st_->error;
+}
+
+}  // namespace tracepipe::record
+
+namespace tracepipe::record {
+
+namespace {
+
+// "48000 dropped (buffer full 47000, overwritten 1000)": the causes that count.
+std::string dropped_by_cause(const RecorderCpuStats& c) {
+  const std::pair<uint64_t, std::string_view> causes[] = {
+      {c.lost_full, "buffer full"},          {c.overrun, "overwritten"},
+      {c.lost_busy, "next sub-buffer busy"}, {c.commit_overrun, "commit overrun"},
+      {c.lost_set_aside, "set aside"},       {c.lost_too_big + c.too_big, "too big"},
+  };
+  std::string s;
+  for (const auto& [n, what] : causes) {
+    if (n == 0) continue;
+    s += fmt::format("{}{} {}", s.empty() ? "" : ", ", what, n);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string format_summary(const RecorderStats& st, const std::optional<std::string>& error, std::string_view prefix) {
+  std::string out;
+  RecorderCpuStats total;
+  for (size_t cpu = 0; cpu < st.cpus.size(); ++cpu) {
+    const RecorderCpuStats& c = st.cpus[cpu];
+    out += fmt::format("{}CPU {}: {} records, {} bytes", prefix, cpu, c.records, c.bytes);
+    if (c.dropped != 0) out += fmt::format(", {} dropped ({})", c.dropped, dropped_by_cause(c));
+    if (c.unwritten != 0) out += fmt::format(", {} not written", c.unwritten);
+    out += '\n';
+    total.lost_full += c.lost_full;
+    total.overrun += c.overrun;
+    total.lost_busy += c.lost_busy;
+    total.commit_overrun += c.commit_overrun;
+    total.lost_set_aside += c.lost_set_aside;
+    total.lost_too_big += c.lost_too_big;
+    total.too_big += c.too_big;
+  }
+  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, st.output, st.records, st.bytes, st.dropped);
+  if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
+  out += '\n';
+  if (st.dropped != 0) {
+    out += fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
+    if (total.lost_full != 0) out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+    out += fmt::format("), each marked in {} where it happened ([EVENTS DROPPED])\n", st.output);
+  }
+  if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
+  if (st.unwritten != 0) out += fmt::format("{}warning: {} events recorded but not written\n", prefix, st.unwritten);
+  return out;
 }
 
 }  // namespace tracepipe::record

@@ -78,6 +78,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -169,18 +170,32 @@ struct RecorderOptions {
   /// Called once, from the recorder thread, with the first fault (e.g.
   /// "writing out.dat: No space left on device"). Unset: printed to stderr.
   std::function<void(const std::string&)> on_error;
+  /// Called on the recorder thread once the recording is finished after
+  /// request_stop() (drained, file finalized): e.g. to print a summary and
+  /// let a signal take its course. Not called after stop() alone.
+  std::function<void()> on_stopped;
   /// Test hook: called on the recorder thread at the start of every pass
   /// (a test blocks in it to stall the consumer).
   std::function<void()> on_pass;
 };
 
 /// What one CPU's recording holds. Counts are records unless named.
+/// dropped = overrun + lost_full + lost_busy + commit_overrun +
+/// lost_set_aside + too_big: every one of them is marked in the file.
 struct RecorderCpuStats {
   uint64_t records = 0;    ///< written to the file
   uint64_t pages = 0;      ///< pages written
-  uint64_t dropped = 0;    ///< lost in the ring (full, busy, too big, overrun) and marked in the file
+  uint64_t bytes = 0;      ///< bytes of pages written (pages x page size)
+  uint64_t dropped = 0;    ///< lost in the ring (all causes below) and marked in the file
   uint64_t unwritten = 0;  ///< consumed but not written (output failed)
   uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)
+  // dropped, by cause (the ring's counters over the recording; buffers/stats.h):
+  uint64_t overrun = 0;         ///< overwritten before the recorder read them (overwrite buffer)
+  uint64_t lost_full = 0;       ///< drop-newest buffer full: the recorder did not keep up
+  uint64_t lost_busy = 0;       ///< the next sub-buffer was busy (being zeroed, or pinned by a reader)
+  uint64_t commit_overrun = 0;  ///< the sub-buffer needed held a pending commit
+  uint64_t lost_set_aside = 0;  ///< committed into a sub-buffer set aside meanwhile (overwrite)
+  uint64_t lost_too_big = 0;    ///< larger than a ring sub-buffer holds
 };
 
 struct RecorderStats {
@@ -205,9 +220,18 @@ struct RecorderStats {
   uint64_t files = 1;       ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
   std::vector<std::filesystem::path> kept_files;  ///< the files on disk, oldest first (after stop())
+  std::string output;       ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
   bool failed = false;      ///< a fault stopped the output (see error())
   bool realtime = false;    ///< the thread runs SCHED_FIFO (realtime_priority granted)
 };
+
+/// The end-of-recording summary, as `trace-cmd record` prints one: a line
+/// per CPU (records written, dropped by cause, bytes), the total with the
+/// file, then a warning line when anything was lost (dropped, or unwritten
+/// after a fault, named by `error`). Each line ends with '\n' and starts
+/// with `prefix` ("tracepipe record: ").
+std::string format_summary(const RecorderStats& stats, const std::optional<std::string>& error,
+                           std::string_view prefix);
 
 class Recorder {
  public:
@@ -225,9 +249,19 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   /// Drains every committed record, writes the final headers (cmdlines
-  /// learnt from sideband records included), makes the file contiguous and
-  /// closes it. Idempotent; returns the final statistics.
+  /// learnt from sideband records included; the per-CPU statistics as
+  /// CPUSTAT options, what `trace-cmd report --stat` prints), makes the file
+  /// contiguous and closes it. Losses after a CPU's last record are marked
+  /// on a tracepipe:lost_at_end record that closes its data (trace-cmd
+  /// prints a mark only before a record). Idempotent; returns the final
+  /// statistics.
   RecorderStats stop();
+  /// Async-signal-safe: asks the recorder thread to stop tracing (the
+  /// instance's tracing_off: later writes are dropped, counted lost_paused,
+  /// not marked: they come after the end), drain, finalize the output, then
+  /// call options.on_stopped. stop() afterwards returns the statistics.
+  /// What `trace-cmd record` does on SIGINT.
+  void request_stop() noexcept;
   /// flight_recorder: write the records the buffer holds now (returns at
   /// once; the recorder thread writes them). stream: a flush now.
   void trigger() noexcept;

@@ -155,6 +155,30 @@ int TraceFile::move_down(uint32_t cpu, uint64_t to) noexcept {
   return 0;
 }
 
+// Disk full (ENOSPC from move_down): moves `cpu`'s data down one page at a
+// time, returning each source page to the file system once copied, so the
+// disk needs room for one page only. Not atomic: until the table entry is
+// rewritten at the end, a reader (or a crash) sees the pages already moved
+// as zeros, which trace.dat readers take for empty pages.
+int TraceFile::move_down_page_by_page(uint32_t cpu, uint64_t to) noexcept {
+  TraceDatWriter::CpuExtent& e = ext_[cpu];
+  std::vector<std::byte> page;
+  try {
+    page.resize(page_size_);
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  }
+  for (uint64_t done = 0; done < e.size; done += page_size_) {
+    const ssize_t r = ::pread(fd_, page.data(), page_size_, static_cast<off_t>(e.offset + done));
+    if (r != static_cast<ssize_t>(page_size_)) return r < 0 ? errno : EIO;
+    if (int err = pwrite_all(fd_, {page.data(), page.size()}, to + done); err != 0) return err;
+    (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(e.offset + done),
+                      static_cast<off_t>(page_size_));
+  }
+  e.offset = to;
+  return write_table_entry(cpu);
+}
+
 // The version 7 file, written beside the recording and renamed over it.
 int TraceFile::finalize_v7(const TraceDatWriter& meta) noexcept {
   try {
@@ -214,12 +238,27 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
       reserved_[cpu] = e.size;
     }
   }
+  // Blocks after each CPU's data (a write cut short by a full disk) are
+  // returned first: they are not in the table, and the moves below may need
+  // the room.
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) {
+    for (uint32_t cpu = 0; cpu < ext_.size(); ++cpu) {
+      const uint64_t from = ext_[cpu].offset + ext_[cpu].size;
+      const uint64_t to = std::min<uint64_t>(data_base_ + (uint64_t{cpu} + 1) * region_, static_cast<uint64_t>(st.st_size));
+      if (to > from)
+        (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                          static_cast<off_t>(to - from));
+    }
+  }
   uint64_t end = data_base_ + ext_[0].size;
   bool compact = true;
   for (uint32_t cpu = 1; cpu < ext_.size(); ++cpu) {
     TraceDatWriter::CpuExtent& e = ext_[cpu];
     if (compact && e.size != 0 && e.offset > end) {
-      if (int err = move_down(cpu, end); err != 0) {
+      int err = move_down(cpu, end);
+      if (err == ENOSPC) err = move_down_page_by_page(cpu, end);  // needs room for one page only
+      if (err != 0) {
         first = err;
         compact = false;  // the rest stays where it is: valid, sparse
       }

@@ -22,9 +22,11 @@
 //   The holes cost no disk space. finalize() moves CPUs 1.. down so that the
 //   data is contiguous (copy_file_range within the file, entry by entry,
 //   each table entry rewritten after its move), rewrites the headers (final
-//   formats and cmdlines) and truncates the file after the last page. If a
-//   move fails (disk full), the file stays as it was before that move:
-//   valid, sparse.
+//   formats and cmdlines) and truncates the file after the last page. On a
+//   full disk the blocks of a cut-short write are returned first and a move
+//   that finds no room goes page by page (room for one page needed), so the
+//   file is not left larger than its data; if even that fails, the file
+//   stays as it was before that move: valid, sparse.
 //
 // Errors are returned as errno values (0 = done), never thrown after
 // construction: the recorder decides what a failure means. Once an append
@@ -101,6 +103,7 @@ class TraceFile final : public TraceSink {
  private:
   int write_table_entry(uint32_t cpu) noexcept;
   int move_down(uint32_t cpu, uint64_t to) noexcept;
+  int move_down_page_by_page(uint32_t cpu, uint64_t to) noexcept;
   int finalize_v7(const TraceDatWriter& meta) noexcept;
 
   std::filesystem::path path_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -23,10 +24,11 @@
 
 namespace tracepipe::recover {
 
-RecoverError::RecoverError(std::string part, uint64_t offset, const std::string& why)
-    : std::runtime_error(fmt::format("flight file: {} (at offset {}): {}", part, offset, why)),
+RecoverError::RecoverError(std::string part, uint64_t offset, const std::string& why, const std::string& file)
+    : std::runtime_error(fmt::format("{}: {} (at offset {}): {}", file, part, offset, why)),
       part_(std::move(part)),
-      offset_(offset) {}
+      offset_(offset),
+      why_(why) {}
 
 uint64_t RecoveredTrace::records() const noexcept {
   uint64_t n = 0;
@@ -88,7 +90,7 @@ std::string cstr(const char* p, size_t cap) { return std::string(p, strnlen(p, c
 
 #define FIELD_OFF(f) static_cast<uint64_t>(offsetof(flight::FileHeader, f))
 
-flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
+flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const RecoverOptions& o) {
   using flight::FileHeader;
   if (v.size() < sizeof(FileHeader))
     throw RecoverError("header", 0, fmt::format("file of {} bytes is shorter than a flight header ({})", v.size(),
@@ -117,10 +119,19 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
   if (h.header_bytes != flight::kHeaderBytes)
     throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes), fmt::format("{} (expected {})", h.header_bytes,
                                                                                     flight::kHeaderBytes));
-  if (h.file_size != v.size())
+  // A truncated file (shorter than the header says) yields what precedes
+  // the cut; the geometry is checked against the size the header gives.
+  const bool truncated = h.file_size > v.size() && !o.strict && !v.live();
+  if (h.file_size != v.size() && !truncated)
     throw RecoverError("header.file_size", FIELD_OFF(file_size),
                        fmt::format("the header says {} bytes, the file has {} (truncated or extended)", h.file_size,
                                    v.size()));
+  if (truncated)
+    out.warnings.push_back(fmt::format("truncated: the header says {} bytes, the file has {}; reading what precedes "
+                                       "byte {}",
+                                       h.file_size, v.size(), v.size()));
+  const uint64_t fsize = h.file_size;
+  const auto fits = [fsize](uint64_t off, uint64_t n) { return off <= fsize && n <= fsize - off; };
   // Geometry: exactly what the writer's ring_memory_layout gives for it.
   if (h.cpus == 0 || h.cpus > 65536)
     throw RecoverError("header.cpus", FIELD_OFF(cpus), fmt::format("{} CPUs", h.cpus));
@@ -148,14 +159,18 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out) {
       l.pages_per_cpu != h.pages_per_cpu || l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
     throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
                        "offsets differ from the layout of this geometry");
-  if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > v.size() ||
-      !v.has(h.meta_offset, h.meta_capacity))
+  if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > fsize || !fits(h.meta_offset, h.meta_capacity))
     throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset), "metadata log outside the file");
+  if (!v.has(h.meta_offset, h.meta_capacity))
+    throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset),
+                       fmt::format("the file ends at byte {}, within its metadata log (bytes {} to {}): no event "
+                                   "formats to read records with",
+                                   v.size(), h.meta_offset, h.meta_offset + h.meta_capacity));
   if (h.ring_offset % 4096 != 0 || h.ring_offset < h.meta_offset + h.meta_capacity || h.ring_size < l.total ||
-      !v.has(h.ring_offset, h.ring_size))
+      !fits(h.ring_offset, h.ring_size))
     throw RecoverError("header.ring_offset", FIELD_OFF(ring_offset),
                        fmt::format("ring of {} bytes at {} does not fit the file of {} (needs {})", h.ring_size,
-                                   h.ring_offset, v.size(), l.total));
+                                   h.ring_offset, fsize, l.total));
   out.pid = h.pid;
   out.comm = cstr(h.comm, sizeof h.comm);
   out.instance = cstr(h.instance, sizeof h.instance);
@@ -285,146 +300,140 @@ struct Subbuf {
   uint64_t word;
 };
 
-void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, RecoveredTrace& out,
-              const RecoverOptions& o) {
+// One CPU's walk: where its parts lie, and what it found.
+struct CpuWalk {
+  const FileView& v;
+  const flight::FileHeader& h;
+  uint32_t c;
+  RecoveredTrace& out;
+  const RecoverOptions& o;
   RecoveredCpu rc;
-  rc.cpu = c;
-  const uint64_t S = h.subbuf_size;
-  const uint64_t P = h.nr_subbufs;
-  const uint64_t cb_off = h.ring_offset + h.cpu_state_offset + uint64_t{c} * sizeof(CpuBuffer);
-  const std::string tail_part = fmt::format("cpu {} tail word", c);
-  v.need(cb_off, sizeof(CpuBuffer), tail_part.c_str());
-  const uint64_t pos = v.u64(cb_off + offsetof(CpuBuffer, tail) + offsetof(bd::TailWord, pos), tail_part.c_str());
-  const auto counter = [&](size_t field) { return v.u64(cb_off + field, "cpu counters"); };
-  rc.counters.overrun = counter(offsetof(CpuBuffer, overrun));
-  rc.counters.commit_overrun = counter(offsetof(CpuBuffer, commit_overrun));
-  rc.counters.lost_set_aside = counter(offsetof(CpuBuffer, lost_set_aside));
-  rc.counters.set_aside = counter(offsetof(CpuBuffer, set_aside));
-  rc.counters.lost_full = counter(offsetof(CpuBuffer, lost_full));
-  rc.counters.lost_paused = counter(offsetof(CpuBuffer, lost_paused));
-  rc.counters.lost_too_big = counter(offsetof(CpuBuffer, lost_too_big));
-  rc.counters.lost_busy = counter(offsetof(CpuBuffer, lost_busy));
-  rc.counters.reclaimed = counter(offsetof(CpuBuffer, reclaimed));
-  rc.counters.discarded = counter(offsetof(CpuBuffer, padded)) + rc.counters.reclaimed;
-  rc.counters.read = counter(offsetof(CpuBuffer, read));
-  rc.counters.subbuf_switches = counter(offsetof(CpuBuffer, switches));
-  const uint64_t tail_off = bd::tail_off(pos) & ~bd::kPausedBit;
-  const uint64_t tail_idx = bd::tail_idx(pos);
-  const uint64_t tail_lap = bd::tail_lap(pos);
-  if (tail_idx >= P || tail_off > S)
-    throw RecoverError(tail_part, cb_off, fmt::format("tail at sub-buffer {} offset {} is outside {} x {} bytes",
-                                                      tail_idx, tail_off, P, S));
-  // Sub-buffer sequence numbers are lap * P + idx, modulo 2^20 * P.
-  const uint64_t wrap = (bd::kLapMask + 1) * P;
-  const uint64_t tail_seq = tail_lap * P + tail_idx;
-  const uint64_t pw_base = h.ring_offset + h.positions_offset + uint64_t{c} * P * 8;
-  std::vector<Subbuf> live;
-  for (uint64_t idx = 0; idx < P; ++idx) {
-    const uint64_t w = v.u64(pw_base + idx * 8, "position word");
-    const auto phase = static_cast<uint32_t>(bd::pw_phase(w));
-    if (phase > static_cast<uint32_t>(bd::Phase::preparing)) {
-      damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
-             fmt::format("unknown phase {}", phase));
-      ++rc.damaged;
-      continue;
-    }
-    if (bd::pw_phase(w) != bd::Phase::live) continue;  // FREE: empty; PREPARING: counted as overrun
-    const uint64_t seq = bd::pw_lap(w) * P + idx;
-    const uint64_t age = (tail_seq + wrap - seq) % wrap;
-    if (age >= P) {
-      // The one a switching writer claimed just before it died (or before
-      // its tail CAS): empty; anything else is inconsistent, unless the
-      // writers run (live) and the tail moved on since it was read.
-      if (v.live()) {
-        if (age != wrap - 1) ++rc.raced;
+  uint64_t S = 0, P = 0, nslots = 0;
+  uint64_t cb_off = 0, pw_base = 0, slot_base = 0;
+  uint64_t tail_off = 0, tail_seq = 0;
+  std::vector<bool> slot_used;
+  bool cut_by_end = false;  // a sub-buffer lay past the end of a truncated file
+
+  uint64_t page_of(uint64_t slot) const {
+    return h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + slot * S;
+  }
+
+  // The tail word and the writers' counters.
+  void read_state() {
+    const std::string tail_part = fmt::format("cpu {} tail word", c);
+    v.need(cb_off, sizeof(CpuBuffer), tail_part.c_str());
+    const uint64_t pos = v.u64(cb_off + offsetof(CpuBuffer, tail) + offsetof(bd::TailWord, pos), tail_part.c_str());
+    const auto counter = [&](size_t field) { return v.u64(cb_off + field, "cpu counters"); };
+    rc.counters.overrun = counter(offsetof(CpuBuffer, overrun));
+    rc.counters.commit_overrun = counter(offsetof(CpuBuffer, commit_overrun));
+    rc.counters.lost_set_aside = counter(offsetof(CpuBuffer, lost_set_aside));
+    rc.counters.set_aside = counter(offsetof(CpuBuffer, set_aside));
+    rc.counters.lost_full = counter(offsetof(CpuBuffer, lost_full));
+    rc.counters.lost_paused = counter(offsetof(CpuBuffer, lost_paused));
+    rc.counters.lost_too_big = counter(offsetof(CpuBuffer, lost_too_big));
+    rc.counters.lost_busy = counter(offsetof(CpuBuffer, lost_busy));
+    rc.counters.reclaimed = counter(offsetof(CpuBuffer, reclaimed));
+    rc.counters.discarded = counter(offsetof(CpuBuffer, padded)) + rc.counters.reclaimed;
+    rc.counters.read = counter(offsetof(CpuBuffer, read));
+    rc.counters.subbuf_switches = counter(offsetof(CpuBuffer, switches));
+    tail_off = bd::tail_off(pos) & ~bd::kPausedBit;
+    const uint64_t tail_idx = bd::tail_idx(pos);
+    if (tail_idx >= P || tail_off > S)
+      throw RecoverError(tail_part, cb_off, fmt::format("tail at sub-buffer {} offset {} is outside {} x {} bytes",
+                                                        tail_idx, tail_off, P, S));
+    tail_seq = bd::tail_lap(pos) * P + tail_idx;  // sequence numbers: lap * P + idx, modulo 2^20 * P
+  }
+
+  // The LIVE positions, oldest first.
+  std::vector<Subbuf> live_subbufs() {
+    const uint64_t wrap = (bd::kLapMask + 1) * P;
+    std::vector<Subbuf> live;
+    for (uint64_t idx = 0; idx < P; ++idx) {
+      const uint64_t w = v.u64(pw_base + idx * 8, "position word");
+      const auto phase = static_cast<uint32_t>(bd::pw_phase(w));
+      if (phase > static_cast<uint32_t>(bd::Phase::preparing)) {
+        damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
+               fmt::format("unknown phase {}", phase));
+        ++rc.damaged;
         continue;
       }
-      if (age != wrap - 1)
-        damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
-               fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail", bd::pw_lap(w), age));
-      continue;
+      if (bd::pw_phase(w) != bd::Phase::live) continue;  // FREE: empty; PREPARING: counted as overrun
+      const uint64_t seq = bd::pw_lap(w) * P + idx;
+      const uint64_t age = (tail_seq + wrap - seq) % wrap;
+      if (age >= P) {
+        // The one a switching writer claimed just before it died (or before
+        // its tail CAS): empty; anything else is inconsistent, unless the
+        // writers run (live) and the tail moved on since it was read.
+        if (v.live()) {
+          if (age != wrap - 1) ++rc.raced;
+          continue;
+        }
+        if (age != wrap - 1)
+          damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
+                 fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail", bd::pw_lap(w), age));
+        continue;
+      }
+      live.push_back({age, idx, w});
     }
-    live.push_back({age, idx, w});
+    std::sort(live.begin(), live.end(), [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
+    return live;
   }
-  std::sort(live.begin(), live.end(), [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
 
-  // Which sub-buffer of memory each position uses (a swap may have given it
-  // a spare: buffers/ring_buffer.h, "Set aside"). A LIVE position's slot is
-  // stable (a swap changes it only while the position is PREPARING).
-  const uint64_t slot_base = h.ring_offset + h.slots_offset + uint64_t{c} * P * 4;
-  const uint64_t nslots = P + h.nr_spares;
-  std::vector<bool> slot_used(nslots, false);
-  for (const Subbuf& sb : live) {
-    const uint32_t slot = v.u32(slot_base + sb.idx * 4, "slot word");
-    if (slot >= nslots || slot_used[slot]) {
-      damage(out, o, fmt::format("cpu {} slot word {}", c, sb.idx), slot_base + sb.idx * 4,
-             slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
-                            : fmt::format("sub-buffer {} used by two positions", slot));
-      ++rc.damaged;
-      continue;
+  // An uncommitted reservation at `off` (kind none): steps over it, or says
+  // where the walk stops. Returns the next offset, or nullopt to stop.
+  std::optional<uint64_t> step_over_uncommitted(const Subbuf& sb, uint64_t page, uint64_t off, uint64_t limit,
+                                                size_t first_record) {
+    // Not committed: a reservation whose writer died (or, live, is still
+    // writing) between (C) and (E). Its stride, stored at (D), steps over it.
+    const uint32_t stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
+    if (stride >= bd::kHeaderSize && stride % bd::kRecordAlign == 0 && stride <= limit - off) {
+      ++rc.uncommitted;
+      return off + stride;
     }
-    slot_used[slot] = true;
-    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + uint64_t{slot} * S;
-    const uint64_t read_off = bd::pw_read_off(sb.word);
+    // No stride: the end of what was reserved (a switch whose END word was
+    // never written), or a writer stopped between (C) and (D) (dead, or
+    // preempted for a lap while the others went around). Its record was
+    // never written, so it is zero; the next non-zero word is the next
+    // header if the walk from there is consistent to the end.
+    const uint64_t end = sb.age == 0 ? tail_off : S;
+    uint64_t q = off + 8;
+    while (q + 8 <= end && v.u64(page + q, "record") == 0) q += 8;
+    if (q + 8 <= end && chain_ok(v, page, q, end, S, rc.records.size() > first_record ? rc.records.back().ts : 0)) {
+      ++rc.uncommitted;
+      return q;
+    }
+    if (q >= end && sb.age == 0 && off < tail_off) ++rc.uncommitted;  // reserved to the tail, never stamped
+    const std::byte* p = v.at(page + off);
+    const uint64_t scan_from = sb.age == 0 ? tail_off : off;
+    if (q < end ? true
+                : std::any_of(v.at(page + scan_from), p + (S - off), [](std::byte b) { return b != std::byte{0}; }))
+      ++rc.cut_short;
+    return std::nullopt;
+  }
+
+  // Copies the committed records of one sub-buffer (buffers/cpu_buffer.h:
+  // walk_subbuf). Returns where it found the sub-buffer inconsistent, if it did.
+  std::optional<std::pair<uint64_t, std::string>> walk(const Subbuf& sb, uint64_t page, uint64_t read_off,
+                                                       size_t first_record) {
     const uint64_t limit = sb.age == 0 ? tail_off : S;
-    const size_t first_record = rc.records.size();
-    const size_t first_byte = rc.data.size();
-    if (read_off > S || read_off % bd::kRecordAlign != 0) {
-      damage(out, o, fmt::format("cpu {} position word {}", c, sb.idx), pw_base + sb.idx * 8,
-             fmt::format("read offset {} in a {}-byte sub-buffer", read_off, S));
-      ++rc.damaged;
-      continue;
-    }
-    ++rc.subbufs;
     uint64_t off = read_off;
-    bool stopped_bad = false;
-    std::pair<uint64_t, std::string> bad;  // where the walk found the sub-buffer inconsistent, and why
     while (off < limit && off + 4 <= S) {
       const uint32_t word = v.u32(page + off, "record");
       const uint32_t kind = bd::word_kind(word);
       if (kind == bd::kKindEnd) break;
       if (kind == bd::kKindNone) {
-        // Not committed: a reservation whose writer died (or, live, is still
-        // writing) between (C) and (E). Its stride, stored at (D), steps over it.
-        const uint32_t stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
-        if (stride >= bd::kHeaderSize && stride % bd::kRecordAlign == 0 && stride <= limit - off) {
-          ++rc.uncommitted;
-          off += stride;
-          continue;
-        }
-        // No stride: the end of what was reserved (a switch whose END word
-        // was never written), or a writer stopped between (C) and (D) (dead,
-        // or preempted for a lap while the others went around). Its record
-        // was never written, so it is zero; the next non-zero word is the
-        // next header if the walk from there is consistent to the end.
-        const uint64_t end = sb.age == 0 ? tail_off : S;
-        uint64_t q = off + 8;
-        while (q + 8 <= end && v.u64(page + q, "record") == 0) q += 8;
-        if (q + 8 <= end && chain_ok(v, page, q, end, S, rc.records.size() > first_record ? rc.records.back().ts : 0)) {
-          ++rc.uncommitted;
-          off = q;
-          continue;
-        }
-        if (q >= end && sb.age == 0 && off < tail_off) ++rc.uncommitted;  // reserved to the tail, never stamped
-        const std::byte* p = v.at(page + off);
-        const uint64_t scan_from = sb.age == 0 ? tail_off : off;
-        if (q < end ? true : std::any_of(v.at(page + scan_from), p + (S - off), [](std::byte b) { return b != std::byte{0}; }))
-          ++rc.cut_short;
-        break;
+        const std::optional<uint64_t> next = step_over_uncommitted(sb, page, off, limit, first_record);
+        if (!next) break;
+        off = *next;
+        continue;
       }
       const uint64_t len = bd::word_len(word);
       const uint64_t stride = bd::stride_for(len);
-      if (stride > S - off) {
-        bad = {page + off, fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S)};
-        stopped_bad = true;
-        break;
-      }
+      if (stride > S - off)
+        return std::pair{page + off, fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S)};
       const uint32_t stash = v.u32(page + off + 4, "record");
-      if (stash != stride) {
-        bad = {page + off, fmt::format("record header stride {} does not match its length {}", stash, len)};
-        stopped_bad = true;
-        break;
-      }
+      if (stash != stride)
+        return std::pair{page + off, fmt::format("record header stride {} does not match its length {}", stash, len)};
       if (kind == bd::kKindData) {
         const uint64_t ts = v.u64(page + off + 8, "record");
         RecoveredRecord r{ts, rc.data.size(), static_cast<uint32_t>(len)};
@@ -434,79 +443,140 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
       }
       off += stride;
     }
-    if (v.live()) {
-      // Seqlock check: the copies above came before this load (fence), so
-      // if the word is unchanged nobody began to zero the sub-buffer. A walk
-      // that found it inconsistent is checked the same way first: a writer
-      // that recycled it meanwhile zeroed what the walk read (a header, then
-      // its stride), which is a race, not damage.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      const uint64_t now = v.u64(pw_base + sb.idx * 8, "position word");
-      if (bd::pw_phase(now) != bd::Phase::live || bd::pw_lap(now) != bd::pw_lap(sb.word)) {
-        ++rc.raced;
+    return std::nullopt;
+  }
+
+  // Reads every LIVE sub-buffer, oldest first. Which sub-buffer of memory
+  // each position uses: its slot word (a swap may have given it a spare:
+  // buffers/ring_buffer.h, "Set aside"; a LIVE position's slot is stable).
+  void read_subbufs(const std::vector<Subbuf>& live) {
+    for (const Subbuf& sb : live) {
+      const uint32_t slot = v.u32(slot_base + sb.idx * 4, "slot word");
+      if (slot >= nslots || slot_used[slot]) {
+        damage(out, o, fmt::format("cpu {} slot word {}", c, sb.idx), slot_base + sb.idx * 4,
+               slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
+                              : fmt::format("sub-buffer {} used by two positions", slot));
+        ++rc.damaged;
+        continue;
+      }
+      slot_used[slot] = true;
+      const uint64_t page = page_of(slot);
+      if (!v.has(page, S)) {  // only in a truncated file (the header's size was checked)
+        cut_by_end = true;
+        continue;
+      }
+      const uint64_t read_off = bd::pw_read_off(sb.word);
+      const size_t first_record = rc.records.size();
+      const size_t first_byte = rc.data.size();
+      if (read_off > S || read_off % bd::kRecordAlign != 0) {
+        damage(out, o, fmt::format("cpu {} position word {}", c, sb.idx), pw_base + sb.idx * 8,
+               fmt::format("read offset {} in a {}-byte sub-buffer", read_off, S));
+        ++rc.damaged;
+        continue;
+      }
+      ++rc.subbufs;
+      const auto bad = walk(sb, page, read_off, first_record);
+      if (v.live()) {
+        // Seqlock check: the copies above came before this load (fence), so
+        // if the word is unchanged nobody began to zero the sub-buffer. A
+        // walk that found it inconsistent is checked the same way first: a
+        // writer that recycled it meanwhile zeroed what the walk read (a
+        // header, then its stride), which is a race, not damage.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const uint64_t now = v.u64(pw_base + sb.idx * 8, "position word");
+        if (bd::pw_phase(now) != bd::Phase::live || bd::pw_lap(now) != bd::pw_lap(sb.word)) {
+          ++rc.raced;
+          rc.records.resize(first_record);
+          rc.data.resize(first_byte);
+          continue;
+        }
+      }
+      if (bad) {
+        damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), bad->first, bad->second);
+        ++rc.damaged;
         rc.records.resize(first_record);
         rc.data.resize(first_byte);
-        continue;
       }
     }
-    if (stopped_bad) {
-      damage(out, o, fmt::format("cpu {} sub-buffer {}", c, sb.idx), bad.first, bad.second);
-      ++rc.damaged;
-      rc.records.resize(first_record);
-      rc.data.resize(first_byte);
-      continue;
-    }
   }
+
   // Set-aside memory (ASIDE spare words): sub-buffers swapped out of the
   // ring with a pending record (buffers/ring_buffer.h, "Set aside"). Their
-  // records are never shown (they left the ring's order), but the ring counts
-  // the ones committed there as lost_set_aside only when it reclaims the
-  // memory (R), which a dead process never did: count them here, from where
-  // the reclaim would have resumed, by cause (committed: lost_set_aside;
-  // still reserved: uncommitted). A spare word TAKEN at the crash (a swap or
-  // a reclaim in progress) tells no offset to count from: nothing counted.
-  const uint64_t sw_base = h.ring_offset + h.spares_offset + uint64_t{c} * h.nr_spares * 8;
-  for (uint64_t i = 0; i < h.nr_spares; ++i) {
-    const uint64_t w = v.u64(sw_base + i * 8, "spare word");
-    if (bd::sw_state(w) != bd::SpareState::aside) continue;
-    const uint64_t slot = bd::sw_slot(w);
-    const uint64_t from = bd::sw_from(w);
-    if (slot >= nslots || slot_used[slot] || from > S || from % bd::kRecordAlign != 0) {
-      damage(out, o, fmt::format("cpu {} spare word {}", c, i), sw_base + i * 8,
-             slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
-             : slot_used[slot] ? fmt::format("set-aside sub-buffer {} is also a LIVE position's", slot)
-                               : fmt::format("resume offset {} in a {}-byte sub-buffer", from, S));
-      ++rc.damaged;
-      continue;
-    }
-    const uint64_t page = h.ring_offset + h.pages_offset + uint64_t{c} * h.pages_per_cpu + slot * S;
-    uint64_t lost = 0, pending = 0;
-    for (uint64_t off = from; off + 4 <= S;) {
-      const uint32_t word = v.u32(page + off, "record");
-      const uint32_t kind = bd::word_kind(word);
-      if (kind == bd::kKindEnd) break;
-      uint64_t stride;
-      if (kind == bd::kKindNone) {
-        stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
-        if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0) break;  // end of what was reserved
-        ++pending;
-      } else {
-        stride = bd::stride_for(bd::word_len(word));
-        if (kind == bd::kKindData) ++lost;
-      }
-      if (stride > S - off) break;
-      off += stride;
-    }
-    if (v.live()) {  // the ring may have reclaimed it meanwhile (counted by then, or zeroed)
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (v.u64(sw_base + i * 8, "spare word") != w) {
-        ++rc.raced;
+  // records are never shown (they left the ring's order), but the ring
+  // counts the ones committed there as lost_set_aside only when it reclaims
+  // the memory (R), which a dead process never did: count them here, from
+  // where the reclaim would have resumed, by cause (committed:
+  // lost_set_aside; still reserved: uncommitted). A spare word TAKEN at the
+  // crash (a swap or a reclaim in progress) tells no offset to count from:
+  // nothing counted.
+  void count_set_aside() {
+    const uint64_t sw_base = h.ring_offset + h.spares_offset + uint64_t{c} * h.nr_spares * 8;
+    for (uint64_t i = 0; i < h.nr_spares; ++i) {
+      const uint64_t w = v.u64(sw_base + i * 8, "spare word");
+      if (bd::sw_state(w) != bd::SpareState::aside) continue;
+      const uint64_t slot = bd::sw_slot(w);
+      const uint64_t from = bd::sw_from(w);
+      if (slot >= nslots || slot_used[slot] || from > S || from % bd::kRecordAlign != 0) {
+        damage(out, o, fmt::format("cpu {} spare word {}", c, i), sw_base + i * 8,
+               slot >= nslots      ? fmt::format("sub-buffer {} of {}", slot, nslots)
+               : slot_used[slot]   ? fmt::format("set-aside sub-buffer {} is also a LIVE position's", slot)
+                                   : fmt::format("resume offset {} in a {}-byte sub-buffer", from, S));
+        ++rc.damaged;
         continue;
       }
+      const uint64_t page = page_of(slot);
+      if (!v.has(page, S)) {
+        cut_by_end = true;
+        continue;
+      }
+      uint64_t lost = 0, pending = 0;
+      for (uint64_t off = from; off + 4 <= S;) {
+        const uint32_t word = v.u32(page + off, "record");
+        const uint32_t kind = bd::word_kind(word);
+        if (kind == bd::kKindEnd) break;
+        uint64_t stride;
+        if (kind == bd::kKindNone) {
+          stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
+          if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0) break;  // end of what was reserved
+          ++pending;
+        } else {
+          stride = bd::stride_for(bd::word_len(word));
+          if (kind == bd::kKindData) ++lost;
+        }
+        if (stride > S - off) break;
+        off += stride;
+      }
+      if (v.live()) {  // the ring may have reclaimed it meanwhile (counted by then, or zeroed)
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (v.u64(sw_base + i * 8, "spare word") != w) {
+          ++rc.raced;
+          continue;
+        }
+      }
+      rc.counters.lost_set_aside += lost;
+      rc.uncommitted += pending;
     }
-    rc.counters.lost_set_aside += lost;
-    rc.uncommitted += pending;
   }
+};
+
+void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, RecoveredTrace& out,
+              const RecoverOptions& o) {
+  CpuWalk w{v, h, c, out, o, {}};
+  w.rc.cpu = c;
+  w.S = h.subbuf_size;
+  w.P = h.nr_subbufs;
+  w.nslots = w.P + h.nr_spares;
+  w.slot_used.assign(w.nslots, false);
+  w.cb_off = h.ring_offset + h.cpu_state_offset + uint64_t{c} * sizeof(CpuBuffer);
+  w.pw_base = h.ring_offset + h.positions_offset + uint64_t{c} * w.P * 8;
+  w.slot_base = h.ring_offset + h.slots_offset + uint64_t{c} * w.P * 4;
+  w.read_state();
+  w.read_subbufs(w.live_subbufs());
+  w.count_set_aside();
+  if (w.cut_by_end)
+    out.warnings.push_back(fmt::format("cpu {}: sub-buffers past the end of the truncated file ({} bytes) not read",
+                                       c, v.size()));
+  RecoveredCpu& rc = w.rc;
   for (const RecoveredRecord& r : rc.records) {
     if (rc.counters.entries == 0 || r.ts < rc.counters.oldest_ts) rc.counters.oldest_ts = r.ts;
     if (r.ts > rc.counters.newest_ts) rc.counters.newest_ts = r.ts;
@@ -521,10 +591,25 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
 RecoveredTrace recover_bytes(std::span<const std::byte> file, const RecoverOptions& options) {
   const FileView v(file, options.live);
   RecoveredTrace out;
-  const flight::FileHeader h = read_header(v, out);
+  const flight::FileHeader h = read_header(v, out, options);
   read_meta(v, h, out, options);
   out.cpus.reserve(h.cpus);
-  for (uint32_t c = 0; c < h.cpus; ++c) read_cpu(v, h, c, out, options);
+  for (uint32_t c = 0; c < h.cpus; ++c) {
+    if (h.file_size == v.size()) {
+      read_cpu(v, h, c, out, options);
+      continue;
+    }
+    try {  // truncated: a CPU whose state lies past the cut has nothing to read
+      read_cpu(v, h, c, out, options);
+    } catch (const RecoverError& e) {
+      out.warnings.push_back(fmt::format("cpu {}: not read, its {} lies past the end of the truncated file "
+                                         "(offset {}, the file has {} bytes)",
+                                         c, e.part(), e.offset(), v.size()));
+      RecoveredCpu empty;
+      empty.cpu = c;
+      out.cpus.push_back(std::move(empty));
+    }
+  }
   return out;
 }
 
@@ -540,7 +625,7 @@ RecoveredTrace recover_file(const std::filesystem::path& path, const RecoverOpti
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    throw RecoverError("header", 0, path.string() + " is empty");
+    throw RecoverError("header", 0, "the file is empty", path.string());
   }
   void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   const int e = errno;
@@ -552,9 +637,14 @@ RecoveredTrace recover_file(const std::filesystem::path& path, const RecoverOpti
     ~Unmap() { ::munmap(p, n); }
   } unmap{m, size};
   // A file truncated after fstat would raise SIGBUS on access; the header's
-  // file_size must match st_size before anything past the header is read,
-  // and flight files are never truncated by their writer.
-  return recover_bytes({static_cast<const std::byte*>(m), size}, options);
+  // file_size is checked against st_size before anything past the header is
+  // read (a shorter file is read only below its size), and flight files are
+  // never truncated by their writer.
+  try {
+    return recover_bytes({static_cast<const std::byte*>(m), size}, options);
+  } catch (const RecoverError& e) {
+    throw RecoverError(e, path.string());
+  }
 }
 
 std::vector<std::filesystem::path> find_flight_files(const std::filesystem::path& dir) {

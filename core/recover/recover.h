@@ -45,25 +45,33 @@
 
 namespace tracepipe::recover {
 
-/// A flight file that cannot be read: what() names the part ("header",
-/// "header.file_size", "cpu 3 tail word", ...) and the byte offset in the file.
+/// A flight file that cannot be read: what() names the file (when known),
+/// the part ("header", "header.file_size", "cpu 3 tail word", ...) and the
+/// byte offset in the file: "FILE: header.magic (at offset 0): ...".
 class RecoverError : public std::runtime_error {
  public:
-  RecoverError(std::string part, uint64_t offset, const std::string& why);
+  RecoverError(std::string part, uint64_t offset, const std::string& why, const std::string& file = "flight file");
+  /// The same error, naming `file`.
+  RecoverError(const RecoverError& e, const std::string& file) : RecoverError(e.part_, e.offset_, e.why_, file) {}
   const std::string& part() const noexcept { return part_; }
   uint64_t offset() const noexcept { return offset_; }
+  const std::string& why() const noexcept { return why_; }
 
  private:
   std::string part_;
   uint64_t offset_;
+  std::string why_;
 };
 
 struct RecoverOptions {
   /// The writing process may still run (see the top of this file).
   bool live = false;
   /// Damage inside a sub-buffer or the metadata log (a record that runs past
-  /// its sub-buffer, a bad metadata CRC) throws RecoverError instead of
-  /// skipping the sub-buffer or entry with a warning.
+  /// its sub-buffer, a bad metadata CRC), or a file shorter than its header
+  /// says (truncated), throws RecoverError instead of skipping the
+  /// sub-buffer, entry or missing part with a warning. Without it, a
+  /// truncated file yields what precedes the cut (the metadata must be
+  /// whole), and a warning says where the reading stopped.
   bool strict = false;
 };
 

@@ -247,6 +247,35 @@ class TraceDatParser {
       c.fail(at, fmt::format("cpu {} data offset {} is not page aligned", d.cpu, d.offset));
   }
 
+  // A file cut short (a copy interrupted, a disk that filled): a CPU's data
+  // that starts in the file and runs past its end. What precedes the cut is
+  // read (whole pages), the data of the CPUs after it is empty, each with a
+  // warning saying where the reading stopped. Uncompressed version 6 only;
+  // an offset past the end with no CPU crossing the end is damage, not a cut.
+  void salvage_truncated(std::vector<std::pair<uint64_t, CpuDataInfo>>& table) {
+    if (algo_ != detail::Compression::none) return;
+    const uint64_t end = file_.size();
+    const bool cut = std::any_of(table.begin(), table.end(), [end](const auto& e) {
+      return e.second.size != 0 && e.second.offset < end && e.second.size > end - e.second.offset;
+    });
+    if (!cut) return;
+    for (auto& [at, d] : table) {
+      if (d.size == 0) continue;
+      if (d.offset >= end) {
+        r_.warnings_.push_back(fmt::format("truncated: cpu {} data [{}, +{}) lies past the end of the file ({} bytes): "
+                                           "not read",
+                                           d.cpu, d.offset, d.size, end));
+        d.size = 0;
+      } else if (d.size > end - d.offset) {
+        const uint64_t keep = (end - d.offset) / r_.page_size_ * r_.page_size_;
+        r_.warnings_.push_back(fmt::format("truncated: cpu {} data [{}, +{}) runs past the end of the file ({} bytes): "
+                                           "read up to byte {} ({} of {} bytes)",
+                                           d.cpu, d.offset, d.size, end, d.offset + keep, keep, d.size));
+        d.size = keep;
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- version 6
 
   void parse_v6(ByteCursor& c) {
@@ -283,9 +312,13 @@ class TraceDatParser {
       c.fail(cpus_at, fmt::format("{} CPUs do not fit in the rest of the file", r_.cpu_count_));
     const size_t top = new_buffer("", 0, r_.cpu_count_);
     r_.top_buffer_ = top;
+    std::vector<std::pair<uint64_t, CpuDataInfo>> table;
     for (uint32_t cpu = 0; cpu < r_.cpu_count_; ++cpu) {
       const uint64_t at = c.pos();
-      CpuDataInfo d{cpu, c.u64(), c.u64()};
+      table.push_back({at, CpuDataInfo{cpu, c.u64(), c.u64()}});
+    }
+    salvage_truncated(table);
+    for (auto& [at, d] : table) {
       check_cpu_data(c, at, d);
       add_cpu(top, d);
     }

@@ -15,7 +15,7 @@ namespace tracepipe {
 namespace {
 
 // trace-cmd lib/trace-cmd/include/trace-cmd-private.h: option and section ids.
-constexpr uint16_t kOptDone = 0, kOptBuffer = 3, kOptTraceClock = 4, kOptCpuCount = 8;
+constexpr uint16_t kOptDone = 0, kOptCpuStat = 2, kOptBuffer = 3, kOptTraceClock = 4, kOptCpuCount = 8;
 constexpr uint16_t kSecOptions = 0, kSecBuffer = 3, kSecHeaderInfo = 16;
 constexpr uint16_t kFlagCompressed = 1;
 
@@ -78,6 +78,11 @@ void common_options(Out& o, const TraceDatWriter& meta, const uint64_t where[6])
   o.num<uint16_t>(kOptTraceClock);
   o.num<uint32_t>(static_cast<uint32_t>(clock.size() + 1));
   o.cstr(clock);
+  for (const std::string& st : meta.cpu_stats()) {
+    o.num<uint16_t>(kOptCpuStat);
+    o.num<uint32_t>(static_cast<uint32_t>(st.size() + 1));
+    o.cstr(st);
+  }
   for (int i = 0; i < 6; ++i) {
     o.num<uint16_t>(static_cast<uint16_t>(kSecHeaderInfo + i));
     o.num<uint32_t>(8);

@@ -181,6 +181,11 @@ std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>
   o.num<uint16_t>(4);  // TRACECLOCK: makes trace-cmd read the clock text after the CPU table
   o.num<uint32_t>(static_cast<uint32_t>(clock.size() + 1));
   o.cstr(clock);
+  for (const std::string& st : cpu_stats_) {
+    o.num<uint16_t>(2);  // CPUSTAT: text with its NUL
+    o.num<uint32_t>(static_cast<uint32_t>(st.size() + 1));
+    o.cstr(st);
+  }
   o.num<uint16_t>(0);  // end of options (v6: no size)
   o.str(std::string_view("flyrecord\0", 10));
   if (table_offset != nullptr) *table_offset = o.b.size();

@@ -73,6 +73,13 @@ class TraceDatWriter {
   /// Raw kallsyms / printk_formats text to embed (optional).
   void set_kallsyms(std::string text) { kallsyms_ = std::move(text); }
   void set_printk(std::string text) { printk_ = std::move(text); }
+  /// Per-CPU statistics written as CPUSTAT options (one per CPU, in order),
+  /// each the text of the kernel's per_cpu/cpuN/stats after a "CPU: N"
+  /// line, as trace-cmd record stores them and `trace-cmd report --stat`
+  /// prints them (tracecmd/trace-record.c: record_stats, add_buffer_stat).
+  /// Empty (the default): no CPUSTAT option.
+  void set_cpu_stats(std::vector<std::string> per_cpu) { cpu_stats_ = std::move(per_cpu); }
+  const std::vector<std::string>& cpu_stats() const noexcept { return cpu_stats_; }
 
   /// Appends one record to `cpu`'s stream. `payload` starts at common_type.
   /// Throws std::invalid_argument if cpu >= cpus, or the payload is shorter
@@ -142,6 +149,7 @@ class TraceDatWriter {
   std::vector<EventFormat> formats_;  // in add order
   std::map<int32_t, std::string> cmdlines_;
   std::string kallsyms_, printk_;
+  std::vector<std::string> cpu_stats_;  // CPUSTAT options
   std::vector<CpuStream> cpus_;
   TraceDatWriterStats stats_;
 };

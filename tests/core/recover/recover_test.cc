@@ -352,10 +352,25 @@ TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
                        flight::crc32_bytes(b.data(), offsetof(flight::FileHeader, header_crc)));
     expect_error(b, "header.clock", offsetof(flight::FileHeader, clock));
   }
-  SECTION("truncated") {
+  SECTION("truncated: an error with strict, else what precedes the cut") {
     auto b = good;
     b.resize(b.size() - 4096);
-    expect_error(b, "header.file_size", offsetof(flight::FileHeader, file_size));
+    try {
+      (void)recover::recover_bytes(b, {.strict = true});
+      FAIL("no error");
+    } catch (const recover::RecoverError& e) {
+      CHECK(e.part() == "header.file_size");
+      CHECK(e.offset() == offsetof(flight::FileHeader, file_size));
+    }
+    const recover::RecoveredTrace whole = recover::recover_bytes(good);
+    const recover::RecoveredTrace t = recover::recover_bytes(b);
+    REQUIRE(!t.warnings.empty());
+    CHECK(t.warnings.front().find("truncated: the header says") != std::string::npos);
+    CHECK(t.records() <= whole.records());
+    CHECK(t.cpus.size() == whole.cpus.size());
+    // Cut inside the metadata log: nothing to read records with.
+    b.resize(flight::kHeaderBytes + 100);
+    expect_error(b, "header.meta_offset", offsetof(flight::FileHeader, meta_offset));
   }
   SECTION("half-written: died during creation") {
     auto b = good;

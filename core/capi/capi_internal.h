@@ -45,6 +45,8 @@ inline constexpr uint32_t kStackLaneMax = 512;
 
 /// Sets the calling thread's last error and returns `status`.
 tracepipe_status fail(tracepipe_status status, std::string_view message) noexcept;
+/// The calling thread's last error text ("" if none).
+const char* last_error() noexcept;
 /// The status and message of the exception being handled (call in a catch).
 tracepipe_status fail_current() noexcept;
 

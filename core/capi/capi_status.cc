@@ -16,15 +16,21 @@
 namespace tracepipe::capi {
 
 namespace {
-// The last failure's text on this thread. A fixed buffer, not a
-// std::string: set from catch blocks (an allocation there could throw
-// again) and read through a plain pointer.
-constexpr size_t kErrorCap = 4096;
-thread_local char tl_error[kErrorCap] = "";
+// The last failure's text on this thread. On the heap, not in a fixed
+// thread-local array: the library's thread-local block is static TLS (the
+// write path's initial-exec context word), which a dlopen() must find room
+// for, so it stays small.
+thread_local std::string tl_error;
 }  // namespace
 
+const char* last_error() noexcept { return tl_error.c_str(); }
+
 tracepipe_status fail(tracepipe_status status, std::string_view message) noexcept {
-  copy_out(message, tl_error, kErrorCap);
+  try {
+    tl_error.assign(message);
+  } catch (...) {
+    tl_error.clear();  // out of memory: no text rather than a stale one
+  }
   return status;
 }
 
@@ -87,7 +93,7 @@ using tracepipe::capi::fail;
 
 extern "C" {
 
-const char* tracepipe_last_error(void) { return tracepipe::capi::tl_error; }
+const char* tracepipe_last_error(void) { return tracepipe::capi::last_error(); }
 
 const char* tracepipe_status_name(tracepipe_status status) {
   switch (status) {

@@ -38,7 +38,7 @@ using detail::Subscribers;
 /// The stack lane once the caller's bytes did not decide (the filter reads
 /// a common field, needs the general evaluator, or accepted): the record
 /// built on this frame, then filter_from_stack or commit_from_stack. Out of
-/// line, so that the reject above it needs no 512-byte frame.
+/// line, so that the reject before it needs no 512-byte frame.
 [[gnu::noinline]] void stage_built(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
                                    const filters::Program& prog, const std::byte* body, uint32_t size,
                                    int verdict) noexcept {
@@ -47,7 +47,7 @@ using detail::Subscribers;
   if ((depth | ctx.in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
     hdr |= detail::nested_header_bits(depth);
   std::memcpy(rec, &hdr, sizeof hdr);
-  std::memcpy(rec + sizeof hdr, body, size - sizeof hdr);
+  detail::copy_record(rec + sizeof hdr, body, size - sizeof hdr);
   const std::span<const std::byte> r{rec, size};
   if (verdict < 0) verdict = prog.match_inline(r);
   if (verdict < 0)
@@ -58,27 +58,56 @@ using detail::Subscribers;
     InstanceAccess::commit_from_stack(st, flags, ctx, r);  // (R7) stamped at the copy (F1)
 }
 
-/// The stack lane for one state (flags: stages_on_stack), a fixed-size
-/// record of `size` bytes whose body the caller holds.
+/// The verdict of `prog` on the caller's bytes (see the top of this file),
+/// or -1 when they cannot decide it (a common field is read, or the
+/// program needs the general evaluator).
+[[gnu::always_inline]] inline int verdict_on_body(const filters::Program& prog, const std::byte* body,
+                                                  uint32_t size) noexcept {
+  if ((prog.read_chunks() & 1) != 0) return -1;
+  const auto* rec = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(body) - sizeof(CommonHeader));
+  return prog.match_inline({rec, size});  // (R6)
+}
+
+/// The stack lane for one state (flags: stages_on_stack) inside the
+/// caller's WriterScope, a fixed-size record of `size` bytes whose body the
+/// caller holds.
 [[gnu::always_inline]] inline void stage_body(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
                                               const filters::Program& prog, const std::byte* body,
                                               uint32_t size) noexcept {
-  int verdict = -1;
-  if ((prog.read_chunks() & 1) == 0) {
-    // (R6) on the caller's bytes (see the top of this file).
-    const auto* rec = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(body) - sizeof(CommonHeader));
-    verdict = prog.match_inline({rec, size});
-    if (verdict == 0) {
-      count_reject(st, ctx);
-      return;
-    }
-  }
-  stage_built(st, flags, ctx, depth, prog, body, size, verdict);
+  const int verdict = verdict_on_body(prog, body, size);
+  if (verdict == 0)
+    count_reject(st, ctx);
+  else
+    stage_built(st, flags, ctx, depth, prog, body, size, verdict);
+}
+
+/// trace_lane()'s out-of-line rest: the verdict on the caller's bytes when
+/// the lane did not have it (`verdict` -2), then the reject's count or
+/// stage_built(); closes the outermost read-side section trace_lane()
+/// opened. trace_lane() calls it last and holds nothing across it, so its
+/// integer reject needs no frame and no callee-saved register (as
+/// EventDecl::trace_slow_path).
+/// The flags are loaded again here rather than passed: one register less
+/// for trace_lane() to keep (any value loaded inside the section is one
+/// a writer may act on).
+[[gnu::noinline]] void lane_rest_outermost(EventState& st, const filters::Program& prog, const std::byte* body,
+                                           uint32_t size, int verdict) noexcept {
+  ThreadContext& ctx = *detail::tl_context;
+  const uint32_t flags = st.flags.load(std::memory_order_acquire);
+  if (verdict == -2) verdict = verdict_on_body(prog, body, size);
+  if (verdict == 0)
+    count_reject(st, ctx);  // (R8)
+  else
+    stage_built(st, flags, ctx, 0, prog, body, size, verdict);
+  detail::leave_outermost_section();
 }
 
 /// EventDecl::trace_rejects_first's shape: the lane for the commonest case
-/// (one subscribed instance), in the outermost read-side section. False:
-/// not taken (nested, several instances, another path): go to fan_out.
+/// (one subscribed instance), in the outermost read-side section; inline,
+/// only the commonest filter, one compare of a 4-byte field
+/// (Program::single32_pos), read from the caller's bytes. True: done (the
+/// section closed); false: not taken (nested, several instances, another
+/// path), the section closed: go to fan_out.
 [[gnu::always_inline]] inline bool trace_lane(const tracepipe_event& ev, const std::byte* body) noexcept {
   ThreadContext* ctx = detail::tl_context;
   if (ctx == nullptr) [[unlikely]]
@@ -92,8 +121,20 @@ using detail::Subscribers;
     const uint32_t flags = st.flags.load(std::memory_order_acquire);
     if (InstanceAccess::stages_on_stack(flags)) [[likely]] {
       const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
-      stage_body(st, flags, *ctx, 0, *prog, body, ev.fixed_size);
-      done = true;
+      const uint32_t pos = prog->single32_pos(ev.fixed_size);
+      int verdict = -2;
+      if (pos >= sizeof(CommonHeader) && pos != UINT32_MAX) {
+        uint32_t x;
+        std::memcpy(&x, body + (pos - sizeof(CommonHeader)), sizeof x);  // (R6) the record's bytes at pos
+        if (!prog->match_u32(x)) {
+          count_reject(st, *ctx);  // (R8): nothing else touched
+          detail::leave_outermost_section();
+          return true;
+        }
+        verdict = 1;
+      }
+      lane_rest_outermost(st, *prog, body, ev.fixed_size, verdict);  // closes the section
+      return true;
     }
   }
   detail::leave_outermost_section();
@@ -104,7 +145,7 @@ using detail::Subscribers;
 /// `body` non-null: a fixed-size body, which may take the stack lane per
 /// instance; `fill` builds the record otherwise.
 template <class Fill>
-[[gnu::noinline]] void fan_out(const tracepipe_event& ev, uint32_t size, const std::byte* body, Fill& fill) noexcept {
+[[gnu::always_inline]] inline void fan_out(const tracepipe_event& ev, uint32_t size, const std::byte* body, Fill& fill) noexcept {
   ThreadContext* ctx = thread_context();
   if (ctx == nullptr) [[unlikely]] {
     count_unregistered_drop();
@@ -123,6 +164,14 @@ template <class Fill>
     }
     InstanceAccess::emit_to_state_in_scope(st, *ctx, depth, size, fill);
   }
+}
+
+/// tracepipe_trace() past its lane: every subscribed instance.
+[[gnu::noinline]] void trace_fan_out(const tracepipe_event& ev, const std::byte* body, uint32_t rec_size) noexcept {
+  auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    detail::copy_record(rec.data() + sizeof(CommonHeader), body, rec_size - sizeof(CommonHeader));
+  };
+  fan_out(ev, rec_size, ev.stack_lane ? body : nullptr, fill);
 }
 
 /// Bytes of a text value, at most `max`.
@@ -209,17 +258,20 @@ extern "C" {
 void tracepipe_trace(const tracepipe_event* event, const void* body, size_t size) {
   if (event == nullptr) [[unlikely]]
     return;
+  const auto* b = static_cast<const std::byte*>(body);
+  // The commonest call first: a fixed-size body of exactly its size. No
+  // look at the word before the lane's own: the caller's
+  // TRACEPIPE_TRACEPOINT_ENABLED has just read it.
+  if (size == event->body_fixed && event->stack_lane && b != nullptr) [[likely]] {
+    if (trace_lane(*event, b)) [[likely]]
+      return;
+    return trace_fan_out(*event, b, event->fixed_size);  // tail calls: no frame here
+  }
   if (event->word->load(std::memory_order_relaxed) == nullptr) return;  // nobody listens
   const uint32_t rec_size = body_record_size(*event, body, size);
   if (rec_size == 0) [[unlikely]]
     return;
-  const auto* b = static_cast<const std::byte*>(body);
-  if (event->stack_lane && trace_lane(*event, b)) [[likely]]
-    return;
-  auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-    std::memcpy(rec.data() + sizeof(CommonHeader), b, rec_size - sizeof(CommonHeader));
-  };
-  fan_out(*event, rec_size, event->stack_lane ? b : nullptr, fill);
+  trace_fan_out(*event, b, rec_size);
 }
 
 void tracepipe_trace_values(const tracepipe_event* event, const tracepipe_value* values, size_t count) {
@@ -249,8 +301,8 @@ tracepipe_emit_result tracepipe_emit(tracepipe_instance* instance, const tracepi
   const auto* b = static_cast<const std::byte*>(body);
   return to_c(instance->inst->emit_fill(*event->desc, rec_size,
                                         [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-                                          std::memcpy(rec.data() + sizeof(CommonHeader), b,
-                                                      rec_size - sizeof(CommonHeader));
+                                          detail::copy_record(rec.data() + sizeof(CommonHeader), b,
+                                                              rec_size - sizeof(CommonHeader));
                                         }));
 }
 

@@ -68,6 +68,14 @@ extern "C" {
 #define TRACEPIPE_C_API
 #endif
 
+/** An extensible struct with struct_size set and every other member 0 (its
+ *  default): what the TRACEPIPE_*_INIT macros expand to. */
+#ifdef __cplusplus
+#define TRACEPIPE_STRUCT_INIT(T) ([] { T t_{}; t_.struct_size = sizeof t_; return t_; }())
+#else
+#define TRACEPIPE_STRUCT_INIT(T) {.struct_size = sizeof(T)}
+#endif
+
 /** The ABI this header describes (tracepipe_abi_version() is the library's). */
 #define TRACEPIPE_C_ABI_VERSION 1
 /** Bytes of the common header every record starts with (common_type,
@@ -151,7 +159,7 @@ typedef struct tracepipe_event_spec {
    *  (every field as name=value; arrays with __print_array). */
   const char* print_fmt;
 } tracepipe_event_spec;
-#define TRACEPIPE_EVENT_SPEC_INIT {.struct_size = sizeof(tracepipe_event_spec)}
+#define TRACEPIPE_EVENT_SPEC_INIT TRACEPIPE_STRUCT_INIT(tracepipe_event_spec)
 
 /** A declared event: its schema, ID and layout. Lives until the process
  *  ends (the registry never removes an event); thread-safe to use from any
@@ -290,7 +298,7 @@ typedef struct tracepipe_instance_options {
   int flight_recorder;
   const char* flight_dir;    /**< NULL: /dev/shm/tracepipe */
 } tracepipe_instance_options;
-#define TRACEPIPE_INSTANCE_OPTIONS_INIT {.struct_size = sizeof(tracepipe_instance_options)}
+#define TRACEPIPE_INSTANCE_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_instance_options)
 
 /** Builds an instance (options NULL: every default). Every event starts
  *  disabled. Errors: EINVAL (sizes, clock name; the message says which),
@@ -382,7 +390,7 @@ typedef struct tracepipe_event_stats {
   uint64_t staged;      /**< filtered emits built in a staging buffer */
   uint64_t direct;      /**< filtered emits built directly in the ring */
 } tracepipe_event_stats;
-#define TRACEPIPE_EVENT_STATS_INIT {.struct_size = sizeof(tracepipe_event_stats)}
+#define TRACEPIPE_EVENT_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_event_stats)
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_event_stats(const tracepipe_instance* instance,
                                                                 const tracepipe_event* event,
                                                                 tracepipe_event_stats* out);
@@ -398,7 +406,7 @@ typedef struct tracepipe_buffer_stats {
   uint64_t bytes;       /**< bytes committed */
   uint32_t cpus;        /**< per-CPU buffers */
 } tracepipe_buffer_stats;
-#define TRACEPIPE_BUFFER_STATS_INIT {.struct_size = sizeof(tracepipe_buffer_stats)}
+#define TRACEPIPE_BUFFER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_buffer_stats)
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_buffer_stats(const tracepipe_instance* instance,
                                                                  tracepipe_buffer_stats* out);
 /** The flight file the ring lives in ("" without flight_recorder). */
@@ -421,7 +429,7 @@ typedef struct tracepipe_recorder_options {
   uint32_t flush_interval_ms;  /**< longest a record waits in the ring; 0: 1000 */
   uint32_t collector_timeout_ms; /**< longest one network step; 0: 2000 */
 } tracepipe_recorder_options;
-#define TRACEPIPE_RECORDER_OPTIONS_INIT {.struct_size = sizeof(tracepipe_recorder_options)}
+#define TRACEPIPE_RECORDER_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_options)
 
 typedef struct tracepipe_recorder_stats {
   size_t struct_size;   /**< sizeof(tracepipe_recorder_stats) */
@@ -432,7 +440,7 @@ typedef struct tracepipe_recorder_stats {
   uint64_t unwritten;   /**< consumed but not written (the output failed) */
   int failed;           /**< a fault stopped the output (tracepipe_recorder_error) */
 } tracepipe_recorder_stats;
-#define TRACEPIPE_RECORDER_STATS_INIT {.struct_size = sizeof(tracepipe_recorder_stats)}
+#define TRACEPIPE_RECORDER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_stats)
 
 /** Creates the output and starts the recorder thread, which consumes the
  *  instance's records (run no other consuming reader meanwhile). The
@@ -461,7 +469,7 @@ typedef struct tracepipe_recover_options {
   int live;           /**< the writing process may still run */
   int strict;         /**< damage is an error instead of a skipped sub-buffer */
 } tracepipe_recover_options;
-#define TRACEPIPE_RECOVER_OPTIONS_INIT {.struct_size = sizeof(tracepipe_recover_options)}
+#define TRACEPIPE_RECOVER_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recover_options)
 
 typedef struct tracepipe_recover_stats {
   size_t struct_size;    /**< sizeof(tracepipe_recover_stats) */
@@ -471,7 +479,7 @@ typedef struct tracepipe_recover_stats {
   uint32_t warnings;     /**< damaged parts skipped */
   int32_t pid;           /**< the process that wrote the file */
 } tracepipe_recover_stats;
-#define TRACEPIPE_RECOVER_STATS_INIT {.struct_size = sizeof(tracepipe_recover_stats)}
+#define TRACEPIPE_RECOVER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recover_stats)
 
 /** Turns a flight file (a crashed process's, or with `live` a running one's)
  *  into a trace.dat, as `tracepipe recover FILE -o OUT`. options and out

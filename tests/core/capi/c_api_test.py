@@ -2,7 +2,8 @@
 """libtracepipe_c from Python through ctypes alone (no other package):
 declare an event, set filters (a bad one: the kernel's caret), emit from
 several threads (ctypes releases the GIL for each call), record a growing
-trace.dat, and read it back with `trace-cmd report`.
+trace.dat, and read it back with `trace-cmd report`; then record to an
+unmodified `trace-cmd listen` and read the file it writes.
 
     c_api_test.py LIBTRACEPIPE_C.so WORKDIR
 """
@@ -23,7 +24,8 @@ if "optional_static_tls" not in os.environ.get("GLIBC_TUNABLES", ""):
 if shutil.which("trace-cmd") is None:
     print("SKIP: trace-cmd is not installed")
     sys.exit(77)
-os.makedirs(work, exist_ok=True)
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
 lib = C.CDLL(lib_path)
 
 FIELD_INT, FIELD_CHARS, FIELD_STRING = 0, 1, 2
@@ -145,3 +147,57 @@ assert len(works) == want, (len(works), want)
 assert any("seq=499 worker=w0 msg=thread 0 item 499" in l for l in works), works[:3]
 assert not any("worker=w1" in l and "seq=100 " in l for l in works)
 print(f"c_api (python): {len(works)} records in trace-cmd report, as counted; filter caret ok")
+
+# The recorder to a collector: an unmodified `trace-cmd listen` on a
+# loopback port, as `trace-cmd record -N` sends the kernel's buffers.
+import glob
+import socket
+import time
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+cdir = os.path.join(work, "collector")
+os.makedirs(cdir, exist_ok=True)
+listen = subprocess.Popen(["trace-cmd", "listen", "-p", str(port), "-d", cdir], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+try:
+    lib.tracepipe_recorder_wait_ready.restype, lib.tracepipe_recorder_wait_ready.argtypes = C.c_int, [P, C.c_uint32]
+    inst = P()
+    check(lib.tracepipe_instance_create(None, C.byref(inst)), "instance")
+    check(lib.tracepipe_instance_enable(inst, ev, 1), "enable")
+    copts = RecorderOptions(C.sizeof(RecorderOptions), None, f"127.0.0.1:{port}".encode(), 7, None, 0, 0, 0, 0)
+    rec = P()
+    for attempt in range(50):  # until trace-cmd listen has bound its port
+        check(lib.tracepipe_recorder_start(inst, C.byref(copts), C.byref(rec)), "recorder to collector")
+        if lib.tracepipe_recorder_wait_ready(rec, 2000):
+            break
+        lib.tracepipe_recorder_destroy(rec)
+        time.sleep(0.1)
+    else:
+        raise SystemExit("trace-cmd listen never took the connection")
+    for i in range(200):
+        text = f"net {i}".encode()
+        vals = (Value * 3)(Value(i, None, 0), Value(0, C.cast(C.c_char_p(b"net"), C.c_void_p), STRLEN),
+                           Value(0, C.cast(C.c_char_p(text), C.c_void_p), len(text)))
+        lib.tracepipe_trace_values(ev, vals, 3)
+    check(lib.tracepipe_recorder_stop(rec, None), "stop")
+    lib.tracepipe_recorder_destroy(rec)
+    lib.tracepipe_instance_destroy(inst)
+    lines = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # the collector joins its file once the session ends
+        for f in glob.glob(os.path.join(cdir, "*.dat")):
+            r = subprocess.run(["trace-cmd", "report", f], capture_output=True, text=True)
+            lines = [l for l in r.stdout.splitlines() if " work: " in l]
+            if len(lines) >= 200:
+                break
+        if len(lines) >= 200:
+            break
+        time.sleep(0.2)
+    assert len(lines) == 200, f"collector's file has {len(lines)} records of 200"  # no filter here
+    assert any("seq=99 worker=net msg=net 99" in l for l in lines), lines[-1:]
+    print(f"c_api (python): trace-cmd listen wrote {len(lines)} records, as sent")
+finally:
+    listen.terminate()
+    listen.wait(timeout=10)

@@ -213,7 +213,9 @@ void write_values(const tracepipe_event& ev, std::byte* rec, const tracepipe_val
           std::memcpy(at, v[i].data, n * l.elem);
         }
         break;
-      case TRACEPIPE_FIELD_CHARS: std::memcpy(at, v[i].data, text_len(v[i], l.count)); break;
+      case TRACEPIPE_FIELD_CHARS:
+        if (const size_t n = text_len(v[i], l.count); n != 0) std::memcpy(at, v[i].data, n);
+        break;
       case TRACEPIPE_FIELD_STRING: {
         const auto n = static_cast<uint32_t>(text_len(v[i], TRACEPIPE_MAX_STRING));
         const uint32_t word = ((n + 1) << 16) | dyn;  // __data_loc: length with NUL, offset

@@ -205,6 +205,8 @@ TRACEPIPE_C_API tracepipe_status tracepipe_event_declare(const tracepipe_event_s
 /** A declared event by "SYSTEM:NAME" (or system and name apart: pass NULL
  *  for `name` to split `system` at ':'). NULL if not declared. Thread-safe. */
 TRACEPIPE_C_API tracepipe_event* tracepipe_event_find(const char* system, const char* name);
+/* The event's layout and format: any thread, lock-free (the handle is
+ * immutable); 0 / UINT32_MAX / "" for a NULL event. */
 /** The record's common_type. */
 TRACEPIPE_C_API uint16_t tracepipe_event_id(const tracepipe_event* event);
 /** Bytes of the record's fixed part, common header included (the format's
@@ -318,7 +320,8 @@ TRACEPIPE_C_API tracepipe_status tracepipe_instance_apply_config(tracepipe_insta
                                                                  const char* instance_name);
 /** Disables every event, waits for emits in flight, frees. The instance
  *  must have no recorder left (destroy it first) and no thread may use the
- *  handle afterwards. NULL is a no-op. */
+ *  handle during or after the call (emits through tracepipe_trace may go
+ *  on: the instance leaves their subscriber lists first). NULL is a no-op. */
 TRACEPIPE_C_API void tracepipe_instance_destroy(tracepipe_instance* instance);
 
 /** Enables (on != 0) or disables one event in this instance. Thread-safe;
@@ -361,7 +364,8 @@ TRACEPIPE_C_API size_t tracepipe_instance_trigger_text(const tracepipe_instance*
 TRACEPIPE_C_API size_t tracepipe_instance_hist_text(const tracepipe_instance* instance,
                                                     const tracepipe_event* event, char* buf, size_t cap);
 
-/** tracing_off / tracing_on: while paused, writes are dropped (counted lost). */
+/** tracing_off / tracing_on: while paused, writes are dropped (counted lost).
+ *  Any thread, beside writers; not from a signal handler. */
 TRACEPIPE_C_API void tracepipe_instance_pause(tracepipe_instance* instance);
 TRACEPIPE_C_API void tracepipe_instance_resume(tracepipe_instance* instance);
 TRACEPIPE_C_API int tracepipe_instance_paused(const tracepipe_instance* instance);
@@ -452,14 +456,17 @@ TRACEPIPE_C_API tracepipe_status tracepipe_recorder_start(tracepipe_instance* in
 /** Waits at most timeout_ms for the output to take data (a collector's
  *  connection); 1 when ready, 0 on a fault or timeout. Any thread. */
 TRACEPIPE_C_API int tracepipe_recorder_wait_ready(tracepipe_recorder* recorder, uint32_t timeout_ms);
-/** Flight-recorder mode: write what the buffer holds now; stream: flush now. */
+/** Flight-recorder mode: write what the buffer holds now; stream: flush now.
+ *  Any thread; returns at once (the recorder thread writes). */
 TRACEPIPE_C_API void tracepipe_recorder_trigger(tracepipe_recorder* recorder);
 /** Drains every committed record, finalizes the file and stops the thread
- *  (idempotent); *out (may be NULL) gets the final counters. */
+ *  (idempotent); *out (may be NULL) gets the final counters. Any thread
+ *  but one of the recorder's callbacks; blocks until the file is complete. */
 TRACEPIPE_C_API tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder, tracepipe_recorder_stats* out);
-/** The first fault ("writing PATH: CAUSE"); "" if none. */
+/** The first fault ("writing PATH: CAUSE"); "" if none. Any thread. */
 TRACEPIPE_C_API size_t tracepipe_recorder_error(const tracepipe_recorder* recorder, char* buf, size_t cap);
-/** Stops (if needed) and frees. NULL is a no-op. */
+/** Stops (if needed) and frees; the handle is invalid afterwards, and no
+ *  other thread may be using it. NULL is a no-op. */
 TRACEPIPE_C_API void tracepipe_recorder_destroy(tracepipe_recorder* recorder);
 
 /* ── Flight files ──────────────────────────────────────────────────────────── */

@@ -577,6 +577,18 @@ struct InstanceAccess {
     constexpr uint32_t lane = EventState::kEnabled | EventState::kFiltered | EventState::kThreadStaging;
     return (flags & (lane | EventState::kSoftDisabled | EventState::kTriggered)) == lane;
   }
+  /// The stack lane's two out-of-line steps, for a lane whose record size
+  /// is known only at run time (the C API's packed records, core/capi): the
+  /// caller holds the read-side section and built `rec`, header included.
+  static void commit_from_stack(EventState& st, uint32_t flags, ThreadContext& ctx,
+                                std::span<const std::byte> rec) noexcept {
+    st.instance->commit_from_stack(st, flags, ctx, rec);
+  }
+  static void filter_from_stack(const filters::Program& prog, EventState& st, uint32_t flags, ThreadContext& ctx,
+                                std::span<const std::byte> rec) noexcept {
+    st.instance->filter_from_stack(prog, st, flags, ctx, rec);
+  }
+
   /// EventDecl::trace's stack lane (Instance::stage_on_stack).
   template <uint32_t Size, class Build>
   [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,

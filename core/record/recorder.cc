@@ -80,10 +80,6 @@ bool writer_may_block() noexcept {
   return c == nullptr || (c->nesting() <= 1 && c->in_signal.load(std::memory_order_relaxed) == 0);
 }
 
-uint64_t ring_lost(const buffers::detail::CpuBuffer& cb) noexcept {
-  return cb.lost_full.load(std::memory_order_relaxed) + cb.lost_busy.load(std::memory_order_relaxed) +
-         cb.lost_too_big.load(std::memory_order_relaxed) + cb.commit_overrun.load(std::memory_order_relaxed) +
-         cb.lost_set_aside.load(std::memory_order_relaxed);
 LossCounts loss_counts(const buffers::detail::CpuBuffer& cb) noexcept {
   return {cb.overrun.load(std::memory_order_relaxed),        cb.lost_full.load(std::memory_order_relaxed),
           cb.lost_busy.load(std::memory_order_relaxed),      cb.commit_overrun.load(std::memory_order_relaxed),

@@ -42,7 +42,8 @@
 // second signal ends the program at once, with what is written (the file
 // stays a valid trace.dat). A program that installs its own handler later
 // (in main()) replaces this one: its exit then finalizes the file as any
-// exit does. The same signal arriving twice within 50 ms counts once (a
+// exit does. A forked child that keeps the handler gets the default action
+// (it has no recorder thread). The same signal arriving twice within 50 ms counts once (a
 // signal sent to the process group and forwarded by `tracepipe record`).
 //
 // `tracepipe record (-o OUT.dat | -N HOST:PORT) -- COMMAND` sets the
@@ -75,6 +76,7 @@ std::string take_env(const char* name) {
 }
 
 std::atomic<Recorder*> g_recorder{nullptr};
+std::atomic<pid_t> g_pid{0};  // the recording process (a forked child has no recorder thread)
 std::atomic<int> g_signal{0};
 std::atomic<int64_t> g_signal_ns{0};
 
@@ -92,6 +94,7 @@ void die_by(int sig) noexcept {
 // Async-signal-safe: the first signal asks the recorder thread to stop (it
 // ends the program once the file is finalized); a later one ends it now.
 void on_signal(int sig) {
+  if (::getpid() != g_pid.load()) return die_by(sig);  // a forked child: the default, as without us
   int none = 0;
   const int64_t now = monotonic_ns();
   if (g_signal.compare_exchange_strong(none, sig)) {
@@ -194,6 +197,7 @@ struct AutoRecord {
       };
       recorder = std::make_unique<Recorder>(*instances.front(), std::move(ro));
       g_recorder.store(recorder.get());
+      g_pid.store(::getpid());
       take_signal(SIGINT);
       take_signal(SIGTERM);
       // Under `tracepipe record -N`, as trace-cmd record -N: the connection

@@ -240,9 +240,13 @@ TEST_CASE("tracepipe record: exit codes, and one line naming the cause", "[recor
   }
   SECTION("the output removed while recording: 125") {
     TempPath cfg = config("user_rm.toml", "[events.\"app:*\"]\nenable = true\n[recording]\n");
-    const std::string cmd = fmt::format("{} record --config {} -o {} {} & sleep 0.5; rm -f {}; wait $!",
-                                        TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(),
-                                        app_cmd("--seconds 1.5 --threads 1"), out.path.string());
+    // Removed once the recording has written to it (however slowly the
+    // machine starts the program).
+    const std::string cmd = fmt::format(
+        "{} record --config {} -o {} {} & i=0; while [ ! -s {} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); "
+        "done; sleep 0.2; rm -f {}; wait $!",
+        TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(), app_cmd("--seconds 2 --threads 1"),
+        out.path.string(), out.path.string());
     const Ran r = shell("sh -c '" + cmd + "'");
     INFO(r.err);
     CHECK(r.status == 125);

@@ -33,6 +33,9 @@
 // --to-ctf` writes them: Trace Compass opens the directory as a Linux
 // kernel trace (its perf layout: events named "sched:sched_switch").
 //
+// Mirrors tools/perf/util/data-convert-bt.c (perf data convert --to-ctf:
+// env keys, SYSTEM:EVENT names, cpu_id in the packet context), behaviour not code.
+//
 // The metadata is written when the conversion finishes (it lists only the
 // events that occur); packets are written as they fill (1 MiB per CPU).
 // Thread-safety: one thread drives a writer.

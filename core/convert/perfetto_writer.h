@@ -32,7 +32,9 @@
 // same value) as ftrace_timestamp/boot_timestamp, so trace_processor puts
 // the trace at its own time stamps.
 //
-// Encoding: core/convert/proto_encoder.h (no libprotobuf on this path).
+// Mirrors what Perfetto's own ftrace reader writes (src/traced/probes/ftrace:
+// a bundle per read of a CPU's pages, lost_events, ftrace_clock), behaviour
+// not code. Encoding: core/convert/proto_encoder.h (no libprotobuf on this path).
 // Thread-safety: one thread drives a writer.
 #include <filesystem>
 #include <memory>

@@ -16,6 +16,7 @@
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/export/process_symbols.h"
+#include "tracepipe/core/triggers/stack_trace.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 using namespace tracepipe;
@@ -117,4 +118,16 @@ TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kall
   CHECK(mid != std::string::npos);
   CHECK(out != std::string::npos);
   CHECK(mid < out);
+}
+
+TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel_stack", "[triggers][stacktrace]") {
+  const std::filesystem::path f = "/sys/kernel/tracing/events/ftrace/kernel_stack/format";
+  std::error_code ec;
+  if (!std::filesystem::exists(f, ec)) TP_SKIP("no tracefs with events/ftrace/kernel_stack");
+  Registry kernel, ours;
+  const EventDesc& k = kernel.add_format_text(tp_test::read_file(f), "ftrace");
+  const EventDesc* o = &triggers::kernel_stack_event(ours);
+  CHECK(o->format().fields == k.format().fields);
+  CHECK(o->format().common_fields == k.format().common_fields);
+  CHECK(o->format().print_fmt == k.format().print_fmt);
 }

@@ -143,7 +143,7 @@ void stacktrace(benchmark::State& state) {
                                    {"stack_deep", true, kExtraFrames}}) {
     InstanceOptions o;
     o.mode = BufferMode::overwrite;
-    StackLeg l{name, trig, depth, std::make_unique<Instance>(o)};
+    StackLeg l{name, trig, depth, std::make_unique<Instance>(o), 0, {}};
     l.inst->enable(TrigEvent::desc());
     if (trig && !set_trigger(*l.inst, TrigEvent::desc(), "stacktrace").ok()) {
       state.SkipWithError("setup failed");

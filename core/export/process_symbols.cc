@@ -4,6 +4,7 @@
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -89,10 +90,18 @@ std::string process_symbol_text(uint64_t addr) {
 
 std::string process_kallsyms(std::span<const uint64_t> addrs) {
   std::map<uint64_t, std::string> syms;
+  uint64_t end = 0;
   for (const uint64_t a : addrs)
-    if (const auto s = resolve_process_symbol(a)) syms.emplace(s->start, s->name);
+    if (const auto s = resolve_process_symbol(a)) {
+      syms.emplace(s->start, s->name);
+      end = std::max(end, s->start + s->size);
+    }
   std::string out;
   for (const auto& [start, name] : syms) out += fmt::format("{:016x} t {}\n", start, name);
+  // libtraceevent takes a symbol to end where the next one starts, and the
+  // last one to end at its start: a last line past every symbol lets an
+  // address inside the highest one resolve.
+  if (!syms.empty() && end > syms.rbegin()->first) out += fmt::format("{:016x} t __tracepipe_symbols_end\n", end);
   return out;
 }
 

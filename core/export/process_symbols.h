@@ -32,7 +32,9 @@ std::optional<ProcessSymbol> resolve_process_symbol(uint64_t addr);
 std::string process_symbol_text(uint64_t addr);
 
 /// /proc/kallsyms-style lines ("start t name\n", sorted, one per symbol)
-/// for the symbols that contain `addrs`.
+/// for the symbols that contain `addrs`, and a last line
+/// "__tracepipe_symbols_end" where the highest of them ends (readers take a
+/// symbol to end where the next one starts).
 std::string process_kallsyms(std::span<const uint64_t> addrs);
 
 }  // namespace tracepipe

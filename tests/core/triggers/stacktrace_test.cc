@@ -16,6 +16,9 @@
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/export/process_symbols.h"
+#include "tracepipe/core/tracedat/trace_report.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/core/triggers/stack_trace.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 using namespace tracepipe;
@@ -106,6 +109,20 @@ TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kall
   const auto file = dir / "stack.dat";
   write_trace_dat(inst, file);
   const tp_test::CommandResult r = tp_test::run_command({"trace-cmd", "report", "-i", file.string()}, dir, 60);
+  // `tracepipe report` (TraceReport) prints the stack as trace-cmd does.
+  std::string ours;
+  {
+    const TraceDatReader reader = TraceDatReader::open(file);
+    TraceReport rep(reader);
+    char* buf = nullptr;
+    size_t len = 0;
+    std::FILE* mem = open_memstream(&buf, &len);
+    REQUIRE(mem != nullptr);
+    rep.print_all(mem);
+    std::fclose(mem);
+    ours.assign(buf, len);
+    std::free(buf);
+  }
   std::filesystem::remove_all(dir);
   if (r.status == 127) TP_SKIP("trace-cmd is not installed");
   INFO(r.out << r.err);
@@ -117,4 +134,20 @@ TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kall
   CHECK(mid != std::string::npos);
   CHECK(out != std::string::npos);
   CHECK(mid < out);
+  // The stack's lines, from "<stack trace >" on, are the same in both.
+  const std::string theirs_stack = r.out.substr(r.out.find("<stack trace >"));
+  REQUIRE(ours.find("<stack trace >") != std::string::npos);
+  CHECK(ours.substr(ours.find("<stack trace >")) == theirs_stack);
+}
+
+TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel_stack", "[triggers][stacktrace]") {
+  const std::filesystem::path f = "/sys/kernel/tracing/events/ftrace/kernel_stack/format";
+  std::error_code ec;
+  if (!std::filesystem::exists(f, ec)) TP_SKIP("no tracefs with events/ftrace/kernel_stack");
+  Registry kernel, ours;
+  const EventDesc& k = kernel.add_format_text(tp_test::read_file(f), "ftrace");
+  const EventDesc* o = &triggers::kernel_stack_event(ours);
+  CHECK(o->format().fields == k.format().fields);
+  CHECK(o->format().common_fields == k.format().common_fields);
+  CHECK(o->format().print_fmt == k.format().print_fmt);
 }

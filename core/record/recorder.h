@@ -44,8 +44,16 @@
 //   at most that many sub-buffers late, never early.)
 //   Overwrite: records overwritten before the recorder read them (overrun)
 //   are marked before the next record read.
+//   End of a CPU's data: losses noted after its last record have no record
+//   to stand before (libtraceevent reports a page's mark on its first record
+//   only), so the final drain writes one tracepipe:lost_at_end record (ID
+//   65534, field `lost`) carrying the mark. Hence, for every recording:
+//   records in the file + the marks' counts = events emitted into the
+//   instance (counted by cause in RecorderCpuStats).
 //   Records not written because the output failed are counted in
 //   `unwritten` (they cannot be marked in a file that no longer takes data).
+//   A finished file also holds the recording's per-CPU statistics as CPUSTAT
+//   options (the kernel's per_cpu/cpuN/stats layout; trace-cmd report --stat).
 //
 // ══ Faults ═══════════════════════════════════════════════════════════════════
 //   A write error (ENOSPC, EIO, ...), the output file removed or replaced,

@@ -80,7 +80,7 @@ TEST_CASE("snapshot: echo 1/2/0 > snapshot and the file's text", "[triggers][sna
   CHECK_FALSE(snapshot_allocated(inst));
 }
 
-TEST_CASE("snapshot: the trigger swaps and keeps tracing_on; the swapped-in ring is not emptied", "[triggers][snapshot]") {
+TEST_CASE("snapshot: the trigger swaps, keeps tracing_on, and does not empty the swapped-in ring", "[triggers][snapshot]") {
   Instance inst(small());
   inst.enable(Ev::desc());
   REQUIRE(set_trigger(inst, Ev::desc(), "snapshot if seq == 5").ok());

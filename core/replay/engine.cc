@@ -506,6 +506,10 @@ ReplayResult run_replay(const ReplayOptions& o) {
   for (const std::string& def : o.synthetic_args)
     if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
       throw ReplayError(fmt::format("--synthetic '{}': {}", def, st.render()));
+  if (in.config != nullptr)  // the config's synthetic_events, after --synthetic
+    for (const std::string& def : in.config->synthetic_events)
+      if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
+        throw ReplayError(fmt::format("{}: synthetic_events '{}': {}", o.config->string(), def, st.render()));
   // In the order given: a trigger may refer to the variables of one before it.
   triggers.clear();
   for (const auto& [name, cmd] : trigger_cmds) {
@@ -517,7 +521,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
     triggers.emplace_back(ev, cmd);
   }
-  const bool ordered = needs_time_order(o, trigger_cmds);
+  const bool ordered =
+      needs_time_order(o, trigger_cmds) || (in.config != nullptr && !in.config->synthetic_events.empty());
   if (ordered && o.output)
     throw ReplayError("-o cannot be combined with triggers that pair events (variables, onmatch, onmax, onchange, "
                       "--synthetic): those replay in time order on one thread");

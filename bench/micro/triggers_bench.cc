@@ -10,6 +10,16 @@
 //                     trigger whose filter rejects)
 //     hist_1key       hist:keys=key                     (256 keys)
 //     hist_3key       hist:keys=key,k2,k3               (256 keys)
+//     hist_1key_var   hist:keys=key:v=seq               (one variable from a field)
+//     hist_1key_ts    hist:keys=key:t0=common_timestamp (one variable: a clock read)
+//
+//   triggers/onmatch_pair   a start and an end event per iteration (256 keys),
+//                     both staged and discarded by their filter
+//     base            no trigger
+//     onmatch         start: hist:keys=key:t0=common_timestamp; end:
+//                     hist:keys=key:d=common_timestamp-$t0:onmatch(...).
+//                     trace(synthetic,$d,key); the synthetic event counted by
+//                     hist:keys=key:vals=lat (per matched pair)
 // Counters: <leg>_ns (median ns per emit), <leg>_added_ns (median over
 // rounds of leg minus base, per emit) with _p25 / _p75.
 //
@@ -33,6 +43,7 @@
 #include "tracepipe/bench/micro/emit_cases.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 namespace {
@@ -74,7 +85,9 @@ void paired(benchmark::State& state) {
   for (auto [name, trig] : {std::pair<const char*, const char*>{"base", nullptr},
                             {"count_filter", "traceoff:1000 if seq == 4294967295"},
                             {"hist_1key", "hist:keys=key"},
-                            {"hist_3key", "hist:keys=key,k2,k3"}}) {
+                            {"hist_3key", "hist:keys=key,k2,k3"},
+                            {"hist_1key_var", "hist:keys=key:v=seq"},
+                            {"hist_1key_ts", "hist:keys=key:t0=common_timestamp"}}) {
     InstanceOptions o;
     o.staging = Staging::per_thread;
     o.mode = BufferMode::overwrite;
@@ -184,7 +197,68 @@ void stacktrace(benchmark::State& state) {
   state.counters["rounds"] = static_cast<double>(round);
 }
 
+using EndEvent = EventDecl<"tpbench", "trig_end", Int<"value", uint32_t>, Int<"key", uint32_t>>;
+
+[[gnu::noinline]] uint64_t run_pairs(Instance& inst, uint32_t& seq) {
+  uint32_t i = seq;
+  const uint64_t t0 = now_ns();
+  for (uint32_t k = 0; k < kBlock; ++k, ++i) {
+    EmitResult r = TrigEvent::emit(inst, 0u, i, i & 255u, 0u, 0u, "bench");
+    benchmark::DoNotOptimize(r);
+    r = EndEvent::emit(inst, 0u, i & 255u);
+    benchmark::DoNotOptimize(r);
+  }
+  const uint64_t t1 = now_ns();
+  seq = i;
+  return t1 - t0;
+}
+
+void onmatch_pair(benchmark::State& state) {
+  std::vector<Leg> legs;
+  for (const char* name : {"base", "onmatch"}) {
+    InstanceOptions o;
+    o.staging = Staging::per_thread;
+    o.mode = BufferMode::overwrite;
+    Leg l{name, nullptr, std::make_unique<Instance>(o), 0, {}};
+    Instance& inst = *l.inst;
+    inst.enable(TrigEvent::desc());
+    inst.enable(EndEvent::desc());
+    bool ok = inst.set_filter(TrigEvent::desc(), "value == 1").ok() && inst.set_filter(EndEvent::desc(), "value == 1").ok();
+    if (ok && std::string(name) == "onmatch") {
+      if (synthetic_event(inst, "tpbench_lat") == nullptr)
+        ok = set_synthetic_event(inst, "tpbench_lat u64 lat; u32 key").ok();
+      ok = ok && set_trigger(inst, TrigEvent::desc(), "hist:keys=key:t0=common_timestamp").ok() &&
+           set_trigger(inst, EndEvent::desc(),
+                       "hist:keys=key:d=common_timestamp-$t0:onmatch(tpbench.trig).trace(tpbench_lat,$d,key)")
+               .ok() &&
+           set_trigger(inst, *synthetic_event(inst, "tpbench_lat"), "hist:keys=key:vals=lat").ok();
+    }
+    if (!ok) {
+      state.SkipWithError("setup failed");
+      return;
+    }
+    legs.push_back(std::move(l));
+  }
+  prepare_thread();
+  for (Leg& l : legs)
+    for (int w = 0; w < 2; ++w) (void)run_pairs(*l.inst, l.seq);
+  size_t round = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < legs.size(); ++k) {
+      Leg& l = legs[(round + k) % legs.size()];
+      l.ns.push_back(static_cast<double>(run_pairs(*l.inst, l.seq)) / kBlock);
+    }
+    ++round;
+  }
+  for (const Leg& l : legs) state.counters[std::string(l.name) + "_pair_ns"] = quantile(l.ns, 0.5);
+  std::vector<double> d(round);
+  for (size_t r = 0; r < round; ++r) d[r] = legs[1].ns[r] - legs[0].ns[r];
+  bench::quartile_counters(state, "onmatch_added_pair_ns", d);
+  state.counters["rounds"] = static_cast<double>(round);
+}
+
 const int registered = (benchmark::RegisterBenchmark("triggers/paired", paired)->MinTime(0.5),
-                        benchmark::RegisterBenchmark("triggers/stacktrace", stacktrace)->MinTime(0.5), 0);
+                        benchmark::RegisterBenchmark("triggers/stacktrace", stacktrace)->MinTime(0.5),
+                        benchmark::RegisterBenchmark("triggers/onmatch_pair", onmatch_pair)->MinTime(0.5), 0);
 
 }  // namespace

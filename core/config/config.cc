@@ -123,7 +123,8 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
 // them: unknown-key errors list them (key_suggest.h).
 constexpr std::string_view kInstanceKeys[] = {
     "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
-    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "systems", "events", "recording", "instances",
+    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "synthetic_events", "systems", "events",
+    "recording", "instances",
 };
 static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 // [instances.NAME]: the same but "recording" and "instances" (top level only).
@@ -347,6 +348,12 @@ struct Ctx {
       } else if (ks == "flight_dir") {
         ic.options.flight_dir = get_string(v, key);
         if (ic.options.flight_dir.empty()) fail(v, key, "must name a directory");
+      } else if (ks == "synthetic_events") {
+        if (const toml::array* arr = v.as_array())
+          for (const toml::node& e : *arr) ic.synthetic_events.push_back(get_string(e, key));
+        else
+          ic.synthetic_events.push_back(get_string(v, key));
+        ic.synthetic_where = where(v, key);
       } else if (ks == "systems") {
         for (auto [sk, sv] : in_file_order(get_table(v, key))) {
           const std::string skey = join(key, sk);

@@ -108,6 +108,10 @@ struct InstanceConfig {
   ConfigSource writers_where;
   std::vector<EventSettings> systems;  ///< applied first, in file order
   std::vector<EventSettings> events;   ///< then these, in file order
+  /// `synthetic_events = "DEF"` or a list: synthetic event definitions
+  /// (docs/triggers.md), defined before the triggers are applied.
+  std::vector<std::string> synthetic_events;
+  ConfigSource synthetic_where;
   std::string file;                    ///< source file, for messages
 };
 

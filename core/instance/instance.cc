@@ -606,7 +606,11 @@ void Instance::apply(const InstanceConfig& config) {
   }
   for (const EventSettings& s : config.events) {
     const auto events = registry_.match(s.pattern);
-    if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+    if (events.empty()) {
+      // Synthetic events are defined by the triggers library, after this pass.
+      if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic") continue;
+      throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+    }
     for (const EventDesc* d : events) {
       Planned p{d, &s, std::nullopt, false};
       if (s.filter) {
@@ -642,14 +646,16 @@ void Instance::apply(const InstanceConfig& config) {
   }
   reclaim(retired);
   lk.unlock();
-  for (const EventSettings& s : config.events) {
-    if (s.triggers.empty()) continue;
+  // Triggers and synthetic events (core/triggers) come through the hook.
+  const ConfigSource* needs = config.synthetic_events.empty() ? nullptr : &config.synthetic_where;
+  for (const EventSettings& s : config.events)
+    if (needs == nullptr && !s.triggers.empty()) needs = &s.trigger_where;
+  if (needs != nullptr) {
     const detail::ConfigTriggersFn fn = config_triggers_hook().load(std::memory_order_acquire);
     if (fn == nullptr)
-      throw ConfigError(s.trigger_where.file, s.trigger_where.line, s.trigger_where.key,
+      throw ConfigError(needs->file, needs->line, needs->key,
                         "triggers need the triggers library (link tracepipe::triggers)");
     fn(*this, config);
-    break;
   }
 }
 

@@ -355,7 +355,11 @@ void run_ordered(const TraceDatReader& reader, const Router& router, bool timing
                       seq[r->cpu]++});
   }
   flush();
-  // The input's own counts (discarded, lost) per CPU: one more walk.
+}
+
+// The input's own counts (discarded, lost) per CPU after a run_ordered():
+// one more walk, outside the timed part.
+void walk_stats(const TraceDatReader& reader, std::vector<CpuJob>& jobs) {
   for (CpuJob& j : jobs) {
     CpuRecordCursor c = reader.cpu_records(j.data_index);
     while (c.next()) {
@@ -506,6 +510,10 @@ ReplayResult run_replay(const ReplayOptions& o) {
   for (const std::string& def : o.synthetic_args)
     if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
       throw ReplayError(fmt::format("--synthetic '{}': {}", def, st.render()));
+  if (in.config != nullptr)  // the config's synthetic_events, after --synthetic
+    for (const std::string& def : in.config->synthetic_events)
+      if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
+        throw ReplayError(fmt::format("{}: synthetic_events '{}': {}", o.config->string(), def, st.render()));
   // In the order given: a trigger may refer to the variables of one before it.
   triggers.clear();
   for (const auto& [name, cmd] : trigger_cmds) {
@@ -517,7 +525,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
     triggers.emplace_back(ev, cmd);
   }
-  const bool ordered = needs_time_order(o, trigger_cmds);
+  const bool ordered =
+      needs_time_order(o, trigger_cmds) || (in.config != nullptr && !in.config->synthetic_events.empty());
   if (ordered && o.output)
     throw ReplayError("-o cannot be combined with triggers that pair events (variables, onmatch, onmax, onchange, "
                       "--synthetic): those replay in time order on one thread");
@@ -559,6 +568,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     tg.wait();
   }
   const uint64_t w1 = wall_ns(), c1 = process_cpu_ns(), tsc1 = __rdtsc();
+  if (ordered) walk_stats(reader, jobs);
   res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
   res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
   // rdtsc cycles -> ns, calibrated over the run itself.

@@ -668,10 +668,7 @@ HistMap::HistMap(const HistSpec& spec, bool per_cpu_counters)
       keys_(new std::byte[size_t{max_entries_} * spec.key_bytes]()),
       sums_(new Sums[size_t{max_entries_} * (ncpu_ + 1)]) {
   nvars_ = spec.map_vars();
-  if (nvars_ != 0) {
-    vars_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * nvars_]);
-    var_set_.reset(new std::atomic<uint8_t>[size_t{max_entries_} * nvars_]);
-  }
+  if (nvars_ != 0) vars_.reset(new VarSlot[size_t{max_entries_} * nvars_]);
   if (spec.save_bytes != 0) save_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * (spec.save_bytes / 8)]);
   one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8 && spec.keys[0].source != HistSource::string_field &&
               spec.keys[0].source != HistSource::dyn_string;
@@ -688,8 +685,8 @@ void HistMap::clear() noexcept {
     for (auto& v : sums_[i].v) v.store(0, std::memory_order_relaxed);
   std::memset(keys_.get(), 0, size_t{max_entries_} * spec_.key_bytes);
   for (size_t i = 0; i < size_t{max_entries_} * nvars_; ++i) {
-    vars_[i].store(0, std::memory_order_relaxed);
-    var_set_[i].store(0, std::memory_order_relaxed);
+    vars_[i].value.store(0, std::memory_order_relaxed);
+    vars_[i].set.store(0, std::memory_order_relaxed);
   }
   for (size_t i = 0; save_ && i < size_t{max_entries_} * (spec_.save_bytes / 8); ++i)
     save_[i].store(0, std::memory_order_relaxed);

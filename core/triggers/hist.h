@@ -305,6 +305,29 @@ class HistMap {
     if (ent != UINT32_MAX) [[likely]]
       add(ent, fields, rec, cpu, ts);
   }
+  /// update() and the variables, for a one-numeric-key hist whose variables
+  /// are plain fields or time stamps, with no references or handlers
+  /// (vars_only()): the common "save a stamp per key" half of a recipe.
+  [[gnu::always_inline]] void update_vars(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
+                                          uint64_t ts) noexcept {
+    const uint64_t v = read_hist_value(fields.keys[0], rec, cpu, ts);
+    const uint32_t ent = find_or_insert<true>(reinterpret_cast<const std::byte*>(&v), v, one_word_hash(v));
+    if (ent == UINT32_MAX) [[unlikely]]
+      return;
+    add(ent, fields, rec, cpu, ts);
+    for (size_t i = 0; i < fields.vars.size(); ++i)
+      set_var(ent, static_cast<uint32_t>(i),
+              read_hist_value(fields.nodes[static_cast<size_t>(fields.vars[i].expr)].leaf, rec, cpu, ts));
+  }
+  /// True when update_vars() is all a record needs.
+  bool vars_only() const noexcept {
+    if (!one_word_ || !spec_.refs.empty() || !spec_.actions.empty() || spec_.has_expr_vals) return false;
+    for (const HistVar& v : spec_.vars) {
+      const ExprNode& n = spec_.nodes[static_cast<size_t>(v.expr)];
+      if (n.op != ExprOp::value || n.is_string) return false;
+    }
+    return true;
+  }
   /// Zeroes every entry and counter. Control plane, no writer running on it
   /// (the caller unpublished it or waited a grace period).
   void clear() noexcept;
@@ -328,22 +351,23 @@ class HistMap {
   }
   /// tracing_map_set_var: the value, then its set flag (release).
   void set_var(uint32_t ent, uint32_t var, uint64_t v) noexcept {
-    const size_t i = size_t{ent} * nvars_ + var;
-    vars_[i].store(v, std::memory_order_relaxed);
-    var_set_[i].store(1, std::memory_order_release);
+    VarSlot& s = vars_[size_t{ent} * nvars_ + var];
+    s.value.store(v, std::memory_order_relaxed);
+    s.set.store(1, std::memory_order_release);
   }
   /// tracing_map_read_var / _read_var_once: false when unset; `once`
   /// unsets it (one exchange: two readers never both take it).
   bool read_var(uint32_t ent, uint32_t var, bool once, uint64_t& v) noexcept {
-    const size_t i = size_t{ent} * nvars_ + var;
-    const uint8_t set = once ? var_set_[i].exchange(0, std::memory_order_acquire) : var_set_[i].load(std::memory_order_acquire);
-    if (set == 0) return false;
-    v = vars_[i].load(std::memory_order_relaxed);
+    VarSlot& s = vars_[size_t{ent} * nvars_ + var];
+    // read-once: only a set flag costs the exchange (an unset one is not written)
+    const uint64_t set = s.set.load(std::memory_order_acquire);
+    if (set == 0 || (once && s.set.exchange(0, std::memory_order_acquire) == 0)) return false;
+    v = s.value.load(std::memory_order_relaxed);
     return true;
   }
   /// A variable's value whether set or not (0 if never), for the hist file.
   uint64_t peek_var(uint32_t ent, uint32_t var) const noexcept {
-    return vars_[size_t{ent} * nvars_ + var].load(std::memory_order_relaxed);
+    return vars_[size_t{ent} * nvars_ + var].value.load(std::memory_order_relaxed);
   }
   /// The save() area of an entry, in 8-byte words stored one at a time.
   std::atomic<uint64_t>* save_area(uint32_t ent) noexcept { return save_.get() + size_t{ent} * (spec_.save_bytes / 8); }
@@ -447,8 +471,12 @@ class HistMap {
   std::unique_ptr<Bucket[]> buckets_;
   std::unique_ptr<std::byte[]> keys_;
   std::unique_ptr<Sums[]> sums_;
-  std::unique_ptr<std::atomic<uint64_t>[]> vars_;    ///< [entry * nvars_ + var]
-  std::unique_ptr<std::atomic<uint8_t>[]> var_set_;  ///< same index: 1 = set
+  /// A variable of an entry: its value and whether it is set, side by side.
+  struct VarSlot {
+    std::atomic<uint64_t> value{0};
+    std::atomic<uint64_t> set{0};
+  };
+  std::unique_ptr<VarSlot[]> vars_;  ///< [entry * nvars_ + var]
   std::unique_ptr<std::atomic<uint64_t>[]> save_;    ///< [entry * save_bytes/8 + word]
   SnapshotInfo snap_;
   bool one_word_ = false;  ///< one numeric key: the fast path of update()

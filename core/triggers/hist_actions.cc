@@ -142,8 +142,12 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
                                            : read_hist_value(f, rec, cpu, ts);
   }
   map.add_counts(ent, vals);
-  for (size_t v = 0; v < fields.vars.size(); ++v)
-    map.set_var(ent, static_cast<uint32_t>(v), eval_expr(fields, fields.vars[v].expr, rec, cpu, ts, refv));
+  for (size_t v = 0; v < fields.vars.size(); ++v) {
+    const ExprNode& n = fields.nodes[static_cast<size_t>(fields.vars[v].expr)];
+    const uint64_t x = n.op == ExprOp::value && !n.is_string ? read_hist_value(n.leaf, rec, cpu, ts)
+                                                             : eval_expr(fields, fields.vars[v].expr, rec, cpu, ts, refv);
+    map.set_var(ent, static_cast<uint32_t>(v), x);
+  }
   for (size_t i = 0; i < nrefs; ++i) {  // (5)
     const VarRef& r = fields.refs[i];
     if (r.self && !map.read_var(ent, r.var, false, refv[i])) return;

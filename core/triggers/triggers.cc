@@ -65,7 +65,8 @@ struct Trigger {
   std::atomic<bool> paused{false};
   bool needs_ts = false;
   bool needs_cpu = false;
-  bool full = false;  // variables, references or handlers: hist_update_full
+  bool full = false;       // variables, references or handlers: hist_update_full
+  bool vars_only = false;  // ... only plain variables: HistMap::update_vars
   // stacktrace
   const EventDesc* stack_event = nullptr;
   std::atomic<uint64_t> fired{0};  // snapshots taken / stacks written
@@ -168,8 +169,10 @@ class TriggerList final : public detail::TriggerHook {
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
     const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
     const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
-    if (t.full) [[unlikely]]
+    if (t.full) [[unlikely]] {
+      if (t.vars_only) return t.map->update_vars(t.spec, c.record, cpu, ts);
       return hist_update_full(t.spec, *t.map, *instance, c.record, cpu, ts);
+    }
     t.map->update(t.spec, c.record, cpu, ts);
   }
 
@@ -461,6 +464,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
       n->needs_ts = x->needs_ts;
       n->needs_cpu = x->needs_cpu;
       n->full = x->full;
+      n->vars_only = x->vars_only;
       n->paused.store(x->paused.load());
       n->map = std::make_shared<HistMap>(x->map->spec());
       if (!x->spec.name.empty()) named_maps()[{&inst, x->spec.name}] = n->map;
@@ -505,6 +509,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     t->map = std::make_shared<HistMap>(*spec);
   }
   t->paused.store(spec->pause);
+  t->vars_only = t->full && t->map->vars_only() && t->map->spec().key_bytes == spec->key_bytes;
   for (const HistAction& a : spec->actions)
     if (a.synth) synthetic_event_ref(*a.synth, true);
   list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
@@ -687,6 +692,29 @@ std::string hist_file(const Instance& instance, const EventDesc& event, const Hi
 }
 
 void apply_triggers(Instance& instance, const InstanceConfig& config) {
+  for (const std::string& def : config.synthetic_events) {
+    if (const auto* w = &config.synthetic_where; synthetic_event(instance, def.substr(0, def.find_first_of(" \t"))) == nullptr)
+      if (const TriggerStatus st = set_synthetic_event(instance, def); !st)
+        throw ConfigError(w->file, w->line, w->key, fmt::format("synthetic event '{}' rejected: {}", def, st.render()));
+  }
+  // The instance enabled and filtered the events before they existed:
+  // apply those keys to the synthetic events now.
+  if (!config.synthetic_events.empty())
+    for (const EventSettings& s : config.events) {
+      const auto events = instance.registry().match(s.pattern);
+      if (events.empty() && split_event_name(s.pattern).system == "synthetic")
+        throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+      for (const EventDesc* d : events) {
+        if (d->system() != "synthetic") continue;
+        if (s.filter) {
+          const auto st = instance.set_filter(*d, *s.filter);
+          if (!st.ok())
+            throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
+                              fmt::format("filter rejected for {}", d->full_name()));
+        }
+        if (s.enable) instance.enable(*d, *s.enable);
+      }
+    }
   for (const EventSettings& s : config.events) {
     for (const std::string& cmd : s.triggers) {
       for (const EventDesc* d : instance.registry().match(s.pattern)) {

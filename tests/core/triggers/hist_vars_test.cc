@@ -286,3 +286,23 @@ TEST_CASE("synthetic events: the synthetic_events file's syntax, format and erro
   REQUIRE(set_synthetic_event(*s.inst, "strs char name[16]; char path[]; unsigned int n; u8 flag").ok());
   CHECK(synthetic_event(*s.inst, "strs") == d);
 }
+
+TEST_CASE("hist vars: enable_hist / disable_hist continue and pause another event's hists", "[triggers][hist]") {
+  Sched s;
+  REQUIRE(s.trig(*s.switch_, "hist:keys=next_pid:pause") == "");
+  REQUIRE(s.trig(*s.waking, "enable_hist:sched:sched_switch if pid == 5") == "");
+  CHECK(trigger_file(*s.inst, *s.waking) == "enable_hist:sched:sched_switch:unlimited if pid == 5\n");
+  // enable_hist and disable_hist of one target are one kind, as in the kernel.
+  CHECK(set_trigger(*s.inst, *s.waking, "disable_hist:sched:sched_switch if pid == 6").error().err == EEXIST);
+  s.sw(1, "a", 1, 120, "b", 2, 120);  // paused: not counted
+  s.wake(2, "x", 5, 120);             // continues it
+  s.sw(3, "a", 1, 120, "b", 2, 120);
+  REQUIRE(s.trig(*s.waking, "!enable_hist:sched:sched_switch") == "");
+  REQUIRE(s.trig(*s.waking, "disable_hist:sched:sched_switch:1 if pid == 6") == "");
+  s.wake(4, "x", 6, 120);  // pauses it (count 1 -> 0)
+  s.sw(5, "a", 1, 120, "b", 2, 120);
+  const std::string h = hist_file(*s.inst, *s.switch_);
+  CHECK(h.find("{ next_pid:          2 } hitcount:          1\n") != std::string::npos);
+  CHECK(h.find("[paused]") != std::string::npos);
+  CHECK(trigger_file(*s.inst, *s.waking) == "disable_hist:sched:sched_switch:count=0 if pid == 6\n");
+}

@@ -10,15 +10,6 @@
 
 namespace tracepipe::filters {
 
-class ProgramBuilder {
- public:
-  static std::shared_ptr<const Program> build(const Ast& ast);
-
- private:
-  static void single_string(Program& prog);
-  static void single_cpu(Program& prog);
-};
-
 namespace {
 
 // A jump destination: the end labels, or "the first entry of node n".
@@ -37,6 +28,15 @@ struct Emitted {
   uint32_t pred;
   Label on_true, on_false;
 };
+
+}  // namespace
+
+// A predicate's two destinations, resolved to program indexes.
+struct Jumps {
+  uint32_t on_true, on_false;
+};
+
+namespace {
 
 // Width (bytes), signedness and operator of a fixed integer code.
 struct NumericShape {
@@ -120,15 +120,12 @@ uint64_t read_chunks_of(detail::Code code, uint32_t begin, uint32_t end) {
   return m;
 }
 
-}  // namespace
-
-std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
-  auto prog = std::make_shared<Program>();
-  prog->nr_cpu_ids_ = ast.nr_cpu_ids;
-  prog->words_per_mask_ = (ast.nr_cpu_ids + 63) / 64;
-  if (ast.empty()) return prog;
-
-  // Pre-order walk, children left to right: predicates come out in source order.
+// Each predicate's destinations when true and when false, as program
+// indexes (n: accept, n + 1: reject). A pre-order walk, children left to
+// right, so predicates come out in source order: a && b jumps to the
+// reject on a false a and falls through to b; a || b the other way round;
+// !a swaps its child's two destinations.
+std::vector<Jumps> jump_targets(const Ast& ast) {
   std::vector<uint32_t> node_start(ast.nodes.size(), 0);
   std::vector<Emitted> out;
   out.reserve(ast.preds.size());
@@ -161,22 +158,63 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
         break;
     }
   }
-
   const auto n = static_cast<uint32_t>(out.size());
   auto resolve = [&](Label l) -> uint32_t {
     if (l.v == Label::kTrue) return n;
     if (l.v == Label::kFalse) return n + 1;
     return node_start[static_cast<size_t>(l.v)];
   };
-
-  prog->preds_.reserve(n);
-  prog->pred_text_.reserve(n);
+  std::vector<Jumps> jumps(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const Emitted& e = out[i];
-    if (e.pred != i) throw std::logic_error("filters: predicates out of source order");
-    const PredSpec& spec = ast.preds[e.pred];
+    if (out[i].pred != i) throw std::logic_error("filters: predicates out of source order");
+    jumps[i] = {resolve(out[i].on_true), resolve(out[i].on_false)};
+  }
+  return jumps;
+}
+
+}  // namespace
+
+class ProgramBuilder {
+ public:
+  static std::shared_ptr<const Program> build(const Ast& ast);
+
+ private:
+  static void lay_out_preds(Program& prog, const Ast& ast, const std::vector<Jumps>& jumps);
+  static void build_table(Program& prog);
+  static void single_lane(Program& prog);
+  static void single_string(Program& prog);
+  static void single_cpu(Program& prog);
+};
+
+std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
+  auto prog = std::make_shared<Program>();
+  prog->nr_cpu_ids_ = ast.nr_cpu_ids;
+  prog->words_per_mask_ = (ast.nr_cpu_ids + 63) / 64;
+  if (ast.empty()) return prog;
+  lay_out_preds(*prog, ast, jump_targets(ast));
+  const auto n = static_cast<uint32_t>(prog->preds_.size());
+  // Truth table for small all-integer programs (see Program::table_).
+  bool numeric = n <= Program::kTableMax;
+  for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
+  if (numeric) {
+    build_table(*prog);
+    single_lane(*prog);
+  }
+  if (n == 1 && prog->preds_[0].code == detail::Code::str_static) single_string(*prog);
+  if (n == 1 && prog->preds_[0].code == detail::Code::cpu_cmp) single_cpu(*prog);
+  return prog;
+}
+
+// The predicates in source order, each with one conditional jump forward
+// (branch_if, target) and its operand tables (strings, CPU masks).
+void ProgramBuilder::lay_out_preds(Program& prog, const Ast& ast, const std::vector<Jumps>& jumps) {
+  const auto n = static_cast<uint32_t>(jumps.size());
+  prog.preds_.reserve(n);
+  prog.pred_text_.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const PredSpec& spec = ast.preds[i];
     detail::Pred p = spec.pred;
-    const uint32_t t = resolve(e.on_true), f = resolve(e.on_false);
+    const uint32_t t = jumps[i].on_true, f = jumps[i].on_false;
     if (f == i + 1) {
       p.branch_if = 1;
       p.target = t;
@@ -188,75 +226,76 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
     }
     if (p.target <= i) throw std::logic_error("filters: backward jump");
     if (spec.matcher) {
-      p.aux = static_cast<uint32_t>(prog->strings_.size());
-      prog->strings_.push_back(spec.matcher);
+      p.aux = static_cast<uint32_t>(prog.strings_.size());
+      prog.strings_.push_back(spec.matcher);
     }
     if (!spec.mask.empty()) {
-      p.aux = static_cast<uint32_t>(prog->masks_.size() / std::max<uint32_t>(prog->words_per_mask_, 1));
+      p.aux = static_cast<uint32_t>(prog.masks_.size() / std::max<uint32_t>(prog.words_per_mask_, 1));
       std::vector<uint64_t> m = spec.mask;
-      m.resize(prog->words_per_mask_, 0);
-      prog->masks_.insert(prog->masks_.end(), m.begin(), m.end());
+      m.resize(prog.words_per_mask_, 0);
+      prog.masks_.insert(prog.masks_.end(), m.begin(), m.end());
     }
-    prog->min_size_ = std::max(prog->min_size_, spec.end);
-    prog->read_chunks_ |= read_chunks_of(p.code, p.offset, spec.end);
-    prog->needs_cpu_ |= p.code == detail::Code::cpu_cmp || p.code == detail::Code::cpu_in_mask;
-    prog->preds_.push_back(p);
-    prog->pred_text_.push_back(spec.text);
+    prog.min_size_ = std::max(prog.min_size_, spec.end);
+    prog.read_chunks_ |= read_chunks_of(p.code, p.offset, spec.end);
+    prog.needs_cpu_ |= p.code == detail::Code::cpu_cmp || p.code == detail::Code::cpu_in_mask;
+    prog.preds_.push_back(p);
+    prog.pred_text_.push_back(spec.text);
   }
+}
 
-  // Truth table for small all-integer programs (see Program::table_).
-  bool numeric = n <= Program::kTableMax;
-  for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
-  if (numeric) {
-    prog->table_min_size_ = prog->min_size_;
-    uint32_t inverts = 0;
-    for (uint32_t k = 0; k < n; ++k) {
-      prog->lanes_.push_back(make_lane(prog->preds_[k]));
-      inverts |= uint32_t{prog->lanes_.back().invert} << k;
-    }
-    // raw lane bits b -> predicate results b ^ inverts -> the walk's verdict.
-    for (uint32_t raw = 0; raw < (1u << n); ++raw) {
-      const uint32_t bits = raw ^ inverts;
-      uint32_t i = 0;
-      while (i < n) {
-        const bool r = (bits >> i & 1) != 0;
-        i = r == static_cast<bool>(prog->preds_[i].branch_if) ? prog->preds_[i].target : i + 1;
-      }
-      if (i == n) prog->table_[raw >> 6] |= uint64_t{1} << (raw & 63);
-    }
-    prog->lane_count_ = n;
-    // One lane whose verdict is its raw result or the inverse (table 0b10
-    // or 0b01; a program that ignores its only predicate keeps the table).
-    // The inverse of a range is the rest of the circle of 64-bit values, a
-    // range too: (y - lo) > span iff (y - (lo + span + 1)) <= 2^64 - 2 - span
-    // (mod 2^64), so the lane needs no invert step. Only the inverse of
-    // "anything" (span 2^64 - 1) is no range: that program keeps the table.
-    const bool inverse = prog->table_[0] == 0b01;
-    if (n == 1 && (prog->table_[0] == 0b10 || inverse) && !(inverse && prog->lanes_[0].span == ~uint64_t{0})) {
-      detail::Lane l = prog->lanes_[0];
-      const uint64_t fmask = l.width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * l.width)) - 1;
-      if (l.and_mask == fmask && l.span < fmask) {
-        // A compare (not '&', not impossible), done in the field's own
-        // width: there the sign bias is an addition of half the circle, so
-        // it folds into lo, and the inverse is again the rest of the circle.
-        const uint64_t lo = (l.lo ^ l.bias) & fmask;
-        l.lo = inverse ? (lo + l.span + 1) & fmask : lo;
-        l.span = inverse ? fmask - l.span - 1 : l.span;
-        l.bias = 0;
-        l.compare_width = l.width;
-      } else if (inverse) {
-        l.lo = l.lo + l.span + 1;
-        l.span = ~uint64_t{0} - l.span - 1;
-      }
-      l.invert = 0;
-      prog->single_ = l;
-      prog->single_min_size_ = prog->table_min_size_;
-      if (l.compare_width == 4) prog->single32_min_size_ = prog->table_min_size_;
-    }
+// The truth table of an all-integer program: one lane per predicate, and
+// the walk's verdict for every combination of the lanes' raw results.
+void ProgramBuilder::build_table(Program& prog) {
+  const auto n = static_cast<uint32_t>(prog.preds_.size());
+  prog.table_min_size_ = prog.min_size_;
+  uint32_t inverts = 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    prog.lanes_.push_back(make_lane(prog.preds_[k]));
+    inverts |= uint32_t{prog.lanes_.back().invert} << k;
   }
-  if (n == 1 && prog->preds_[0].code == detail::Code::str_static) single_string(*prog);
-  if (n == 1 && prog->preds_[0].code == detail::Code::cpu_cmp) single_cpu(*prog);
-  return prog;
+  // raw lane bits b -> predicate results b ^ inverts -> the walk's verdict.
+  for (uint32_t raw = 0; raw < (1u << n); ++raw) {
+    const uint32_t bits = raw ^ inverts;
+    uint32_t i = 0;
+    while (i < n) {
+      const bool r = (bits >> i & 1) != 0;
+      i = r == static_cast<bool>(prog.preds_[i].branch_if) ? prog.preds_[i].target : i + 1;
+    }
+    if (i == n) prog.table_[raw >> 6] |= uint64_t{1} << (raw & 63);
+  }
+  prog.lane_count_ = n;
+}
+
+// One lane whose verdict is its raw result or the inverse (table 0b10 or
+// 0b01; a program that ignores its only predicate keeps the table). The
+// inverse of a range is the rest of the circle of 64-bit values, a range
+// too: (y - lo) > span iff (y - (lo + span + 1)) <= 2^64 - 2 - span (mod
+// 2^64), so the lane needs no invert step. Only the inverse of "anything"
+// (span 2^64 - 1) is no range: that program keeps the table.
+void ProgramBuilder::single_lane(Program& prog) {
+  const bool inverse = prog.table_[0] == 0b01;
+  if (prog.lane_count_ != 1 || !(prog.table_[0] == 0b10 || inverse) ||
+      (inverse && prog.lanes_[0].span == ~uint64_t{0}))
+    return;
+  detail::Lane l = prog.lanes_[0];
+  const uint64_t fmask = l.width == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * l.width)) - 1;
+  if (l.and_mask == fmask && l.span < fmask) {
+    // A compare (not '&', not impossible), done in the field's own width:
+    // there the sign bias is an addition of half the circle, so it folds
+    // into lo, and the inverse is again the rest of the circle.
+    const uint64_t lo = (l.lo ^ l.bias) & fmask;
+    l.lo = inverse ? (lo + l.span + 1) & fmask : lo;
+    l.span = inverse ? fmask - l.span - 1 : l.span;
+    l.bias = 0;
+    l.compare_width = l.width;
+  } else if (inverse) {
+    l.lo = l.lo + l.span + 1;
+    l.span = ~uint64_t{0} - l.span - 1;
+  }
+  l.invert = 0;
+  prog.single_ = l;
+  prog.single_min_size_ = prog.table_min_size_;
+  if (l.compare_width == 4) prog.single32_min_size_ = prog.table_min_size_;
 }
 
 // Program::single_cpu_: eval_other's int compare of the CPU with (int)val as

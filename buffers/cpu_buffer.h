@@ -224,14 +224,6 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
 /// now (those another party holds TAKEN not included). Called by a swap that
 /// finds no EMPTY spare, and by stats().
 uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;
-/// Tests only: called in recycle_overwrite's swap between taking a spare and
-/// the CAS that moves the position to PREPARING (ring_buffer.h, "Set aside",
-/// step (X2)), to force the races there. nullptr (the default): nothing.
-using SwapTestHook = void (*)(CpuBuffer& cb, uint64_t idx);
-extern std::atomic<SwapTestHook> swap_test_hook;
-/// Tests only: called in recycle_overwrite right after it took its hold,
-/// before its walk ("Takeover", (T1)), to stall a recycler there.
-extern std::atomic<SwapTestHook> recycle_test_hook;
 /// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
 /// Called after each sub-buffer switch (slow path): counts it. (Nothing

@@ -2,6 +2,9 @@
 // helpers of the slow path; explicit instantiations of both modes.
 #include "tracepipe/buffers/ring_buffer.h"
 #include "tracepipe/buffers/sysfs_cpus.h"
+#ifdef TRACEPIPE_TEST_HOOKS
+#include "tracepipe/buffers/testing/hooks.h"
+#endif
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -486,7 +489,9 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
   if (e == cb.nr_spares) return none;  // every spare holds a stalled record: drop
   std::atomic<uint64_t>& spare = cb.spares[e];
   const uint64_t fresh = sw_slot(spare.load(std::memory_order_relaxed));
+#ifdef TRACEPIPE_TEST_HOOKS
   if (const SwapTestHook hook = swap_test_hook.load(std::memory_order_relaxed)) hook(cb, idx);
+#endif
   // (X2) The recycle's CAS: from LIVE(lap), no reader's pin, read_off where
   // we walked from (a reader that consumed meanwhile: its records are read,
   // not overrun). Holders may come and go meanwhile: they only read.
@@ -519,8 +524,10 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
 
 }  // namespace
 
+#ifdef TRACEPIPE_TEST_HOOKS
 std::atomic<SwapTestHook> swap_test_hook{nullptr};
 std::atomic<SwapTestHook> recycle_test_hook{nullptr};
+#endif
 
 uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept {
   uint32_t empty = 0;
@@ -577,7 +584,9 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
     if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::raced;  // the caller looks again
   }
   const uint64_t read_off = pw_read_off(w);
+#ifdef TRACEPIPE_TEST_HOOKS
   if (const SwapTestHook hook = recycle_test_hook.load(std::memory_order_relaxed)) hook(cb, idx);
+#endif
   // The sub-buffer was written a whole lap ago: it is cold. The walk below
   // chases one header to the next (a chain of dependent loads), and the
   // zeroing after it touches every line anyway, so fetch the lines first, in

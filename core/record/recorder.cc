@@ -20,6 +20,9 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/page_batch.h"
+#ifdef TRACEPIPE_TEST_HOOKS
+#include "tracepipe/core/record/testing/hooks.h"
+#endif
 #include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_state.h"
@@ -27,6 +30,10 @@
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
 namespace tracepipe::record {
+
+#ifdef TRACEPIPE_TEST_HOOKS
+std::atomic<const std::function<void()>*> pass_test_hook{nullptr};
+#endif
 
 namespace {
 
@@ -596,7 +603,9 @@ struct Recorder::State {
     Pacing p = pacing();
     while (!stopping.load(std::memory_order_acquire)) {
       passes.fetch_add(1, std::memory_order_relaxed);
-      if (opt.on_pass) opt.on_pass();
+#ifdef TRACEPIPE_TEST_HOOKS
+      if (const auto* hook = pass_test_hook.load(std::memory_order_acquire)) (*hook)();
+#endif
       const auto now = Clock::now();
       const uint64_t fastest = look(p, now);
       check_now_and_then(now);

@@ -182,9 +182,6 @@ struct RecorderOptions {
   /// request_stop() (drained, file finalized): e.g. to print a summary and
   /// let a signal take its course. Not called after stop() alone.
   std::function<void()> on_stopped;
-  /// Test hook: called on the recorder thread at the start of every pass
-  /// (a test blocks in it to stall the consumer).
-  std::function<void()> on_pass;
 };
 
 /// What one CPU's recording holds. Counts are records unless named.

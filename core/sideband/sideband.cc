@@ -19,6 +19,7 @@
 
 #include "tracepipe/core/instance/grace_period.h"
 #include "tracepipe/core/sideband/sideband_hooks.h"
+#include "tracepipe/core/sideband/testing/hooks.h"
 
 namespace tracepipe {
 
@@ -87,6 +88,7 @@ void remember(int32_t tid, const Comm& c) {
   g_known_used.store(true, std::memory_order_relaxed);
 }
 
+#ifdef TRACEPIPE_TEST_HOOKS
 std::mutex g_rename_hook_mu;
 std::function<void(RenameStep, int32_t)> g_rename_hook;
 
@@ -94,6 +96,10 @@ std::function<void(RenameStep, int32_t)> rename_hook() {
   std::lock_guard lk(g_rename_hook_mu);
   return g_rename_hook;
 }
+#else
+// Without test hooks: an empty function, which the calls below test and skip.
+std::function<void(RenameStep, int32_t)> rename_hook() { return {}; }
+#endif
 
 int32_t self_tid() noexcept { return static_cast<int32_t>(gettid()); }
 int32_t self_pid() noexcept { return static_cast<int32_t>(getpid()); }
@@ -182,10 +188,12 @@ void install_sideband_thread_observer() noexcept {
 
 uint64_t sideband_hook_calls_for_testing() noexcept { return g_hook_calls.load(std::memory_order_relaxed); }
 
+#ifdef TRACEPIPE_TEST_HOOKS
 void set_rename_hook_for_testing(std::function<void(RenameStep, int32_t)> hook) {
   std::lock_guard lk(g_rename_hook_mu);
   g_rename_hook = std::move(hook);
 }
+#endif
 
 // ── Renames (S1) ────────────────────────────────────────────────────────────────
 

@@ -20,6 +20,7 @@
 
 #include "buffer_test_util.h"
 #include "tracepipe/buffers/subbuf_reader.h"
+#include "tracepipe/buffers/testing/hooks.h"
 
 using namespace tp_buffers_test;
 using namespace tracepipe::buffers::detail;

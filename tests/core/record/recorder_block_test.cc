@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "tracepipe/core/config/config.h"
 #include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/record/testing/hooks.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "record_test_util.h"
@@ -37,7 +39,15 @@ InstanceOptions tiny() {
 
 buffers::RingBufferBase::BlockStats block_stats(Instance& inst) { return inst.ring().block_stats(0); }
 
-// Blocks the recorder thread in on_pass while `stalled` holds.
+// Installs record::pass_test_hook for one recorder's life (declared before
+// the Recorder, so that it is cleared after the recorder stopped).
+struct PassHook {
+  std::function<void()> fn;
+  explicit PassHook(std::function<void()> f) : fn(std::move(f)) { record::pass_test_hook.store(&fn); }
+  ~PassHook() { record::pass_test_hook.store(nullptr); }
+};
+
+// Blocks the recorder thread in its pass hook while `stalled` holds.
 struct Stall {
   std::mutex mu;
   std::condition_variable cv;
@@ -72,7 +82,7 @@ TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it
   ro.output = out.path;
   ro.watermark_percent = 0;
   ro.block_timeout = record::RecorderOptions::kBlockForever;
-  ro.on_pass = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };  // a slow recorder
+  const PassHook hook([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });  // a slow recorder
   record::Recorder rec(inst, ro);
   constexpr uint32_t kN = 20000;  // about 100 buffers' worth
   uint64_t kept = 0;
@@ -104,7 +114,7 @@ TEST_CASE("recorder blocking: a stalled recorder holds a writer no longer than b
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = std::chrono::milliseconds(30);
-  ro.on_pass = [&] { stall.pass(); };
+  const PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   uint32_t n = 0;
   double ms = 0;
@@ -136,7 +146,7 @@ TEST_CASE("recorder blocking: writers in a signal handler's scope never wait, th
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = record::RecorderOptions::kBlockForever;  // a waiting writer would never return
-  ro.on_pass = [&] { stall.pass(); };
+  const PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   uint32_t n = 0;
   EmitResult last{};
@@ -174,7 +184,7 @@ TEST_CASE("recorder blocking: a signal handler interrupting an emit does not wai
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = record::RecorderOptions::kBlockForever;
-  ro.on_pass = [&] { stall.pass(); };
+  const PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   g_sig_inst = &inst;
   struct sigaction sa {}, old {};

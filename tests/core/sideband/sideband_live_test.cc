@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tracepipe/core/sideband/sideband_hooks.h"
+#include "tracepipe/core/sideband/testing/hooks.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
 

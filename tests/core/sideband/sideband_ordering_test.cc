@@ -13,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "tracepipe/core/sideband/testing/hooks.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
 

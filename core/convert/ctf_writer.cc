@@ -246,6 +246,7 @@ struct CtfWriter::Impl {
     }
   }
   void put(CpuStream& s, const void* p, size_t n) {
+    if (n == 0) return;  // p may be null (an empty span)
     std::memcpy(room(s, n), p, n);
     s.pos += n;
   }

@@ -81,11 +81,12 @@ class ProtoBuffer {
     reserve_more(20 + n);
     varint_unchecked((static_cast<uint64_t>(field) << 3) | 2);
     varint_unchecked(n);
-    std::memcpy(data_ + len_, p, n);
+    if (n) std::memcpy(data_ + len_, p, n);  // p may be null when n is 0
     len_ += n;
   }
   void field_string(uint32_t field, std::string_view s) { field_bytes(field, s.data(), s.size()); }
   void raw(const void* p, size_t n) {
+    if (n == 0) return;
     reserve_more(n);
     std::memcpy(data_ + len_, p, n);
     len_ += n;

@@ -94,7 +94,7 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
     if (mod == "hex") f.flags |= kHex;
     else if (mod == "sym") f.flags |= kSym;
     else if (mod == "symXoffset" || mod == "sym-offset") f.flags |= kSymOffset;
-    else if (mod == "execname" && name == "common_pid") f.flags |= kExecname;
+    else if (mod == "execname" && is_key) f.flags |= kExecname;
     else if (mod == "syscall") f.flags |= kSyscall;
     else if (mod == "log2") f.flags |= kLog2;
     else if (mod == "usecs") f.flags |= kUsecs;

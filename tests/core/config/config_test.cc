@@ -171,7 +171,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
       {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
       {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb",
-       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, systems, events, recording or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, synthetic_events, systems, events, recording or instances); did you mean 'buffer_size_kb'?"},
       {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
        "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
       {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
@@ -199,7 +199,7 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
 
 TEST_CASE("config: every unknown key or table lists the valid keys of its table", "[core][config]") {
   const std::string top =
-      "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, systems";
+      "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, synthetic_events, systems";
   const ErrorRow rows[] = {
       // The reported case: a prefix of a valid key.
       {"buffer_size = 4\n", 1, "buffer_size",

@@ -429,17 +429,3 @@ TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writ
   }
 }
 
-TEST_CASE("triggers: kernel syntax tracepipe does not take yet is named, with a caret", "[triggers]") {
-  Instance inst(small());
-  const TriggerStatus st = set_trigger(inst, Req::desc(), "enable_hist:tptrig:wake if id > 1");
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.error().err == EINVAL);
-  CHECK(st.render() ==
-        "trigger: error: enable_hist is not supported by tracepipe yet\n"
-        "  Command: enable_hist:tptrig:wake if id > 1\n"
-        "           ^\n");
-  const TriggerStatus rm = set_trigger(inst, Req::desc(), "!disable_hist:tptrig:wake");
-  REQUIRE_FALSE(rm.ok());
-  CHECK(rm.error().pos == 1);
-  CHECK(rm.error().message == "disable_hist is not supported by tracepipe yet");
-}

@@ -22,26 +22,6 @@ constexpr const char* kSyscallNames[] = {
 #include "tracepipe/core/triggers/syscall_names_x86_64.inc"
 };
 
-// kstrtoull with base 0 (0x.., 0.., decimal), whole string.
-std::optional<uint64_t> parse_ull(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  int base = 10;
-  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
-  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
-  if (s.empty()) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return std::nullopt;
-    if (d >= base) return std::nullopt;
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return std::nullopt;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  return v;
-}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -65,6 +45,27 @@ bool plain_einval(TriggerError& e) {
 }
 
 }  // namespace
+
+// kstrtoull with base 0 (0x.., 0.., decimal), whole string.
+std::optional<uint64_t> parse_ull(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  int base = 10;
+  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
+  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return std::nullopt;
+    if (d >= base) return std::nullopt;
+    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return std::nullopt;
+    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+  }
+  return v;
+}
 
 int HistParser::errpos(std::string_view what) const {
   const size_t at = what.empty() ? std::string_view::npos : e.command.find(what);

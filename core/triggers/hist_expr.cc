@@ -12,26 +12,6 @@ namespace {
 
 constexpr uint32_t kDivShift = 20;  // HIST_DIV_SHIFT
 
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  int base = 10;
-  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
-  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
-  if (s.empty()) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return std::nullopt;
-    if (d >= base) return std::nullopt;
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return std::nullopt;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
 // contains_operator(): the root operator and where it is; the rightmost of
 // the lowest precedence, so that a-b-c is (a-b)-c.
 ExprOp root_operator(std::string_view s, size_t& at) {
@@ -77,7 +57,7 @@ const ExprNode& referenced(const HistSpec& spec, const ExprNode& n) {
 int parse_atom(HistParser& p, std::string_view str) {
   HistSpec& spec = p.spec;
   if (!str.empty() && std::isdigit(static_cast<unsigned char>(str[0]))) {
-    const auto v = parse_u64(str);
+    const auto v = parse_ull(str);
     if (!v) return p.fail(HistErr::expect_number, str), -1;
     ExprNode n;
     n.op = ExprOp::constant;

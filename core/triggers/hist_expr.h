@@ -29,11 +29,16 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <optional>
 #include <string_view>
 
 #include "tracepipe/core/triggers/hist.h"
 
 namespace tracepipe::triggers {
+
+/// kstrtoull with base 0 (0x.., 0.., decimal) over the whole string: the
+/// numbers of hist specs and expressions (defined in hist.cc).
+std::optional<uint64_t> parse_ull(std::string_view s);
 
 /// Evaluates node `n` of `spec` on the record. `refv[i]` is the value of
 /// spec.refs[i] (read by the caller). Write path: no allocation.

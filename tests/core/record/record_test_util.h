@@ -3,12 +3,22 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
+#include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
 
 namespace tp_record_test {
+
+/// Installs record::pass_test_hook for one recorder's life: declare it
+/// before the Recorder, so that it is cleared after the recorder stopped.
+struct PassHook {
+  std::function<void()> fn;
+  explicit PassHook(std::function<void()> f) : fn(std::move(f)) { tracepipe::record::pass_test_hook.store(&fn); }
+  ~PassHook() { tracepipe::record::pass_test_hook.store(nullptr); }
+};
 
 /// The seq field of every Sample record of a trace.dat, in the reader's
 /// merged order (our reader, not trace-cmd).

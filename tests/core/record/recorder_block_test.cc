@@ -39,14 +39,6 @@ InstanceOptions tiny() {
 
 buffers::RingBufferBase::BlockStats block_stats(Instance& inst) { return inst.ring().block_stats(0); }
 
-// Installs record::pass_test_hook for one recorder's life (declared before
-// the Recorder, so that it is cleared after the recorder stopped).
-struct PassHook {
-  std::function<void()> fn;
-  explicit PassHook(std::function<void()> f) : fn(std::move(f)) { record::pass_test_hook.store(&fn); }
-  ~PassHook() { record::pass_test_hook.store(nullptr); }
-};
-
 // Blocks the recorder thread in its pass hook while `stalled` holds.
 struct Stall {
   std::mutex mu;
@@ -82,7 +74,7 @@ TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it
   ro.output = out.path;
   ro.watermark_percent = 0;
   ro.block_timeout = record::RecorderOptions::kBlockForever;
-  const PassHook hook([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });  // a slow recorder
+  const tp_record_test::PassHook hook([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });  // a slow recorder
   record::Recorder rec(inst, ro);
   constexpr uint32_t kN = 20000;  // about 100 buffers' worth
   uint64_t kept = 0;
@@ -114,7 +106,7 @@ TEST_CASE("recorder blocking: a stalled recorder holds a writer no longer than b
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = std::chrono::milliseconds(30);
-  const PassHook hook([&] { stall.pass(); });
+  const tp_record_test::PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   uint32_t n = 0;
   double ms = 0;
@@ -146,7 +138,7 @@ TEST_CASE("recorder blocking: writers in a signal handler's scope never wait, th
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = record::RecorderOptions::kBlockForever;  // a waiting writer would never return
-  const PassHook hook([&] { stall.pass(); });
+  const tp_record_test::PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   uint32_t n = 0;
   EmitResult last{};
@@ -184,7 +176,7 @@ TEST_CASE("recorder blocking: a signal handler interrupting an emit does not wai
   record::RecorderOptions ro;
   ro.output = out.path;
   ro.block_timeout = record::RecorderOptions::kBlockForever;
-  const PassHook hook([&] { stall.pass(); });
+  const tp_record_test::PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   g_sig_inst = &inst;
   struct sigaction sa {}, old {};

@@ -83,14 +83,6 @@ struct Stall {
   }
 };
 
-// Installs record::pass_test_hook for one recorder's life (declare it before
-// the Recorder, so that it is cleared after the recorder stopped).
-struct PassHook {
-  std::function<void()> fn;
-  explicit PassHook(std::function<void()> f) : fn(std::move(f)) { record::pass_test_hook.store(&fn); }
-  ~PassHook() { record::pass_test_hook.store(nullptr); }
-};
-
 }  // namespace
 
 TEST_CASE("page batch: records encode as the kernel's pages, losses flag the next page", "[record]") {
@@ -153,7 +145,7 @@ TEST_CASE("recorder: a stalled consumer's drops are counted and marked where the
   Stall stall;
   record::RecorderOptions ro;
   ro.output = out.path;
-  const PassHook hook([&] { stall.pass(); });
+  const tp_record_test::PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   for (int i = 0; i < 1000000 && !stall.entered.load(); ++i) std::this_thread::yield();
   REQUIRE(stall.entered.load());

@@ -97,11 +97,12 @@ struct alignas(16) TailWord {
 
 /// Atomically: if *t == {pos, ts} then *t = {npos, nts} and return true;
 /// otherwise load the current value into {pos, ts} and return false.
-/// Full barrier (lock cmpxchg16b). Under ThreadSanitizer the GCC 16-byte
-/// builtin is used instead so that the sanitizer sees the synchronisation.
+/// Full barrier (lock cmpxchg16b). Under ThreadSanitizer, and on other
+/// architectures, the GCC 16-byte builtin is used instead (so that the
+/// sanitizer sees the synchronisation).
 [[gnu::always_inline]] inline bool cas16(TailWord* t, uint64_t& pos, uint64_t& ts, uint64_t npos,
                                          uint64_t nts) noexcept {
-#if TRACEPIPE_TSAN
+#if TRACEPIPE_TSAN || !defined(__x86_64__)
   unsigned __int128 exp = (static_cast<unsigned __int128>(ts) << 64) | pos;
   const unsigned __int128 des = (static_cast<unsigned __int128>(nts) << 64) | npos;
   const bool ok = __atomic_compare_exchange_n(reinterpret_cast<unsigned __int128*>(t), &exp, des,

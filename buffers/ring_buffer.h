@@ -328,17 +328,12 @@
 
 #include "tracepipe/buffers/cpu_buffer.h"
 #include "tracepipe/buffers/record.h"
+#include "tracepipe/buffers/ring_types.h"
 #include "tracepipe/buffers/rseq.h"
 #include "tracepipe/buffers/stats.h"
 #include "tracepipe/buffers/tsc_clock.h"
 
 namespace tracepipe::buffers {
-
-/// What happens when a writer needs a sub-buffer that still holds data.
-enum class OverflowMode : uint8_t {
-  overwrite,    ///< flight recorder: recycle the oldest sub-buffer (its unread records count as overrun)
-  drop_newest,  ///< producer/consumer: refuse the new record (counted lost_full)
-};
 
 /// Geometry of a ring buffer. Kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers.
 struct RingBufferConfig {
@@ -451,18 +446,6 @@ enum class Step : uint8_t {
 /// Each is optional and used only by pause(), never by the write path.
 struct NoHooks {
   [[gnu::always_inline]] constexpr void operator()(Step, uint32_t /*cpu*/) const noexcept {}
-};
-
-/// How pause() made sure that no cpu_local writer's section, already past
-/// its compare when the PAUSED bit was set, stores over the bit after
-/// pause() returns ("pause()" at the top of this file).
-enum class PauseFence : uint8_t {
-  not_needed,  ///< any_cpu writers (or ThreadSanitizer builds): the locked CAS is enough
-  membarrier,  ///< detail::rseq_fence(): one membarrier(PRIVATE_EXPEDITED_RSEQ)
-  cpu_visits,  ///< rseq_fence() failed; the calling thread ran on every online CPU of
-               ///< the buffer in turn (detail::run_on_cpu), counted pause_fence_fallbacks()
-  failed,      ///< both failed: a writer on some CPU may still reserve after pause()
-               ///< returns (its tail can lose the PAUSED bit); counted pause_unfenced()
 };
 
 /// Who may write a CPU's buffer; fixed at compile time (RingBuffer's W).

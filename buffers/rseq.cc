@@ -25,7 +25,7 @@ long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); 
 }  // namespace
 
 bool rseq_usable() noexcept {
-#if TRACEPIPE_TSAN || !defined(__x86_64__)
+#if TRACEPIPE_TSAN || !TRACEPIPE_RSEQ_ASM
   return false;
 #else
   static const bool fence_ok = register_fence();  // once per process

@@ -38,7 +38,20 @@
 // CPU when membarrier fails) and a re-check (RingBufferBase::pause does this,
 // and reports it when it can do neither). A thread on another CPU must never write the tail with a
 // locked CAS alone: a section that already compared would overwrite it.
+// The sections are x86-64 assembly. TRACEPIPE_RSEQ_ASM (1 there, 0 on every
+// other architecture; a build may set 0 to try the portable path on x86-64)
+// guards them; without them writers are any_cpu and the current CPU comes
+// from sched_getcpu() (see the #else branch below).
+#ifndef TRACEPIPE_RSEQ_ASM
+#if defined(__x86_64__)
+#define TRACEPIPE_RSEQ_ASM 1
+#else
+#define TRACEPIPE_RSEQ_ASM 0
+#endif
+#endif
+#if TRACEPIPE_RSEQ_ASM
 #include <sys/rseq.h>
+#endif
 
 #include <atomic>
 #include <cstdint>
@@ -54,6 +67,7 @@ enum class LocalCas : uint8_t {
   migrated,  ///< not on `cpu`, or preempted / signalled inside: nothing reliable stored
 };
 
+#if TRACEPIPE_RSEQ_ASM
 /// The calling thread's CPU from its rseq area: one load, no call. Negative
 /// when the thread has no rseq area (then never equal to a buffer's cpu).
 [[gnu::always_inline]] inline int32_t rseq_cpu() noexcept {
@@ -187,10 +201,33 @@ migrated:  // preempted, migrated or signalled inside: nothing was added
 unavailable:
   return false;
 }
+#else  // !TRACEPIPE_RSEQ_ASM
+// Other architectures: no sections (their abort signature and asm are not
+// written), so rseq_usable() is false, writers are any_cpu and the staging
+// claim takes its locked exchange; current_cpu() reads sched_getcpu()
+// (current_cpu_slow). The functions below keep the callers compiling and
+// stay correct if called: atomic, just not CPU-local.
+[[gnu::always_inline]] inline int32_t rseq_cpu() noexcept { return -1; }
+[[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t /*cpu*/, uint64_t pos, uint64_t ts,
+                                                   uint64_t npos, uint64_t nts) noexcept {
+  return cas16(t, pos, ts, npos, nts) ? LocalCas::ok : LocalCas::changed;
+}
+[[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t /*cpu*/) noexcept {
+  uint32_t free = 0;
+  return flag->compare_exchange_strong(free, 1, std::memory_order_acquire) ? LocalCas::ok : LocalCas::changed;
+}
+[[gnu::always_inline]] inline bool add_local_percpu(void*, uint64_t, uint32_t, uint64_t) noexcept { return false; }
+#endif  // TRACEPIPE_RSEQ_ASM
 
 /// True if the calling thread has an rseq area the kernel keeps current
 /// (rseq_cpu() >= 0). Any thread, async-signal-safe.
-[[gnu::always_inline]] inline bool rseq_registered() noexcept { return __rseq_size > 0 && rseq_cpu() >= 0; }
+[[gnu::always_inline]] inline bool rseq_registered() noexcept {
+#if TRACEPIPE_RSEQ_ASM
+  return __rseq_size > 0 && rseq_cpu() >= 0;
+#else
+  return false;
+#endif
+}
 
 /// True if cpu_local writers can run in this process: the calling thread has
 /// an rseq area (glibc >= 2.35 registers one for every thread unless

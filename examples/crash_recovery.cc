@@ -7,6 +7,7 @@
 // See docs/flight.md.
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <tracepipe/core/recover/recover.h>
 #include <tracepipe/tracepipe.h>
 #include <unistd.h>
 

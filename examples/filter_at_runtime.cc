@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include <tracepipe/buffers/readers.h>
 #include <tracepipe/tracepipe.h>
 
 using Packet = tracepipe::EventDecl<"net", "packet", tracepipe::Int<"len", uint32_t>,

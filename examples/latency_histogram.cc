@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include <tracepipe/core/triggers/triggers.h>
 #include <tracepipe/tracepipe.h>
 
 using RequestDone = tracepipe::EventDecl<"app", "request_done",      //

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <tracepipe/core/tracedat/tracedat_reader.h>
 #include <tracepipe/tracepipe.h>
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 

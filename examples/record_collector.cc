@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include <tracepipe/core/tracedat/tracedat_reader.h>
 #include <tracepipe/tracepipe.h>
 #include "tracepipe/core/record/local_collector.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"

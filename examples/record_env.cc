@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 
+#include <tracepipe/core/tracedat/tracedat_reader.h>
 #include <tracepipe/tracepipe.h>
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 

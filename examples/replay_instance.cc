@@ -4,7 +4,7 @@
 //   1. open a trace.dat, register its formats (records keep their kernel IDs);
 //   2. an Instance with one ring per recorded CPU, every event enabled, a
 //      kernel filter on one of them;
-//   3. emit_raw() each recorded record on its recorded CPU: stage -> filter ->
+//   3. RawEmit::emit() each recorded record on its recorded CPU: stage -> filter ->
 //      commit, exactly as a live event would go;
 //   4. read the kept records back from the ring.
 //
@@ -14,6 +14,10 @@
 #include <filesystem>
 #include <vector>
 
+#include <tracepipe/core/instance/raw_emit.h>
+#include <tracepipe/buffers/readers.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/core/tracedat/tracedat_writer.h>
 #include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
@@ -78,7 +82,7 @@ int main() {
   for (size_t i = 0; i < reader.cpu_data().size(); ++i) {
     auto cursor = reader.cpu_records(i);
     while (auto rec = cursor.next()) {
-      switch (inst.emit_raw(kmalloc, rec->payload, rec->cpu)) {
+      switch (tracepipe::RawEmit::emit(inst, kmalloc, rec->payload, rec->cpu)) {
         case EmitResult::kept: ++kept; break;
         case EmitResult::discarded: ++discarded; break;
         default: break;

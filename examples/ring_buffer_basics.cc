@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <tracepipe/buffers/readers.h>
 #include <tracepipe/tracepipe.h>
 
 using namespace tracepipe::buffers;

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <tracepipe/core/tracedat/trace_report.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/core/tracedat/tracedat_writer.h>
 #include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;

@@ -98,7 +98,7 @@ void loop_only(benchmark::State& state) {
 // the commit target a host leaves to the rest (rdtsc's cost varies by
 // host, by a factor of two between the hosts in docs/measurements.md).
 void clock_floor(benchmark::State& state) {
-  const buffers::FunctionClock clock = ring_clock(ClockId::local);
+  const buffers::FunctionClock clock = tracepipe::detail::ring_clock(ClockId::local);
   for (auto _ : state) {
     uint64_t t = clock();
     benchmark::DoNotOptimize(t);
@@ -117,7 +117,7 @@ void floor_case(benchmark::State& state) {
   }
   buffers::RingBufferConfig rc;
   rc.cpus = Instance(InstanceOptions{}).cpus();
-  Ring ring(rc, ring_clock(ClockId::local));
+  Ring ring(rc, tracepipe::detail::ring_clock(ClockId::local));
   const filters::CompileResult cr = filters::compile("value == 1", BenchEvent::desc().filter_fields());
   if (!cr.ok()) {
     state.SkipWithError("filter did not compile");

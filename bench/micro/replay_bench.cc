@@ -4,7 +4,7 @@
 // `--bench` figure (bench/engine/replay_compare.h):
 //
 // BM_ReplayDecode:        walk every CPU's pages (CpuRecordCursor): records/s.
-// BM_ReplayEmit/<staging>: pre-decoded records -> Instance::emit_raw_at (the
+// BM_ReplayEmit/<staging>: pre-decoded records -> RawEmit::emit_at (the
 //                         recorded stamps, external_time, as replay does) with the
 //                         filter `kmalloc: bytes_req > 100` (every other event
 //                         unfiltered), overwrite ring: stage -> filter -> commit.
@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
@@ -108,7 +109,7 @@ void BM_ReplayEmit(benchmark::State& state) {
   prepare_thread();
   uint64_t n = 0, kept = 0;
   for (auto _ : state) {
-    for (const TraceRecord& r : f->records) kept += inst->emit_raw_at(r.payload, r.cpu, r.ts) == EmitResult::kept;
+    for (const TraceRecord& r : f->records) kept += tracepipe::RawEmit::emit_at(*inst, r.payload, r.cpu, r.ts) == EmitResult::kept;
     n += f->records.size();
   }
   state.SetItemsProcessed(static_cast<int64_t>(n));
@@ -137,7 +138,7 @@ void BM_ReplayDecodeEmit(benchmark::State& state) {
       auto c = f->reader.cpu_records(i);
       const uint32_t cpu = f->reader.cpu_data()[i].cpu;
       while (auto r = c.next()) {
-        benchmark::DoNotOptimize(inst->emit_raw_at(r->payload, cpu, r->ts));
+        benchmark::DoNotOptimize(tracepipe::RawEmit::emit_at(*inst, r->payload, cpu, r->ts));
         ++n;
       }
     }

@@ -137,6 +137,7 @@ uint64_t tsc_to_ns(uint64_t tsc) noexcept {
   return buffers::scale_tsc({g_tsc.base_tsc, g_tsc.base_ns, g_tsc.mult}, tsc);
 }
 
+namespace detail {
 std::optional<buffers::TscScale> inline_tsc_scale(ClockId id) {
   if (!buffers::kHaveTsc || (id != ClockId::local && id != ClockId::perf)) return std::nullopt;
   const TscCalibration& c = tsc_calibration();
@@ -149,6 +150,7 @@ buffers::FunctionClock ring_clock(ClockId id) {
   if (const auto scale = inline_tsc_scale(id)) return buffers::FunctionClock(read, *scale);
   return buffers::FunctionClock(read);
 }
+}  // namespace detail
 
 const TscCalibration& tsc_calibration() {
   std::call_once(g_calibrate, calibrate);

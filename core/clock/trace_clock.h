@@ -86,6 +86,9 @@ const TscCalibration& tsc_calibration();
 /// Values before base_tsc give times before base_ns.
 uint64_t tsc_to_ns(uint64_t tsc) noexcept;
 
+// The ring's side of a clock (what Instance and tools that build rings
+// themselves use; the types are the ring's, internal/).
+namespace detail {
 /// The scale `id` applies to the TSC, for a ring to read the clock inline
 /// (buffers::FunctionClock, no call per reserve): set for local and perf
 /// when the TSC is invariant (calibrating on first use, like trace_clock()),
@@ -98,5 +101,6 @@ std::optional<buffers::TscScale> inline_tsc_scale(ClockId id);
 /// trace_clock(id).read. What Instance gives its ring; for tools that build
 /// rings themselves (include buffers/ring_buffer.h to use the result).
 buffers::FunctionClock ring_clock(ClockId id);
+}  // namespace detail
 
 }  // namespace tracepipe

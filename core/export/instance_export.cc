@@ -1,4 +1,5 @@
 #include "tracepipe/core/export/instance_export.h"
+#include "tracepipe/core/export/text_output.h"
 
 #include <cstring>
 #include <optional>

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/export/text_output.h"
+#include "tracepipe/core/export/field_style.h"
 
 namespace tracepipe {
 

@@ -40,6 +40,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "tracepipe/core/export/field_style.h"
 #include "tracepipe/core/events/event.h"
 #include "tracepipe/core/tracedat/print_fmt.h"
 #include "tracepipe/core/events/registry.h"
@@ -47,7 +48,6 @@
 
 namespace tracepipe {
 
-enum class FieldStyle : uint8_t { print_fmt, fields };
 
 /// The five latency columns for these common fields: irqs-off, need-resched,
 /// hardirq/softirq, preempt depth, migrate-disable ("d..2.", ".....", "..h1.").

@@ -42,8 +42,8 @@ static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 
 /// multiply, whatever the run's length: it is done at a reject, for the
 /// accepts since the thread's previous one, so an accepted direct emit pays
 /// nothing for the policy and a reject pays no loop over the run (the loop
-/// of single steps it replaced cost ~3 cycles per accept caught up, ~0.6 ns
-/// per emit at 31 of 32 kept). The distance
+/// of single steps it replaced cost a few cycles per accept caught up). The
+/// distance
 /// is floor(d * (31/32)^k) up to the table's rounding (the product is off by
 /// less than 2^-15, so a few dozen of the 65537 x 352 pairs of s and k come
 /// out one off); single steps, which round at every step and stop moving

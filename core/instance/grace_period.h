@@ -38,9 +38,8 @@
 // otherwise wait on the previous emit's stores to them. The outermost leave
 // stores the constant 0 and the enter stores the global word, never a value
 // derived from the load, so one emit's section is not a chain of store-to-
-// load forwards through the one before. In a loop of staged discards the
-// two-word scope it replaced cost 0.9 ns of 3.7 (a build without it); this
-// one brought the whole emit to 0.83x of that build.
+// load forwards through the one before, which is what made the two-word
+// scope it replaced a large part of a staged discard.
 //
 // Without membarrier (very old kernels or a seccomp filter), synchronize()
 // forces the barrier with an mprotect() TLB shootdown, which interrupts every

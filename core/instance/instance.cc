@@ -9,10 +9,13 @@
 #include <stdexcept>
 
 #include "tracepipe/core/instance/adaptive_average.h"
+#include "tracepipe/core/instance/instance_private.h"
 #include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/filters/parser.h"
 
 namespace tracepipe {
+
+using namespace instance_impl;
 
 namespace detail {
 thread_local constinit uint64_t tl_external_ts = 0;
@@ -40,19 +43,6 @@ detail::Subscribers* make_subscribers(const std::vector<detail::EventState*>& li
 
 void free_subscribers(const detail::Subscribers* s) { ::operator delete(const_cast<detail::Subscribers*>(s)); }
 
-// "0" clears a filter (filters::clears_filter: the kernel's whitespace and
-// its cut at a NUL). A blank string is not a clear: the kernel rejects it
-// (EINVAL, "Error" at position 0), and so does filters::compile, so a config
-// value that went missing cannot remove filtering silently.
-using filters::clears_filter;
-
-// What filter() shows: the text the kernel keeps and shows in its filter file.
-std::string shown(std::string_view expr) { return std::string(filters::kernel_command(expr)); }
-
-// The kernel's error in the filter file of an event a system filter could not
-// be set on (process_system_preds): the event's own error is in
-// SystemFilterResult::rejected.
-filters::FilterError subsystem_error() { return {filters::FilterErr::bad_subsys_filter, 0, EINVAL, {}}; }
 
 }  // namespace
 
@@ -66,26 +56,6 @@ const filters::Program& detail::accept_all_program() {
       new std::shared_ptr<const filters::Program>(filters::compile("0", {}).program());
   return **program;
 }
-
-namespace {
-std::atomic<detail::ConfigTriggersFn>& config_triggers_hook() {
-  static std::atomic<detail::ConfigTriggersFn> fn{nullptr};
-  return fn;
-}
-}  // namespace
-
-void detail::set_config_triggers_hook(ConfigTriggersFn fn) noexcept {
-  config_triggers_hook().store(fn, std::memory_order_release);
-}
-
-// Objects unpublished under the instance mutex, freed together after one
-// grace period (so that a batch of changes costs one synchronize()).
-struct Instance::Retired {
-  std::vector<std::shared_ptr<const filters::Program>> programs;
-  std::vector<const detail::Subscribers*> subscribers;
-  std::vector<std::shared_ptr<detail::TriggerHook>> triggers;
-  bool empty() const { return programs.empty() && subscribers.empty() && triggers.empty(); }
-};
 
 Instance::Instance(InstanceOptions options, Registry& registry)
     : options_(std::move(options)),
@@ -103,7 +73,7 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
   // `local` and `perf` are read inline by the ring (no call per reserve).
   const buffers::FunctionClock clk =
-      options_.external_time ? buffers::FunctionClock(&external_clock) : ring_clock(options_.clock);
+      options_.external_time ? buffers::FunctionClock(&external_clock) : detail::ring_clock(options_.clock);
   switch (options_.writers) {
     case WriterMode::automatic:
       cpu_local_ = options_.cpus == 0 && !options_.external_time && buffers::detail::rseq_usable();
@@ -157,22 +127,6 @@ buffers::Reservation Instance::reserve_any_cpu(uint32_t cpu, uint32_t size) noex
   return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).reserve(cpu, size);
 }
 
-std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Registry& registry) {
-  std::unique_ptr<Instance> inst;
-  try {
-    inst = std::make_unique<Instance>(config.options, registry);
-  } catch (const std::invalid_argument& e) {
-    // parse_config already refuses what it can see; this names the file for
-    // options changed after parsing (e.g. `cpus` set by the caller), at the
-    // writers key when that is the option refused.
-    if (config.options.writers == WriterMode::cpu_local && config.writers_where.line != 0)
-      throw ConfigError(config.file, config.writers_where.line, config.writers_where.key, e.what());
-    throw ConfigError(config.file, 0, "", e.what());
-  }
-  inst->apply(config);
-  return inst;
-}
-
 Instance::~Instance() {
   std::lock_guard lk(mu_);
   Retired retired;
@@ -222,21 +176,8 @@ void Instance::set_flag_locked(detail::EventState& st, uint32_t flag, bool on) {
     st.flags.fetch_and(~flag, std::memory_order_release);
 }
 
-// Adaptive staging, the two flips (fast_path.h calls them; the writer's own
-// counter group holds its evidence, so no lock and no shared store but the
-// flip itself). A flip is an atomic RMW of the flags word, so it never undoes
-// a control change made meanwhile, and it keeps the release sequence that
-// publishes a program with kFiltered.
-namespace {
-// Starts a thread's staged-check window at its current staged counts.
-void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) noexcept {
-  c[detail::slot::adaptive_kept_mark].store(kept, std::memory_order_relaxed);
-  c[detail::slot::adaptive_rejected_mark].store(rejected, std::memory_order_relaxed);
-}
-}  // namespace
-
 // The stack lane's accept (fast_path.h: stage_on_stack): the staged path's
-// (R7), from the caller's frame instead of a slot.
+// (E9), from the caller's frame instead of a slot.
 void Instance::commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
                                  std::span<const std::byte> rec) noexcept {
   auto& c = thread_counters(ctx, st.counters).v;
@@ -275,68 +216,6 @@ void Instance::filter_from_stack(const filters::Program& prog, detail::EventStat
     commit_from_stack(st, flags, ctx, rec);
   else
     counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);
-}
-
-// Called only for adaptive events (the lane tests kAdaptive, which is set
-// when the event's state is made and never cleared).
-void Instance::adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
-  const uint64_t kept = c[detail::slot::kept_staged].load(std::memory_order_relaxed);
-  const uint64_t rejected = c[detail::slot::rejected_staged].load(std::memory_order_relaxed);
-  const uint64_t dk = kept - c[detail::slot::adaptive_kept_mark].load(std::memory_order_relaxed);
-  const uint64_t dr = rejected - c[detail::slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
-  // The call comes at every 32nd accept of the thread's lifetime, but the
-  // window restarts when staging comes back: judge no fewer than 32 accepts
-  // (else one accept after a flip back could send the event direct again).
-  if (dk < 32) return;
-  restart_window(c, kept, rejected);
-  const uint64_t rate = (dk << 16) / (dk + dr);  // in 1/65536
-  if (rate <= adaptive_threshold_) return;
-  // Mostly accepted: go direct, a new period; this thread's moving average
-  // starts from its window, other threads' from "all accepted".
-  uint32_t f = st.flags.load(std::memory_order_relaxed);
-  uint32_t nf;
-  do {
-    if ((f & detail::EventState::kThreadStaging) == 0) return;  // another thread flipped it
-    nf = (f & ~detail::EventState::kThreadStaging) + (1u << detail::EventState::kGenShift);
-  } while (!st.flags.compare_exchange_weak(f, nf, std::memory_order_relaxed));
-  c[detail::slot::adaptive_score].store(detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
-                                                              c[detail::slot::kept_direct].load(std::memory_order_relaxed),
-                                                              nf >> detail::EventState::kGenShift),
-                                std::memory_order_relaxed);
-}
-
-// A reject of an adaptive event gone direct (fast_path.h, after its discard).
-// The thread's average moves only here: the accepts since its word was set
-// (this thread's kept_direct count minus the word's mark) are caught up
-// first, in one table load and multiply (core/instance/adaptive_average.h), then the
-// reject's step, so an accepted direct emit pays nothing for the policy.
-// Only this thread writes the word, but a signal handler's emit of the same
-// event may run anywhere in here: the word is
-// read before the count (so its mark is never past it) and replaced by a
-// compare-exchange, which fails if a handler's reject replaced it meanwhile,
-// and then the step is made again from the handler's word. So every step
-// counts, in an order the emits could have had (a handler's accept after
-// the count was read counts at the next reject). A locked instruction, on
-// rejects only.
-void Instance::adaptive_direct_rejected(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
-  std::atomic<uint64_t>& score = c[detail::slot::adaptive_score];
-  uint64_t word = score.load(std::memory_order_relaxed);
-  uint64_t next;
-  do {
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // the word before the count, as a handler sees them
-    const uint64_t kept = c[detail::slot::kept_direct].load(std::memory_order_relaxed);
-    const uint64_t period = st.flags.load(std::memory_order_relaxed) >> detail::EventState::kGenShift;
-    next = detail::adaptive_score_after_reject(word, kept, period);
-  } while (!score.compare_exchange_weak(word, next, std::memory_order_relaxed));
-  if (static_cast<uint64_t>(detail::AdaptiveScore::unpack(next).s) <= adaptive_threshold_)
-    adaptive_back_to_staging(st, c);
-}
-
-void Instance::adaptive_back_to_staging(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
-  // A fresh window for this thread's next check.
-  restart_window(c, c[detail::slot::kept_staged].load(std::memory_order_relaxed),
-                 c[detail::slot::rejected_staged].load(std::memory_order_relaxed));
-  st.flags.fetch_or(detail::EventState::kThreadStaging, std::memory_order_relaxed);
 }
 
 void Instance::subscribe_locked(detail::EventState& st, bool on, Retired& retired) {
@@ -555,108 +434,6 @@ SystemFilterResult Instance::set_system_filter(std::string_view system, std::str
   }
   reclaim(retired);
   return out;
-}
-
-void Instance::apply(const InstanceConfig& config) {
-  // Resolve and compile everything first, so that an error leaves the
-  // instance as it was.
-  struct Planned {
-    const EventDesc* event;
-    const EventSettings* settings;
-    std::optional<filters::CompileResult> program;  // nullopt: no filter key; ok() false never kept
-    bool clear = false;
-  };
-  std::vector<Planned> plan;
-  const auto filter_failure = [&](const EventSettings& s, const EventDesc& d, const filters::FilterError& e) {
-    throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                      "filter rejected for " + d.full_name() + ": parse_error: " + std::string(e.message()) +
-                          "\n" + e.render(*s.filter));
-  };
-  for (const EventSettings& s : config.systems) {
-    const auto events = registry_.system_events(s.pattern);
-    if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no events in system '" + s.pattern + "'");
-    const size_t first = plan.size();
-    bool any_accepts = false;
-    for (const EventDesc* d : events) {
-      Planned p{d, &s, std::nullopt, false};
-      if (s.filter) {
-        if (clears_filter(*s.filter)) {
-          p.clear = true;
-          any_accepts = true;
-        } else {
-          p.program = filters::compile(*s.filter, d->filter_fields());
-          // Kernel semantics: events without the fields stay unfiltered.
-          if (!p.program->ok()) p.clear = true;
-          any_accepts = any_accepts || p.program->ok();
-        }
-      }
-      plan.push_back(std::move(p));
-    }
-    // The kernel takes such a write and leaves every event of the system
-    // unfiltered, the error only in each event's filter file. In a config
-    // file that is a typo nobody would see: refuse it, showing the first
-    // event's error (as `tracepipe replay -F SYSTEM: ...` does).
-    if (s.filter && !any_accepts) {
-      const EventDesc& d = *plan[first].event;
-      const filters::FilterError& e = plan[first].program->error();
-      throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                        "no event of system '" + s.pattern + "' accepts the filter (first, " + d.full_name() +
-                            ": parse_error: " + std::string(e.message()) + ")\n" + e.render(*s.filter));
-    }
-  }
-  for (const EventSettings& s : config.events) {
-    const auto events = registry_.match(s.pattern);
-    if (events.empty()) {
-      // Synthetic events are defined by the triggers library, after this pass.
-      if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic") continue;
-      throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
-    }
-    for (const EventDesc* d : events) {
-      Planned p{d, &s, std::nullopt, false};
-      if (s.filter) {
-        if (clears_filter(*s.filter)) {
-          p.clear = true;
-        } else {
-          p.program = filters::compile(*s.filter, d->filter_fields());
-          if (!p.program->ok()) filter_failure(s, *d, p.program->error());
-        }
-      }
-      plan.push_back(std::move(p));
-    }
-  }
-  std::unique_lock lk(mu_);
-  Retired retired;
-  for (Planned& p : plan) {
-    detail::EventState& st = state_locked(*p.event);
-    const EventSettings& s = *p.settings;
-    if (s.filter) {
-      if (p.clear && p.program && !p.program->ok()) {
-        install_program_locked(st, nullptr, "", retired);
-        st.filter_error = subsystem_error();
-      } else if (p.clear) {
-        install_program_locked(st, nullptr, "", retired);
-        st.filter_error.reset();
-      } else {
-        install_program_locked(st, p.program->program(), shown(*s.filter), retired);
-        st.filter_error.reset();
-      }
-    }
-    if (s.enable) enable_locked(*p.event, *s.enable, retired, s.soft_disable);
-    else if (s.soft_disable) set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
-  }
-  reclaim(retired);
-  lk.unlock();
-  // Triggers and synthetic events (core/triggers) come through the hook.
-  const ConfigSource* needs = config.synthetic_events.empty() ? nullptr : &config.synthetic_where;
-  for (const EventSettings& s : config.events)
-    if (needs == nullptr && !s.triggers.empty()) needs = &s.trigger_where;
-  if (needs != nullptr) {
-    const detail::ConfigTriggersFn fn = config_triggers_hook().load(std::memory_order_acquire);
-    if (fn == nullptr)
-      throw ConfigError(needs->file, needs->line, needs->key,
-                        "triggers need the triggers library (link tracepipe::triggers)");
-    fn(*this, config);
-  }
 }
 
 // ── statistics ──────────────────────────────────────────────────────────────────

@@ -206,22 +206,26 @@ struct SystemFilterResult {
   std::vector<std::pair<const EventDesc*, filters::FilterError>> rejected;
 };
 
-/// Points of the write path where an EmitHooks object is called; ordering
-/// tests use them to raise a signal or migrate between two steps.
+class Instance;
+struct RawEmit;
+
+namespace detail {
+struct InstanceAccess;
+struct InstanceTesting;  // core/instance/testing/emit_hooks.h (not installed)
+
+/// Points of the write path where the lanes call their Hooks object (a
+/// template parameter, NoEmitHooks in every build but the ordering tests',
+/// which raise a signal or migrate between two steps through
+/// core/instance/testing/emit_hooks.h).
 enum class EmitStep : uint8_t {
   built_staged,  ///< record built in a staging slot, filter not yet run
   built_direct,  ///< record built in a direct reservation, filter not yet run
   before_copy,   ///< staged record accepted, about to be copied into the ring
 };
-/// Default hooks: nothing, compiled away.
+/// The lanes' hooks outside the tests: nothing, compiled away.
 struct NoEmitHooks {
   [[gnu::always_inline]] constexpr void operator()(EmitStep) const noexcept {}
 };
-
-class Instance;
-
-namespace detail {
-struct InstanceAccess;
 
 /// Per-instance state of one event: what a writer reads, one cache line.
 /// Internal: the write path's, reached only through Instance and EventDecl.
@@ -371,13 +375,6 @@ class Instance {
   /// std::invalid_argument if the system has no events.
   SystemFilterResult set_system_filter(std::string_view system, std::string_view expr);
 
-  /// Installs the event's trigger list (core/triggers builds it; nullptr
-  /// removes it) and sets or clears kTriggered; the previous list is freed
-  /// after a grace period, so no writer runs a freed one. Used by
-  /// tracepipe::set_trigger (core/triggers/triggers.h), not by applications.
-  void set_triggers(const EventDesc& event, std::shared_ptr<detail::TriggerHook> hook);
-  /// The installed trigger list (nullptr if none).
-  std::shared_ptr<detail::TriggerHook> triggers(const EventDesc& event) const;
   /// tracing_on / tracing_off from a writer (the traceon / traceoff
   /// triggers): sets or clears the ring's PAUSED bits without the pause()
   /// fence, lock-free and without a system call. A writer already past its
@@ -398,37 +395,14 @@ class Instance {
   /// the instance (ID, flags, nesting depth, pid). `fill` is called exactly
   /// once if the event is enabled and room was found, never otherwise, and
   /// must not throw.
-  template <class Fill, class Hooks = NoEmitHooks>
-  [[gnu::always_inline]] EmitResult emit_fill(const EventDesc& event, uint32_t size, Fill&& fill,
-                                              Hooks&& hooks = {}) noexcept;
-
-  /// Emits a record built elsewhere, exactly as the kernel lays it out
-  /// (common header included and kept as is), on CPU `cpu` (the recorded
-  /// one, for replay), through the same stage → filter → commit path. The
-  /// filter's CPU fields see `cpu` as given, even at or above the buffer
-  /// count. With cpu_local writers (WriterMode) the record goes to the buffer
-  /// of the CPU the caller runs on; set `cpus` or `external_time` (or writers
-  /// = any_cpu) to place records by `cpu`: buffer `cpu % buffers`. The
-  /// event is looked up by the record's common_type. Records shorter than 8
-  /// bytes or of an unknown ID are refused (EmitResult::lost, counted in
-  /// raw_refused()).
-  template <class Hooks = NoEmitHooks>
-  EmitResult emit_raw(std::span<const std::byte> record, uint32_t cpu, Hooks&& hooks = {}) noexcept;
-  /// Same, with the event already known (record[0..1] should equal its ID).
-  template <class Hooks = NoEmitHooks>
-  EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
-                      Hooks&& hooks = {}) noexcept;
-
-  /// emit_raw with the record's original time stamp, for instances built
-  /// with InstanceOptions::external_time (otherwise `ts` is ignored and the
-  /// instance's clock stamps the record).
-  template <class Hooks = NoEmitHooks>
-  EmitResult emit_raw_at(std::span<const std::byte> record, uint32_t cpu, uint64_t ts, Hooks&& hooks = {}) noexcept {
-    detail::tl_external_ts = ts;
-    return emit_raw(record, cpu, hooks);
+  template <class Fill>
+  [[gnu::always_inline]] EmitResult emit_fill(const EventDesc& event, uint32_t size, Fill&& fill) noexcept {
+    detail::NoEmitHooks hooks;
+    return emit_fill_with(event, size, fill, hooks);
   }
 
-  /// Raw records refused by emit_raw (too short or unknown ID).
+  /// Raw records refused by RawEmit (core/instance/raw_emit.h: too short or
+  /// unknown ID).
   uint64_t raw_refused() const noexcept { return raw_refused_.load(std::memory_order_relaxed); }
 
   // ── Buffer control and statistics ──────────────────────────────────────────
@@ -465,6 +439,25 @@ class Instance {
 
  private:
   friend struct detail::InstanceAccess;
+  friend struct detail::InstanceTesting;
+  friend struct RawEmit;
+
+  /// Replay's entry points (public through RawEmit, core/instance/raw_emit.h).
+  template <class Hooks>
+  EmitResult emit_raw(std::span<const std::byte> record, uint32_t cpu, Hooks& hooks) noexcept;
+  template <class Hooks>
+  EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu, Hooks& hooks) noexcept;
+  /// emit_fill with the lanes' Hooks (NoEmitHooks, or a test's).
+  template <class Fill, class Hooks>
+  [[gnu::always_inline]] EmitResult emit_fill_with(const EventDesc& event, uint32_t size, Fill& fill,
+                                                   Hooks& hooks) noexcept;
+  /// Installs the event's trigger list (core/triggers builds it; nullptr
+  /// removes it) and sets or clears kTriggered; the previous list is freed
+  /// after a grace period, so no writer runs a freed one. Reached through
+  /// detail::InstanceAccess by tracepipe::set_trigger (core/triggers).
+  void set_triggers(const EventDesc& event, std::shared_ptr<detail::TriggerHook> hook);
+  /// The installed trigger list (nullptr if none).
+  std::shared_ptr<detail::TriggerHook> triggers(const EventDesc& event) const;
   /// Internal (tracepoint-style emission: EventDecl::trace_slow_path, the
   /// sideband's fan-out): emits into one subscribed state of this instance,
   /// for a caller that already holds a WriterScope on `ctx` (its depth() is
@@ -476,7 +469,7 @@ class Instance {
     if ((flags & detail::EventState::kEnabled) == 0) [[unlikely]]
       return EmitResult::disabled;
     detail::FillWriter<Fill> w{fill};
-    NoEmitHooks hooks;
+    detail::NoEmitHooks hooks;
     return emit_in_scope(state, flags, ctx, depth, size, 0, false, w, hooks);
   }
 
@@ -491,7 +484,7 @@ class Instance {
                                              uint32_t depth, const filters::Program& prog,
                                              const Build& build) noexcept;
   /// Its accept: copies the built record into the ring (stamped there, F1)
-  /// and counts it, as the staged path's (R7). Out of line: the lane's
+  /// and counts it, as the staged path's (E9, core/instance/lanes.h). Out of line: the lane's
   /// reject path then needs no callee-saved register.
   [[gnu::noinline]] void commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
                                            std::span<const std::byte> rec) noexcept;
@@ -501,6 +494,9 @@ class Instance {
   [[gnu::noinline]] void filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
                                            ThreadContext& ctx, std::span<const std::byte> rec) noexcept;
 
+  /// One emit's state and its lanes (core/instance/lanes.h).
+  template <class Writer, class Hooks>
+  struct Emit;
   template <class Writer, class Hooks>
   EmitResult emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
                        Hooks& hooks) noexcept;
@@ -599,6 +595,14 @@ struct InstanceAccess {
   /// The live ring and the snapshot spare (core/instance/snapshot_buffer.h).
   static LiveRing& live_ring(Instance& instance) noexcept { return instance.ring_; }
   static const LiveRing& live_ring(const Instance& instance) noexcept { return instance.ring_; }
+  /// The triggers library's (core/triggers): Instance::set_triggers and
+  /// Instance::triggers.
+  static void set_triggers(Instance& instance, const EventDesc& event, std::shared_ptr<TriggerHook> hook) {
+    instance.set_triggers(event, std::move(hook));
+  }
+  static std::shared_ptr<TriggerHook> triggers(const Instance& instance, const EventDesc& event) {
+    return instance.triggers(event);
+  }
   /// The event's state in `instance`, made if needed (control plane: takes
   /// the instance mutex). States live as long as the instance: triggers keep
   /// pointers to their targets' states (enable_event flips kSoftDisabled).

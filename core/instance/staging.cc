@@ -6,7 +6,7 @@ namespace tracepipe {
 
 buffers::TempBuffer& detail::cpu_temp_buffer() {
   // cpu_local when the process can (the claim is then a restartable
-  // sequence, ~1 ns, instead of a locked exchange, ~4 ns); the same rule as
+  // sequence instead of a locked exchange); the same rule as
   // the rings' WriterMode::automatic.
   static auto* t = new buffers::TempBuffer(buffers::TempBufferConfig{
       buffers::possible_cpus(), kSlotSize,

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "tracepipe/buffers/sanitizers.h"
+#include "tracepipe/core/events/cmdline.h"
 
 namespace tracepipe {
 
@@ -216,11 +217,7 @@ std::array<uint64_t, detail::kGroupSlots> counter_sums(uint32_t group);
 
 // ---- pid -> comm table ------------------------------------------------------
 
-/// One saved command line, as the kernel's saved_cmdlines file lists them.
-struct Cmdline {
-  int32_t pid;
-  std::string comm;
-};
+/// (Cmdline: core/events/cmdline.h)
 
 /// Every thread that ever registered (pid -> comm at registration or last
 /// refresh_thread_comm()), sorted by pid. Mirrors kernel/trace/trace.c:

@@ -1,3 +1,4 @@
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/replay/router.h"
 
 #include <fmt/core.h>
@@ -113,7 +114,7 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
     const std::span<const std::byte> rec(r.p, r.len);
     switch (rt.kind) {
       case Kind::emit:
-        r.result = inst_.emit_raw_at(rec, cpu, r.ts);
+        r.result = tracepipe::RawEmit::emit_at(inst_, rec, cpu, r.ts);
         break;
       case Kind::replay_side:
         r.result = replay_side(rt, rec, RecordPosition{r.ts, cpu, r.seq});
@@ -156,7 +157,7 @@ EmitResult Router::replay_side(const Route& rt, std::span<const std::byte> rec,
     detail::InstanceAccess::run_triggers_only(*rt.state, rec, at.cpu, at.ts);
     return EmitResult::discarded;
   }
-  return inst_.emit_raw_at(rec, at.cpu, at.ts);
+  return tracepipe::RawEmit::emit_at(inst_, rec, at.cpu, at.ts);
 }
 
 // current->comm at the time of the event (filter_pred_comm): the record's

@@ -246,7 +246,7 @@ std::map<std::pair<const Instance*, std::string>, std::weak_ptr<HistMap>>& named
 }
 
 std::shared_ptr<TriggerList> current(const Instance& inst, const EventDesc& ev) {
-  return std::static_pointer_cast<TriggerList>(inst.triggers(ev));
+  return std::static_pointer_cast<TriggerList>(detail::InstanceAccess::triggers(inst, ev));
 }
 
 TriggerError plain(int err) {
@@ -318,7 +318,7 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
              std::vector<std::shared_ptr<Trigger>> next) {
   const bool had = old && !old->list.empty();
   if (next.empty()) {
-    inst.set_triggers(ev, nullptr);
+    detail::InstanceAccess::set_triggers(inst, ev, nullptr);
     if (had) inst.soft_mode(ev, false);
     return;
   }
@@ -329,7 +329,7 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
   for (const auto& t : list->list) list->raw.push_back(t.get());
   list->clock = inst.options().external_time ? nullptr : inst.clock().read;
   if (!had) inst.soft_mode(ev, true);
-  inst.set_triggers(ev, std::move(list));
+  detail::InstanceAccess::set_triggers(inst, ev, std::move(list));
 }
 
 // Undoes what registering `t` did to other events.

@@ -10,6 +10,7 @@
 
 #include <sys/sysinfo.h>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/clock/trace_clock.h"
 #include "../instance/test_events.h"
@@ -104,20 +105,20 @@ TEST_CASE("trace_clock: local is TSC calibrated to ns and tracks mono_raw", "[co
 TEST_CASE("trace_clock: the inline TSC scale is local's own conversion", "[core][clock]") {
   for (ClockId id : {ClockId::global, ClockId::counter, ClockId::uptime, ClockId::mono, ClockId::mono_raw,
                      ClockId::boot, ClockId::tai, ClockId::x86_tsc})
-    CHECK_FALSE(inline_tsc_scale(id).has_value());
+    CHECK_FALSE(tracepipe::detail::inline_tsc_scale(id).has_value());
   const TscCalibration& cal = tsc_calibration();
   const bool inline_expected = buffers::kHaveTsc && cal.invariant_tsc;
-  REQUIRE(inline_tsc_scale(ClockId::local).has_value() == inline_expected);
-  REQUIRE(inline_tsc_scale(ClockId::perf).has_value() == inline_expected);
+  REQUIRE(tracepipe::detail::inline_tsc_scale(ClockId::local).has_value() == inline_expected);
+  REQUIRE(tracepipe::detail::inline_tsc_scale(ClockId::perf).has_value() == inline_expected);
   // ring_clock: what an Instance stamps with, and tools that build rings.
   for (ClockId id : {ClockId::local, ClockId::perf, ClockId::mono, ClockId::counter, ClockId::x86_tsc}) {
-    const buffers::FunctionClock rc = ring_clock(id);
+    const buffers::FunctionClock rc = tracepipe::detail::ring_clock(id);
     INFO(trace_clock_name(id));
     CHECK(rc.fn == trace_clock(id).read);
     CHECK(rc.inline_tsc == (inline_expected && (id == ClockId::local || id == ClockId::perf)));
   }
   if (!inline_expected) TP_SKIP("no invariant TSC here: local and perf read mono_raw through their function");
-  const buffers::TscScale s = *inline_tsc_scale(ClockId::local);
+  const buffers::TscScale s = *tracepipe::detail::inline_tsc_scale(ClockId::local);
   CHECK(cal.shift == buffers::TscScale::kShift);
   CHECK(s.mult < (uint64_t{1} << 63));
   // Before, at and after the base, a second and an hour away, and the ends
@@ -148,7 +149,7 @@ TEST_CASE("trace_clock: an external_time instance on local keeps the caller's st
     Instance inst(o);
     inst.enable(tp_core_test::Sample::desc());
     const uint64_t stamps[] = {5, 424242, 424243, uint64_t{1} << 40};
-    for (uint32_t i = 0; i < 4; ++i) REQUIRE(inst.emit_raw_at(sample_record(i), 0, stamps[i]) == EmitResult::kept);
+    for (uint32_t i = 0; i < 4; ++i) REQUIRE(tracepipe::RawEmit::emit_at(inst, sample_record(i), 0, stamps[i]) == EmitResult::kept);
     const auto recs = tp_core_test::drain_cpu(inst, 0);
     REQUIRE(recs.size() == 4);
     for (uint32_t i = 0; i < 4; ++i) CHECK(recs[i].ts == stamps[i]);

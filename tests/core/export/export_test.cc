@@ -14,7 +14,9 @@
 #include <sstream>
 #include <thread>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/export/instance_export.h"
+#include "tracepipe/core/export/text_output.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
 #include "test_support.h"
@@ -307,7 +309,7 @@ TEST_CASE("replay: kernel records through the fast path keep exactly the kernel'
       }
       if (!compiled) continue;  // needs kallsyms (e.g. .function); covered by the filters tests
       auto cur = all.records();
-      while (auto r = cur.next()) inst.emit_raw_at(r->payload, r->cpu, r->ts);
+      while (auto r = cur.next()) tracepipe::RawEmit::emit_at(inst, r->payload, r->cpu, r->ts);
       // Compare per CPU, byte for byte, as multisets: the kernel recorded
       // the two captures one instance after the other, so an interrupt could
       // order two records differently in them (and stamp them differently).

@@ -18,6 +18,7 @@
 #include <vector>
 #include <cstring>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/adaptive_average.h"
 #include "tracepipe/core/instance/instance.h"
 #include "adaptive_model.h"
@@ -113,7 +114,7 @@ TEST_CASE("adaptive: threads taking turns flip where a per-emit model does", "[c
             std::memcpy(rec.data(), &id, 2);
             const int16_t lv = accept ? 1 : 0;
             std::memcpy(rec.data() + 8, &lv, 2);
-            r = inst.emit_raw(Other::desc(), rec, 0);
+            r = tracepipe::RawEmit::emit(inst, Other::desc(), rec, 0);
           }
         });
         const EventStats after = inst.event_stats(Other::desc());

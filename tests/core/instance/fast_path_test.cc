@@ -9,6 +9,7 @@
 #include <thread>
 #include <atomic>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "test_events.h"
 #include "test_support.h"
 
@@ -479,7 +480,7 @@ TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core]
   std::memcpy(rec.data(), &h, sizeof h);
   for (uint32_t v : {1u, 9u, 3u}) {
     std::memcpy(rec.data() + 8, &v, 4);
-    inst.emit_raw(rec, 1);
+    tracepipe::RawEmit::emit(inst, rec, 1);
   }
   CHECK(inst.event_stats(Sample::desc()).kept == 2);
   CHECK(inst.event_stats(Sample::desc()).discarded == 1);
@@ -495,8 +496,8 @@ TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core]
   std::vector<std::byte> bad(64);
   const uint16_t unknown = 65535;
   std::memcpy(bad.data(), &unknown, 2);
-  CHECK(inst.emit_raw(bad, 0) == EmitResult::lost);
-  CHECK(inst.emit_raw(std::span(rec).first(4), 0) == EmitResult::lost);
+  CHECK(tracepipe::RawEmit::emit(inst, bad, 0) == EmitResult::lost);
+  CHECK(tracepipe::RawEmit::emit(inst, std::span(rec).first(4), 0) == EmitResult::lost);
   CHECK(inst.raw_refused() == 2);
 }
 
@@ -513,7 +514,7 @@ TEST_CASE("fast path: emit_raw's filter sees the CPU as given, also at or above 
   std::memcpy(rec.data(), &h, sizeof h);
   auto emit = [&](uint32_t value, uint32_t cpu) {
     std::memcpy(rec.data() + 8, &value, 4);
-    return inst.emit_raw(rec, cpu);
+    return tracepipe::RawEmit::emit(inst, rec, cpu);
   };
   CHECK(emit(5, 5) == EmitResult::kept);       // the filter saw 5, not 5 % 2
   CHECK(emit(3, 3) == EmitResult::discarded);  // 3, not 3 % 2 == 1

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/fast_path.h"
 #include "tracepipe/core/instance/instance.h"
@@ -22,7 +23,7 @@ inline tracepipe::EmitResult emit_ev(tracepipe::Instance& inst, uint32_t tu, uin
 }
 
 inline tracepipe::EmitResult emit_raw_ev(tracepipe::Instance& inst, std::span<const std::byte> rec) {
-  return inst.emit_raw(rec, 0);
+  return tracepipe::RawEmit::emit(inst, rec, 0);
 }
 
 /// Emits `count` events from the other translation unit: half declared,

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdlib>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "test_events.h"
 #include "syscall_jail.h"
 #include "alloc_counter.h"
@@ -91,7 +92,7 @@ struct Rig {
         Sample::emit(*inst, i, i, "padding text");               // accepted half the time
         Other::emit(*inst, 1, (i & 2) ? "keep this" : "drop this");  // dynamic string + glob
         std::memcpy(raw + 8, &i, 4);
-        inst->emit_raw(raw, i % inst->cpus());                   // replay path
+        tracepipe::RawEmit::emit(*inst, raw, i % inst->cpus());                   // replay path
         count += 3;
       }
       Nested::trace(i);  // tracepoint fan-out (no instance has it enabled: one load)

@@ -13,11 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "tracepipe/core/instance/testing/emit_hooks.h"
 #include "test_events.h"
 #include "test_support.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
+using tracepipe::testing::EmitStep;
 
 namespace {
 
@@ -59,7 +61,7 @@ struct RaiseAt {
 
 EmitResult emit_sample(Instance& inst, uint32_t value, uint32_t seq, RaiseAt hooks) {
   auto fill = [&](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), value, seq, "outer"); };
-  return inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, hooks);
+  return tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, hooks);
 }
 
 struct Setup {
@@ -144,7 +146,7 @@ TEST_CASE("ordering: a thread preempted holding its CPU's slot sends the others 
     }
   };
   auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 1, "holder"); };
-  REQUIRE(inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, RunOtherThread{&inst, cpu, &b_result}) ==
+  REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, RunOtherThread{&inst, cpu, &b_result}) ==
           EmitResult::kept);
   CHECK(b_result == EmitResult::kept);
   const EventStats s = inst.event_stats(Sample::desc());
@@ -240,7 +242,7 @@ TEST_CASE("ordering: a thread that migrates between claim and commit releases it
       }
     };
     auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 7, "moved"); };
-    REQUIRE(inst.emit_fill(Sample::desc(), Sample::fixed_size, fill, Migrate{to}) == EmitResult::kept);
+    REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, Migrate{to}) == EmitResult::kept);
     REQUIRE(current_cpu() == to);
     // The record entered the ring of the CPU we ran on at copy time.
     CHECK(drain_cpu(inst, from).empty());

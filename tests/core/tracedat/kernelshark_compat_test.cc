@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/instance/event_decl.h"
@@ -240,7 +241,7 @@ TEST_CASE("kernelshark: an ID of 32768 or more is what KernelShark cannot show",
   Request::write_fields(rec.data(), 1, 2, 3, "/x");
   const CommonHeader h{32768, 0, 0, static_cast<int32_t>(::getpid())};
   std::memcpy(rec.data(), &h, sizeof h);
-  REQUIRE(inst.emit_raw(rec, 0) == EmitResult::kept);
+  REQUIRE(tracepipe::RawEmit::emit(inst, rec, 0) == EmitResult::kept);
   Temp file("high_id.dat");
   write_trace_dat(inst, file.path);
   const auto rows = kshark_rows(file.path);

@@ -14,7 +14,6 @@
 
 #include <tracepipe/buffers/readers.h>
 #include <tracepipe/core/sideband/sideband.h>
-#include <tracepipe/core/sideband/sideband_state.h>
 #include <tracepipe/tracepipe.h>
 
 using Work = tracepipe::EventDecl<"example", "work", tracepipe::Int<"step", uint32_t>,

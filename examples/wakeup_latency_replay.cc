@@ -6,7 +6,7 @@
 //   2. an Instance that takes each record's recorded time stamp;
 //   3. the synthetic event and the three hist triggers, as written to tracefs;
 //   4. every record, all CPUs merged in time order (pairing needs the order
-//      the kernel saw), through emit_raw_at();
+//      the kernel saw), through RawEmit::emit_at();
 //   5. the synthetic event's hist file.
 //
 // Usage: example_wakeup_latency_replay [FILE.dat [COMM]]; by default the
@@ -16,6 +16,9 @@
 #include <string>
 
 #include <tracepipe/tracepipe.h>
+#include <tracepipe/core/instance/raw_emit.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/core/triggers/triggers.h>
 
 using namespace tracepipe;
 
@@ -50,7 +53,7 @@ int main(int argc, char** argv) {
   check(set_trigger(inst, *lat, "hist:keys=lat.log2:sort=lat"));
 
   MergedRecordCursor records = reader.records();
-  while (const auto r = records.next()) inst.emit_raw_at(r->payload, r->cpu, r->ts);
+  while (const auto r = records.next()) tracepipe::RawEmit::emit_at(inst, r->payload, r->cpu, r->ts);
 
   const std::string hist = hist_file(inst, *lat);
   std::fputs(hist.c_str(), stdout);

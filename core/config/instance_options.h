@@ -32,12 +32,12 @@ enum class WriterMode : uint8_t {
   /// accepted: detail::rseq_usable()) and neither `cpus` nor `external_time`
   /// is set; any_cpu otherwise.
   automatic,
-  /// Any thread may write any CPU's buffer; emit_raw() honours its `cpu`.
+  /// Any thread may write any CPU's buffer; RawEmit::emit honours its `cpu`.
   /// Each reservation is one locked 16-byte CAS.
   any_cpu,
   /// Each writer reserves in the buffer of the CPU it runs on, as the
   /// kernel's writers do, with a restartable sequence (no locked
-  /// instruction). emit_raw()'s `cpu` then only feeds the filter's CPU
+  /// instruction). RawEmit::emit's `cpu` then only feeds the filter's CPU
   /// fields: the record goes to the buffer of the CPU the caller runs on.
   /// Needs `cpus` = 0 (one buffer per possible CPU).
   cpu_local,
@@ -89,7 +89,7 @@ struct InstanceOptions {
   /// buffer c % cpus.
   uint32_t cpus = 0;
   /// Replay: records are stamped with the time given to
-  /// Instance::emit_raw_at() instead of reading `clock` (which then only
+  /// RawEmit::emit_at() instead of reading `clock` (which then only
   /// names the unit, e.g. in trace.dat). The ring still keeps each CPU's
   /// stamps non-decreasing.
   bool external_time = false;

@@ -7,7 +7,7 @@
 //
 //   trace.dat (mmap) ─▶ [read]   serial: decode up to kBatchRecords records of
 //                                this CPU (zero-copy spans into the mapping)
-//                    ─▶ [filter] serial: Instance::emit_raw_at(record, cpu, ts) for each:
+//                    ─▶ [filter] serial: RawEmit::emit_at(record, cpu, ts) for each:
 //                                stage → filter → commit into the ring of `cpu`
 //                                (or cheap discard); counts per event, time per event
 //                       [write]  (only with -o, in the same stage, right after
@@ -26,7 +26,7 @@
 //     commit order: the k-th record drained is the batch's k-th kept record;
 //     the writer checks the length of each pair and the count, and gives it
 //     the recorded time stamp (the ring's stamp is the same one, via
-//     emit_raw_at and external_time, but clamped to be non-decreasing per CPU).
+//     RawEmit::emit_at and external_time, but clamped to be non-decreasing per CPU).
 //  P3 No loss with -o: the ring is drop-newest and larger than the records of
 //     one batch (3 x the batch byte bound), and holds one batch at a time, so
 //     a kept record is never dropped; a loss would be counted and reported.
@@ -109,7 +109,7 @@ enum class FilterRoute : uint8_t {
   instance,    ///< the instance's filter: stage → filter → commit (the kernel's path)
   replay_side, ///< evaluated by replay, then committed unfiltered (see docs/replay.md:
                ///< COMM, char * strings and .function need the recorded context,
-               ///< which Instance::emit_raw cannot take yet)
+               ///< which RawEmit::emit cannot take yet)
 };
 
 struct EventRow {

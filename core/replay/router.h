@@ -4,23 +4,23 @@
 // batch of one CPU through the instance.
 //
 //   record ─ common_type ─▶ route
-//     emit         Instance::emit_raw_at(record, cpu, recorded ts): stage → filter →
+//     emit         RawEmit::emit_at(record, cpu, recorded ts): stage → filter →
 //                  commit, the instance's own filter (or none) decides
-//     replay_side  Program::match(record, recorded context), then emit_raw into
+//     replay_side  Program::match(record, recorded context), then RawEmit::emit into
 //                  the event's unfiltered state (kept) or nothing (discarded)
 //     skip         event not replayed (disabled, --only-filtered): counted only
 //     unknown      no format with this ID: counted only
 //
 // Why replay_side exists: a filter that reads COMM (current->comm), a `char *`
 // string (printk_formats) or needs the recording machine's kallsyms /
-// nr_cpu_ids cannot be given that context through Instance::emit_raw and
+// nr_cpu_ids cannot be given that context through RawEmit::emit and
 // Instance::set_filter today; the plan's program, compiled with the file's
 // options, runs here instead. See docs/replay.md.
 //
 // Invariants: a Router is immutable after construction; feed() may run on
 // several threads at once for different CPUs, each with its own counters.
 // feed() allocates nothing, takes no lock and makes no system call (beyond
-// what emit_raw does, i.e. none once the thread is registered):
+// what RawEmit::emit does, i.e. none once the thread is registered):
 // tests/core/replay/replay_noalloc_test.cc counts it.
 #include <cstdint>
 #include <span>

@@ -63,6 +63,7 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_proc.h"
+#include "tracepipe/core/sideband/sideband_state.h"  // the read-back side: SidebandState
 
 namespace tracepipe {
 

@@ -19,6 +19,7 @@
 
 #include "tracepipe/core/triggers/hist.h"
 #include "tracepipe/core/triggers/hist_expr.h"
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/triggers/synthetic.h"
 
 namespace tracepipe::triggers {
@@ -93,7 +94,7 @@ void emit_synth(const HistAction& a, Instance& inst, std::span<const std::byte> 
     store_num(slot, f.size, v);
   }
   ++tl_synth_depth;
-  inst.emit_raw(*se.desc, std::span<const std::byte>(buf, end), cpu);
+  RawEmit::emit(inst, *se.desc, std::span<const std::byte>(buf, end), cpu);
   --tl_synth_depth;
 }
 

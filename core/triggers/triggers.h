@@ -121,3 +121,8 @@ TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);
 void apply_triggers(Instance& instance, const InstanceConfig& config);
 
 }  // namespace tracepipe
+
+// The synthetic_events and snapshot files belong to the same library
+// (tracepipe::triggers): one include gives all three.
+#include "tracepipe/core/triggers/snapshot.h"   // IWYU pragma: export
+#include "tracepipe/core/triggers/synthetic.h"  // IWYU pragma: export

@@ -9,6 +9,8 @@
 #include <tracepipe/tracepipe.h>
 
 #include "tracepipe/core/recover/recover.h"
+#include "tracepipe/core/sideband/sideband.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace tp_convert_test {
 namespace fs = std::filesystem;

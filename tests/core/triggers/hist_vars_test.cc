@@ -11,6 +11,7 @@
 
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 #include "test_support.h"
@@ -43,7 +44,7 @@ struct Sched {
     std::memcpy(r + 24, &pid, 4);
     std::memcpy(r + 28, &prio, 4);
     std::memcpy(r + 32, &cpu, 4);
-    inst->emit_raw_at(std::span<const std::byte>(r, sizeof r), cpu, ts);
+    RawEmit::emit_at(*inst, std::span<const std::byte>(r, sizeof r), cpu, ts);
   }
   // sched_switch: prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio
   void sw(uint64_t ts, const char* prev, int32_t prev_pid, int32_t prev_prio, const char* next, int32_t next_pid,
@@ -56,7 +57,7 @@ struct Sched {
     std::strncpy(reinterpret_cast<char*>(r + 40), next, 16);
     std::memcpy(r + 56, &next_pid, 4);
     std::memcpy(r + 60, &next_prio, 4);
-    inst->emit_raw_at(std::span<const std::byte>(r, sizeof r), cpu, ts);
+    RawEmit::emit_at(*inst, std::span<const std::byte>(r, sizeof r), cpu, ts);
   }
   static void put_common(std::byte* r, uint16_t id, int32_t pid) {
     std::memcpy(r, &id, 2);

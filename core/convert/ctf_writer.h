@@ -38,6 +38,10 @@
 //
 // The metadata is written when the conversion finishes (it lists only the
 // events that occur); packets are written as they fill (1 MiB per CPU).
+// Streaming (WriterOptions::stream, a recording): each end_chunk() closes
+// the CPU's packet, and the metadata is rewritten (a new file renamed over
+// the old) whenever an event class was added, so the directory is a
+// readable trace at every chunk boundary.
 // Thread-safety: one thread drives a writer.
 #include <filesystem>
 #include <memory>
@@ -50,7 +54,7 @@ class CtfWriter final : public TraceSink {
  public:
   /// `dir` is created if missing; an existing metadata and channel0_* files
   /// in it are replaced. Throws ConvertOutputError.
-  explicit CtfWriter(const std::filesystem::path& dir);
+  explicit CtfWriter(const std::filesystem::path& dir, WriterOptions options = {});
   ~CtfWriter() override;
 
   void begin(const TraceDatReader& reader, size_t buffer, uint64_t first_ts,
@@ -58,6 +62,7 @@ class CtfWriter final : public TraceSink {
   void record(const TraceRecord& rec) override;
   void end_chunk(uint32_t cpu) override;
   void finish(ConvertStats& stats) override;
+  void reload(const TraceDatReader& reader) override;
 
   /// The TSDL identifier a field name is written as (see above).
   static std::string tsdl_name(std::string_view name);

@@ -275,6 +275,9 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
         cpu = static_cast<uint32_t>(std::stoul(std::string(line.substr(c + 4))));
       if (const size_t c = line.find("cpu_id = "); c != std::string_view::npos)
         cpu = static_cast<uint32_t>(std::stoul(std::string(line.substr(c + 9))));
+      // babeltrace2 2.0 names the stream only: "within stream \".../channel0_1\"".
+      if (const size_t c = line.find("/channel0_"); cpu == UINT32_MAX && c != std::string_view::npos)
+        cpu = static_cast<uint32_t>(std::stoul(std::string(line.substr(c + 10))));
       lost->emplace_back(cpu, n);
     }
   }

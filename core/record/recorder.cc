@@ -256,10 +256,12 @@ struct Recorder::State {
         file->total_bytes() + c.batch.finished().size() > opt.max_file_bytes)
       rotate();
     // A converting sink decodes the pages with the headers it has: events
-    // registered since need theirs first.
+    // registered since need theirs first. (Not maybe_rewrite_headers: a
+    // drain in progress holds the sideband state it may replace.)
     if (!dead && opt.format != OutputFormat::tracedat && inst.registry().size() != formats_seen) {
       formats_seen = inst.registry().size();
-      maybe_rewrite_headers(true);
+      if (const int err = file->rewrite_headers(meta()); err != 0) fail(err, "writing headers");
+      header_rewrites.fetch_add(1, std::memory_order_relaxed);
     }
     if (!dead) {
       const int err = file->append(cpu, c.batch.finished());

@@ -298,7 +298,10 @@ struct CtfWriter::Impl {
     if (s.pos == 0) return;
     patch(s, kOffTsBegin, s.ts_begin);
     patch(s, kOffTsEnd, s.ts_end);
-    patch(s, kOffContentSize, static_cast<uint64_t>(s.pos) * 8);
+    // An empty packet's content ends with its context: a reader would
+    // take the padding up to kEventsStart for the start of an event.
+    const size_t content = s.pos == kEventsStart ? kOffCpuId + 4 : s.pos;
+    patch(s, kOffContentSize, static_cast<uint64_t>(content) * 8);
     patch(s, kOffPacketSize, static_cast<uint64_t>(s.pos) * 8);
     patch(s, kOffSeqNum, s.seq++);
     if (!s.opened) {
@@ -477,6 +480,10 @@ void CtfWriter::record(const TraceRecord& rec) {
   Impl& m = *impl_;
   CpuStream& s = m.stream(rec.cpu);
   if (rec.lost_before != 0) [[unlikely]] {
+    // A loss before the stream's first record: an empty packet first, so
+    // that readers see the count grow between two packets (they cannot
+    // tell what a first packet's count says).
+    if (s.seq == 0 && s.pos == 0) m.open_packet(s, rec.ts);
     m.close_packet(s);
     s.discarded += rec.lost_before > 0 ? static_cast<uint64_t>(rec.lost_before) : 1;
   }

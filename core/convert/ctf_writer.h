@@ -26,7 +26,8 @@
 // Losses: a record after a loss closes the CPU's packet; the next packet's
 // events_discarded (a running count per stream, as CTF defines it) grows by
 // the lost count (1 when trace.dat stored none), so readers report the
-// discarded events between the two packets, at the time of the loss.
+// discarded events between the two packets, at the time of the loss. A loss
+// before a CPU's first record follows an empty packet (count 0).
 //
 // env: domain "kernel", tracer_name "perf", sysname/hostname/release/
 // version/machine from the file's UNAME option, as `perf data convert

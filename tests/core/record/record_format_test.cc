@@ -198,7 +198,7 @@ TEST_CASE("record --format perfetto: written as the recording goes, holds what t
     const auto got = protoc_records(s / "jobs.pftrace", s.dir, &ex);
     CHECK(count_event(got, "job") == rp.stats.records);
     CHECK(compare(want, jobs_only(got)) == "");
-    std::map<uint32_t, uint64_t> overrun;  // END_OF_TRACE's (START_OF_TRACE's are 0)
+    std::map<uint32_t, uint64_t> overrun;  // END_OF_TRACE's
     for (const auto& [cpu, n] : ex.overrun) overrun[cpu] = std::max(overrun[cpu], n);
     for (uint32_t cpu = 0; cpu < rp.stats.cpus.size(); ++cpu) {
       INFO("cpu " << cpu);

@@ -315,6 +315,11 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
   return recs;
 }
 
+void babeltrace_or_skip() {
+  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+    tp_test::skip("babeltrace2 is not installed (scripts/setup.sh installs it)");
+}
+
 std::filesystem::path perfetto_proto_or_skip() {
   const auto p = std::filesystem::path(TP_SHARED_DATA) / ".." / "reference" / "perfetto" / "perfetto_trace.proto";
   if (!std::filesystem::exists(p)) tp_test::skip("Perfetto's schema is absent: " + p.string());

@@ -198,8 +198,7 @@ TEST_CASE("config: [recording] format, and a collector refused with it", "[recor
 }
 
 TEST_CASE("tracepipe record --format ctf|perfetto: the command's recording in each format", "[record][cli][format]") {
-  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-    tp_test::skip("babeltrace2 is not installed (scripts/setup.sh installs it)");
+  tp_convert_test::babeltrace_or_skip();
   tp_convert_test::perfetto_proto_or_skip();
   tp_convert_test::Scratch s("record-cli-format");
   const auto count = [](const std::vector<tp_convert_test::Rec>& v) {

@@ -31,30 +31,7 @@ namespace {
 using Job = EventDecl<"app", "job", Int<"seq", uint32_t>, Int<"worker", int16_t>, Int<"value", int64_t>,
                       Chars<"name", 16>, Str<"path">>;
 
-void need_babeltrace() {
-  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-    tp_test::skip("babeltrace2 is not installed (scripts/setup.sh installs it)");
-}
-
-// Holds the recorder thread at the start of its passes while `held`.
-struct Hold {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool held = true;
-  std::atomic<bool> entered{false};
-  void pass() {
-    std::unique_lock lk(mu);
-    entered.store(true);
-    cv.wait(lk, [&] { return !held; });
-  }
-  void release() {
-    {
-      std::lock_guard lk(mu);
-      held = false;
-    }
-    cv.notify_all();
-  }
-};
+using tp_record_test::Stall;
 
 void emit_jobs(Instance& inst, int cpu, uint32_t from, uint32_t to) {
   std::thread t([&] {
@@ -84,7 +61,7 @@ Run record_jobs(const fs::path& out, record::OutputFormat format) {
   o.mode = BufferMode::drop_newest;
   Instance inst(o);
   inst.enable(Job::desc());
-  Hold hold;
+  Stall hold;
   record::RecorderOptions ro;
   ro.output = out;
   ro.format = format;
@@ -154,7 +131,7 @@ Reference reference(const Scratch& s) {
 
 TEST_CASE("record --format ctf: written as the recording goes, holds what trace.dat holds, losses discarded",
           "[record][format]") {
-  need_babeltrace();
+  babeltrace_or_skip();
   Scratch s("record-format-ctf");
   const Reference ref = reference(s);
   const Run& rd = ref.run;
@@ -211,7 +188,7 @@ TEST_CASE("record --format perfetto: written as the recording goes, holds what t
 
 TEST_CASE("record --format: losses after the last record, names from the sideband, the output while it grows",
           "[record][format]") {
-  need_babeltrace();
+  babeltrace_or_skip();
   perfetto_proto_or_skip();
   Scratch s("record-format-end");
   for (const auto format : {record::OutputFormat::ctf, record::OutputFormat::perfetto}) {
@@ -224,7 +201,7 @@ TEST_CASE("record --format: losses after the last record, names from the sideban
     Instance inst(o);
     enable_sideband(inst);
     inst.enable(Job::desc());
-    Hold hold;
+    Stall hold;
     record::RecorderOptions ro;
     ro.output = out;
     ro.format = format;

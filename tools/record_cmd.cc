@@ -1,6 +1,7 @@
-// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) [--]
-// COMMAND ARGS...`: runs a program built with tracepipe so that it records
-// into OUT.dat, or to `trace-cmd listen` at HOST:PORT, without a change to
+// `tracepipe record [--config FILE] (-o OUT.dat | -N HOST:PORT) [--format
+// perfetto|ctf] [--] COMMAND ARGS...`: runs a program built with tracepipe
+// so that it records into OUT.dat (with --format, a Perfetto file or a CTF
+// trace directory OUT), or to `trace-cmd listen` at HOST:PORT, without a change to
 // its code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
 // command. Options end at the command, as trace-cmd's do: what follows
 // COMMAND is its own. See docs/record.md.
@@ -9,6 +10,7 @@
 // that enables every event of a drop-newest main instance of 4096 KiB per
 // CPU), TRACEPIPE_RECORD_BLOCK with --block[=US],
 // TRACEPIPE_RECORD_OUTPUT (OUT.dat, absolute) or TRACEPIPE_RECORD_COLLECTOR,
+// TRACEPIPE_RECORD_FORMAT with --format,
 // and TRACEPIPE_RECORD_STATUS (a temp file its recorder writes when done:
 // "ok N" or "failed CAUSE"). The terminal's Ctrl-C reaches the command
 // itself (same process group), whose recorder stops, drains and finalizes
@@ -18,7 +20,8 @@
 // fail themselves) when the recording failed (the command printed the
 // cause). If the command wrote no status (it does not use tracepipe, or
 // died before recording), OUT.dat becomes an empty trace if it is not a
-// valid one, or, with -N, tracepipe sends an empty trace itself.
+// valid one (a Perfetto or CTF output: if it is missing), or, with -N,
+// tracepipe sends an empty trace itself.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <signal.h>
@@ -56,6 +59,7 @@ struct RecordCli {
   int file_version = 0;   // --file-version (0: the config's)
   std::string compression;
   std::string block;  // --block[=US]: "inf" or microseconds ("" = not given)
+  std::string format;  // --format ("" = the config's)
   bool quiet = false;
   std::vector<std::string> command;
 };
@@ -109,6 +113,7 @@ std::vector<std::string> child_environment(const RecordCli& cli, const std::file
     if (cli.file_version == 0) env.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
   }
   if (!cli.block.empty()) env.push_back("TRACEPIPE_RECORD_BLOCK=" + cli.block);
+  if (!cli.format.empty()) env.push_back("TRACEPIPE_RECORD_FORMAT=" + cli.format);
   if (!cli.collector.empty()) env.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
   else env.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
   env.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
@@ -153,8 +158,22 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
 
 // The command recorded nothing (no status: not built with tracepipe, or
 // dead before it recorded): the output is still a trace.
-int record_nothing(const RecordCli& cli, const std::filesystem::path& out) {
-  if (!cli.collector.empty()) {
+int record_nothing(const RecordCli& cli, const std::filesystem::path& out, record::OutputFormat format) {
+  if (format != record::OutputFormat::tracedat) {
+    // What the command left stays; a missing output becomes an empty trace.
+    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)) return 0;
+    InstanceOptions io;
+    io.cpus = std::max(1u, std::thread::hardware_concurrency());
+    Instance empty(io);
+    record::RecorderOptions ro;
+    ro.output = out;
+    ro.format = format;
+    record::Recorder rec(empty, ro);
+    (void)rec.stop();
+    if (rec.error()) return kRecordFailed;
+    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
+               cli.command[0], out.string());
+  } else if (!cli.collector.empty()) {
     // The collector gets an empty trace.
     InstanceOptions io;
     io.cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -186,7 +205,14 @@ int run_record(const RecordCli& cli) {
   const bool net = !cli.collector.empty();
   if (net && !record::parse_collector(cli.collector))
     throw std::runtime_error("record: -N " + cli.collector + ": expected HOST:PORT (or PORT for localhost)");
+  if (net && !cli.format.empty() && cli.format != "tracedat")
+    throw std::runtime_error("record: --format " + cli.format +
+                             " with -N: trace-cmd listen takes trace.dat only (record to a file with -o)");
+  if (!cli.format.empty() && cli.format != "tracedat" && (cli.file_version != 0 || !cli.compression.empty()))
+    throw std::runtime_error("record: --format " + cli.format + ": --file-version and --compression are trace.dat's");
   const std::filesystem::path out = net ? std::filesystem::path() : std::filesystem::absolute(cli.output);
+  // The output's format: --format, else the config's [recording] format.
+  record::OutputFormat format = record::parse_output_format(cli.format).value_or(record::OutputFormat::tracedat);
   const std::filesystem::path status_file =
       std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.status", ::getpid());
   std::filesystem::path config;
@@ -194,7 +220,12 @@ int run_record(const RecordCli& cli) {
   if (!cli.config.empty()) {
     config = std::filesystem::absolute(cli.config);
     try {
-      (void)load_config(config);  // errors now, with file and line, not in the command
+      const Config cfg = load_config(config);  // errors now, with file and line, not in the command
+      if (cli.format.empty() && cfg.recording)
+        format = record::parse_output_format(cfg.recording->format).value_or(record::OutputFormat::tracedat);
+      if (net && format != record::OutputFormat::tracedat)
+        throw std::runtime_error(config.string() + ": [recording] format = \"" + cfg.recording->format +
+                                 "\" with -N: trace-cmd listen takes trace.dat only");
     } catch (const std::exception& e) {
       fmt::print(stderr, "tracepipe record: {}\n", e.what());
       return kRecordFailed;
@@ -209,7 +240,9 @@ int run_record(const RecordCli& cli) {
     config = temp_config;
   }
   std::error_code ec;
-  if (!net) std::filesystem::remove(out, ec);  // a stale file must not pass for this run's trace
+  // A stale output must not pass for this run's trace (a CTF directory's
+  // streams are replaced by the recorder; its metadata tells it is there).
+  if (!net) std::filesystem::remove(format == record::OutputFormat::ctf ? out / "metadata" : out, ec);
   std::filesystem::remove(status_file, ec);
   const int status = spawn_and_wait(cli, child_environment(cli, config, out, status_file));
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
@@ -218,7 +251,7 @@ int run_record(const RecordCli& cli) {
   std::filesystem::remove(status_file, ec);
   if (rec_status.starts_with("failed")) return kRecordFailed;  // the command named the cause
   // "ok N": finalized, the summary printed; none: the command recorded nothing.
-  if (rec_status.empty() && record_nothing(cli, out) != 0) return kRecordFailed;
+  if (rec_status.empty() && record_nothing(cli, out, format) != 0) return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
@@ -226,10 +259,10 @@ int run_record(const RecordCli& cli) {
 
 Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<RecordCli>();
-  auto* sub = app.add_subcommand("record", "Run a command built with tracepipe and record its events into a trace.dat (or to trace-cmd listen)");
+  auto* sub = app.add_subcommand("record", "Run a command built with tracepipe and record its events into a trace.dat, a Perfetto trace or a CTF trace (or to trace-cmd listen)");
   sub->add_option("--config", cli->config, "Config file: instances, events, [recording] settings")
       ->check(CLI::ExistingFile);
-  auto* o = sub->add_option("-o,--output", cli->output, "The trace.dat to write");
+  auto* o = sub->add_option("-o,--output", cli->output, "The trace.dat to write (with --format: the Perfetto file or CTF directory)");
   auto* n = sub->add_option("-N", cli->collector,
                             "Send the recording to `trace-cmd listen` at HOST:PORT (as trace-cmd record -N)");
   o->excludes(n);
@@ -251,6 +284,10 @@ Registrar reg{[](CLI::App& app) {
         if (*end != '\0' || us < 0) return "expected microseconds or inf, got '" + v + "'";
         return {};
       });
+  sub->add_option("--format", cli->format,
+                  "Output format: tracedat (default), perfetto (-o names the file) or ctf (-o names the trace "
+                  "directory); written as the recording goes")
+      ->check(CLI::IsMember({"tracedat", "perfetto", "ctf"}));
   sub->add_flag("-q,--quiet", cli->quiet, "No summary at the end (as trace-cmd record -q)");
   // Options end at the command (trace-cmd's rule): COMMAND ARGS... are the
   // command's, with or without a "--" before them.

@@ -120,9 +120,13 @@ void set_realtime(O& ro) {
   if constexpr (has_realtime<O>) ro.realtime_priority = g_realtime;
 }
 
+// --formats: the output format of the drain-only runs.
+record::OutputFormat g_format = record::OutputFormat::tracedat;
+
 void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
   if (g_collector.empty()) ro.output = out;
   else ro.collector = g_collector;
+  ro.format = g_format;
 }
 
 // The bare pwrite floor of `bytes`: what writing them costs with no
@@ -227,7 +231,7 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   record::Recorder rec(inst, ro);
   (void)rec.wait_ready(std::chrono::seconds(10));
   const record::RecorderStats s = rec.stop();
-  if (!to_null) std::filesystem::remove(out);
+  if (!to_null) std::filesystem::remove_all(out);  // a CTF output is a directory
   if (!to_null) collector_done();
   return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
 }
@@ -431,6 +435,8 @@ constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (d
   --floor S            first, S seconds of 50-us sleeps on CPU 1 with the recorder's policy: how late
                        the machine wakes a thread (default 3; 0: skip)
   --max-only           only the drain-only and full-speed phases (tracepipe's side; e.g. under perf)
+  --formats            only drain-only, into trace.dat, Perfetto and CTF in turn (paired per repeat):
+                       recorder CPU per event for each format and its ratio to trace.dat
   --help               this text
 )";
 
@@ -446,6 +452,7 @@ int main(int argc, char** argv) {
   std::string peers, plugin;
   bool verify = false;
   bool max_only = false;  // --max-only: drain only and full speed (a profile's window)
+  bool formats = false;   // --formats: drain only, per output format
   uint32_t equal_kb = 2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -455,6 +462,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--max-only") {
       max_only = true;
+      continue;
+    }
+    if (a == "--formats") {
+      formats = true;
       continue;
     }
     if (a == "--help" || a == "-h") {
@@ -529,6 +540,38 @@ int main(int argc, char** argv) {
   const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
   const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
   if (steady_rate > 0) return steady(out, seconds, steady_rate, rotate_mib);
+  if (formats) {
+    if (!g_collector.empty()) {
+      fmt::print(stderr, "--formats records to files; it does not combine with --collector\n");
+      return 2;
+    }
+    // The three formats drain the same 700 000 records in turn, each repeat
+    // starting with another; ratios are taken within a repeat.
+    constexpr record::OutputFormat kFormats[] = {record::OutputFormat::tracedat, record::OutputFormat::perfetto,
+                                                 record::OutputFormat::ctf};
+    std::vector<double> ns[3], ratio[3];
+    for (int i = 0; i < repeats; ++i) {
+      double one_run[3] = {};
+      for (int k = 0; k < 3; ++k) {
+        const int f = (k + i) % 3;
+        g_format = kFormats[f];
+        one_run[f] = drain_only(out, false);
+      }
+      for (int f = 0; f < 3; ++f) {
+        ns[f].push_back(one_run[f]);
+        ratio[f].push_back(one_run[f] / one_run[0]);
+      }
+    }
+    g_format = record::OutputFormat::tracedat;
+    for (int f = 0; f < 3; ++f) {
+      std::sort(ns[f].begin(), ns[f].end());
+      std::sort(ratio[f].begin(), ratio[f].end());
+      fmt::print("drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of trace.dat, into {}\n",
+                 record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(), ns[f].back(),
+                 ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
+    }
+    return 0;
+  }
   if (floor_seconds > 0) {
     InstanceOptions o;
     o.mode = BufferMode::drop_newest;

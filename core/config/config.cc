@@ -132,7 +132,7 @@ constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, s
 constexpr std::string_view kRecordingKeys[] = {"output",      "collector",           "mode",
                                                "watermark_percent", "flush_interval_ms", "max_poll_interval_us",
                                                "max_file_kb", "max_files", "file_version", "compression",
-                                               "realtime_priority", "cpu", "block_timeout_us", "print_hist"};
+                                               "realtime_priority", "cpu", "block_timeout_us", "print_hist", "format"};
 
 // "HOST:PORT" or "PORT" (trace-cmd record -N), port 1..65535; the recorder
 // parses it again (core/record/net_sink.h).
@@ -255,6 +255,8 @@ struct Ctx {
       } else if (ks == "collector") {
         r.collector = get_string(v, key);
         if (!collector_spelling(r.collector)) fail(v, key, "expected HOST:PORT (as trace-cmd record -N takes it)");
+        if (r.format != "tracedat")
+          fail(v, key, "a collector with format " + r.format + ": trace-cmd listen takes trace.dat only");
         if (!r.output.empty()) fail(v, key, "output and collector both given (choose one)");
       } else if (ks == "file_version") {
         r.file_version = static_cast<uint32_t>(get_int(v, key, 6, 7));
@@ -290,6 +292,12 @@ struct Ctx {
         }
       } else if (ks == "print_hist") {
         r.print_hist = get_bool(v, key);
+      } else if (ks == "format") {
+        r.format = get_string(v, key);
+        if (r.format != "tracedat" && r.format != "perfetto" && r.format != "ctf")
+          fail(v, key, "unknown format '" + r.format + "' (expected tracedat, perfetto or ctf)");
+        if (r.format != "tracedat" && !r.collector.empty())
+          fail(v, key, "format " + r.format + " with a collector: trace-cmd listen takes trace.dat only");
       } else {
         fail(v, key, unknown_key_message(ks, kRecordingKeys));
       }

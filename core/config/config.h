@@ -22,6 +22,7 @@
 //   [recording]                      # record the main instance (core/record/recorder.h)
 //   output = "trace.dat"             # the trace.dat to write (TRACEPIPE_RECORD_OUTPUT overrides)
 //   # collector = "host:12345"       # or: send to `trace-cmd listen` there (trace-cmd record -N)
+//   # format = "perfetto"            # or "ctf" (output names a directory); default "tracedat"
 //   file_version = 7                 # 6 (default) or 7, trace-cmd 3.x's sectioned format
 //   compression = "zstd"             # with version 7: zstd (default), zlib or none
 //   mode = "stream"                  # or "flight_recorder" (needs mode = "overwrite" above)
@@ -124,6 +125,9 @@ struct RecordingConfig {
   std::string collector;               ///< or "HOST:PORT" of a `trace-cmd listen` ("" = none given)
   uint32_t file_version = 6;           ///< trace.dat version: 6, or 7 (sections, compressed)
   std::string compression = "zstd";    ///< with version 7: zstd, zlib or none
+  /// The output's format (RecorderOptions::format): "tracedat", "perfetto"
+  /// or "ctf" (output names the trace directory). Not with a collector.
+  std::string format = "tracedat";
   bool flight_recorder = false;        ///< mode = "flight_recorder" (else "stream")
   uint32_t watermark_percent = 25;     ///< 0..100
   uint32_t flush_interval_ms = 1000;   ///< 1..3600000

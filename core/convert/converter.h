@@ -75,6 +75,22 @@ class TraceSink {
   virtual void end_chunk(uint32_t cpu) = 0;
   /// Flushes everything; the output is complete and valid afterwards.
   virtual void finish(ConvertStats& stats) = 0;
+  /// The formats or saved cmdlines grew since begin() (a recording learnt
+  /// events or thread names): `reader` replaces the one begin() (or the
+  /// last reload()) got, which may be destroyed before this call (a writer
+  /// keeps copies of what it took from it, and uses it nowhere else).
+  /// Records whose ID had no format until now are looked up again.
+  virtual void reload(const TraceDatReader& reader) = 0;
+};
+
+/// How a writer writes its output.
+struct WriterOptions {
+  /// A recording's output (core/record): each end_chunk() reaches the
+  /// output at once (CTF: the CPU's packet closes, and the metadata is
+  /// rewritten when an event class was added; Perfetto: the bundle is
+  /// written), so the output is readable while it grows. false: large
+  /// buffered writes (a conversion).
+  bool stream = false;
 };
 
 struct ConvertOptions {

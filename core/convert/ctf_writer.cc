@@ -187,6 +187,29 @@ struct CtfWriter::Impl {
   std::unordered_map<uint32_t, size_t> cpu_index;
   uint64_t short_records = 0, unknown_events = 0, bytes_out = 0;
   bool finished = false;
+  bool streaming = false;         // WriterOptions::stream
+  size_t metadata_classes = 0;    // event classes in the metadata on disk
+  uint64_t metadata_bytes = 0;
+
+  // The metadata, written beside and renamed over the old one: a reader
+  // never sees it half written.
+  void write_metadata() {
+    const std::string meta = metadata_text();
+    const std::filesystem::path tmp = dir / "metadata.tmp";
+    OutFile f(tmp);
+    f.write(meta.data(), meta.size());
+    f.close();
+    std::error_code ec;
+    std::filesystem::rename(tmp, dir / "metadata", ec);
+    if (ec) throw ConvertOutputError((dir / "metadata").string() + ": rename failed: " + ec.message(), ec.value());
+    metadata_classes = store.size();
+    metadata_bytes = meta.size();
+  }
+
+  void set_reader(const TraceDatReader& r) {
+    reader = &r;
+    long_size = r.header_page().commit.size ? r.header_page().commit.size : 8;
+  }
 
   std::vector<int32_t> cpu_slot;  // by CPU number (< 4096): index in cpus, -1 none
 
@@ -275,7 +298,10 @@ struct CtfWriter::Impl {
     if (s.pos == 0) return;
     patch(s, kOffTsBegin, s.ts_begin);
     patch(s, kOffTsEnd, s.ts_end);
-    patch(s, kOffContentSize, static_cast<uint64_t>(s.pos) * 8);
+    // An empty packet's content ends with its context: a reader would
+    // take the padding up to kEventsStart for the start of an event.
+    const size_t content = s.pos == kEventsStart ? kOffCpuId + 4 : s.pos;
+    patch(s, kOffContentSize, static_cast<uint64_t>(content) * 8);
     patch(s, kOffPacketSize, static_cast<uint64_t>(s.pos) * 8);
     patch(s, kOffSeqNum, s.seq++);
     if (!s.opened) {
@@ -411,8 +437,9 @@ struct CtfWriter::Impl {
   }
 };
 
-CtfWriter::CtfWriter(const std::filesystem::path& dir) : impl_(std::make_unique<Impl>()) {
+CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->dir = dir;
+  impl_->streaming = options.stream;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConvertOutputError(dir.string() + ": cannot create the directory: " + ec.message());
@@ -421,7 +448,7 @@ CtfWriter::CtfWriter(const std::filesystem::path& dir) : impl_(std::make_unique<
   // A previous conversion's streams would be read with this metadata: remove them.
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n == "metadata" || n.rfind("channel0_", 0) == 0) std::filesystem::remove(e.path(), ec);
+    if (n == "metadata" || n == "metadata.tmp" || n.rfind("channel0_", 0) == 0) std::filesystem::remove(e.path(), ec);
   }
   std::random_device rd;
   for (size_t i = 0; i < impl_->uuid.size(); i += 4) {
@@ -436,16 +463,27 @@ CtfWriter::~CtfWriter() = default;
 
 void CtfWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t, const std::vector<uint32_t>& cpus) {
   Impl& m = *impl_;
-  m.reader = &reader;
+  m.set_reader(reader);
   m.buffer = buffer;
-  m.long_size = reader.header_page().commit.size ? reader.header_page().commit.size : 8;
   for (uint32_t c : cpus) m.stream(c);
+  if (m.streaming) m.write_metadata();  // a readable (empty) trace from the start
+}
+
+void CtfWriter::reload(const TraceDatReader& reader) {
+  Impl& m = *impl_;
+  m.set_reader(reader);
+  for (size_t id = 0; id < m.built.size(); ++id)
+    if (m.plans[id] == nullptr) m.built[id] = 0;  // no format until now: look again
 }
 
 void CtfWriter::record(const TraceRecord& rec) {
   Impl& m = *impl_;
   CpuStream& s = m.stream(rec.cpu);
   if (rec.lost_before != 0) [[unlikely]] {
+    // A loss before the stream's first record: an empty packet first, so
+    // that readers see the count grow between two packets (they cannot
+    // tell what a first packet's count says).
+    if (s.seq == 0 && s.pos == 0) m.open_packet(s, rec.ts);
     m.close_packet(s);
     s.discarded += rec.lost_before > 0 ? static_cast<uint64_t>(rec.lost_before) : 1;
   }
@@ -453,7 +491,12 @@ void CtfWriter::record(const TraceRecord& rec) {
   ++s.records;
 }
 
-void CtfWriter::end_chunk(uint32_t) {}
+void CtfWriter::end_chunk(uint32_t cpu) {
+  Impl& m = *impl_;
+  if (!m.streaming) return;
+  m.close_packet(m.stream(cpu));
+  if (m.store.size() != m.metadata_classes) m.write_metadata();
+}
 
 void CtfWriter::finish(ConvertStats& stats) {
   Impl& m = *impl_;
@@ -467,11 +510,8 @@ void CtfWriter::finish(ConvertStats& stats) {
       bytes += s.file.size();
     }
   }
-  const std::string meta = m.metadata_text();
-  OutFile f(m.dir / "metadata");
-  f.write(meta.data(), meta.size());
-  f.close();
-  stats.bytes_out = bytes + meta.size();
+  m.write_metadata();
+  stats.bytes_out = bytes + m.metadata_bytes;
   stats.unknown_events = m.unknown_events;
   stats.short_records = m.short_records;
 }

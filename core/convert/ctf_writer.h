@@ -26,7 +26,8 @@
 // Losses: a record after a loss closes the CPU's packet; the next packet's
 // events_discarded (a running count per stream, as CTF defines it) grows by
 // the lost count (1 when trace.dat stored none), so readers report the
-// discarded events between the two packets, at the time of the loss.
+// discarded events between the two packets, at the time of the loss. A loss
+// before a CPU's first record follows an empty packet (count 0).
 //
 // env: domain "kernel", tracer_name "perf", sysname/hostname/release/
 // version/machine from the file's UNAME option, as `perf data convert
@@ -38,6 +39,10 @@
 //
 // The metadata is written when the conversion finishes (it lists only the
 // events that occur); packets are written as they fill (1 MiB per CPU).
+// Streaming (WriterOptions::stream, a recording): each end_chunk() closes
+// the CPU's packet, and the metadata is rewritten (a new file renamed over
+// the old) whenever an event class was added, so the directory is a
+// readable trace at every chunk boundary.
 // Thread-safety: one thread drives a writer.
 #include <filesystem>
 #include <memory>
@@ -50,7 +55,7 @@ class CtfWriter final : public TraceSink {
  public:
   /// `dir` is created if missing; an existing metadata and channel0_* files
   /// in it are replaced. Throws ConvertOutputError.
-  explicit CtfWriter(const std::filesystem::path& dir);
+  explicit CtfWriter(const std::filesystem::path& dir, WriterOptions options = {});
   ~CtfWriter() override;
 
   void begin(const TraceDatReader& reader, size_t buffer, uint64_t first_ts,
@@ -58,6 +63,7 @@ class CtfWriter final : public TraceSink {
   void record(const TraceRecord& rec) override;
   void end_chunk(uint32_t cpu) override;
   void finish(ConvertStats& stats) override;
+  void reload(const TraceDatReader& reader) override;
 
   /// The TSDL identifier a field name is written as (see above).
   static std::string tsdl_name(std::string_view name);

@@ -10,7 +10,7 @@
 namespace tracepipe::convert {
 namespace {
 [[noreturn]] void fail(const std::filesystem::path& p, const char* op, int err) {
-  throw ConvertOutputError(p.string() + ": " + op + ": " + std::strerror(err));
+  throw ConvertOutputError(p.string() + ": " + op + ": " + std::strerror(err), err);
 }
 }  // namespace
 

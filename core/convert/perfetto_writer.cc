@@ -238,11 +238,44 @@ struct PerfettoWriter::Impl {
   uint64_t unknown_events = 0, short_records = 0;
   std::string scratch;
   bool finished = false;
+  bool stream = false;                             // WriterOptions::stream
+  uint64_t first_ts = 0;                           // begin()'s
+  std::unordered_map<int32_t, std::string> names;  // saved cmdlines written so far
 
   static constexpr size_t kFlushBytes = 4 << 20;
 
-  void maybe_flush() {
-    if (out.size() >= kFlushBytes) {
+  void set_reader(const TraceDatReader& r) {
+    reader = &r;
+    long_size = r.header_page().commit.size ? r.header_page().commit.size : 8;
+  }
+
+  // The saved cmdlines not written yet (new pids, or a new name), as one
+  // process_tree packet at the first record's time.
+  void cmdlines_packet() {
+    std::vector<std::pair<int32_t, std::string_view>> sorted;
+    for (const auto& [pid, comm] : reader->cmdlines()) {
+      const auto it = names.find(pid);
+      if (it == names.end() || it->second != comm) sorted.emplace_back(pid, comm);
+    }
+    if (sorted.empty()) return;
+    const size_t pk = out.begin_padded(pf::kTracePacket);
+    out.field_varint(pf::kPacketTimestamp, first_ts);
+    out.field_varint(pf::kPacketSequenceId, 1);
+    const size_t tr = out.begin_padded(pf::kPacketProcessTree);
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [pid, comm] : sorted) {
+      const size_t th = out.begin(pf::kTreeThreads);
+      out.field_int(pf::kThreadTid, pid);
+      out.field_string(pf::kThreadName, comm);
+      out.end(th);
+      names[pid] = comm;
+    }
+    out.end_padded(tr);
+    out.end_padded(pk);
+  }
+
+  void maybe_flush(bool now = false) {
+    if (out.size() >= kFlushBytes || (now && out.size() != 0)) {
       file.write(out.data(), out.size());
       out.clear();
     }
@@ -424,8 +457,10 @@ struct PerfettoWriter::Impl {
   }
 };
 
-PerfettoWriter::PerfettoWriter(const std::filesystem::path& out) : impl_(std::make_unique<Impl>()) {
+PerfettoWriter::PerfettoWriter(const std::filesystem::path& out, WriterOptions options)
+    : impl_(std::make_unique<Impl>()) {
   impl_->file = OutFile(out);
+  impl_->stream = options.stream;
 }
 
 PerfettoWriter::~PerfettoWriter() = default;
@@ -433,8 +468,8 @@ PerfettoWriter::~PerfettoWriter() = default;
 void PerfettoWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t first_ts,
                            const std::vector<uint32_t>& cpus) {
   Impl& m = *impl_;
-  m.reader = &reader;
-  m.long_size = reader.header_page().commit.size ? reader.header_page().commit.size : 8;
+  m.set_reader(reader);
+  m.first_ts = first_ts;
   for (uint32_t c : cpus) {
     if (c < 4096) {
       if (m.cpu_slot.size() <= c) m.cpu_slot.resize(c + 1u, -1);
@@ -468,24 +503,16 @@ void PerfettoWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t
     m.out.end_padded(pk);
   }
   // saved_cmdlines: the names of the threads, known from the start.
-  if (!reader.cmdlines().empty()) {
-    const size_t pk = m.out.begin_padded(pf::kTracePacket);
-    m.out.field_varint(pf::kPacketTimestamp, first_ts);
-    m.out.field_varint(pf::kPacketSequenceId, 1);
-    const size_t tr = m.out.begin_padded(pf::kPacketProcessTree);
-    std::vector<std::pair<int32_t, std::string_view>> sorted;
-    for (const auto& [pid, comm] : reader.cmdlines()) sorted.emplace_back(pid, comm);
-    std::sort(sorted.begin(), sorted.end());
-    for (const auto& [pid, comm] : sorted) {
-      const size_t th = m.out.begin(pf::kTreeThreads);
-      m.out.field_int(pf::kThreadTid, pid);
-      m.out.field_string(pf::kThreadName, comm);
-      m.out.end(th);
-    }
-    m.out.end_padded(tr);
-    m.out.end_padded(pk);
-  }
-  m.maybe_flush();
+  m.cmdlines_packet();
+  m.maybe_flush(m.stream);
+}
+
+void PerfettoWriter::reload(const TraceDatReader& reader) {
+  Impl& m = *impl_;
+  m.set_reader(reader);
+  for (size_t id = 0; id < m.built.size(); ++id)
+    if (m.plans[id] == nullptr) m.built[id] = 0;  // no format until now: look again
+  m.cmdlines_packet();
 }
 
 void PerfettoWriter::record(const TraceRecord& rec) {
@@ -524,6 +551,7 @@ void PerfettoWriter::end_chunk(uint32_t cpu) {
   Impl& m = *impl_;
   const auto it = m.cpu_index.find(cpu);
   if (it != m.cpu_index.end()) m.flush_bundle(m.cpus[it->second]);
+  if (m.stream) m.maybe_flush(true);
 }
 
 void PerfettoWriter::finish(ConvertStats& stats) {

@@ -32,6 +32,12 @@
 // same value) as ftrace_timestamp/boot_timestamp, so trace_processor puts
 // the trace at its own time stamps.
 //
+// Streaming (WriterOptions::stream, a recording): the packets before the
+// first bundle are written at begin(), each bundle at its end_chunk(), so
+// the file is a valid Trace at every chunk boundary; saved cmdlines that
+// reload() brings (names learnt while recording) follow in another
+// process_tree packet stamped like the first one.
+//
 // Mirrors what Perfetto's own ftrace reader writes (src/traced/probes/ftrace:
 // a bundle per read of a CPU's pages, lost_events, ftrace_clock), behaviour
 // not code. Encoding: core/convert/proto_encoder.h (no libprotobuf on this path).
@@ -46,7 +52,7 @@ namespace tracepipe::convert {
 class PerfettoWriter final : public TraceSink {
  public:
   /// Creates (truncates) `out`. Throws ConvertOutputError.
-  explicit PerfettoWriter(const std::filesystem::path& out);
+  explicit PerfettoWriter(const std::filesystem::path& out, WriterOptions options = {});
   ~PerfettoWriter() override;
 
   void begin(const TraceDatReader& reader, size_t buffer, uint64_t first_ts,
@@ -54,6 +60,7 @@ class PerfettoWriter final : public TraceSink {
   void record(const TraceRecord& rec) override;
   void end_chunk(uint32_t cpu) override;
   void finish(ConvertStats& stats) override;
+  void reload(const TraceDatReader& reader) override;
 
  private:
   struct Impl;

@@ -7,6 +7,8 @@
 //                                    instead (overrides output and collector)
 //   TRACEPIPE_RECORD_FILE_VERSION=7  optional: trace.dat version (6 or 7)
 //   TRACEPIPE_RECORD_COMPRESSION=zstd optional: version 7's compression
+//   TRACEPIPE_RECORD_FORMAT=perfetto optional: the output's format (tracedat,
+//                                    perfetto or ctf; overrides [recording] format)
 //   TRACEPIPE_RECORD_QUIET=1         optional: no summary at the end
 //   TRACEPIPE_RECORD_STATUS=FILE     optional: once the recording ended, its
 //                                    outcome is written there ("ok N" with
@@ -57,6 +59,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -120,7 +123,7 @@ void take_signal(int sig) {
 
 RecorderOptions recorder_options(const Config& cfg, const std::string& out, const std::string& collector,
                                  const std::string& version, const std::string& compression,
-                                 const std::string& block) {
+                                 const std::string& block, const std::string& format) {
   RecorderOptions ro;
   ro.output = out;
   if (cfg.recording) {
@@ -136,6 +139,7 @@ RecorderOptions recorder_options(const Config& cfg, const std::string& out, cons
     ro.max_files = cfg.recording->max_files;
     ro.file_version = cfg.recording->file_version;
     ro.compression = cfg.recording->compression;
+    ro.format = parse_output_format(cfg.recording->format).value_or(OutputFormat::tracedat);
     ro.realtime_priority = static_cast<int>(cfg.recording->realtime_priority);
     ro.cpu = cfg.recording->cpu;
     if (cfg.recording->block_timeout_us < 0) ro.block_timeout = RecorderOptions::kBlockForever;
@@ -146,6 +150,11 @@ RecorderOptions recorder_options(const Config& cfg, const std::string& out, cons
   else if (!block.empty()) ro.block_timeout = std::chrono::microseconds(std::strtoll(block.c_str(), nullptr, 10));
   if (version == "6" || version == "7") ro.file_version = version == "7" ? 7 : 6;
   if (!compression.empty()) ro.compression = compression;
+  if (!format.empty()) {  // tracepipe record --format
+    const auto f = parse_output_format(format);
+    if (!f) throw std::invalid_argument("TRACEPIPE_RECORD_FORMAT=" + format + ": expected tracedat, perfetto or ctf");
+    ro.format = *f;
+  }
   if (!collector.empty()) {
     ro.output.clear();
     ro.collector = collector;
@@ -168,6 +177,7 @@ struct AutoRecord {
     const std::string version = take_env("TRACEPIPE_RECORD_FILE_VERSION");
     const std::string compression = take_env("TRACEPIPE_RECORD_COMPRESSION");
     const std::string block = take_env("TRACEPIPE_RECORD_BLOCK");  // tracepipe record --block[=US]
+    const std::string format = take_env("TRACEPIPE_RECORD_FORMAT");
     quiet = !take_env("TRACEPIPE_RECORD_QUIET").empty();
     status = take_env("TRACEPIPE_RECORD_STATUS");
     if (path.empty()) return;
@@ -177,7 +187,7 @@ struct AutoRecord {
     try {
       const Config cfg = load_config(path);
       for (const InstanceConfig& ic : cfg.instances) instances.push_back(Instance::from_config(ic));
-      RecorderOptions ro = recorder_options(cfg, out, collector, version, compression, block);
+      RecorderOptions ro = recorder_options(cfg, out, collector, version, compression, block, format);
       print_hist = cfg.recording && cfg.recording->print_hist;
       if (ro.output.empty() && ro.collector.empty()) {
         std::fprintf(stderr,

@@ -18,6 +18,7 @@
 #include "tracepipe/buffers/subbuf_reader.h"
 #include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/record/convert_sink.h"
 #include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/page_batch.h"
 #ifdef TRACEPIPE_TEST_HOOKS
@@ -139,6 +140,7 @@ struct Recorder::State {
   std::unique_ptr<SidebandState> sideband;
   std::vector<uint8_t> sb_ids;  // common_type -> is a sideband event
   uint32_t registry_seen = 0;
+  uint32_t formats_seen = 0;  // registry size in the converting sink's headers
   size_t cmdlines_seen = 0;
   uint64_t sideband_seen = 0;
   uint32_t page_size = 4096;
@@ -253,6 +255,14 @@ struct Recorder::State {
     if (!dead && opt.max_file_bytes != 0 && file->total_bytes() != 0 &&
         file->total_bytes() + c.batch.finished().size() > opt.max_file_bytes)
       rotate();
+    // A converting sink decodes the pages with the headers it has: events
+    // registered since need theirs first. (Not maybe_rewrite_headers: a
+    // drain in progress holds the sideband state it may replace.)
+    if (!dead && opt.format != OutputFormat::tracedat && inst.registry().size() != formats_seen) {
+      formats_seen = inst.registry().size();
+      if (const int err = file->rewrite_headers(meta()); err != 0) fail(err, "writing headers");
+      header_rewrites.fetch_add(1, std::memory_order_relaxed);
+    }
     if (!dead) {
       const int err = file->append(cpu, c.batch.finished());
       if (err == 0) {
@@ -293,7 +303,13 @@ struct Recorder::State {
     fo.path = path_of(file_seq);
     fo.cpu_region = opt.cpu_region;
     fo.v7 = v7;
-    file = std::make_unique<TraceFile>(fo, meta());
+    if (opt.format == OutputFormat::tracedat) {
+      file = std::make_unique<TraceFile>(fo, meta());
+    } else {
+      formats_seen = inst.registry().size();
+      file = std::make_unique<ConvertSink>(opt.format == OutputFormat::ctf ? convert::Format::ctf : convert::Format::perfetto,
+                                           fo.path, meta(), trace_clock(inst.options().clock).read());
+    }
     {
       std::lock_guard lk(mu);
       output_desc = fo.path.string();
@@ -630,6 +646,15 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     if (!addr) throw std::invalid_argument("recorder: collector '" + s.opt.collector + "' is not HOST:PORT");
     if (s.opt.max_file_bytes != 0) throw std::invalid_argument("recorder: rotation (max_file_bytes) needs an output file");
   }
+  if (s.opt.format != OutputFormat::tracedat) {
+    const std::string_view f = output_format_name(s.opt.format);
+    if (!s.opt.collector.empty())
+      throw std::invalid_argument(fmt::format("recorder: format {}: a collector (trace-cmd listen) takes trace.dat only", f));
+    if (s.opt.max_file_bytes != 0)
+      throw std::invalid_argument(fmt::format("recorder: format {}: rotation (max_file_bytes) writes trace.dat files only", f));
+    if (s.opt.file_version != 6)
+      throw std::invalid_argument(fmt::format("recorder: format {}: file_version is a trace.dat setting", f));
+  }
   if (s.opt.file_version != 6 && s.opt.file_version != 7)
     throw std::invalid_argument(fmt::format("recorder: file_version {} (6 or 7)", s.opt.file_version));
   if (s.opt.file_version == 7) {
@@ -743,6 +768,7 @@ RecorderStats Recorder::stats() const {
   std::lock_guard lk(st_->mu);
   r.failed = st_->error.has_value();
   r.output = st_->output_desc;
+  r.format = st_->opt.format;
   return r;
 }
 
@@ -754,6 +780,21 @@ std::optional<std::string> Recorder::error() const {
 }  // namespace tracepipe::record
 
 namespace tracepipe::record {
+
+std::optional<OutputFormat> parse_output_format(std::string_view name) noexcept {
+  if (name == "tracedat") return OutputFormat::tracedat;
+  if (name == "perfetto") return OutputFormat::perfetto;
+  if (name == "ctf") return OutputFormat::ctf;
+  return std::nullopt;
+}
+
+std::string_view output_format_name(OutputFormat format) noexcept {
+  switch (format) {
+    case OutputFormat::perfetto: return "perfetto";
+    case OutputFormat::ctf: return "ctf";
+    default: return "tracedat";
+  }
+}
 
 namespace {
 
@@ -797,7 +838,10 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
   if (st.dropped != 0) {
     out += fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
     if (total.lost_full != 0) out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
-    out += fmt::format("), each marked in {} where it happened ([EVENTS DROPPED])\n", st.output);
+    const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
+                                  : st.format == OutputFormat::ctf      ? "a packet's events_discarded"
+                                                                        : "[EVENTS DROPPED]";
+    out += fmt::format("), each marked in {} where it happened ({})\n", st.output, mark);
   }
   if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
   if (st.unwritten != 0) out += fmt::format("{}warning: {} events recorded but not written\n", prefix, st.unwritten);

@@ -101,8 +101,37 @@ enum class RecordMode : uint8_t {
   flight_recorder,  ///< write the buffer's newest records at trigger() / stop() (needs an overwrite buffer)
 };
 
+/// What a recorder writes.
+enum class OutputFormat : uint8_t {
+  tracedat,  ///< trace.dat (trace-cmd, KernelShark), version `file_version`
+  /// A Perfetto protobuf trace (ui.perfetto.dev, trace_processor), one file,
+  /// as `tracepipe convert --to perfetto` writes it (core/convert).
+  perfetto,
+  /// A CTF 1.8 trace directory (babeltrace2, Trace Compass): `output` names
+  /// the directory, as `tracepipe convert --to ctf` writes it.
+  ctf,
+};
+
+/// "tracedat", "perfetto" or "ctf" (case-sensitive), else nullopt.
+std::optional<OutputFormat> parse_output_format(std::string_view name) noexcept;
+/// The name parse_output_format() takes.
+std::string_view output_format_name(OutputFormat format) noexcept;
+
 struct RecorderOptions {
-  std::filesystem::path output;  ///< the trace.dat to write (created or truncated)
+  std::filesystem::path output;  ///< the trace.dat to write (created or truncated); see `format`
+  /// The output's format. perfetto and ctf are written as the recording
+  /// goes (core/record/convert_sink.h): each drained batch of a CPU's pages
+  /// becomes a Perfetto FtraceEventBundle (appended to the file) or a CTF
+  /// packet (appended to the CPU's stream), with the records, fields, loss
+  /// marks and thread names that `tracepipe convert` gives the same
+  /// recording's trace.dat: a loss is a bundle's lost_events (counted in the
+  /// closing ftrace_stats) or a packet's events_discarded, losses after a
+  /// CPU's last record a tracepipe:lost_at_end event. The output is
+  /// complete at stop() (CTF: the metadata lists every event class; a CTF
+  /// directory is also readable after each packet). Not with a collector,
+  /// rotation or file_version 7 (std::invalid_argument): those are
+  /// trace.dat's.
+  OutputFormat format = OutputFormat::tracedat;
   /// Instead of `output`: send the recording to `trace-cmd listen` at
   /// "HOST:PORT" (trace-cmd record -N; core/record/net_sink.h). The
   /// connection is made on the recorder thread, so the constructor never
@@ -226,6 +255,7 @@ struct RecorderStats {
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
   std::vector<std::filesystem::path> kept_files;  ///< the files on disk, oldest first (after stop())
   std::string output;       ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
+  OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
   bool failed = false;      ///< a fault stopped the output (see error())
   bool realtime = false;    ///< the thread runs SCHED_FIFO (realtime_priority granted)
 };
@@ -246,7 +276,8 @@ class Recorder {
   /// std::invalid_argument for bad options (flight_recorder on a
   /// drop-newest buffer, block_timeout on an overwrite buffer or negative,
   /// batch_pages < 3, both or neither of output and
-  /// collector, a collector that is not HOST:PORT, rotation to a collector).
+  /// collector, a collector that is not HOST:PORT, rotation to a collector,
+  /// format perfetto or ctf with a collector, rotation or file_version 7).
   Recorder(Instance& instance, RecorderOptions options);
   /// stop().
   ~Recorder();

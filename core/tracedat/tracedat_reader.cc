@@ -638,6 +638,10 @@ CpuRecordCursor TraceDatReader::buffer_cpu_records(size_t buffer, size_t index) 
                          ts_offset_, decompressed, b.name, name());
 }
 
+CpuRecordCursor TraceDatReader::page_records(std::span<const std::byte> pages, uint32_t cpu) const {
+  return CpuRecordCursor(pages, 0, cpu, header_page_.layout, ts_offset_, true, {}, name());
+}
+
 MergedRecordCursor TraceDatReader::buffer_records(size_t buffer) const {
   if (buffer >= buffers_.size())
     throw std::out_of_range(fmt::format("buffer index {} >= {}", buffer, buffers_.size()));

@@ -297,6 +297,11 @@ class TraceDatReader {
   bool is_latency() const noexcept { return !latency_text_.empty(); }
   std::string_view latency_text() const noexcept { return latency_text_; }
 
+  /// Records of `pages` (whole pages in this file's page layout, held
+  /// outside the file: a recorder's drained pages) as CPU `cpu`'s, decoded
+  /// and loss-marked as the file's own data is. `pages` must outlive the
+  /// cursor; a malformed page throws TraceDatError with its offset in `pages`.
+  CpuRecordCursor page_records(std::span<const std::byte> pages, uint32_t cpu) const;
   /// Records of the CPU at position `index` of cpu_data() (the top
   /// instance). Throws std::out_of_range if index >= cpu_data().size().
   CpuRecordCursor cpu_records(size_t index) const;

@@ -31,6 +31,8 @@ std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::f
 /// discarded-events notices babeltrace2 printed (per CPU: count, summed).
 std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std::filesystem::path& scratch,
                                     std::vector<std::pair<uint32_t, uint64_t>>* lost = nullptr);
+/// skip() when babeltrace2 is not installed.
+void babeltrace_or_skip();
 /// Perfetto's schema, or skip() when it is absent.
 std::filesystem::path perfetto_proto_or_skip();
 /// protoc --decode=perfetto.protos.Trace of a Perfetto trace. `lost_bundles`

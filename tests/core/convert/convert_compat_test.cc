@@ -21,11 +21,6 @@ namespace cv = tracepipe::convert;
 
 namespace {
 
-void need_babeltrace() {
-  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
-    tp_test::skip("babeltrace2 is not installed (scripts/setup.sh installs it)");
-}
-
 cv::ConvertStats convert_to(const fs::path& in, const fs::path& out, cv::Format f) {
   const auto reader = tracepipe::TraceDatReader::open(in);
   cv::ConvertOptions o;
@@ -36,7 +31,7 @@ cv::ConvertStats convert_to(const fs::path& in, const fs::path& out, cv::Format 
 void check_both(const fs::path& dat, const Scratch& s, bool expect_sideband_threads) {
   const auto want = tracecmd_records(dat, s.dir);
   REQUIRE(want.size() > 100);
-  need_babeltrace();
+  babeltrace_or_skip();
   perfetto_proto_or_skip();
 
   const auto st = convert_to(dat, s / "out.ctf", cv::Format::ctf);
@@ -81,7 +76,7 @@ TEST_CASE("a recovered flight file: every record and field in CTF and Perfetto")
 TEST_CASE("a damaged page: the error names the file and offset, what came before is converted and valid") {
   Scratch s("damaged");
   const fs::path dat = record_declared(s, 4000);
-  need_babeltrace();
+  babeltrace_or_skip();
   perfetto_proto_or_skip();
   // Page 3 of the first CPU claims more committed bytes than a page holds.
   const auto reader0 = tracepipe::TraceDatReader::open(dat);
@@ -123,7 +118,7 @@ TEST_CASE("a damaged page: the error names the file and offset, what came before
 TEST_CASE("losses trace.dat marks: lost_events bundles and overrun in Perfetto, discarded events in CTF") {
   Scratch s("lost");
   const fs::path src = record_declared(s, 4000);
-  need_babeltrace();
+  babeltrace_or_skip();
   perfetto_proto_or_skip();
   // The same records rewritten with two losses on CPU 1: one of unknown
   // size (RB_MISSED_EVENTS alone), one of 1234 events (the count stored).
@@ -210,7 +205,7 @@ TEST_CASE("a trace-cmd version 7 file (zstd) converts to the same Perfetto trace
 
 TEST_CASE("named instances: --buffer picks one, each converts with its own records") {
   const fs::path dat = fs::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/instances_zstd.dat";
-  need_babeltrace();
+  babeltrace_or_skip();
   Scratch s("instances");
   const auto reader = tracepipe::TraceDatReader::open(dat);
   REQUIRE(reader.buffers().size() >= 2);
@@ -252,7 +247,7 @@ std::string common_text() {
 }  // namespace
 
 TEST_CASE("dynamic and fixed arrays, __rel_loc, and ftrace print's char buf[]: every field in CTF and Perfetto") {
-  need_babeltrace();
+  babeltrace_or_skip();
   perfetto_proto_or_skip();
   Scratch s("arrays");
   const auto arrays = tracepipe::parse_event_format(

@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "tracepipe/core/config/config.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "../convert/convert_check.h"
+#include "../convert/convert_test_util.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "collector.h"
 #include "test_support.h"
@@ -182,4 +185,61 @@ TEST_CASE("tracepipe record -N: a command that traced nothing still sends a vali
   // Neither -o nor -N, or both: refused before the command runs.
   CHECK(std::system(fmt::format("{} record -- true 2>/dev/null", TP_TRACEPIPE_EXE).c_str()) != 0);
   CHECK(std::system(fmt::format("{} record -o x.dat -N 1 -- true 2>/dev/null", TP_TRACEPIPE_EXE).c_str()) != 0);
+}
+
+TEST_CASE("config: [recording] format, and a collector refused with it", "[record][config][format]") {
+  CHECK(parse_config("[recording]\n", "r.toml").recording->format == "tracedat");
+  CHECK(parse_config("[recording]\noutput = \"x.ctf\"\nformat = \"ctf\"\n", "r.toml").recording->format == "ctf");
+  CHECK(parse_config("[recording]\nformat = \"perfetto\"\n", "r.toml").recording->format == "perfetto");
+  CHECK_THROWS_WITH(parse_config("[recording]\nformat = \"json\"\n", "r.toml"),
+                    "r.toml:2: recording.format: unknown format 'json' (expected tracedat, perfetto or ctf)");
+  CHECK_THROWS_WITH(parse_config("[recording]\ncollector = \"h:1\"\nformat = \"ctf\"\n", "r.toml"),
+                    "r.toml:3: recording.format: format ctf with a collector: trace-cmd listen takes trace.dat only");
+}
+
+TEST_CASE("tracepipe record --format ctf|perfetto: the command's recording in each format", "[record][cli][format]") {
+  tp_convert_test::babeltrace_or_skip();
+  tp_convert_test::perfetto_proto_or_skip();
+  tp_convert_test::Scratch s("record-cli-format");
+  const auto count = [](const std::vector<tp_convert_test::Rec>& v) {
+    return std::count_if(v.begin(), v.end(), [](const tp_convert_test::Rec& r) { return r.event == "order"; });
+  };
+  for (const std::string format : {"ctf", "perfetto"}) {
+    INFO(format);
+    const std::filesystem::path out = s / ("app." + format);
+    const std::filesystem::path err = s / "err.txt";
+    const std::string cmd =
+        fmt::format("cd {}/examples && {} record --config record.toml --format {} -o {} -- {} --work 2>{}",
+                    TP_SOURCE_DIR, TP_TRACEPIPE_EXE, format, out.string(), TP_RECORD_ENV_EXE, err.string());
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    if (format == "ctf") CHECK(count(tp_convert_test::babeltrace_records(out, s.dir)) == 10000);
+    else CHECK(count(tp_convert_test::protoc_records(out, s.dir)) == 10000);
+    // The summary, as for trace.dat.
+    CHECK(tp_test::read_file(err).find(out.string() + ": 10000 records") != std::string::npos);
+  }
+}
+
+TEST_CASE("tracepipe record --format: refused with -N and with trace.dat's options, and nothing traced is an empty trace",
+          "[record][cli][format]") {
+  TempPath err("cli_record_fmt_n.err");
+  int rc = std::system(fmt::format("{} record --format ctf -N localhost:12345 -- true 2>{}", TP_TRACEPIPE_EXE,
+                                   err.path.string()).c_str());
+  CHECK(WEXITSTATUS(rc) != 0);
+  CHECK(tp_test::read_file(err.path).find("trace-cmd listen takes trace.dat only") != std::string::npos);
+  TempPath pf("cli_record_fmt_empty.pftrace");
+  rc = std::system(fmt::format("{} record --format perfetto --file-version 7 -o {} -- true 2>{}", TP_TRACEPIPE_EXE,
+                               pf.path.string(), err.path.string()).c_str());
+  CHECK(WEXITSTATUS(rc) != 0);
+  CHECK(tp_test::read_file(err.path).find("trace.dat's") != std::string::npos);
+  // A command that traced nothing: an empty but valid trace in the format asked.
+  rc = std::system(fmt::format("{} record --format perfetto -o {} -- true 2>/dev/null", TP_TRACEPIPE_EXE,
+                               pf.path.string()).c_str());
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  CHECK(std::filesystem::file_size(pf.path) > 0);  // the start and end ftrace_stats
+  TempPath ctf("cli_record_fmt_empty.ctf");
+  rc = std::system(fmt::format("{} record --format ctf -o {} -- true 2>/dev/null", TP_TRACEPIPE_EXE,
+                               ctf.path.string()).c_str());
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  CHECK(tp_test::read_file(ctf.path / "metadata").starts_with("/* CTF 1.8"));
+  std::filesystem::remove_all(ctf.path);
 }

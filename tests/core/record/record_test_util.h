@@ -1,9 +1,12 @@
 #pragma once
 // Shared by the recorder's tests: reading back what a recording holds.
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "tracepipe/core/record/testing/hooks.h"
@@ -18,6 +21,27 @@ struct PassHook {
   std::function<void()> fn;
   explicit PassHook(std::function<void()> f) : fn(std::move(f)) { tracepipe::record::pass_test_hook.store(&fn); }
   ~PassHook() { tracepipe::record::pass_test_hook.store(nullptr); }
+};
+
+/// Holds the recorder thread in its pass hook (PassHook calling pass())
+/// while `stalled`; `entered` tells that it got there.
+struct Stall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stalled = true;
+  std::atomic<bool> entered{false};
+  void pass() {
+    std::unique_lock lk(mu);
+    entered.store(true);
+    cv.wait(lk, [&] { return !stalled; });
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu);
+      stalled = false;
+    }
+    cv.notify_all();
+  }
 };
 
 /// The seq field of every Sample record of a trace.dat, in the reader's

@@ -39,23 +39,7 @@ InstanceOptions tiny() {
 
 buffers::RingBufferBase::BlockStats block_stats(Instance& inst) { return inst.ring().block_stats(0); }
 
-// Blocks the recorder thread in its pass hook while `stalled` holds.
-struct Stall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stalled = true;
-  void pass() {
-    std::unique_lock lk(mu);
-    cv.wait(lk, [&] { return !stalled; });
-  }
-  void release() {
-    {
-      std::lock_guard lk(mu);
-      stalled = false;
-    }
-    cv.notify_all();
-  }
-};
+using tp_record_test::Stall;
 
 // Emits until one is dropped (the buffer is full; the recorder is stalled).
 uint32_t fill(Instance& inst) {

@@ -63,25 +63,7 @@ uint64_t ring_lost(const Instance& inst) {
   return s.lost_full + s.lost_busy + s.lost_too_big + s.commit_overrun + s.lost_set_aside;
 }
 
-// Blocks the recorder thread in on_pass while `stalled` holds.
-struct Stall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stalled = true;
-  std::atomic<bool> entered{false};
-  void pass() {
-    std::unique_lock lk(mu);
-    entered.store(true);
-    cv.wait(lk, [&] { return !stalled; });
-  }
-  void release() {
-    {
-      std::lock_guard lk(mu);
-      stalled = false;
-    }
-    cv.notify_all();
-  }
-};
+using tp_record_test::Stall;
 
 }  // namespace
 

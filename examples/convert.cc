@@ -8,6 +8,9 @@
 // `babeltrace2 /tmp/tracepipe-convert.ctf`. Guide: docs/convert.md.
 #include <cstdio>
 #include <filesystem>
+#include <tracepipe/core/convert/converter.h>
+#include <tracepipe/core/sideband/sideband.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
 #include <tracepipe/tracepipe.h>
 
 using Request = tracepipe::EventDecl<"app", "request", tracepipe::Int<"id", uint32_t>,

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <tracepipe/core/triggers/triggers.h>
 #include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include <tracepipe/core/triggers/triggers.h>
 #include <tracepipe/tracepipe.h>
 
 using RequestDone = tracepipe::EventDecl<"app", "request_done",     //

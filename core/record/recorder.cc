@@ -497,9 +497,9 @@ struct Recorder::State {
   //   quiet: with no rate (the rings are quiet or slower than a sub-buffer
   //          per interval), max_poll_interval: how long a burst from quiet
   //          goes unseen (trace-cmd record's default sleep, 1 ms).
-  //   losses: a CPU that lost records since the last look is looked at
-  //          again after the shortest sleep (its tail stood still while the
-  //          ring was full, so its rate reads low).
+  //   full:  a CPU found full (it lost records, or blocking mode's
+  //          writers wait) is looked at again after the shortest sleep (its
+  //          tail stood still while the ring was full, so its rate reads low).
   // A CPU whose rate is known is drained from 3/4 of drain_at: a look aimed
   // at drain_at that finds a little less (the rate dipped) drains rather
   // than wake again soon after.
@@ -557,12 +557,14 @@ struct Recorder::State {
       const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
       if (full >= at || timed) {
         const uint64_t dropped = c.dropped.load(std::memory_order_relaxed);
+        const bool was_full = full + 1 >= p.usable;
         (void)drain(cpu, timed);
+        // The ring filled before this look (it lost records, or blocking
+        // mode's writers waited): its tail stood still meanwhile, so the
+        // rate read from it is too low. Look again soon, with the rate of a
+        // ring that has room.
+        if (was_full || c.dropped.load(std::memory_order_relaxed) != dropped) next = 0;
         full = c.rd.closed_unread();
-        // It lost records: the ring filled before this look and its tail
-        // stood still meanwhile, so the rate read from it is too low. Look
-        // again soon, with the rate of a ring that has room.
-        if (c.dropped.load(std::memory_order_relaxed) != dropped) next = 0;
       }
       if (r <= 0) continue;
       const double aim = static_cast<double>(p.drain_at > full ? p.drain_at - full : 1) / r;

@@ -481,9 +481,9 @@ struct Recorder::State {
   }
 
   // How the loop paces itself. Writers never wake the recorder (no system
-  // call on the write path), and on a VM a wake-up costs the recorder tens
-  // of microseconds of CPU whatever the pass does, so its cost is the number
-  // of looks: the sleep is as long as the rings allow, from what a look can
+  // call on the write path), and a wake-up costs the recorder more CPU than
+  // the look it makes (the kernel's timer and scheduler work, dearer on a
+  // VM), so with few records its cost is the number of looks: the sleep is as long as the rings allow, from what a look can
   // read without the writers' help (each CPU's tail and its unread
   // sub-buffers):
   //   aim:   a CPU is drained once drain_at (half the watermark) of its

@@ -19,6 +19,7 @@
 #include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/net_sink.h"
+#include "tracepipe/core/record/pacing.h"
 #include "tracepipe/core/record/page_batch.h"
 #ifdef TRACEPIPE_TEST_HOOKS
 #include "tracepipe/core/record/testing/hooks.h"
@@ -490,10 +491,9 @@ struct Recorder::State {
   //          sub-buffers are full; the next look is when the first CPU is
   //          expected to get there at its rate over the last interval, so a
   //          look that drains takes a batch of about drain_at sub-buffers.
-  //   guard: never longer than a CPU's free sub-buffers last at
-  //          kBurstFactor times its rate (the look comes before a rate that
-  //          jumps that much can overflow the ring; it binds with a large
-  //          watermark_percent).
+  //   guard: never longer than a CPU's free sub-buffers last at 4x its
+  //          rate (the look comes before a rate that jumps that much can
+  //          overflow the ring; it binds with a large watermark_percent).
   //   quiet: with no rate (the rings are quiet or slower than a sub-buffer
   //          per interval), max_poll_interval: how long a burst from quiet
   //          goes unseen (trace-cmd record's default sleep, 1 ms).
@@ -503,7 +503,7 @@ struct Recorder::State {
   // A CPU whose rate is known is drained from 3/4 of drain_at: a look aimed
   // at drain_at that finds a little less (the rate dipped) drains rather
   // than wake again soon after.
-  static constexpr uint64_t kBurstFactor = 4;
+  // Aim, guard and quiet per CPU: pacing::next_look_ns (core/record/pacing.h).
   struct Pacing {
     uint64_t want = 1, drain_at = 1, max_sleep = kMinSleepNs, lap = 1, usable = 1;
     std::vector<uint64_t> tail_prev;
@@ -547,7 +547,7 @@ struct Recorder::State {
       }
       return;
     }
-    double next = static_cast<double>(p.max_sleep);
+    uint64_t next = p.max_sleep;
     for (uint32_t cpu = 0; cpu < n; ++cpu) {
       CpuState& c = *cpus[cpu];
       uint64_t full = c.rd.closed_unread();
@@ -566,13 +566,9 @@ struct Recorder::State {
         if (was_full || c.dropped.load(std::memory_order_relaxed) != dropped) next = 0;
         full = c.rd.closed_unread();
       }
-      if (r <= 0) continue;
-      const double aim = static_cast<double>(p.drain_at > full ? p.drain_at - full : 1) / r;
-      const double guard =
-          static_cast<double>(p.usable > full ? p.usable - full : 1) / (static_cast<double>(kBurstFactor) * r);
-      next = std::min({next, aim, guard});
+      next = std::min(next, pacing::next_look_ns(r, full, p.drain_at, p.usable, p.max_sleep));
     }
-    p.next_ns = static_cast<uint64_t>(next);
+    p.next_ns = next;
     triggers_done = trig;
   }
 

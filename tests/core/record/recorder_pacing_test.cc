@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tracepipe/core/record/pacing.h"
 #include "tracepipe/core/record/recorder.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
@@ -43,6 +44,29 @@ uint64_t paced(Instance& inst, double rate, double seconds) {
 }
 
 }  // namespace
+
+TEST_CASE("recorder pacing: the sleep before a CPU's next look: aim, guard, quiet", "[record][pacing]") {
+  // Compared within 1 ns: the rate is a double.
+  const auto next_look_ns = [](double rate, uint64_t unread, uint64_t at, uint64_t usable, uint64_t quiet) {
+    return static_cast<double>(record::pacing::next_look_ns(rate, unread, at, usable, quiet));
+  };
+  const uint64_t quiet = 1'000'000, usable = 351, drain_at = 44;  // the default 1408 KiB ring, watermark 25%
+  // No sub-buffer closed since the last look: max_poll_interval.
+  CHECK(next_look_ns(0.0, 0, drain_at, usable, quiet) == Approx(static_cast<double>(quiet)).margin(1));
+  CHECK(next_look_ns(0.0, 40, drain_at, usable, quiet) == Approx(static_cast<double>(quiet)).margin(1));
+  // 100 000 sub-buffers/s (5 M events of 64 bytes/s): drain_at of them in 440 µs.
+  const double r = 100'000 / 1e9;
+  CHECK(next_look_ns(r, 0, drain_at, usable, quiet) == Approx(440'000).margin(1));
+  CHECK(next_look_ns(r, 34, drain_at, usable, quiet) == Approx(100'000).margin(1));  // 10 more to go
+  CHECK(next_look_ns(r, 44, drain_at, usable, quiet) == Approx(10'000).margin(1));   // there: one more sub-buffer's time
+  // 10 000 sub-buffers/s: the aim (4.4 ms) is past max_poll_interval.
+  CHECK(next_look_ns(r / 10, 0, drain_at, usable, quiet) == Approx(static_cast<double>(quiet)).margin(1));
+  // A watermark of 100% (drain_at 175): the guard, 351 free sub-buffers at
+  // 4x the rate, 877.5 µs, comes before the aim, 1.75 ms.
+  CHECK(next_look_ns(r, 0, 175, usable, quiet) == Approx(877'500).margin(1));
+  // 100 unread after the look: 75 to go (750 µs), but 251 free at 4x the rate: 627.5 µs.
+  CHECK(next_look_ns(r, 100, 175, usable, quiet) == Approx(627'500).margin(1));
+}
 
 TEST_CASE("recorder pacing: quiet rings are looked at once per max_poll_interval", "[record][pacing]") {
   CHECK(record::RecorderOptions{}.max_poll_interval == std::chrono::milliseconds(1));  // trace-cmd record's -s

@@ -22,7 +22,8 @@
 //     (record_run.h), it skips them, so on a loaded machine it may emit less
 //     than asked.
 // Each figure is the median of --repeats runs, with min and max. First, the
-// idle recorder: its passes per second and CPU per pass with no writer.
+// idle recorder (--repeats runs of 1 s): its passes per second and CPU per
+// pass with no writer.
 // After each tracepipe run, the bare pwrite floor of the bytes it wrote
 // (pwrite_floor: the same bytes, in the recorder's write size, into a new
 // file in the same directory, CPU 1): the recorder's cost is reported
@@ -237,29 +238,39 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
 }
 
 // The recorder's fixed cost: a recorder on an instance nobody writes, for
-// `seconds`: its passes per second and CPU per pass (the looks and sleeps
-// it pays whatever the rate; at a low rate they dominate its CPU per event).
-void idle_cost(const std::filesystem::path& out, double seconds) {
-  InstanceOptions o;
-  o.mode = BufferMode::drop_newest;
-  Instance inst(o);
-  inst.enable(Ev::desc());
-  record::RecorderOptions ro;
-  set_output(ro, out);
-  ro.cpu = 1;
-  set_realtime(ro);
-  record::Recorder rec(inst, ro);
-  (void)rec.wait_ready(std::chrono::seconds(10));
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  const record::RecorderStats s = rec.stop();
-  if (g_collector.empty()) std::filesystem::remove(out);
-  collector_done();
-  const double ms_per_s = static_cast<double>(s.cpu_ns) / 1e6 / seconds;
-  fmt::print("idle recorder {:.0f} passes/s, {:.2f} us CPU per pass, {:.1f} ms CPU per s: {:.0f} ns per event at "
-             "1 M events/s before any record is written\n",
-             static_cast<double>(s.passes) / seconds,
-             static_cast<double>(s.cpu_ns) / 1e3 / static_cast<double>(std::max<uint64_t>(s.passes, 1)), ms_per_s,
-             ms_per_s);  // ms of CPU per s spread over 1 M events: that many ns each
+// `seconds`, `repeats` times: its passes per second and CPU per pass (the
+// looks and sleeps it pays whatever the rate; at a low rate they dominate
+// its CPU per event). Medians [min-max].
+void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
+  std::vector<double> passes_s, us_pass, ms_s;
+  for (int i = 0; i < repeats; ++i) {
+    InstanceOptions o;
+    o.mode = BufferMode::drop_newest;
+    Instance inst(o);
+    inst.enable(Ev::desc());
+    record::RecorderOptions ro;
+    set_output(ro, out);
+    ro.cpu = 1;
+    set_realtime(ro);
+    record::Recorder rec(inst, ro);
+    (void)rec.wait_ready(std::chrono::seconds(10));
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    const record::RecorderStats s = rec.stop();
+    if (g_collector.empty()) std::filesystem::remove(out);
+    collector_done();
+    passes_s.push_back(static_cast<double>(s.passes) / seconds);
+    us_pass.push_back(static_cast<double>(s.cpu_ns) / 1e3 / static_cast<double>(std::max<uint64_t>(s.passes, 1)));
+    ms_s.push_back(static_cast<double>(s.cpu_ns) / 1e6 / seconds);
+  }
+  const auto m = [](std::vector<double> x, const char* f) {
+    std::sort(x.begin(), x.end());
+    return fmt::format(fmt::runtime(f), x[x.size() / 2], x.front(), x.back());
+  };
+  // ms of CPU per s spread over 1 M events: that many ns each.
+  fmt::print("idle recorder {} passes/s, {} us CPU per pass, {} ms CPU per s (= ns per event at 1 M events/s before "
+             "any record is written)\n",
+             m(passes_s, "{:.0f} [{:.0f}-{:.0f}]"), m(us_pass, "{:.2f} [{:.2f}-{:.2f}]"),
+             m(ms_s, "{:.1f} [{:.1f}-{:.1f}]"));
 }
 
 // The machine's part of a gap, without any recorder: a thread with the
@@ -579,7 +590,7 @@ int main(int argc, char** argv) {
     const uint64_t per_subbuf = inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
     wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
   }
-  idle_cost(out, 1.0);
+  idle_cost(out, 1.0, repeats);
   {
     std::vector<double> file_ns, null_ns;
     for (int i = 0; i < repeats; ++i) {

@@ -28,7 +28,7 @@
 //   mode = "stream"                  # or "flight_recorder" (needs mode = "overwrite" above)
 //   watermark_percent = 25           # drain a CPU once this share of its buffer is full
 //   flush_interval_ms = 1000         # longest a record waits in the ring
-//   max_poll_interval_us = 250       # longest the recorder sleeps between looks
+//   max_poll_interval_us = 1000      # longest the recorder sleeps between looks
 //   realtime_priority = 10           # recorder thread SCHED_FIFO (1..99; 0: default policy), as perf record -r
 //   cpu = 1                          # pin the recorder thread (-1: not pinned)
 //   max_file_kb = 65536              # rotation: files of 64 MiB (run.1.dat, run.2.dat, ...)
@@ -131,7 +131,7 @@ struct RecordingConfig {
   bool flight_recorder = false;        ///< mode = "flight_recorder" (else "stream")
   uint32_t watermark_percent = 25;     ///< 0..100
   uint32_t flush_interval_ms = 1000;   ///< 1..3600000
-  uint32_t max_poll_interval_us = 250; ///< 20..1000000
+  uint32_t max_poll_interval_us = 1000; ///< 20..1000000
   uint32_t realtime_priority = 0;      ///< 0..99: the recorder thread SCHED_FIFO at this priority (0: default policy)
   int32_t cpu = -1;                    ///< -1..4095: pin the recorder thread (-1: not pinned)
   uint64_t max_file_kb = 0;            ///< rotation: KiB of data per file (0: one file, no limit)

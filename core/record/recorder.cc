@@ -20,6 +20,7 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/convert_sink.h"
 #include "tracepipe/core/record/net_sink.h"
+#include "tracepipe/core/record/pacing.h"
 #include "tracepipe/core/record/page_batch.h"
 #ifdef TRACEPIPE_TEST_HOOKS
 #include "tracepipe/core/record/testing/hooks.h"
@@ -496,60 +497,95 @@ struct Recorder::State {
     set_ready(dead ? -1 : 1);
   }
 
-  // How the loop paces itself. A look drains a CPU once half the watermark
-  // is full: the sleep aims at that much per look, so at a steady rate every
-  // look drains (the ring stays near want/2 plus what fills while the
-  // thread waits for its CPU), instead of every second look at the full
-  // watermark. The sleep lasts until the fastest CPU is expected to have
-  // filled half of the watermark again (its sub-buffer switches per ns over
-  // the last pass), so that each wake-up finds a batch of sub-buffers: a
-  // wake-up costs microseconds, a sub-buffer of 64-byte events 51 records.
+  // How the loop paces itself. Writers never wake the recorder (no system
+  // call on the write path), and a wake-up costs the recorder more CPU than
+  // the look it makes (the kernel's timer and scheduler work, dearer on a
+  // VM), so with few records its cost is the number of looks: the sleep is as long as the rings allow, from what a look can
+  // read without the writers' help (each CPU's tail and its unread
+  // sub-buffers):
+  //   aim:   a CPU is drained once drain_at (half the watermark) of its
+  //          sub-buffers are full; the next look is when the first CPU is
+  //          expected to get there at its rate over the last interval, so a
+  //          look that drains takes a batch of about drain_at sub-buffers.
+  //   guard: never longer than a CPU's free sub-buffers last at 4x its
+  //          rate (the look comes before a rate that jumps that much can
+  //          overflow the ring; it binds with a large watermark_percent).
+  //   quiet: with no rate (the rings are quiet or slower than a sub-buffer
+  //          per interval), max_poll_interval: how long a burst from quiet
+  //          goes unseen (trace-cmd record's default sleep, 1 ms).
+  //   full:  a CPU found full (it lost records, or blocking mode's
+  //          writers wait) is looked at again after the shortest sleep (its
+  //          tail stood still while the ring was full, so its rate reads low).
+  // A CPU whose rate is known is drained from 3/4 of drain_at: a look aimed
+  // at drain_at that finds a little less (the rate dipped) drains rather
+  // than wake again soon after.
+  // Aim, guard and quiet per CPU: pacing::next_look_ns (core/record/pacing.h).
   struct Pacing {
-    uint64_t want = 1, drain_at = 1, max_sleep = kMinSleepNs, lap = 1;
+    uint64_t want = 1, drain_at = 1, max_sleep = kMinSleepNs, lap = 1, usable = 1;
     std::vector<uint64_t> tail_prev;
+    std::vector<double> rate;  // per CPU: sub-buffers closed per ns over the last interval
+    uint64_t dt = 0;           // ns since the previous look
+    uint64_t next_ns = 0;      // the sleep the last look asked for
     Clock::time_point prev = Clock::now();
   };
   Pacing pacing() const {
     Pacing p;
     const uint64_t P = cpus[0]->rd.nr_subbufs();
+    p.usable = std::max<uint64_t>(1, P - 1);
     p.want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
     p.drain_at = std::max<uint64_t>(1, p.want / 2);
     p.max_sleep = std::max<uint64_t>(
         kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
     p.lap = (buffers::detail::kLapMask + 1) * P;
     for (const auto& c : cpus) p.tail_prev.push_back(c->rd.tail_seq());
+    p.rate.assign(cpus.size(), 0.0);
     return p;
   }
 
   // One look at the buffers: drains the CPUs that reached the watermark (or
-  // whose flush interval passed, or all on a trigger). Returns the most
-  // sub-buffers one CPU filled since the last look.
-  uint64_t look(Pacing& p, Clock::time_point now) {
+  // whose flush interval passed, or all on a trigger), and sets p.next_ns,
+  // the sleep until the next look (see Pacing).
+  void look(Pacing& p, Clock::time_point now) {
     const uint32_t n = static_cast<uint32_t>(cpus.size());
     const uint64_t trig = triggers.load(std::memory_order_acquire);
     const bool triggered = trig != triggers_done;
-    uint64_t fastest = 0;
     for (uint32_t cpu = 0; cpu < n; ++cpu) {
       const uint64_t t = cpus[cpu]->rd.tail_seq();
-      fastest = std::max(fastest, (t + p.lap - p.tail_prev[cpu]) % p.lap);
+      const uint64_t moved = (t + p.lap - p.tail_prev[cpu]) % p.lap;
       p.tail_prev[cpu] = t;
+      p.rate[cpu] = p.dt != 0 ? static_cast<double>(moved) / static_cast<double>(p.dt) : 0.0;
     }
+    p.next_ns = p.max_sleep;
     if (opt.mode == RecordMode::flight_recorder) {
       if (triggered) {
         for (uint32_t cpu = 0; cpu < n; ++cpu) (void)drain(cpu, true);
         triggers_done = trig;
       }
-      return fastest;
+      return;
     }
+    uint64_t next = p.max_sleep;
     for (uint32_t cpu = 0; cpu < n; ++cpu) {
       CpuState& c = *cpus[cpu];
-      const uint64_t full = c.rd.closed_unread();
+      uint64_t full = c.rd.closed_unread();
       if (full > peak_unread.load(std::memory_order_relaxed)) peak_unread.store(full, std::memory_order_relaxed);
+      const double r = p.rate[cpu];
+      const uint64_t at = r > 0 ? std::max<uint64_t>(1, p.drain_at - p.drain_at / 4) : p.drain_at;
       const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
-      if (full >= p.drain_at || timed) (void)drain(cpu, timed);
+      if (full >= at || timed) {
+        const uint64_t dropped = c.dropped.load(std::memory_order_relaxed);
+        const bool was_full = full + 1 >= p.usable;
+        (void)drain(cpu, timed);
+        // The ring filled before this look (it lost records, or blocking
+        // mode's writers waited): its tail stood still meanwhile, so the
+        // rate read from it is too low. Look again soon, with the rate of a
+        // ring that has room.
+        if (was_full || c.dropped.load(std::memory_order_relaxed) != dropped) next = 0;
+        full = c.rd.closed_unread();
+      }
+      next = std::min(next, pacing::next_look_ns(r, full, p.drain_at, p.usable, p.max_sleep));
     }
+    p.next_ns = next;
     triggers_done = trig;
-    return fastest;
   }
 
   // Every 200 ms: is the output still there, have names been learnt.
@@ -563,19 +599,10 @@ struct Recorder::State {
     maybe_rewrite_headers(false);
   }
 
-  // Sleeps until the next look (see Pacing), and notes how late it woke.
-  void sleep_until_next(Pacing& p, uint64_t fastest, Clock::time_point now) {
-    const uint64_t dt = static_cast<uint64_t>(std::chrono::nanoseconds(now - p.prev).count());
-    if (dt > longest_gap_ns.load(std::memory_order_relaxed)) longest_gap_ns.store(dt, std::memory_order_relaxed);
-    p.prev = now;
-    uint64_t sleep_ns = p.max_sleep;
-    if (fastest != 0 && dt != 0) {
-      const double per_ns = static_cast<double>(fastest) / static_cast<double>(dt);
-      const double ns = static_cast<double>(std::max<uint64_t>(p.want / 2, 1)) / per_ns;
-      sleep_ns = std::clamp<uint64_t>(static_cast<uint64_t>(ns), kMinSleepNs, p.max_sleep);
-    }
+  // Sleeps until the next look (p.next_ns, see Pacing), and notes how late it woke.
+  void sleep_until_next(const Pacing& p, Clock::time_point now) {
     const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
-    sleep_ns = std::min(sleep_ns, std::max<uint64_t>(cap, kMinSleepNs));
+    const uint64_t sleep_ns = std::clamp<uint64_t>(std::min(p.next_ns, cap), kMinSleepNs, p.max_sleep);
     const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
     const auto slept_at = Clock::now();
     raise_max(longest_pass_ns, static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
@@ -623,9 +650,12 @@ struct Recorder::State {
       if (const auto* hook = pass_test_hook.load(std::memory_order_acquire)) (*hook)();
 #endif
       const auto now = Clock::now();
-      const uint64_t fastest = look(p, now);
+      p.dt = static_cast<uint64_t>(std::chrono::nanoseconds(now - p.prev).count());
+      raise_max(longest_gap_ns, p.dt);
+      p.prev = now;
+      look(p, now);
       check_now_and_then(now);
-      sleep_until_next(p, fastest, now);
+      sleep_until_next(p, now);
     }
     finish();
   }

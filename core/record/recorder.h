@@ -18,10 +18,13 @@
 //       encoded in place into kernel pages (PageBatch, one copy per record,
 //       no allocation), and full batches of pages are appended to the file
 //       with one pwrite plus one 16-byte table update (TraceFile).
-//     sleep: until the busiest CPU is expected to have filled half the
-//       watermark again (its rate over the last pass), so that at a steady
-//       rate every look drains a batch (20 µs .. max_poll_interval, 250 µs);
-//       writers never wake the recorder (no system call on the write path).
+//     sleep: until the first CPU is expected to have filled half the
+//       watermark (each CPU's rate over the last interval, read from its
+//       tail), so that at a steady rate every look drains a batch; never
+//       longer than a CPU's free sub-buffers last at 4x its rate; with no
+//       rate (quiet rings) max_poll_interval, 1 ms (20 µs .. that). Writers
+//       never wake the recorder (no system call on the write path), and a
+//       wake-up, not the look, is most of an idle recorder's CPU.
 //       What a look cannot see is how long the scheduler delays it: that,
 //       not the drain, is what loses records (peak_unread, longest_gap_ns
 //       and its split into longest_pass_ns and longest_wake_late_ns tell;
@@ -156,12 +159,14 @@ struct RecorderOptions {
   /// The longest a committed record waits in the ring before it is written
   /// (the open sub-buffers are drained this often).
   std::chrono::milliseconds flush_interval{1000};
-  /// The longest the recorder sleeps between looks at the buffers (it
-  /// sleeps less, down to 20 µs, while CPUs reach the watermark). Writers
-  /// never wake it, so this bounds how fast a burst may fill a buffer
-  /// unnoticed: 1408 KiB per CPU of 64-byte events fill in about 0.9 ms at
-  /// 20 M events/s. Cost while idle: 1 s / this wake-ups per second.
-  std::chrono::microseconds max_poll_interval{250};
+  /// The longest the recorder sleeps between looks at the buffers: its
+  /// sleep while the rings are quiet (trace-cmd record's default sleep).
+  /// While records arrive it sleeps until the first CPU is expected to reach
+  /// half the watermark at its rate, down to 20 µs. Writers never wake it,
+  /// so this bounds how long a burst from quiet goes unseen: 1408 KiB per
+  /// CPU of 64-byte events (80 bytes in the ring) fill in 1 ms at 18 M
+  /// events/s. Cost while idle: 1 s / this wake-ups per second.
+  std::chrono::microseconds max_poll_interval{1000};
   /// Blocking mode, as LTTng's --blocking-timeout: with a non-zero value a
   /// writer that finds its drop-newest buffer full waits for this recorder
   /// up to this long (kBlockForever: no bound) instead of dropping; the

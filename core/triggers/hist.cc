@@ -376,6 +376,55 @@ void var_type(const HistSpec& spec, const VarRef& r, ActionParam& out) {
   out.is_string = n.is_string;
 }
 
+// A param that names a field (trace_action_create_field_var): first a field
+// variable of this event (create_target_field_var: unqualified, or qualified
+// with this event's name, and no variable of that name on this event yet);
+// else the field of the onmatch event, or of the event the param names,
+// through the variable `synthetic_FIELD` of a hist there whose keys match
+// this hist's (create_field_var_hist, which adds that hist when missing).
+// The error is the last one the kernel logs for the param.
+bool create_field_param(HistParser& p, const HistAction& a, std::string_view system, std::string_view event,
+                        std::string_view field, ActionParam& ap) {
+  const TriggerError saved = p.e;
+  const bool target = system.empty() || (system == p.event.system() && event == p.event.name());
+  if (target) {
+    bool taken = find_own_var(p.spec, field) >= 0;
+    if (!taken && p.env != nullptr && p.env->find_var && !p.env->remove) {
+      TriggerError probe = p.e;
+      taken = p.env->find_var(p.event.system(), p.event.name(), field, probe).map != nullptr;
+    }
+    if (!taken && parse_hist_field(p, field, false, ap.field)) {
+      ap.type = ap.field.type;
+      ap.size = ap.field.size;
+      ap.is_signed = ap.field.is_signed;
+      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+      return true;
+    }
+    p.e = saved;
+    if (taken) p.fail(HistErr::var_create_find_fail, field);
+    else p.fail(HistErr::field_var_parse_fail, field);
+  }
+  if (system.empty() && a.handler == HistHandler::onmatch) {
+    system = a.match_system;
+    event = a.match_event;
+  }
+  if (event.empty()) return false;  // onmax/onchange: this event's fields only
+  if (p.env != nullptr && p.env->remove) return p.e = saved, true;
+  if (p.env == nullptr || !p.env->field_var_hist) return p.fail(HistErr::event_file_not_found, field);
+  FieldVarHist created;
+  VarRef r = p.env->field_var_hist(system, event, field, p.spec, p.e, created);
+  if (r.map == nullptr) return false;
+  p.e = saved;
+  if (!created.cmd.empty()) p.spec.field_var_hists.push_back(std::move(created));
+  r.name = "synthetic_" + std::string(field);
+  r.system = std::string(system);
+  r.event = std::string(event);
+  ap.is_ref = true;
+  ap.ref = add_ref(p.spec, std::move(r));
+  var_type(p.spec, p.spec.refs[ap.ref], ap);
+  return true;
+}
+
 bool create_trace_action(HistParser& p, HistAction& a) {
   const std::shared_ptr<const SynthEvent> se =
       p.env != nullptr && p.env->find_synth ? p.env->find_synth(a.synth_name) : nullptr;
@@ -400,20 +449,12 @@ bool create_trace_action(HistParser& p, HistAction& a) {
       ap.is_ref = true;
       ap.ref = static_cast<uint32_t>(r);
       var_type(p.spec, p.spec.refs[ap.ref], ap);
-    } else {
-      // A field: of this event (unqualified, or qualified with its name).
-      // A field of the matching event needs a variable defined there.
-      if (!system.empty() && !(system == p.event.system() && event == p.event.name()))
-        return p.fail(HistErr::field_var_create_fail, s);
-      TriggerError saved = p.e;
-      if (!parse_hist_field(p, s, false, ap.field)) {
-        p.e = saved;
-        return p.fail(HistErr::field_var_create_fail, s);
-      }
-      ap.type = ap.field.type;
-      ap.size = ap.field.size;
-      ap.is_signed = ap.field.is_signed;
-      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+    } else if (!create_field_param(p, a, system, event, s, ap)) {
+      return false;
+    } else if (p.env != nullptr && p.env->remove) {
+      a.args.push_back(std::move(ap));  // '!hist': the params are compared as written
+      ++pos;
+      continue;
     }
     if (!synth_param_fits(*se, pos, ap)) return p.fail(HistErr::synth_type_mismatch, s);
     a.args.push_back(std::move(ap));

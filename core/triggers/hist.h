@@ -172,6 +172,14 @@ struct HistAction {
   std::vector<uint32_t> save_offset;
 };
 
+/// A hist that create_field_var_hist() added on another event for a field
+/// param of an onmatch action: removed with the hist that made it
+/// (destroy_field_var_hists).
+struct FieldVarHist {
+  std::string system, event;
+  std::string cmd;  ///< "keys=...:synthetic_FIELD=FIELD[ if FILTER]" as written there
+};
+
 struct HistSortKey {
   int field = 0;  ///< 0 = hitcount, 1..nvals = vals[i-1], -1-k = keys[k]
   bool descending = false;
@@ -193,6 +201,7 @@ struct HistSpec {
   std::string clock;        ///< clock= as given ("" = the instance's)
   bool timestamps = false;  ///< common_timestamp is used: the info line shows :clock=
   uint32_t save_bytes = 0;  ///< per-entry save() area
+  std::vector<FieldVarHist> field_var_hists;  ///< hists this one added on other events
   /// Variables the map stores per entry: vars, then one per onmax/onchange.
   uint32_t map_vars() const noexcept;
   /// True when the plain update (keys, numeric vals) is all there is.
@@ -216,6 +225,14 @@ struct HistEnv {
       find_var;
   std::function<std::shared_ptr<const SynthEvent>(std::string_view name)> find_synth;
   std::function<const EventDesc*(std::string_view system, std::string_view event)> find_event;
+  /// create_field_var_hist(): the variable `synthetic_FIELD` of a hist on
+  /// system:event whose keys match `target`'s (compatible_keys), adding that
+  /// hist ("keys=K:synthetic_FIELD=FIELD", the matching hist's filter) when
+  /// the variable is missing; `created` then names it. map == null and `e`
+  /// set (the kernel's last error_log entry) when it cannot.
+  std::function<VarRef(std::string_view system, std::string_view event, std::string_view field,
+                       const HistSpec& target, TriggerError& e, FieldVarHist& created)>
+      field_var_hist;
   std::string clock_name = "global";  ///< the instance's trace clock
   bool remove = false;                ///< parsing a '!hist' (no duplicate-variable check)
 };

@@ -332,11 +332,17 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
   inst.set_triggers(ev, std::move(list));
 }
 
-// Undoes what registering `t` did to other events.
+TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest);
+
+// Undoes what registering `t` did to other events: the hists it added for
+// field params go too (destroy_field_var_hists; one still referenced by
+// another hist stays, EBUSY, as in the kernel).
 void release(Instance& inst, const Trigger& t) {
   if (t.target != nullptr) inst.soft_mode(*t.target, false);
   for (const HistAction& a : t.spec.actions)
     if (a.synth) synthetic_event_ref(*a.synth, false);
+  for (const FieldVarHist& h : t.spec.field_var_hists)
+    if (const EventDesc* d = inst.registry().find(h.system, h.event)) (void)process_hist(inst, *d, true, h.cmd);
 }
 
 // Every hist trigger of the instance, with its event.
@@ -391,8 +397,54 @@ bool hist_vars_referenced(const Instance& inst, const Trigger& t) {
   return used;
 }
 
+// compatible_keys(): as many keys, each of the same type, size and sign.
+bool compatible_keys(const HistSpec& target, const HistSpec& h) {
+  if (h.keys.size() != target.keys.size()) return false;
+  for (size_t i = 0; i < h.keys.size(); ++i) {
+    const HistField &a = target.keys[i], &b = h.keys[i];
+    if (a.type != b.type || a.size != b.size || a.is_signed != b.is_signed) return false;
+  }
+  return true;
+}
+
+// create_field_var_hist(): see HistEnv::field_var_hist. The errors and their
+// carets are the kernel's, placed in the command being parsed.
+VarRef field_var_hist(Instance& inst, std::string_view system, std::string_view event, std::string_view field,
+                      const HistSpec& target, TriggerError& e, FieldVarHist& created) {
+  auto fail = [&](HistErr code) {
+    e.err = EINVAL;
+    e.message = std::string(hist_err_text(code));
+    const size_t at = e.command.find(field);
+    e.pos = at == std::string::npos ? 0 : static_cast<int>(at);
+    return VarRef{};
+  };
+  const EventDesc* d = inst.registry().find(system, event);
+  if (d == nullptr) return fail(HistErr::event_file_not_found);
+  const auto cur = current(inst, *d);
+  const Trigger* compat = nullptr;  // find_compatible_hist: the first in list order
+  for (size_t i = 0; cur && compat == nullptr && i < cur->list.size(); ++i)
+    if (cur->list[i]->kind == Kind::hist && compatible_keys(target, cur->list[i]->spec)) compat = cur->list[i].get();
+  if (compat == nullptr) return fail(HistErr::hist_not_found);
+  const std::string var = "synthetic_" + std::string(field);
+  TriggerError probe = e;
+  if (VarRef r = find_hist_var(inst, system, event, var, probe); r.map != nullptr) return r;
+  std::string cmd = "keys=";
+  for (size_t i = 0; i < compat->spec.keys.size(); ++i) cmd += (i ? "," : "") + compat->spec.keys[i].name;
+  cmd += fmt::format(":{}={}", var, field);
+  if (compat->filter) cmd += " if " + compat->filter_text;
+  if (!process_hist(inst, *d, false, cmd)) return fail(HistErr::hist_create_fail);
+  VarRef r = find_hist_var(inst, system, event, var, probe);
+  if (r.map == nullptr) return fail(HistErr::synth_var_not_found);
+  created = {std::string(system), std::string(event), std::move(cmd)};
+  return r;
+}
+
 HistEnv hist_env(Instance& inst) {
   HistEnv env;
+  env.field_var_hist = [&inst](std::string_view sys, std::string_view ev, std::string_view field,
+                               const HistSpec& target, TriggerError& e, FieldVarHist& created) {
+    return field_var_hist(inst, sys, ev, field, target, e, created);
+  };
   env.find_var = [&inst](std::string_view sys, std::string_view ev, std::string_view name, TriggerError& e) {
     return find_hist_var(inst, sys, ev, name, e);
   };
@@ -421,6 +473,24 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   t->kind = Kind::hist;
   HistEnv env = hist_env(inst);
   env.remove = remove;
+  // The hists added for field params go again if this one is not added
+  // (destroy_hist_data -> destroy_field_var_hists).
+  std::vector<FieldVarHist> made;
+  struct Rollback {
+    Instance& inst;
+    std::vector<FieldVarHist>& made;
+    bool keep = false;
+    ~Rollback() {
+      for (auto it = made.rbegin(); !keep && it != made.rend(); ++it)
+        if (const EventDesc* d = inst.registry().find(it->system, it->event)) (void)process_hist(inst, *d, true, it->cmd);
+    }
+  } rollback{inst, made};
+  env.field_var_hist = [&inst, &made](std::string_view sys, std::string_view evn, std::string_view field,
+                                      const HistSpec& target, TriggerError& err, FieldVarHist& created) {
+    VarRef r = field_var_hist(inst, sys, evn, field, target, err, created);
+    if (!created.cmd.empty()) made.push_back(created);
+    return r;
+  };
   std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5, &env);
   if (!spec) return TriggerStatus(std::move(e));
   if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
@@ -514,6 +584,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     if (a.synth) synthetic_event_ref(*a.synth, true);
   list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
   publish(inst, ev, old, std::move(list));
+  rollback.keep = true;
   return {};
 }
 

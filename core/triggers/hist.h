@@ -76,6 +76,10 @@ enum HistFlag : uint32_t {
   /// Internal: another common_timestamp of the hist has .usecs, so this one
   /// is in microseconds too (the kernel's attrs->ts_in_usecs); not printed.
   kTsInUsecs = 1u << 8,
+  /// Values only: printed as a share of the column's total / as a bar
+  /// scaled to the column's max (hist_trigger_print_val).
+  kPercent = 1u << 9,
+  kGraph = 1u << 10,
 };
 
 /// ns2usecs(): nanoseconds to microseconds, rounded to the nearest.
@@ -88,7 +92,15 @@ inline constexpr uint32_t kStrVarLenMax = 256;  ///< STR_VAR_LEN_MAX (= MAX_FILT
 inline constexpr uint32_t kMaxSubexprs = 3;
 
 /// Where a hist field's value comes from.
-enum class HistSource : uint8_t { field, string_field, dyn_string, timestamp, cpu, expr };
+/// hitcount: 1 per hit (`hitcount.percent` as a val); stacktrace: the
+/// emitting thread's call chain, a key of kHistStackDepth words.
+enum class HistSource : uint8_t { field, string_field, dyn_string, timestamp, cpu, expr, hitcount, stacktrace };
+
+inline constexpr uint32_t kHistStackDepth = 16;  ///< HIST_STACKTRACE_DEPTH
+
+/// The CFA of the trigger's frame on this thread while a hist with a
+/// stacktrace key is updated: the stack is taken above it (stack_trace.h).
+extern thread_local constinit uintptr_t tl_hist_stack_cfa __attribute__((tls_model("initial-exec")));
 
 class HistMap;
 struct SynthEvent;
@@ -201,6 +213,8 @@ struct HistSpec {
   std::string clock;        ///< clock= as given ("" = the instance's)
   bool timestamps = false;  ///< common_timestamp is used: the info line shows :clock=
   uint32_t save_bytes = 0;  ///< per-entry save() area
+  bool nohitcount = false;  ///< `nohitcount` / `NOHC`: the raw hitcount is not shown
+  bool stack_key = false;   ///< a key is the stack trace (common_stacktrace)
   std::vector<FieldVarHist> field_var_hists;  ///< hists this one added on other events
   /// Variables the map stores per entry: vars, then one per onmax/onchange.
   uint32_t map_vars() const noexcept;
@@ -244,6 +258,11 @@ struct HistParser {
   TriggerError& e;
   const HistEnv* env;
   std::vector<std::pair<std::string, std::string>> var_defs;  ///< name, expression text
+  /// What is being parsed and its whole text: a modifier that is for values
+  /// only (.percent, .graph) is refused on a key or a variable as parse_field
+  /// does (there the kernel passes HIST_FIELD_FL_KEY / _VAR to the atom).
+  enum class Use : uint8_t { other, key, val, var } use = Use::other;
+  std::string_view use_text;
   bool fail(HistErr code, std::string_view at);                ///< sets the error; returns false
   bool fail_pos(HistErr code, int pos);
   int errpos(std::string_view what) const;
@@ -278,6 +297,8 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
     v = (f.flags & (kUsecs | kTsInUsecs)) ? ns2usecs(ts) : ts;
   } else if (f.source == HistSource::cpu) {
     v = cpu;
+  } else if (f.source == HistSource::hitcount) {
+    v = 1;
   }
   if (f.flags & (kLog2 | kBuckets)) [[unlikely]]
     v = (f.flags & kLog2) ? ilog2_roundup(v) : v / f.buckets * f.buckets;
@@ -512,6 +533,10 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
 std::string format_hist_actions(const HistMap& map, uint32_t entry);
 /// The "Snapshot taken" block, or "".
 std::string format_hist_snapshot(const HistMap& map, const HistNames& names);
+/// One value as hist_trigger_print_val prints it, with its leading blank:
+/// " name: N", " name: hex" (.hex), " name (%): PP.pp" (.percent of
+/// `total`), " name: ####      " (.graph: 20 columns scaled to `max`).
+std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total, uint64_t max);
 /// One key as hist_trigger_print_key prints it ("{ next_pid:       2103 }").
 std::string format_hist_key(const HistSpec& spec, const std::byte* key, const HistNames& names);
 

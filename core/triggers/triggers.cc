@@ -65,6 +65,7 @@ struct Trigger {
   std::atomic<bool> paused{false};
   bool needs_ts = false;
   bool needs_cpu = false;
+  bool needs_stack = false;  // a stacktrace key: the CFA of this frame for the unwinder
   bool full = false;       // variables, references or handlers: hist_update_full
   bool vars_only = false;  // ... only plain variables: HistMap::update_vars
   // stacktrace
@@ -169,6 +170,8 @@ class TriggerList final : public detail::TriggerHook {
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
     const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
     const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
+    if (t.needs_stack) [[unlikely]]  // inlined into call(): the frames above are the emitting code's
+      tl_hist_stack_cfa = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
     if (t.full) [[unlikely]] {
       if (t.vars_only) return t.map->update_vars(t.spec, c.record, cpu, ts);
       return hist_update_full(t.spec, *t.map, *instance, c.record, cpu, ts);
@@ -497,6 +500,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   t->spec = *spec;
   t->full = !spec->simple();
   t->needs_ts = spec->timestamps;
+  t->needs_stack = spec->stack_key;
+  if (t->needs_stack) warm_up_stack_capture();
   t->needs_cpu = t->full;
   for (const auto* fs : {&spec->keys, &spec->vals})
     for (const auto& f : *fs) t->needs_cpu |= f.source == HistSource::cpu;
@@ -533,6 +538,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
       n->spec = x->spec;
       n->needs_ts = x->needs_ts;
       n->needs_cpu = x->needs_cpu;
+      n->needs_stack = x->needs_stack;
       n->full = x->full;
       n->vars_only = x->vars_only;
       n->paused.store(x->paused.load());

@@ -561,6 +561,17 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     return TriggerStatus(std::move(e));
   }
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  // snapshot(): tracing_snapshot_cond_enable. One conditional snapshot per
+  // instance (EBUSY), and the spare allocated now, so the handler only swaps.
+  if (std::any_of(spec->actions.begin(), spec->actions.end(),
+                  [](const HistAction& a) { return a.kind == HistActionKind::snapshot; })) {
+    bool busy = false;
+    for_each_hist(inst, [&](const EventDesc&, const Trigger& x) {
+      for (const HistAction& a : x.spec.actions) busy |= a.kind == HistActionKind::snapshot;
+    });
+    if (busy) return TriggerStatus(plain(EBUSY));
+    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
+  }
   if (!spec->name.empty()) {
     // Entries of destroyed instances (or removed triggers) have expired: drop
     // them, so an instance allocated at a freed one's address starts clean.

@@ -38,7 +38,8 @@ TEST_CASE("hist vars concurrency: pairs through variables, own keys exact, share
   const EventDesc* lat = synthetic_event(inst, "tpvarsmt_lat");
   REQUIRE(set_trigger(inst, Start::desc(), "hist:keys=id:t0=common_timestamp").ok());
   REQUIRE(set_trigger(inst, End::desc(),
-                      "hist:keys=id:d=common_timestamp-$t0:onmatch(tpvarsmt.start).tpvarsmt_lat($d,id)")
+                      "hist:keys=id:d=common_timestamp-$t0:onmatch(tpvarsmt.start).tpvarsmt_lat($d,id):"
+                      "onchange($d).snapshot()")
               .ok());
   REQUIRE(set_trigger(inst, *lat, "hist:keys=id:vals=hitcount").ok());
 
@@ -74,4 +75,7 @@ TEST_CASE("hist vars concurrency: pairs through variables, own keys exact, share
   const uint64_t hits = total_hits(h);
   CHECK(hits >= uint64_t{kThreads} * kIters);       // every own pair
   CHECK(hits <= uint64_t{kThreads} * kIters * 2);   // never more than the starts
+  // snapshot() swapped the rings under the writers (the tracked value changed).
+  CHECK(hist_file(inst, End::desc()).find("\nSnapshot taken (see tracing/snapshot).") != std::string::npos);
+  CHECK_FALSE(inst.paused());
 }

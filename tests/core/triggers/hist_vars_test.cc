@@ -12,6 +12,8 @@
 
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/triggers/snapshot.h"
 #include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 #include "test_support.h"
@@ -67,6 +69,15 @@ struct Sched {
 };
 
 constexpr uint64_t us = 1000;  // the records' stamps are in ns
+
+uint64_t records(const buffers::RingBufferBase& rb) {
+  uint64_t n = 0;
+  for (uint32_t cpu = 0; cpu < rb.cpus(); ++cpu) {
+    buffers::Iterator it(rb, cpu);
+    while (it.next()) ++n;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -148,6 +159,8 @@ TEST_CASE("hist vars: onmax().save() keeps the max and the saved fields per entr
 
 TEST_CASE("hist vars: onchange(), snapshot() and its 'Snapshot taken' block", "[triggers][hist][vars]") {
   Sched s;
+  s.inst->enable(*s.waking);
+  s.inst->enable(*s.switch_);
   REQUIRE(s.trig(*s.waking, "hist:keys=pid:ts0=common_timestamp.usecs") == "");
   REQUIRE(s.trig(*s.switch_,
                  "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onchange($wakeup_lat).save(prev_pid):"
@@ -163,7 +176,19 @@ TEST_CASE("hist vars: onchange(), snapshot() and its 'Snapshot taken' block", "[
         std::string::npos);
   CHECK(h.find("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value { onmax($wakeup_lat) }:         72"
                "\ttriggered by event with key: { next_pid:         20 }\n\nTotals:\n") != std::string::npos);
-  CHECK(s.inst->paused());  // the instance's snapshot: the ring stopped
+  // snapshot() swapped the live ring with the spare (twice: the first
+  // latency, 5, was a new max too): tracing went on in the other ring.
+  CHECK_FALSE(s.inst->paused());
+  const buffers::RingBufferBase* snap = snapshot_ring(*s.inst);
+  REQUIRE(snap != nullptr);
+  const uint64_t in_snapshot = records(*snap);
+  CHECK(in_snapshot >= 3);  // wake(10), switch(15), wake(20): between the two swaps
+  const uint64_t live = records(s.inst->ring());
+  s.wake(100 * us, "a", 10, 120);
+  CHECK(records(s.inst->ring()) == live + 1);
+  CHECK(records(*snapshot_ring(*s.inst)) == in_snapshot);
+  // One conditional snapshot per instance (tracing_snapshot_cond_enable).
+  CHECK(set_trigger(*s.inst, *s.waking, "hist:keys=pid:p=prio:onmax($p).snapshot()").error().err == EBUSY);
 }
 
 TEST_CASE("hist vars: constants, + - * / and the kernel's division rules", "[triggers][hist][vars]") {

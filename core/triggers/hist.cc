@@ -747,6 +747,14 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
   }
   if (spec.sort.empty()) spec.sort.push_back({0, false});
   if (!create_actions(p)) return std::nullopt;
+  for (const HistVar& v : spec.vars) {
+    const ExprNode& n = spec.nodes[static_cast<size_t>(v.expr)];
+    if (n.op != ExprOp::value || n.is_string) {
+      spec.var_leaves.clear();
+      break;
+    }
+    spec.var_leaves.push_back(n.leaf);
+  }
   if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields) return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
   return spec;
 }

@@ -214,6 +214,9 @@ struct HistSpec {
   bool timestamps = false;  ///< common_timestamp is used: the info line shows :clock=
   uint32_t save_bytes = 0;  ///< per-entry save() area
   bool nohitcount = false;  ///< `nohitcount` / `NOHC`: the raw hitcount is not shown
+  /// vars[i]'s node when it is one field or time stamp (else empty): what
+  /// HistMap::update_vars reads.
+  std::vector<HistField> var_leaves;
   bool stack_key = false;   ///< a key is the stack trace (common_stacktrace)
   std::vector<FieldVarHist> field_var_hists;  ///< hists this one added on other events
   /// Variables the map stores per entry: vars, then one per onmax/onchange.
@@ -353,9 +356,11 @@ class HistMap {
     if (ent == UINT32_MAX) [[unlikely]]
       return;
     add(ent, fields, rec, cpu, ts);
-    for (size_t i = 0; i < fields.vars.size(); ++i)
-      set_var(ent, static_cast<uint32_t>(i),
-              read_hist_value(fields.nodes[static_cast<size_t>(fields.vars[i].expr)].leaf, rec, cpu, ts));
+    // The leaves side by side (HistSpec::var_leaves): one load to each
+    // field's description, not three (vars -> nodes -> leaf).
+    const HistField* leaf = fields.var_leaves.data();
+    const uint32_t n = static_cast<uint32_t>(fields.var_leaves.size());
+    for (uint32_t i = 0; i < n; ++i) set_var(ent, i, read_hist_value(leaf[i], rec, cpu, ts));
   }
   /// True when update_vars() is all a record needs.
   bool vars_only() const noexcept {

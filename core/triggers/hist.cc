@@ -513,7 +513,8 @@ bool create_actions(HistParser& p) {
       for (const std::string& prm : a.params) {
         HistField f;
         TriggerError saved = p.e;
-        if (!parse_hist_field(p, prm, false, f) || f.source == HistSource::timestamp) {
+        if (!parse_hist_field(p, prm, false, f) || f.source == HistSource::timestamp ||
+            f.source == HistSource::stacktrace) {  // stacktrace variables: not here
           p.e = saved;
           return p.fail(HistErr::field_var_create_fail, prm);
         }

@@ -13,8 +13,12 @@
 
 #include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/buffers/rseq.h"
+#include "tracepipe/core/export/process_symbols.h"
+#include "tracepipe/core/triggers/stack_trace.h"
 
 namespace tracepipe::triggers {
+
+thread_local constinit uintptr_t tl_hist_stack_cfa __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 
@@ -106,12 +110,29 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
       if (!n || *n == 0) return p.fail(HistErr::bad_field_modifier, mod);
       f.flags |= kBuckets;
       f.buckets = *n;
+    } else if (mod.starts_with("percent") || mod.starts_with("graph")) {
+      // parse_field: values only (strncmp: "percentage" is .percent too).
+      const bool top = str == p.use_text;
+      if (top && (p.use == HistParser::Use::key || p.use == HistParser::Use::var))
+        return p.fail(HistErr::bad_field_modifier, mod);
+      f.flags |= mod[0] == 'p' ? kPercent : kGraph;
     } else {
       return p.fail(HistErr::bad_field_modifier, mod);
     }
-    // Key-only modifiers on a val: the kernel accepts them and sums the
-    // raw value; keep the same.
     (void)is_key;
+  }
+  if (name == "hitcount") {  // a counter val: `vals=hitcount.percent`
+    f.source = HistSource::hitcount;
+    f.size = 8;
+    f.type = "u64";
+    return true;
+  }
+  if (name == "common_stacktrace" || name == "stacktrace" || name == "STACKTRACE") {
+    f.source = HistSource::stacktrace;
+    f.name = "common_stacktrace";
+    f.size = kHistStackDepth * 8;
+    f.type = "unsigned long[]";
+    return true;
   }
   if (name == "common_timestamp") {
     f.source = HistSource::timestamp;
@@ -161,6 +182,8 @@ std::string HistField::print() const {
   else if (flags & kLog2) s += ".log2";
   else if (flags & kBuckets) s += ".buckets";
   else if (flags & kUsecs) s += ".usecs";
+  else if (flags & kPercent) s += ".percent";
+  else if (flags & kGraph) s += ".graph";
   if (flags & kBuckets) s += fmt::format("={}", buckets);
   return s;
 }
@@ -195,8 +218,8 @@ std::string HistSpec::info() const {
   if (!name.empty()) s += name + ":";
   s += "keys=";
   for (size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + print_value(*this, keys[i]);
-  s += ":vals=hitcount";
-  for (const auto& v : vals) s += "," + print_value(*this, v);
+  s += nohitcount ? ":vals=" : ":vals=hitcount";
+  for (size_t i = 0; i < vals.size(); ++i) s += (i || !nohitcount ? "," : "") + print_value(*this, vals[i]);
   if (!vars.empty()) {
     s += ":";
     for (size_t i = 0; i < vars.size(); ++i) {
@@ -214,6 +237,7 @@ std::string HistSpec::info() const {
   }
   s += fmt::format(":size={}", 1u << map_bits);
   if (timestamps) s += ":clock=" + clock;
+  if (nohitcount) s += ":nohitcount";
   for (const HistAction& a : actions) s += print_action(a);
   return s;
 }
@@ -376,6 +400,55 @@ void var_type(const HistSpec& spec, const VarRef& r, ActionParam& out) {
   out.is_string = n.is_string;
 }
 
+// A param that names a field (trace_action_create_field_var): first a field
+// variable of this event (create_target_field_var: unqualified, or qualified
+// with this event's name, and no variable of that name on this event yet);
+// else the field of the onmatch event, or of the event the param names,
+// through the variable `synthetic_FIELD` of a hist there whose keys match
+// this hist's (create_field_var_hist, which adds that hist when missing).
+// The error is the last one the kernel logs for the param.
+bool create_field_param(HistParser& p, const HistAction& a, std::string_view system, std::string_view event,
+                        std::string_view field, ActionParam& ap) {
+  const TriggerError saved = p.e;
+  const bool target = system.empty() || (system == p.event.system() && event == p.event.name());
+  if (target) {
+    bool taken = find_own_var(p.spec, field) >= 0;
+    if (!taken && p.env != nullptr && p.env->find_var && !p.env->remove) {
+      TriggerError probe = p.e;
+      taken = p.env->find_var(p.event.system(), p.event.name(), field, probe).map != nullptr;
+    }
+    if (!taken && parse_hist_field(p, field, false, ap.field)) {
+      ap.type = ap.field.type;
+      ap.size = ap.field.size;
+      ap.is_signed = ap.field.is_signed;
+      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+      return true;
+    }
+    p.e = saved;
+    if (taken) p.fail(HistErr::var_create_find_fail, field);
+    else p.fail(HistErr::field_var_parse_fail, field);
+  }
+  if (system.empty() && a.handler == HistHandler::onmatch) {
+    system = a.match_system;
+    event = a.match_event;
+  }
+  if (event.empty()) return false;  // onmax/onchange: this event's fields only
+  if (p.env != nullptr && p.env->remove) return p.e = saved, true;
+  if (p.env == nullptr || !p.env->field_var_hist) return p.fail(HistErr::event_file_not_found, field);
+  FieldVarHist created;
+  VarRef r = p.env->field_var_hist(system, event, field, p.spec, p.e, created);
+  if (r.map == nullptr) return false;
+  p.e = saved;
+  if (!created.cmd.empty()) p.spec.field_var_hists.push_back(std::move(created));
+  r.name = "synthetic_" + std::string(field);
+  r.system = std::string(system);
+  r.event = std::string(event);
+  ap.is_ref = true;
+  ap.ref = add_ref(p.spec, std::move(r));
+  var_type(p.spec, p.spec.refs[ap.ref], ap);
+  return true;
+}
+
 bool create_trace_action(HistParser& p, HistAction& a) {
   const std::shared_ptr<const SynthEvent> se =
       p.env != nullptr && p.env->find_synth ? p.env->find_synth(a.synth_name) : nullptr;
@@ -400,20 +473,12 @@ bool create_trace_action(HistParser& p, HistAction& a) {
       ap.is_ref = true;
       ap.ref = static_cast<uint32_t>(r);
       var_type(p.spec, p.spec.refs[ap.ref], ap);
-    } else {
-      // A field: of this event (unqualified, or qualified with its name).
-      // A field of the matching event needs a variable defined there.
-      if (!system.empty() && !(system == p.event.system() && event == p.event.name()))
-        return p.fail(HistErr::field_var_create_fail, s);
-      TriggerError saved = p.e;
-      if (!parse_hist_field(p, s, false, ap.field)) {
-        p.e = saved;
-        return p.fail(HistErr::field_var_create_fail, s);
-      }
-      ap.type = ap.field.type;
-      ap.size = ap.field.size;
-      ap.is_signed = ap.field.is_signed;
-      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+    } else if (!create_field_param(p, a, system, event, s, ap)) {
+      return false;
+    } else if (p.env != nullptr && p.env->remove) {
+      a.args.push_back(std::move(ap));  // '!hist': the params are compared as written
+      ++pos;
+      continue;
     }
     if (!synth_param_fits(*se, pos, ap)) return p.fail(HistErr::synth_type_mismatch, s);
     a.args.push_back(std::move(ap));
@@ -448,7 +513,8 @@ bool create_actions(HistParser& p) {
       for (const std::string& prm : a.params) {
         HistField f;
         TriggerError saved = p.e;
-        if (!parse_hist_field(p, prm, false, f) || f.source == HistSource::timestamp) {
+        if (!parse_hist_field(p, prm, false, f) || f.source == HistSource::timestamp ||
+            f.source == HistSource::stacktrace) {  // stacktrace variables: not here
           p.e = saved;
           return p.fail(HistErr::field_var_create_fail, prm);
         }
@@ -469,7 +535,7 @@ bool create_actions(HistParser& p) {
 std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event, TriggerError& e,
                                    size_t /*text_pos_in_command*/, const HistEnv* env) {
   HistSpec spec;
-  HistParser p{spec, event, e, env, {}};
+  HistParser p{spec, event, e, env, {}, HistParser::Use::other, {}};
   spec.clock = env != nullptr ? env->clock_name : std::string("global");
   // The kernel turns ".sym-offset" into ".symXoffset" so that its '-' is no
   // operator; the text keeps its length, so caret positions are unchanged.
@@ -505,6 +571,7 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     } else if (attr == "pause") spec.pause = true;
     else if (attr == "cont" || attr == "continue") spec.cont = true;
     else if (attr == "clear") spec.clear = true;
+    else if (attr == "nohitcount" || attr == "NOHC") spec.nohitcount = true;
     else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
       if (action_strs.size() == kMaxActions) return e.err = EINVAL, std::nullopt;
       action_strs.push_back(attr);
@@ -538,9 +605,16 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       if (v == "hitcount") continue;
       HistField f;
       int sub = 0;
+      p.use = HistParser::Use::val;
+      p.use_text = v;
       const int root = parse_hist_expr(p, v, sub);
+      p.use = HistParser::Use::other;
       if (root < 0) return std::nullopt;
       const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
+      // __create_val_field: these modifiers are for keys.
+      if (node.op == ExprOp::value && ((node.leaf.flags & (kLog2 | kBuckets | kSym | kSymOffset | kSyscall)) ||
+                                       node.leaf.source == HistSource::stacktrace))
+        return p.fail(HistErr::bad_field_modifier, v), std::nullopt;
       if (node.is_string) return e.err = EINVAL, std::nullopt;  // strings are keys only
       if (node.op == ExprOp::value) {
         f = node.leaf;
@@ -553,6 +627,12 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       spec.vals.push_back(std::move(f));
     }
   }
+  // create_val_fields: nohitcount needs another value to show.
+  if (spec.nohitcount && spec.vals.empty()) {
+    p.fail_pos(HistErr::need_nohc_val, 0);
+    e.err = ENOENT;
+    return std::nullopt;
+  }
   // create_var_fields
   for (const auto& [name, expr] : p.var_defs) {
     if (find_own_var(spec, name) >= 0 || (env != nullptr && !env->remove && env->find_var && [&] {
@@ -561,8 +641,16 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
         }()))
       return p.fail(HistErr::duplicate_var, name), std::nullopt;
     int sub = 0;
+    p.use = HistParser::Use::var;
+    p.use_text = expr;
     const int root = parse_hist_expr(p, expr, sub);
+    p.use = HistParser::Use::other;
     if (root < 0) return std::nullopt;
+    const ExprNode& vn = spec.nodes[static_cast<size_t>(root)];
+    if (vn.op == ExprOp::value && (vn.leaf.flags & (kLog2 | kBuckets)))  // __create_val_field
+      return p.fail(HistErr::bad_field_modifier, expr), std::nullopt;
+    if (vn.op == ExprOp::value && vn.leaf.source == HistSource::stacktrace)  // stacktrace variables: not here
+      return e.err = EINVAL, std::nullopt;
     spec.vars.push_back({name, root, expr});
   }
   // create_key_fields
@@ -571,10 +659,29 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
   uint32_t off = 0;
   for (std::string_view k : key_list) {
     if (k == "hitcount") return e.err = EINVAL, std::nullopt;
+    if (k == "stacktrace" || k == "common_stacktrace" || k == "STACKTRACE") {  // create_key_field
+      HistField f;
+      f.name = "common_stacktrace";
+      f.source = HistSource::stacktrace;
+      f.size = f.key_size = kHistStackDepth * 8;
+      f.type = "unsigned long[]";
+      f.key_offset = off;
+      off += f.key_size;
+      spec.stack_key = true;
+      spec.keys.push_back(std::move(f));
+      continue;
+    }
     const size_t nrefs = spec.refs.size();
     int sub = 0;
+    p.use = HistParser::Use::key;
+    p.use_text = k;
     const int root = parse_hist_expr(p, k, sub);
+    p.use = HistParser::Use::other;
     if (root < 0) return std::nullopt;
+    if (spec.nodes[static_cast<size_t>(root)].op == ExprOp::value &&
+        (spec.nodes[static_cast<size_t>(root)].leaf.source == HistSource::hitcount ||
+         spec.nodes[static_cast<size_t>(root)].leaf.source == HistSource::stacktrace))
+      return e.err = EINVAL, std::nullopt;
     if (spec.refs.size() != nrefs || spec.nodes[static_cast<size_t>(root)].op == ExprOp::ref)
       return p.fail(HistErr::invalid_ref_key, k), std::nullopt;
     const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
@@ -641,6 +748,14 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
   }
   if (spec.sort.empty()) spec.sort.push_back({0, false});
   if (!create_actions(p)) return std::nullopt;
+  for (const HistVar& v : spec.vars) {
+    const ExprNode& n = spec.nodes[static_cast<size_t>(v.expr)];
+    if (n.op != ExprOp::value || n.is_string) {
+      spec.var_leaves.clear();
+      break;
+    }
+    spec.var_leaves.push_back(n.leaf);
+  }
   if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields) return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
   return spec;
 }
@@ -760,6 +875,12 @@ void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, u
       }
       len = std::min(len, size_t{f.key_size - 1});
       for (size_t i = 0; i < len && s[i] != std::byte{0}; ++i) kp[i] = s[i];
+    } else if (f.source == HistSource::stacktrace) {
+      // event_hist_trigger: stack_trace_save() into the key, the unused
+      // words zero (the key was cleared above).
+      uint64_t frames[kHistStackDepth];
+      const uint32_t n = capture_stack(tl_hist_stack_cfa, frames, kHistStackDepth);
+      std::memcpy(kp, frames, n * sizeof(uint64_t));
     } else {
       const uint64_t v =
           f.source == HistSource::expr ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr) : read_hist_value(f, rec, cpu, ts);
@@ -827,6 +948,8 @@ uint64_t key_u64(const std::byte* key, const HistField& f) {
 
 // <0, 0, >0 as the kernel's tracing_map_cmp_* of the field.
 int cmp_key(const std::byte* a, const std::byte* b, const HistField& f) {
+  if (f.source == HistSource::stacktrace)  // tracing_map_cmp_none; ties by the words, for a stable text
+    return std::memcmp(a + f.key_offset, b + f.key_offset, f.key_size);
   if (f.source == HistSource::string_field || f.source == HistSource::dyn_string)
     return std::strncmp(reinterpret_cast<const char*>(a + f.key_offset), reinterpret_cast<const char*>(b + f.key_offset),
                         f.key_size);
@@ -838,7 +961,34 @@ int cmp_key(const std::byte* a, const std::byte* b, const HistField& f) {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+// __get_percentage(): val / total in hundredths of a percent; UINT32_MAX
+// for a non-zero val of a zero total.
+uint32_t percentage(uint64_t val, uint64_t total) {
+  if (total != 0 && val < UINT64_MAX / 10000) return static_cast<uint32_t>(val * 10000 / total);
+  if (total != 0 && total / 10000 != 0) return static_cast<uint32_t>(val / (total / 10000));
+  return val != 0 ? UINT32_MAX : 0;
+}
+
 }  // namespace
+
+std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total, uint64_t max) {
+  if (flags & kPercent) {
+    const uint32_t pc = percentage(val, total);
+    return pc == UINT32_MAX ? fmt::format(" {} (%):[ERROR]", name)
+                            : fmt::format(" {} (%): {:>3}.{:02}", name, pc / 100, pc % 100);
+  }
+  if (flags & kGraph) {  // __fill_bar_str: 20 columns of '#', scaled to the column's max
+    const uint32_t pc = percentage(val, max);
+    std::string bar = "[ERROR]";
+    if (pc != UINT32_MAX) {
+      const uint32_t len = std::min<uint32_t>(static_cast<uint32_t>(uint64_t{pc} * 20 / 10000), 20);
+      bar = std::string(len, '#') + std::string(20 - len, ' ');
+    }
+    return fmt::format(" {}: {:>20}", name, bar);
+  }
+  if (flags & kHex) return fmt::format(" {}: {:>10x}", name, val);
+  return fmt::format(" {}: {:>10}", name, val);
+}
 
 std::string format_hist(const HistMap& map, const std::string& info, const HistNames& names) {
   const HistSpec& spec = map.spec();
@@ -863,17 +1013,29 @@ std::string format_hist(const HistMap& map, const std::string& info, const HistN
   };
   std::sort(rows.begin(), rows.end(), less);
 
+  // print_entries: each .percent / .graph column's total and max.
+  struct Stat {
+    uint64_t total = 0, max = 0;
+  };
+  Stat stats[kMaxVals]{};
+  for (size_t v = 0; v < spec.vals.size(); ++v) {
+    if (!(spec.vals[v].flags & (kPercent | kGraph))) continue;
+    for (const HistMap::Row& r : rows) {
+      stats[v].total += r.vals[v];
+      stats[v].max = std::max(stats[v].max, r.vals[v]);
+    }
+  }
   std::string out = "# event histogram\n#\n# trigger info: " + info + "\n#\n\n";
   uint64_t hits = 0;
   for (const HistMap::Row& r : rows) {
     hits += r.hitcount;
     out += format_hist_key(spec, r.key, names);
-    out += fmt::format(" hitcount: {:>10}", r.hitcount);
+    if (!spec.nohitcount) out += fmt::format(" hitcount: {:>10}", r.hitcount);
     for (size_t v = 0; v < spec.vals.size(); ++v) {
       const HistField& f = spec.vals[v];
       if (f.source == HistSource::expr && spec.nodes[static_cast<size_t>(f.expr)].op != ExprOp::ref) continue;
-      out += (f.flags & kHex) ? fmt::format("  {}: {:>10x}", f.name, r.vals[v])
-                              : fmt::format("  {}: {:>10}", f.name, r.vals[v]);
+      out += ' ';
+      out += format_hist_val(f.name, f.flags, r.vals[v], stats[v].total, stats[v].max);
     }
     if (!spec.actions.empty()) out += format_hist_actions(map, r.entry);
     out += '\n';
@@ -885,10 +1047,24 @@ std::string format_hist(const HistMap& map, const std::string& info, const HistN
 
 std::string format_hist_key(const HistSpec& spec, const std::byte* key, const HistNames& names) {
   std::string out = "{ ";
+  bool multiline = false;
   for (size_t i = 0; i < spec.keys.size(); ++i) {
     const HistField& f = spec.keys[i];
     if (i) out += ", ";
     const std::string& n = f.name;
+    if (f.source == HistSource::stacktrace) {
+      // hist_trigger_stacktrace_print: one "%pS" line per frame, 9 blanks in.
+      out += "common_stacktrace:\n";
+      for (uint32_t w = 0; w < kHistStackDepth; ++w) {
+        uint64_t ip;
+        std::memcpy(&ip, key + f.key_offset + w * 8, 8);
+        if (ip == 0) break;
+        std::optional<std::string> sym = names.sym ? names.sym(ip, true) : std::nullopt;
+        out += "         " + (sym ? *sym : process_symbol_text(ip)) + "\n";
+      }
+      multiline = true;
+      continue;
+    }
     if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
       const char* s = reinterpret_cast<const char*>(key + f.key_offset);
       out += fmt::format("{}: {:<50}", n, std::string_view(s, strnlen(s, f.key_size)));
@@ -917,7 +1093,7 @@ std::string format_hist_key(const HistSpec& spec, const std::byte* key, const Hi
       out += fmt::format("{}: {:>10}", n, v);
     }
   }
-  return out + " }";
+  return out + (multiline ? "}" : " }");
 }
 
 }  // namespace tracepipe::triggers

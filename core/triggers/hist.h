@@ -76,6 +76,10 @@ enum HistFlag : uint32_t {
   /// Internal: another common_timestamp of the hist has .usecs, so this one
   /// is in microseconds too (the kernel's attrs->ts_in_usecs); not printed.
   kTsInUsecs = 1u << 8,
+  /// Values only: printed as a share of the column's total / as a bar
+  /// scaled to the column's max (hist_trigger_print_val).
+  kPercent = 1u << 9,
+  kGraph = 1u << 10,
 };
 
 /// ns2usecs(): nanoseconds to microseconds, rounded to the nearest.
@@ -88,7 +92,15 @@ inline constexpr uint32_t kStrVarLenMax = 256;  ///< STR_VAR_LEN_MAX (= MAX_FILT
 inline constexpr uint32_t kMaxSubexprs = 3;
 
 /// Where a hist field's value comes from.
-enum class HistSource : uint8_t { field, string_field, dyn_string, timestamp, cpu, expr };
+/// hitcount: 1 per hit (`hitcount.percent` as a val); stacktrace: the
+/// emitting thread's call chain, a key of kHistStackDepth words.
+enum class HistSource : uint8_t { field, string_field, dyn_string, timestamp, cpu, expr, hitcount, stacktrace };
+
+inline constexpr uint32_t kHistStackDepth = 16;  ///< HIST_STACKTRACE_DEPTH
+
+/// The CFA of the trigger's frame on this thread while a hist with a
+/// stacktrace key is updated: the stack is taken above it (stack_trace.h).
+extern thread_local constinit uintptr_t tl_hist_stack_cfa __attribute__((tls_model("initial-exec")));
 
 class HistMap;
 struct SynthEvent;
@@ -172,6 +184,14 @@ struct HistAction {
   std::vector<uint32_t> save_offset;
 };
 
+/// A hist that create_field_var_hist() added on another event for a field
+/// param of an onmatch action: removed with the hist that made it
+/// (destroy_field_var_hists).
+struct FieldVarHist {
+  std::string system, event;
+  std::string cmd;  ///< "keys=...:synthetic_FIELD=FIELD[ if FILTER]" as written there
+};
+
 struct HistSortKey {
   int field = 0;  ///< 0 = hitcount, 1..nvals = vals[i-1], -1-k = keys[k]
   bool descending = false;
@@ -193,6 +213,12 @@ struct HistSpec {
   std::string clock;        ///< clock= as given ("" = the instance's)
   bool timestamps = false;  ///< common_timestamp is used: the info line shows :clock=
   uint32_t save_bytes = 0;  ///< per-entry save() area
+  bool nohitcount = false;  ///< `nohitcount` / `NOHC`: the raw hitcount is not shown
+  /// vars[i]'s node when it is one field or time stamp (else empty): what
+  /// HistMap::update_vars reads.
+  std::vector<HistField> var_leaves;
+  bool stack_key = false;   ///< a key is the stack trace (common_stacktrace)
+  std::vector<FieldVarHist> field_var_hists;  ///< hists this one added on other events
   /// Variables the map stores per entry: vars, then one per onmax/onchange.
   uint32_t map_vars() const noexcept;
   /// True when the plain update (keys, numeric vals) is all there is.
@@ -216,6 +242,14 @@ struct HistEnv {
       find_var;
   std::function<std::shared_ptr<const SynthEvent>(std::string_view name)> find_synth;
   std::function<const EventDesc*(std::string_view system, std::string_view event)> find_event;
+  /// create_field_var_hist(): the variable `synthetic_FIELD` of a hist on
+  /// system:event whose keys match `target`'s (compatible_keys), adding that
+  /// hist ("keys=K:synthetic_FIELD=FIELD", the matching hist's filter) when
+  /// the variable is missing; `created` then names it. map == null and `e`
+  /// set (the kernel's last error_log entry) when it cannot.
+  std::function<VarRef(std::string_view system, std::string_view event, std::string_view field,
+                       const HistSpec& target, TriggerError& e, FieldVarHist& created)>
+      field_var_hist;
   std::string clock_name = "global";  ///< the instance's trace clock
   bool remove = false;                ///< parsing a '!hist' (no duplicate-variable check)
 };
@@ -227,6 +261,11 @@ struct HistParser {
   TriggerError& e;
   const HistEnv* env;
   std::vector<std::pair<std::string, std::string>> var_defs;  ///< name, expression text
+  /// What is being parsed and its whole text: a modifier that is for values
+  /// only (.percent, .graph) is refused on a key or a variable as parse_field
+  /// does (there the kernel passes HIST_FIELD_FL_KEY / _VAR to the atom).
+  enum class Use : uint8_t { other, key, val, var } use = Use::other;
+  std::string_view use_text;
   bool fail(HistErr code, std::string_view at);                ///< sets the error; returns false
   bool fail_pos(HistErr code, int pos);
   int errpos(std::string_view what) const;
@@ -261,6 +300,8 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
     v = (f.flags & (kUsecs | kTsInUsecs)) ? ns2usecs(ts) : ts;
   } else if (f.source == HistSource::cpu) {
     v = cpu;
+  } else if (f.source == HistSource::hitcount) {
+    v = 1;
   }
   if (f.flags & (kLog2 | kBuckets)) [[unlikely]]
     v = (f.flags & kLog2) ? ilog2_roundup(v) : v / f.buckets * f.buckets;
@@ -315,9 +356,11 @@ class HistMap {
     if (ent == UINT32_MAX) [[unlikely]]
       return;
     add(ent, fields, rec, cpu, ts);
-    for (size_t i = 0; i < fields.vars.size(); ++i)
-      set_var(ent, static_cast<uint32_t>(i),
-              read_hist_value(fields.nodes[static_cast<size_t>(fields.vars[i].expr)].leaf, rec, cpu, ts));
+    // The leaves side by side (HistSpec::var_leaves): one load to each
+    // field's description, not three (vars -> nodes -> leaf).
+    const HistField* leaf = fields.var_leaves.data();
+    const uint32_t n = static_cast<uint32_t>(fields.var_leaves.size());
+    for (uint32_t i = 0; i < n; ++i) set_var(ent, i, read_hist_value(leaf[i], rec, cpu, ts));
   }
   /// True when update_vars() is all a record needs.
   bool vars_only() const noexcept {
@@ -495,6 +538,10 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
 std::string format_hist_actions(const HistMap& map, uint32_t entry);
 /// The "Snapshot taken" block, or "".
 std::string format_hist_snapshot(const HistMap& map, const HistNames& names);
+/// One value as hist_trigger_print_val prints it, with its leading blank:
+/// " name: N", " name: hex" (.hex), " name (%): PP.pp" (.percent of
+/// `total`), " name: ####      " (.graph: 20 columns scaled to `max`).
+std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total, uint64_t max);
 /// One key as hist_trigger_print_key prints it ("{ next_pid:       2103 }").
 std::string format_hist_key(const HistSpec& spec, const std::byte* key, const HistNames& names);
 

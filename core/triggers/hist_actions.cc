@@ -9,7 +9,9 @@
 //   (4) hitcount, vals, variables           add_counts, set_var
 //   (5) this hist's own referenced variables, read after (4)
 //   (6) handlers: onmatch -> trace(); onmax / onchange -> save(),
-//       snapshot() or trace() when the tracked value is a new max / changed
+//       snapshot() or trace() when the tracked value is a new max / changed;
+//       snapshot() swaps the live ring with the instance's spare
+//       (save_track_data_snapshot -> tracing_snapshot_cond)
 //
 // No allocation, lock or system call: the key, the reference values and a
 // synthetic record live on the stack; the map is tracing_map's (hist.h).
@@ -185,7 +187,11 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
         if (!take) break;
         s.entry.store(ent, std::memory_order_relaxed);
         s.updated.store(true, std::memory_order_release);
-        inst.set_tracing_on_from_writer(false);  // the instance's snapshot: the ring stops (see docs/triggers.md)
+        // update_max_tr: the live ring becomes the snapshot and the spare
+        // (allocated when the hist was added) takes its place; tracing goes
+        // on. A swap racing another one is skipped, as the snapshot
+        // trigger's.
+        (void)detail::InstanceAccess::live_ring(inst).swap();
         break;
       }
     }

@@ -60,6 +60,7 @@ enum class HistErr : uint8_t {
   expect_number,
   unary_minus_subexpr,
   division_by_zero,
+  need_nohc_val,
   count_,
 };
 
@@ -112,6 +113,7 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(HistErr::count
     "Expecting numeric literal",
     "Unary minus not supported in sub-expressions",
     "Division by zero",
+    "Non-hitcount value is required for 'nohitcount'",
 };
 
 inline constexpr std::string_view hist_err_text(HistErr e) noexcept { return kHistErrText[static_cast<size_t>(e)]; }

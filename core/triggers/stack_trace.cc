@@ -32,6 +32,7 @@ struct Walk {
   uintptr_t above;
   uint64_t* out;
   uint32_t n;
+  uint32_t max;
 };
 
 _Unwind_Reason_Code step(_Unwind_Context* ctx, void* arg) {
@@ -44,7 +45,7 @@ _Unwind_Reason_Code step(_Unwind_Context* ctx, void* arg) {
   const uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   if (ip == 0) return _URC_END_OF_STACK;
   w.out[w.n++] = ip;
-  return w.n == kStackFrames ? _URC_END_OF_STACK : _URC_NO_REASON;
+  return w.n == w.max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 }  // namespace
 
@@ -54,7 +55,12 @@ const EventDesc& kernel_stack_event(Registry& registry) {
 }
 
 uint32_t capture_stack(uintptr_t above_cfa, uint64_t (&callers)[kStackFrames]) noexcept {
-  Walk w{above_cfa, callers, 0};
+  return capture_stack(above_cfa, callers, kStackFrames);
+}
+
+uint32_t capture_stack(uintptr_t above_cfa, uint64_t* callers, uint32_t max) noexcept {
+  if (max == 0) return 0;
+  Walk w{above_cfa, callers, 0, max};
   _Unwind_Backtrace(&step, &w);
   return w.n;
 }

@@ -38,6 +38,8 @@ const EventDesc& kernel_stack_event(Registry& registry);
 /// warm_up_stack_capture(): no allocation, lock or system call;
 /// async-signal-safe.
 uint32_t capture_stack(uintptr_t above_cfa, uint64_t (&callers)[kStackFrames]) noexcept;
+/// The same, at most `max` frames (a hist's stacktrace key keeps 16).
+uint32_t capture_stack(uintptr_t above_cfa, uint64_t* callers, uint32_t max) noexcept;
 
 /// Runs the unwinder once (its one-time set-up: register tables, the
 /// first use of libgcc_s) on the control plane. Idempotent.

@@ -65,6 +65,7 @@ struct Trigger {
   std::atomic<bool> paused{false};
   bool needs_ts = false;
   bool needs_cpu = false;
+  bool needs_stack = false;  // a stacktrace key: the CFA of this frame for the unwinder
   bool full = false;       // variables, references or handlers: hist_update_full
   bool vars_only = false;  // ... only plain variables: HistMap::update_vars
   // stacktrace
@@ -169,6 +170,8 @@ class TriggerList final : public detail::TriggerHook {
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
     const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
     const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
+    if (t.needs_stack) [[unlikely]]  // inlined into call(): the frames above are the emitting code's
+      tl_hist_stack_cfa = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
     if (t.full) [[unlikely]] {
       if (t.vars_only) return t.map->update_vars(t.spec, c.record, cpu, ts);
       return hist_update_full(t.spec, *t.map, *instance, c.record, cpu, ts);
@@ -332,11 +335,17 @@ void publish(Instance& inst, const EventDesc& ev, const std::shared_ptr<TriggerL
   detail::InstanceAccess::set_triggers(inst, ev, std::move(list));
 }
 
-// Undoes what registering `t` did to other events.
+TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest);
+
+// Undoes what registering `t` did to other events: the hists it added for
+// field params go too (destroy_field_var_hists; one still referenced by
+// another hist stays, EBUSY, as in the kernel).
 void release(Instance& inst, const Trigger& t) {
   if (t.target != nullptr) inst.soft_mode(*t.target, false);
   for (const HistAction& a : t.spec.actions)
     if (a.synth) synthetic_event_ref(*a.synth, false);
+  for (const FieldVarHist& h : t.spec.field_var_hists)
+    if (const EventDesc* d = inst.registry().find(h.system, h.event)) (void)process_hist(inst, *d, true, h.cmd);
 }
 
 // Every hist trigger of the instance, with its event.
@@ -391,8 +400,54 @@ bool hist_vars_referenced(const Instance& inst, const Trigger& t) {
   return used;
 }
 
+// compatible_keys(): as many keys, each of the same type, size and sign.
+bool compatible_keys(const HistSpec& target, const HistSpec& h) {
+  if (h.keys.size() != target.keys.size()) return false;
+  for (size_t i = 0; i < h.keys.size(); ++i) {
+    const HistField &a = target.keys[i], &b = h.keys[i];
+    if (a.type != b.type || a.size != b.size || a.is_signed != b.is_signed) return false;
+  }
+  return true;
+}
+
+// create_field_var_hist(): see HistEnv::field_var_hist. The errors and their
+// carets are the kernel's, placed in the command being parsed.
+VarRef field_var_hist(Instance& inst, std::string_view system, std::string_view event, std::string_view field,
+                      const HistSpec& target, TriggerError& e, FieldVarHist& created) {
+  auto fail = [&](HistErr code) {
+    e.err = EINVAL;
+    e.message = std::string(hist_err_text(code));
+    const size_t at = e.command.find(field);
+    e.pos = at == std::string::npos ? 0 : static_cast<int>(at);
+    return VarRef{};
+  };
+  const EventDesc* d = inst.registry().find(system, event);
+  if (d == nullptr) return fail(HistErr::event_file_not_found);
+  const auto cur = current(inst, *d);
+  const Trigger* compat = nullptr;  // find_compatible_hist: the first in list order
+  for (size_t i = 0; cur && compat == nullptr && i < cur->list.size(); ++i)
+    if (cur->list[i]->kind == Kind::hist && compatible_keys(target, cur->list[i]->spec)) compat = cur->list[i].get();
+  if (compat == nullptr) return fail(HistErr::hist_not_found);
+  const std::string var = "synthetic_" + std::string(field);
+  TriggerError probe = e;
+  if (VarRef r = find_hist_var(inst, system, event, var, probe); r.map != nullptr) return r;
+  std::string cmd = "keys=";
+  for (size_t i = 0; i < compat->spec.keys.size(); ++i) cmd += (i ? "," : "") + compat->spec.keys[i].name;
+  cmd += fmt::format(":{}={}", var, field);
+  if (compat->filter) cmd += " if " + compat->filter_text;
+  if (!process_hist(inst, *d, false, cmd)) return fail(HistErr::hist_create_fail);
+  VarRef r = find_hist_var(inst, system, event, var, probe);
+  if (r.map == nullptr) return fail(HistErr::synth_var_not_found);
+  created = {std::string(system), std::string(event), std::move(cmd)};
+  return r;
+}
+
 HistEnv hist_env(Instance& inst) {
   HistEnv env;
+  env.field_var_hist = [&inst](std::string_view sys, std::string_view ev, std::string_view field,
+                               const HistSpec& target, TriggerError& e, FieldVarHist& created) {
+    return field_var_hist(inst, sys, ev, field, target, e, created);
+  };
   env.find_var = [&inst](std::string_view sys, std::string_view ev, std::string_view name, TriggerError& e) {
     return find_hist_var(inst, sys, ev, name, e);
   };
@@ -421,12 +476,32 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   t->kind = Kind::hist;
   HistEnv env = hist_env(inst);
   env.remove = remove;
+  // The hists added for field params go again if this one is not added
+  // (destroy_hist_data -> destroy_field_var_hists).
+  std::vector<FieldVarHist> made;
+  struct Rollback {
+    Instance& inst;
+    std::vector<FieldVarHist>& made;
+    bool keep = false;
+    ~Rollback() {
+      for (auto it = made.rbegin(); !keep && it != made.rend(); ++it)
+        if (const EventDesc* d = inst.registry().find(it->system, it->event)) (void)process_hist(inst, *d, true, it->cmd);
+    }
+  } rollback{inst, made};
+  env.field_var_hist = [&inst, &made](std::string_view sys, std::string_view evn, std::string_view field,
+                                      const HistSpec& target, TriggerError& err, FieldVarHist& created) {
+    VarRef r = field_var_hist(inst, sys, evn, field, target, err, created);
+    if (!created.cmd.empty()) made.push_back(created);
+    return r;
+  };
   std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5, &env);
   if (!spec) return TriggerStatus(std::move(e));
   if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
   t->spec = *spec;
   t->full = !spec->simple();
   t->needs_ts = spec->timestamps;
+  t->needs_stack = spec->stack_key;
+  if (t->needs_stack) warm_up_stack_capture();
   t->needs_cpu = t->full;
   for (const auto* fs : {&spec->keys, &spec->vals})
     for (const auto& f : *fs) t->needs_cpu |= f.source == HistSource::cpu;
@@ -463,6 +538,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
       n->spec = x->spec;
       n->needs_ts = x->needs_ts;
       n->needs_cpu = x->needs_cpu;
+      n->needs_stack = x->needs_stack;
       n->full = x->full;
       n->vars_only = x->vars_only;
       n->paused.store(x->paused.load());
@@ -485,6 +561,17 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     return TriggerStatus(std::move(e));
   }
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
+  // snapshot(): tracing_snapshot_cond_enable. One conditional snapshot per
+  // instance (EBUSY), and the spare allocated now, so the handler only swaps.
+  if (std::any_of(spec->actions.begin(), spec->actions.end(),
+                  [](const HistAction& a) { return a.kind == HistActionKind::snapshot; })) {
+    bool busy = false;
+    for_each_hist(inst, [&](const EventDesc&, const Trigger& x) {
+      for (const HistAction& a : x.spec.actions) busy |= a.kind == HistActionKind::snapshot;
+    });
+    if (busy) return TriggerStatus(plain(EBUSY));
+    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
+  }
   if (!spec->name.empty()) {
     // Entries of destroyed instances (or removed triggers) have expired: drop
     // them, so an instance allocated at a freed one's address starts clean.
@@ -514,6 +601,7 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     if (a.synth) synthetic_event_ref(*a.synth, true);
   list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
   publish(inst, ev, old, std::move(list));
+  rollback.keep = true;
   return {};
 }
 

@@ -43,7 +43,7 @@ struct Rig {
     REQUIRE(set_trigger(inst, End::desc(),
                         "hist:keys=id:d=common_timestamp.usecs-$t0,p=prio*2/3:size=256:"
                         "onmatch(tpvarsna.start).trace(tpvarsna_lat,$d,id,name,name):onmax($d).save(prio,name):"
-                        "onchange($p).tpvarsna_chg($d)")
+                        "onchange($p).tpvarsna_chg($d):onchange($p).snapshot()")
                 .ok());
     REQUIRE(set_trigger(inst, *lat, "hist:keys=id,lat.log2:vals=hitcount:size=512").ok());
     REQUIRE(set_trigger(inst, *synthetic_event(inst, "tpvarsna_chg"), "hist:keys=lat.buckets=10:size=128").ok());
@@ -80,6 +80,8 @@ TEST_CASE("hist vars noalloc: variables, onmatch into a synthetic event, onmax/o
   CHECK(h.find("Hits: 0\n") == std::string::npos);
   CHECK(hist_file(rig.inst, Start::desc()).find("Dropped: 0\n") == std::string::npos);
   CHECK(hist_file(rig.inst, End::desc()).find("\tmax: ") != std::string::npos);
+  CHECK(hist_file(rig.inst, End::desc()).find("\nSnapshot taken (see tracing/snapshot).  Details:\n") !=
+        std::string::npos);  // snapshot(): swaps of the live ring and the spare
 #endif
 }
 

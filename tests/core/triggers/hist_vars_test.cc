@@ -5,6 +5,7 @@
 // the kernel's division rules and its error_log messages and carets.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -12,6 +13,8 @@
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/instance/raw_emit.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/triggers/snapshot.h"
 #include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 #include "test_support.h"
@@ -67,6 +70,15 @@ struct Sched {
 };
 
 constexpr uint64_t us = 1000;  // the records' stamps are in ns
+
+uint64_t records(const buffers::RingBufferBase& rb) {
+  uint64_t n = 0;
+  for (uint32_t cpu = 0; cpu < rb.cpus(); ++cpu) {
+    buffers::Iterator it(rb, cpu);
+    while (it.next()) ++n;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -148,6 +160,8 @@ TEST_CASE("hist vars: onmax().save() keeps the max and the saved fields per entr
 
 TEST_CASE("hist vars: onchange(), snapshot() and its 'Snapshot taken' block", "[triggers][hist][vars]") {
   Sched s;
+  s.inst->enable(*s.waking);
+  s.inst->enable(*s.switch_);
   REQUIRE(s.trig(*s.waking, "hist:keys=pid:ts0=common_timestamp.usecs") == "");
   REQUIRE(s.trig(*s.switch_,
                  "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onchange($wakeup_lat).save(prev_pid):"
@@ -163,7 +177,19 @@ TEST_CASE("hist vars: onchange(), snapshot() and its 'Snapshot taken' block", "[
         std::string::npos);
   CHECK(h.find("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value { onmax($wakeup_lat) }:         72"
                "\ttriggered by event with key: { next_pid:         20 }\n\nTotals:\n") != std::string::npos);
-  CHECK(s.inst->paused());  // the instance's snapshot: the ring stopped
+  // snapshot() swapped the live ring with the spare (twice: the first
+  // latency, 5, was a new max too): tracing went on in the other ring.
+  CHECK_FALSE(s.inst->paused());
+  const buffers::RingBufferBase* snap = snapshot_ring(*s.inst);
+  REQUIRE(snap != nullptr);
+  const uint64_t in_snapshot = records(*snap);
+  CHECK(in_snapshot >= 3);  // wake(10), switch(15), wake(20): between the two swaps
+  const uint64_t live = records(s.inst->ring());
+  s.wake(100 * us, "a", 10, 120);
+  CHECK(records(s.inst->ring()) == live + 1);
+  CHECK(records(*snapshot_ring(*s.inst)) == in_snapshot);
+  // One conditional snapshot per instance (tracing_snapshot_cond_enable).
+  CHECK(set_trigger(*s.inst, *s.waking, "hist:keys=pid:p=prio:onmax($p).snapshot()").error().err == EBUSY);
 }
 
 TEST_CASE("hist vars: constants, + - * / and the kernel's division rules", "[triggers][hist][vars]") {
@@ -306,4 +332,91 @@ TEST_CASE("hist vars: enable_hist / disable_hist continue and pause another even
   CHECK(h.find("{ next_pid:          2 } hitcount:          1\n") != std::string::npos);
   CHECK(h.find("[paused]") != std::string::npos);
   CHECK(trigger_file(*s.inst, *s.waking) == "disable_hist:sched:sched_switch:count=0 if pid == 6\n");
+}
+
+TEST_CASE("hist vars: onmatch params that name fields of the matched event (create_field_var_hist)",
+          "[triggers][hist][vars]") {
+  Sched s;
+  REQUIRE(set_synthetic_event(*s.inst, "wakeup_latency u64 lat; pid_t pid; int prio").ok());
+  REQUIRE(set_synthetic_event(*s.inst, "wl2 u64 lat; int prio").ok());
+  REQUIRE(s.trig(*s.waking, "hist:keys=pid:ts0=common_timestamp.usecs if comm==\"cyclictest\"") == "");
+  // next_pid: a field of this event; sched.sched_waking.prio: of the matched
+  // one, through a hist the kernel adds there with the same keys and filter.
+  const std::string sw_cmd =
+      "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wakeup_latency("
+      "$wakeup_lat,next_pid,sched.sched_waking.prio)";
+  REQUIRE(s.trig(*s.switch_, sw_cmd) == "");
+  CHECK(trigger_file(*s.inst, *s.waking) ==
+        "hist:keys=pid:vals=hitcount:ts0=common_timestamp.usecs:sort=hitcount:size=2048:clock=local "
+        "if comm==\"cyclictest\" [active]\n"
+        "hist:keys=pid:vals=hitcount:synthetic_prio=prio:sort=hitcount:size=2048 if comm==\"cyclictest\" [active]\n");
+  // An unqualified name that is no field of sched_switch is the matched
+  // event's: the same variable, found again.
+  REQUIRE(s.trig(*s.switch_, "hist:keys=next_pid:l2=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l2,prio)") ==
+          "");
+  const std::string tf = trigger_file(*s.inst, *s.waking);
+  CHECK(std::count(tf.begin(), tf.end(), '\n') == 2);
+  REQUIRE(s.trig(*s.switch_, "!hist:keys=next_pid:l2=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l2,prio)") ==
+          "");
+  const EventDesc* lat = synthetic_event(*s.inst, "wakeup_latency");
+  REQUIRE(s.trig(*lat, "hist:keys=pid,prio,lat:sort=pid,lat") == "");
+
+  s.wake(1000 * us, "cyclictest", 2035, 9);
+  s.sw(1004 * us, "swapper/0", 0, 120, "cyclictest", 2035, 120);  // 4 us, prio of the wakeup: 9
+  s.wake(2000 * us, "cyclictest", 2034, 98);
+  s.sw(2030 * us, "swapper/1", 0, 120, "cyclictest", 2034, 120, 1);  // 30 us
+  CHECK(hist_file(*s.inst, *lat) ==
+        "# event histogram\n#\n# trigger info: hist:keys=pid,prio,lat:vals=hitcount:sort=pid,lat:size=2048 [active]\n#\n\n"
+        "{ pid:       2034, prio:         98, lat:         30 } hitcount:          1\n"
+        "{ pid:       2035, prio:          9, lat:          4 } hitcount:          1\n"
+        "\nTotals:\n    Hits: 2\n    Entries: 2\n    Dropped: 0\n");
+
+  // Removing the hist removes the one it added (destroy_field_var_hists).
+  REQUIRE(s.trig(*lat, "!hist:keys=pid,prio,lat:sort=pid,lat") == "");
+  REQUIRE(s.trig(*s.switch_, "!" + sw_cmd) == "");
+  CHECK(trigger_file(*s.inst, *s.waking) ==
+        "hist:keys=pid:vals=hitcount:ts0=common_timestamp.usecs:sort=hitcount:size=2048:clock=local "
+        "if comm==\"cyclictest\" [active]\n");
+}
+
+TEST_CASE("hist vars: field params the kernel refuses, with its last error_log entry", "[triggers][hist][vars][parser]") {
+  Sched s;
+  REQUIRE(set_synthetic_event(*s.inst, "wl2 u64 lat; int prio").ok());
+  REQUIRE(s.trig(*s.waking, "hist:keys=pid:ts0=common_timestamp.usecs") == "");
+  const std::string before = trigger_file(*s.inst, *s.waking);
+  struct Row {
+    const char* cmd;
+    const char* message;  // "" = plain EINVAL, nothing logged
+    const char* caret_at;
+  };
+  const Row rows[] = {
+      // event.field: the kernel reads "sched_waking" as the system and
+      // finds no field after the event name.
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l,sched_waking.prio)", "", ""},
+      // No such field on either event: the hist it would add fails.
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l,nosuch)",
+       "Couldn't create histogram for field", "nosuch"},
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l,sched.nosuch_ev.prio)",
+       "Event file not found", "prio"},
+      // No hist with sched_switch's keys on sched_wakeup.
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l,sched.sched_wakeup.prio)",
+       "Matching event histogram not found", "prio"},
+      // onmax(): only this event's fields.
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmax($l).wl2($l,prio)", "Couldn't parse field variable", "prio"},
+      // A field of the matched event of the wrong type: its hist goes again.
+      {"hist:keys=next_pid:l=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking).wl2($l,comm)",
+       "Param type doesn't match synthetic event field type", "comm"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.cmd);
+    const TriggerStatus st = set_trigger(*s.inst, *s.switch_, r.cmd);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().err == EINVAL);
+    CHECK(st.error().message == r.message);
+    if (r.message[0] != '\0') {
+      const std::string cmd = st.error().command;
+      CHECK(st.error().pos == static_cast<int>(cmd.find(r.caret_at)));
+    }
+    CHECK(trigger_file(*s.inst, *s.waking) == before);
+  }
 }

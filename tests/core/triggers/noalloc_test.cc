@@ -46,6 +46,8 @@ struct Rig {
     REQUIRE(set_trigger(inst, Target::desc(), "traceon if seq & 1").ok());
     hist.enable(Ev::desc());
     REQUIRE(set_trigger(hist, Ev::desc(), "hist:keys=id.hex:vals=lat if lat >= 0").ok());
+    // A stack trace key: the unwinder on the write path.
+    REQUIRE(set_trigger(hist, Ev::desc(), "hist:keys=common_stacktrace:vals=lat.percent,hitcount.graph:nohitcount").ok());
   }
   uint64_t run(uint32_t n) {
     uint64_t emits = 0;
@@ -80,6 +82,7 @@ TEST_CASE("triggers noalloc: the write path with triggers allocates nothing and 
   CHECK(trigger_counts(rig.inst, Ev::desc()).stacktraces == 41);  // id == 3: once in the warm-up, 40 times here
   CHECK(trigger_counts(rig.inst, Ev::desc()).snapshots == 40);  // id == 99: swaps of the live ring and the spare
   CHECK(hist_file(rig.hist, Ev::desc()).find("Entries: 64\n") != std::string::npos);
+  CHECK(hist_file(rig.hist, Ev::desc()).find("{ common_stacktrace:\n") != std::string::npos);
 #endif
 }
 

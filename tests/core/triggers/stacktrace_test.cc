@@ -151,3 +151,34 @@ TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel
   CHECK(o->format().common_fields == k.format().common_fields);
   CHECK(o->format().print_fmt == k.format().print_fmt);
 }
+
+TEST_CASE("stacktrace: a hist keyed by the call chain (keys=common_stacktrace)", "[triggers][stacktrace][hist]") {
+  Instance inst(small());
+  inst.enable(StackEv::desc());
+  REQUIRE(set_trigger(inst, StackEv::desc(), "hist:keys=stacktrace").ok());
+  for (int i = 0; i < 3; ++i) CHECK(tp_fp_outer(&inst, i) == i + 5);
+  for (int i = 0; i < 2; ++i) CHECK(tp_nofp_outer(&inst, i) == i + 5);
+  const std::string h = hist_file(inst, StackEv::desc());
+  INFO(h);
+  // The kernel names the key common_stacktrace, whichever way it was written.
+  CHECK(h.starts_with("# event histogram\n#\n# trigger info: hist:keys=common_stacktrace:vals=hitcount:sort=hitcount:"
+                      "size=2048 [active]\n#\n\n{ common_stacktrace:\n"));
+  // hist_trigger_print_key: "%pS" lines indented by 9 blanks, innermost
+  // first, then "}" on its own line start, without the blank of one-line keys.
+  const size_t nofp = h.find("{ common_stacktrace:\n         tp_nofp_inner+0x");
+  const size_t fp = h.find("{ common_stacktrace:\n         tp_fp_inner+0x");
+  REQUIRE(nofp != std::string::npos);
+  REQUIRE(fp != std::string::npos);
+  CHECK(nofp < fp);  // sort=hitcount: 2 before 3
+  CHECK(h.find("\n         tp_nofp_middle+0x", nofp) < h.find("} hitcount:          2\n", nofp));
+  CHECK(h.find("\n         tp_fp_outer+0x", fp) < h.find("} hitcount:          3\n", fp));
+  // At most HIST_STACKTRACE_DEPTH (16) frames per key.
+  const std::string entry = h.substr(fp, h.find("} hitcount:", fp) - fp);
+  CHECK(std::count(entry.begin(), entry.end(), '\n') <= 17);
+  CHECK(h.find("    Hits: 5\n    Entries: 2\n    Dropped: 0\n") != std::string::npos);
+  // Not a value (__create_val_field).
+  const TriggerStatus st = set_trigger(inst, StackEv::desc(), "hist:keys=x:vals=common_stacktrace");
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "Invalid field modifier");
+  CHECK(st.error().pos == static_cast<int>(st.error().command.find("common_stacktrace")));
+}

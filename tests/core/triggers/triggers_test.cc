@@ -429,3 +429,61 @@ TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writ
   }
 }
 
+
+TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val", "[triggers][hist]") {
+  Instance inst(small());
+  inst.enable(Req::desc());
+  const EventDesc& ev = Req::desc();
+  REQUIRE(set_trigger(inst, ev, "hist:keys=id:vals=hitcount.percent,lat.graph:sort=id").ok());
+  REQUIRE(set_trigger(inst, ev, "hist:keys=id:vals=lat.percent:sort=id:NOHC").ok());
+  Req::emit(inst, 1, 10, "a");
+  Req::emit(inst, 2, 20, "b");
+  Req::emit(inst, 2, 20, "b");
+  Req::emit(inst, 3, 5, "c");
+  CHECK(trigger_file(inst, ev) ==
+        "hist:keys=id:vals=hitcount,hitcount.percent,lat.graph:sort=id:size=2048 [active]\n"
+        "hist:keys=id:vals=lat.percent:sort=id:size=2048:nohitcount [active]\n");
+  // hitcount (%): of the 4 hits; lat: 20 columns scaled to the largest sum (40).
+  CHECK(hist_file(inst, ev) ==
+        "# event histogram\n#\n"
+        "# trigger info: hist:keys=id:vals=hitcount,hitcount.percent,lat.graph:sort=id:size=2048 [active]\n#\n\n"
+        "{ id:          1 } hitcount:          1  hitcount (%):  25.00  lat: #####               \n"
+        "{ id:          2 } hitcount:          2  hitcount (%):  50.00  lat: ####################\n"
+        "{ id:          3 } hitcount:          1  hitcount (%):  25.00  lat: ##                  \n"
+        "\nTotals:\n    Hits: 4\n    Entries: 3\n    Dropped: 0\n"
+        "\n\n"
+        "# event histogram\n#\n"
+        "# trigger info: hist:keys=id:vals=lat.percent:sort=id:size=2048:nohitcount [active]\n#\n\n"
+        "{ id:          1 }  lat (%):  18.18\n"
+        "{ id:          2 }  lat (%):  72.72\n"
+        "{ id:          3 }  lat (%):   9.09\n"
+        "\nTotals:\n    Hits: 4\n    Entries: 3\n    Dropped: 0\n");
+  CHECK(triggers::format_hist_val("v", triggers::kPercent, 3, 0, 0) == " v (%):[ERROR]");
+  CHECK(triggers::format_hist_val("v", triggers::kPercent, 0, 0, 0) == " v (%):   0.00");
+  CHECK(triggers::format_hist_val("v", triggers::kGraph, 1, 0, 0) == " v:              [ERROR]");
+
+  // Misuse, with the kernel's message and caret.
+  struct Row {
+    const char* cmd;
+    int err;
+    const char* message;
+    const char* caret_at;  // "" = position 0
+  };
+  const Row rows[] = {
+      {"hist:keys=id.percent", EINVAL, "Invalid field modifier", "percent"},
+      {"hist:keys=id:x=lat.graph", EINVAL, "Invalid field modifier", "graph"},
+      {"hist:keys=id:nohitcount", ENOENT, "Non-hitcount value is required for 'nohitcount'", ""},
+      {"hist:keys=id:vals=hitcount:NOHC", ENOENT, "Non-hitcount value is required for 'nohitcount'", ""},
+      {"hist:keys=id:vals=lat.log2", EINVAL, "Invalid field modifier", "lat.log2"},
+      {"hist:keys=id:vals=lat.buckets=10", EINVAL, "Invalid field modifier", "lat.buckets=10"},
+      {"hist:keys=id:x=lat.log2", EINVAL, "Invalid field modifier", "lat.log2"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.cmd);
+    const TriggerStatus st = set_trigger(inst, ev, r.cmd);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().err == r.err);
+    CHECK(st.error().message == r.message);
+    CHECK(st.error().pos == (r.caret_at[0] == '\0' ? 0 : static_cast<int>(st.error().command.find(r.caret_at))));
+  }
+}

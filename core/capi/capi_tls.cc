@@ -20,6 +20,13 @@
 
 #include "tracepipe/core/capi/capi_internal.h"
 
+namespace tracepipe::capi {
+void touch_thread_locals() noexcept {
+  ThreadContext* volatile c = detail::tl_context;
+  (void)c;
+}
+}  // namespace tracepipe::capi
+
 #if defined(TRACEPIPE_TLS_CACHED_OFFSET) && defined(__x86_64__)
 namespace tracepipe::detail {
 

@@ -10,6 +10,10 @@
 //       otherwise ─▶ header + body on this call's stack ─▶ filter
 //         ├─ reject ─▶ count
 //         └─ accept ─▶ ring.reserve + copy + commit (Instance's commit_from_stack)
+//     one instance, no filter, trigger or soft-disable: the emit's direct
+//     path (reserve, copy, commit) in the lane's read-side section
+//     (thread's context: one %fs-relative load when the library's
+//     thread-locals are static TLS, capi_tls.cc; else the lane out of line)
 //     anything else ─▶ one WriterScope, each subscribed instance's emit
 //                      (its staging slot or direct reservation, as the C++ fan-out)
 //   tracepipe_emit(instance, event, body, size)     one instance: Instance::emit_fill
@@ -35,10 +39,11 @@ using detail::Subscribers;
   counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);  // (R8)
 }
 
-/// Copies n bytes (n >= 8, as every record body here but an empty one) in
-/// moves of 32, 16 or 8 bytes, the last one overlapping the one before it
-/// rather than finishing byte by byte or word by word: a run-time size
-/// costs two or three moves, as a constant one, for bodies up to 64 bytes.
+/// Copies n bytes in moves of 32, 16 or 8 bytes, the last one overlapping
+/// the one before it rather than finishing word by word and byte by byte:
+/// a run-time size costs two or three moves, as a constant one does, for
+/// bodies of 8 to 64 bytes (shorter ones byte by byte, longer than 256 by
+/// memcpy).
 [[gnu::always_inline]] inline void copy_body(std::byte* dst, const std::byte* src, size_t n) noexcept {
   if (n >= 32) [[likely]] {
     if (n > 256) [[unlikely]] {

@@ -10,6 +10,10 @@
 //       otherwise ─▶ header + body on this call's stack ─▶ filter
 //         ├─ reject ─▶ count
 //         └─ accept ─▶ ring.reserve + copy + commit (Instance's commit_from_stack)
+//     one instance, no filter, trigger or soft-disable: the emit's direct
+//     path (reserve, copy, commit) in the lane's read-side section
+//     (thread's context: one %fs-relative load when the library's
+//     thread-locals are static TLS, capi_tls.cc; else the lane out of line)
 //     anything else ─▶ one WriterScope, each subscribed instance's emit
 //                      (its staging slot or direct reservation, as the C++ fan-out)
 //   tracepipe_emit(instance, event, body, size)     one instance: Instance::emit_fill
@@ -35,6 +39,31 @@ using detail::Subscribers;
   counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);  // (R8)
 }
 
+/// Copies n bytes in moves of 32, 16 or 8 bytes, the last one overlapping
+/// the one before it rather than finishing word by word and byte by byte:
+/// a run-time size costs two or three moves, as a constant one does, for
+/// bodies of 8 to 64 bytes (shorter ones byte by byte, longer than 256 by
+/// memcpy).
+[[gnu::always_inline]] inline void copy_body(std::byte* dst, const std::byte* src, size_t n) noexcept {
+  if (n >= 32) [[likely]] {
+    if (n > 256) [[unlikely]] {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    size_t i = 0;
+    for (; i + 32 < n; i += 32) __builtin_memcpy(dst + i, src + i, 32);
+    __builtin_memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    __builtin_memcpy(dst, src, 16);
+    __builtin_memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    __builtin_memcpy(dst, src, 8);
+    __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 /// The stack lane once the caller's bytes did not decide (the filter reads
 /// a common field, needs the general evaluator, or accepted): the record
 /// built on this frame, then filter_from_stack or commit_from_stack. Out of
@@ -47,7 +76,7 @@ using detail::Subscribers;
   if ((depth | ctx.in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
     hdr |= detail::nested_header_bits(depth);
   std::memcpy(rec, &hdr, sizeof hdr);
-  detail::copy_record(rec + sizeof hdr, body, size - sizeof hdr);
+  copy_body(rec + sizeof hdr, body, size - sizeof hdr);
   const std::span<const std::byte> r{rec, size};
   if (verdict < 0) verdict = prog.match_inline(r);
   if (verdict < 0)
@@ -92,7 +121,7 @@ using detail::Subscribers;
 /// a writer may act on).
 [[gnu::noinline]] void lane_rest_outermost(EventState& st, const filters::Program& prog, const std::byte* body,
                                            uint32_t size, int verdict) noexcept {
-  ThreadContext& ctx = *detail::tl_context;
+  ThreadContext& ctx = *detail::context_word();
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
   if (verdict == -2) verdict = verdict_on_body(prog, body, size);
   if (verdict == 0)
@@ -102,14 +131,36 @@ using detail::Subscribers;
   detail::leave_outermost_section();
 }
 
+/// The lane for an unfiltered event (enabled, no filter, trigger or
+/// soft-disable in `flags`) in one instance: the emit's direct path (R3:
+/// reserve, the caller's bytes copied in, commit) inside the outermost
+/// read-side section trace_lane() opened, which this closes; no second
+/// section and subscriber load in trace_fan_out.
+[[gnu::noinline]] void lane_direct_outermost(EventState& st, ThreadContext& ctx, const std::byte* body,
+                                             uint32_t size) noexcept {
+  auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    copy_body(rec.data() + sizeof(CommonHeader), body, size - sizeof(CommonHeader));
+  };
+  InstanceAccess::emit_to_state_in_scope(st, ctx, 0, size, fill);
+  detail::leave_outermost_section();
+}
+
+/// Closes the outermost read-side section trace_lane() opened on `ctx`
+/// (detail::leave_outermost_section(), with the context already read).
+[[gnu::always_inline]] inline void leave_section(ThreadContext& ctx) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ctx.read_section.store(detail::opaque_zero(), std::memory_order_release);  // (D)
+}
+
 /// EventDecl::trace_rejects_first's shape: the lane for the commonest case
 /// (one subscribed instance), in the outermost read-side section; inline,
 /// only the commonest filter, one compare of a 4-byte field
 /// (Program::single32_pos), read from the caller's bytes. True: done (the
 /// section closed); false: not taken (nested, several instances, another
 /// path), the section closed: go to fan_out.
-[[gnu::always_inline]] inline bool trace_lane(const tracepipe_event& ev, const std::byte* body) noexcept {
-  ThreadContext* ctx = detail::tl_context;
+/// `ctx`: the thread's context (null: not registered).
+[[gnu::always_inline]] inline bool trace_lane(const tracepipe_event& ev, const std::byte* body,
+                                              ThreadContext* ctx) noexcept {
   if (ctx == nullptr) [[unlikely]]
     return false;
   if (!detail::enter_outermost_section(*ctx)) [[unlikely]]
@@ -128,7 +179,7 @@ using detail::Subscribers;
         std::memcpy(&x, body + (pos - sizeof(CommonHeader)), sizeof x);  // (R6) the record's bytes at pos
         if (!prog->match_u32(x)) {
           count_reject(st, *ctx);  // (R8): nothing else touched
-          detail::leave_outermost_section();
+          leave_section(*ctx);
           return true;
         }
         verdict = 1;
@@ -136,10 +187,21 @@ using detail::Subscribers;
       lane_rest_outermost(st, *prog, body, ev.fixed_size, verdict);  // closes the section
       return true;
     }
+    constexpr uint32_t kDirect = detail::EventState::kEnabled | detail::EventState::kFiltered |
+                                 detail::EventState::kSoftDisabled | detail::EventState::kTriggered;
+    if ((flags & kDirect) == detail::EventState::kEnabled) {
+      lane_direct_outermost(st, *ctx, body, ev.fixed_size);  // closes the section
+      return true;
+    }
   }
-  detail::leave_outermost_section();
+  leave_section(*ctx);
   return done;
 }
+
+/// trace_lane() with the thread's context read through the TLS descriptor
+/// (the library's thread-locals are dynamic TLS): out of line, so that the
+/// static case's lane has no call and no frame.
+[[gnu::noinline]] void trace_dynamic_tls(const tracepipe_event& ev, const std::byte* body) noexcept;
 
 /// Every subscribed instance in one WriterScope (EventDecl::fan_out).
 /// `body` non-null: a fixed-size body, which may take the stack lane per
@@ -169,7 +231,7 @@ template <class Fill>
 /// tracepipe_trace() past its lane: every subscribed instance.
 [[gnu::noinline]] void trace_fan_out(const tracepipe_event& ev, const std::byte* body, uint32_t rec_size) noexcept {
   auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-    detail::copy_record(rec.data() + sizeof(CommonHeader), body, rec_size - sizeof(CommonHeader));
+    copy_body(rec.data() + sizeof(CommonHeader), body, rec_size - sizeof(CommonHeader));
   };
   fan_out(ev, rec_size, ev.stack_lane ? body : nullptr, fill);
 }
@@ -249,6 +311,10 @@ tracepipe_emit_result to_c(EmitResult r) noexcept {
   return TRACEPIPE_EMIT_DISABLED;
 }
 
+void trace_dynamic_tls(const tracepipe_event& ev, const std::byte* body) noexcept {
+  if (!trace_lane(ev, body, detail::context_word())) trace_fan_out(ev, body, ev.fixed_size);
+}
+
 }  // namespace
 }  // namespace tracepipe::capi
 
@@ -265,7 +331,18 @@ void tracepipe_trace(const tracepipe_event* event, const void* body, size_t size
   // look at the word before the lane's own: the caller's
   // TRACEPIPE_TRACEPOINT_ENABLED has just read it.
   if (size == event->body_fixed && event->stack_lane && b != nullptr) [[likely]] {
-    if (trace_lane(*event, b)) [[likely]]
+#if defined(TRACEPIPE_TLS_CACHED_OFFSET) && defined(__x86_64__)
+    // The thread's context by its static TLS offset, one %fs-relative load
+    // (capi_tls.cc); dynamic TLS: the same lane, out of line.
+    const std::ptrdiff_t off = detail::tl_context_offset;
+    if (off == 0) [[unlikely]]
+      return trace_dynamic_tls(*event, b);
+    ThreadContext* ctx;
+    asm volatile("movq %%fs:(%1), %0" : "=r"(ctx) : "r"(off));
+#else
+    ThreadContext* ctx = detail::context_word();
+#endif
+    if (trace_lane(*event, b, ctx)) [[likely]]
       return;
     return trace_fan_out(*event, b, event->fixed_size);  // tail calls: no frame here
   }
@@ -303,7 +380,7 @@ tracepipe_emit_result tracepipe_emit(tracepipe_instance* instance, const tracepi
   const auto* b = static_cast<const std::byte*>(body);
   return to_c(instance->inst->emit_fill(*event->desc, rec_size,
                                         [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-                                          detail::copy_record(rec.data() + sizeof(CommonHeader), b,
+                                          copy_body(rec.data() + sizeof(CommonHeader), b,
                                                               rec_size - sizeof(CommonHeader));
                                         }));
 }

@@ -50,10 +50,19 @@ const char* last_error() noexcept;
 /// The status and message of the exception being handled (call in a catch).
 tracepipe_status fail_current() noexcept;
 
+/// Touches the library's thread-locals through an out-of-line call
+/// (capi_tls.cc). When they are dynamic TLS, a thread's first touch makes
+/// the loader allocate its block, which glibc before 2.40 did without
+/// saving vector registers (glibc bug 31372): made here, where no caller
+/// holds one (they are all caller-saved), it is never made inside a
+/// function that does.
+[[gnu::noinline]] void touch_thread_locals() noexcept;
+
 /// Runs `f` (returning tracepipe_status) with every exception turned into a
 /// status and message (C2).
 template <class F>
 tracepipe_status guarded(F&& f) noexcept {
+  touch_thread_locals();
   try {
     return f();
   } catch (...) {

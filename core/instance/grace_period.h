@@ -89,7 +89,7 @@ extern constinit std::atomic<uint64_t> gp_global_section;
 class WriterScope {
  public:
   [[gnu::always_inline]] explicit WriterScope([[maybe_unused]] ThreadContext& c) noexcept {
-    ThreadContext& t = *detail::tl_context;
+    ThreadContext& t = *detail::context_word();
     assert(&c == &t);
     prev_ = t.read_section.load(std::memory_order_relaxed);
     // acquire: the section's own loads (C) must not be performed before
@@ -109,7 +109,7 @@ class WriterScope {
     // stack, and this store then gets its address only after a reload,
     // late. The next emit's load of the same word waits for that address; a
     // %fs-relative address is ready at once.
-    ThreadContext& t = *detail::tl_context;
+    ThreadContext& t = *detail::context_word();
     // (D) The outermost scope stores the constant 0 (see the top of this
     // file); an inner one restores the word its opener left, which every
     // handler that ran meanwhile restored too.
@@ -146,7 +146,7 @@ namespace detail {
 }
 [[gnu::always_inline]] inline void leave_outermost_section() noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  tl_context->read_section.store(opaque_zero(), std::memory_order_release);  // (D)
+  context_word()->read_section.store(opaque_zero(), std::memory_order_release);  // (D)
 }
 }  // namespace detail
 

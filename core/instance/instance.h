@@ -139,7 +139,7 @@ namespace detail {
 template <class Fill>
 struct FillWriter;
 /// The time stamp RawEmit::emit_at() hands to instances with external_time.
-extern thread_local constinit uint64_t tl_external_ts __attribute__((tls_model("initial-exec")));
+extern thread_local constinit uint64_t tl_external_ts TRACEPIPE_TLS_MODEL;
 /// The filter "0": an empty program that accepts every record. detail::EventState::
 /// program holds it when the event has no filter, so that pointer is never
 /// null. Made on first use (allocates once; throws std::bad_alloc) and never

@@ -55,6 +55,21 @@
 #include "tracepipe/buffers/sanitizers.h"
 #include "tracepipe/core/events/cmdline.h"
 
+// The TLS model of the thread-locals the write path reads. Initial-exec
+// where a consumer's code inlines the fast path: one load off the thread
+// pointer, in a consumer's shared object too (PIC code would call
+// __tls_get_addr instead). The library's own sources are built with
+// TRACEPIPE_TLS_DESCRIPTORS and TLS descriptors (-mtls-dialect=gnu2 on
+// x86-64; the default on arm64): none of their accesses is initial-exec,
+// so a shared library made of them (libtracepipe_c) loads with dlopen()
+// however little static TLS the loader has left. In an executable the
+// linker turns both kinds into the same local-exec access.
+#if defined(TRACEPIPE_TLS_DESCRIPTORS)
+#define TRACEPIPE_TLS_MODEL
+#else
+#define TRACEPIPE_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
 namespace tracepipe {
 
 namespace detail {
@@ -111,7 +126,32 @@ struct ThreadContext {
 };
 
 namespace detail {
-extern thread_local constinit ThreadContext* tl_context __attribute__((tls_model("initial-exec")));
+extern thread_local constinit ThreadContext* tl_context TRACEPIPE_TLS_MODEL;
+#if defined(TRACEPIPE_TLS_CACHED_OFFSET) && defined(__x86_64__)
+/// libtracepipe_c's sources only (core/capi/capi_tls.cc): tl_context's
+/// offset from the thread pointer when the library's thread-locals sit in
+/// static TLS (the same offset in every thread), found once as the library
+/// loads; 0 when they are dynamic (dlopen() found no static room).
+extern constinit std::ptrdiff_t tl_context_offset;
+/// tl_context through its TLS descriptor (out of line: no call, so no
+/// frame, on the static path).
+[[gnu::cold, gnu::noinline]] ThreadContext* context_word_dynamic() noexcept;
+/// tl_context's value: with the offset known, one %fs-relative load, as an
+/// initial-exec access; else through its TLS descriptor.
+[[gnu::always_inline]] inline ThreadContext* context_word() noexcept {
+  if (const std::ptrdiff_t off = tl_context_offset; off != 0) [[likely]] {
+    ThreadContext* c;
+    // volatile: read again at each use, never merged with a read made
+    // before a call that may have set tl_context (register_thread()).
+    asm volatile("movq %%fs:(%1), %0" : "=r"(c) : "r"(off));
+    return c;
+  }
+  return context_word_dynamic();
+}
+#else
+/// tl_context's value (the reads on the write path go through here).
+[[gnu::always_inline]] inline ThreadContext* context_word() noexcept { return tl_context; }
+#endif
 /// Registers the calling thread; nullptr if that is impossible right now (a
 /// signal handler interrupted the registration, or the thread is exiting).
 [[gnu::cold, gnu::noinline]] ThreadContext* register_thread();
@@ -139,7 +179,7 @@ void set_thread_observer(const ThreadObserver* observer) noexcept;
 /// registration, or during thread exit: the caller then drops its event
 /// (counted in unregistered_drops()).
 [[gnu::always_inline]] inline ThreadContext* thread_context() {
-  ThreadContext* c = detail::tl_context;
+  ThreadContext* c = detail::context_word();
   if (c != nullptr) [[likely]]
     return c;
   return detail::register_thread();

@@ -30,7 +30,7 @@ namespace {
 
 // A synthetic event generated inside another event's trigger may itself
 // have triggers; bound the chain as the kernel's recursion protection does.
-thread_local constinit uint32_t tl_synth_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local constinit uint32_t tl_synth_depth TRACEPIPE_TLS_MODEL = 0;
 constexpr uint32_t kMaxSynthDepth = 4;
 
 // A string field of the record: its bytes (up to the NUL) and length.

@@ -66,7 +66,7 @@ struct fixed {
   uint32_t seq;
   char tag[12];
 };
-static tracepipe_tracepoint tp_fixed, tp_dyn, tp_off;
+static tracepipe_tracepoint tp_fixed, tp_dyn, tp_off, tp_plain;
 
 static tracepipe_event* declare(const char* name, tracepipe_tracepoint* tp, int dynamic) {
   const tracepipe_field f[] = {
@@ -85,11 +85,12 @@ static tracepipe_event* declare(const char* name, tracepipe_tracepoint* tp, int 
 
 /* Every entry point and lane, n times. */
 static unsigned emit_all(tracepipe_instance* a, tracepipe_event* fixed, tracepipe_event* dyn,
-                         tracepipe_event* off, uint32_t n) {
+                         tracepipe_event* off, tracepipe_event* plain, uint32_t n) {
   unsigned kept = 0;
   for (uint32_t i = 0; i < n; ++i) {
     struct fixed b = {i, "tag"};
     TRACEPIPE_C_TRACE(tp_fixed, fixed, &b, sizeof b); /* lane: integer compare, reject or accept */
+    TRACEPIPE_C_TRACE(tp_plain, plain, &b, sizeof b); /* lane: unfiltered, straight into the ring */
     const tracepipe_value v[2] = {{.num = i}, {.data = i % 2 ? "odd" : "even", .len = TRACEPIPE_STRLEN}};
     if (TRACEPIPE_TRACEPOINT_ENABLED(tp_dyn)) tracepipe_trace_values(dyn, v, 2); /* staged slot, string filter */
     kept += tracepipe_emit(a, fixed, &b, sizeof b) == TRACEPIPE_EMIT_KEPT;      /* one instance */
@@ -104,14 +105,16 @@ int main(void) {
   tracepipe_event* fixed = declare("fixed", &tp_fixed, 0);
   tracepipe_event* dyn = declare("dyn", &tp_dyn, 1);
   tracepipe_event* off = declare("off", &tp_off, 0);
+  tracepipe_event* plain = declare("plain", &tp_plain, 0);
   tracepipe_instance *a = NULL, *b = NULL;
   tracepipe_instance_options o = TRACEPIPE_INSTANCE_OPTIONS_INIT;
   o.buffer_size_kb = 256;
-  if (!fixed || !dyn || !off || tracepipe_instance_create(&o, &a) != TRACEPIPE_OK ||
+  if (!fixed || !dyn || !off || !plain || tracepipe_instance_create(&o, &a) != TRACEPIPE_OK ||
       tracepipe_instance_create(&o, &b) != TRACEPIPE_OK)
     return 1;
   tracepipe_instance_enable(a, fixed, 1);
   tracepipe_instance_enable(a, dyn, 1);
+  tracepipe_instance_enable(a, plain, 1);
   tracepipe_instance_enable(b, dyn, 1); /* two subscribers: the fan-out */
   if (tracepipe_instance_set_filter(a, fixed, "seq < 100") != TRACEPIPE_OK ||
       tracepipe_instance_set_filter(a, dyn, "tag == \"odd\"") != TRACEPIPE_OK)
@@ -120,10 +123,10 @@ int main(void) {
   const pid_t pid = fork();
   if (pid == 0) {
     tracepipe_thread_prepare();
-    emit_all(a, fixed, dyn, off, 8); /* warm: first touches of the counter pages and slots */
+    emit_all(a, fixed, dyn, off, plain, 8); /* warm: first touches of the counter pages and slots */
     counting = 1;
     if (!jail()) _exit(3);
-    const unsigned kept = emit_all(a, fixed, dyn, off, 1000);
+    const unsigned kept = emit_all(a, fixed, dyn, off, plain, 1000);
     counting = 0;
     char msg[96];
     const int len = snprintf(msg, sizeof msg, "jailed: %u kept, %lu allocations\n", kept, allocations);

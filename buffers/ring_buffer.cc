@@ -191,9 +191,12 @@ bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t o
     }
     b.waits.fetch_add(1, std::memory_order_relaxed);
     bw.start = now;
+    bw.credited = now;
     bw.deadline = timeout == kBlockForever || now + timeout < now ? UINT64_MAX : now + timeout;
   }
   if (timeout == 0 || now >= bw.deadline) {  // (W4) the bound, or set_block_timeout(0)
+    b.wait_ns.fetch_add(now - bw.credited, std::memory_order_relaxed);
+    bw.credited = now;
     b.timed_out.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -213,7 +216,8 @@ bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t o
   }
   b.waiters.fetch_sub(1, std::memory_order_seq_cst);  // (W3)
   const uint64_t t = monotonic_clock_ns();
-  b.wait_ns.fetch_add(t - now, std::memory_order_relaxed);
+  b.wait_ns.fetch_add(t - bw.credited, std::memory_order_relaxed);
+  bw.credited = t;
   const uint64_t waited = t - bw.start;  // this reservation's wait so far
   uint64_t m = b.max_wait_ns.load(std::memory_order_relaxed);
   while (waited > m && !b.max_wait_ns.compare_exchange_weak(m, waited, std::memory_order_relaxed)) {

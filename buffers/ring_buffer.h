@@ -643,7 +643,9 @@ class RingBufferBase {
   std::unique_ptr<Blocking> block_;
   // One reservation's wait: when it began and its bound (monotonic ns; 0: not yet).
   struct BlockWait {
-    uint64_t start = 0, deadline = 0;
+    // credited: the time up to which this reservation's wait is in wait_ns,
+    // so that the gaps between a writer's retries count as waiting too.
+    uint64_t start = 0, deadline = 0, credited = 0;
   };
   // (W1)-(W4) for a writer whose switch found `nidx` unread or busy (lap
   // old_lap). `bw` starts zeroed for a reservation and is kept by the caller

@@ -18,7 +18,7 @@
 
 namespace tracepipe::triggers {
 
-thread_local constinit uintptr_t tl_hist_stack_cfa __attribute__((tls_model("initial-exec"))) = 0;
+thread_local constinit uintptr_t tl_hist_stack_cfa TRACEPIPE_TLS_MODEL = 0;
 
 namespace {
 

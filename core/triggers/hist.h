@@ -100,7 +100,7 @@ inline constexpr uint32_t kHistStackDepth = 16;  ///< HIST_STACKTRACE_DEPTH
 
 /// The CFA of the trigger's frame on this thread while a hist with a
 /// stacktrace key is updated: the stack is taken above it (stack_trace.h).
-extern thread_local constinit uintptr_t tl_hist_stack_cfa __attribute__((tls_model("initial-exec")));
+extern thread_local constinit uintptr_t tl_hist_stack_cfa TRACEPIPE_TLS_MODEL;
 
 class HistMap;
 struct SynthEvent;

@@ -29,7 +29,7 @@ inline constexpr uint64_t kOffMask = (uint64_t{1} << kOffBits) - 1;
 inline constexpr uint64_t kPausedBit = uint64_t{1} << 23;
 inline constexpr uint64_t kIdxMask = (uint64_t{1} << kIdxBits) - 1;
 inline constexpr uint64_t kLapMask = (uint64_t{1} << kLapBits) - 1;
-inline constexpr uint64_t kMaxSubbufSize = uint64_t{1} << 22;   // 4 MiB
+inline constexpr uint64_t kMaxSubbufSize = uint64_t{1} << 22;  // 4 MiB
 inline constexpr uint64_t kMinSubbufSize = 64;
 inline constexpr uint64_t kMaxPositions = uint64_t{1} << kIdxBits;
 
@@ -66,7 +66,8 @@ constexpr uint64_t pw_holders(uint64_t w) noexcept { return (w >> 34) & 0xff; }
 constexpr Phase pw_phase(uint64_t w) noexcept { return static_cast<Phase>((w >> 32) & 3); }
 constexpr uint64_t pw_lap(uint64_t w) noexcept { return w >> 44; }
 constexpr uint64_t make_pw(Phase ph, uint64_t lap, uint64_t pins, uint64_t read_off) noexcept {
-  return ((lap & kLapMask) << 44) | (uint64_t(static_cast<uint32_t>(ph)) << 32) | (pins << 24) | read_off;
+  return ((lap & kLapMask) << 44) | (uint64_t(static_cast<uint32_t>(ph)) << 32) | (pins << 24) |
+         read_off;
 }
 constexpr uint64_t pw_with_read_off(uint64_t w, uint64_t read_off) noexcept {
   return (w & ~kOffMask) | read_off;
@@ -92,7 +93,8 @@ struct alignas(16) TailWord {
 /// (D): the record's stride, read by a swap's walk (ring_buffer.h, "Set
 /// aside") to step over a pending record; a plain store on x86.
 [[gnu::always_inline]] inline void store_stride(RecordHeader* h, uint64_t stride) noexcept {
-  std::atomic_ref<uint32_t>(h->stride).store(static_cast<uint32_t>(stride), std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(h->stride).store(static_cast<uint32_t>(stride),
+                                             std::memory_order_relaxed);
 }
 
 /// Atomically: if *t == {pos, ts} then *t = {npos, nts} and return true;
@@ -135,9 +137,12 @@ struct alignas(16) TailWord {
 enum class SpareState : uint32_t { empty = 0, taken = 1, aside = 2 };
 constexpr uint64_t sw_from(uint64_t w) noexcept { return w & kOffMask; }
 constexpr uint64_t sw_slot(uint64_t w) noexcept { return (w >> 24) & kIdxMask; }
-constexpr SpareState sw_state(uint64_t w) noexcept { return static_cast<SpareState>((w >> 44) & 3); }
+constexpr SpareState sw_state(uint64_t w) noexcept {
+  return static_cast<SpareState>((w >> 44) & 3);
+}
 constexpr uint64_t make_sw(SpareState st, uint64_t slot, uint64_t from) noexcept {
-  return (uint64_t(static_cast<uint32_t>(st)) << 44) | ((slot & kIdxMask) << 24) | (from & kOffMask);
+  return (uint64_t(static_cast<uint32_t>(st)) << 44) | ((slot & kIdxMask) << 24) |
+         (from & kOffMask);
 }
 inline constexpr uint32_t kMaxSpares = 64;
 
@@ -160,14 +165,15 @@ struct alignas(64) CpuBuffer {
   std::atomic<uint64_t> lost_paused{0};
   std::atomic<uint64_t> lost_too_big{0};
   std::atomic<uint64_t> lost_busy{0};
-  std::atomic<uint64_t> padded{0};     // discards left as padding
-  std::atomic<uint64_t> reclaimed{0};  // discards whose space was reclaimed (one counter per discard)
+  std::atomic<uint64_t> padded{0};  // discards left as padding
+  std::atomic<uint64_t> reclaimed{
+      0};  // discards whose space was reclaimed (one counter per discard)
 
   alignas(64) std::atomic<uint64_t> switches{0};  // sub-buffer switches (slow path)
-  std::atomic<uint64_t> set_aside{0};            // sub-buffers swapped out with a pending record
-  std::atomic<uint64_t> lost_set_aside{0};       // records committed into set-aside memory (lost)
-  std::atomic<uint64_t> taken_over{0};           // recycles completed over another holder (swapped)
-  std::atomic<uint64_t>* spares = nullptr;       // nr_spares spare words
+  std::atomic<uint64_t> set_aside{0};             // sub-buffers swapped out with a pending record
+  std::atomic<uint64_t> lost_set_aside{0};        // records committed into set-aside memory (lost)
+  std::atomic<uint64_t> taken_over{0};      // recycles completed over another holder (swapped)
+  std::atomic<uint64_t>* spares = nullptr;  // nr_spares spare words
   uint32_t nr_spares = 0;
   // nr_pos + nr_spares: per memory slot, the recyclers whose hold a takeover
   // absorbed while they may still walk that memory (ring_buffer.h,
@@ -175,14 +181,15 @@ struct alignas(64) CpuBuffer {
   // Process-private, also for a ring in a file mapping (recovery needs none).
   std::atomic<int32_t>* walkers = nullptr;
 
-  alignas(64) std::atomic<uint64_t> read{0};     // records consumed (handed out)
-  std::atomic<uint64_t> held{0};                 // taken by consuming readers, not yet handed out
-  std::atomic<uint64_t> held_oldest_ts{0};       // stamp of the oldest of those
-  std::atomic<uint64_t> held_newest_ts{0};       // and of the newest
-  std::atomic<uint64_t> held_bytes{0};           // their payload bytes
-  std::atomic<uint64_t> read_lap{0};             // the consuming readers' current sub-buffer
+  alignas(64) std::atomic<uint64_t> read{0};  // records consumed (handed out)
+  std::atomic<uint64_t> held{0};              // taken by consuming readers, not yet handed out
+  std::atomic<uint64_t> held_oldest_ts{0};    // stamp of the oldest of those
+  std::atomic<uint64_t> held_newest_ts{0};    // and of the newest
+  std::atomic<uint64_t> held_bytes{0};        // their payload bytes
+  std::atomic<uint64_t> read_lap{0};          // the consuming readers' current sub-buffer
   std::atomic<uint64_t> read_idx{0};
-  std::atomic<uint64_t> wait_polls{0};           // sleep slices ended in readers' wait() (writers never look)
+  std::atomic<uint64_t> wait_polls{
+      0};  // sleep slices ended in readers' wait() (writers never look)
 
   /// The memory of memory slot `slot`.
   std::byte* slot_page(uint64_t slot) const noexcept { return pages + (slot << subbuf_shift); }
@@ -194,7 +201,8 @@ struct alignas(64) CpuBuffer {
   }
 };
 static_assert(offsetof(CpuBuffer, tail) == 0);
-static_assert(offsetof(CpuBuffer, cpu) + sizeof(uint32_t) <= 64, "the write path's fields share line 0");
+static_assert(offsetof(CpuBuffer, cpu) + sizeof(uint32_t) <= 64,
+              "the write path's fields share line 0");
 static_assert(offsetof(CpuBuffer, overrun) == 64, "loss counters start the second cache line");
 static_assert(offsetof(CpuBuffer, switches) == 128);
 static_assert(offsetof(CpuBuffer, read) == 192, "reader state on its own line");
@@ -208,7 +216,8 @@ enum class Recycle : uint8_t {
   recycled,  ///< it is FREE now
   raced,     ///< its position word changed meanwhile: look again
   pending,   ///< a record in it is not committed yet (or END not written)
-  pinned,    ///< a reader pins it (copying), or another recycler holds it and no spare is free to take over
+  pinned,    ///< a reader pins it (copying), or another recycler holds it and no spare is free to
+             ///< take over
   unread,    ///< drop-newest: not fully consumed
   stale,     ///< it is not the expected lap
 };
@@ -218,7 +227,8 @@ enum class Recycle : uint8_t {
 /// rb_handle_head_page (RB_PAGE_HEAD → pushing the head), rb_tail_page_update.
 /// `stride` is the switching writer's record stride, the walk's first guess
 /// (walk_subbuf; 0: none).
-Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_t stride = 0) noexcept;
+Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap,
+                          uint64_t stride = 0) noexcept;
 /// Overwrite mode: returns the set-aside sub-buffers whose records are all
 /// committed now to the spares (zeroed), counting the data records committed
 /// since they were set aside as lost_set_aside. Returns how many are EMPTY
@@ -229,7 +239,9 @@ uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
 /// Called after each sub-buffer switch (slow path): counts it. (Nothing
 /// else: writers never wake readers; wait() polls, see readers.h.)
-inline void note_switch(CpuBuffer& cb) noexcept { cb.switches.fetch_add(1, std::memory_order_relaxed); }
+inline void note_switch(CpuBuffer& cb) noexcept {
+  cb.switches.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace tracepipe::buffers::detail
 
@@ -285,7 +297,8 @@ struct WalkResult {
 /// stride; no record is skipped or read past S either way.
 /// `guess` is the stride to expect first (0: none), e.g. the caller's own.
 template <class F>
-inline WalkResult walk_page(const std::byte* page, uint64_t S, uint64_t from, F&& f, uint64_t guess = 0) noexcept {
+inline WalkResult walk_page(const std::byte* page, uint64_t S, uint64_t from, F&& f,
+                            uint64_t guess = 0) noexcept {
   uint64_t off = from;
   while (off < S) {
     const uint32_t w = load_word(page + off);
@@ -302,7 +315,8 @@ inline WalkResult walk_page(const std::byte* page, uint64_t S, uint64_t from, F&
 }
 /// walk_page over the memory position `idx` uses now (the caller pins it).
 template <class F>
-inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, F&& f, uint64_t guess = 0) noexcept {
+inline WalkResult walk_subbuf(const CpuBuffer& cb, uint64_t idx, uint64_t from, F&& f,
+                              uint64_t guess = 0) noexcept {
   return walk_page(cb.page(idx), cb.subbuf_size, from, std::forward<F>(f), guess);
 }
 
@@ -312,8 +326,10 @@ inline std::optional<uint64_t> pin(CpuBuffer& cb, uint64_t idx, uint64_t lap) no
   std::atomic<uint64_t>& slot = cb.positions[idx];
   uint64_t w = slot.load(std::memory_order_acquire);
   for (;;) {
-    if (pw_phase(w) != Phase::live || pw_lap(w) != lap || pw_pins(w) == kPinsMax) return std::nullopt;
-    if (slot.compare_exchange_weak(w, w + kPinUnit, std::memory_order_acq_rel, std::memory_order_acquire))
+    if (pw_phase(w) != Phase::live || pw_lap(w) != lap || pw_pins(w) == kPinsMax)
+      return std::nullopt;
+    if (slot.compare_exchange_weak(w, w + kPinUnit, std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
       return w + kPinUnit;
   }
 }

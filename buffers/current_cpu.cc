@@ -1,7 +1,6 @@
 #include "tracepipe/buffers/current_cpu.h"
 
 #include <sched.h>
-
 #include <sys/sysinfo.h>
 
 #include "tracepipe/buffers/sysfs_cpus.h"

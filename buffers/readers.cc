@@ -58,11 +58,13 @@ uint64_t load_tail(const CpuBuffer& cb) noexcept { return load_relaxed(cb.tail.p
 WalkResult copy_out(const CpuBuffer& cb, uint64_t idx, uint64_t from, std::vector<std::byte>& copy,
                     std::vector<CopiedRecord>& recs) {
   recs.clear();
-  const WalkResult r = walk_subbuf(cb, idx, from, [&](uint64_t off, uint32_t word, const RecordHeader* h) {
-    if (word_kind(word) != kKindData) return;
-    recs.push_back({static_cast<uint32_t>(off - from + kHeaderSize), static_cast<uint32_t>(word_len(word)), h->ts,
-                    off + stride_for(word_len(word))});
-  });
+  const WalkResult r =
+      walk_subbuf(cb, idx, from, [&](uint64_t off, uint32_t word, const RecordHeader* h) {
+        if (word_kind(word) != kKindData) return;
+        recs.push_back({static_cast<uint32_t>(off - from + kHeaderSize),
+                        static_cast<uint32_t>(word_len(word)), h->ts,
+                        off + stride_for(word_len(word))});
+      });
   if (r.off > from) {
     if (copy.size() < r.off - from) copy.resize(cb.subbuf_size);
     std::memcpy(copy.data(), cb.page(idx) + from, r.off - from);
@@ -75,7 +77,8 @@ WalkResult copy_out(const CpuBuffer& cb, uint64_t idx, uint64_t from, std::vecto
 
 // ── ConsumingReader ─────────────────────────────────────────────────────────
 
-ConsumingReader::ConsumingReader(const RingBufferBase& rb, uint32_t cpu) : cb_(&checked_cpu(rb, cpu)), cpu_(cpu) {
+ConsumingReader::ConsumingReader(const RingBufferBase& rb, uint32_t cpu)
+    : cb_(&checked_cpu(rb, cpu)), cpu_(cpu) {
   cur_.lap = cb_->read_lap.load(std::memory_order_relaxed);
   cur_.idx = cb_->read_idx.load(std::memory_order_relaxed);
   copy_.resize(cb_->subbuf_size);
@@ -86,13 +89,19 @@ bool ConsumingReader::advance_read_off(uint64_t from, uint64_t to) noexcept {
   uint64_t w = slot.load(std::memory_order_acquire);
   for (;;) {
     if (pw_phase(w) != Phase::live || pw_lap(w) != cur_.lap || pw_read_off(w) != from) return false;
-    if (slot.compare_exchange_weak(w, pw_with_read_off(w, to), std::memory_order_acq_rel, std::memory_order_acquire))
+    if (slot.compare_exchange_weak(w, pw_with_read_off(w, to), std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
       return true;
   }
 }
 
 ConsumingReader::ConsumingReader(ConsumingReader&& o) noexcept
-    : cb_(o.cb_), cpu_(o.cpu_), cur_(o.cur_), copy_(std::move(o.copy_)), recs_(std::move(o.recs_)), next_(o.next_) {
+    : cb_(o.cb_),
+      cpu_(o.cpu_),
+      cur_(o.cur_),
+      copy_(std::move(o.copy_)),
+      recs_(std::move(o.recs_)),
+      next_(o.next_) {
   o.recs_.clear();
   o.next_ = 0;
 }
@@ -195,7 +204,8 @@ WaitResult ConsumingReader::wait(unsigned percent, std::chrono::nanoseconds time
     const auto now = clock::now();
     if (now >= deadline) return WaitResult::timeout;
     const auto slice = std::min<std::chrono::nanoseconds>(deadline - now, kWaitPollInterval);
-    const timespec ts{static_cast<time_t>(slice.count() / 1000000000), static_cast<long>(slice.count() % 1000000000)};
+    const timespec ts{static_cast<time_t>(slice.count() / 1000000000),
+                      static_cast<long>(slice.count() % 1000000000)};
     // EINTR (a signal) only ends the slice early: the loop looks again.
     (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
     cb_->wait_polls.fetch_add(1, std::memory_order_relaxed);
@@ -263,10 +273,13 @@ std::optional<Snapshot> Snapshot::take(const RingBufferBase& rb, uint32_t cpu) {
     if (pinned) {
       s.pinned_.push_back(cur.idx);
       const std::byte* page = cb.page(cur.idx);
-      walk_subbuf(cb, cur.idx, pw_read_off(*pinned), [&](uint64_t off, uint32_t word, const RecordHeader* h) {
-        if (word_kind(word) == kKindData)
-          s.recs_.push_back(RecordView{h->ts, cpu, {page + off + kHeaderSize, static_cast<size_t>(word_len(word))}});
-      });
+      walk_subbuf(
+          cb, cur.idx, pw_read_off(*pinned),
+          [&](uint64_t off, uint32_t word, const RecordHeader* h) {
+            if (word_kind(word) == kKindData)
+              s.recs_.push_back(RecordView{
+                  h->ts, cpu, {page + off + kHeaderSize, static_cast<size_t>(word_len(word))}});
+          });
     }
     if (cur.at_tail(tail)) break;
   }

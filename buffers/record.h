@@ -40,7 +40,7 @@ struct RecordView {
 namespace detail {
 
 struct RecordHeader {
-  uint32_t word;   // accessed through std::atomic_ref; see kind_*
+  uint32_t word;    // accessed through std::atomic_ref; see kind_*
   uint32_t stride;  // stride_for(payload length); plain, written at reserve (D) with ts
   uint64_t ts;      // plain; written before the word is released
 };

@@ -1,6 +1,7 @@
 // RingBufferBase: memory, pause/resume, statistics; the recycling and wake-up
 // helpers of the slow path; explicit instantiations of both modes.
 #include "tracepipe/buffers/ring_buffer.h"
+
 #include "tracepipe/buffers/sysfs_cpus.h"
 #ifdef TRACEPIPE_TEST_HOOKS
 #include "tracepipe/buffers/testing/hooks.h"
@@ -33,18 +34,19 @@ RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg, OverflowMode mo
   using namespace detail;
   if (cfg.cpus == 0 || cfg.cpus > 65536)
     throw ConfigError("ring buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
-  if (!is_pow2(cfg.subbuf_size) || cfg.subbuf_size < kMinSubbufSize || cfg.subbuf_size > kMaxSubbufSize)
+  if (!is_pow2(cfg.subbuf_size) || cfg.subbuf_size < kMinSubbufSize ||
+      cfg.subbuf_size > kMaxSubbufSize)
     throw ConfigError("ring buffer: subbuf_size must be a power of two in [64, 4194304], got " +
                       std::to_string(cfg.subbuf_size));
   if (cfg.size_per_cpu == 0) throw ConfigError("ring buffer: size_per_cpu must be > 0");
   size_t n = (cfg.size_per_cpu + cfg.subbuf_size - 1) / cfg.subbuf_size;
   if (n < 2) n = 2;  // like the kernel's minimum of two pages
   if (cfg.spare_subbufs > kMaxSpares)
-    throw ConfigError("ring buffer: spare_subbufs must be in [0, " + std::to_string(kMaxSpares) + "], got " +
-                      std::to_string(cfg.spare_subbufs));
+    throw ConfigError("ring buffer: spare_subbufs must be in [0, " + std::to_string(kMaxSpares) +
+                      "], got " + std::to_string(cfg.spare_subbufs));
   if (n + 1 + cfg.spare_subbufs > kMaxPositions)
-    throw ConfigError("ring buffer: size_per_cpu / subbuf_size must be < " + std::to_string(kMaxPositions) +
-                      " sub-buffers, got " + std::to_string(n));
+    throw ConfigError("ring buffer: size_per_cpu / subbuf_size must be < " +
+                      std::to_string(kMaxPositions) + " sub-buffers, got " + std::to_string(n));
   RingMemoryLayout l;
   l.cpus = cfg.cpus;
   l.nr_subbufs = static_cast<uint32_t>(n + 1);  // + the spare that overwrite recycles ahead
@@ -58,8 +60,9 @@ RingMemoryLayout ring_memory_layout(const RingBufferConfig& cfg, OverflowMode mo
   l.spares_offset = l.positions_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint64_t);
   l.slots_offset = l.spares_offset + size_t{l.cpus} * l.nr_spares * sizeof(uint64_t);
   const size_t page_align = 4096;
-  l.pages_offset = (l.slots_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint32_t) + page_align - 1) /
-                   page_align * page_align;
+  l.pages_offset =
+      (l.slots_offset + size_t{l.cpus} * l.nr_subbufs * sizeof(uint32_t) + page_align - 1) /
+      page_align * page_align;
   l.pages_per_cpu = (size_t{l.nr_subbufs} + l.nr_spares) * l.subbuf_size;
   l.total = l.pages_offset + size_t{l.cpus} * l.pages_per_cpu;
   return l;
@@ -79,8 +82,8 @@ RingBufferBase::RingBufferBase(const RingBufferConfig& cfg, OverflowMode mode) :
   external_memory_ = cfg.memory != nullptr;
   if (external_memory_) {
     if (cfg.memory_size < layout.total)
-      throw ConfigError("ring buffer: memory region of " + std::to_string(cfg.memory_size) + " bytes, needs " +
-                        std::to_string(layout.total));
+      throw ConfigError("ring buffer: memory region of " + std::to_string(cfg.memory_size) +
+                        " bytes, needs " + std::to_string(layout.total));
     if (reinterpret_cast<uintptr_t>(cfg.memory) % 4096 != 0)
       throw ConfigError("ring buffer: memory region not 4096-aligned");
     cpus_ = reinterpret_cast<CpuBuffer*>(cfg.memory + layout.cpu_state_offset);
@@ -174,10 +177,12 @@ RingBufferBase::BlockStats RingBufferBase::block_stats(uint32_t cpu) const noexc
 void RingBufferBase::wake_blocked_slow(uint32_t cpu) noexcept {
   BlockState& b = block_->cpus[cpu];
   b.seq.fetch_add(1, std::memory_order_seq_cst);
-  (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+  (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAKE_PRIVATE, INT32_MAX,
+                  nullptr, nullptr, 0);
 }
 
-bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap, BlockWait& bw) noexcept {
+bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap,
+                                BlockWait& bw) noexcept {
   using namespace detail;
   BlockState& b = block_->cpus[cb.cpu];
   const uint64_t timeout = block_->timeout_ns.load(std::memory_order_relaxed);
@@ -207,12 +212,14 @@ bool RingBufferBase::block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t o
   const uint32_t seq = b.seq.load(std::memory_order_seq_cst);
   const uint64_t w = cb.positions[nidx].load(std::memory_order_seq_cst);
   const bool changed = pw_phase(w) == Phase::free || pw_lap(w) != old_lap ||
-                       (pw_phase(w) == Phase::live && pw_read_off(w) == cb.subbuf_size && pw_pins(w) == 0 &&
-                        pw_holders(w) == 0);
+                       (pw_phase(w) == Phase::live && pw_read_off(w) == cb.subbuf_size &&
+                        pw_pins(w) == 0 && pw_holders(w) == 0);
   if (!changed) {
     const uint64_t slice = std::min<uint64_t>(bw.deadline - now, kBlockPollNs);
-    const timespec ts{static_cast<time_t>(slice / 1'000'000'000), static_cast<long>(slice % 1'000'000'000)};
-    (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAIT_PRIVATE, seq, &ts, nullptr, 0);
+    const timespec ts{static_cast<time_t>(slice / 1'000'000'000),
+                      static_cast<long>(slice % 1'000'000'000)};
+    (void)::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.seq), FUTEX_WAIT_PRIVATE, seq, &ts,
+                    nullptr, 0);
   }
   b.waiters.fetch_sub(1, std::memory_order_seq_cst);  // (W3)
   const uint64_t t = monotonic_clock_ns();
@@ -261,7 +268,8 @@ PauseFence RingBufferBase::pause() noexcept {
     for (uint32_t c = 0; c < ncpu_; ++c) {
       detail::CpuBuffer& cb = cpus_[c];
       uint64_t pos = detail::load_relaxed(cb.tail.pos), ts = detail::load_relaxed(cb.tail.ts);
-      while ((pos & detail::kPausedBit) == 0 && !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
+      while ((pos & detail::kPausedBit) == 0 &&
+             !detail::cas16(&cb.tail, pos, ts, pos | detail::kPausedBit, ts)) {
       }
     }
   };
@@ -394,7 +402,8 @@ namespace {
 // lap + 1) can claim it.
 bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[idx];
-  if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0), std::memory_order_acq_rel))
+  if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0),
+                                    std::memory_order_acq_rel))
     return false;
   // Nobody else touches the page now: readers and walkers only do so
   // holding a pin, and the CAS above succeeded only with no pin but the
@@ -408,14 +417,17 @@ bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexc
 }
 
 // The END word (when present) occupies 4 bytes at `off`.
-uint64_t used_bytes(const WalkResult& r) noexcept { return r.stop == Stop::end ? r.off + 4 : r.off; }
+uint64_t used_bytes(const WalkResult& r) noexcept {
+  return r.stop == Stop::end ? r.off + 4 : r.off;
+}
 
 // Takes an EMPTY spare (CAS to TAKEN): returns its index, or nr_spares if none.
 uint32_t take_spare(CpuBuffer& cb) noexcept {
   for (uint32_t i = 0; i < cb.nr_spares; ++i) {
     uint64_t w = cb.spares[i].load(std::memory_order_acquire);
     if (sw_state(w) == SpareState::empty &&
-        cb.spares[i].compare_exchange_strong(w, make_sw(SpareState::taken, sw_slot(w), 0), std::memory_order_acq_rel))
+        cb.spares[i].compare_exchange_strong(w, make_sw(SpareState::taken, sw_slot(w), 0),
+                                             std::memory_order_acq_rel))
       return i;
   }
   return cb.nr_spares;
@@ -471,7 +483,9 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
       cb.walkers[slot].fetch_sub(1, std::memory_order_acq_rel);
       return;
     }
-    if (pw.compare_exchange_weak(w, w - kHoldUnit, std::memory_order_acq_rel, std::memory_order_acquire)) return;
+    if (pw.compare_exchange_weak(w, w - kHoldUnit, std::memory_order_acq_rel,
+                                 std::memory_order_acquire))
+      return;
   }
 }
 
@@ -483,9 +497,9 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
 // records the walk counted before `from`. On any outcome but `recycled` the
 // caller still holds the position (unless raced: then the hold is given back).
 // Out of line and cold: it must not take registers from recycle_overwrite's walk.
-[[gnu::noinline, gnu::cold]] Recycle swap_out(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot,
-                                              uint64_t walked_from, uint64_t from, uint64_t unread,
-                                              bool pending) noexcept {
+[[gnu::noinline, gnu::cold]] Recycle swap_out(CpuBuffer& cb, uint64_t idx, uint64_t lap,
+                                              uint64_t slot, uint64_t walked_from, uint64_t from,
+                                              uint64_t unread, bool pending) noexcept {
   const Recycle none = pending ? Recycle::pending : Recycle::pinned;
   if (cb.nr_spares == 0) return none;
   uint32_t e = take_spare(cb);  // (X1)
@@ -502,7 +516,8 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
   std::atomic<uint64_t>& pw = cb.positions[idx];
   uint64_t w = pw.load(std::memory_order_acquire);
   for (;;) {
-    if (pw_phase(w) != Phase::live || pw_lap(w) != lap || pw_pins(w) != 0 || pw_read_off(w) != walked_from) {
+    if (pw_phase(w) != Phase::live || pw_lap(w) != lap || pw_pins(w) != 0 ||
+        pw_read_off(w) != walked_from) {
       spare.store(make_sw(SpareState::empty, fresh, 0), std::memory_order_release);
       release_hold(cb, idx, lap, slot);
       return Recycle::raced;
@@ -517,11 +532,13 @@ void release_hold(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t slot) noex
     cb.walkers[slot].fetch_add(static_cast<int32_t>(others), std::memory_order_acq_rel);
   // Our own hold ends here; the memory stays ours (spare TAKEN) until (X4).
   const uint64_t retired = retire_committed(cb.slot_page(slot), cb.subbuf_size, from);  // (X3)
-  cb.slots[idx].store(static_cast<uint32_t>(fresh), std::memory_order_release);        // (X4)
+  cb.slots[idx].store(static_cast<uint32_t>(fresh), std::memory_order_release);         // (X4)
   spare.store(make_sw(SpareState::aside, slot, from), std::memory_order_release);
   cb.overrun.fetch_add(unread + retired, std::memory_order_relaxed);
-  if (pending) cb.set_aside.fetch_add(1, std::memory_order_relaxed);
-  else cb.taken_over.fetch_add(1, std::memory_order_relaxed);
+  if (pending)
+    cb.set_aside.fetch_add(1, std::memory_order_relaxed);
+  else
+    cb.taken_over.fetch_add(1, std::memory_order_relaxed);
   pw.store(make_pw(Phase::free, lap, 0, 0), std::memory_order_release);  // (X5)
   return Recycle::recycled;
 }
@@ -544,15 +561,18 @@ uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept {
     }
     if (sw_state(w) != SpareState::aside) continue;
     const uint64_t slot = sw_slot(w);
-    if (!spare.compare_exchange_strong(w, make_sw(SpareState::taken, slot, 0), std::memory_order_acq_rel)) continue;
+    if (!spare.compare_exchange_strong(w, make_sw(SpareState::taken, slot, 0),
+                                       std::memory_order_acq_rel))
+      continue;
     // (R) Ours alone now. Data records here were pending when the sub-buffer
     // was set aside (the swap made the others padding): lost, each counted
     // once, as the walk never passes the same offset twice.
     std::byte* page = cb.slot_page(slot);
     uint64_t lost = 0;
-    const WalkResult r = walk_page(page, cb.subbuf_size, sw_from(w), [&](uint64_t, uint32_t word, const RecordHeader*) {
-      if (word_kind(word) == kKindData) ++lost;
-    });
+    const WalkResult r = walk_page(page, cb.subbuf_size, sw_from(w),
+                                   [&](uint64_t, uint32_t word, const RecordHeader*) {
+                                     if (word_kind(word) == kKindData) ++lost;
+                                   });
     if (lost != 0) cb.lost_set_aside.fetch_add(lost, std::memory_order_relaxed);
     // A writer has not committed yet, or a recycler whose hold a takeover
     // absorbed may still walk it ("Takeover"): look again later.
@@ -584,8 +604,11 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
     if (pw_pins(w) != 0) return Recycle::pinned;  // a reader is copying: do not even try
     if (pw_holders(w) == kHoldersMax) return Recycle::pinned;
     slot = cb.slots[idx].load(std::memory_order_acquire);
-    if (pw.compare_exchange_weak(w, w + kHoldUnit, std::memory_order_acq_rel, std::memory_order_acquire)) break;
-    if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap) return Recycle::raced;  // the caller looks again
+    if (pw.compare_exchange_weak(w, w + kHoldUnit, std::memory_order_acq_rel,
+                                 std::memory_order_acquire))
+      break;
+    if (pw_phase(w) != Phase::live || pw_lap(w) != old_lap)
+      return Recycle::raced;  // the caller looks again
   }
   const uint64_t read_off = pw_read_off(w);
 #ifdef TRACEPIPE_TEST_HOOKS
@@ -603,7 +626,8 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
   // walk costs a few instructions per record at every switch: padding is
   // rare, so it is the case counted by a branch.
   uint64_t walked = 0, padding = 0;
-  uint64_t fetch_at = ahead < cb.subbuf_size ? first & ~uint64_t{4095} : cb.subbuf_size;  // large sub-buffers only
+  uint64_t fetch_at =
+      ahead < cb.subbuf_size ? first & ~uint64_t{4095} : cb.subbuf_size;  // large sub-buffers only
   const WalkResult r = walk_page(
       page, cb.subbuf_size, read_off,
       [&](uint64_t off, uint32_t word, const RecordHeader*) {
@@ -611,7 +635,8 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
         if (word_kind(word) != kKindData) [[unlikely]]
           ++padding;
         if (off >= fetch_at) [[unlikely]] {  // entering a 4 KiB block: fetch the one 8 KiB past it
-          const uint64_t end = fetch_at + 8192 + 4096 < cb.subbuf_size ? fetch_at + 8192 + 4096 : cb.subbuf_size;
+          const uint64_t end =
+              fetch_at + 8192 + 4096 < cb.subbuf_size ? fetch_at + 8192 + 4096 : cb.subbuf_size;
           for (uint64_t o = fetch_at + 8192; o < end; o += 64) __builtin_prefetch(page + o, 1, 3);
           fetch_at += 4096;
         }
@@ -642,12 +667,13 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap, uint64_
       return Recycle::raced;
     }
     if (pw_holders(w) != 1) {
-      const Recycle s = swap_out(cb, idx, old_lap, slot, read_off, r.off, unread, /*pending=*/false);
+      const Recycle s =
+          swap_out(cb, idx, old_lap, slot, read_off, r.off, unread, /*pending=*/false);
       if (s == Recycle::pinned) release_hold(cb, idx, old_lap, slot);  // no spare: busy, as before
       return s;
     }
-    if (pw.compare_exchange_weak(w, make_pw(Phase::preparing, old_lap, 0, 0), std::memory_order_acq_rel,
-                                 std::memory_order_acquire))
+    if (pw.compare_exchange_weak(w, make_pw(Phase::preparing, old_lap, 0, 0),
+                                 std::memory_order_acq_rel, std::memory_order_acquire))
       break;
   }
   // PREPARING: nobody else touches the memory now (a pin or hold attempted

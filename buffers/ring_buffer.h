@@ -18,8 +18,8 @@
 //            └────────┴────────┴────────┴────────┴──────┴───▲────┘   read_off}
 //                 sub-buffer seq = lap*P + idx               └ read_off: consuming reader
 //
-//   in a sub-buffer:  [h|data][h|data][h|DISCARDED][h|data.. ][h 0 0 0 ...  (uncommitted / unused: zero)
-//   (record layout: buffers/record.h; h.word == 0 until the record is committed)
+//   in a sub-buffer:  [h|data][h|data][h|DISCARDED][h|data.. ][h 0 0 0 ...  (uncommitted / unused:
+//   zero) (record layout: buffers/record.h; h.word == 0 until the record is committed)
 //
 //   memory: P + N sub-buffers per CPU (N = spare_subbufs). slots[idx] names
 //   the one position idx uses; each of the other N has a spare word:
@@ -337,10 +337,10 @@ namespace tracepipe::buffers {
 
 /// Geometry of a ring buffer. Kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers.
 struct RingBufferConfig {
-  uint32_t cpus = 1;                   ///< number of per-CPU buffers (>= 1)
-  size_t size_per_cpu = 1408 * 1024;   ///< bytes of data per CPU; rounded up to whole
-                                       ///< sub-buffers, at least 2, plus one spare
-  size_t subbuf_size = 4096;           ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
+  uint32_t cpus = 1;                  ///< number of per-CPU buffers (>= 1)
+  size_t size_per_cpu = 1408 * 1024;  ///< bytes of data per CPU; rounded up to whole
+                                      ///< sub-buffers, at least 2, plus one spare
+  size_t subbuf_size = 4096;          ///< bytes per sub-buffer: a power of two in [64, 4 MiB]
   /// Overwrite mode only: extra sub-buffers per CPU, outside the ring, that
   /// a recycler swaps in for a sub-buffer that still holds a pending record
   /// (the stalled one is set aside until its writer commits; "Set aside"
@@ -366,19 +366,19 @@ struct RingBufferConfig {
 /// offsets from the start of the region.
 struct RingMemoryLayout {
   uint32_t cpus = 0;
-  uint32_t nr_subbufs = 0;        ///< positions per CPU, the spare included
-  uint32_t nr_spares = 0;         ///< set-aside spares per CPU: RingBufferConfig::spare_subbufs
-                                  ///< in overwrite mode, 0 in drop-newest
+  uint32_t nr_subbufs = 0;  ///< positions per CPU, the spare included
+  uint32_t nr_spares = 0;   ///< set-aside spares per CPU: RingBufferConfig::spare_subbufs
+                            ///< in overwrite mode, 0 in drop-newest
   size_t subbuf_size = 0;
-  size_t cpu_state_offset = 0;    ///< cpus x detail::CpuBuffer (cpu_state_size bytes each)
+  size_t cpu_state_offset = 0;  ///< cpus x detail::CpuBuffer (cpu_state_size bytes each)
   size_t cpu_state_size = 0;
-  size_t positions_offset = 0;    ///< cpus x nr_subbufs position words (u64), CPU-major
-  size_t slots_offset = 0;        ///< cpus x nr_subbufs slot words (u32): position i's
-                                  ///< memory is sub-buffer slots[i] of its CPU's pages
-  size_t spares_offset = 0;       ///< cpus x nr_spares spare words (u64, detail::make_sw)
-  size_t pages_offset = 0;        ///< CPU c's sub-buffers at pages_offset + c * pages_per_cpu
-  size_t pages_per_cpu = 0;       ///< (nr_subbufs + nr_spares) * subbuf_size
-  size_t total = 0;               ///< bytes the region needs
+  size_t positions_offset = 0;  ///< cpus x nr_subbufs position words (u64), CPU-major
+  size_t slots_offset = 0;      ///< cpus x nr_subbufs slot words (u32): position i's
+                                ///< memory is sub-buffer slots[i] of its CPU's pages
+  size_t spares_offset = 0;     ///< cpus x nr_spares spare words (u64, detail::make_sw)
+  size_t pages_offset = 0;      ///< CPU c's sub-buffers at pages_offset + c * pages_per_cpu
+  size_t pages_per_cpu = 0;     ///< (nr_subbufs + nr_spares) * subbuf_size
+  size_t total = 0;             ///< bytes the region needs
 };
 /// The layout for `cfg` (its memory fields ignored) in mode `mode` (only
 /// overwrite has spares). Throws ConfigError for a bad config, as the
@@ -411,7 +411,8 @@ struct FunctionClock {
   TscScale tsc{};
   constexpr FunctionClock() noexcept = default;
   constexpr FunctionClock(ClockFn f) noexcept : fn(f) {}  // NOLINT: implicit on purpose
-  constexpr FunctionClock(ClockFn f, const TscScale& scale) noexcept : fn(f), inline_tsc(kHaveTsc), tsc(scale) {}
+  constexpr FunctionClock(ClockFn f, const TscScale& scale) noexcept
+      : fn(f), inline_tsc(kHaveTsc), tsc(scale) {}
   [[gnu::always_inline]] uint64_t operator()() const noexcept {
     if constexpr (kHaveTsc) {
       if (inline_tsc) [[likely]]
@@ -513,7 +514,9 @@ class RingBufferBase {
   /// Sub-buffers per CPU, including the spare one.
   uint32_t nr_subbufs() const noexcept { return nr_pos_; }
   /// Largest payload a record can have: subbuf_size() - 16.
-  uint32_t max_payload() const noexcept { return static_cast<uint32_t>(subbuf_size_ - detail::kHeaderSize); }
+  uint32_t max_payload() const noexcept {
+    return static_cast<uint32_t>(subbuf_size_ - detail::kHeaderSize);
+  }
 
   /// Stops output on every CPU: from return on, reserve() fails with
   /// ReserveError::paused (counted lost_paused). Records reserved before
@@ -564,8 +567,12 @@ class RingBufferBase {
   /// pause() calls whose membarrier failed and that fenced by CPU visits
   /// (PauseFence::cpu_visits), and those that could not fence at all
   /// (PauseFence::failed). Both 0 for any_cpu buffers.
-  uint64_t pause_fence_fallbacks() const noexcept { return pause_fence_fallbacks_.load(std::memory_order_relaxed); }
-  uint64_t pause_unfenced() const noexcept { return pause_unfenced_.load(std::memory_order_relaxed); }
+  uint64_t pause_fence_fallbacks() const noexcept {
+    return pause_fence_fallbacks_.load(std::memory_order_relaxed);
+  }
+  uint64_t pause_unfenced() const noexcept {
+    return pause_unfenced_.load(std::memory_order_relaxed);
+  }
 
   /// Blocking mode (drop-newest only; "Blocking" at the top of this file,
   /// LTTng's --blocking-timeout): a writer that finds its CPU buffer full
@@ -592,7 +599,8 @@ class RingBufferBase {
   /// After a reader freed positions of `cpu`: wakes the writers waiting on
   /// it (W2). One relaxed load when none waits. Any thread; not for writers.
   void wake_blocked(uint32_t cpu) noexcept {
-    if (block_ != nullptr && cpu < ncpu_ && block_->cpus[cpu].waiters.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+    if (block_ != nullptr && cpu < ncpu_ &&
+        block_->cpus[cpu].waiters.load(std::memory_order_seq_cst) != 0) [[unlikely]]
       wake_blocked_slow(cpu);
   }
   /// Blocking mode's accounting of one CPU (zero for a bad cpu). The drops
@@ -603,7 +611,8 @@ class RingBufferBase {
     uint64_t wait_ns = 0;      ///< total time writers waited (ns)
     uint64_t max_wait_ns = 0;  ///< the longest single wait (ns)
     uint64_t timed_out = 0;    ///< dropped after waiting the whole bound (lost_full)
-    uint64_t not_allowed = 0;  ///< dropped without waiting: the policy said no (nested, signal) (lost_full)
+    uint64_t not_allowed =
+        0;  ///< dropped without waiting: the policy said no (nested, signal) (lost_full)
   };
   BlockStats block_stats(uint32_t cpu) const noexcept;
 
@@ -650,15 +659,17 @@ class RingBufferBase {
   // (W1)-(W4) for a writer whose switch found `nidx` unread or busy (lap
   // old_lap). `bw` starts zeroed for a reservation and is kept by the caller
   // across its calls. Returns true to look again, false to drop (counted here).
-  [[gnu::cold, gnu::noinline]] bool block_wait(detail::CpuBuffer& cb, uint64_t nidx, uint64_t old_lap,
-                                                BlockWait& bw) noexcept;
+  [[gnu::cold, gnu::noinline]] bool block_wait(detail::CpuBuffer& cb, uint64_t nidx,
+                                               uint64_t old_lap, BlockWait& bw) noexcept;
   [[gnu::cold, gnu::noinline]] void wake_blocked_slow(uint32_t cpu) noexcept;
   // pause()'s fences: detail::rseq_fence / detail::run_on_cpu, or a Hooks
   // policy's replacements (set by RingBuffer's constructor; tests).
   using FenceFn = bool (*)(RingBufferBase&) noexcept;
   using VisitFn = bool (*)(RingBufferBase&, uint32_t cpu) noexcept;
   FenceFn fence_fn_ = [](RingBufferBase&) noexcept { return detail::rseq_fence(); };
-  VisitFn visit_fn_ = [](RingBufferBase&, uint32_t cpu) noexcept { return detail::run_on_cpu(cpu); };
+  VisitFn visit_fn_ = [](RingBufferBase&, uint32_t cpu) noexcept {
+    return detail::run_on_cpu(cpu);
+  };
 
  private:
   PauseFence fence_sections() noexcept;
@@ -678,7 +689,8 @@ class RingBufferBase {
 /// allocate nothing and make no system call, not even to wake a reader
 /// blocked in ConsumingReader::wait() (that one polls every
 /// kWaitPollInterval = 1 ms instead; see readers.h).
-template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks, Writers W = Writers::any_cpu>
+template <OverflowMode M, class Clock = FunctionClock, class Hooks = NoHooks,
+          Writers W = Writers::any_cpu>
 class RingBuffer : public RingBufferBase {
  public:
   static constexpr OverflowMode kMode = M;
@@ -696,13 +708,22 @@ class RingBuffer : public RingBufferBase {
 #else
       if (!detail::rseq_usable())
 #endif
-        throw ConfigError("ring buffer: cpu_local writers need rseq (glibc >= 2.35, not disabled by "
-                          "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
+        throw ConfigError(
+            "ring buffer: cpu_local writers need rseq (glibc >= 2.35, not disabled by "
+            "GLIBC_TUNABLES) and membarrier RSEQ; use Writers::any_cpu");
       fence_on_pause_ = !TRACEPIPE_TSAN;
     }
-    if constexpr (requires(Hooks& h) { { h.rseq_fence() } noexcept -> std::convertible_to<bool>; })
-      fence_fn_ = [](RingBufferBase& b) noexcept -> bool { return static_cast<RingBuffer&>(b).hooks_.rseq_fence(); };
-    if constexpr (requires(Hooks& h, uint32_t c) { { h.run_on_cpu(c) } noexcept -> std::convertible_to<bool>; })
+    if constexpr (requires(Hooks & h) {
+                    { h.rseq_fence() }
+                    noexcept->std::convertible_to<bool>;
+                  })
+      fence_fn_ = [](RingBufferBase& b) noexcept -> bool {
+        return static_cast<RingBuffer&>(b).hooks_.rseq_fence();
+      };
+    if constexpr (requires(Hooks & h, uint32_t c) {
+                    { h.run_on_cpu(c) }
+                    noexcept->std::convertible_to<bool>;
+                  })
       visit_fn_ = [](RingBufferBase& b, uint32_t c) noexcept -> bool {
         return static_cast<RingBuffer&>(b).hooks_.run_on_cpu(c);
       };
@@ -717,7 +738,8 @@ class RingBuffer : public RingBufferBase {
   /// non-empty Reservation must be passed exactly once to commit() or
   /// discard(). Any thread; lock-free.
   /// Mirrors kernel/trace/ring_buffer.c: ring_buffer_lock_reserve, __rb_reserve_next.
-  [[nodiscard, gnu::always_inline]] inline Reservation reserve(uint32_t cpu, uint32_t payload_len) noexcept;
+  [[nodiscard, gnu::always_inline]] inline Reservation reserve(uint32_t cpu,
+                                                               uint32_t payload_len) noexcept;
 
   /// Publishes a reserved record to readers (I2). No-op for an empty one.
   /// Mirrors ring_buffer_unlock_commit.
@@ -736,22 +758,24 @@ class RingBuffer : public RingBufferBase {
 
   /// reserve + copy + commit. False when the reservation failed (counted).
   /// Mirrors ring_buffer_write.
-  [[gnu::always_inline]] inline bool write(uint32_t cpu, std::span<const std::byte> payload) noexcept;
+  [[gnu::always_inline]] inline bool write(uint32_t cpu,
+                                           std::span<const std::byte> payload) noexcept;
 
   Hooks& hooks() noexcept { return hooks_; }
   Clock& clock() noexcept { return clock_; }
 
  private:
-  [[gnu::noinline, gnu::cold]] Reservation reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
-                                                        uint64_t last) noexcept;
-  [[gnu::noinline]] void discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb, uint64_t start,
-                                      uint32_t len) noexcept;
+  [[gnu::noinline, gnu::cold]] Reservation reserve_slow(detail::CpuBuffer& cb, uint32_t len,
+                                                        uint64_t pos, uint64_t last) noexcept;
+  [[gnu::noinline]] void discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb,
+                                      uint64_t start, uint32_t len) noexcept;
   [[gnu::noinline, gnu::cold]] Reservation fail_bad_cpu(uint32_t cpu) noexcept;
   /// (C): the tail's compare-and-swap: a locked CAS16 (any_cpu, and under
   /// ThreadSanitizer) or a restartable sequence on cb's CPU (cpu_local). On
   /// failure {pos, last} hold the tail's current value.
-  [[gnu::always_inline]] static detail::LocalCas tail_cas(detail::CpuBuffer& cb, uint64_t& pos, uint64_t& last,
-                                                          uint64_t npos, uint64_t nts) noexcept {
+  [[gnu::always_inline]] static detail::LocalCas tail_cas(detail::CpuBuffer& cb, uint64_t& pos,
+                                                          uint64_t& last, uint64_t npos,
+                                                          uint64_t nts) noexcept {
 #if !TRACEPIPE_TSAN
     if constexpr (W == Writers::cpu_local) {
       const detail::LocalCas r = detail::cas16_local(&cb.tail, cb.cpu, pos, last, npos, nts);
@@ -762,7 +786,8 @@ class RingBuffer : public RingBufferBase {
       return r;
     }
 #endif
-    return detail::cas16(&cb.tail, pos, last, npos, nts) ? detail::LocalCas::ok : detail::LocalCas::changed;
+    return detail::cas16(&cb.tail, pos, last, npos, nts) ? detail::LocalCas::ok
+                                                         : detail::LocalCas::changed;
   }
   /// cpu_local: the CPU the caller runs on (as uint32_t; huge when the thread has no rseq area).
   [[gnu::always_inline]] static uint32_t writer_cpu(uint32_t cpu) noexcept {
@@ -777,7 +802,8 @@ class RingBuffer : public RingBufferBase {
 // ── Fast path ──────────────────────────────────────────────────────────────
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
-inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu, uint32_t payload_len) noexcept {
+inline Reservation RingBuffer<M, Clock, Hooks, W>::reserve(uint32_t cpu,
+                                                           uint32_t payload_len) noexcept {
   cpu = writer_cpu(cpu);
   if (cpu >= ncpu_) [[unlikely]]
     return fail_bad_cpu(cpu);
@@ -821,8 +847,10 @@ inline void RingBuffer<M, Clock, Hooks, W>::commit(const Reservation& r) noexcep
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
-inline bool RingBuffer<M, Clock, Hooks, W>::write(uint32_t cpu, std::span<const std::byte> payload) noexcept {
-  const uint32_t len = payload.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(payload.size());
+inline bool RingBuffer<M, Clock, Hooks, W>::write(uint32_t cpu,
+                                                  std::span<const std::byte> payload) noexcept {
+  const uint32_t len =
+      payload.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(payload.size());
   Reservation r = reserve(cpu, len);
   if (!r) [[unlikely]]
     return false;

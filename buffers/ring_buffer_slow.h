@@ -19,7 +19,8 @@ enum class SubbufClaim : uint8_t { live, retry, full, busy, commit_overrun };
 /// Mirrors kernel/trace/ring_buffer.c: rb_move_tail (the part that decides
 /// between pushing the head and dropping).
 template <OverflowMode M>
-[[gnu::always_inline]] inline SubbufClaim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap, uint64_t stride) noexcept {
+[[gnu::always_inline]] inline SubbufClaim claim_next(CpuBuffer& cb, uint64_t nidx, uint64_t nlap,
+                                                     uint64_t stride) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[nidx];
   const uint64_t old_lap = (nlap - 1) & kLapMask;
   for (;;) {
@@ -32,7 +33,8 @@ template <OverflowMode M>
         // freed since we loaded the tail); the CAS on the whole word fails
         // for the same reason if that happens after this load.
         if (pw_lap(w) != old_lap) return SubbufClaim::retry;
-        if (slot.compare_exchange_strong(w, make_pw(Phase::live, nlap, 0, 0), std::memory_order_acq_rel))
+        if (slot.compare_exchange_strong(w, make_pw(Phase::live, nlap, 0, 0),
+                                         std::memory_order_acq_rel))
           return SubbufClaim::live;
         continue;
       case Phase::preparing:
@@ -40,7 +42,7 @@ template <OverflowMode M>
       case Phase::live:
         break;
     }
-    if (pw_lap(w) == nlap) return SubbufClaim::live;  // another switcher claimed it
+    if (pw_lap(w) == nlap) return SubbufClaim::live;      // another switcher claimed it
     if (pw_lap(w) != old_lap) return SubbufClaim::retry;  // our view of the tail is stale
     Recycle r;
     if constexpr (M == OverflowMode::overwrite) {
@@ -66,7 +68,8 @@ template <OverflowMode M>
 
 /// Writes the END word that closes the sub-buffer at `page` at `off` (nothing when
 /// the records fill it exactly). Mirrors rb_reset_tail (padding the rest).
-[[gnu::always_inline]] inline void close_subbuf(std::byte* page, uint64_t S, uint64_t off) noexcept {
+[[gnu::always_inline]] inline void close_subbuf(std::byte* page, uint64_t S,
+                                                uint64_t off) noexcept {
   if (off < S) {
     auto* w = reinterpret_cast<uint32_t*>(page + off);
     std::atomic_ref<uint32_t>(*w).store(make_word(kKindEnd, 0), std::memory_order_release);
@@ -82,8 +85,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::fail_bad_cpu(uint32_t cpu) noexcept 
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
-Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, uint32_t len, uint64_t pos,
-                                                      uint64_t last) noexcept {
+Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, uint32_t len,
+                                                         uint64_t pos, uint64_t last) noexcept {
   using namespace detail;
   const uint64_t stride = stride_for(len);
   const uint64_t S = cb.subbuf_size;
@@ -101,8 +104,9 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     if (off + stride <= S) {
       // The tail moved under us (another writer switched, or a reclaim): it
       // fits now; same steps as the fast path.
-      auto* const h = reinterpret_cast<RecordHeader*>(cb.page(idx) + off);  // before (C), as in reserve()
-      const uint64_t now = clock_();  // (B)
+      auto* const h =
+          reinterpret_cast<RecordHeader*>(cb.page(idx) + off);  // before (C), as in reserve()
+      const uint64_t now = clock_();                            // (B)
       const uint64_t ts = now > last ? now : last;
       hooks_(Step::clocked, cb.cpu);
       const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
@@ -130,7 +134,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       case SubbufClaim::full:
         if constexpr (M == OverflowMode::drop_newest) {
           // Blocking mode (W1-W4): wait for the reader, then look again.
-          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 ||
+               block_wait_state.start != 0) &&
               block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
             pos = load_acquire(cb.tail.pos);
             last = load_relaxed(cb.tail.ts);
@@ -142,7 +147,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
         if constexpr (M == OverflowMode::drop_newest) {
           // A reader pins (or zeroes) the oldest position while it frees it:
           // blocking mode waits for that as for a full buffer.
-          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 || block_wait_state.start != 0) &&
+          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 ||
+               block_wait_state.start != 0) &&
               block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
             pos = load_acquire(cb.tail.pos);
             last = load_relaxed(cb.tail.ts);
@@ -165,7 +171,7 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
     const uint64_t npos = make_tail(nlap, nidx, 0);
     const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
     if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
-    if (sw != LocalCas::ok) continue;  // tail changed: look again
+    if (sw != LocalCas::ok) continue;                           // tail changed: look again
     hooks_(Step::reserving, cb.cpu);
     // (D) at once, before (S3)/(S4): the recycle in (S4) is a walk and a
     // memset, and a writer that dies in it must leave its record's stride
@@ -186,7 +192,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       const uint64_t alap = aidx == 0 ? (nlap + 1) & kLapMask : nlap;
       const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
       const uint64_t aold = (alap - 1) & kLapMask;
-      if (pw_phase(w) == Phase::live && pw_lap(w) == aold) (void)recycle_overwrite(cb, aidx, aold, stride);
+      if (pw_phase(w) == Phase::live && pw_lap(w) == aold)
+        (void)recycle_overwrite(cb, aidx, aold, stride);
       // And start fetching the one the next switch will recycle: it is cold
       // (written a lap ago) and its walk is a chain of dependent loads.
       const uint64_t bidx = aidx + 1 == cb.nr_pos ? 0 : aidx + 1;
@@ -200,8 +207,8 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
-void RingBuffer<M, Clock, Hooks, W>::discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb, uint64_t start,
-                                                   uint32_t len) noexcept {
+void RingBuffer<M, Clock, Hooks, W>::discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb,
+                                                  uint64_t start, uint32_t len) noexcept {
   using namespace detail;
   const uint64_t stride = stride_for(len);
   const uint64_t end = start + stride;
@@ -239,13 +246,16 @@ void RingBuffer<M, Clock, Hooks, W>::discard_slow(detail::RecordHeader* hdr, det
     if (r == LocalCas::migrated && static_cast<uint32_t>(rseq_cpu()) != cb.cpu) break;
   }
   // Someone reserved after us: leave padding of our length.
-  std::atomic_ref<uint32_t>(hdr->word).store(make_word(kKindPadding, len), std::memory_order_release);
+  std::atomic_ref<uint32_t>(hdr->word).store(make_word(kKindPadding, len),
+                                             std::memory_order_release);
   cb.padded.fetch_add(1, std::memory_order_relaxed);
 }
 
 extern template class RingBuffer<OverflowMode::overwrite>;
 extern template class RingBuffer<OverflowMode::drop_newest>;
-extern template class RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>;
-extern template class RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>;
+extern template class RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks,
+                                 Writers::cpu_local>;
+extern template class RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks,
+                                 Writers::cpu_local>;
 
 }  // namespace tracepipe::buffers

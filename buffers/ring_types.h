@@ -10,7 +10,8 @@ namespace tracepipe::buffers {
 
 /// What happens when a writer needs a sub-buffer that still holds data.
 enum class OverflowMode : uint8_t {
-  overwrite,    ///< flight recorder: recycle the oldest sub-buffer (its unread records count as overrun)
+  overwrite,    ///< flight recorder: recycle the oldest sub-buffer (its unread records count as
+                ///< overrun)
   drop_newest,  ///< producer/consumer: refuse the new record (counted lost_full)
 };
 

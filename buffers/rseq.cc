@@ -1,6 +1,5 @@
 // rseq_usable / rseq_fence (see buffers/rseq.h).
 #include "tracepipe/buffers/rseq.h"
-#include "tracepipe/buffers/current_cpu.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -9,6 +8,7 @@
 
 #include <cstring>
 
+#include "tracepipe/buffers/current_cpu.h"
 
 namespace tracepipe::buffers::detail {
 
@@ -61,6 +61,5 @@ SavedAffinity::SavedAffinity() noexcept {
 bool SavedAffinity::restore() noexcept {
   return ok_ && syscall(__NR_sched_setaffinity, 0, sizeof mask_, mask_) == 0;
 }
-
 
 }  // namespace tracepipe::buffers::detail

@@ -90,17 +90,17 @@ enum class LocalCas : uint8_t {
 /// discards the copy, its descriptor and abort handler go with it instead
 /// of pointing into a discarded section, which failed the link
 /// (tests/core/instance/link_comdat_test.cc).
-#define TRACEPIPE_RSEQ_SECTION_BEGIN            \
-  ".pushsection __rseq_cs, \"aw?\"\n\t"  \
-  ".balign 32\n\t"                       \
-  "3:\n\t"                               \
-  ".long 0x0, 0x0\n\t"                   \
-  ".quad 1f, (2f - 1f), 4f\n\t"          \
-  ".popsection\n\t"                      \
-  "leaq 3b(%%rip), %%rax\n\t"            \
-  "movq %%rax, 8(%[area])\n\t"           \
+#define TRACEPIPE_RSEQ_SECTION_BEGIN    \
+  ".pushsection __rseq_cs, \"aw?\"\n\t" \
+  ".balign 32\n\t"                      \
+  "3:\n\t"                              \
+  ".long 0x0, 0x0\n\t"                  \
+  ".quad 1f, (2f - 1f), 4f\n\t"         \
+  ".popsection\n\t"                     \
+  "leaq 3b(%%rip), %%rax\n\t"           \
+  "movq %%rax, 8(%[area])\n\t"          \
   "1:\n\t"
-#define TRACEPIPE_RSEQ_SECTION_END                  \
+#define TRACEPIPE_RSEQ_SECTION_END           \
   "2:\n\t"                                   \
   ".pushsection __rseq_failure, \"ax?\"\n\t" \
   ".byte 0x0f, 0xb9, 0x3d\n\t"               \
@@ -112,25 +112,25 @@ enum class LocalCas : uint8_t {
 /// If the calling thread runs on `cpu` and *t == {pos, ts}: *t = {npos, nts},
 /// atomically with respect to every thread and signal handler on that CPU.
 /// Not atomic against other CPUs (see the invariant above). Async-signal-safe.
-[[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t cpu, uint64_t pos, uint64_t ts,
-                                                   uint64_t npos, uint64_t nts) noexcept {
-  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
-  asm goto(
-      TRACEPIPE_RSEQ_SECTION_BEGIN
-      "cmpl 4(%[area]), %[cpu]\n\t"
-      "jnz %l[migrated]\n\t"
-      "cmpq (%[t]), %[pos]\n\t"
-      "jnz %l[changed]\n\t"
-      "cmpq 8(%[t]), %[ts]\n\t"
-      "jnz %l[changed]\n\t"
-      "movq %[nts], 8(%[t])\n\t"
-      "movq %[npos], (%[t])\n\t"
-      TRACEPIPE_RSEQ_SECTION_END
-      :
-      : [area] "r"(area), [t] "r"(t), [cpu] "r"(cpu), [pos] "r"(pos), [ts] "r"(ts), [npos] "r"(npos),
-        [nts] "r"(nts)
-      : "memory", "cc", "rax"
-      : migrated, changed);
+[[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t cpu, uint64_t pos,
+                                                   uint64_t ts, uint64_t npos,
+                                                   uint64_t nts) noexcept {
+  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) +
+                                              __rseq_offset);
+  asm goto(TRACEPIPE_RSEQ_SECTION_BEGIN
+           "cmpl 4(%[area]), %[cpu]\n\t"
+           "jnz %l[migrated]\n\t"
+           "cmpq (%[t]), %[pos]\n\t"
+           "jnz %l[changed]\n\t"
+           "cmpq 8(%[t]), %[ts]\n\t"
+           "jnz %l[changed]\n\t"
+           "movq %[nts], 8(%[t])\n\t"
+           "movq %[npos], (%[t])\n\t" TRACEPIPE_RSEQ_SECTION_END
+           :
+           : [area] "r"(area), [t] "r"(t), [cpu] "r"(cpu), [pos] "r"(pos), [ts] "r"(ts),
+             [npos] "r"(npos), [nts] "r"(nts)
+           : "memory", "cc", "rax"
+           : migrated, changed);
   return LocalCas::ok;
 migrated:
   return LocalCas::migrated;
@@ -148,20 +148,20 @@ changed:
 /// locked exchange an any-CPU claim needs. Same rule as
 /// cas16_local: a thread on another CPU may only store 0 into a flag it owns.
 /// Async-signal-safe.
-[[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t cpu) noexcept {
-  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
-  asm goto(
-      TRACEPIPE_RSEQ_SECTION_BEGIN
-      "cmpl 4(%[area]), %[cpu]\n\t"
-      "jnz %l[migrated]\n\t"
-      "cmpl $0, (%[flag])\n\t"
-      "jnz %l[changed]\n\t"
-      "movl $1, (%[flag])\n\t"
-      TRACEPIPE_RSEQ_SECTION_END
-      :
-      : [area] "r"(area), [flag] "r"(flag), [cpu] "r"(cpu)
-      : "memory", "cc", "rax"
-      : migrated, changed);
+[[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag,
+                                                   uint32_t cpu) noexcept {
+  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) +
+                                              __rseq_offset);
+  asm goto(TRACEPIPE_RSEQ_SECTION_BEGIN
+           "cmpl 4(%[area]), %[cpu]\n\t"
+           "jnz %l[migrated]\n\t"
+           "cmpl $0, (%[flag])\n\t"
+           "jnz %l[changed]\n\t"
+           "movl $1, (%[flag])\n\t" TRACEPIPE_RSEQ_SECTION_END
+           :
+           : [area] "r"(area), [flag] "r"(flag), [cpu] "r"(cpu)
+           : "memory", "cc", "rax"
+           : migrated, changed);
   return LocalCas::ok;
 migrated:
   return LocalCas::migrated;
@@ -180,8 +180,10 @@ changed:
 /// to a shared counter with a locked add instead. Readers sum the per-CPU
 /// counters with plain 8-byte loads. Same rule as cas16_local: nothing else
 /// may write these counters while writers run. Async-signal-safe.
-[[gnu::always_inline]] inline bool add_local_percpu(void* base, uint64_t stride, uint32_t ncpus, uint64_t v) noexcept {
-  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset);
+[[gnu::always_inline]] inline bool add_local_percpu(void* base, uint64_t stride, uint32_t ncpus,
+                                                    uint64_t v) noexcept {
+  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) +
+                                              __rseq_offset);
 retry:
   asm goto(
       TRACEPIPE_RSEQ_SECTION_BEGIN
@@ -189,8 +191,7 @@ retry:
       "cmpl %[ncpus], %%ecx\n\t"
       "jae %l[unavailable]\n\t"
       "imulq %[stride], %%rcx\n\t"
-      "addq %[v], (%[base], %%rcx)\n\t"
-      TRACEPIPE_RSEQ_SECTION_END
+      "addq %[v], (%[base], %%rcx)\n\t" TRACEPIPE_RSEQ_SECTION_END
       :
       : [area] "r"(area), [base] "r"(base), [stride] "r"(stride), [ncpus] "r"(ncpus), [v] "r"(v)
       : "memory", "cc", "rax", "rcx"
@@ -201,22 +202,27 @@ migrated:  // preempted, migrated or signalled inside: nothing was added
 unavailable:
   return false;
 }
-#else  // !TRACEPIPE_RSEQ_ASM
+#else   // !TRACEPIPE_RSEQ_ASM
 // Other architectures: no sections (their abort signature and asm are not
 // written), so rseq_usable() is false, writers are any_cpu and the staging
 // claim takes its locked exchange; current_cpu() reads sched_getcpu()
 // (current_cpu_slow). The functions below keep the callers compiling and
 // stay correct if called: atomic, just not CPU-local.
 [[gnu::always_inline]] inline int32_t rseq_cpu() noexcept { return -1; }
-[[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t /*cpu*/, uint64_t pos, uint64_t ts,
-                                                   uint64_t npos, uint64_t nts) noexcept {
+[[gnu::always_inline]] inline LocalCas cas16_local(TailWord* t, uint32_t /*cpu*/, uint64_t pos,
+                                                   uint64_t ts, uint64_t npos,
+                                                   uint64_t nts) noexcept {
   return cas16(t, pos, ts, npos, nts) ? LocalCas::ok : LocalCas::changed;
 }
-[[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag, uint32_t /*cpu*/) noexcept {
+[[gnu::always_inline]] inline LocalCas claim_local(std::atomic<uint32_t>* flag,
+                                                   uint32_t /*cpu*/) noexcept {
   uint32_t free = 0;
-  return flag->compare_exchange_strong(free, 1, std::memory_order_acquire) ? LocalCas::ok : LocalCas::changed;
+  return flag->compare_exchange_strong(free, 1, std::memory_order_acquire) ? LocalCas::ok
+                                                                           : LocalCas::changed;
 }
-[[gnu::always_inline]] inline bool add_local_percpu(void*, uint64_t, uint32_t, uint64_t) noexcept { return false; }
+[[gnu::always_inline]] inline bool add_local_percpu(void*, uint64_t, uint32_t, uint64_t) noexcept {
+  return false;
+}
 #endif  // TRACEPIPE_RSEQ_ASM
 
 /// True if the calling thread has an rseq area the kernel keeps current
@@ -274,6 +280,5 @@ class SavedAffinity {
   unsigned long mask_[65536 / (8 * sizeof(unsigned long))];
   bool ok_ = false;
 };
-
 
 }  // namespace tracepipe::buffers::detail

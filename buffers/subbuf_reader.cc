@@ -23,7 +23,8 @@ bool SubbufReader::advance_read_off(uint64_t from, uint64_t to) noexcept {
   uint64_t w = slot.load(std::memory_order_acquire);
   for (;;) {
     if (pw_phase(w) != Phase::live || pw_lap(w) != cur_.lap || pw_read_off(w) != from) return false;
-    if (slot.compare_exchange_weak(w, pw_with_read_off(w, to), std::memory_order_acq_rel, std::memory_order_acquire))
+    if (slot.compare_exchange_weak(w, pw_with_read_off(w, to), std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
       return true;
   }
 }

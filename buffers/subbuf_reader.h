@@ -74,7 +74,9 @@ class SubbufReader {
  private:
   bool advance_read_off(uint64_t from, uint64_t to) noexcept;
   void publish() noexcept;
-  uint64_t tail() const noexcept { return detail::load_relaxed(cb_->tail.pos) & ~detail::kPausedBit; }
+  uint64_t tail() const noexcept {
+    return detail::load_relaxed(cb_->tail.pos) & ~detail::kPausedBit;
+  }
 
   detail::CpuBuffer* cb_;
   uint32_t cpu_;
@@ -100,15 +102,18 @@ Taken SubbufReader::consume(Sink& sink, bool include_open) {
     if (!pinned) continue;
     const uint64_t from = pw_read_off(*pinned);
     uint64_t n = 0;
-    const WalkResult r = walk_subbuf(*cb_, cur_.idx, from, [&](uint64_t, uint32_t word, const RecordHeader* h) {  // (2)
-      if (word_kind(word) != kKindData) return;
-      sink.record(h->ts, std::span<const std::byte>(reinterpret_cast<const std::byte*>(h) + kHeaderSize, word_len(word)));
-      ++n;
-    });
+    const WalkResult r = walk_subbuf(
+        *cb_, cur_.idx, from, [&](uint64_t, uint32_t word, const RecordHeader* h) {  // (2)
+          if (word_kind(word) != kKindData) return;
+          sink.record(
+              h->ts, std::span<const std::byte>(reinterpret_cast<const std::byte*>(h) + kHeaderSize,
+                                                word_len(word)));
+          ++n;
+        });
     const bool done = r.stop != Stop::uncommitted;
     const uint64_t to = done ? S : r.off;
     const bool took = to == from || advance_read_off(from, to);  // (3)
-    unpin(*cb_, cur_.idx);                                        // (4)
+    unpin(*cb_, cur_.idx);                                       // (4)
     if (!took) {
       if (n != 0) sink.rollback();
       continue;

@@ -21,7 +21,8 @@ std::optional<uint32_t> last_cpu_in_list(std::string_view s) noexcept {
   return static_cast<uint32_t>(v);
 }
 
-std::optional<std::string_view> read_sysfs_file(const char* path, char* buf, size_t buf_size) noexcept {
+std::optional<std::string_view> read_sysfs_file(const char* path, char* buf,
+                                                size_t buf_size) noexcept {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   size_t n = 0;
@@ -53,7 +54,8 @@ bool cpu_online(uint32_t cpu) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u", cpu);
   struct stat st;
-  if (::stat(path, &st) != 0)  // no such CPU, unless sysfs cannot tell (then the safe answer for a fence)
+  if (::stat(path, &st) !=
+      0)  // no such CPU, unless sysfs cannot tell (then the safe answer for a fence)
     return ::stat("/sys/devices/system/cpu/possible", &st) != 0;
   std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%u/online", cpu);
   char buf[8];

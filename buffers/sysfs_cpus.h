@@ -20,7 +20,8 @@ std::optional<uint32_t> last_cpu_in_list(std::string_view list) noexcept;
 
 /// Reads a small sysfs file into `buf` (at most buf_size - 1 bytes) and
 /// returns the text; nullopt if it cannot be read or is longer. No allocation.
-std::optional<std::string_view> read_sysfs_file(const char* path, char* buf, size_t buf_size) noexcept;
+std::optional<std::string_view> read_sysfs_file(const char* path, char* buf,
+                                                size_t buf_size) noexcept;
 
 /// The kernel's nr_cpu_ids: the highest possible CPU number + 1, from
 /// /sys/devices/system/cpu/possible. Every CPU id the kernel hands out

@@ -24,7 +24,9 @@ TempBuffer::TempBuffer(const TempBufferConfig& cfg) {
     throw ConfigError("temp buffer: cpus must be in [1, 65536], got " + std::to_string(cfg.cpus));
   check_slot_size(cfg.slot_size, size_t{1} << 20);
   if (cfg.writers == Writers::cpu_local && !detail::rseq_usable())
-    throw ConfigError("temp buffer: writers = cpu_local needs rseq and membarrier RSEQ, unavailable in this process");
+    throw ConfigError(
+        "temp buffer: writers = cpu_local needs rseq and membarrier RSEQ, unavailable in this "
+        "process");
   const size_t slot = (cfg.slot_size + 63) / 64 * 64;  // each slot starts on its own cache line
   mem_ = static_cast<std::byte*>(std::aligned_alloc(64, slot * cfg.cpus));
   if (mem_ == nullptr) throw std::bad_alloc();

@@ -52,8 +52,8 @@
 #include <memory>
 #include <span>
 
-#include "tracepipe/buffers/ring_buffer.h"  // ConfigError, Writers
 #include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/ring_buffer.h"  // ConfigError, Writers
 #include "tracepipe/buffers/rseq.h"
 
 namespace tracepipe::buffers {
@@ -178,12 +178,15 @@ class TempBuffer {
   /// Claims refused because cpu >= cpus() (a CPU id above the configured
   /// count), the CPU could not be read, or (cpu_local) try_claim named a CPU
   /// the caller does not run on: the caller then reserves directly.
-  uint64_t bad_cpu_fallbacks() const noexcept { return bad_cpu_fallbacks_.load(std::memory_order_relaxed); }
+  uint64_t bad_cpu_fallbacks() const noexcept {
+    return bad_cpu_fallbacks_.load(std::memory_order_relaxed);
+  }
   bool busy_for_testing(uint32_t cpu) const noexcept { return slots_[cpu].busy.load() != 0; }
 
  private:
   [[gnu::noinline, gnu::cold]] StagedRecord claim_failed(uint32_t cpu, uint32_t len) noexcept;
-  [[gnu::always_inline]] static StagedRecord claimed(detail::TempSlot& s, uint32_t len, uint32_t cpu) noexcept {
+  [[gnu::always_inline]] static StagedRecord claimed(detail::TempSlot& s, uint32_t len,
+                                                     uint32_t cpu) noexcept {
     std::byte* mem = s.mem;
     reinterpret_cast<uint32_t*>(mem)[1] = len;
     return StagedRecord(&s.busy, mem + detail::kTempHeader, len, cpu);
@@ -192,7 +195,8 @@ class TempBuffer {
   /// section aborted by preemption or a signal is retried on the same CPU;
   /// after a migration, `follow` retries on the new CPU (try_claim_local),
   /// else the claim is refused with bad_cpu (try_claim of a foreign CPU).
-  [[gnu::always_inline]] StagedRecord claim_local_loop(uint32_t cpu, uint32_t len, bool follow) noexcept {
+  [[gnu::always_inline]] StagedRecord claim_local_loop(uint32_t cpu, uint32_t len,
+                                                       bool follow) noexcept {
     for (;;) {
       detail::TempSlot& s = slots_[cpu];
       const detail::LocalCas r = detail::claim_local(&s.busy, cpu);
@@ -223,7 +227,8 @@ class PerThreadTempBuffer {
   static constexpr size_t kMaxSlotSize = 4096;
   explicit PerThreadTempBuffer(size_t slot_size = kMaxSlotSize);  // throws ConfigError
 
-  [[nodiscard, gnu::always_inline]] StagedRecord try_claim(uint32_t /*cpu*/, uint32_t len) noexcept {
+  [[nodiscard, gnu::always_inline]] StagedRecord try_claim(uint32_t /*cpu*/,
+                                                           uint32_t len) noexcept {
     if (len > capacity_ || !claim_own()) [[unlikely]]
       return claim_failed(len);
     return StagedRecord(&tls_.busy, own_data(), len, 0);
@@ -250,14 +255,17 @@ class PerThreadTempBuffer {
     std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs now sees busy
     return true;
   }
-  [[gnu::always_inline]] static std::byte* own_data() noexcept { return tls_.mem + detail::kTempHeader; }
+  [[gnu::always_inline]] static std::byte* own_data() noexcept {
+    return tls_.mem + detail::kTempHeader;
+  }
   [[gnu::always_inline]] static void release_own() noexcept {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     tls_.busy.store(0, std::memory_order_relaxed);
   }
   uint32_t capacity() const noexcept { return capacity_; }
   TempStats stats() const noexcept {
-    return {busy_fallbacks_.load(std::memory_order_relaxed), too_big_fallbacks_.load(std::memory_order_relaxed)};
+    return {busy_fallbacks_.load(std::memory_order_relaxed),
+            too_big_fallbacks_.load(std::memory_order_relaxed)};
   }
   /// True while the calling thread holds its slot.
   static bool busy_for_testing() noexcept { return tls_.busy.load(std::memory_order_relaxed) != 0; }

@@ -37,8 +37,8 @@ struct TscScale {
 /// product is 128-bit: no overflow for any 64-bit difference).
 [[gnu::always_inline]] inline uint64_t scale_tsc(const TscScale& s, uint64_t tsc) noexcept {
   const auto delta = static_cast<__int128>(static_cast<int64_t>(tsc - s.base_tsc));
-  const auto scaled = static_cast<int64_t>((delta * static_cast<__int128>(static_cast<int64_t>(s.mult))) >>
-                                           TscScale::kShift);
+  const auto scaled = static_cast<int64_t>(
+      (delta * static_cast<__int128>(static_cast<int64_t>(s.mult))) >> TscScale::kShift);
   return s.base_ns + static_cast<uint64_t>(scaled);
 }
 

@@ -21,10 +21,10 @@
 //
 // The design (stage -> filter -> commit, invariants F1-F6) is described at
 // the top of core/instance/instance.h; the guides start at docs/core.md.
-#include "tracepipe/core/clock/trace_clock.h"       // local, global, counter, mono, mono_raw, boot, ...
-#include "tracepipe/core/config/config.h"           // TOML configuration -> InstanceConfig
+#include "tracepipe/core/clock/trace_clock.h"  // local, global, counter, mono, mono_raw, boot, ...
+#include "tracepipe/core/config/config.h"      // TOML configuration -> InstanceConfig
 #include "tracepipe/core/export/instance_export.h"  // trace_text, write_trace_dat
-#include "tracepipe/core/instance/event_decl.h"     // EventDecl<"sys", "name", Int<...>, Chars<...>, Str<...>>
-#include "tracepipe/core/instance/instance.h"       // Instance: enable, filters, emit, stats
-#include "tracepipe/core/instance/version.h"        // version()
-#include "tracepipe/core/record/recorder.h"         // Recorder: a growing trace.dat while the application runs
+#include "tracepipe/core/instance/event_decl.h"  // EventDecl<"sys", "name", Int<...>, Chars<...>, Str<...>>
+#include "tracepipe/core/instance/instance.h"  // Instance: enable, filters, emit, stats
+#include "tracepipe/core/instance/version.h"   // version()
+#include "tracepipe/core/record/recorder.h"  // Recorder: a growing trace.dat while the application runs

@@ -5,7 +5,6 @@
  *   cc -std=c11 c_api.c $(pkg-config --cflags --libs tracepipe-c)
  */
 #include <stdio.h>
-
 #include <tracepipe/tracepipe_c.h>
 
 /* The event site's word: static storage, zero-initialised. */
@@ -43,7 +42,8 @@ int main(void) {
   /* A typo: the kernel's message, with a caret under the bad field. */
   if (tracepipe_instance_set_filter(inst, request_done, "latency > 1000") != TRACEPIPE_OK)
     printf("%s\n", tracepipe_last_error());
-  if (tracepipe_instance_set_filter(inst, request_done, "latency_us > 1000 || status >= 500") != TRACEPIPE_OK) {
+  if (tracepipe_instance_set_filter(inst, request_done, "latency_us > 1000 || status >= 500") !=
+      TRACEPIPE_OK) {
     fprintf(stderr, "%s\n", tracepipe_last_error());
     return 1;
   }
@@ -61,7 +61,8 @@ int main(void) {
   fputs(text, stdout);
   tracepipe_event_stats st = TRACEPIPE_EVENT_STATS_INIT;
   tracepipe_instance_event_stats(inst, request_done, &st);
-  printf("kept %llu of %llu\n", (unsigned long long)st.kept, (unsigned long long)(st.kept + st.discarded));
+  printf("kept %llu of %llu\n", (unsigned long long)st.kept,
+         (unsigned long long)(st.kept + st.discarded));
   if (tracepipe_instance_write_trace_dat(inst, "c_api.dat", 0) != TRACEPIPE_OK) {
     fprintf(stderr, "%s\n", tracepipe_last_error());
     return 1;

@@ -29,8 +29,8 @@ int main() {
     const rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);  // abort() without a core file
     tracepipe::InstanceOptions o;
-    o.flight_recorder = true;   // the ring buffers live in a file...
-    o.flight_dir = dir;         // ...here (default: /dev/shm/tracepipe)
+    o.flight_recorder = true;  // the ring buffers live in a file...
+    o.flight_dir = dir;        // ...here (default: /dev/shm/tracepipe)
     auto* inst = new tracepipe::Instance(o);
     inst->enable(Request::desc());
     for (uint32_t id = 0; id < 100; ++id) Request::emit(*inst, id, 1000 + id);

@@ -2,16 +2,17 @@
 // writer runs the old program or the new one, never a mix), a bad filter is
 // reported with the kernel's message and caret and leaves the old one in
 // force, and a system filter applies to every event that has the fields.
+#include <tracepipe/buffers/readers.h>
+#include <tracepipe/tracepipe.h>
+
 #include <atomic>
 #include <cstdio>
 #include <thread>
 
-#include <tracepipe/buffers/readers.h>
-#include <tracepipe/tracepipe.h>
-
 using Packet = tracepipe::EventDecl<"net", "packet", tracepipe::Int<"len", uint32_t>,
                                     tracepipe::Int<"port", uint16_t>, tracepipe::Chars<"dev", 16>>;
-using Drop = tracepipe::EventDecl<"net", "drop", tracepipe::Int<"port", uint16_t>, tracepipe::Str<"reason">>;
+using Drop =
+    tracepipe::EventDecl<"net", "drop", tracepipe::Int<"port", uint16_t>, tracepipe::Str<"reason">>;
 
 int main() {
   tracepipe::InstanceOptions opts;
@@ -47,7 +48,8 @@ int main() {
   // A system-wide filter (events/net/filter): applies to both events, which
   // both have `port`.
   const tracepipe::SystemFilterResult sys = inst.set_system_filter("net", "port != 22");
-  std::printf("system filter applied to %zu events, rejected by %zu\n", sys.applied.size(), sys.rejected.size());
+  std::printf("system filter applied to %zu events, rejected by %zu\n", sys.applied.size(),
+              sys.rejected.size());
   stop.store(true);
   writer.join();
   Drop::emit(inst, 22, "ssh");    // rejected by the system filter
@@ -55,8 +57,10 @@ int main() {
 
   const tracepipe::EventStats ps = inst.event_stats(Packet::desc());
   const tracepipe::EventStats ds = inst.event_stats(Drop::desc());
-  std::printf("packets: emitted %llu kept %llu discarded %llu\n", static_cast<unsigned long long>(ps.emitted()),
-              static_cast<unsigned long long>(ps.kept), static_cast<unsigned long long>(ps.discarded));
+  std::printf("packets: emitted %llu kept %llu discarded %llu\n",
+              static_cast<unsigned long long>(ps.emitted()),
+              static_cast<unsigned long long>(ps.kept),
+              static_cast<unsigned long long>(ps.discarded));
   std::printf("drops:   kept %llu discarded %llu\n", static_cast<unsigned long long>(ds.kept),
               static_cast<unsigned long long>(ds.discarded));
 

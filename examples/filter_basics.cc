@@ -1,12 +1,12 @@
 // Filters: compile a kernel filter expression for an event, evaluate it on
 // raw records, print the compiled program, and report an error the way the
 // kernel's error_log does. (docs/filters.md walks through this file.)
+#include <tracepipe/tracepipe.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
-
-#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe::filters;
 
@@ -27,7 +27,8 @@ std::vector<FieldDesc> sched_switch() {
           make_field("int", "next_prio", 60, 4, true)};
 }
 
-std::vector<std::byte> record(const char* prev_comm, int32_t prev_pid, const char* next_comm, int32_t next_pid) {
+std::vector<std::byte> record(const char* prev_comm, int32_t prev_pid, const char* next_comm,
+                              int32_t next_pid) {
   std::vector<std::byte> r(64);
   std::memcpy(r.data() + 8, prev_comm, std::strlen(prev_comm));
   std::memcpy(r.data() + 24, &prev_pid, 4);
@@ -63,7 +64,7 @@ int main() {
   const char* bad = "prev_pid == \"abc\"";
   CompileResult e = compile(bad, fields);
   if (e.ok()) return 1;
-  std::printf("%s(errno %d, caret at column %d)\n", e.error().render(bad).c_str(), e.error().errno_value(),
-              e.error().caret());
+  std::printf("%s(errno %d, caret at column %d)\n", e.error().render(bad).c_str(),
+              e.error().errno_value(), e.error().caret());
   return e.error().message() == "Expecting numeric field" && e.error().caret() == 13 ? 0 : 1;
 }

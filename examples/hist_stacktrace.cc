@@ -5,10 +5,11 @@
 //
 //   hist:keys=common_stacktrace:vals=bytes.percent,bytes.graph:sort=bytes.descending
 //   hist:keys=size.log2:vals=bytes.percent:sort=size:nohitcount
+#include <tracepipe/core/triggers/triggers.h>
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <cstdlib>
-
-#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 
@@ -39,9 +40,11 @@ int main() {
       std::exit(1);
     }
   };
+  check(set_trigger(
+      inst, Alloc::desc(),
+      "hist:keys=common_stacktrace:vals=bytes.percent,bytes.graph:sort=bytes.descending"));
   check(set_trigger(inst, Alloc::desc(),
-                    "hist:keys=common_stacktrace:vals=bytes.percent,bytes.graph:sort=bytes.descending"));
-  check(set_trigger(inst, Alloc::desc(), "hist:keys=size.log2:vals=bytes.percent:sort=size:nohitcount"));
+                    "hist:keys=size.log2:vals=bytes.percent:sort=size:nohitcount"));
   parse_request(100);  // 6400 bytes
   load_file(3);        // 12288 bytes
   const std::string hist = hist_file(inst, Alloc::desc());

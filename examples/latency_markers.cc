@@ -4,19 +4,19 @@
 //
 //   latency u64 lat                                          synthetic_events
 //   hist:keys=common_pid:ts0=common_timestamp.usecs if buf == "start"
-//   hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(app.marker).latency($lat) if buf == "end"
-//   hist:keys=lat,common_pid:sort=lat                        on synthetic:latency
+//   hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(app.marker).latency($lat) if buf
+//   == "end" hist:keys=lat,common_pid:sort=lat                        on synthetic:latency
 //
 // Each thread marks the start and the end of a piece of work; the pair is
 // matched per thread (common_pid is the thread id) and the latency in
 // microseconds is counted per value. See docs/triggers.md.
+#include <tracepipe/core/triggers/triggers.h>
+#include <tracepipe/tracepipe.h>
+
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <vector>
-
-#include <tracepipe/core/triggers/triggers.h>
-#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 
@@ -31,10 +31,12 @@ int main() {
     }
   };
   check(set_synthetic_event(inst, "latency u64 lat"));
-  check(set_trigger(inst, Marker::desc(), "hist:keys=common_pid:ts0=common_timestamp.usecs if buf == \"start\""));
   check(set_trigger(inst, Marker::desc(),
-                    "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(app.marker).latency($lat) "
-                    "if buf == \"end\""));
+                    "hist:keys=common_pid:ts0=common_timestamp.usecs if buf == \"start\""));
+  check(set_trigger(
+      inst, Marker::desc(),
+      "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(app.marker).latency($lat) "
+      "if buf == \"end\""));
   const EventDesc* latency = synthetic_event(inst, "latency");
   check(set_trigger(inst, *latency, "hist:keys=lat,common_pid:sort=lat"));
 

@@ -3,17 +3,17 @@
 //
 //   build/examples/example_quickstart
 //   trace-cmd report /tmp/tracepipe-quickstart.dat
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <filesystem>
 
-#include <tracepipe/tracepipe.h>
-
 // One declaration: the record layout, the format file, the emit call.
-using RequestDone = tracepipe::EventDecl<"app", "request_done",     //
+using RequestDone = tracepipe::EventDecl<"app", "request_done",                   //
                                          tracepipe::Int<"id", uint32_t>,          //
                                          tracepipe::Int<"latency_us", uint32_t>,  //
                                          tracepipe::Int<"status", uint16_t>,      //
-                                         tracepipe::Str<"path">>;                 // __data_loc char[]
+                                         tracepipe::Str<"path">>;  // __data_loc char[]
 
 int main() {
   tracepipe::Instance inst;  // kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers, clock "local"
@@ -39,8 +39,9 @@ int main() {
   std::fputs(tracepipe::trace_text(inst).c_str(), stdout);
 
   const tracepipe::EventStats s = inst.event_stats(RequestDone::desc());
-  std::printf("\n%s: kept %llu, discarded %llu (staged %llu)\n", RequestDone::desc().full_name().c_str(),
-              static_cast<unsigned long long>(s.kept), static_cast<unsigned long long>(s.discarded),
+  std::printf("\n%s: kept %llu, discarded %llu (staged %llu)\n",
+              RequestDone::desc().full_name().c_str(), static_cast<unsigned long long>(s.kept),
+              static_cast<unsigned long long>(s.discarded),
               static_cast<unsigned long long>(s.staged));
 
   // trace.dat for trace-cmd report / KernelShark.

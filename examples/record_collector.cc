@@ -7,17 +7,19 @@
 //   on the collector:  trace-cmd listen -p 12345 -d /var/traces
 //   in the app:        ro.collector = "collector:12345";
 //   or without code:   tracepipe record -N collector:12345 -- ./myapp
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <thread>
 
-#include <tracepipe/core/tracedat/tracedat_reader.h>
-#include <tracepipe/tracepipe.h>
 #include "tracepipe/core/record/local_collector.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 
-using Request = EventDecl<"myapp", "request", Int<"id", uint64_t>, Int<"bytes", uint32_t>, Str<"path">>;
+using Request =
+    EventDecl<"myapp", "request", Int<"id", uint64_t>, Int<"bytes", uint32_t>, Str<"path">>;
 
 int main() {
   if (!record::LocalCollector::available()) {
@@ -45,7 +47,8 @@ int main() {
   // Optional: start emitting once the collector takes data (bounded). Without
   // it, events emitted while connecting wait in the ring, or drop (counted)
   // when it fills first.
-  if (!rec.wait_ready(std::chrono::seconds(2))) std::printf("collector not ready: %s\n", rec.error().value_or("timed out").c_str());
+  if (!rec.wait_ready(std::chrono::seconds(2)))
+    std::printf("collector not ready: %s\n", rec.error().value_or("timed out").c_str());
   for (uint64_t i = 0; i < 50000; ++i) {
     (void)Request::emit(inst, i, 512, "/index.html");
     if (i % 1000 == 0) std::this_thread::yield();

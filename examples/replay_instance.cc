@@ -9,16 +9,16 @@
 //   4. read the kept records back from the ring.
 //
 // The input is made here with TraceDatWriter, so the example needs no data.
+#include <tracepipe/buffers/readers.h>
+#include <tracepipe/core/instance/raw_emit.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/core/tracedat/tracedat_writer.h>
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
-
-#include <tracepipe/core/instance/raw_emit.h>
-#include <tracepipe/buffers/readers.h>
-#include <tracepipe/core/tracedat/tracedat_reader.h>
-#include <tracepipe/core/tracedat/tracedat_writer.h>
-#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 
@@ -83,9 +83,14 @@ int main() {
     auto cursor = reader.cpu_records(i);
     while (auto rec = cursor.next()) {
       switch (tracepipe::RawEmit::emit(inst, kmalloc, rec->payload, rec->cpu)) {
-        case EmitResult::kept: ++kept; break;
-        case EmitResult::discarded: ++discarded; break;
-        default: break;
+        case EmitResult::kept:
+          ++kept;
+          break;
+        case EmitResult::discarded:
+          ++discarded;
+          break;
+        default:
+          break;
       }
     }
   }
@@ -102,8 +107,9 @@ int main() {
     }
   }
   std::printf("replayed %llu records: %llu kept, %llu discarded, %llu read back\n",
-              static_cast<unsigned long long>(kept + discarded), static_cast<unsigned long long>(kept),
-              static_cast<unsigned long long>(discarded), static_cast<unsigned long long>(read));
+              static_cast<unsigned long long>(kept + discarded),
+              static_cast<unsigned long long>(kept), static_cast<unsigned long long>(discarded),
+              static_cast<unsigned long long>(read));
   std::filesystem::remove(path);
   // bytes_req > 256 holds for i % 64 in 33..63: 15 full cycles of 64 (31
   // each) and 33..39 of the last 40.

@@ -1,17 +1,18 @@
 // The ring buffer in a nutshell: reserve, fill, commit (or discard), read
 // back with a consuming reader, and check the per-CPU accounting.
 // Built and run as a test: exit 0 = pass.
-#include <cstdio>
-#include <cstring>
-
 #include <tracepipe/buffers/readers.h>
 #include <tracepipe/tracepipe.h>
+
+#include <cstdio>
+#include <cstring>
 
 using namespace tracepipe::buffers;
 
 int main() {
   // Two CPU buffers of 64 KiB in 4 KiB sub-buffers; drop the newest when full.
-  DropNewestRingBuffer rb(RingBufferConfig{.cpus = 2, .size_per_cpu = 64 * 1024, .subbuf_size = 4096});
+  DropNewestRingBuffer rb(
+      RingBufferConfig{.cpus = 2, .size_per_cpu = 64 * 1024, .subbuf_size = 4096});
 
   // reserve -> fill -> commit: the record becomes visible at commit.
   Reservation r = rb.reserve(/*cpu=*/0, /*payload_len=*/12);
@@ -35,14 +36,16 @@ int main() {
   int n = 0;
   while (auto v = reader.next()) {
     std::printf("cpu %u ts %llu: %.*s\n", v->cpu, static_cast<unsigned long long>(v->ts),
-                static_cast<int>(v->payload.size()), reinterpret_cast<const char*>(v->payload.data()));
+                static_cast<int>(v->payload.size()),
+                reinterpret_cast<const char*>(v->payload.data()));
     ++n;
   }
 
   const CpuStats s = rb.stats(0);
   std::printf("read %llu discarded %llu (reclaimed %llu) lost_too_big %llu entries %llu\n",
               static_cast<unsigned long long>(s.read), static_cast<unsigned long long>(s.discarded),
-              static_cast<unsigned long long>(s.reclaimed), static_cast<unsigned long long>(s.lost_too_big),
+              static_cast<unsigned long long>(s.reclaimed),
+              static_cast<unsigned long long>(s.lost_too_big),
               static_cast<unsigned long long>(s.entries));
   // Four write attempts on CPU 0: every one is accounted for.
   return n == 2 && s.conserved(4) ? 0 : 1;

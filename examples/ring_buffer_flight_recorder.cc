@@ -1,11 +1,11 @@
 // A flight recorder: an overwrite ring buffer keeps the newest records; on a
 // trigger, pause it, take a snapshot and print the last events newest first,
 // then all CPUs merged by time stamp. Exit 0 = pass.
-#include <cstdio>
-#include <string>
-
 #include <tracepipe/buffers/readers.h>
 #include <tracepipe/tracepipe.h>
+
+#include <cstdio>
+#include <string>
 
 using namespace tracepipe::buffers;
 
@@ -46,9 +46,10 @@ int main() {
 
   const CpuStats s0 = rb.stats(0), s1 = rb.stats(1);
   std::printf("merged %zu events in time order; cpu0 overrun %llu entries %llu\n", merged,
-              static_cast<unsigned long long>(s0.overrun), static_cast<unsigned long long>(s0.entries));
-  return newest == "event 9998" && ordered && merged == s0.entries + s1.entries && s0.conserved(5000) &&
-                 s1.conserved(5000)
+              static_cast<unsigned long long>(s0.overrun),
+              static_cast<unsigned long long>(s0.entries));
+  return newest == "event 9998" && ordered && merged == s0.entries + s1.entries &&
+                 s0.conserved(5000) && s1.conserved(5000)
              ? 0
              : 1;
 }

@@ -8,13 +8,13 @@
 //
 // Exit 0 when every event was named as expected and the code address
 // resolves to this executable. See docs/sideband.md.
-#include <cstdio>
-#include <cstring>
-#include <thread>
-
 #include <tracepipe/buffers/readers.h>
 #include <tracepipe/core/sideband/sideband.h>
 #include <tracepipe/tracepipe.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
 
 using Work = tracepipe::EventDecl<"example", "work", tracepipe::Int<"step", uint32_t>,
                                   tracepipe::Int<"pc", uint64_t>>;
@@ -32,7 +32,7 @@ int main() {
     (void)set_thread_name("fetcher");  // recorded: task_comm(rename)
     Work::emit(inst, 1, pc);
     Work::emit(inst, 2, pc);
-    (void)set_thread_name("parser");   // events after this one belong to "parser"
+    (void)set_thread_name("parser");  // events after this one belong to "parser"
     Work::emit(inst, 3, pc);
   });
   worker.join();
@@ -55,8 +55,9 @@ int main() {
     std::memcpy(&addr, r->payload.data() + 16, 8);
     const std::string_view who = sb.comm(h.common_pid).value_or("<unknown>");
     const auto* map = sb.mapping_at(addr);
-    std::printf("%.*s-%d: work step=%u pc=%#llx (%s)\n", static_cast<int>(who.size()), who.data(), h.common_pid,
-                step, static_cast<unsigned long long>(addr), map != nullptr ? map->filename.c_str() : "?");
+    std::printf("%.*s-%d: work step=%u pc=%#llx (%s)\n", static_cast<int>(who.size()), who.data(),
+                h.common_pid, step, static_cast<unsigned long long>(addr),
+                map != nullptr ? map->filename.c_str() : "?");
     if (who != want[step]) ++bad;
     if (map == nullptr || map->filename != sb.executable()) ++bad;
   }

@@ -5,19 +5,20 @@
 //
 //   snapshot if status >= 500       the live buffer becomes the snapshot
 //   stacktrace:1 if status >= 500   the call chain of the first failure
+#include <tracepipe/core/triggers/triggers.h>
+#include <tracepipe/tracepipe.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-#include <tracepipe/core/triggers/triggers.h>
-#include <tracepipe/tracepipe.h>
-
-using RequestDone = tracepipe::EventDecl<"app", "request_done",     //
+using RequestDone = tracepipe::EventDecl<"app", "request_done",           //
                                          tracepipe::Int<"id", uint32_t>,  //
                                          tracepipe::Int<"status", uint16_t>>;
 
 // A made-up call chain; noinline keeps each function a frame of its own.
-extern "C" [[gnu::noinline]] void finish_request(tracepipe::Instance& inst, uint32_t id, uint16_t status) {
+extern "C" [[gnu::noinline]] void finish_request(tracepipe::Instance& inst, uint32_t id,
+                                                 uint16_t status) {
   RequestDone::emit(inst, id, status);
   asm volatile("" ::: "memory");  // no tail call: this frame stays on the stack
 }
@@ -33,7 +34,8 @@ int main() {
   // Triggers run newest first: the stack is written, then the swap takes it
   // into the snapshot with the failing request.
   for (const char* t : {"snapshot if status >= 500", "stacktrace:1 if status >= 500"})
-    if (auto st = tracepipe::set_trigger(inst, ev, t); !st) return std::fputs(st.render().c_str(), stderr), 1;
+    if (auto st = tracepipe::set_trigger(inst, ev, t); !st)
+      return std::fputs(st.render().c_str(), stderr), 1;
 
   for (uint32_t id = 0; id < 10; ++id) handle_request(inst, id);  // fails at 6
 

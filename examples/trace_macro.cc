@@ -4,12 +4,12 @@
 // it, every call records into that instance, through its filter.
 //
 //   build/examples/example_trace_macro
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <string>
 
-#include <tracepipe/tracepipe.h>
-
-using CacheMiss = tracepipe::EventDecl<"app", "cache_miss",          //
+using CacheMiss = tracepipe::EventDecl<"app", "cache_miss",              //
                                        tracepipe::Int<"key", uint64_t>,  //
                                        tracepipe::Str<"detail">>;
 
@@ -41,7 +41,8 @@ int main() {
   inst.enable(CacheMiss::desc());
   if (!inst.set_filter(CacheMiss::desc(), "key >= 15")) return 1;
   for (uint64_t k = 0; k < 30; ++k) lookup(k);
-  std::printf("enabled:  enabled()=%d, describe() ran %d times\n\n", CacheMiss::enabled(), described);
+  std::printf("enabled:  enabled()=%d, describe() ran %d times\n\n", CacheMiss::enabled(),
+              described);
 
   std::fputs(tracepipe::trace_text(inst).c_str(), stdout);
   const tracepipe::EventStats s = inst.event_stats(CacheMiss::desc());

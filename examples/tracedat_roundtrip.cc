@@ -1,16 +1,16 @@
 // Writes a trace.dat with one tracepipe-declared event, reads it back, and
 // prints it the way `trace-cmd report` (and `tracepipe report`) would.
 // See docs/tracedat.md. Exit 0 = the records came back intact.
+#include <tracepipe/core/tracedat/trace_report.h>
+#include <tracepipe/core/tracedat/tracedat_reader.h>
+#include <tracepipe/core/tracedat/tracedat_writer.h>
+#include <tracepipe/tracepipe.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <tracepipe/core/tracedat/trace_report.h>
-#include <tracepipe/core/tracedat/tracedat_reader.h>
-#include <tracepipe/core/tracedat/tracedat_writer.h>
-#include <tracepipe/tracepipe.h>
 
 using namespace tracepipe;
 

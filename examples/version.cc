@@ -1,7 +1,7 @@
 // Prints the library version: the smallest program that links tracepipe.
-#include <cstdio>
-
 #include <tracepipe/tracepipe.h>
+
+#include <cstdio>
 
 int main() {
   std::printf("tracepipe %s\n", tracepipe::version());

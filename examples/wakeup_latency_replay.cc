@@ -11,14 +11,14 @@
 //
 // Usage: example_wakeup_latency_replay [FILE.dat [COMM]]; by default the
 // hackbench capture of the shared data folder (skipped when absent).
-#include <cstdio>
-#include <filesystem>
-#include <string>
-
-#include <tracepipe/tracepipe.h>
 #include <tracepipe/core/instance/raw_emit.h>
 #include <tracepipe/core/tracedat/tracedat_reader.h>
 #include <tracepipe/core/triggers/triggers.h>
+#include <tracepipe/tracepipe.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
 
 using namespace tracepipe;
 
@@ -44,16 +44,20 @@ int main(int argc, char** argv) {
     }
   };
   check(set_synthetic_event(inst, "wakeup_latency u64 lat; pid_t pid; int prio"));
-  check(set_trigger(inst, "sched:sched_waking",
-                    "hist:keys=$saved_pid:saved_pid=pid:ts0=common_timestamp.usecs if comm==\"" + comm + "\""));
-  check(set_trigger(inst, "sched:sched_switch",
-                    "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking)."
-                    "wakeup_latency($wakeup_lat,$saved_pid,next_prio) if next_comm==\"" + comm + "\""));
+  check(set_trigger(
+      inst, "sched:sched_waking",
+      "hist:keys=$saved_pid:saved_pid=pid:ts0=common_timestamp.usecs if comm==\"" + comm + "\""));
+  check(set_trigger(
+      inst, "sched:sched_switch",
+      "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking)."
+      "wakeup_latency($wakeup_lat,$saved_pid,next_prio) if next_comm==\"" +
+          comm + "\""));
   const EventDesc* lat = synthetic_event(inst, "wakeup_latency");
   check(set_trigger(inst, *lat, "hist:keys=lat.log2:sort=lat"));
 
   MergedRecordCursor records = reader.records();
-  while (const auto r = records.next()) tracepipe::RawEmit::emit_at(inst, r->payload, r->cpu, r->ts);
+  while (const auto r = records.next())
+    tracepipe::RawEmit::emit_at(inst, r->payload, r->cpu, r->ts);
 
   const std::string hist = hist_file(inst, *lat);
   std::fputs(hist.c_str(), stdout);

@@ -31,11 +31,14 @@ void append(const Ast& ast, uint32_t id, std::string& out) {
   }
 }
 
-bool eval(const Ast& ast, uint32_t id, const Program& prog, std::span<const std::byte> rec, const EvalContext& ctx) {
+bool eval(const Ast& ast, uint32_t id, const Program& prog, std::span<const std::byte> rec,
+          const EvalContext& ctx) {
   const AstNode& n = ast.nodes[id];
   switch (n.kind) {
-    case AstNode::Kind::pred: return prog.eval_entry(n.first, rec, ctx);
-    case AstNode::Kind::negate: return !eval(ast, ast.kids(n)[0], prog, rec, ctx);
+    case AstNode::Kind::pred:
+      return prog.eval_entry(n.first, rec, ctx);
+    case AstNode::Kind::negate:
+      return !eval(ast, ast.kids(n)[0], prog, rec, ctx);
     case AstNode::Kind::all_of:
       for (uint32_t k : ast.kids(n))
         if (!eval(ast, k, prog, rec, ctx)) return false;

@@ -19,11 +19,11 @@ namespace tracepipe::filters {
 /// One parsed and resolved predicate (field, operator, literal).
 /// Mirrors kernel/trace/trace_events_filter.c: struct filter_pred after parse_pred().
 struct PredSpec {
-  detail::Pred pred;                        ///< code, offset, literal (targets unset)
-  std::string text;                         ///< source text, for dump()
+  detail::Pred pred;                             ///< code, offset, literal (targets unset)
+  std::string text;                              ///< source text, for dump()
   std::shared_ptr<const StringMatcher> matcher;  ///< string predicates
-  std::vector<uint64_t> mask;               ///< CPUS{...} with two or more CPUs
-  uint32_t end = 0;                         ///< offset + size of the fixed-position bytes read
+  std::vector<uint64_t> mask;                    ///< CPUS{...} with two or more CPUs
+  uint32_t end = 0;                              ///< offset + size of the fixed-position bytes read
 };
 
 struct AstNode {

@@ -1,12 +1,12 @@
 #include "tracepipe/filters/codegen.h"
 
-#include "tracepipe/filters/string_match.h"
-
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
+
+#include "tracepipe/filters/string_match.h"
 
 namespace tracepipe::filters {
 
@@ -71,24 +71,37 @@ detail::Lane make_lane(const detail::Pred& p) {
   uint64_t lo = 0, hi = fmask;
   bool never = false;
   switch (sh.op) {
-    case Op::eq: lo = hi = vb; l.invert = p.negate; break;
+    case Op::eq:
+      lo = hi = vb;
+      l.invert = p.negate;
+      break;
     case Op::lt:
-      if (vb == 0) never = true;
-      else hi = vb - 1;
+      if (vb == 0)
+        never = true;
+      else
+        hi = vb - 1;
       break;
-    case Op::le: hi = vb; break;
+    case Op::le:
+      hi = vb;
+      break;
     case Op::gt:
-      if (vb == fmask) never = true;
-      else lo = vb + 1;
+      if (vb == fmask)
+        never = true;
+      else
+        lo = vb + 1;
       break;
-    case Op::ge: lo = vb; break;
+    case Op::ge:
+      lo = vb;
+      break;
     case Op::band:  // (field & v) != 0 on the raw bits
       l.and_mask = v;
       l.lo = 0;
       l.span = 0;
       l.invert = 1;
       return l;
-    default: never = true; break;
+    default:
+      never = true;
+      break;
   }
   if (never) {
     l.and_mask = 0;
@@ -195,7 +208,8 @@ std::shared_ptr<const Program> ProgramBuilder::build(const Ast& ast) {
   const auto n = static_cast<uint32_t>(prog->preds_.size());
   // Truth table for small all-integer programs (see Program::table_).
   bool numeric = n <= Program::kTableMax;
-  for (const detail::Pred& p : prog->preds_) numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
+  for (const detail::Pred& p : prog->preds_)
+    numeric = numeric && p.code <= detail::Code::last_fixed_numeric;
   if (numeric) {
     build_table(*prog);
     single_lane(*prog);
@@ -230,7 +244,8 @@ void ProgramBuilder::lay_out_preds(Program& prog, const Ast& ast, const std::vec
       prog.strings_.push_back(spec.matcher);
     }
     if (!spec.mask.empty()) {
-      p.aux = static_cast<uint32_t>(prog.masks_.size() / std::max<uint32_t>(prog.words_per_mask_, 1));
+      p.aux =
+          static_cast<uint32_t>(prog.masks_.size() / std::max<uint32_t>(prog.words_per_mask_, 1));
       std::vector<uint64_t> m = spec.mask;
       m.resize(prog.words_per_mask_, 0);
       prog.masks_.insert(prog.masks_.end(), m.begin(), m.end());
@@ -307,13 +322,26 @@ void ProgramBuilder::single_cpu(Program& prog) {
   bool empty = false;
   Program::SingleCpu sc;
   switch (p.sub) {
-    case detail::Op::eq: sc.lo = b, sc.span = 0; break;
-    case detail::Op::ne: sc.lo = b + 1, sc.span = 0xfffffffeu; break;  // all but b, round the circle
-    case detail::Op::lt: empty = b == 0, sc.lo = 0, sc.span = b - 1; break;
-    case detail::Op::le: sc.lo = 0, sc.span = b; break;
-    case detail::Op::gt: empty = b == 0xffffffffu, sc.lo = b + 1, sc.span = 0xffffffffu - (b + 1); break;
-    case detail::Op::ge: sc.lo = b, sc.span = 0xffffffffu - b; break;
-    default: return;  // eval_other says false: the walk keeps it
+    case detail::Op::eq:
+      sc.lo = b, sc.span = 0;
+      break;
+    case detail::Op::ne:
+      sc.lo = b + 1, sc.span = 0xfffffffeu;
+      break;  // all but b, round the circle
+    case detail::Op::lt:
+      empty = b == 0, sc.lo = 0, sc.span = b - 1;
+      break;
+    case detail::Op::le:
+      sc.lo = 0, sc.span = b;
+      break;
+    case detail::Op::gt:
+      empty = b == 0xffffffffu, sc.lo = b + 1, sc.span = 0xffffffffu - (b + 1);
+      break;
+    case detail::Op::ge:
+      sc.lo = b, sc.span = 0xffffffffu - b;
+      break;
+    default:
+      return;  // eval_other says false: the walk keeps it
   }
   // The verdict of the one-entry program for the predicate's result r.
   auto verdict = [&](bool r) { return (r == static_cast<bool>(p.branch_if) ? p.target : 1) == 1; };
@@ -330,7 +358,7 @@ void ProgramBuilder::single_string(Program& prog) {
   const StringMatcher& m = *prog.strings_[p.aux];
   const std::string& pat = m.pattern();
   const size_t n = static_cast<size_t>(p.val);  // the field's size: the kernel's len
-  size_t bytes;                                  // compared: the pattern, then its NUL if it counts
+  size_t bytes;                                 // compared: the pattern, then its NUL if it counts
   bool with_nul = false;
   if (m.mode() == MatchMode::front) {
     if (n < pat.size()) return;  // never matches: the general path says so
@@ -360,8 +388,10 @@ void ProgramBuilder::single_string(Program& prog) {
   ss.verdict_if_match = verdict(!static_cast<bool>(p.negate));
   ss.verdict_if_no_match = verdict(static_cast<bool>(p.negate));
   prog.single_str_ = ss;
-  prog.read_chunks_ |= read_chunks_of(detail::Code::str_static, ss.pos, ss.pos + (ss.two_words ? 16 : 8));
-  prog.single_str_min_size_ = std::max<size_t>(prog.min_size_, size_t{ss.pos} + (ss.two_words ? 16 : 8));
+  prog.read_chunks_ |=
+      read_chunks_of(detail::Code::str_static, ss.pos, ss.pos + (ss.two_words ? 16 : 8));
+  prog.single_str_min_size_ =
+      std::max<size_t>(prog.min_size_, size_t{ss.pos} + (ss.two_words ? 16 : 8));
 }
 
 std::shared_ptr<const Program> build_program(const Ast& ast) { return ProgramBuilder::build(ast); }

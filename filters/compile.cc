@@ -5,7 +5,8 @@
 
 namespace tracepipe::filters {
 
-CompileResult compile(std::string_view expr, std::span<const FieldDesc> fields, const CompileOptions& options) {
+CompileResult compile(std::string_view expr, std::span<const FieldDesc> fields,
+                      const CompileOptions& options) {
   ParseResult parsed = parse(expr, fields, options);
   if (!parsed.ok()) return parsed.error();
   return build_program(parsed.ast());

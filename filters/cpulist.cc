@@ -64,7 +64,9 @@ bool get_number(Cursor& c, uint32_t last_bit, uint32_t& out) {
 // by '\0' or '\n').
 bool parse_region(Cursor& c, uint32_t nbits, Region& r, bool& ends_list) {
   const uint32_t last = nbits - 1;  // nbits >= 1 (checked by the caller)
-  auto lower = [](unsigned char ch) { return static_cast<unsigned char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch); };
+  auto lower = [](unsigned char ch) {
+    return static_cast<unsigned char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+  };
   bool have_end = false;
   if (lower(c.peek(0)) == 'a' && lower(c.peek(1)) == 'l' && lower(c.peek(2)) == 'l') {
     r.start = 0;

@@ -13,8 +13,7 @@ constexpr bool is_space(unsigned char c) noexcept {
 }
 constexpr bool is_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
 constexpr bool is_alpha(unsigned char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= 0xC0 && c != 0xD7 && c != 0xF7);
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= 0xC0 && c != 0xD7 && c != 0xF7);
 }
 constexpr bool is_alnum(unsigned char c) noexcept { return is_alpha(c) || is_digit(c); }
 constexpr bool is_xdigit(unsigned char c) noexcept {

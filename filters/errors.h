@@ -14,60 +14,61 @@ namespace tracepipe::filters {
 /// Error codes. The first block is the kernel's table in the kernel's order
 /// (FILT_ERR_*); the tail holds tracepipe extensions, whose texts say so.
 enum class FilterErr : uint8_t {
-  none,                ///< "No error"
-  invalid_op,          ///< "Invalid operator"
-  too_many_open,       ///< "Too many '('"
-  too_many_close,      ///< "Too few '('"
-  missing_quote,       ///< "Missing matching quote"
-  missing_brace_open,  ///< "Missing '{'"
-  missing_brace_close, ///< "Missing '}'"
-  operand_too_long,    ///< "Operand too long"
-  expect_string,       ///< "Expecting string field"
-  expect_digit,        ///< "Expecting numeric field"
-  illegal_field_op,    ///< "Illegal operation for field type"
-  field_not_found,     ///< "Field not found"
-  illegal_intval,      ///< "Illegal integer value"
-  bad_subsys_filter,   ///< "Couldn't find or set field in one of a subsystem's events"
-  too_many_preds,      ///< "Too many terms in predicate expression"
-  invalid_filter,      ///< "Meaningless filter expression"
-  invalid_cpulist,     ///< "Invalid cpulist"
-  ip_field_only,       ///< "Only 'ip' field is supported for function trace"
-  invalid_value,       ///< "Invalid value (did you forget quotes)?"
-  no_function,         ///< "Function not found"
-  errno_error,         ///< "Error": the kernel logs this for internal negative codes, caret 0
-  no_filter,           ///< "No filter found"
+  none,                 ///< "No error"
+  invalid_op,           ///< "Invalid operator"
+  too_many_open,        ///< "Too many '('"
+  too_many_close,       ///< "Too few '('"
+  missing_quote,        ///< "Missing matching quote"
+  missing_brace_open,   ///< "Missing '{'"
+  missing_brace_close,  ///< "Missing '}'"
+  operand_too_long,     ///< "Operand too long"
+  expect_string,        ///< "Expecting string field"
+  expect_digit,         ///< "Expecting numeric field"
+  illegal_field_op,     ///< "Illegal operation for field type"
+  field_not_found,      ///< "Field not found"
+  illegal_intval,       ///< "Illegal integer value"
+  bad_subsys_filter,    ///< "Couldn't find or set field in one of a subsystem's events"
+  too_many_preds,       ///< "Too many terms in predicate expression"
+  invalid_filter,       ///< "Meaningless filter expression"
+  invalid_cpulist,      ///< "Invalid cpulist"
+  ip_field_only,        ///< "Only 'ip' field is supported for function trace"
+  invalid_value,        ///< "Invalid value (did you forget quotes)?"
+  no_function,          ///< "Function not found"
+  errno_error,          ///< "Error": the kernel logs this for internal negative codes, caret 0
+  no_filter,            ///< "No filter found"
   // --- tracepipe extensions (not kernel errors) ---
-  expression_too_long, ///< the kernel refuses writes >= PAGE_SIZE with EINVAL and logs nothing
-  invalid_regex,       ///< RE2 rejected an =~ / !~ pattern
+  expression_too_long,  ///< the kernel refuses writes >= PAGE_SIZE with EINVAL and logs nothing
+  invalid_regex,        ///< RE2 rejected an =~ / !~ pattern
   count_
 };
 
 /// Kernel text of each code, indexed by FilterErr.
-inline constexpr std::array<std::string_view, static_cast<size_t>(FilterErr::count_)> kFilterErrText = {
-    "No error",
-    "Invalid operator",
-    "Too many '('",
-    "Too few '('",
-    "Missing matching quote",
-    "Missing '{'",
-    "Missing '}'",
-    "Operand too long",
-    "Expecting string field",
-    "Expecting numeric field",
-    "Illegal operation for field type",
-    "Field not found",
-    "Illegal integer value",
-    "Couldn't find or set field in one of a subsystem's events",
-    "Too many terms in predicate expression",
-    "Meaningless filter expression",
-    "Invalid cpulist",
-    "Only 'ip' field is supported for function trace",
-    "Invalid value (did you forget quotes)?",
-    "Function not found",
-    "Error",
-    "No filter found",
-    "Filter string too long (tracepipe: the kernel refuses >= 4096 bytes)",
-    "Invalid regular expression (tracepipe extension =~/!~)",
+inline constexpr std::array<std::string_view, static_cast<size_t>(FilterErr::count_)>
+    kFilterErrText = {
+        "No error",
+        "Invalid operator",
+        "Too many '('",
+        "Too few '('",
+        "Missing matching quote",
+        "Missing '{'",
+        "Missing '}'",
+        "Operand too long",
+        "Expecting string field",
+        "Expecting numeric field",
+        "Illegal operation for field type",
+        "Field not found",
+        "Illegal integer value",
+        "Couldn't find or set field in one of a subsystem's events",
+        "Too many terms in predicate expression",
+        "Meaningless filter expression",
+        "Invalid cpulist",
+        "Only 'ip' field is supported for function trace",
+        "Invalid value (did you forget quotes)?",
+        "Function not found",
+        "Error",
+        "No filter found",
+        "Filter string too long (tracepipe: the kernel refuses >= 4096 bytes)",
+        "Invalid regular expression (tracepipe extension =~/!~)",
 };
 
 /// A rejected filter: which error, where, and the errno the kernel's write(2)

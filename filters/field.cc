@@ -25,7 +25,7 @@ FieldDesc make_field(std::string_view type, std::string_view name, uint32_t offs
   } else if (!has("[") && (size == 1 || size == 2 || size == 4 || size == 8)) {
     f.kind = FieldKind::integer;  // the kernel's FILTER_OTHER, compared by value
   } else {
-    f.kind = FieldKind::other;    // FILTER_OTHER of another size: compares are never true
+    f.kind = FieldKind::other;  // FILTER_OTHER of another size: compares are never true
   }
   return f;
 }

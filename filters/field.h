@@ -32,7 +32,7 @@ struct FieldDesc {
 /// Builds a FieldDesc and classifies its kind from the kernel type string,
 /// like the kernel does when it registers a format field.
 /// Mirrors kernel/trace/trace_events.c: filter_assign_type.
-FieldDesc make_field(std::string_view type, std::string_view name, uint32_t offset,
-                     uint32_t size, bool is_signed);
+FieldDesc make_field(std::string_view type, std::string_view name, uint32_t offset, uint32_t size,
+                     bool is_signed);
 
 }  // namespace tracepipe::filters

@@ -8,11 +8,13 @@ namespace {
 struct ClassResult {
   bool malformed = false;  // no closing ']' (or a range to the end): treat '[' literally
   bool matched = false;
-  size_t next = 0;         // pattern position after the closing ']'
+  size_t next = 0;  // pattern position after the closing ']'
 };
 
 ClassResult match_class(std::string_view pat, size_t p, unsigned char c) {
-  auto at = [&](size_t k) -> unsigned char { return k < pat.size() ? static_cast<unsigned char>(pat[k]) : 0; };
+  auto at = [&](size_t k) -> unsigned char {
+    return k < pat.size() ? static_cast<unsigned char>(pat[k]) : 0;
+  };
   ClassResult r;
   const bool inverted = at(p) == '!';
   size_t k = p + (inverted ? 1 : 0);
@@ -45,7 +47,9 @@ ClassResult match_class(std::string_view pat, size_t p, unsigned char c) {
 }  // namespace
 
 bool glob_match(std::string_view pat, CString str) noexcept {
-  auto pc = [&](size_t k) -> unsigned char { return k < pat.size() ? static_cast<unsigned char>(pat[k]) : 0; };
+  auto pc = [&](size_t k) -> unsigned char {
+    return k < pat.size() ? static_cast<unsigned char>(pat[k]) : 0;
+  };
   size_t p = 0, s = 0;
   bool have_star = false;
   size_t star_p = 0, star_s = 0;  // where to resume after the last '*'

@@ -30,7 +30,9 @@ namespace {
 // _kstrtoull: radix from the prefix, digits, optional '\n', nothing else.
 std::optional<uint64_t> kstrtoull_unsigned_body(std::string_view s) noexcept {
   unsigned base = 10;
-  auto at = [&](size_t i) -> unsigned char { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0; };
+  auto at = [&](size_t i) -> unsigned char {
+    return i < s.size() ? static_cast<unsigned char>(s[i]) : 0;
+  };
   if (at(0) == '0') {
     if (kctype::fold(at(1)) == 'x' && kctype::is_xdigit(at(2))) {
       base = 16;

@@ -34,7 +34,9 @@ struct StackSize {
 // Mirrors kernel/trace/trace_events_filter.c: calc_stack (its error
 // positions and its internal return codes, which become errno).
 std::variant<StackSize, FilterError> calc_stack(std::string_view s) {
-  auto at = [&](size_t k) -> unsigned char { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0; };
+  auto at = [&](size_t k) -> unsigned char {
+    return k < s.size() ? static_cast<unsigned char>(s[k]) : 0;
+  };
   bool is_pred = false;
   size_t nr_preds = 0, open = 1, max_open = 1, last_quote = 0;
   unsigned char quote = 0;
@@ -66,7 +68,8 @@ std::variant<StackSize, FilterError> calc_stack(std::string_view s) {
         if (open == 1) return make_error(FilterErr::too_many_close, i, EPERM);
         --open;
         continue;
-      default: break;
+      default:
+        break;
     }
     if (!is_pred) {
       ++nr_preds;
@@ -187,7 +190,9 @@ bool is_not(std::string_view s, size_t k) {
 // Mirrors kernel/trace/trace_events_filter.c: predicate_parse (first pass).
 ParseResult predicate_parse(const ParseInput& in, StackSize size) {
   const std::string_view s = in.expr;
-  auto at = [&](size_t k) -> unsigned char { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0; };
+  auto at = [&](size_t k) -> unsigned char {
+    return k < s.size() ? static_cast<unsigned char>(s[k]) : 0;
+  };
   Ast ast;
   ast.nr_cpu_ids = in.nr_cpu_ids;
   TreeBuilder tree(ast);
@@ -210,7 +215,8 @@ ParseResult predicate_parse(const ParseInput& in, StackSize size) {
     if (n_preds >= max_preds)
       return make_error(FilterErr::too_many_preds, next, n_preds == 0 ? ENOMEM : EPERM);
     PredOutcome p = parse_pred(in, next);  // #4
-    if (p.status == PredOutcome::Status::no_field) return make_error(FilterErr::errno_error, 0, EPERM);
+    if (p.status == PredOutcome::Status::no_field)
+      return make_error(FilterErr::errno_error, 0, EPERM);
     if (p.status == PredOutcome::Status::error) return std::move(p.error);
     ptr = next + p.length;
     ++n_preds;
@@ -277,7 +283,8 @@ uint32_t possible_cpus() {
 
 std::string_view kernel_command(std::string_view expr) noexcept {
   if (const size_t z = expr.find('\0'); z != std::string_view::npos) expr = expr.substr(0, z);
-  while (!expr.empty() && kctype::is_space(static_cast<unsigned char>(expr.back()))) expr.remove_suffix(1);
+  while (!expr.empty() && kctype::is_space(static_cast<unsigned char>(expr.back())))
+    expr.remove_suffix(1);
   return expr;
 }
 
@@ -293,9 +300,11 @@ uint32_t effective_nr_cpu_ids(const CompileOptions& options) {
   return n;
 }
 
-ParseResult parse(std::string_view expr, std::span<const FieldDesc> fields, const CompileOptions& options) {
+ParseResult parse(std::string_view expr, std::span<const FieldDesc> fields,
+                  const CompileOptions& options) {
   // event_filter_write(): writes of PAGE_SIZE or more fail with EINVAL, unlogged.
-  if (expr.size() > kMaxExpressionBytes) return make_error(FilterErr::expression_too_long, 0, EINVAL);
+  if (expr.size() > kMaxExpressionBytes)
+    return make_error(FilterErr::expression_too_long, 0, EINVAL);
   const std::string_view cmd = kernel_command(expr);
   if (clears_filter(cmd)) {  // apply_event_filter(): "0" (after strstrip) removes the filter
     Ast empty;

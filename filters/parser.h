@@ -61,7 +61,8 @@ bool clears_filter(std::string_view expr) noexcept;
 
 /// Parses expr for an event with these fields. An expression that is "0"
 /// after stripping gives an empty Ast (the kernel clears the filter).
-ParseResult parse(std::string_view expr, std::span<const FieldDesc> fields, const CompileOptions& options);
+ParseResult parse(std::string_view expr, std::span<const FieldDesc> fields,
+                  const CompileOptions& options);
 
 /// nr_cpu_ids as compile() uses it: options.nr_cpu_ids or this machine's
 /// possible CPUs.

@@ -18,7 +18,17 @@ using detail::Op;
 // The kernel's filter types. Mirrors kernel/trace/trace.h: enum filter_type
 // (FILTER_OTHER, FILTER_STATIC_STRING, ...), as filter_assign_type() and the
 // generic fields set them.
-enum class FilterType : uint8_t { other, static_string, dyn_string, rdyn_string, ptr_string, cpumask, cpu, comm, stacktrace };
+enum class FilterType : uint8_t {
+  other,
+  static_string,
+  dyn_string,
+  rdyn_string,
+  ptr_string,
+  cpumask,
+  cpu,
+  comm,
+  stacktrace
+};
 
 struct Field {
   FilterType type = FilterType::other;
@@ -29,13 +39,19 @@ struct Field {
 
 FilterType filter_type_of(FieldKind k) {
   switch (k) {
-    case FieldKind::char_array: return FilterType::static_string;
-    case FieldKind::data_loc_string: return FilterType::dyn_string;
-    case FieldKind::rel_loc_string: return FilterType::rdyn_string;
-    case FieldKind::string_ptr: return FilterType::ptr_string;
-    case FieldKind::cpumask: return FilterType::cpumask;
+    case FieldKind::char_array:
+      return FilterType::static_string;
+    case FieldKind::data_loc_string:
+      return FilterType::dyn_string;
+    case FieldKind::rel_loc_string:
+      return FilterType::rdyn_string;
+    case FieldKind::string_ptr:
+      return FilterType::ptr_string;
+    case FieldKind::cpumask:
+      return FilterType::cpumask;
     case FieldKind::integer:
-    case FieldKind::other: return FilterType::other;
+    case FieldKind::other:
+      return FilterType::other;
   }
   return FilterType::other;
 }
@@ -71,8 +87,10 @@ bool is_string_field(const Field& f) {
     case FilterType::dyn_string:
     case FilterType::rdyn_string:
     case FilterType::ptr_string:
-    case FilterType::comm: return true;
-    default: return false;
+    case FilterType::comm:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -103,21 +121,41 @@ constexpr size_t kNumBufSize = 24;        // num_buf[24] in parse_pred
 Code comparison_code(Op op, uint32_t size, bool is_signed) {
   int w;
   switch (size) {
-    case 1: w = 0; break;
-    case 2: w = 1; break;
-    case 4: w = 2; break;
-    case 8: w = 3; break;
-    default: return Code::always_false;
+    case 1:
+      w = 0;
+      break;
+    case 2:
+      w = 1;
+      break;
+    case 4:
+      w = 2;
+      break;
+    case 8:
+      w = 3;
+      break;
+    default:
+      return Code::always_false;
   }
   if (op == Op::eq || op == Op::ne) return static_cast<Code>(static_cast<int>(Code::eq8) + w);
   int k;
   switch (op) {
-    case Op::lt: k = 0; break;
-    case Op::le: k = 1; break;
-    case Op::gt: k = 2; break;
-    case Op::ge: k = 3; break;
-    case Op::band: k = 4; break;
-    default: return Code::always_false;
+    case Op::lt:
+      k = 0;
+      break;
+    case Op::le:
+      k = 1;
+      break;
+    case Op::gt:
+      k = 2;
+      break;
+    case Op::ge:
+      k = 3;
+      break;
+    case Op::band:
+      k = 4;
+      break;
+    default:
+      return Code::always_false;
   }
   // Layout of Code: per width, signed block of 5 then unsigned block of 5.
   const int base = static_cast<int>(Code::lt_s8) + w * 10 + (is_signed ? 0 : 5);
@@ -126,7 +164,8 @@ Code comparison_code(Op op, uint32_t size, bool is_signed) {
 
 class PredParser {
  public:
-  PredParser(const ParseInput& in, size_t start) : in_(in), start_(start), pos_(static_cast<int>(start) + 1) {}
+  PredParser(const ParseInput& in, size_t start)
+      : in_(in), start_(start), pos_(static_cast<int>(start) + 1) {}
 
   PredOutcome run();
 
@@ -139,7 +178,9 @@ class PredParser {
     const size_t k = start_ + i;
     return k < in_.expr.size() ? in_.expr.substr(k) : std::string_view();
   }
-  std::string_view slice(size_t a, size_t b) const noexcept { return in_.expr.substr(start_ + a, b - a); }
+  std::string_view slice(size_t a, size_t b) const noexcept {
+    return in_.expr.substr(start_ + a, b - a);
+  }
   PredOutcome fail(FilterErr code, size_t i, int err = EINVAL) const {
     PredOutcome o;
     o.status = PredOutcome::Status::error;
@@ -152,7 +193,8 @@ class PredParser {
     out_.status = PredOutcome::Status::ok;
     out_.length = i;
     std::string_view text = slice(name_start_, i);
-    while (!text.empty() && kctype::is_space(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    while (!text.empty() && kctype::is_space(static_cast<unsigned char>(text.back())))
+      text.remove_suffix(1);
     out_.spec.text.assign(text);
     return std::move(out_);
   }
@@ -253,10 +295,13 @@ PredOutcome PredParser::cpus_value(size_t i) {
   switch (field_.type) {
     case FilterType::cpumask:
     case FilterType::cpu:
-    case FilterType::other: break;
-    default: return fail(FilterErr::illegal_field_op, i);
+    case FilterType::other:
+      break;
+    default:
+      return fail(FilterErr::illegal_field_op, i);
   }
-  if (op_ != Op::eq && op_ != Op::ne && op_ != Op::band) return fail(FilterErr::illegal_field_op, i);
+  if (op_ != Op::eq && op_ != Op::ne && op_ != Op::band)
+    return fail(FilterErr::illegal_field_op, i);
   i += 4;
   if (at(i++) != '{') return fail(FilterErr::missing_brace_open, i);
   const size_t mask_start = i;
@@ -310,17 +355,21 @@ PredOutcome PredParser::string_value(size_t i, size_t s) {
   auto& p = out_.spec.pred;
   switch (op_) {
     case Op::ne:
-    case Op::re_nomatch: p.negate = 1; break;
+    case Op::re_nomatch:
+      p.negate = 1;
+      break;
     case Op::glob:
     case Op::eq:
-    case Op::re_match: break;
-    default: return fail(FilterErr::illegal_field_op, i);
+    case Op::re_match:
+      break;
+    default:
+      return fail(FilterErr::illegal_field_op, i);
   }
   if (!is_string_field(field_)) return fail(FilterErr::expect_digit, i);
   for (++i; at(i); ++i)
     if (at(i) == q) break;
   if (!at(i)) return fail(FilterErr::missing_quote, i);  // calc_stack() reports it first
-  ++s;  // skip the opening quote
+  ++s;                                                   // skip the opening quote
   if (i - s >= kMaxFilterStrVal) return fail(FilterErr::operand_too_long, i);
   const std::string_view pattern = slice(s, i);
   if (op_ == Op::re_match || op_ == Op::re_nomatch) {
@@ -338,7 +387,9 @@ PredOutcome PredParser::string_value(size_t i, size_t s) {
     out_.spec.matcher = std::move(m);
   }
   switch (field_.type) {
-    case FilterType::comm: p.code = Code::str_comm; break;
+    case FilterType::comm:
+      p.code = Code::str_comm;
+      break;
     case FilterType::static_string:
       p.code = Code::str_static;
       p.val = field_.size;

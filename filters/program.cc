@@ -23,7 +23,9 @@ constexpr size_t kPtrStringMax = 1024;
 constexpr int kCommLen = 16;
 
 // Bytes from offset to the end of the record, 0 when offset is past it.
-size_t avail_from(size_t offset, size_t size) noexcept { return offset <= size ? size - offset : 0; }
+size_t avail_from(size_t offset, size_t size) noexcept {
+  return offset <= size ? size - offset : 0;
+}
 
 bool test_bit(const uint64_t* words, uint32_t nbits, uint32_t bit) noexcept {
   return bit < nbits && (words[bit / 64] >> (bit % 64) & 1) != 0;
@@ -39,10 +41,14 @@ bool record_mask_bit(const std::byte* mask, size_t avail, uint32_t bit) noexcept
 // do_filter_scalar_cpumask: a mask of two or more CPUs never equals one CPU.
 bool scalar_vs_mask(Op op, bool in_mask) noexcept {
   switch (op) {
-    case Op::eq: return false;
-    case Op::ne: return true;
-    case Op::band: return in_mask;
-    default: return false;
+    case Op::eq:
+      return false;
+    case Op::ne:
+      return true;
+    case Op::band:
+      return in_mask;
+    default:
+      return false;
   }
 }
 
@@ -58,42 +64,64 @@ static uint32_t fixed_width(const Pred& p) noexcept {
   }
   switch (p.code) {
     case Code::scalar_in_mask:
-    case Code::str_ptr: return static_cast<uint32_t>(p.val2);
+    case Code::str_ptr:
+      return static_cast<uint32_t>(p.val2);
     case Code::cpumask_vs_mask:
     case Code::cpumask_vs_cpu:
     case Code::str_data_loc:
-    case Code::str_rel_loc: return 4;
-    case Code::function_range: return 8;
-    case Code::str_static: return static_cast<uint32_t>(p.val);
-    default: return 0;
+    case Code::str_rel_loc:
+      return 4;
+    case Code::function_range:
+      return 8;
+    case Code::str_static:
+      return static_cast<uint32_t>(p.val);
+    default:
+      return 0;
   }
 }
 
-bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
+bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size,
+                         const EvalContext& ctx) const noexcept {
   switch (p.code) {
     case Code::cpu_cmp: {  // filter_pred_cpu: int compare with (int)val
       const int cpu = static_cast<int>(ctx.cpu);
       const int cmp = static_cast<int>(static_cast<uint32_t>(p.val));
       switch (p.sub) {
-        case Op::eq: return cpu == cmp;
-        case Op::ne: return cpu != cmp;
-        case Op::lt: return cpu < cmp;
-        case Op::le: return cpu <= cmp;
-        case Op::gt: return cpu > cmp;
-        case Op::ge: return cpu >= cmp;
-        default: return false;
+        case Op::eq:
+          return cpu == cmp;
+        case Op::ne:
+          return cpu != cmp;
+        case Op::lt:
+          return cpu < cmp;
+        case Op::le:
+          return cpu <= cmp;
+        case Op::gt:
+          return cpu > cmp;
+        case Op::ge:
+          return cpu >= cmp;
+        default:
+          return false;
       }
     }
     case Code::cpu_in_mask:  // filter_pred_cpu_cpumask
-      return scalar_vs_mask(p.sub, test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, ctx.cpu));
+      return scalar_vs_mask(p.sub,
+                            test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, ctx.cpu));
     case Code::scalar_in_mask: {  // filter_pred_##size##_cpumask
       const std::byte* f = rec + p.offset;
       uint64_t v;
       switch (p.val2) {
-        case 1: v = load<uint8_t>(f); break;
-        case 2: v = load<uint16_t>(f); break;
-        case 4: v = load<uint32_t>(f); break;
-        default: v = load<uint64_t>(f); break;
+        case 1:
+          v = load<uint8_t>(f);
+          break;
+        case 2:
+          v = load<uint16_t>(f);
+          break;
+        case 4:
+          v = load<uint32_t>(f);
+          break;
+        default:
+          v = load<uint64_t>(f);
+          break;
       }
       const auto cpu = static_cast<uint32_t>(v);
       if (cpu >= nr_cpu_ids_) return false;
@@ -112,10 +140,14 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
         intersects |= a && c;
       }
       switch (p.sub) {
-        case Op::eq: return equal;
-        case Op::ne: return !equal;
-        case Op::band: return intersects;
-        default: return false;
+        case Op::eq:
+          return equal;
+        case Op::ne:
+          return !equal;
+        case Op::band:
+          return intersects;
+        default:
+          return false;
       }
     }
     case Code::cpumask_vs_cpu: {  // filter_pred_cpumask_cpu: do_filter_cpumask_scalar
@@ -126,12 +158,17 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
       const auto cpu = static_cast<uint32_t>(p.val);
       const bool has = record_mask_bit(m, avail, cpu);
       uint32_t weight = 0;
-      for (uint32_t b = 0; b < nr_cpu_ids_ && weight < 2; ++b) weight += record_mask_bit(m, avail, b);
+      for (uint32_t b = 0; b < nr_cpu_ids_ && weight < 2; ++b)
+        weight += record_mask_bit(m, avail, b);
       switch (p.sub) {
-        case Op::eq: return has && weight == 1;
-        case Op::ne: return !has || weight > 1;
-        case Op::band: return has;
-        default: return false;
+        case Op::eq:
+          return has && weight == 1;
+        case Op::ne:
+          return !has || weight > 1;
+        case Op::band:
+          return has;
+        default:
+          return false;
       }
     }
     case Code::function_range: {  // filter_pred_function
@@ -140,11 +177,12 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
       return in != static_cast<bool>(p.negate);
     }
     case Code::str_static: {  // filter_pred_string: len = field size
-      const CString s{reinterpret_cast<const unsigned char*>(rec + p.offset), static_cast<size_t>(p.val)};
+      const CString s{reinterpret_cast<const unsigned char*>(rec + p.offset),
+                      static_cast<size_t>(p.val)};
       return strings_[p.aux]->match(s, static_cast<int>(p.val)) != static_cast<bool>(p.negate);
     }
-    case Code::str_data_loc:    // filter_pred_strloc
-    case Code::str_rel_loc: {   // filter_pred_strrelloc: offset relative to the end of the field
+    case Code::str_data_loc:   // filter_pred_strloc
+    case Code::str_rel_loc: {  // filter_pred_strrelloc: offset relative to the end of the field
       const uint32_t item = load<uint32_t>(rec + p.offset);
       size_t loc = item & 0xffff;
       if (p.code == Code::str_rel_loc) loc += p.offset + 4;
@@ -157,11 +195,13 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
       return strings_[p.aux]->match(s, static_cast<int>(len)) != static_cast<bool>(p.negate);
     }
     case Code::str_ptr: {  // filter_pred_pchar / _user: an unreadable string is false
-      const uint64_t addr = p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
+      const uint64_t addr =
+          p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
       if (!ctx.resolve) return false;
       const ResolvedString rs = ctx.resolve(addr, p.val != 0, ctx.resolve_user);
       if (!rs.found) return false;
-      CString s{reinterpret_cast<const unsigned char*>(rs.text.data()), std::min(rs.text.size(), kPtrStringMax - 1)};
+      CString s{reinterpret_cast<const unsigned char*>(rs.text.data()),
+                std::min(rs.text.size(), kPtrStringMax - 1)};
       size_t len = 0;
       while (len < s.avail && s.base[len]) ++len;
       s.avail = len;
@@ -177,7 +217,8 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size, const
   }
 }
 
-bool Program::run_checked(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept {
+bool Program::run_checked(const std::byte* rec, size_t size,
+                          const EvalContext& ctx) const noexcept {
   const Pred* p = preds_.data();
   const auto n = static_cast<uint32_t>(preds_.size());
   uint32_t i = 0;
@@ -196,7 +237,8 @@ bool Program::run_checked(const std::byte* rec, size_t size, const EvalContext& 
   return i == n;
 }
 
-bool Program::eval_entry(size_t i, std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+bool Program::eval_entry(size_t i, std::span<const std::byte> record,
+                         const EvalContext& ctx) const noexcept {
   const Pred& e = preds_[i];
   const std::byte* rec = record.data();
   const size_t size = record.size();
@@ -205,7 +247,8 @@ bool Program::eval_entry(size_t i, std::span<const std::byte> record, const Eval
   return eval_other(e, rec, size, ctx);
 }
 
-Program::Explained Program::explain(std::span<const std::byte> record, const EvalContext& ctx) const {
+Program::Explained Program::explain(std::span<const std::byte> record,
+                                    const EvalContext& ctx) const {
   Explained out;
   const auto n = static_cast<uint32_t>(preds_.size());
   uint32_t i = 0;
@@ -225,8 +268,10 @@ std::string Program::dump() const {
   for (uint32_t i = 0; i < n; ++i) {
     const Pred& p = preds_[i];
     std::string head = std::to_string(i) + ": " + pred_text_[i];
-    if (head.size() < 32) head.resize(32, ' ');
-    else head += ' ';
+    if (head.size() < 32)
+      head.resize(32, ' ');
+    else
+      head += ' ';
     const uint32_t t = p.target;
     const std::string dest = t == n ? "T" : t == n + 1 ? "F" : std::to_string(t);
     std::snprintf(line, sizeof line, "if %sr goto %s\n", p.branch_if ? "" : "!", dest.c_str());

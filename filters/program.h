@@ -69,14 +69,15 @@ struct ResolvedString {
   std::string_view text;
   bool found = false;
 };
-using StringResolverFn = ResolvedString (*)(uint64_t address, bool user_space, const void* user) noexcept;
+using StringResolverFn = ResolvedString (*)(uint64_t address, bool user_space,
+                                            const void* user) noexcept;
 
 /// Per-evaluation context, for the generic fields the kernel reads from the
 /// running task rather than the record. Mirrors kernel/trace/trace_events_filter.c:
 /// filter_pred_cpu (raw_smp_processor_id) and filter_pred_comm (current->comm).
 struct EvalContext {
-  uint32_t cpu = 0;        ///< CPU/cpu/common_cpu: the CPU the event is recorded on
-  std::string_view comm;   ///< COMM/comm when the event has no field of that name (<= 15 bytes used)
+  uint32_t cpu = 0;       ///< CPU/cpu/common_cpu: the CPU the event is recorded on
+  std::string_view comm;  ///< COMM/comm when the event has no field of that name (<= 15 bytes used)
   StringResolverFn resolve = nullptr;  ///< for `char *` fields; null = never found
   const void* resolve_user = nullptr;
 };
@@ -93,28 +94,63 @@ inline T load(const std::byte* p) noexcept {
 /// What one program entry computes. Numeric codes come first: they are the
 /// inline fast path of match().
 enum class Code : uint8_t {
-  eq8, eq16, eq32, eq64,                 // r = (field == val) ^ negate, width in bits
-  lt_s8, le_s8, gt_s8, ge_s8, and_s8,    // signed/unsigned ordered compares and '&'
-  lt_u8, le_u8, gt_u8, ge_u8, and_u8,
-  lt_s16, le_s16, gt_s16, ge_s16, and_s16,
-  lt_u16, le_u16, gt_u16, ge_u16, and_u16,
-  lt_s32, le_s32, gt_s32, ge_s32, and_s32,
-  lt_u32, le_u32, gt_u32, ge_u32, and_u32,
-  lt_s64, le_s64, gt_s64, ge_s64, and_s64,
-  lt_u64, le_u64, gt_u64, ge_u64, and_u64,
+  eq8,
+  eq16,
+  eq32,
+  eq64,  // r = (field == val) ^ negate, width in bits
+  lt_s8,
+  le_s8,
+  gt_s8,
+  ge_s8,
+  and_s8,  // signed/unsigned ordered compares and '&'
+  lt_u8,
+  le_u8,
+  gt_u8,
+  ge_u8,
+  and_u8,
+  lt_s16,
+  le_s16,
+  gt_s16,
+  ge_s16,
+  and_s16,
+  lt_u16,
+  le_u16,
+  gt_u16,
+  ge_u16,
+  and_u16,
+  lt_s32,
+  le_s32,
+  gt_s32,
+  ge_s32,
+  and_s32,
+  lt_u32,
+  le_u32,
+  gt_u32,
+  ge_u32,
+  and_u32,
+  lt_s64,
+  le_s64,
+  gt_s64,
+  ge_s64,
+  and_s64,
+  lt_u64,
+  le_u64,
+  gt_u64,
+  ge_u64,
+  and_u64,
   last_fixed_numeric = and_u64,
-  always_false,        // the kernel's FILTER_PRED_FN_NOP (e.g. a field of size 48, stacktrace)
-  cpu_cmp,             // CPU vs int: sub = op
-  cpu_in_mask,         // CPU & CPUS{a,b}: test bit
-  scalar_in_mask,      // integer field & / == / != CPUS{a,b} (val2 = width bytes, sub = op, aux = mask)
-  cpumask_vs_mask,     // __data_loc cpumask field vs CPUS{...} (sub = op, aux = mask index)
-  cpumask_vs_cpu,      // __data_loc cpumask field vs CPUS{n} (sub = op, val = n)
-  function_range,      // FIELD.function == SYM: start <= field < end (val, val2); negate for !=
-  str_static,          // char[N]            (aux = string matcher index, val = N)
-  str_data_loc,        // __data_loc char[]
-  str_rel_loc,         // __rel_loc char[]
-  str_ptr,             // char *             (val = 1 for .ustring, val2 = pointer width)
-  str_comm,            // COMM / comm from EvalContext
+  always_false,    // the kernel's FILTER_PRED_FN_NOP (e.g. a field of size 48, stacktrace)
+  cpu_cmp,         // CPU vs int: sub = op
+  cpu_in_mask,     // CPU & CPUS{a,b}: test bit
+  scalar_in_mask,  // integer field & / == / != CPUS{a,b} (val2 = width bytes, sub = op, aux = mask)
+  cpumask_vs_mask,  // __data_loc cpumask field vs CPUS{...} (sub = op, aux = mask index)
+  cpumask_vs_cpu,   // __data_loc cpumask field vs CPUS{n} (sub = op, val = n)
+  function_range,   // FIELD.function == SYM: start <= field < end (val, val2); negate for !=
+  str_static,       // char[N]            (aux = string matcher index, val = N)
+  str_data_loc,     // __data_loc char[]
+  str_rel_loc,      // __rel_loc char[]
+  str_ptr,          // char *             (val = 1 for .ustring, val2 = pointer width)
+  str_comm,         // COMM / comm from EvalContext
 };
 
 /// Operator ids, the kernel's order (enum filter_op_ids) + the RE2 extension.
@@ -147,8 +183,8 @@ static_assert(sizeof(Pred) == 32);
 /// & v masks with v and tests "not zero", an impossible compare is "not
 /// anything".
 struct Lane {
-  uint32_t pos = 0;    ///< the field's offset in the record, bytes
-  uint8_t width = 8;   ///< the field's width: 1, 2, 4 or 8 bytes
+  uint32_t pos = 0;   ///< the field's offset in the record, bytes
+  uint8_t width = 8;  ///< the field's width: 1, 2, 4 or 8 bytes
   uint8_t invert = 0;
   /// Program::single_ only: 1, 2, 4 or 8 for a compare of a field of that
   /// many bytes done in arithmetic of its width, (field - lo) mod 2^(8 *
@@ -306,7 +342,8 @@ class Program {
 
   /// Evaluates entry i alone (bounds-checked), without following branches:
   /// the leaf evaluator of reference_match() and tests.
-  bool eval_entry(size_t i, std::span<const std::byte> record, const EvalContext& ctx = {}) const noexcept;
+  bool eval_entry(size_t i, std::span<const std::byte> record,
+                  const EvalContext& ctx = {}) const noexcept;
 
   /// The entries, for tests and tools.
   std::span<const detail::Pred> entries() const noexcept { return preds_; }
@@ -322,7 +359,9 @@ class Program {
   friend class ProgramBuilder;
 
   bool run(const std::byte* rec, size_t size, const EvalContext& ctx) const noexcept;
-  [[gnu::always_inline]] bool table_lookup(uint32_t bits) const noexcept { return (table_[bits >> 6] >> (bits & 63)) & 1; }
+  [[gnu::always_inline]] bool table_lookup(uint32_t bits) const noexcept {
+    return (table_[bits >> 6] >> (bits & 63)) & 1;
+  }
   [[gnu::noinline]] bool eval_other(const detail::Pred& p, const std::byte* rec, size_t size,
                                     const EvalContext& ctx) const noexcept;
   [[gnu::noinline, gnu::cold]] bool run_checked(const std::byte* rec, size_t size,
@@ -341,7 +380,8 @@ class Program {
   /// then costs one size compare, without a test of the width.
   size_t single32_min_size_ = SIZE_MAX;
   uint64_t read_chunks_ = 0;  ///< read_chunks(): beside the fast path's fields, loaded with them
-  detail::Lane single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
+  detail::Lane
+      single_{};  ///< inversions folded into its range: the verdict is eval_single(single_)
   /// One-predicate programs on a char[N] field whose match (an "==" / "!="
   /// of the whole string, or a "~" prefix "abc*") needs at most 16 of its
   /// bytes: those bytes compared under a mask with one or two 8-byte loads,
@@ -390,15 +430,15 @@ class Program {
 
   std::vector<detail::Pred> preds_;
   std::vector<std::shared_ptr<const StringMatcher>> strings_;
-  std::vector<uint64_t> masks_;          ///< CPU bitmaps, words_per_mask_ words each
-  std::vector<std::string> pred_text_;   ///< source of each predicate, for dump()
+  std::vector<uint64_t> masks_;         ///< CPU bitmaps, words_per_mask_ words each
+  std::vector<std::string> pred_text_;  ///< source of each predicate, for dump()
   /// Truth-table mode: for programs of at most kTableMax predicates that are
   /// all fixed-position integer compares (each costs a load and a compare),
   /// match() evaluates every predicate without a branch and looks the verdict
   /// up: bit b of table_ is the program's verdict when lane k's raw range
-  /// test gives bit k of b (the lanes' inverts are folded into the table). Computed from the flat program itself, so the verdict is
-  /// the same; it only trades the short-circuit (worth little here) for no
-  /// mispredicted branches.
+  /// test gives bit k of b (the lanes' inverts are folded into the table). Computed from the flat
+  /// program itself, so the verdict is the same; it only trades the short-circuit (worth little
+  /// here) for no mispredicted branches.
   static constexpr uint32_t kTableMax = 8;
   uint64_t table_[4] = {0, 0, 0, 0};  ///< 2^kTableMax verdict bits
   std::vector<detail::Lane> lanes_;   ///< one per predicate in table mode
@@ -415,58 +455,105 @@ class Program {
 namespace detail {
 
 template <typename T>
-[[gnu::always_inline]] inline T lit(const Pred& p) noexcept { return static_cast<T>(p.val); }
+[[gnu::always_inline]] inline T lit(const Pred& p) noexcept {
+  return static_cast<T>(p.val);
+}
 
 /// Integer predicates of fixed position: f points at the field.
 /// Mirrors kernel/trace/trace_events_filter.c: filter_pred_##type (LT/LE/GT/GE/BAND),
 /// filter_pred_##size (equality).
 [[gnu::always_inline]] inline bool eval_fixed_numeric(const Pred& p, const std::byte* f) noexcept {
   switch (p.code) {
-    case Code::eq8: return (load<uint8_t>(f) == lit<uint8_t>(p)) != static_cast<bool>(p.negate);
-    case Code::eq16: return (load<uint16_t>(f) == lit<uint16_t>(p)) != static_cast<bool>(p.negate);
-    case Code::eq32: return (load<uint32_t>(f) == lit<uint32_t>(p)) != static_cast<bool>(p.negate);
-    case Code::eq64: return (load<uint64_t>(f) == p.val) != static_cast<bool>(p.negate);
-    case Code::lt_s8: return load<int8_t>(f) < lit<int8_t>(p);
-    case Code::le_s8: return load<int8_t>(f) <= lit<int8_t>(p);
-    case Code::gt_s8: return load<int8_t>(f) > lit<int8_t>(p);
-    case Code::ge_s8: return load<int8_t>(f) >= lit<int8_t>(p);
-    case Code::and_s8: return (load<int8_t>(f) & lit<int8_t>(p)) != 0;
-    case Code::lt_u8: return load<uint8_t>(f) < lit<uint8_t>(p);
-    case Code::le_u8: return load<uint8_t>(f) <= lit<uint8_t>(p);
-    case Code::gt_u8: return load<uint8_t>(f) > lit<uint8_t>(p);
-    case Code::ge_u8: return load<uint8_t>(f) >= lit<uint8_t>(p);
-    case Code::and_u8: return (load<uint8_t>(f) & lit<uint8_t>(p)) != 0;
-    case Code::lt_s16: return load<int16_t>(f) < lit<int16_t>(p);
-    case Code::le_s16: return load<int16_t>(f) <= lit<int16_t>(p);
-    case Code::gt_s16: return load<int16_t>(f) > lit<int16_t>(p);
-    case Code::ge_s16: return load<int16_t>(f) >= lit<int16_t>(p);
-    case Code::and_s16: return (load<int16_t>(f) & lit<int16_t>(p)) != 0;
-    case Code::lt_u16: return load<uint16_t>(f) < lit<uint16_t>(p);
-    case Code::le_u16: return load<uint16_t>(f) <= lit<uint16_t>(p);
-    case Code::gt_u16: return load<uint16_t>(f) > lit<uint16_t>(p);
-    case Code::ge_u16: return load<uint16_t>(f) >= lit<uint16_t>(p);
-    case Code::and_u16: return (load<uint16_t>(f) & lit<uint16_t>(p)) != 0;
-    case Code::lt_s32: return load<int32_t>(f) < lit<int32_t>(p);
-    case Code::le_s32: return load<int32_t>(f) <= lit<int32_t>(p);
-    case Code::gt_s32: return load<int32_t>(f) > lit<int32_t>(p);
-    case Code::ge_s32: return load<int32_t>(f) >= lit<int32_t>(p);
-    case Code::and_s32: return (load<int32_t>(f) & lit<int32_t>(p)) != 0;
-    case Code::lt_u32: return load<uint32_t>(f) < lit<uint32_t>(p);
-    case Code::le_u32: return load<uint32_t>(f) <= lit<uint32_t>(p);
-    case Code::gt_u32: return load<uint32_t>(f) > lit<uint32_t>(p);
-    case Code::ge_u32: return load<uint32_t>(f) >= lit<uint32_t>(p);
-    case Code::and_u32: return (load<uint32_t>(f) & lit<uint32_t>(p)) != 0;
-    case Code::lt_s64: return load<int64_t>(f) < lit<int64_t>(p);
-    case Code::le_s64: return load<int64_t>(f) <= lit<int64_t>(p);
-    case Code::gt_s64: return load<int64_t>(f) > lit<int64_t>(p);
-    case Code::ge_s64: return load<int64_t>(f) >= lit<int64_t>(p);
-    case Code::and_s64: return (load<int64_t>(f) & lit<int64_t>(p)) != 0;
-    case Code::lt_u64: return load<uint64_t>(f) < lit<uint64_t>(p);
-    case Code::le_u64: return load<uint64_t>(f) <= lit<uint64_t>(p);
-    case Code::gt_u64: return load<uint64_t>(f) > lit<uint64_t>(p);
-    case Code::ge_u64: return load<uint64_t>(f) >= lit<uint64_t>(p);
-    case Code::and_u64: return (load<uint64_t>(f) & lit<uint64_t>(p)) != 0;
-    default: return false;
+    case Code::eq8:
+      return (load<uint8_t>(f) == lit<uint8_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq16:
+      return (load<uint16_t>(f) == lit<uint16_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq32:
+      return (load<uint32_t>(f) == lit<uint32_t>(p)) != static_cast<bool>(p.negate);
+    case Code::eq64:
+      return (load<uint64_t>(f) == p.val) != static_cast<bool>(p.negate);
+    case Code::lt_s8:
+      return load<int8_t>(f) < lit<int8_t>(p);
+    case Code::le_s8:
+      return load<int8_t>(f) <= lit<int8_t>(p);
+    case Code::gt_s8:
+      return load<int8_t>(f) > lit<int8_t>(p);
+    case Code::ge_s8:
+      return load<int8_t>(f) >= lit<int8_t>(p);
+    case Code::and_s8:
+      return (load<int8_t>(f) & lit<int8_t>(p)) != 0;
+    case Code::lt_u8:
+      return load<uint8_t>(f) < lit<uint8_t>(p);
+    case Code::le_u8:
+      return load<uint8_t>(f) <= lit<uint8_t>(p);
+    case Code::gt_u8:
+      return load<uint8_t>(f) > lit<uint8_t>(p);
+    case Code::ge_u8:
+      return load<uint8_t>(f) >= lit<uint8_t>(p);
+    case Code::and_u8:
+      return (load<uint8_t>(f) & lit<uint8_t>(p)) != 0;
+    case Code::lt_s16:
+      return load<int16_t>(f) < lit<int16_t>(p);
+    case Code::le_s16:
+      return load<int16_t>(f) <= lit<int16_t>(p);
+    case Code::gt_s16:
+      return load<int16_t>(f) > lit<int16_t>(p);
+    case Code::ge_s16:
+      return load<int16_t>(f) >= lit<int16_t>(p);
+    case Code::and_s16:
+      return (load<int16_t>(f) & lit<int16_t>(p)) != 0;
+    case Code::lt_u16:
+      return load<uint16_t>(f) < lit<uint16_t>(p);
+    case Code::le_u16:
+      return load<uint16_t>(f) <= lit<uint16_t>(p);
+    case Code::gt_u16:
+      return load<uint16_t>(f) > lit<uint16_t>(p);
+    case Code::ge_u16:
+      return load<uint16_t>(f) >= lit<uint16_t>(p);
+    case Code::and_u16:
+      return (load<uint16_t>(f) & lit<uint16_t>(p)) != 0;
+    case Code::lt_s32:
+      return load<int32_t>(f) < lit<int32_t>(p);
+    case Code::le_s32:
+      return load<int32_t>(f) <= lit<int32_t>(p);
+    case Code::gt_s32:
+      return load<int32_t>(f) > lit<int32_t>(p);
+    case Code::ge_s32:
+      return load<int32_t>(f) >= lit<int32_t>(p);
+    case Code::and_s32:
+      return (load<int32_t>(f) & lit<int32_t>(p)) != 0;
+    case Code::lt_u32:
+      return load<uint32_t>(f) < lit<uint32_t>(p);
+    case Code::le_u32:
+      return load<uint32_t>(f) <= lit<uint32_t>(p);
+    case Code::gt_u32:
+      return load<uint32_t>(f) > lit<uint32_t>(p);
+    case Code::ge_u32:
+      return load<uint32_t>(f) >= lit<uint32_t>(p);
+    case Code::and_u32:
+      return (load<uint32_t>(f) & lit<uint32_t>(p)) != 0;
+    case Code::lt_s64:
+      return load<int64_t>(f) < lit<int64_t>(p);
+    case Code::le_s64:
+      return load<int64_t>(f) <= lit<int64_t>(p);
+    case Code::gt_s64:
+      return load<int64_t>(f) > lit<int64_t>(p);
+    case Code::ge_s64:
+      return load<int64_t>(f) >= lit<int64_t>(p);
+    case Code::and_s64:
+      return (load<int64_t>(f) & lit<int64_t>(p)) != 0;
+    case Code::lt_u64:
+      return load<uint64_t>(f) < lit<uint64_t>(p);
+    case Code::le_u64:
+      return load<uint64_t>(f) <= lit<uint64_t>(p);
+    case Code::gt_u64:
+      return load<uint64_t>(f) > lit<uint64_t>(p);
+    case Code::ge_u64:
+      return load<uint64_t>(f) >= lit<uint64_t>(p);
+    case Code::and_u64:
+      return (load<uint64_t>(f) & lit<uint64_t>(p)) != 0;
+    default:
+      return false;
   }
 }
 
@@ -491,7 +578,8 @@ inline bool Program::run(const std::byte* rec, size_t size, const EvalContext& c
   return i == n;
 }
 
-inline bool Program::match(std::span<const std::byte> record, const EvalContext& ctx) const noexcept {
+inline bool Program::match(std::span<const std::byte> record,
+                           const EvalContext& ctx) const noexcept {
   return match_lazy(record, [&ctx]() -> const EvalContext& { return ctx; });
 }
 
@@ -507,28 +595,38 @@ inline int Program::match_inline(std::span<const std::byte> record) const noexce
     const detail::Lane* l = lanes_.data();
     const std::byte* rec = record.data();
     switch (lane_count_) {
-      case 1: return table_lookup(detail::eval_lanes<1>(l, rec));
-      case 2: return table_lookup(detail::eval_lanes<2>(l, rec));
-      case 3: return table_lookup(detail::eval_lanes<3>(l, rec));
-      case 4: return table_lookup(detail::eval_lanes<4>(l, rec));
-      case 5: return table_lookup(detail::eval_lanes<5>(l, rec));
-      case 6: return table_lookup(detail::eval_lanes<6>(l, rec));
-      case 7: return table_lookup(detail::eval_lanes<7>(l, rec));
-      default: return table_lookup(detail::eval_lanes<8>(l, rec));
+      case 1:
+        return table_lookup(detail::eval_lanes<1>(l, rec));
+      case 2:
+        return table_lookup(detail::eval_lanes<2>(l, rec));
+      case 3:
+        return table_lookup(detail::eval_lanes<3>(l, rec));
+      case 4:
+        return table_lookup(detail::eval_lanes<4>(l, rec));
+      case 5:
+        return table_lookup(detail::eval_lanes<5>(l, rec));
+      case 6:
+        return table_lookup(detail::eval_lanes<6>(l, rec));
+      case 7:
+        return table_lookup(detail::eval_lanes<7>(l, rec));
+      default:
+        return table_lookup(detail::eval_lanes<8>(l, rec));
     }
   }
   return -1;
 }
 
 template <class MakeCtx>
-inline bool Program::match_lazy(std::span<const std::byte> record, const MakeCtx& make_ctx) const noexcept {
+inline bool Program::match_lazy(std::span<const std::byte> record,
+                                const MakeCtx& make_ctx) const noexcept {
   // The paths that need no context, inline: one predicate (the commonest
   // filter, see single_), a char[N] compare, or the truth table.
   if (const int v = match_inline(record); v >= 0) [[likely]]
     return v != 0;
   if (single_cpu_.on && record.size() >= min_size_) [[likely]] {
     const uint32_t x = make_ctx().cpu ^ 0x80000000u;
-    return x - single_cpu_.lo <= single_cpu_.span ? single_cpu_.verdict_in : single_cpu_.verdict_out;
+    return x - single_cpu_.lo <= single_cpu_.span ? single_cpu_.verdict_in
+                                                  : single_cpu_.verdict_out;
   }
   if (record.size() < min_size_) [[unlikely]]
     return run_checked(record.data(), record.size(), make_ctx());

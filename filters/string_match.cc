@@ -96,8 +96,10 @@ bool StringMatcher::match_slow(CString s, int len) const noexcept {
   }
   const size_t n = smatch::bounded_strlen(s, len == 0 ? SIZE_MAX : static_cast<size_t>(len));
   t_in_regex = 1;
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler that runs from here sees the flag
-  const bool r = RE2::PartialMatch(re2::StringPiece(reinterpret_cast<const char*>(s.base), n), *re_);
+  std::atomic_signal_fence(
+      std::memory_order_seq_cst);  // a handler that runs from here sees the flag
+  const bool r =
+      RE2::PartialMatch(re2::StringPiece(reinterpret_cast<const char*>(s.base), n), *re_);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_in_regex = 0;
   return r;

@@ -6,19 +6,19 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/bench/engine/report.h"
 #include "tracepipe/bench/engine/runner.h"
+#include "tracepipe/bench/peers/peers.h"
+#include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/tools/commands.h"
 #include "tracepipe/tools/option_checks.h"
-#include "tracepipe/bench/peers/peers.h"
 
 namespace tracepipe::tools {
 using namespace tracepipe::bench;
@@ -149,9 +149,10 @@ const Registrar reg{[](CLI::App& app) {
                   "the base) [default: all five]")
       ->delimiter(',')
       ->group(C);
-  sub->add_option("--staging", cli->stagings,
-                  "Staging modes: on or per_cpu (per-CPU temp buffer, the config file's name), off, "
-                  "adaptive, per_thread [default: on,off,adaptive]")
+  sub->add_option(
+         "--staging", cli->stagings,
+         "Staging modes: on or per_cpu (per-CPU temp buffer, the config file's name), off, "
+         "adaptive, per_thread [default: on,off,adaptive]")
       ->delimiter(',')
       ->group(C);
   sub->add_option("--filters", cli->filters_file,
@@ -166,10 +167,11 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
 
   const char* M = "Replayed mix (the first table)";
-  sub->add_option("--mix", o.mix_source,
-                  "Kernel capture whose sched_switch, sched_wakeup, sys_enter and sys_exit records "
-                  "are replayed, or 'embedded' [default: ../shared/data/kernel/hackbench.dat beside "
-                  "the source tree, else the embedded mix]")
+  sub->add_option(
+         "--mix", o.mix_source,
+         "Kernel capture whose sched_switch, sched_wakeup, sys_enter and sys_exit records "
+         "are replayed, or 'embedded' [default: ../shared/data/kernel/hackbench.dat beside "
+         "the source tree, else the embedded mix]")
       ->group(M);
   sub->add_option("--mix-rounds", o.mix_rounds,
                   "Rounds of paired blocks (each traced cell and off once per round); 0 skips "
@@ -182,10 +184,12 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("--seed", o.mix_seed, "Seed of the random block order")->group(M);
 
   const char* E = "Engine";
-  sub->add_option("-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
-                  "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
-                  "and replay accept 1) (--buffer-size-kb: the config file's and replay's name)")
-      ->check(CLI::Range(uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/config/instance_options.h)
+  sub->add_option(
+         "-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
+         "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
+         "and replay accept 1) (--buffer-size-kb: the config file's and replay's name)")
+      ->check(CLI::Range(
+          uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/config/instance_options.h)
       ->group(E);
   sub->add_option("-m,--mode", cli->mode,
                   "Ring buffer mode when full: overwrite, or drop_newest (the config file's name) "

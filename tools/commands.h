@@ -12,7 +12,6 @@
 // A callback reports failure by throwing (std::exception): main prints
 // "tracepipe: <what()>" and exits 1. A callback may also call std::exit.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <vector>
 

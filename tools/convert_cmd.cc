@@ -1,10 +1,9 @@
 // `tracepipe convert IN.dat -o OUT --to perfetto|ctf`: a trace.dat as a
 // Perfetto trace or a CTF 1.8 directory (core/convert). See docs/convert.md.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -42,10 +41,12 @@ class ProgressLine {
     last_ = now;
     drawn_ = true;
     const double s = std::chrono::duration<double>(now - start_).count();
-    const double pct = total_ ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total_) : 100.0;
-    fmt::print(stderr, "\rconvert {:4.0f}%  {:.1f} MiB / {:.1f} MiB  {} records  {:.1f} M events/s\x1b[K", pct,
-               static_cast<double>(bytes) / 1048576.0, static_cast<double>(total_) / 1048576.0, records,
-               s > 0 ? static_cast<double>(records) / s / 1e6 : 0.0);
+    const double pct =
+        total_ ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total_) : 100.0;
+    fmt::print(stderr,
+               "\rconvert {:4.0f}%  {:.1f} MiB / {:.1f} MiB  {} records  {:.1f} M events/s\x1b[K",
+               pct, static_cast<double>(bytes) / 1048576.0, static_cast<double>(total_) / 1048576.0,
+               records, s > 0 ? static_cast<double>(records) / s / 1e6 : 0.0);
   }
   void erase() {
     if (drawn_) fmt::print(stderr, "\r\x1b[K");
@@ -59,7 +60,8 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
-constexpr uint64_t kLargeInput = 64ull << 20;  // bytes of page data: `auto` draws the line above this
+constexpr uint64_t kLargeInput = 64ull
+                                 << 20;  // bytes of page data: `auto` draws the line above this
 
 void run(const ConvertCli& cli) {
   const auto format = convert::parse_format(cli.to);
@@ -69,9 +71,11 @@ void run(const ConvertCli& cli) {
     fmt::print(stderr, "tracepipe convert: warning: {}: {}\n", reader.name(), w);
   uint64_t total = 0;
   if (const auto b = reader.find_buffer(cli.buffer)) {
-    for (const auto& d : reader.buffers()[*b].cpu_data) total += d.uncompressed_size ? d.uncompressed_size : d.size;
+    for (const auto& d : reader.buffers()[*b].cpu_data)
+      total += d.uncompressed_size ? d.uncompressed_size : d.size;
   }
-  const bool draw = cli.progress == "always" || (cli.progress == "auto" && total > kLargeInput && isatty(2));
+  const bool draw =
+      cli.progress == "always" || (cli.progress == "auto" && total > kLargeInput && isatty(2));
   ProgressLine bar(draw, total);
   convert::ConvertOptions opt;
   opt.format = *format;
@@ -82,29 +86,38 @@ void run(const ConvertCli& cli) {
     st = convert::convert(reader, cli.out, opt);
   } catch (const TraceDatError& e) {
     bar.erase();
-    throw std::runtime_error(tracedat_message(e, cli.in) + " (the records before it were converted into " +
-                             cli.out + ", which is complete and valid)");
+    throw std::runtime_error(tracedat_message(e, cli.in) +
+                             " (the records before it were converted into " + cli.out +
+                             ", which is complete and valid)");
   }
   bar.erase();
   if (cli.quiet) return;
   uint64_t lost = 0;
   for (const auto& c : st.cpus) lost += c.lost_events;
-  fmt::print(stderr, "tracepipe convert: {} records from {} CPUs into {} ({}, {} bytes)", st.records, st.cpus.size(),
-             cli.out, cli.to, st.bytes_out);
+  fmt::print(stderr, "tracepipe convert: {} records from {} CPUs into {} ({}, {} bytes)",
+             st.records, st.cpus.size(), cli.out, cli.to, st.bytes_out);
   if (lost) fmt::print(stderr, ", {} events marked lost", lost);
   if (st.unknown_events) fmt::print(stderr, ", {} records without a format", st.unknown_events);
-  if (st.short_records) fmt::print(stderr, ", {} records shorter than their format", st.short_records);
+  if (st.short_records)
+    fmt::print(stderr, ", {} records shorter than their format", st.short_records);
   fmt::print(stderr, "\n");
 }
 
 const Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<ConvertCli>();
-  auto* sub = app.add_subcommand("convert", "Convert a trace.dat to a Perfetto trace or a CTF 1.8 directory");
-  sub->add_option("file", cli->in, "trace.dat (version 6 or 7, uncompressed or zstd/zlib)")->required();
-  sub->add_option("-o,--output", cli->out, "output: a file (perfetto) or a directory (ctf)")->required();
-  sub->add_option("--to", cli->to, "output format: perfetto or ctf")->required()->check(CLI::IsMember({"perfetto", "ctf"}));
-  sub->add_option("-B,--buffer", cli->buffer, "the instance to convert (trace-cmd record -B NAME); default: the top one");
-  sub->add_option("--progress", cli->progress, "progress line on stderr: auto (large files on a terminal), always, never")
+  auto* sub = app.add_subcommand("convert",
+                                 "Convert a trace.dat to a Perfetto trace or a CTF 1.8 directory");
+  sub->add_option("file", cli->in, "trace.dat (version 6 or 7, uncompressed or zstd/zlib)")
+      ->required();
+  sub->add_option("-o,--output", cli->out, "output: a file (perfetto) or a directory (ctf)")
+      ->required();
+  sub->add_option("--to", cli->to, "output format: perfetto or ctf")
+      ->required()
+      ->check(CLI::IsMember({"perfetto", "ctf"}));
+  sub->add_option("-B,--buffer", cli->buffer,
+                  "the instance to convert (trace-cmd record -B NAME); default: the top one");
+  sub->add_option("--progress", cli->progress,
+                  "progress line on stderr: auto (large files on a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   sub->add_flag("-q,--quiet", cli->quiet, "no summary line");

@@ -1,7 +1,7 @@
 // tracepipe: ftrace's event pipeline in user space.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 
 #include "tracepipe/core/instance/version.h"

@@ -5,9 +5,9 @@
 //   --subbuf-size-kb: Value 12 is not a power of two in 4 to 1024
 //   --warn-spread: Value 0 not in range 0.01 to 1000
 // CLI11 prefixes the option's name and exits with its ValidationError code.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 

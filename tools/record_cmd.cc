@@ -22,13 +22,13 @@
 // died before recording), OUT.dat becomes an empty trace if it is not a
 // valid one (a Perfetto or CTF output: if it is missing), or, with -N,
 // tracepipe sends an empty trace itself.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -58,7 +58,7 @@ struct RecordCli {
   std::string collector;  // -N
   int file_version = 0;   // --file-version (0: the config's)
   std::string compression;
-  std::string block;  // --block[=US]: "inf" or microseconds ("" = not given)
+  std::string block;   // --block[=US]: "inf" or microseconds ("" = not given)
   std::string format;  // --format ("" = the config's)
   bool quiet = false;
   std::vector<std::string> command;
@@ -99,23 +99,31 @@ bool valid_trace(const std::filesystem::path& p) {
 
 // The command's environment: ours without any TRACEPIPE_* recording
 // variable, then the recording's.
-std::vector<std::string> child_environment(const RecordCli& cli, const std::filesystem::path& config,
-                                           const std::filesystem::path& out, const std::filesystem::path& status_file) {
+std::vector<std::string> child_environment(const RecordCli& cli,
+                                           const std::filesystem::path& config,
+                                           const std::filesystem::path& out,
+                                           const std::filesystem::path& status_file) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 || std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0) continue;
+    if (std::strncmp(*e, "TRACEPIPE_CONFIG=", 17) == 0 ||
+        std::strncmp(*e, "TRACEPIPE_RECORD_", 17) == 0)
+      continue;
     env.emplace_back(*e);
   }
   env.push_back("TRACEPIPE_CONFIG=" + config.string());
-  if (cli.file_version != 0) env.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
+  if (cli.file_version != 0)
+    env.push_back(fmt::format("TRACEPIPE_RECORD_FILE_VERSION={}", cli.file_version));
   if (!cli.compression.empty()) {
     env.push_back("TRACEPIPE_RECORD_COMPRESSION=" + cli.compression);
-    if (cli.file_version == 0) env.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
+    if (cli.file_version == 0)
+      env.push_back("TRACEPIPE_RECORD_FILE_VERSION=7");  // compression needs 7
   }
   if (!cli.block.empty()) env.push_back("TRACEPIPE_RECORD_BLOCK=" + cli.block);
   if (!cli.format.empty()) env.push_back("TRACEPIPE_RECORD_FORMAT=" + cli.format);
-  if (!cli.collector.empty()) env.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
-  else env.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
+  if (!cli.collector.empty())
+    env.push_back("TRACEPIPE_RECORD_COLLECTOR=" + cli.collector);
+  else
+    env.push_back("TRACEPIPE_RECORD_OUTPUT=" + out.string());
   env.push_back("TRACEPIPE_RECORD_STATUS=" + status_file.string());
   if (cli.quiet) env.push_back("TRACEPIPE_RECORD_QUIET=1");
   return env;
@@ -135,7 +143,8 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
   sa.sa_sigaction = forward;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART | SA_SIGINFO;
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   pid_t pid = 0;
@@ -158,10 +167,12 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
 
 // The command recorded nothing (no status: not built with tracepipe, or
 // dead before it recorded): the output is still a trace.
-int record_nothing(const RecordCli& cli, const std::filesystem::path& out, record::OutputFormat format) {
+int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
+                   record::OutputFormat format) {
   if (format != record::OutputFormat::tracedat) {
     // What the command left stays; a missing output becomes an empty trace.
-    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)) return 0;
+    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out))
+      return 0;
     InstanceOptions io;
     io.cpus = std::max(1u, std::thread::hardware_concurrency());
     Instance empty(io);
@@ -171,8 +182,10 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out, recor
     record::Recorder rec(empty, ro);
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-               cli.command[0], out.string());
+    fmt::print(
+        stderr,
+        "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
+        cli.command[0], out.string());
   } else if (!cli.collector.empty()) {
     // The collector gets an empty trace.
     InstanceOptions io;
@@ -185,36 +198,47 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out, recor
     record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty trace\n",
+    fmt::print(stderr,
+               "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty "
+               "trace\n",
                cli.command[0], cli.collector);
   } else if (!valid_trace(out)) {
     // An empty trace, one stream per CPU.
     TraceDatWriterConfig wc;
     wc.cpus = std::max(1u, std::thread::hardware_concurrency());
     TraceDatWriter(wc).write(out);
-    fmt::print(stderr, "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-               cli.command[0], out.string());
+    fmt::print(
+        stderr,
+        "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
+        cli.command[0], out.string());
   }
   return 0;
 }
 
 int run_record(const RecordCli& cli) {
-  if (cli.command.empty()) throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
+  if (cli.command.empty())
+    throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
   if (cli.output.empty() == cli.collector.empty())
     throw std::runtime_error("record: give -o OUT.dat or -N HOST:PORT (one of them)");
   const bool net = !cli.collector.empty();
   if (net && !record::parse_collector(cli.collector))
-    throw std::runtime_error("record: -N " + cli.collector + ": expected HOST:PORT (or PORT for localhost)");
+    throw std::runtime_error("record: -N " + cli.collector +
+                             ": expected HOST:PORT (or PORT for localhost)");
   if (net && !cli.format.empty() && cli.format != "tracedat")
+    throw std::runtime_error(
+        "record: --format " + cli.format +
+        " with -N: trace-cmd listen takes trace.dat only (record to a file with -o)");
+  if (!cli.format.empty() && cli.format != "tracedat" &&
+      (cli.file_version != 0 || !cli.compression.empty()))
     throw std::runtime_error("record: --format " + cli.format +
-                             " with -N: trace-cmd listen takes trace.dat only (record to a file with -o)");
-  if (!cli.format.empty() && cli.format != "tracedat" && (cli.file_version != 0 || !cli.compression.empty()))
-    throw std::runtime_error("record: --format " + cli.format + ": --file-version and --compression are trace.dat's");
-  const std::filesystem::path out = net ? std::filesystem::path() : std::filesystem::absolute(cli.output);
+                             ": --file-version and --compression are trace.dat's");
+  const std::filesystem::path out =
+      net ? std::filesystem::path() : std::filesystem::absolute(cli.output);
   // The output's format: --format, else the config's [recording] format.
-  record::OutputFormat format = record::parse_output_format(cli.format).value_or(record::OutputFormat::tracedat);
-  const std::filesystem::path status_file =
-      std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.status", ::getpid());
+  record::OutputFormat format =
+      record::parse_output_format(cli.format).value_or(record::OutputFormat::tracedat);
+  const std::filesystem::path status_file = std::filesystem::temp_directory_path() /
+                                            fmt::format("tracepipe_record_{}.status", ::getpid());
   std::filesystem::path config;
   std::filesystem::path temp_config;
   if (!cli.config.empty()) {
@@ -222,27 +246,32 @@ int run_record(const RecordCli& cli) {
     try {
       const Config cfg = load_config(config);  // errors now, with file and line, not in the command
       if (cli.format.empty() && cfg.recording)
-        format = record::parse_output_format(cfg.recording->format).value_or(record::OutputFormat::tracedat);
+        format = record::parse_output_format(cfg.recording->format)
+                     .value_or(record::OutputFormat::tracedat);
       if (net && format != record::OutputFormat::tracedat)
-        throw std::runtime_error(config.string() + ": [recording] format = \"" + cfg.recording->format +
+        throw std::runtime_error(config.string() + ": [recording] format = \"" +
+                                 cfg.recording->format +
                                  "\" with -N: trace-cmd listen takes trace.dat only");
     } catch (const std::exception& e) {
       fmt::print(stderr, "tracepipe record: {}\n", e.what());
       return kRecordFailed;
     }
   } else {
-    temp_config = std::filesystem::temp_directory_path() / fmt::format("tracepipe_record_{}.toml", ::getpid());
+    temp_config = std::filesystem::temp_directory_path() /
+                  fmt::format("tracepipe_record_{}.toml", ::getpid());
     std::ofstream f(temp_config);
     // 4096 KiB per CPU, not the kernel's 1408: what a recording needs to
     // outlast its recorder's late wake-ups (docs/record.md, "The recording buffer").
-    f << "mode = \"drop_newest\"\nbuffer_size_kb = 4096\n[events.\"*:*\"]\nenable = true\n[recording]\nmode = \"stream\"\n";
+    f << "mode = \"drop_newest\"\nbuffer_size_kb = 4096\n[events.\"*:*\"]\nenable = "
+         "true\n[recording]\nmode = \"stream\"\n";
     if (!f) throw std::runtime_error("record: cannot write " + temp_config.string());
     config = temp_config;
   }
   std::error_code ec;
   // A stale output must not pass for this run's trace (a CTF directory's
   // streams are replaced by the recorder; its metadata tells it is there).
-  if (!net) std::filesystem::remove(format == record::OutputFormat::ctf ? out / "metadata" : out, ec);
+  if (!net)
+    std::filesystem::remove(format == record::OutputFormat::ctf ? out / "metadata" : out, ec);
   std::filesystem::remove(status_file, ec);
   const int status = spawn_and_wait(cli, child_environment(cli, config, out, status_file));
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
@@ -259,24 +288,33 @@ int run_record(const RecordCli& cli) {
 
 Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<RecordCli>();
-  auto* sub = app.add_subcommand("record", "Run a command built with tracepipe and record its events into a trace.dat, a Perfetto trace or a CTF trace (or to trace-cmd listen)");
+  auto* sub =
+      app.add_subcommand("record",
+                         "Run a command built with tracepipe and record its events into a "
+                         "trace.dat, a Perfetto trace or a CTF trace (or to trace-cmd listen)");
   sub->add_option("--config", cli->config, "Config file: instances, events, [recording] settings")
       ->check(CLI::ExistingFile);
-  auto* o = sub->add_option("-o,--output", cli->output, "The trace.dat to write (with --format: the Perfetto file or CTF directory)");
-  auto* n = sub->add_option("-N", cli->collector,
-                            "Send the recording to `trace-cmd listen` at HOST:PORT (as trace-cmd record -N)");
+  auto* o =
+      sub->add_option("-o,--output", cli->output,
+                      "The trace.dat to write (with --format: the Perfetto file or CTF directory)");
+  auto* n = sub->add_option(
+      "-N", cli->collector,
+      "Send the recording to `trace-cmd listen` at HOST:PORT (as trace-cmd record -N)");
   o->excludes(n);
   n->excludes(o);
-  sub->add_option("--file-version", cli->file_version, "trace.dat version: 6 (default) or 7 (as trace-cmd record)")
+  sub->add_option("--file-version", cli->file_version,
+                  "trace.dat version: 6 (default) or 7 (as trace-cmd record)")
       ->check(CLI::IsMember({6, 7}));
-  sub->add_option("--compression", cli->compression, "Version 7's compression: zstd (default), zlib or none")
+  sub->add_option("--compression", cli->compression,
+                  "Version 7's compression: zstd (default), zlib or none")
       ->check(CLI::IsMember({"zstd", "zlib", "none"}));
   // A flag that may carry a value (--block or --block=US): it never takes the
   // command that follows it for its value.
-  sub->add_flag("--block{inf}", cli->block,
-                "Blocking mode: a writer that finds its buffer full waits for the recorder up to US "
-                "microseconds (--block or --block=inf: no bound) instead of dropping, as LTTng's "
-                "--blocking-timeout")
+  sub->add_flag(
+         "--block{inf}", cli->block,
+         "Blocking mode: a writer that finds its buffer full waits for the recorder up to US "
+         "microseconds (--block or --block=inf: no bound) instead of dropping, as LTTng's "
+         "--blocking-timeout")
       ->check([](const std::string& v) -> std::string {
         if (v.empty() || v == "inf") return {};
         char* end = nullptr;
@@ -285,7 +323,8 @@ Registrar reg{[](CLI::App& app) {
         return {};
       });
   sub->add_option("--format", cli->format,
-                  "Output format: tracedat (default), perfetto (-o names the file) or ctf (-o names the trace "
+                  "Output format: tracedat (default), perfetto (-o names the file) or ctf (-o "
+                  "names the trace "
                   "directory); written as the recording goes")
       ->check(CLI::IsMember({"tracedat", "perfetto", "ctf"}));
   sub->add_flag("-q,--quiet", cli->quiet, "No summary at the end (as trace-cmd record -q)");

@@ -1,8 +1,8 @@
 // `tracepipe report [FILE]`: prints a trace.dat like `trace-cmd report`.
 // See docs/tracedat.md.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -29,10 +29,11 @@ struct ReportCli {
 // (lib/trace-cmd/trace-input.c: tracecmd_print_stats; each option's NUL
 // becomes a newline).
 void print_stat(const TraceDatReader& r) {
-  fmt::print("cpus={}\n\nKernel buffer statistics:\n"
-             "  Note: \"entries\" are the entries left in the kernel ring buffer and are not\n"
-             "        recorded in the trace data. They should all be zero.\n\n",
-             r.cpu_count());
+  fmt::print(
+      "cpus={}\n\nKernel buffer statistics:\n"
+      "  Note: \"entries\" are the entries left in the kernel ring buffer and are not\n"
+      "        recorded in the trace data. They should all be zero.\n\n",
+      r.cpu_count());
   std::string stats;
   for (const TraceDatOption& o : r.options()) {
     if (o.id != static_cast<uint16_t>(TraceDatOptionId::cpustat) || o.data.empty()) continue;
@@ -40,16 +41,21 @@ void print_stat(const TraceDatReader& r) {
     text.back() = '\n';
     stats += text;
   }
-  if (stats.empty()) fmt::print(" No stats in this file\n");
-  else fmt::print("{}\n", stats);
+  if (stats.empty())
+    fmt::print(" No stats in this file\n");
+  else
+    fmt::print("{}\n", stats);
   for (const CpuDataInfo& d : r.cpu_data())
-    fmt::print("CPU{} data recorded at offset={:#x}\n    {} bytes in size\n", d.cpu, d.offset, d.size);
+    fmt::print("CPU{} data recorded at offset={:#x}\n    {} bytes in size\n", d.cpu, d.offset,
+               d.size);
 }
 
 // --info: what the file holds, without the records.
 void print_info(const TraceDatReader& r) {
-  fmt::print("version: {}{}\n", r.version(), r.compression().empty() ? "" : " (compression " + r.compression() + ")");
-  fmt::print("page size: {}\nkernel long size: {}\nclock: {}\n", r.page_size(), r.header_page().commit.size,
+  fmt::print("version: {}{}\n", r.version(),
+             r.compression().empty() ? "" : " (compression " + r.compression() + ")");
+  fmt::print("page size: {}\nkernel long size: {}\nclock: {}\n", r.page_size(),
+             r.header_page().commit.size,
              r.clock_name().empty() ? "(not recorded)" : r.clock_name());
   fmt::print("formats: {}\ncmdlines: {}\noptions:", r.formats().size(), r.cmdlines().size());
   for (const auto& o : r.options()) fmt::print(" {}", o.id);
@@ -58,17 +64,19 @@ void print_info(const TraceDatReader& r) {
     while (c.next()) {
     }
     const auto s = c.stats();
-    fmt::print("  cpu {}: offset {} size {} pages {} records {} discarded {} lost-pages {} lost {}\n", d.cpu,
-               d.offset, d.size, s.pages, s.records, s.discarded, s.pages_with_loss, s.lost_events);
+    fmt::print(
+        "  cpu {}: offset {} size {} pages {} records {} discarded {} lost-pages {} lost {}\n",
+        d.cpu, d.offset, d.size, s.pages, s.records, s.discarded, s.pages_with_loss, s.lost_events);
   };
   for (size_t i = 0; i < r.cpu_data().size(); ++i) cpu_line(r.cpu_data()[i], r.cpu_records(i));
   // Named instances (trace-cmd record/extract -B), in the file's order.
   for (size_t b = 0; b < r.buffers().size(); ++b) {
     const TraceDatBuffer& buf = r.buffers()[b];
     if (buf.name.empty()) continue;  // the top instance: above
-    fmt::print("buffer '{}': clock {} cpus {}\n", buf.name, buf.clock.empty() ? "(not recorded)" : buf.clock,
-               buf.cpu_count);
-    for (size_t i = 0; i < buf.cpu_data.size(); ++i) cpu_line(buf.cpu_data[i], r.buffer_cpu_records(b, i));
+    fmt::print("buffer '{}': clock {} cpus {}\n", buf.name,
+               buf.clock.empty() ? "(not recorded)" : buf.clock, buf.cpu_count);
+    for (size_t i = 0; i < buf.cpu_data.size(); ++i)
+      cpu_line(buf.cpu_data[i], r.buffer_cpu_records(b, i));
   }
 }
 
@@ -108,14 +116,18 @@ void run(const ReportCli& cli) {
 const Registrar reg{[](CLI::App& app) {
   auto cli = std::make_shared<ReportCli>();
   auto* sub = app.add_subcommand("report", "Print a trace.dat like `trace-cmd report`");
-  sub->add_option("file", cli->file, "trace.dat file (version 6 or 7, uncompressed or zstd/zlib-compressed)")->capture_default_str();
+  sub->add_option("file", cli->file,
+                  "trace.dat file (version 6 or 7, uncompressed or zstd/zlib-compressed)")
+      ->capture_default_str();
   sub->add_option("-i,--input", cli->file, "same as FILE (trace-cmd's spelling)");
   sub->add_flag("-N,--no-plugins", cli->no_plugins,
                 "render every event through its print fmt (trace-cmd report -N)");
   sub->add_flag("-t,--ns", cli->ns, "nanosecond time stamps (trace-cmd report -t)");
-  sub->add_flag("--info", cli->info, "describe the file (headers, per-CPU data) instead of printing records");
+  sub->add_flag("--info", cli->info,
+                "describe the file (headers, per-CPU data) instead of printing records");
   sub->add_flag("--stat", cli->stat,
-                "print the per-CPU statistics stored with the recording (entries, overrun, dropped, ...) instead of "
+                "print the per-CPU statistics stored with the recording (entries, overrun, "
+                "dropped, ...) instead of "
                 "the records (trace-cmd report --stat)");
   sub->callback([cli] { run(*cli); });
 }};

@@ -35,7 +35,8 @@ namespace {
 using namespace tracepipe;
 
 template <FixedString Name>
-using BenchEvent = EventDecl<"tpbench", Name, Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+using BenchEvent =
+    EventDecl<"tpbench", Name, Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 
 constexpr uint32_t kBlock = 4096;
 
@@ -73,7 +74,9 @@ struct Leg {
 };
 
 enum class Kind { reject, commit, direct, disabled };
-const char* filter_of(Kind k) { return k == Kind::reject ? "value == 1" : k == Kind::commit ? "value == 0" : nullptr; }
+const char* filter_of(Kind k) {
+  return k == Kind::reject ? "value == 1" : k == Kind::commit ? "value == 0" : nullptr;
+}
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "tracepipe_capi_bench: %s: %s\n", what.c_str(), tracepipe_last_error());
@@ -95,7 +98,8 @@ int main(int argc, char** argv) {
     if (k != Kind::disabled) {
       auto& inst = cpp_insts.emplace_back(std::make_unique<Instance>(o));
       inst->enable(E::desc());
-      if (const char* f = filter_of(k); f != nullptr && !inst->set_filter(E::desc(), f).ok()) die("filter");
+      if (const char* f = filter_of(k); f != nullptr && !inst->set_filter(E::desc(), f).ok())
+        die("filter");
     }
     legs.push_back({name, [](uint32_t& s) { return cpp_block<E>(0, s, kBlock); }, 0, {}});
   };
@@ -109,10 +113,12 @@ int main(int argc, char** argv) {
       if (tracepipe_instance_create(&co, &inst) != TRACEPIPE_OK) die("instance");
       c_insts.push_back(inst);
       if (tracepipe_instance_enable(inst, ev, 1) != TRACEPIPE_OK) die("enable");
-      if (const char* f = filter_of(k); f != nullptr && tracepipe_instance_set_filter(inst, ev, f) != TRACEPIPE_OK)
+      if (const char* f = filter_of(k);
+          f != nullptr && tracepipe_instance_set_filter(inst, ev, f) != TRACEPIPE_OK)
         die("filter");
     }
-    legs.push_back({name, [idx](uint32_t& s) { return capi_bench_block(idx, 0, &s, kBlock); }, 0, {}});
+    legs.push_back(
+        {name, [idx](uint32_t& s) { return capi_bench_block(idx, 0, &s, kBlock); }, 0, {}});
   };
   cpp_leg.operator()<BenchEvent<"cpp_reject">>("cpp_reject", Kind::reject);
   c_leg(0, "c_reject", Kind::reject);
@@ -138,21 +144,24 @@ int main(int argc, char** argv) {
       l.ns.push_back(static_cast<double>(l.run(l.seq)) / kBlock);
     }
 
-  std::printf("tracepipe_capi_bench: %d rounds of %u events per leg, pinned to CPU %d\n", rounds, kBlock,
-              sched_getcpu());
-  std::printf("%-10s %10s %10s %12s %10s %10s\n", "case", "cpp ns", "c ns", "c-cpp ns", "p25", "p75");
+  std::printf("tracepipe_capi_bench: %d rounds of %u events per leg, pinned to CPU %d\n", rounds,
+              kBlock, sched_getcpu());
+  std::printf("%-10s %10s %10s %12s %10s %10s\n", "case", "cpp ns", "c ns", "c-cpp ns", "p25",
+              "p75");
   for (size_t i = 0; i + 1 < legs.size(); i += 2) {
     std::vector<double> d(legs[i].ns.size());
     for (size_t r = 0; r < d.size(); ++r) d[r] = legs[i + 1].ns[r] - legs[i].ns[r];
     std::printf("%-10s %10.2f %10.2f %12.2f %10.2f %10.2f\n", legs[i].name.substr(4).c_str(),
-                quantile(legs[i].ns, 0.5), quantile(legs[i + 1].ns, 0.5), quantile(d, 0.5), quantile(d, 0.25),
-                quantile(d, 0.75));
+                quantile(legs[i].ns, 0.5), quantile(legs[i + 1].ns, 0.5), quantile(d, 0.5),
+                quantile(d, 0.25), quantile(d, 0.75));
   }
   // Each leg did what it claims: rejects kept nothing, commits kept everything.
   tracepipe_event_stats st = TRACEPIPE_EVENT_STATS_INIT;
-  tracepipe_instance_event_stats(c_insts[0], tracepipe_event_find("tpbench:c_reject", nullptr), &st);
+  tracepipe_instance_event_stats(c_insts[0], tracepipe_event_find("tpbench:c_reject", nullptr),
+                                 &st);
   const bool c_ok = st.kept == 0 && st.discarded > 0;
-  tracepipe_instance_event_stats(c_insts[1], tracepipe_event_find("tpbench:c_commit", nullptr), &st);
+  tracepipe_instance_event_stats(c_insts[1], tracepipe_event_find("tpbench:c_commit", nullptr),
+                                 &st);
   const bool c_ok2 = st.kept > 0 && st.discarded == 0;
   const EventStats cr = cpp_insts[0]->event_stats(BenchEvent<"cpp_reject">::desc());
   const EventStats cc = cpp_insts[1]->event_stats(BenchEvent<"cpp_commit">::desc());

@@ -33,7 +33,8 @@ tracepipe_event* capi_bench_declare(int leg, const char* name) {
 
 /* The same loop shape as the C++ side's: a value, the sequence number and
  * a constant text, one event site per iteration. */
-__attribute__((noinline)) uint64_t capi_bench_block(int leg, uint32_t value, uint32_t* seq, uint32_t n) {
+__attribute__((noinline)) uint64_t capi_bench_block(int leg, uint32_t value, uint32_t* seq,
+                                                    uint32_t n) {
   struct capi_bench_body b;
   memset(&b, 0, sizeof b);
   memcpy(b.pad, "bench", 5);

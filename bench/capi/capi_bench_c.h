@@ -2,7 +2,6 @@
 #ifndef TRACEPIPE_BENCH_CAPI_BENCH_C_H
 #define TRACEPIPE_BENCH_CAPI_BENCH_C_H
 #include <stdint.h>
-
 #include <tracepipe/tracepipe_c.h>
 
 #ifdef __cplusplus

@@ -10,16 +10,15 @@
 // time spent waiting for a CPU on a shared machine does not), the wall-clock
 // median beside it, and the output size. Default input: the shared hackbench.dat.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "tracepipe/core/convert/converter.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
@@ -39,12 +38,15 @@ int main(int argc, char** argv) {
   int runs = 7;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "-r" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "-o" && i + 1 < argc) dir = argv[++i];
+    if (a == "-r" && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "-o" && i + 1 < argc)
+      dir = argv[++i];
     else if (a == "-h" || a == "--help") {
       fmt::print("usage: tracepipe_convert_bench [FILE.dat] [-r RUNS] [-o DIR]\n");
       return 0;
-    } else in = a;
+    } else
+      in = a;
   }
   const auto reader = tracepipe::TraceDatReader::open(in);
   fmt::print("input: {} ({} bytes of page data)\n", in, [&] {
@@ -53,7 +55,8 @@ int main(int argc, char** argv) {
     return b;
   }());
   for (const auto f : {cv::Format::perfetto, cv::Format::ctf}) {
-    const fs::path out = fs::path(dir) / fmt::format("tp-convert-bench-{}{}", getpid(), f == cv::Format::ctf ? ".ctf" : ".pftrace");
+    const fs::path out = fs::path(dir) / fmt::format("tp-convert-bench-{}{}", getpid(),
+                                                     f == cv::Format::ctf ? ".ctf" : ".pftrace");
     std::vector<double> rate, wall;
     cv::ConvertStats st;
     cv::ConvertOptions o;
@@ -69,10 +72,11 @@ int main(int argc, char** argv) {
     }
     std::sort(rate.begin(), rate.end());
     std::sort(wall.begin(), wall.end());
-    fmt::print("{:9} {} records  median {:.2f} M events/s of CPU time (min {:.2f} .. max {:.2f}, {} runs; "
-               "wall-clock median {:.2f})  output {} bytes\n",
-               f == cv::Format::ctf ? "ctf" : "perfetto", st.records, rate[rate.size() / 2], rate.front(),
-               rate.back(), runs, wall[wall.size() / 2], st.bytes_out);
+    fmt::print(
+        "{:9} {} records  median {:.2f} M events/s of CPU time (min {:.2f} .. max {:.2f}, {} runs; "
+        "wall-clock median {:.2f})  output {} bytes\n",
+        f == cv::Format::ctf ? "ctf" : "perfetto", st.records, rate[rate.size() / 2], rate.front(),
+        rate.back(), runs, wall[wall.size() / 2], st.bytes_out);
     fs::remove_all(out);
   }
   return 0;

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "tracepipe/buffers/readers.h"
-#include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/events/registry.h"
-#include "tracepipe/core/instance/thread_context.h"
-#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/bench/engine/engine.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/clock/trace_clock.h"
+#include "tracepipe/core/events/registry.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/thread_context.h"
 
 namespace tracepipe::bench {
 namespace {
@@ -107,13 +107,12 @@ class CoreCaseEngine final : public CaseEngine {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(count, lane.size()));
       for (size_t i = 0; i < n; ++i) {
         const MixRecord& m = lane[i];
-        instance_->emit_fill(*tracer_.desc[static_cast<size_t>(m.kind)], m.size,
-                             [&](std::span<std::byte> rec) {
-                               // The instance wrote the common header; the
-                               // recorded fields follow it.
-                               std::memcpy(rec.data() + kCommon, m.bytes.data() + kCommon,
-                                           m.size - kCommon);
-                             });
+        instance_->emit_fill(
+            *tracer_.desc[static_cast<size_t>(m.kind)], m.size, [&](std::span<std::byte> rec) {
+              // The instance wrote the common header; the
+              // recorded fields follow it.
+              std::memcpy(rec.data() + kCommon, m.bytes.data() + kCommon, m.size - kCommon);
+            });
       }
       count -= n;
     }

@@ -65,8 +65,9 @@ EventMix load_mix(const std::filesystem::path& path, std::size_t lanes) {
     }
   }
   if (mix.records() == 0)
-    throw std::runtime_error(fmt::format(
-        "{}: no sched_switch, sched_wakeup, sys_enter or sys_exit record to replay", path.string()));
+    throw std::runtime_error(
+        fmt::format("{}: no sched_switch, sched_wakeup, sys_enter or sys_exit record to replay",
+                    path.string()));
   mix.lanes.resize(lanes);
   if (cpus >= lanes) {
     for (size_t c = 0; c < cpus; ++c) {
@@ -78,8 +79,9 @@ EventMix load_mix(const std::filesystem::path& path, std::size_t lanes) {
   }
   // A CPU that recorded none of the four leaves its lane empty: borrow the
   // fullest lane so that every thread replays the same number of events.
-  const auto fullest = std::max_element(mix.lanes.begin(), mix.lanes.end(),
-                                        [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  const auto fullest =
+      std::max_element(mix.lanes.begin(), mix.lanes.end(),
+                       [](const auto& a, const auto& b) { return a.size() < b.size(); });
   for (auto& lane : mix.lanes)
     if (lane.empty()) lane = *fullest;
   return mix;

@@ -48,8 +48,8 @@ struct EventMix {
   std::string fallback_reason;
   std::vector<std::vector<MixRecord>> lanes;
   std::array<uint64_t, kEventKinds> per_kind{};  ///< replayable records per kind
-  uint64_t file_records = 0;   ///< every record of the capture (0 for embedded)
-  uint32_t file_cpus = 0;      ///< CPUs of the capture (0 for embedded)
+  uint64_t file_records = 0;                     ///< every record of the capture (0 for embedded)
+  uint32_t file_cpus = 0;                        ///< CPUs of the capture (0 for embedded)
 
   uint64_t records() const {
     uint64_t n = 0;

@@ -34,7 +34,9 @@ std::string_view name(Staging s) {
   return "?";
 }
 
-std::string_view name(Staging s, std::string_view on_name) { return s == Staging::per_cpu ? on_name : name(s); }
+std::string_view name(Staging s, std::string_view on_name) {
+  return s == Staging::per_cpu ? on_name : name(s);
+}
 
 std::string_view name(PerfCase c) {
   switch (c) {

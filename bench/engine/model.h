@@ -3,16 +3,16 @@
 // kernel patch (tracing off / all events / reject-all filter / accept-all
 // filter / half filter, each with staging on, off, adaptive), the perf
 // overwrite series, and their results.
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tracepipe/bench/engine/stats.h"
-#include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/bench/engine/workload.h"
+#include "tracepipe/core/config/instance_options.h"
 
 namespace tracepipe::bench {
 
@@ -139,8 +139,8 @@ struct PerfResult {
   std::vector<double> seconds;
   std::vector<PerfCounts> counts;
   Summary summary;
-  uint64_t events = 0;       ///< events emitted per run (N; 0 for base)
-  PerfCounts median_counts;  ///< counts of the lower-median run by `lost` (they add up)
+  uint64_t events = 0;             ///< events emitted per run (N; 0 for base)
+  PerfCounts median_counts;        ///< counts of the lower-median run by `lost` (they add up)
   std::vector<double> pair_costs;  ///< per repetition, ns per event over base's run
   MedianCI ci;
   double ns_per_event = 0;  ///< ci.median
@@ -157,8 +157,8 @@ struct MixResult {
   std::vector<double> costs;  ///< per round: (block - base) / events per block, ns
   MedianCI ci;                ///< median and 95% interval of costs
   Verdict verdict = Verdict::significant;
-  RunCounts counts;           ///< summed over the timed blocks
-  double accept_pct = 0;      ///< 100 * (emitted - rejected) / emitted
+  RunCounts counts;       ///< summed over the timed blocks
+  double accept_pct = 0;  ///< 100 * (emitted - rejected) / emitted
 };
 
 /// The replayed-mix phase: what was replayed and how.
@@ -168,12 +168,12 @@ struct MixInfo {
   uint64_t records = 0;         ///< replayable records (the four kinds)
   uint64_t file_records = 0;    ///< every record of the capture
   std::array<uint64_t, kEventKinds> per_kind{};
-  uint32_t threads = 0;         ///< replaying threads, one per allowed CPU
+  uint32_t threads = 0;  ///< replaying threads, one per allowed CPU
   uint32_t rounds = 0;
-  uint64_t block_events = 0;    ///< events per thread per block
-  uint64_t seed = 0;            ///< of the block order
-  MedianCI base;                ///< off's own time per event (loop + disabled check), ns
-  double seconds = 0;           ///< wall time of the phase
+  uint64_t block_events = 0;  ///< events per thread per block
+  uint64_t seed = 0;          ///< of the block order
+  MedianCI base;              ///< off's own time per event (loop + disabled check), ns
+  double seconds = 0;         ///< wall time of the phase
 };
 
 /// Everything the report prints. Filled by the runner.
@@ -189,11 +189,11 @@ struct BenchReport {
   /// Cases whose filters a --filters file changed (the tables label them so).
   std::vector<Case> filters_from_file;
   std::vector<CaseResult> cases;
-  MixInfo mix;                  ///< valid when mix_cases is not empty
-  std::vector<MixResult> mix_cases;  ///< the traced cells of the replayed mix, in matrix order
+  MixInfo mix;                         ///< valid when mix_cases is not empty
+  std::vector<MixResult> mix_cases;    ///< the traced cells of the replayed mix, in matrix order
   std::string staging_on_name = "on";  ///< how Staging::per_cpu is printed (name(Staging, on_name))
-  uint64_t perf_events = 0;  ///< N of the second table; 0 = table not run
-  bool perf_syscall = true;  ///< each perf iteration also makes a close(-1)
+  uint64_t perf_events = 0;            ///< N of the second table; 0 = table not run
+  bool perf_syscall = true;            ///< each perf iteration also makes a close(-1)
   std::vector<PerfResult> perf;
   std::vector<std::string> warnings;
   double total_seconds = 0;  ///< wall time of the whole bench

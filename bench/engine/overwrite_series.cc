@@ -14,12 +14,12 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tracepipe/buffers/readers.h"
-#include "tracepipe/buffers/ring_buffer.h"
-#include "tracepipe/buffers/current_cpu.h"
-#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/bench/engine/records.h"
 #include "tracepipe/bench/engine/workload.h"
+#include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/core/clock/trace_clock.h"
 
 namespace tracepipe::bench {
 namespace {
@@ -250,7 +250,8 @@ std::vector<PerfResult> run_overwrite_series(const OverwriteSeriesOptions& o, Pr
   if (o.events == 0) return {};
   auto clock_id = parse_trace_clock(o.clock);
   if (!clock_id) throw std::invalid_argument(fmt::format("unknown trace clock '{}'", o.clock));
-  const buffers::FunctionClock clock = tracepipe::detail::ring_clock(*clock_id);  // as an Instance stamps (local: inline TSC)
+  const buffers::FunctionClock clock =
+      tracepipe::detail::ring_clock(*clock_id);  // as an Instance stamps (local: inline TSC)
   const Cpus cpus = pick_cpus(o.pin);
 
   std::vector<PerfResult> results;

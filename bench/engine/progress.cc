@@ -28,10 +28,11 @@ void Progress::step(std::string_view label, uint32_t rep, uint32_t reps, double 
   const double eta = done_ ? elapsed / double(done_) * double(total_ - done_) : 0;
   if (!fraction_of_.empty()) {
     if (style_ == Style::live)
-      fmt::print(out_, "\r{}: {}/{} {} done, eta {:.0f} s\x1b[K", phase_, done_, total_, fraction_of_, eta);
+      fmt::print(out_, "\r{}: {}/{} {} done, eta {:.0f} s\x1b[K", phase_, done_, total_,
+                 fraction_of_, eta);
     else
-      fmt::print(out_, "{}: {}/{} {} done ({:.1f} s, eta {:.0f} s)\n", phase_, done_, total_, fraction_of_, elapsed,
-                 eta);
+      fmt::print(out_, "{}: {}/{} {} done ({:.1f} s, eta {:.0f} s)\n", phase_, done_, total_,
+                 fraction_of_, elapsed, eta);
     std::fflush(out_);
     return;
   }

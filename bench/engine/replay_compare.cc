@@ -25,14 +25,18 @@ struct Sample {
 BenchTiming summarize(std::vector<Sample> s) {
   BenchTiming t;
   if (s.empty()) return t;
-  t.best_wall_s = std::min_element(s.begin(), s.end(), [](auto& a, auto& b) { return a.wall < b.wall; })->wall;
-  t.best_cpu_s = std::min_element(s.begin(), s.end(), [](auto& a, auto& b) { return a.cpu < b.cpu; })->cpu;
+  t.best_wall_s =
+      std::min_element(s.begin(), s.end(), [](auto& a, auto& b) { return a.wall < b.wall; })->wall;
+  t.best_cpu_s =
+      std::min_element(s.begin(), s.end(), [](auto& a, auto& b) { return a.cpu < b.cpu; })->cpu;
   std::sort(s.begin(), s.end(), [](auto& a, auto& b) { return a.wall < b.wall; });
   t.median_wall_s = s[s.size() / 2].wall;
   return t;
 }
 
-double tv_s(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; }
+double tv_s(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+}
 
 // Runs argv with stdout to /dev/null (or counted, if `lines` is given) and
 // stderr to /dev/null. Returns wall and CPU (user + sys) time of the child.
@@ -113,7 +117,8 @@ BenchResult run_bench(const ReplayOptions& options, const BenchOptions& bench) {
   };
   run_side(1);  // warm-up: page cache, TSC calibration, thread registration
   r.replay_one = run_side(1);
-  r.threads_all = options.threads != 0 ? options.threads : static_cast<unsigned>(tbb::info::default_concurrency());
+  r.threads_all = options.threads != 0 ? options.threads
+                                       : static_cast<unsigned>(tbb::info::default_concurrency());
   r.replay_all = run_side(r.threads_all);
 
   if (!bench.trace_cmd.empty()) {
@@ -145,22 +150,25 @@ std::string format_bench(const ReplayOptions& options, const BenchResult& r) {
                                 filters.empty() ? " (no filter)" : filters);
   auto line = [&](std::string_view what, const BenchTiming& t) {
     const double n = static_cast<double>(r.records);
-    out += fmt::format("  {:<34} best {:9.3f} ms wall ({:6.2f} M events/s), {:9.3f} ms CPU ({:6.2f} M events/s); "
-                       "median {:.3f} ms\n",
-                       what, t.best_wall_s * 1e3, t.best_wall_s > 0 ? n / t.best_wall_s * 1e-6 : 0,
-                       t.best_cpu_s * 1e3, t.best_cpu_s > 0 ? n / t.best_cpu_s * 1e-6 : 0, t.median_wall_s * 1e3);
+    out += fmt::format(
+        "  {:<34} best {:9.3f} ms wall ({:6.2f} M events/s), {:9.3f} ms CPU ({:6.2f} M events/s); "
+        "median {:.3f} ms\n",
+        what, t.best_wall_s * 1e3, t.best_wall_s > 0 ? n / t.best_wall_s * 1e-6 : 0,
+        t.best_cpu_s * 1e3, t.best_cpu_s > 0 ? n / t.best_cpu_s * 1e-6 : 0, t.median_wall_s * 1e3);
   };
   line("tracepipe replay, 1 thread:", r.replay_one);
   line(fmt::format("tracepipe replay, {} threads:", r.threads_all), r.replay_all);
   if (r.trace_cmd_ran) {
     line("trace-cmd report -F:", r.trace_cmd);
     const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    out += fmt::format("  speed-up of replay (1 thread) over trace-cmd: {:.1f}x wall, {:.1f}x CPU\n",
-                       ratio(r.trace_cmd.best_wall_s, r.replay_one.best_wall_s),
-                       ratio(r.trace_cmd.best_cpu_s, r.replay_one.best_cpu_s));
+    out +=
+        fmt::format("  speed-up of replay (1 thread) over trace-cmd: {:.1f}x wall, {:.1f}x CPU\n",
+                    ratio(r.trace_cmd.best_wall_s, r.replay_one.best_wall_s),
+                    ratio(r.trace_cmd.best_cpu_s, r.replay_one.best_cpu_s));
     out += fmt::format("  kept: replay {}, trace-cmd report -F {} ({})\n", r.kept, r.trace_cmd_kept,
-                       options.only_filtered ? "same semantics: --only-filtered"
-                                             : "replay keeps unfiltered events; add --only-filtered to compare");
+                       options.only_filtered
+                           ? "same semantics: --only-filtered"
+                           : "replay keeps unfiltered events; add --only-filtered to compare");
   } else if (!r.trace_cmd_error.empty()) {
     out += fmt::format("  trace-cmd not measured: {}\n", r.trace_cmd_error);
   }

@@ -21,7 +21,8 @@ const char* filter_label(Case c);
 
 // The label of a case's filter: the default's, or the filter file's.
 const char* filter_label(const BenchReport& r, Case c) {
-  if (std::find(r.filters_from_file.begin(), r.filters_from_file.end(), c) != r.filters_from_file.end())
+  if (std::find(r.filters_from_file.begin(), r.filters_from_file.end(), c) !=
+      r.filters_from_file.end())
     return c == Case::half ? "from --filters (below)" : "from --filters";
   return filter_label(c);
 }
@@ -172,9 +173,10 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     c.staging_busy = median_u64(busy);
     c.accept_pct =
         c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
-    const std::string label = c.spec.kase == Case::off
-                                  ? std::string("off")
-                                  : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name));
+    const std::string label =
+        c.spec.kase == Case::off
+            ? std::string("off")
+            : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name));
     if (!same) warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
     if (c.spec.kase == Case::off && c.events != 0)
       warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
@@ -221,8 +223,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     }
     judge_row(c, c.seconds, off->seconds, c.summary.median, off->summary.median, c.events);
     if (!c.significant)
-      noise.push_back(fmt::format("{} ({})", cell_label(c.spec, r.staging_on_name),
-                                  verdict_text(c.verdict)));
+      noise.push_back(
+          fmt::format("{} ({})", cell_label(c.spec, r.staging_on_name), verdict_text(c.verdict)));
   }
 
   const PerfResult* base = nullptr;
@@ -267,22 +269,26 @@ void finalize(BenchReport& r, double warn_spread_pct) {
       m.ci = median_ci95(m.costs);
       m.verdict = judge(m.ci);
       const RunCounts& k = m.counts;
-      m.accept_pct =
-          k.emitted ? 100.0 * double(k.emitted - std::min(k.rejected, k.emitted)) / double(k.emitted) : 0;
+      m.accept_pct = k.emitted ? 100.0 * double(k.emitted - std::min(k.rejected, k.emitted)) /
+                                     double(k.emitted)
+                               : 0;
       const std::string label = cell_label(m.spec, r.staging_on_name);
       if (m.costs.empty()) continue;
       if (m.verdict != Verdict::significant)
         mix_noise.push_back(fmt::format("{} ({})", label, verdict_text(m.verdict)));
       if (k.emitted > 0 && k.lost * 200 > k.emitted)
-        mix_lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
+        mix_lost.push_back(
+            fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
       if (m.spec.kase == Case::half && k.emitted > 0 && (m.accept_pct < 45 || m.accept_pct > 55))
         half.push_back(fmt::format("replayed mix {} {:.1f}%", label, m.accept_pct));
       if (!k.conserved)
-        warn(fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
-                         "engine's reservations (a core/ or buffers/ bug)",
-                         label));
+        warn(
+            fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
+                        "engine's reservations (a core/ or buffers/ bug)",
+                        label));
       if (m.spec.kase == Case::reject && k.accepted != 0)
-        warn(fmt::format("replayed mix {}: the reject-all filter accepted {} events", label, k.accepted));
+        warn(fmt::format("replayed mix {}: the reject-all filter accepted {} events", label,
+                         k.accepted));
       if ((m.spec.kase == Case::accept || m.spec.kase == Case::all) && k.rejected != 0)
         warn(fmt::format("replayed mix {}: {} events rejected although every event should pass",
                          label, k.rejected));
@@ -303,7 +309,8 @@ void finalize(BenchReport& r, double warn_spread_pct) {
         "events lost by the ring buffer: {} (of them {} because the sub-buffer to overwrite still "
         "held a record whose writer was preempted between reserve and commit and no spare was "
         "free: commit_overrun; {} because the next sub-buffer was held by a writer preempted while "
-        "zeroing it, or by one preempted while walking it and no spare was free: lost_busy); those cells under-count the cost of committing: enlarge "
+        "zeroing it, or by one preempted while walking it and no spare was free: lost_busy); those "
+        "cells under-count the cost of committing: enlarge "
         "--buffer-kb or run fewer threads",
         join(lost), lost_commit_overrun, lost_busy));
   if (!half.empty())
@@ -319,9 +326,10 @@ void finalize(BenchReport& r, double warn_spread_pct) {
   if (!mix_lost.empty())
     warn(fmt::format("replayed mix: events lost by the ring buffer: {}", join(mix_lost)));
   if (!mix_noise.empty())
-    warn(fmt::format("replayed mix: ns/event not significant (95% interval reaching 0 or wider "
-                     "than ±10%, marked *): {}",
-                     join(mix_noise)));
+    warn(
+        fmt::format("replayed mix: ns/event not significant (95% interval reaching 0 or wider "
+                    "than ±10%, marked *): {}",
+                    join(mix_noise)));
   if (!noise.empty())
     warn(
         fmt::format("end to end: ns/event not significant (95% interval of the paired runs "
@@ -353,29 +361,36 @@ std::string format_mix_table(const BenchReport& r) {
                          m.records ? 100.0 * double(n) / double(m.records) : 0.0);
   }
   if (m.source == "embedded")
-    line(fmt::format("tracepipe bench: replayed event mix (embedded: the in-process hackbench's "
-                     "pattern, {} records: {})",
-                     with_commas(m.records), kinds));
+    line(
+        fmt::format("tracepipe bench: replayed event mix (embedded: the in-process hackbench's "
+                    "pattern, {} records: {})",
+                    with_commas(m.records), kinds));
   else
     line(fmt::format("tracepipe bench: replayed kernel event mix ({}: {} of its {} records: {})",
-                     std::filesystem::path(m.source).filename().string(), with_commas(m.records), with_commas(m.file_records), kinds));
-  line(fmt::format("  {} threads, {}, {} events per thread per block; {} rounds of paired blocks "
-                   "(cell, off) in random order",
-                   m.threads, r.workload.pin ? "pinned to CPUs " + cpu_list(r.cpus) : std::string("unpinned"),
-                   with_commas(m.block_events), m.rounds));
-  line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; ns/event = median over rounds of (cell "
-                   "block - off block) / events, ± its 95% interval",
-                   r.buffer_bytes_per_cpu / 1024, r.mode, r.clock));
+                     std::filesystem::path(m.source).filename().string(), with_commas(m.records),
+                     with_commas(m.file_records), kinds));
+  line(fmt::format(
+      "  {} threads, {}, {} events per thread per block; {} rounds of paired blocks "
+      "(cell, off) in random order",
+      m.threads, r.workload.pin ? "pinned to CPUs " + cpu_list(r.cpus) : std::string("unpinned"),
+      with_commas(m.block_events), m.rounds));
+  line(
+      fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; ns/event = median over rounds of (cell "
+                  "block - off block) / events, ± its 95% interval",
+                  r.buffer_bytes_per_cpu / 1024, r.mode, r.clock));
   line("");
   std::vector<Staging> cols;
   for (const MixResult& c : r.mix_cases)
-    if (std::find(cols.begin(), cols.end(), c.spec.staging) == cols.end()) cols.push_back(c.spec.staging);
+    if (std::find(cols.begin(), cols.end(), c.spec.staging) == cols.end())
+      cols.push_back(c.spec.staging);
   std::string head = fmt::format("{:<7} {:<26}", "case", "filter");
-  for (Staging st : cols) head += fmt::format(" {:>16}", fmt::format("staging {}", name(st, r.staging_on_name)));
+  for (Staging st : cols)
+    head += fmt::format(" {:>16}", fmt::format("staging {}", name(st, r.staging_on_name)));
   line(head + fmt::format(" {:>7}", "pass %"));
-  line(fmt::format("{:<7} {:<26} base: the loop and the disabled check, {} ns/event (not subtracted "
-                   "below: every cell is over it)",
-                   "off", filter_label(Case::off), cost_text(m.base.median, m.base.half_width)));
+  line(
+      fmt::format("{:<7} {:<26} base: the loop and the disabled check, {} ns/event (not subtracted "
+                  "below: every cell is over it)",
+                  "off", filter_label(Case::off), cost_text(m.base.median, m.base.half_width)));
   std::vector<std::string> footnotes;
   for (Case k : kAllCases) {
     if (k == Case::off) continue;
@@ -393,7 +408,8 @@ std::string format_mix_table(const BenchReport& r) {
       any = true;
       if (pass < 0) pass = it->accept_pct;
       const bool sig = it->verdict == Verdict::significant;
-      row += fmt::format(" {:>16}", cost_text(it->ci.median, it->ci.half_width) + (sig ? " " : "*"));
+      row +=
+          fmt::format(" {:>16}", cost_text(it->ci.median, it->ci.half_width) + (sig ? " " : "*"));
     }
     if (any) line(row + fmt::format(" {:>7.1f}", pass));
   }
@@ -401,7 +417,8 @@ std::string format_mix_table(const BenchReport& r) {
   if (!dvc.empty()) {
     std::string t;
     for (const DiscardVsCommit& d : dvc)
-      t += fmt::format("{}staging {} {:.2f}", t.empty() ? "" : ", ", name(d.staging, r.staging_on_name), d.ratio);
+      t += fmt::format("{}staging {} {:.2f}", t.empty() ? "" : ", ",
+                       name(d.staging, r.staging_on_name), d.ratio);
     line("");
     line("discarding against committing (reject / all): " + t);
   }
@@ -434,10 +451,11 @@ std::string format_table(const BenchReport& r, bool with_mix) {
         fmt::format("  {} messages/run, 6 events each (sys_enter, sys_exit, sched_wakeup, "
                     "sched_switch); engine: {}",
                     with_commas(w.messages()), r.engine));
-    line(fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved; "
-                     "ns/event = median of the runs' paired (case - off) / events, ± its 95% "
-                     "interval",
-                     r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
+    line(
+        fmt::format("  ring buffer {} KiB/CPU, {}, clock {}; {} runs per case, interleaved; "
+                    "ns/event = median of the runs' paired (case - off) / events, ± its 95% "
+                    "interval",
+                    r.buffer_bytes_per_cpu / 1024, r.mode, r.clock, r.runs));
     line("");
     line(fmt::format("{:<7} {:<26} {:<10} {:>8} {:>6} {:>8} {:>10} {:>6} {:>6} {:>8} {:>7} {:>5}",
                      "case", "filter", "staging", "mean s", "±%", "median s", "events", "pass %",
@@ -448,8 +466,9 @@ std::string format_table(const BenchReport& r, bool with_mix) {
           c.events ? fmt::format("{:.1f}", 100.0 * double(c.lost) / double(c.events)) : "-";
       line(fmt::format(
           "{:<7} {:<26} {:<10} {:>8.4f} {:>5.1f}% {:>8.4f} {:>10} {:>6} {:>6} {:>8} {:>7} {:>5.2f}",
-          name(c.spec.kase), filter_label(r, c.spec.kase), off ? "-" : name(c.spec.staging, r.staging_on_name),
-          c.summary.mean, c.summary.stddev_pct, c.summary.median, with_commas(c.events),
+          name(c.spec.kase), filter_label(r, c.spec.kase),
+          off ? "-" : name(c.spec.staging, r.staging_on_name), c.summary.mean, c.summary.stddev_pct,
+          c.summary.median, with_commas(c.events),
           off ? std::string("-") : fmt::format("{:.1f}", c.accept_pct),
           off ? std::string("-") : lost_pct,
           off ? std::string("-") : ns_cell(c.ns_per_event, c.significant),
@@ -466,12 +485,14 @@ std::string format_table(const BenchReport& r, bool with_mix) {
       line("ring losses by cause, median per run (docs/buffers.md, \"Writers preempted\"):");
       for (const CaseResult& c : r.cases) {
         if (c.spec.kase == Case::off) continue;
-        line(fmt::format("  {:<7} {:<10} commit_overrun {:>8}  lost_busy {:>8}  lost_set_aside {:>6}  ({:.4f}% of events)",
-                         name(c.spec.kase), name(c.spec.staging, r.staging_on_name), c.lost_commit_overrun,
-                         c.lost_busy, c.lost_set_aside,
-                         c.events ? 100.0 * double(c.lost_commit_overrun + c.lost_busy + c.lost_set_aside) /
-                                        double(c.events)
-                                  : 0.0));
+        line(fmt::format(
+            "  {:<7} {:<10} commit_overrun {:>8}  lost_busy {:>8}  lost_set_aside {:>6}  ({:.4f}% "
+            "of events)",
+            name(c.spec.kase), name(c.spec.staging, r.staging_on_name), c.lost_commit_overrun,
+            c.lost_busy, c.lost_set_aside,
+            c.events ? 100.0 * double(c.lost_commit_overrun + c.lost_busy + c.lost_set_aside) /
+                           double(c.events)
+                     : 0.0));
       }
     }
     if (!r.half_filters.empty()) {
@@ -527,7 +548,8 @@ std::string to_json(const BenchReport& r) {
   if (!r.mix_cases.empty()) {
     const MixInfo& m = r.mix;
     out += fmt::format(
-        " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": {}, "
+        " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": "
+        "{}, "
         "\"per_kind\": {{",
         jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
     for (size_t i = 0; i < kEventInfo.size(); ++i)
@@ -552,8 +574,8 @@ std::string to_json(const BenchReport& r) {
           jnum(c.ci.coverage), jnum(c.ci.iqr_pct), sig ? "true" : "false",
           jstr(verdict_text(c.verdict)), c.counts.emitted, c.counts.accepted, c.counts.rejected,
           c.counts.lost, c.counts.lost_commit_overrun, c.counts.lost_busy, c.counts.lost_set_aside,
-          jnum(c.accept_pct), c.counts.staged,
-          c.counts.staging_busy, c.counts.conserved ? "true" : "false", jsamples(c.costs));
+          jnum(c.accept_pct), c.counts.staged, c.counts.staging_busy,
+          c.counts.conserved ? "true" : "false", jsamples(c.costs));
     }
     out += "],\n  \"discard_vs_commit\": [";
     const auto dvc = discard_vs_commit(r);
@@ -575,12 +597,13 @@ std::string to_json(const BenchReport& r) {
         "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
         "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
         "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
-        jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
-        c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, c.lost_busy, c.lost_set_aside,
-        c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
-        jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), c.significant ? "true" : "false",
-        jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off), c.staged, c.staging_busy,
+        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
+        c.summary.n, jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct),
+        c.events, c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
+        c.lost_busy, c.lost_set_aside, c.significant ? jnum(c.ns_per_event) : "null",
+        jnum(c.ns_per_event), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
+        c.significant ? "true" : "false", jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off),
+        c.staged, c.staging_busy,
         std::all_of(c.counts.begin(), c.counts.end(),
                     [](const RunCounts& k) { return k.conserved; })
             ? "true"
@@ -597,16 +620,16 @@ std::string to_json(const BenchReport& r) {
           "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
           "{}, "
           "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": {}, "
+          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": "
+          "{}, "
           "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
           "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
           i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
           jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events,
           p.significant ? jnum(p.ns_per_event) : "null", jnum(p.ns_per_event),
           jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi), p.significant ? "true" : "false",
-          jstr(verdict_text(p.verdict)),
-          p.median_counts.written, p.median_counts.lost, p.median_counts.overrun,
-          p.median_counts.read, p.median_counts.snapshots,
+          jstr(verdict_text(p.verdict)), p.median_counts.written, p.median_counts.lost,
+          p.median_counts.overrun, p.median_counts.read, p.median_counts.snapshots,
           std::all_of(p.counts.begin(), p.counts.end(),
                       [](const PerfCounts& k) { return k.conserved; })
               ? "true"

@@ -157,7 +157,8 @@ void run_mix(const BenchOptions& o, const std::vector<CaseSpec>& cells,
 
   std::vector<RunCounts> before(cells.size());
   for (size_t i = 0; i < cells.size(); ++i) before[i] = engines[i]->totals();
-  const std::vector<BlockSlot> order = interleave_order(uint32_t(cells.size()), o.mix_rounds, o.mix_seed);
+  const std::vector<BlockSlot> order =
+      interleave_order(uint32_t(cells.size()), o.mix_rounds, o.mix_seed);
   // Progress in tenths of the pairs: a log gets 10 lines, not one per round.
   const size_t pairs = order.size() / 2;
   const uint32_t tenths = static_cast<uint32_t>(std::min<size_t>(10, pairs));
@@ -192,12 +193,14 @@ void validate(const BenchOptions& o) {
   if (o.perf_events > 1'000'000'000)
     throw std::invalid_argument("--perf-events must be at most 1e9");
   if (o.mix && o.mix_rounds > 100000)
-    throw std::invalid_argument(fmt::format("--mix-rounds must be at most 100000, got {}", o.mix_rounds));
+    throw std::invalid_argument(
+        fmt::format("--mix-rounds must be at most 100000, got {}", o.mix_rounds));
   if (o.mix && (o.mix_block_events < 1 || o.mix_block_events > 100'000'000))
     throw std::invalid_argument(
         fmt::format("--mix-events must be 1..100000000, got {}", o.mix_block_events));
   if ((o.mix || o.hackbench) && o.cases.empty()) throw std::invalid_argument("--cases is empty");
-  if ((o.mix || o.hackbench) && o.stagings.empty()) throw std::invalid_argument("--staging is empty");
+  if ((o.mix || o.hackbench) && o.stagings.empty())
+    throw std::invalid_argument("--staging is empty");
   if (!(o.mix && o.mix_rounds > 0) && !o.hackbench && o.perf_events == 0)
     throw std::invalid_argument(
         "nothing to run: the replayed mix and the hackbench table are off and --perf-events is 0");
@@ -272,8 +275,9 @@ BenchReport run_bench(const BenchOptions& o, Progress& progress) {
       report.cases.push_back(std::move(row));
     }
     auto label = [&o](const CaseSpec& c) {
-      return c.kase == Case::off ? std::string("off")
-                                 : fmt::format("{}/{}", name(c.kase), name(c.staging, o.staging_on_name));
+      return c.kase == Case::off
+                 ? std::string("off")
+                 : fmt::format("{}/{}", name(c.kase), name(c.staging, o.staging_on_name));
     };
     if (o.warmup) {
       WorkloadConfig small = o.workload;

@@ -23,21 +23,21 @@ struct BenchOptions {
   std::vector<Case> cases{std::begin(kAllCases), std::end(kAllCases)};
   std::vector<Staging> stagings{std::begin(kAllStagings), std::end(kAllStagings)};
   std::string staging_on_name = "on";  ///< how Staging::per_cpu is printed: "on" or "per_cpu"
-  EngineOptions engine;                               ///< staging is set per cell
+  EngineOptions engine;                ///< staging is set per cell
   std::optional<std::filesystem::path> filters_file;  ///< overrides of the case filters
   /// The replayed-mix table (mix.h), run first.
   bool mix = true;
-  std::string mix_source;          ///< "" = the default capture, else a path or "embedded"
-  uint32_t mix_rounds = 201;       ///< rounds of paired blocks per cell
+  std::string mix_source;             ///< "" = the default capture, else a path or "embedded"
+  uint32_t mix_rounds = 201;          ///< rounds of paired blocks per cell
   uint64_t mix_block_events = 32768;  ///< events per thread per block
-  uint64_t mix_seed = 1;           ///< seed of the block order
+  uint64_t mix_seed = 1;              ///< seed of the block order
   /// Called once the replayed-mix table is finalized, before the slower
   /// phases run (the CLI prints the table there).
   std::function<void(const BenchReport&)> on_mix_done;
-  bool hackbench = true;                              ///< run the end-to-end hackbench table
-  uint64_t perf_events = 3'000'000;                   ///< N of the second table; 0 = skip
-  bool perf_syscall = true;                           ///< a close(-1) per perf event
-  bool warmup = true;                                 ///< one untimed short pass first
+  bool hackbench = true;             ///< run the end-to-end hackbench table
+  uint64_t perf_events = 3'000'000;  ///< N of the second table; 0 = skip
+  bool perf_syscall = true;          ///< a close(-1) per perf event
+  bool warmup = true;                ///< one untimed short pass first
   double warn_spread_pct = 5;
 };
 

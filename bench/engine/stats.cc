@@ -44,7 +44,8 @@ double binom_half_cdf(std::size_t n, std::size_t j) {
   const double lg_n1 = std::lgamma(double(n) + 1);
   double sum = 0;
   for (std::size_t i = 0; i <= j && i <= n; ++i)
-    sum += std::exp(lg_n1 - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) + ln_half_n);
+    sum +=
+        std::exp(lg_n1 - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) + ln_half_n);
   return std::min(sum, 1.0);
 }
 
@@ -107,8 +108,7 @@ std::string verdict_text(Verdict v, double max_rel) {
 }
 
 std::vector<double> paired_ns_per_event(std::span<const double> cell_s,
-                                        std::span<const double> base_s,
-                                        unsigned long long events) {
+                                        std::span<const double> base_s, unsigned long long events) {
   std::vector<double> out;
   if (events == 0) return out;
   const std::size_t n = std::min(cell_s.size(), base_s.size());

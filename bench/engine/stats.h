@@ -39,11 +39,11 @@ double ns_per_event(double median_case_s, double median_base_s, unsigned long lo
 struct MedianCI {
   std::size_t n = 0;
   double median = 0;
-  double lo = 0;           ///< lower bound x(k)
-  double hi = 0;           ///< upper bound x(n+1-k)
-  double half_width = 0;   ///< max(median - lo, hi - median): the "±" printed
-  double coverage = 0;     ///< exact coverage of [lo, hi]; >= 0.95 when n >= 6
-  double iqr_pct = 0;      ///< spread: 100 * (q3 - q1) / |median| (0 when median == 0)
+  double lo = 0;          ///< lower bound x(k)
+  double hi = 0;          ///< upper bound x(n+1-k)
+  double half_width = 0;  ///< max(median - lo, hi - median): the "±" printed
+  double coverage = 0;    ///< exact coverage of [lo, hi]; >= 0.95 when n >= 6
+  double iqr_pct = 0;     ///< spread: 100 * (q3 - q1) / |median| (0 when median == 0)
 };
 
 /// Computes the median and its 95% interval of `samples` (any order; not
@@ -70,7 +70,6 @@ std::string verdict_text(Verdict v, double max_rel = 0.10);
 /// Paired per-event costs in ns: (cell[i] - base[i]) * 1e9 / events for
 /// every i < min(cell.size(), base.size()). Empty when events == 0.
 std::vector<double> paired_ns_per_event(std::span<const double> cell_s,
-                                        std::span<const double> base_s,
-                                        unsigned long long events);
+                                        std::span<const double> base_s, unsigned long long events);
 
 }  // namespace tracepipe::bench

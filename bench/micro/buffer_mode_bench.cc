@@ -95,10 +95,12 @@ void mode_paired(benchmark::State& state, bool filtered) {
 }
 
 const int registered = [] {
-  benchmark::RegisterBenchmark("buffer_mode/paired/no_filter", [](benchmark::State& s) { mode_paired(s, false); })
-      ->MinTime(0.5);
-  benchmark::RegisterBenchmark("buffer_mode/paired/direct_commit", [](benchmark::State& s) { mode_paired(s, true); })
-      ->MinTime(0.5);
+  benchmark::RegisterBenchmark("buffer_mode/paired/no_filter", [](benchmark::State& s) {
+    mode_paired(s, false);
+  })->MinTime(0.5);
+  benchmark::RegisterBenchmark("buffer_mode/paired/direct_commit", [](benchmark::State& s) {
+    mode_paired(s, true);
+  })->MinTime(0.5);
   return 0;
 }();
 

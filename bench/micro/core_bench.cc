@@ -18,9 +18,9 @@
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/ring_buffer.h"
 #include "tracepipe/buffers/rseq.h"
+#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/filters/filter.h"
 
 namespace {
@@ -109,8 +109,8 @@ enum class Floor { commit, filter_commit, stage_filter_copy_commit, hand_commit 
 
 template <Floor F>
 void floor_case(benchmark::State& state) {
-  using Ring = buffers::RingBuffer<buffers::OverflowMode::overwrite, buffers::FunctionClock, buffers::NoHooks,
-                                   buffers::Writers::cpu_local>;
+  using Ring = buffers::RingBuffer<buffers::OverflowMode::overwrite, buffers::FunctionClock,
+                                   buffers::NoHooks, buffers::Writers::cpu_local>;
   if (!buffers::detail::rseq_usable()) {
     state.SkipWithError("no rseq: the instance's ring would not be cpu_local");
     return;
@@ -118,7 +118,8 @@ void floor_case(benchmark::State& state) {
   buffers::RingBufferConfig rc;
   rc.cpus = Instance(InstanceOptions{}).cpus();
   Ring ring(rc, tracepipe::detail::ring_clock(ClockId::local));
-  const filters::CompileResult cr = filters::compile("value == 1", BenchEvent::desc().filter_fields());
+  const filters::CompileResult cr =
+      filters::compile("value == 1", BenchEvent::desc().filter_fields());
   if (!cr.ok()) {
     state.SkipWithError("filter did not compile");
     return;
@@ -128,13 +129,14 @@ void floor_case(benchmark::State& state) {
   alignas(64) std::byte staged[64];
   // The event's stores: header word, value, seq, then the 48-byte array
   // ("bench" and zeros), as EventDecl's writer makes them.
-  const auto build = [&](std::byte* p, uint32_t value, uint32_t seq) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-    std::memcpy(p, &hdr, 8);
-    std::memcpy(p + 8, &value, 4);
-    std::memcpy(p + 12, &seq, 4);
-    std::memset(p + 16, 0, 48);
-    std::memcpy(p + 16, "bench", 5);
-  };
+  const auto build = [&](std::byte* p, uint32_t value, uint32_t seq)
+                         TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+                           std::memcpy(p, &hdr, 8);
+                           std::memcpy(p + 8, &value, 4);
+                           std::memcpy(p + 12, &seq, 4);
+                           std::memset(p + 16, 0, 48);
+                           std::memcpy(p + 16, "bench", 5);
+                         };
   // As the emit: "value == 1" reads no context, so none is built.
   const auto no_context = [] { return filters::EvalContext{}; };
   uint32_t i = 0;
@@ -159,7 +161,8 @@ void floor_case(benchmark::State& state) {
           asm volatile("" ::: "memory");  // the value comes from the record, as the filter's does
           std::memcpy(&v, r.payload().data() + 8, 4);
         }
-        if (F == Floor::commit || (F == Floor::hand_commit ? v == 1 : prog.match_lazy(r.payload(), no_context))) {
+        if (F == Floor::commit ||
+            (F == Floor::hand_commit ? v == 1 : prog.match_lazy(r.payload(), no_context))) {
           ring.commit(r);
           kept = true;
         } else {
@@ -179,10 +182,14 @@ using RunFn = void (*)(benchmark::State&, Staging, bool, bool);
 template <class E, BufferMode M>
 RunFn<E> pick(Accept a) {
   switch (a) {
-    case Accept::never: return &run<E, Accept::never, M>;
-    case Accept::always: return &run<E, Accept::always, M>;
-    case Accept::half: return &run<E, Accept::half, M>;
-    default: return &run<E, Accept::most, M>;
+    case Accept::never:
+      return &run<E, Accept::never, M>;
+    case Accept::always:
+      return &run<E, Accept::always, M>;
+    case Accept::half:
+      return &run<E, Accept::half, M>;
+    default:
+      return &run<E, Accept::most, M>;
   }
 }
 
@@ -217,22 +224,27 @@ void register_all() {
       // No filter to run: the cost of staging itself (claim, build, release).
       {"emit/soft_disabled/per_thread", Staging::per_thread, false, Accept::never, true},
       // The filtered field is a u64 (no store-forwarding stall in the filter).
-      {"emit/staged_discard/per_thread/u64_field", Staging::per_thread, true, Accept::never, false, true},
-      {"emit/staged_commit/per_thread/u64_field", Staging::per_thread, true, Accept::always, false, true},
+      {"emit/staged_discard/per_thread/u64_field", Staging::per_thread, true, Accept::never, false,
+       true},
+      {"emit/staged_commit/per_thread/u64_field", Staging::per_thread, true, Accept::always, false,
+       true},
       {"emit/no_filter/u64_field", Staging::per_thread, false, Accept::always, false, true},
       // Drop-newest rings (drained untimed): commits without the overwrite
       // ring's recycling of the oldest sub-buffer.
-      {"emit/no_filter/drop_newest", Staging::per_thread, false, Accept::always, false, false, BufferMode::drop_newest},
-      {"emit/staged_commit/per_thread/drop_newest", Staging::per_thread, true, Accept::always, false, false,
+      {"emit/no_filter/drop_newest", Staging::per_thread, false, Accept::always, false, false,
        BufferMode::drop_newest},
-      {"emit/direct_commit/drop_newest", Staging::off, true, Accept::always, false, false, BufferMode::drop_newest},
+      {"emit/staged_commit/per_thread/drop_newest", Staging::per_thread, true, Accept::always,
+       false, false, BufferMode::drop_newest},
+      {"emit/direct_commit/drop_newest", Staging::off, true, Accept::always, false, false,
+       BufferMode::drop_newest},
   };
   for (const Case& c : cases) {
     benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) {
       const bool dn = c.mode == BufferMode::drop_newest;
       if (c.u64)
         (dn ? pick<BenchEvent64, BufferMode::drop_newest>(c.accept)
-            : pick<BenchEvent64, BufferMode::overwrite>(c.accept))(st, c.staging, c.filtered, c.soft);
+            : pick<BenchEvent64, BufferMode::overwrite>(c.accept))(st, c.staging, c.filtered,
+                                                                   c.soft);
       else
         (dn ? pick<BenchEvent, BufferMode::drop_newest>(c.accept)
             : pick<BenchEvent, BufferMode::overwrite>(c.accept))(st, c.staging, c.filtered, c.soft);
@@ -241,9 +253,12 @@ void register_all() {
   benchmark::RegisterBenchmark("emit/loop_only", loop_only)->MinTime(0.2);
   benchmark::RegisterBenchmark("emit/floor/clock", clock_floor)->MinTime(0.2);
   benchmark::RegisterBenchmark("emit/floor/commit", floor_case<Floor::commit>)->MinTime(0.2);
-  benchmark::RegisterBenchmark("emit/floor/filter_commit", floor_case<Floor::filter_commit>)->MinTime(0.2);
-  benchmark::RegisterBenchmark("emit/floor/hand_commit", floor_case<Floor::hand_commit>)->MinTime(0.2);
-  benchmark::RegisterBenchmark("emit/floor/stage_filter_copy_commit", floor_case<Floor::stage_filter_copy_commit>)
+  benchmark::RegisterBenchmark("emit/floor/filter_commit", floor_case<Floor::filter_commit>)
+      ->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/hand_commit", floor_case<Floor::hand_commit>)
+      ->MinTime(0.2);
+  benchmark::RegisterBenchmark("emit/floor/stage_filter_copy_commit",
+                               floor_case<Floor::stage_filter_copy_commit>)
       ->MinTime(0.2);
 }
 

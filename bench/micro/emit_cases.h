@@ -17,7 +17,8 @@
 
 namespace tracepipe::bench {
 
-using BenchEvent = EventDecl<"tpbench", "sample", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+using BenchEvent =
+    EventDecl<"tpbench", "sample", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 static_assert(BenchEvent::fixed_size == 64);
 // Same size, but the filtered field is a u64: the filter's 8-byte load then
 // reads exactly one earlier store (store-to-load forwarding works), where
@@ -46,10 +47,14 @@ enum class Accept { never, always, half, most };
 
 template <Accept A>
 [[gnu::always_inline]] inline uint32_t value_of(uint32_t n) {
-  if constexpr (A == Accept::never) return 0;
-  else if constexpr (A == Accept::always) return 1;
-  else if constexpr (A == Accept::half) return n & 1;  // every other event accepted
-  else return (n & 31) != 0 ? 1 : 0;                   // 31 of 32 (96.9%) accepted
+  if constexpr (A == Accept::never)
+    return 0;
+  else if constexpr (A == Accept::always)
+    return 1;
+  else if constexpr (A == Accept::half)
+    return n & 1;  // every other event accepted
+  else
+    return (n & 31) != 0 ? 1 : 0;  // 31 of 32 (96.9%) accepted
 }
 
 /// The q-quantile (0..1, nearest rank) of paired-block samples; 0 when empty.
@@ -71,7 +76,8 @@ inline double quantile(std::vector<double> v, double q) {
 
 /// state.counters[name] = the median of `v`, and name_p25 / name_p75 its
 /// quartiles: how every paired benchmark reports a per-round difference.
-inline void quartile_counters(benchmark::State& state, const std::string& name, const std::vector<double>& v) {
+inline void quartile_counters(benchmark::State& state, const std::string& name,
+                              const std::vector<double>& v) {
   state.counters[name] = quantile(v, 0.5);
   state.counters[name + "_p25"] = quantile(v, 0.25);
   state.counters[name + "_p75"] = quantile(v, 0.75);
@@ -103,7 +109,8 @@ class PinToCurrentCpu {
 /// <b>-<a>_ns and <b>/<a> (per-round difference and ratio, with quartiles)
 /// for leg 0 named `a` and leg 1 named `b`.
 template <class Block>
-void two_leg_rounds(benchmark::State& state, const std::string& a, const std::string& b, Block&& block) {
+void two_leg_rounds(benchmark::State& state, const std::string& a, const std::string& b,
+                    Block&& block) {
   std::vector<double> ns[2], diff, ratio;
   size_t round = 0;
   for (auto _ : state) {

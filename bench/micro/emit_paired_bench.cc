@@ -43,8 +43,8 @@ namespace {
 using namespace tracepipe;
 using bench::Accept, bench::BenchEvent, bench::emit_bench, bench::value_of;
 
-constexpr uint32_t kBlock = 4096;     // emits per block: 16-100 us
-constexpr int kWarmupBlocks = 2;      // untimed blocks per leg before the first round
+constexpr uint32_t kBlock = 4096;  // emits per block: 16-100 us
+constexpr int kWarmupBlocks = 2;   // untimed blocks per leg before the first round
 
 using bench::now_ns;
 
@@ -80,18 +80,22 @@ struct Leg {
 
 uint64_t (*block_for(Accept a))(Instance&, uint32_t&) {
   switch (a) {
-    case Accept::never: return &run_block<Accept::never>;
-    case Accept::always: return &run_block<Accept::always>;
-    case Accept::half: return &run_block<Accept::half>;
-    default: return &run_block<Accept::most>;
+    case Accept::never:
+      return &run_block<Accept::never>;
+    case Accept::always:
+      return &run_block<Accept::always>;
+    case Accept::half:
+      return &run_block<Accept::half>;
+    default:
+      return &run_block<Accept::most>;
   }
 }
 
 using bench::quantile;
 
 // A ratio's three counters: median and quartiles over rounds of num[r] / den[r].
-void ratio_counters(benchmark::State& state, const std::string& name, const std::vector<double>& num,
-                    const std::vector<double>& den) {
+void ratio_counters(benchmark::State& state, const std::string& name,
+                    const std::vector<double>& num, const std::vector<double>& den) {
   std::vector<double> r(num.size());
   for (size_t k = 0; k < num.size(); ++k) r[k] = num[k] / den[k];
   bench::quartile_counters(state, name, r);
@@ -151,8 +155,10 @@ struct Group {
 
 void register_paired() {
   static constexpr Group kGroups[] = {
-      {"emit/paired/commit", Accept::always, "adaptive_100", "staged_commit", "direct_commit", true},
-      {"emit/paired/accept_0", Accept::never, "adaptive_0", "staged_discard", "direct_discard", false},
+      {"emit/paired/commit", Accept::always, "adaptive_100", "staged_commit", "direct_commit",
+       true},
+      {"emit/paired/accept_0", Accept::never, "adaptive_0", "staged_discard", "direct_discard",
+       false},
       {"emit/paired/accept_50", Accept::half, "adaptive_50", "staged_half", "direct_half", false},
       {"emit/paired/accept_97", Accept::most, "adaptive_97", "staged_97", "direct_97", false},
   };

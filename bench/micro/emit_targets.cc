@@ -18,17 +18,19 @@ std::optional<double> get(const Medians& m, const std::string& k) {
   return it->second;
 }
 
-void add(std::vector<TargetCheck>& out, std::string what, double value, double bound, std::string detail) {
+void add(std::vector<TargetCheck>& out, std::string what, double value, double bound,
+         std::string detail) {
   out.push_back({std::move(what), value, bound, value <= bound, std::move(detail)});
 }
 
 // A paired ratio counter with its quartiles and the legs' ns; false when it
 // did not run.
-bool paired_ratio(std::vector<TargetCheck>& out, const Medians& p, std::string what, const std::string& counter,
-                  double bound, const std::string& legs) {
+bool paired_ratio(std::vector<TargetCheck>& out, const Medians& p, std::string what,
+                  const std::string& counter, double bound, const std::string& legs) {
   const auto v = get(p, counter), lo = get(p, counter + "_p25"), hi = get(p, counter + "_p75");
   if (!v || !lo || !hi) return false;
-  add(out, std::move(what), *v, bound, fmt::format("paired: quartiles {:.3f}-{:.3f}; {}", *lo, *hi, legs));
+  add(out, std::move(what), *v, bound,
+      fmt::format("paired: quartiles {:.3f}-{:.3f}; {}", *lo, *hi, legs));
   return true;
 }
 
@@ -36,13 +38,14 @@ bool paired_ratio(std::vector<TargetCheck>& out, const Medians& p, std::string w
 std::string legs_ns(const Medians& p, std::initializer_list<const char*> legs) {
   std::string s;
   for (const char* l : legs)
-    if (const auto v = get(p, std::string(l) + "_ns")) s += fmt::format("{}{} {:.2f}", s.empty() ? "" : ", ", l, *v);
+    if (const auto v = get(p, std::string(l) + "_ns"))
+      s += fmt::format("{}{} {:.2f}", s.empty() ? "" : ", ", l, *v);
   return s + " ns";
 }
 
 // Ratio of a case to another; nothing when either did not run.
-void ratio(std::vector<TargetCheck>& out, const Medians& m, const char* what, const char* num, const char* den,
-           double bound) {
+void ratio(std::vector<TargetCheck>& out, const Medians& m, const char* what, const char* num,
+           const char* den, double bound) {
   const auto a = get(m, num), b = get(m, den);
   if (!a || !b) return;
   add(out, what, *a / *b, bound, fmt::format("{} {:.2f} / {} {:.2f} ns", num, *a, den, *b));
@@ -73,11 +76,16 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
     if (const auto f = get(m, "floor/commit")) floors += fmt::format("; floor/commit {:.2f}", *f);
     add(out, "commit (ns)", *v, 20.0, floors.empty() ? "no_filter" : "no_filter" + floors + " ns");
   }
-  const std::string commit_legs = legs_ns(p, {"staged_commit", "adaptive_100", "direct_commit", "no_filter"});
-  if (!paired_ratio(out, p, "staged commit / unfiltered commit", "staged_commit/no_filter", 1.15, commit_legs))
-    ratio(out, m, "staged commit / unfiltered commit", "staged_commit/per_thread", "no_filter", 1.15);
-  if (!paired_ratio(out, p, "adaptive 100% kept / unfiltered commit", "adaptive_100/no_filter", 1.05, commit_legs))
-    ratio(out, m, "adaptive 100% kept / unfiltered commit", "adaptive/accept_100", "no_filter", 1.05);
+  const std::string commit_legs =
+      legs_ns(p, {"staged_commit", "adaptive_100", "direct_commit", "no_filter"});
+  if (!paired_ratio(out, p, "staged commit / unfiltered commit", "staged_commit/no_filter", 1.15,
+                    commit_legs))
+    ratio(out, m, "staged commit / unfiltered commit", "staged_commit/per_thread", "no_filter",
+          1.15);
+  if (!paired_ratio(out, p, "adaptive 100% kept / unfiltered commit", "adaptive_100/no_filter",
+                    1.05, commit_legs))
+    ratio(out, m, "adaptive 100% kept / unfiltered commit", "adaptive/accept_100", "no_filter",
+          1.05);
   struct Rate {
     const char* pct;
     const char* counter;
@@ -87,18 +95,34 @@ std::vector<TargetCheck> emit_targets(const Medians& m, const Medians& p) {
     std::initializer_list<const char*> legs;
   };
   const Rate rates[] = {
-      {"0%", "adaptive_0/better", "adaptive/accept_0", "staged_discard/per_thread", "direct_discard",
+      {"0%",
+       "adaptive_0/better",
+       "adaptive/accept_0",
+       "staged_discard/per_thread",
+       "direct_discard",
        {"adaptive_0", "staged_discard", "direct_discard"}},
-      {"50%", "adaptive_50/better", "adaptive/accept_50", "staged_half/per_thread", "direct_half",
+      {"50%",
+       "adaptive_50/better",
+       "adaptive/accept_50",
+       "staged_half/per_thread",
+       "direct_half",
        {"adaptive_50", "staged_half", "direct_half"}},
-      {"97%", "adaptive_97/better", "adaptive/accept_97", "staged_97/per_thread", "direct_97",
+      {"97%",
+       "adaptive_97/better",
+       "adaptive/accept_97",
+       "staged_97/per_thread",
+       "direct_97",
        {"adaptive_97", "staged_97", "direct_97"}},
-      {"100%", "adaptive_100/better", "adaptive/accept_100", "staged_commit/per_thread", "direct_commit",
+      {"100%",
+       "adaptive_100/better",
+       "adaptive/accept_100",
+       "staged_commit/per_thread",
+       "direct_commit",
        {"adaptive_100", "staged_commit", "direct_commit"}},
   };
   for (const Rate& r : rates)
-    if (!paired_ratio(out, p, fmt::format("adaptive {} kept / better policy", r.pct), r.counter, 1.05,
-                      legs_ns(p, r.legs)))
+    if (!paired_ratio(out, p, fmt::format("adaptive {} kept / better policy", r.pct), r.counter,
+                      1.05, legs_ns(p, r.legs)))
       better(out, m, r.pct, r.adaptive, r.staged, r.direct);
   return out;
 }

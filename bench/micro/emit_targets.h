@@ -16,11 +16,11 @@ namespace tracepipe::bench {
 
 /// One target: what was measured, the bound, and whether it holds.
 struct TargetCheck {
-  std::string what;     ///< e.g. "staged discard (ns)", "adaptive 100% / better policy"
-  double value = 0;     ///< ns, or a ratio
-  double bound = 0;     ///< the target: value <= bound
+  std::string what;  ///< e.g. "staged discard (ns)", "adaptive 100% / better policy"
+  double value = 0;  ///< ns, or a ratio
+  double bound = 0;  ///< the target: value <= bound
   bool met = false;
-  std::string detail;   ///< the cases it was computed from, with their medians
+  std::string detail;  ///< the cases it was computed from, with their medians
 };
 
 /// The targets, from medians in ns per emit keyed by case name without the
@@ -43,8 +43,9 @@ struct TargetCheck {
 /// with "_p25" and "_p75", and the legs' "<leg>_ns". A ratio target whose
 /// paired counter is there reads it; the ns targets always read the single
 /// cases.
-[[nodiscard]] std::vector<TargetCheck> emit_targets(const std::map<std::string, double>& median_ns,
-                                                    const std::map<std::string, double>& paired = {});
+[[nodiscard]] std::vector<TargetCheck> emit_targets(
+    const std::map<std::string, double>& median_ns,
+    const std::map<std::string, double>& paired = {});
 
 /// The checks as a table, one line each, then "N of M targets met".
 [[nodiscard]] std::string render_targets(const std::vector<TargetCheck>& checks);

@@ -40,7 +40,8 @@ constexpr size_t kRecords = 4096;
 std::vector<std::byte> make_records() {
   std::vector<std::byte> buf(kRecSize * kRecords);
   std::mt19937 rng(42);
-  const char* comms[] = {"hackbench", "swapper/0", "kworker/1:2", "bash", "sh", "systemd", "rcu_sched"};
+  const char* comms[] = {"hackbench", "swapper/0", "kworker/1:2", "bash",
+                         "sh",        "systemd",   "rcu_sched"};
   for (size_t i = 0; i < kRecords; ++i) {
     std::byte* r = buf.data() + i * kRecSize;
     auto put = [&](size_t off, auto v) { std::memcpy(r + off, &v, sizeof v); };
@@ -62,8 +63,9 @@ std::vector<std::byte> make_records() {
 // n numeric predicates that each pass about half the time, joined so that
 // all of them are usually evaluated: p1 || p2 || ... (each false ~50%).
 std::string numeric_expr(int n) {
-  const char* preds[] = {"prev_pid > 2500", "next_pid < 2500", "prev_prio >= 120", "next_prio <= 119",
-                         "prev_state & 1", "common_pid > 2500", "prev_pid != 1", "next_pid == 7"};
+  const char* preds[] = {"prev_pid > 2500",  "next_pid < 2500", "prev_prio >= 120",
+                         "next_prio <= 119", "prev_state & 1",  "common_pid > 2500",
+                         "prev_pid != 1",    "next_pid == 7"};
   std::string e;
   for (int i = 0; i < n; ++i) {
     if (i) e += i % 2 ? " && " : " || ";
@@ -73,9 +75,10 @@ std::string numeric_expr(int n) {
 }
 
 std::string string_expr(int n) {
-  const char* preds[] = {"prev_comm == \"hackbench\"", "next_comm ~ \"kworker*\"", "prev_comm ~ \"*bench*\"",
-                         "next_comm != \"sh\"", "prev_comm ~ \"s?stemd\"", "next_comm ~ \"*_sched\"",
-                         "prev_comm ~ \"[bs]*\"", "next_comm == \"bash\""};
+  const char* preds[] = {"prev_comm == \"hackbench\"", "next_comm ~ \"kworker*\"",
+                         "prev_comm ~ \"*bench*\"",    "next_comm != \"sh\"",
+                         "prev_comm ~ \"s?stemd\"",    "next_comm ~ \"*_sched\"",
+                         "prev_comm ~ \"[bs]*\"",      "next_comm == \"bash\""};
   std::string e;
   for (int i = 0; i < n; ++i) {
     if (i) e += i % 2 ? " && " : " || ";
@@ -103,8 +106,9 @@ void run_match(benchmark::State& state, const std::string& expr) {
     benchmark::DoNotOptimize(kept);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kRecords));
-  state.counters["ns_per_record"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kRecords), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kRecords),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["kept_fraction"] =
       static_cast<double>(kept) / static_cast<double>(state.iterations() * kRecords);
 }
@@ -131,12 +135,17 @@ void BM_FilterHandwritten(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(kept);
   }
-  state.counters["ns_per_record"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kRecords), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kRecords),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_FilterMatchNumeric(benchmark::State& state) { run_match(state, numeric_expr(static_cast<int>(state.range(0)))); }
-void BM_FilterMatchString(benchmark::State& state) { run_match(state, string_expr(static_cast<int>(state.range(0)))); }
+void BM_FilterMatchNumeric(benchmark::State& state) {
+  run_match(state, numeric_expr(static_cast<int>(state.range(0))));
+}
+void BM_FilterMatchString(benchmark::State& state) {
+  run_match(state, string_expr(static_cast<int>(state.range(0))));
+}
 
 void BM_FilterCompile(benchmark::State& state) {
   const auto f = fields();
@@ -156,4 +165,10 @@ void BM_FilterCompile(benchmark::State& state) {
 BENCHMARK(BM_FilterHandwritten)->Arg(1)->Arg(4);
 BENCHMARK(BM_FilterMatchNumeric)->Arg(1)->Arg(4)->Arg(16);
 BENCHMARK(BM_FilterMatchString)->Arg(1)->Arg(4)->Arg(16);
-BENCHMARK(BM_FilterCompile)->Args({1, 0})->Args({4, 0})->Args({16, 0})->Args({1, 1})->Args({4, 1})->Args({16, 1});
+BENCHMARK(BM_FilterCompile)
+    ->Args({1, 0})
+    ->Args({4, 0})
+    ->Args({16, 0})
+    ->Args({1, 1})
+    ->Args({4, 1})
+    ->Args({16, 1});

@@ -69,10 +69,12 @@ void flight_paired(benchmark::State& state, bool filtered) {
 }
 
 const int registered = [] {
-  benchmark::RegisterBenchmark("flight/paired/no_filter", [](benchmark::State& s) { flight_paired(s, false); })
-      ->MinTime(0.5);
-  benchmark::RegisterBenchmark("flight/paired/staged", [](benchmark::State& s) { flight_paired(s, true); })
-      ->MinTime(0.5);
+  benchmark::RegisterBenchmark("flight/paired/no_filter", [](benchmark::State& s) {
+    flight_paired(s, false);
+  })->MinTime(0.5);
+  benchmark::RegisterBenchmark("flight/paired/staged", [](benchmark::State& s) {
+    flight_paired(s, true);
+  })->MinTime(0.5);
   return 0;
 }();
 

@@ -29,10 +29,12 @@ class TargetsReporter : public benchmark::ConsoleReporter {
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
       if (r.run_type == Run::RT_Aggregate && !median) continue;
       if (tracepipe::bench::is_paired_case(key)) {
-        for (const auto& [name, counter] : r.counters) (median ? paired_median_ : paired_single_)[name] = counter.value;
+        for (const auto& [name, counter] : r.counters)
+          (median ? paired_median_ : paired_single_)[name] = counter.value;
         continue;
       }
-      const double ns = r.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      const double ns =
+          r.GetAdjustedCPUTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
       (median ? median_ : single_)[key] = ns;
     }
     ConsoleReporter::ReportRuns(runs);

@@ -18,8 +18,8 @@
 #include <optional>
 #include <vector>
 
-#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace {
@@ -109,7 +109,8 @@ void BM_ReplayEmit(benchmark::State& state) {
   prepare_thread();
   uint64_t n = 0, kept = 0;
   for (auto _ : state) {
-    for (const TraceRecord& r : f->records) kept += tracepipe::RawEmit::emit_at(*inst, r.payload, r.cpu, r.ts) == EmitResult::kept;
+    for (const TraceRecord& r : f->records)
+      kept += tracepipe::RawEmit::emit_at(*inst, r.payload, r.cpu, r.ts) == EmitResult::kept;
     n += f->records.size();
   }
   state.SetItemsProcessed(static_cast<int64_t>(n));

@@ -3,7 +3,7 @@
 //
 //   BM_ReserveCommit<mode, clock, bytes>   reserve + copy payload + commit, ns per record
 //   BM_DiscardReclaim<mode>                reserve + discard of the last record (space reclaimed)
-//   BM_DiscardPadding<mode>                reserve a, reserve b, commit b, discard a (padding): ns per pair
+//   BM_DiscardPadding<mode>                reserve a, reserve b, commit b, discard a (padding)
 //   BM_TempClaimRelease<per-cpu|per-thread> staging claim + release
 //   BM_TempClaimReleaseLocal                 the per-CPU claim by rseq (cpu_local)
 //
@@ -55,7 +55,8 @@ struct Mono : FunctionClock {
   Mono() : FunctionClock(&monotonic_clock_ns) {}
 };
 
-constexpr RingBufferConfig kConfig{.cpus = 2};  // kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers
+constexpr RingBufferConfig kConfig{.cpus =
+                                       2};  // kernel defaults: 1408 KiB per CPU, 4 KiB sub-buffers
 
 // Writers: Any = any_cpu (locked 16-byte CAS), Local = cpu_local (rseq).
 constexpr auto Any = Writers::any_cpu;
@@ -156,8 +157,8 @@ void BM_TempClaimReleaseLocal(benchmark::State& state) {
     return;
   }
   pin_to_cpu(state.thread_index());
-  static auto* tb = new TempBuffer(
-      TempBufferConfig{.cpus = static_cast<uint32_t>(get_nprocs_conf()), .writers = Writers::cpu_local});
+  static auto* tb = new TempBuffer(TempBufferConfig{
+      .cpus = static_cast<uint32_t>(get_nprocs_conf()), .writers = Writers::cpu_local});
   for (auto _ : state) {
     StagedRecord h = tb->try_claim_local(64);
     benchmark::DoNotOptimize(h);
@@ -169,8 +170,7 @@ void BM_TempClaimReleaseLocal(benchmark::State& state) {
 constexpr auto OW = OverflowMode::overwrite;
 constexpr auto DN = OverflowMode::drop_newest;
 
-#define TP_RC(mode, clock, len) \
-  BENCHMARK_TEMPLATE(BM_ReserveCommit, mode, clock, len)->MinTime(0.2)
+#define TP_RC(mode, clock, len) BENCHMARK_TEMPLATE(BM_ReserveCommit, mode, clock, len)->MinTime(0.2)
 #define TP_RCL(mode, clock, len) \
   BENCHMARK_TEMPLATE(BM_ReserveCommit, mode, clock, len, Local)->MinTime(0.2)
 

@@ -52,8 +52,8 @@ class BigProcess {
  public:
   BigProcess() {
     stacks_len_ = (kThreads - 1) * kStack;
-    stacks_ = static_cast<char*>(
-        mmap(nullptr, stacks_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    stacks_ = static_cast<char*>(mmap(nullptr, stacks_len_, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
     if (stacks_ == MAP_FAILED) throw std::runtime_error("mmap of thread stacks failed");
     threads_.resize(kThreads - 1);
     for (size_t i = 0; i < threads_.size(); ++i) {
@@ -73,8 +73,10 @@ class BigProcess {
     extra_ = have < kMappings ? kMappings - have : 0;
     if (extra_ != 0) {
       extra_len_ = extra_ * page;
-      extra_base_ = static_cast<char*>(mmap(nullptr, extra_len_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-      for (size_t i = 1; i < extra_; i += 2) mprotect(extra_base_ + i * page, page, PROT_READ | PROT_WRITE);
+      extra_base_ = static_cast<char*>(
+          mmap(nullptr, extra_len_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      for (size_t i = 1; i < extra_; i += 2)
+        mprotect(extra_base_ + i * page, page, PROT_READ | PROT_WRITE);
     }
   }
   ~BigProcess() {
@@ -144,8 +146,8 @@ void BM_SidebandSynth(benchmark::State& state) {
   const double n = static_cast<double>(state.iterations());
   state.counters["threads"] = static_cast<double>(threads) / n;
   state.counters["mappings"] = static_cast<double>(maps) / n;
-  state.counters["ns_per_record"] =
-      benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SidebandSynth)
     ->ArgNames({"what", "source", "drained"})
@@ -178,7 +180,8 @@ void BM_SidebandEmitOnly(benchmark::State& state) {
         auto fill = [&](std::span<std::byte> rec) noexcept {
           sideband::TaskNewtask::write_fields(rec.data(), pid, tid, 0, 1u, c.view(), uint64_t{0});
         };
-        records += inst.emit_fill(ev.task_newtask(), sideband::TaskNewtask::fixed_size, fill) == EmitResult::kept;
+        records += inst.emit_fill(ev.task_newtask(), sideband::TaskNewtask::fixed_size, fill) ==
+                   EmitResult::kept;
       }
     if (mappings)
       for (const ProcMapping& m : maps.mappings) {
@@ -186,13 +189,14 @@ void BM_SidebandEmitOnly(benchmark::State& state) {
           sideband::Mmap::write_fields(rec.data(), pid, pid, 1u, m.prot, m.flags, m.maj, m.min,
                                        std::string_view(m.path), m.start, m.len(), m.pgoff, m.ino);
         };
-        const uint32_t size = sideband::Mmap::record_size(pid, pid, 1u, m.prot, m.flags, m.maj, m.min,
-                                                          std::string_view(m.path), m.start, m.len(), m.pgoff, m.ino);
+        const uint32_t size =
+            sideband::Mmap::record_size(pid, pid, 1u, m.prot, m.flags, m.maj, m.min,
+                                        std::string_view(m.path), m.start, m.len(), m.pgoff, m.ino);
         records += inst.emit_fill(ev.mmap(), size, fill) == EmitResult::kept;
       }
   }
-  state.counters["ns_per_record"] =
-      benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SidebandEmitOnly)
     ->ArgName("what")
@@ -223,8 +227,8 @@ void BM_ProcAfterTheFact(benchmark::State& state) {
     benchmark::DoNotOptimize(comms);
     benchmark::DoNotOptimize(maps);
   }
-  state.counters["ns_per_record"] =
-      benchmark::Counter(static_cast<double>(items), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(items), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ProcAfterTheFact)
     ->ArgName("what")

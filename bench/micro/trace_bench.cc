@@ -32,7 +32,8 @@ namespace {
 using namespace tracepipe;
 
 template <FixedString Name>
-using TraceEvent = EventDecl<"tpbench", Name, Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+using TraceEvent =
+    EventDecl<"tpbench", Name, Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 using EmitInt = TraceEvent<"trace_emit_int">;
 using MacroInt = TraceEvent<"trace_macro_int">;
 using FnInt = TraceEvent<"trace_fn_int">;
@@ -78,11 +79,31 @@ struct Leg {
 
 void paired(benchmark::State& state) {
   std::vector<Leg> legs;
-  legs.push_back({"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>, nullptr, 0, {}});
-  legs.push_back({"macro_int", &MacroInt::desc(), "value == 1", run_block<MacroInt, Call::macro>, nullptr, 0, {}});
-  legs.push_back({"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>, nullptr, 0, {}});
-  legs.push_back({"emit_glob", &EmitGlob::desc(), "pad ~ \"zz*\"", run_block<EmitGlob, Call::emit>, nullptr, 0, {}});
-  legs.push_back({"macro_glob", &MacroGlob::desc(), "pad ~ \"zz*\"", run_block<MacroGlob, Call::macro>, nullptr, 0, {}});
+  legs.push_back(
+      {"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>, nullptr, 0, {}});
+  legs.push_back({"macro_int",
+                  &MacroInt::desc(),
+                  "value == 1",
+                  run_block<MacroInt, Call::macro>,
+                  nullptr,
+                  0,
+                  {}});
+  legs.push_back(
+      {"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>, nullptr, 0, {}});
+  legs.push_back({"emit_glob",
+                  &EmitGlob::desc(),
+                  "pad ~ \"zz*\"",
+                  run_block<EmitGlob, Call::emit>,
+                  nullptr,
+                  0,
+                  {}});
+  legs.push_back({"macro_glob",
+                  &MacroGlob::desc(),
+                  "pad ~ \"zz*\"",
+                  run_block<MacroGlob, Call::macro>,
+                  nullptr,
+                  0,
+                  {}});
   for (Leg& l : legs) {
     InstanceOptions o;
     o.staging = Staging::per_thread;

@@ -32,7 +32,12 @@ std::vector<std::byte> payload(std::mt19937_64& rng) {
 const std::vector<std::byte>& sample_file() {
   static const std::vector<std::byte> file = [] {
     TraceDatWriter w({.cpus = 2});
-    w.add_format(EventFormat{"tp", "ev", 1000, kernel_common_fields(), {{"u64", "v", 8, 8, false}}, "\"v=%llu\", REC->v"});
+    w.add_format(EventFormat{"tp",
+                             "ev",
+                             1000,
+                             kernel_common_fields(),
+                             {{"u64", "v", 8, 8, false}},
+                             "\"v=%llu\", REC->v"});
     std::mt19937_64 rng(1);
     uint64_t ts[2] = {1'000'000'000, 1'000'000'000};
     for (size_t i = 0; i < kRecords; ++i) {

@@ -35,14 +35,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <tuple>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tracepipe/bench/micro/emit_cases.h"
-#include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 
@@ -50,8 +50,9 @@ namespace {
 
 using namespace tracepipe;
 
-using TrigEvent = EventDecl<"tpbench", "trig", Int<"value", uint32_t>, Int<"seq", uint32_t>, Int<"key", uint32_t>,
-                            Int<"k2", uint32_t>, Int<"k3", uint32_t>, Chars<"pad", 36>>;
+using TrigEvent =
+    EventDecl<"tpbench", "trig", Int<"value", uint32_t>, Int<"seq", uint32_t>, Int<"key", uint32_t>,
+              Int<"k2", uint32_t>, Int<"k3", uint32_t>, Chars<"pad", 36>>;
 static_assert(TrigEvent::fixed_size == 64);
 
 constexpr uint32_t kBlock = 4096;
@@ -152,7 +153,8 @@ void stacktrace(benchmark::State& state) {
     std::vector<double> ns;
   };
   std::vector<StackLeg> legs;
-  for (auto [name, trig, depth] : {std::tuple<const char*, bool, int>{"base", false, 0}, {"stack", true, 0},
+  for (auto [name, trig, depth] : {std::tuple<const char*, bool, int>{"base", false, 0},
+                                   {"stack", true, 0},
                                    {"stack_deep", true, kExtraFrames}}) {
     InstanceOptions o;
     o.mode = BufferMode::overwrite;
@@ -223,13 +225,15 @@ void onmatch_pair(benchmark::State& state) {
     Instance& inst = *l.inst;
     inst.enable(TrigEvent::desc());
     inst.enable(EndEvent::desc());
-    bool ok = inst.set_filter(TrigEvent::desc(), "value == 1").ok() && inst.set_filter(EndEvent::desc(), "value == 1").ok();
+    bool ok = inst.set_filter(TrigEvent::desc(), "value == 1").ok() &&
+              inst.set_filter(EndEvent::desc(), "value == 1").ok();
     if (ok && std::string(name) == "onmatch") {
       if (synthetic_event(inst, "tpbench_lat") == nullptr)
         ok = set_synthetic_event(inst, "tpbench_lat u64 lat; u32 key").ok();
       ok = ok && set_trigger(inst, TrigEvent::desc(), "hist:keys=key:t0=common_timestamp").ok() &&
            set_trigger(inst, EndEvent::desc(),
-                       "hist:keys=key:d=common_timestamp-$t0:onmatch(tpbench.trig).trace(tpbench_lat,$d,key)")
+                       "hist:keys=key:d=common_timestamp-$t0:onmatch(tpbench.trig).trace(tpbench_"
+                       "lat,$d,key)")
                .ok() &&
            set_trigger(inst, *synthetic_event(inst, "tpbench_lat"), "hist:keys=key:vals=lat").ok();
     }
@@ -257,8 +261,9 @@ void onmatch_pair(benchmark::State& state) {
   state.counters["rounds"] = static_cast<double>(round);
 }
 
-const int registered = (benchmark::RegisterBenchmark("triggers/paired", paired)->MinTime(0.5),
-                        benchmark::RegisterBenchmark("triggers/stacktrace", stacktrace)->MinTime(0.5),
-                        benchmark::RegisterBenchmark("triggers/onmatch_pair", onmatch_pair)->MinTime(0.5), 0);
+const int registered =
+    (benchmark::RegisterBenchmark("triggers/paired", paired)->MinTime(0.5),
+     benchmark::RegisterBenchmark("triggers/stacktrace", stacktrace)->MinTime(0.5),
+     benchmark::RegisterBenchmark("triggers/onmatch_pair", onmatch_pair)->MinTime(0.5), 0);
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "tracepipe/bench/peers/kernel_micro.h"
 
+#include <fmt/core.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/peers/lttng_session.h"  // PeerUnavailable
 #include "tracepipe/bench/peers/pinned_pool.h"
@@ -30,8 +29,10 @@ struct RowSpec {
 
 }  // namespace
 
-KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, const std::vector<int>& cpus) {
-  if (!inst.has_event(kSys, kEvent)) throw PeerUnavailable("the kernel has no raw_syscalls:sys_enter trace event");
+KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst,
+                                  const std::vector<int>& cpus) {
+  if (!inst.has_event(kSys, kEvent))
+    throw PeerUnavailable("the kernel has no raw_syscalls:sys_enter trace event");
   KernelMicroTable table;
   table.events = o.events;
 
@@ -52,9 +53,11 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
   pool.run(max_threads, [&](uint32_t t) { tids[t] = static_cast<int32_t>(::syscall(SYS_gettid)); });
   std::string workers;
   for (int32_t tid : tids) workers += (workers.empty() ? "" : " ") + std::to_string(tid);
-  const std::string self = std::to_string(::syscall(SYS_gettid));  // traced while the workers are "ignored"
+  const std::string self =
+      std::to_string(::syscall(SYS_gettid));  // traced while the workers are "ignored"
 
-  const uint64_t round_kb = std::max<uint64_t>(1024, (o.events * 32 * 2 + 1023) / 1024);  // 32 B per record
+  const uint64_t round_kb =
+      std::max<uint64_t>(1024, (o.events * 32 * 2 + 1023) / 1024);  // 32 B per record
   inst.write("tracing_on", "0");
   inst.write("options/event-fork", "0");
   inst.write("tracing_on", "1");
@@ -88,7 +91,9 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
       row.threads = t;
       table.rows.push_back(std::move(row));
     }
-  auto row_at = [&](size_t ti, size_t si) -> KernelMicroRow& { return table.rows[ti * specs.size() + si]; };
+  auto row_at = [&](size_t ti, size_t si) -> KernelMicroRow& {
+    return table.rows[ti * specs.size() + si];
+  };
 
   try {
     for (uint32_t r = 0; r <= o.rounds; ++r) {  // round 0: untimed warm-up
@@ -97,7 +102,8 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
         for (size_t si = 0; si < specs.size(); ++si) {
           configure(specs[si]);
           inst.clear();
-          const std::vector<PinnedPool::Elapsed> el = pool.run(threads[ti], [&](uint32_t) { syscall_loop(n); });
+          const std::vector<PinnedPool::Elapsed> el =
+              pool.run(threads[ti], [&](uint32_t) { syscall_loop(n); });
           inst.enable_event(kSys, kEvent, false);
           if (r == 0) continue;
           KernelMicroRow& row = row_at(ti, si);
@@ -115,7 +121,8 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
 
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     const size_t ignored = 1;
-    for (size_t si = 0; si < specs.size(); ++si) row_at(ti, si).summary = bench::summarize(row_at(ti, si).ns);
+    for (size_t si = 0; si < specs.size(); ++si)
+      row_at(ti, si).summary = bench::summarize(row_at(ti, si).ns);
     const double base = row_at(ti, ignored).summary.median;
     for (size_t si = 2; si < specs.size(); ++si) {
       KernelMicroRow& row = row_at(ti, si);
@@ -123,12 +130,13 @@ KernelMicroTable run_kernel_micro(const MicroOptions& o, TracefsInstance& inst, 
       const uint64_t expected = uint64_t{threads[ti]} * o.events;
       if (row.kase == MicroCase::enabled || row.kase == MicroCase::accept_int) {
         if (row.recorded < expected)
-          table.warnings.push_back(fmt::format("{} x{}: the kernel recorded {} of {} events", row.label, threads[ti],
-                                               row.recorded, expected));
+          table.warnings.push_back(fmt::format("{} x{}: the kernel recorded {} of {} events",
+                                               row.label, threads[ti], row.recorded, expected));
       }
-      if ((row.kase == MicroCase::reject_int || row.kase == MicroCase::reject_glob) && row.recorded != 0)
-        table.warnings.push_back(
-            fmt::format("{} x{}: the kernel recorded {} events, expected none", row.label, threads[ti], row.recorded));
+      if ((row.kase == MicroCase::reject_int || row.kase == MicroCase::reject_glob) &&
+          row.recorded != 0)
+        table.warnings.push_back(fmt::format("{} x{}: the kernel recorded {} events, expected none",
+                                             row.label, threads[ti], row.recorded));
     }
   }
   const KernelMicroRow* rej = nullptr;

@@ -33,20 +33,20 @@ namespace tracepipe::peers {
 class TracefsInstance;
 
 struct KernelMicroRow {
-  std::string label;                 ///< "off", "ignored" or a MicroCase name
-  std::optional<MicroCase> kase;     ///< empty for off and ignored
+  std::string label;              ///< "off", "ignored" or a MicroCase name
+  std::optional<MicroCase> kase;  ///< empty for off and ignored
   uint32_t threads = 1;
-  std::vector<double> ns;            ///< ns per system call, one per round (MicroOptions::timing)
-  std::vector<double> wall_ns;       ///< the same rounds in wall time
+  std::vector<double> ns;       ///< ns per system call, one per round (MicroOptions::timing)
+  std::vector<double> wall_ns;  ///< the same rounds in wall time
   bench::Summary summary;
-  double ns_per_event = 0;           ///< median - median(ignored); 0 for off/ignored
-  uint64_t recorded = 0;             ///< events recorded in the last round (entries + overrun + dropped)
+  double ns_per_event = 0;  ///< median - median(ignored); 0 for off/ignored
+  uint64_t recorded = 0;    ///< events recorded in the last round (entries + overrun + dropped)
 };
 
 struct KernelMicroTable {
   std::string event = "raw_syscalls:sys_enter";
   uint32_t record_bytes = 64;
-  uint64_t events = 0;               ///< system calls per thread per round
+  uint64_t events = 0;  ///< system calls per thread per round
   std::vector<KernelMicroRow> rows;
   std::vector<std::string> warnings;
   /// ns(reject-int) / ns(enabled) for 1 thread, or < 0 if not measured.
@@ -57,6 +57,7 @@ struct KernelMicroTable {
 /// `options.threads`, pinning worker t to cpus[t]. Throws PeerUnavailable if
 /// the kernel has no raw_syscalls:sys_enter event; std::runtime_error on a
 /// tracefs error. Leaves the event disabled.
-KernelMicroTable run_kernel_micro(const MicroOptions& options, TracefsInstance& instance, const std::vector<int>& cpus);
+KernelMicroTable run_kernel_micro(const MicroOptions& options, TracefsInstance& instance,
+                                  const std::vector<int>& cpus);
 
 }  // namespace tracepipe::peers

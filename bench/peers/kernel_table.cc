@@ -1,10 +1,10 @@
 #include "tracepipe/bench/peers/kernel_table.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/engine/case_filters.h"
 #include "tracepipe/bench/engine/records.h"
@@ -37,7 +37,8 @@ class KernelRunner {
       events_.emplace_back(sys, name);
     }
     inst_.write("tracing_on", "0");
-    inst_.write("buffer_size_kb", std::to_string(std::max<uint64_t>(4, engine.buffer_bytes_per_cpu / 1024)));
+    inst_.write("buffer_size_kb",
+                std::to_string(std::max<uint64_t>(4, engine.buffer_bytes_per_cpu / 1024)));
     inst_.write("options/overwrite", engine.overwrite ? "1" : "0");
     inst_.write("trace_clock", engine.clock == "local" ? "local" : engine.clock);
     inst_.write("options/event-fork", "1");
@@ -49,8 +50,8 @@ class KernelRunner {
   /// One run; `filters` per EventKind; off = no event enabled. `cpu`
   /// receives the process CPU time of the workload alone (not of the
   /// tracefs writes around it).
-  bench::RunTiming run(const bench::WorkloadConfig& w, bench::Case kase, const bench::EventFilters& filters,
-                       TracefsCounts& counts, double& cpu) {
+  bench::RunTiming run(const bench::WorkloadConfig& w, bench::Case kase,
+                       const bench::EventFilters& filters, TracefsCounts& counts, double& cpu) {
     const bool traced = kase != bench::Case::off;
     if (traced) {
       for (size_t k = 0; k < events_.size(); ++k) {
@@ -97,7 +98,8 @@ class KernelRunner {
 
 }  // namespace
 
-KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& instance, bench::Progress& progress) {
+KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& instance,
+                             bench::Progress& progress) {
   bench::validate(o.workload);
   KernelTable table;
   KernelRunner kernel(instance, o.engine);
@@ -106,7 +108,8 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
 
   std::vector<bench::Case> cases{bench::Case::off};
   for (bench::Case c : o.cases)
-    if (c != bench::Case::off && std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    if (c != bench::Case::off && std::find(cases.begin(), cases.end(), c) == cases.end())
+      cases.push_back(c);
 
   const bench::FilterSet filters = bench::default_filters(bench::detail::allowed_cpus());
   std::vector<std::unique_ptr<bench::CaseEngine>> engines;
@@ -116,7 +119,8 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
     row.kase = c;
     table.rows.push_back(std::move(row));
   }
-  std::vector<std::vector<uint64_t>> tp_events(cases.size()), tp_kept(cases.size()), k_rec(cases.size());
+  std::vector<std::vector<uint64_t>> tp_events(cases.size()), tp_kept(cases.size()),
+      k_rec(cases.size());
 
   if (o.warmup) {
     bench::WorkloadConfig small = o.workload;
@@ -144,7 +148,8 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
 
       TracefsCounts kc;
       double k_cpu = 0;
-      const bench::RunTiming kt = kernel.run(o.workload, cases[i], filters.for_case(cases[i]), kc, k_cpu);
+      const bench::RunTiming kt =
+          kernel.run(o.workload, cases[i], filters.for_case(cases[i]), kc, k_cpu);
       row.kernel.seconds.push_back(o.cpu_time ? k_cpu : kt.seconds);
       row.kernel.wall_seconds.push_back(kt.seconds);
       k_rec[i].push_back(kc.recorded());
@@ -159,10 +164,15 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
     for (size_t i = 0; i < cases.size() && kernel_events == 0; ++i)
       if (cases[i] == ref) kernel_events = median_u64(k_rec[i]);
   if (kernel_events == 0 && cases.size() > 1)
-    table.warnings.push_back("kernel: no `all` or `accept` case, so its events per run are unknown");
+    table.warnings.push_back(
+        "kernel: no `all` or `accept` case, so its events per run are unknown");
 
-  const double tp_off = table.rows[0].tracepipe.seconds.empty() ? 0 : bench::summarize(table.rows[0].tracepipe.seconds).median;
-  const double k_off = table.rows[0].kernel.seconds.empty() ? 0 : bench::summarize(table.rows[0].kernel.seconds).median;
+  const double tp_off = table.rows[0].tracepipe.seconds.empty()
+                            ? 0
+                            : bench::summarize(table.rows[0].tracepipe.seconds).median;
+  const double k_off = table.rows[0].kernel.seconds.empty()
+                           ? 0
+                           : bench::summarize(table.rows[0].kernel.seconds).median;
   for (size_t i = 0; i < cases.size(); ++i) {
     KernelRow& row = table.rows[i];
     row.tracepipe.summary = bench::summarize(row.tracepipe.seconds);
@@ -172,15 +182,18 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
     row.kernel.recorded = median_u64(k_rec[i]);
     if (cases[i] == bench::Case::off) {
       if (row.kernel.recorded != 0)
-        table.warnings.push_back(fmt::format("kernel off runs recorded {} events", row.kernel.recorded));
+        table.warnings.push_back(
+            fmt::format("kernel off runs recorded {} events", row.kernel.recorded));
       continue;
     }
     row.kernel.events = kernel_events;
-    row.tracepipe.ns_per_event = bench::ns_per_event(row.tracepipe.summary.median, tp_off, row.tracepipe.events);
+    row.tracepipe.ns_per_event =
+        bench::ns_per_event(row.tracepipe.summary.median, tp_off, row.tracepipe.events);
     row.kernel.ns_per_event = bench::ns_per_event(row.kernel.summary.median, k_off, kernel_events);
     if (cases[i] == bench::Case::reject && row.kernel.recorded != 0)
       table.warnings.push_back(
-          fmt::format("kernel reject runs recorded {} events: the filter did not reject all", row.kernel.recorded));
+          fmt::format("kernel reject runs recorded {} events: the filter did not reject all",
+                      row.kernel.recorded));
   }
 
   auto ratio = [&](bool kernel_side) -> double {
@@ -191,7 +204,8 @@ KernelTable run_kernel_table(const KernelTableOptions& o, TracefsInstance& insta
       if (r.kase == bench::Case::reject) rej = &s;
       if (r.kase == bench::Case::all) all = &s;
     }
-    if (rej == nullptr || all == nullptr || all->ns_per_event <= 0 || rej->ns_per_event < 0) return -1;
+    if (rej == nullptr || all == nullptr || all->ns_per_event <= 0 || rej->ns_per_event < 0)
+      return -1;
     return rej->ns_per_event / all->ns_per_event;
   };
   table.tracepipe_reject_ratio = ratio(false);

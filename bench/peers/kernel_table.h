@@ -47,20 +47,20 @@ class TracefsInstance;
 struct KernelTableOptions {
   bench::WorkloadConfig workload;
   uint32_t runs = 5;
-  std::vector<bench::Case> cases;   ///< off is always run
-  bench::EngineOptions engine;      ///< tracepipe's engine; its buffer/mode also set the kernel's
+  std::vector<bench::Case> cases;  ///< off is always run
+  bench::EngineOptions engine;     ///< tracepipe's engine; its buffer/mode also set the kernel's
   bool warmup = true;
-  bool cpu_time = true;             ///< process CPU time (else the workload's wall time)
+  bool cpu_time = true;  ///< process CPU time (else the workload's wall time)
 };
 
 /// One side's runs of one case.
 struct HackbenchSide {
-  std::vector<double> seconds;   ///< one per run (CPU or wall, KernelTableOptions::cpu_time)
+  std::vector<double> seconds;       ///< one per run (CPU or wall, KernelTableOptions::cpu_time)
   std::vector<double> wall_seconds;  ///< the workload's wall time of the same runs
   bench::Summary summary;
-  uint64_t events = 0;           ///< events emitted per run (median; kernel: from `all`)
-  uint64_t recorded = 0;         ///< events recorded per run (median)
-  double ns_per_event = 0;       ///< over the side's own `off`; 0 for off
+  uint64_t events = 0;      ///< events emitted per run (median; kernel: from `all`)
+  uint64_t recorded = 0;    ///< events recorded per run (median)
+  double ns_per_event = 0;  ///< over the side's own `off`; 0 for off
 };
 
 struct KernelRow {
@@ -70,10 +70,10 @@ struct KernelRow {
 };
 
 struct KernelTable {
-  std::vector<KernelRow> rows;                 ///< off first
-  std::vector<std::string> kernel_events;      ///< "sched:sched_switch", ...
+  std::vector<KernelRow> rows;             ///< off first
+  std::vector<std::string> kernel_events;  ///< "sched:sched_switch", ...
   std::vector<std::string> warnings;
-  std::string engine;                          ///< tracepipe engine description
+  std::string engine;  ///< tracepipe engine description
   /// ns(reject)/ns(all) of each side; < 0 when a case is missing or its
   /// cost is not above noise.
   double tracepipe_reject_ratio = -1;

@@ -1,12 +1,12 @@
 #include "tracepipe/bench/peers/lttng_index.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <vector>
-
-#include <fmt/core.h>
 
 namespace tracepipe::peers {
 namespace fs = std::filesystem;
@@ -28,16 +28,18 @@ uint64_t be(const unsigned char* p, size_t n) {
 LttngIndexStats read_lttng_index(const fs::path& trace_dir) {
   LttngIndexStats s;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(trace_dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(trace_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec) || it->path().extension() != ".idx") continue;
     std::ifstream in(it->path(), std::ios::binary);
-    const std::vector<unsigned char> b{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::vector<unsigned char> b{std::istreambuf_iterator<char>(in),
+                                       std::istreambuf_iterator<char>()};
     if (b.size() < kHeaderBytes || be(b.data(), 4) != kIndexMagic)
       throw std::runtime_error(fmt::format("{}: not an LTTng packet index", it->path().string()));
     const size_t entry = be(b.data() + 12, 4);
     if (entry < kWordsNeeded * 8)
-      throw std::runtime_error(fmt::format("{}: index entries of {} bytes", it->path().string(), entry));
+      throw std::runtime_error(
+          fmt::format("{}: index entries of {} bytes", it->path().string(), entry));
     ++s.streams;
     uint64_t last_discarded = 0;
     for (size_t off = kHeaderBytes; off + entry <= b.size(); off += entry) {

@@ -1,13 +1,12 @@
 #include "tracepipe/bench/peers/lttng_probe.h"
 
 #include <dlfcn.h>
+#include <fmt/core.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/peers/lttng_session.h"
 #include "tracepipe/bench/peers/micro.h"
@@ -39,7 +38,8 @@ std::string find_lttng_plugin(const std::string& explicit_path) {
     if (is_file(exe.parent_path() / kPluginFile)) return (exe.parent_path() / kPluginFile).string();
   }
   const fs::path installed = fs::path(TP_PEERS_PLUGIN_INSTALL_DIR) / kPluginFile;
-  if (!std::string_view(TP_PEERS_PLUGIN_INSTALL_DIR).empty() && is_file(installed)) return installed.string();
+  if (!std::string_view(TP_PEERS_PLUGIN_INSTALL_DIR).empty() && is_file(installed))
+    return installed.string();
   return "";
 }
 
@@ -63,8 +63,8 @@ LttngProbe LttngProbe::load(const std::string& explicit_path) {
   if (abi == nullptr || p.loop == nullptr || p.enabled == nullptr)
     throw PeerUnavailable(fmt::format("{} lacks the tp_peer_lttng_* entry points", path));
   if (abi() != TP_PEER_LTTNG_ABI)
-    throw PeerUnavailable(fmt::format("{} has ABI {}, this tracepipe needs {} (rebuild it)", path, abi(),
-                                      TP_PEER_LTTNG_ABI));
+    throw PeerUnavailable(fmt::format("{} has ABI {}, this tracepipe needs {} (rebuild it)", path,
+                                      abi(), TP_PEER_LTTNG_ABI));
   p.event = peer_event();
   return p;
 }

@@ -21,10 +21,10 @@ namespace tracepipe::peers {
 std::string find_lttng_plugin(const std::string& explicit_path);
 
 struct LttngProbe {
-  std::string path;                         ///< the plugin file loaded
+  std::string path;                           ///< the plugin file loaded
   tp_peer_lttng_emit_loop_fn loop = nullptr;  ///< fires the tracepoint n times
   tp_peer_lttng_enabled_fn enabled = nullptr;
-  tp_peer_event event{};                    ///< the constant fields (peer_event(), micro.h)
+  tp_peer_event event{};  ///< the constant fields (peer_event(), micro.h)
 
   /// Finds (find_lttng_plugin) and loads the plugin, checks its ABI. Throws
   /// PeerUnavailable (lttng_session.h) naming what is missing.

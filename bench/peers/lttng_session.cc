@@ -1,18 +1,17 @@
 #include "tracepipe/bench/peers/lttng_session.h"
 
+#include <fmt/core.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
-
-#include <fmt/core.h>
 
 namespace tracepipe::peers {
 namespace fs = std::filesystem;
@@ -43,7 +42,8 @@ fs::path make_temp_root() {
   }
   std::string tmpl = base + "/tracepipe-peers-lttng-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr)
-    throw PeerUnavailable(fmt::format("cannot create a directory in {}: {}", base, std::strerror(errno)));
+    throw PeerUnavailable(
+        fmt::format("cannot create a directory in {}: {}", base, std::strerror(errno)));
   return tmpl;
 }
 
@@ -82,7 +82,8 @@ LttngChannelStats parse_mi_channel_stats(const std::string& xml) {
   int channels = 0, lost = 0;
   s.discarded_events = sum_tag(xml, "discarded_events", channels);
   s.lost_packets = sum_tag(xml, "lost_packets", lost);
-  if (channels == 0) throw std::runtime_error("lttng MI: no channel statistics in the session listing");
+  if (channels == 0)
+    throw std::runtime_error("lttng MI: no channel statistics in the session listing");
   return s;
 }
 
@@ -98,25 +99,31 @@ std::unique_ptr<LttngDaemon> LttngDaemon::start() {
     // give this thread (and the children it spawns) private ones.
     std::string why;
     bool isolated = false;
-    if (::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+    if (::unshare(CLONE_NEWNS) == 0 &&
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
       isolated = true;
       if (::access("/run/lttng", F_OK) != 0) {
         if (::mkdir("/run/lttng", 0755) == 0) d->created_rundir_ = "/run/lttng";
       }
-      if (!mount_tmpfs("/run/lttng", why)) isolated = false;
-      else d->mounts_.push_back("/run/lttng");
+      if (!mount_tmpfs("/run/lttng", why))
+        isolated = false;
+      else
+        d->mounts_.push_back("/run/lttng");
       if (isolated) {
-        if (!mount_tmpfs("/dev/shm", why)) isolated = false;
-        else d->mounts_.push_back("/dev/shm");
+        if (!mount_tmpfs("/dev/shm", why))
+          isolated = false;
+        else
+          d->mounts_.push_back("/dev/shm");
       }
     } else {
       why = fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno));
     }
     if (!isolated) {
       if (::access("/run/lttng/client-lttng-sessiond", F_OK) == 0)
-        throw PeerUnavailable(fmt::format(
-            "a root lttng-sessiond already runs and this process cannot get private LTTng directories ({})",
-            why));
+        throw PeerUnavailable(
+            fmt::format("a root lttng-sessiond already runs and this process cannot get private "
+                        "LTTng directories ({})",
+                        why));
       d->isolation_ = fmt::format("shared /run/lttng ({}; no other root session daemon runs)", why);
     } else {
       d->isolation_ = "private mount namespace (tmpfs on /run/lttng and /dev/shm)";
@@ -142,7 +149,8 @@ std::unique_ptr<LttngDaemon> LttngDaemon::start() {
     ProcessResult r = run_process({lttng, "list"}, std::chrono::seconds(5));
     if (r.ok()) break;
     if (std::chrono::steady_clock::now() > deadline)
-      throw PeerUnavailable(fmt::format("lttng-sessiond did not answer within 15 s: {}", last_line(log)));
+      throw PeerUnavailable(
+          fmt::format("lttng-sessiond did not answer within 15 s: {}", last_line(log)));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return d;
@@ -170,10 +178,11 @@ std::string LttngDaemon::lttng(const std::vector<std::string>& args) {
   if (!r.ok()) {
     std::string cmd;
     for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
-    throw std::runtime_error(fmt::format("`{}` failed ({}): {}", cmd,
-                                         r.timed_out ? "timed out" : fmt::format("exit {}", r.exit_code),
-                                         r.output));
+    while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' '))
+      r.output.pop_back();
+    throw std::runtime_error(
+        fmt::format("`{}` failed ({}): {}", cmd,
+                    r.timed_out ? "timed out" : fmt::format("exit {}", r.exit_code), r.output));
   }
   return r.output;
 }
@@ -218,8 +227,8 @@ LttngChannelStats LttngSession::stop() {
 uint64_t LttngSession::stream_bytes() const {
   uint64_t sum = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(out_, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(out_, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string n = it->path().filename().string();
     if (n == "metadata" || it->path().extension() == ".idx") continue;

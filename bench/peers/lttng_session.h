@@ -75,20 +75,21 @@ class LttngDaemon {
 
  private:
   LttngDaemon() = default;
-  std::filesystem::path root_;         ///< private tmpfs or temp dir
+  std::filesystem::path root_;  ///< private tmpfs or temp dir
   std::filesystem::path output_root_;
-  std::vector<std::string> mounts_;    ///< private mounts to detach, last first
-  std::string created_rundir_;         ///< /run/lttng if we created it
+  std::vector<std::string> mounts_;  ///< private mounts to detach, last first
+  std::string created_rundir_;       ///< /run/lttng if we created it
   std::string isolation_;
   ChildProcess daemon_;
 };
 
 /// Channel geometry and mode of one session.
 struct LttngChannelSpec {
-  uint64_t subbuf_bytes = 0;  ///< power of two; 0: LTTng's default (512 KiB per-UID, 16 KiB per-PID)
-  uint32_t num_subbuf = 0;    ///< power of two; 0: LTTng's default (4)
-  bool overwrite = false;     ///< flight recorder; the session is then a snapshot session
-  bool per_pid = false;       ///< --buffers-pid instead of LTTng's default --buffers-uid
+  uint64_t subbuf_bytes =
+      0;                    ///< power of two; 0: LTTng's default (512 KiB per-UID, 16 KiB per-PID)
+  uint32_t num_subbuf = 0;  ///< power of two; 0: LTTng's default (4)
+  bool overwrite = false;   ///< flight recorder; the session is then a snapshot session
+  bool per_pid = false;     ///< --buffers-pid instead of LTTng's default --buffers-uid
 };
 
 /// One recording session with one user-space channel "ch" and the event
@@ -98,7 +99,8 @@ class LttngSession {
  public:
   /// Creates, configures and starts the session. `filter` is LTTng filter
   /// syntax, empty for none. Throws std::runtime_error on any lttng error.
-  LttngSession(LttngDaemon& daemon, std::string name, const LttngChannelSpec& spec, const std::string& filter);
+  LttngSession(LttngDaemon& daemon, std::string name, const LttngChannelSpec& spec,
+               const std::string& filter);
   ~LttngSession();
   LttngSession(const LttngSession&) = delete;
   LttngSession& operator=(const LttngSession&) = delete;

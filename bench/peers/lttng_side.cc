@@ -1,11 +1,11 @@
 #include "tracepipe/bench/peers/lttng_side.h"
 
+#include <fmt/core.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/core.h>
 
 namespace tracepipe::peers {
 namespace {
@@ -34,8 +34,9 @@ LttngSide::~LttngSide() {
 }
 
 std::string LttngSide::description() const {
-  return fmt::format("LTTng-UST plugin {}; private lttng-sessiond pid {} ({}); per-user per-CPU buffers on tmpfs",
-                     probe_.path, daemon_->pid(), daemon_->isolation());
+  return fmt::format(
+      "LTTng-UST plugin {}; private lttng-sessiond pid {} ({}); per-user per-CPU buffers on tmpfs",
+      probe_.path, daemon_->pid(), daemon_->isolation());
 }
 
 void LttngSide::begin_case(const MicroSetup& setup) {
@@ -51,21 +52,32 @@ void LttngSide::begin_case(const MicroSetup& setup) {
   if (setup.kase == MicroCase::overwrite) {
     spec.overwrite = true;
     spec.subbuf_bytes = 256 * 1024;
-    spec.num_subbuf = static_cast<uint32_t>(std::max<uint64_t>(2, pow2_at_least(setup.overwrite_kb / 256)));
+    spec.num_subbuf =
+        static_cast<uint32_t>(std::max<uint64_t>(2, pow2_at_least(setup.overwrite_kb / 256)));
   } else {
     spec.subbuf_bytes = 1 << 20;
-    spec.num_subbuf = static_cast<uint32_t>(std::max<uint64_t>(4, pow2_at_least((setup.buffer_kb + 1023) / 1024)));
+    spec.num_subbuf = static_cast<uint32_t>(
+        std::max<uint64_t>(4, pow2_at_least((setup.buffer_kb + 1023) / 1024)));
   }
   switch (setup.kase) {
-    case MicroCase::reject_int: filter = "prev_pid < 0"; break;
-    case MicroCase::accept_int: filter = "prev_pid >= 0"; break;
-    case MicroCase::reject_glob: filter = fmt::format("prev_comm == \"{}\"", setup.glob); break;
-    default: break;
+    case MicroCase::reject_int:
+      filter = "prev_pid < 0";
+      break;
+    case MicroCase::accept_int:
+      filter = "prev_pid >= 0";
+      break;
+    case MicroCase::reject_glob:
+      filter = fmt::format("prev_comm == \"{}\"", setup.glob);
+      break;
+    default:
+      break;
   }
-  const std::string session = fmt::format("tpp{}-{}-{}t", ++session_seq_, peers::name(setup.kase), setup.threads);
+  const std::string session =
+      fmt::format("tpp{}-{}-{}t", ++session_seq_, peers::name(setup.kase), setup.threads);
   session_ = std::make_unique<LttngSession>(*daemon_, session, spec, filter);
   if (!probe_.wait_enabled(true, std::chrono::seconds(5)))
-    throw std::runtime_error(fmt::format("session {} started but the tracepoint did not become enabled", session));
+    throw std::runtime_error(
+        fmt::format("session {} started but the tracepoint did not become enabled", session));
 }
 
 void LttngSide::emit(uint32_t /*thread*/, uint64_t n) { probe_.emit(n); }

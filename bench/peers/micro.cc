@@ -1,10 +1,10 @@
 #include "tracepipe/bench/peers/micro.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/peers/pinned_pool.h"
 
@@ -12,12 +12,18 @@ namespace tracepipe::peers {
 
 std::string_view name(MicroCase c) noexcept {
   switch (c) {
-    case MicroCase::disabled: return "disabled";
-    case MicroCase::enabled: return "enabled";
-    case MicroCase::reject_int: return "reject-int";
-    case MicroCase::accept_int: return "accept-int";
-    case MicroCase::reject_glob: return "reject-glob";
-    case MicroCase::overwrite: return "overwrite";
+    case MicroCase::disabled:
+      return "disabled";
+    case MicroCase::enabled:
+      return "enabled";
+    case MicroCase::reject_int:
+      return "reject-int";
+    case MicroCase::accept_int:
+      return "accept-int";
+    case MicroCase::reject_glob:
+      return "reject-glob";
+    case MicroCase::overwrite:
+      return "overwrite";
   }
   return "?";
 }
@@ -27,8 +33,9 @@ std::optional<MicroCase> parse_micro_case(std::string_view s) noexcept {
     std::string_view n = name(c);
     if (s == n) return c;
     // Also accept '_' for '-'.
-    if (s.size() == n.size() &&
-        std::equal(s.begin(), s.end(), n.begin(), [](char a, char b) { return a == b || (a == '_' && b == '-'); }))
+    if (s.size() == n.size() && std::equal(s.begin(), s.end(), n.begin(), [](char a, char b) {
+          return a == b || (a == '_' && b == '-');
+        }))
       return c;
   }
   return std::nullopt;
@@ -58,13 +65,14 @@ std::vector<MicroCell> run_micro(const MicroOptions& o, const std::vector<MicroS
                                  const std::vector<int>& cpus, std::vector<std::string>& skipped,
                                  void (*progress)(const std::string&, void*), void* progress_ctx) {
   if (sides.empty()) throw std::invalid_argument("run_micro: no side");
-  if (o.rounds == 0 || o.events == 0) throw std::invalid_argument("run_micro: rounds and events must be > 0");
+  if (o.rounds == 0 || o.events == 0)
+    throw std::invalid_argument("run_micro: rounds and events must be > 0");
   uint32_t max_threads = 0;
   for (uint32_t t : o.threads) {
     if (t == 0) throw std::invalid_argument("run_micro: a thread count is 0");
     if (t > cpus.size()) {
-      skipped.push_back(fmt::format("{} threads: only {} CPU(s) allowed; each thread needs its own", t,
-                                    cpus.size()));
+      skipped.push_back(fmt::format("{} threads: only {} CPU(s) allowed; each thread needs its own",
+                                    t, cpus.size()));
       continue;
     }
     max_threads = std::max(max_threads, t);
@@ -105,9 +113,11 @@ std::vector<MicroCell> run_micro(const MicroOptions& o, const std::vector<MicroS
       // One round of side s: (ns per event by the chosen timing, in wall time).
       auto run_round = [&](size_t s, uint64_t n) -> std::pair<double, double> {
         MicroSide* side = sides[s];
-        const std::vector<PinnedPool::Elapsed> el = pool.run(threads, [&](uint32_t t) { side->emit(t, n); });
+        const std::vector<PinnedPool::Elapsed> el =
+            pool.run(threads, [&](uint32_t t) { side->emit(t, n); });
         side->after_round();
-        return {PinnedPool::mean_per(el, n, o.timing == Timing::cpu), PinnedPool::mean_per(el, n, false)};
+        return {PinnedPool::mean_per(el, n, o.timing == Timing::cpu),
+                PinnedPool::mean_per(el, n, false)};
       };
       // Untimed warm-up: registers threads, faults pages in, fills caches.
       for (size_t s = 0; s < sides.size(); ++s) {

@@ -39,8 +39,9 @@ enum class MicroCase : uint8_t {
   reject_glob,  ///< string glob filter that rejects every event: prev_comm against "zz*"
   overwrite,    ///< enabled, no filter, overwrite (flight recorder) buffer nobody reads
 };
-inline constexpr MicroCase kMicroCases[] = {MicroCase::disabled,   MicroCase::enabled,     MicroCase::reject_int,
-                                            MicroCase::accept_int, MicroCase::reject_glob, MicroCase::overwrite};
+inline constexpr MicroCase kMicroCases[] = {MicroCase::disabled,    MicroCase::enabled,
+                                            MicroCase::reject_int,  MicroCase::accept_int,
+                                            MicroCase::reject_glob, MicroCase::overwrite};
 
 std::string_view name(MicroCase c) noexcept;
 std::optional<MicroCase> parse_micro_case(std::string_view s) noexcept;
@@ -55,21 +56,21 @@ tp_peer_event peer_event() noexcept;
 struct MicroSetup {
   MicroCase kase = MicroCase::enabled;
   uint32_t threads = 1;
-  uint64_t events = 0;         ///< per thread per round
-  uint32_t rounds = 0;         ///< timed rounds (plus one warm-up of events/10)
-  std::string glob = "zz*";    ///< reject_glob's pattern
-  uint64_t buffer_kb = 0;      ///< per CPU, discard-mode cases: room for one round
-  uint64_t overwrite_kb = 1024;///< per CPU, overwrite case
+  uint64_t events = 0;           ///< per thread per round
+  uint32_t rounds = 0;           ///< timed rounds (plus one warm-up of events/10)
+  std::string glob = "zz*";      ///< reject_glob's pattern
+  uint64_t buffer_kb = 0;        ///< per CPU, discard-mode cases: room for one round
+  uint64_t overwrite_kb = 1024;  ///< per CPU, overwrite case
 };
 
 /// Loss accounting of one case, summed over rounds (warm-up included).
 struct SideCounts {
-  uint64_t recorded = 0;    ///< events committed to a buffer (tracepipe), if known
+  uint64_t recorded = 0;  ///< events committed to a buffer (tracepipe), if known
   bool recorded_known = false;
-  uint64_t lost = 0;        ///< events dropped because the buffer was full
-  uint64_t overrun = 0;     ///< events/packets overwritten (overwrite case)
-  uint64_t bytes = 0;       ///< bytes the side wrote out (LTTng: stream files), 0 if n/a
-  std::string note;         ///< anything the reader must know ("" if none)
+  uint64_t lost = 0;     ///< events dropped because the buffer was full
+  uint64_t overrun = 0;  ///< events/packets overwritten (overwrite case)
+  uint64_t bytes = 0;    ///< bytes the side wrote out (LTTng: stream files), 0 if n/a
+  std::string note;      ///< anything the reader must know ("" if none)
 };
 
 /// One system measured in table 1.
@@ -99,16 +100,16 @@ struct SideResult {
   std::string side;
   std::vector<double> ns;       ///< ns per event, one per timed round (the chosen Timing)
   std::vector<double> wall_ns;  ///< the same rounds in wall time, for reference
-  bench::Summary summary;   ///< over `ns`
+  bench::Summary summary;       ///< over `ns`
   SideCounts counts;
-  std::string error;        ///< non-empty if the side failed in this cell
+  std::string error;  ///< non-empty if the side failed in this cell
 };
 
 struct MicroCell {
   MicroCase kase = MicroCase::enabled;
   uint32_t threads = 1;
-  uint64_t events = 0;               ///< per thread per round
-  std::vector<SideResult> sides;     ///< sides[0] is tracepipe
+  uint64_t events = 0;            ///< per thread per round
+  std::vector<SideResult> sides;  ///< sides[0] is tracepipe
 };
 
 struct MicroOptions {

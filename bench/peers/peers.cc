@@ -3,6 +3,8 @@
 // report. See peers.h.
 #include "tracepipe/bench/peers/peers.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -10,9 +12,6 @@
 #include <memory>
 #include <stdexcept>
 
-#include <fmt/core.h>
-
-#include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/bench/engine/model.h"
 #include "tracepipe/bench/engine/progress.h"
 #include "tracepipe/bench/engine/workload.h"
@@ -23,6 +22,7 @@
 #include "tracepipe/bench/peers/peers_report.h"
 #include "tracepipe/bench/peers/tracefs.h"
 #include "tracepipe/bench/peers/tracepipe_side.h"
+#include "tracepipe/core/config/instance_options.h"
 
 namespace tracepipe::peers {
 namespace {
@@ -73,10 +73,13 @@ int run_peers(const PeersOptions& o) {
   // A round must fit one buffer (nothing lost: both sides are compared with
   // nothing dropped); past the config's per-CPU bound, say so before running.
   if (o.buffer_kb == 0 && round_buffer_kb(o.events) > kMaxBufferSizeKb)
-    throw std::invalid_argument(fmt::format(
-        "--events {}: one round needs {} MiB of buffer per CPU (2 x 64 bytes per event), above the {} MiB "
-        "maximum; use at most {} events, or set --buffer-kb (records beyond it are then lost and reported)",
-        o.events, (round_buffer_kb(o.events) + 1023) / 1024, kMaxBufferSizeKb / 1024, kMaxBufferSizeKb * 1024 / 128));
+    throw std::invalid_argument(
+        fmt::format("--events {}: one round needs {} MiB of buffer per CPU (2 x 64 bytes per "
+                    "event), above the {} MiB "
+                    "maximum; use at most {} events, or set --buffer-kb (records beyond it are "
+                    "then lost and reported)",
+                    o.events, (round_buffer_kb(o.events) + 1023) / 1024, kMaxBufferSizeKb / 1024,
+                    kMaxBufferSizeKb * 1024 / 128));
   if (o.timing != "cpu" && o.timing != "wall")
     throw std::invalid_argument(fmt::format("unknown --timing '{}' (cpu, wall)", o.timing));
   mo.timing = o.timing == "cpu" ? Timing::cpu : Timing::wall;
@@ -163,13 +166,15 @@ int run_peers(const PeersOptions& o) {
     bool quiet = o.quiet;
     report.micro = run_micro(mo, sides, cpus, skipped, micro_progress, &quiet);
     lttng.reset();  // stops the daemon before the kernel's tables
-    const size_t max_t = std::min<size_t>(cpus.size(), *std::max_element(mo.threads.begin(), mo.threads.end()));
+    const size_t max_t =
+        std::min<size_t>(cpus.size(), *std::max_element(mo.threads.begin(), mo.threads.end()));
     report.cpus.assign(cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(max_t));
     for (const std::string& s : skipped) report.skipped.push_back("table 1: skipped: " + s);
     for (const MicroCell& c : report.micro)
       for (const SideResult& s : c.sides)
         if (!s.error.empty())
-          report.errors.push_back(fmt::format("table 1 {} x{} {}: {}", name(c.kase), c.threads, s.side, s.error));
+          report.errors.push_back(
+              fmt::format("table 1 {} x{} {}: {}", name(c.kase), c.threads, s.side, s.error));
     if (tracefs) {
       if (!o.quiet) std::fprintf(stderr, "peers: table 2: kernel event loop\n");
       try {

@@ -14,28 +14,28 @@ namespace tracepipe::peers {
 
 struct PeersReport {
   // Setup, echoed in the report.
-  uint64_t events = 0;               ///< table 1: events per thread per round
-  uint32_t disabled_scale = 1;       ///< the disabled case runs this many times more
+  uint64_t events = 0;          ///< table 1: events per thread per round
+  uint32_t disabled_scale = 1;  ///< the disabled case runs this many times more
   uint32_t rounds = 0;
   std::string glob;
-  std::string timing = "cpu";        ///< "cpu" or "wall"
-  std::vector<int> cpus;             ///< worker i pinned to cpus[i]
-  std::vector<std::string> sides;    ///< one description line per side of table 1
-  bench::WorkloadConfig workload;    ///< table 2
+  std::string timing = "cpu";      ///< "cpu" or "wall"
+  std::vector<int> cpus;           ///< worker i pinned to cpus[i]
+  std::vector<std::string> sides;  ///< one description line per side of table 1
+  bench::WorkloadConfig workload;  ///< table 2
   uint32_t hb_runs = 0;
 
-  std::vector<std::string> skipped;  ///< "peer <name>: skipped: <why>" lines
-  std::vector<std::string> errors;   ///< measurement failures
-  std::vector<MicroCell> micro;          ///< table 1
+  std::vector<std::string> skipped;              ///< "peer <name>: skipped: <why>" lines
+  std::vector<std::string> errors;               ///< measurement failures
+  std::vector<MicroCell> micro;                  ///< table 1
   std::optional<KernelMicroTable> kernel_micro;  ///< table 2
-  std::optional<KernelTable> kernel;     ///< table 3
-  double seconds = 0;                ///< wall time of the whole run
+  std::optional<KernelTable> kernel;             ///< table 3
+  double seconds = 0;                            ///< wall time of the whole run
 };
 
 /// One target (docs/peers.md, "Targets"), checked on this run's medians.
 struct TargetCheck {
-  std::string what;     ///< e.g. "reject-int x1: tracepipe >= 5x faster than lttng-ust"
-  std::string value;    ///< the measured figure, e.g. "7.3x"
+  std::string what;   ///< e.g. "reject-int x1: tracepipe >= 5x faster than lttng-ust"
+  std::string value;  ///< the measured figure, e.g. "7.3x"
   enum class Verdict { met, not_met, unknown } verdict = Verdict::unknown;
   std::string why_unknown;
 };

@@ -1,12 +1,11 @@
 #include "tracepipe/bench/peers/pinned_pool.h"
 
+#include <fmt/core.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
 #include <stdexcept>
-
-#include <fmt/core.h>
 
 namespace tracepipe::peers {
 namespace {
@@ -85,13 +84,16 @@ void PinnedPool::worker(uint32_t index) {
 double PinnedPool::mean_per(const std::vector<Elapsed>& el, uint64_t n, bool cpu) noexcept {
   if (el.empty() || n == 0) return 0;
   double sum = 0;
-  for (const Elapsed& e : el) sum += static_cast<double>(cpu ? e.cpu : e.wall) / static_cast<double>(n);
+  for (const Elapsed& e : el)
+    sum += static_cast<double>(cpu ? e.cpu : e.wall) / static_cast<double>(n);
   return sum / static_cast<double>(el.size());
 }
 
-std::vector<PinnedPool::Elapsed> PinnedPool::run(uint32_t k, const std::function<void(uint32_t)>& job) {
+std::vector<PinnedPool::Elapsed> PinnedPool::run(uint32_t k,
+                                                 const std::function<void(uint32_t)>& job) {
   if (k == 0 || k > cpus_.size())
-    throw std::invalid_argument(fmt::format("PinnedPool::run: {} threads, pool has {}", k, cpus_.size()));
+    throw std::invalid_argument(
+        fmt::format("PinnedPool::run: {} threads, pool has {}", k, cpus_.size()));
   job_ = &job;
   arrived_.store(0, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
@@ -99,7 +101,8 @@ std::vector<PinnedPool::Elapsed> PinnedPool::run(uint32_t k, const std::function
   const uint64_t g = generation_.load(std::memory_order_relaxed);
   generation_.store(((g >> kCountBits) + 1) << kCountBits | k, std::memory_order_release);
   generation_.notify_all();
-  for (uint32_t d = done_.load(std::memory_order_acquire); d < k; d = done_.load(std::memory_order_acquire))
+  for (uint32_t d = done_.load(std::memory_order_acquire); d < k;
+       d = done_.load(std::memory_order_acquire))
     done_.wait(d, std::memory_order_acquire);
   job_ = nullptr;
   for (uint32_t i = 0; i < k; ++i)

@@ -1,13 +1,14 @@
 #include "tracepipe/bench/peers/process.h"
 
 #include <fcntl.h>
-#include <sched.h>
-#include <time.h>
+#include <fmt/core.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,8 +19,6 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
-
-#include <fmt/core.h>
 
 extern char** environ;
 
@@ -88,7 +87,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
   const auto deadline = Clock::now() + timeout;
   char buf[4096];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       res.timed_out = true;
       break;
@@ -161,19 +161,23 @@ void ChildProcess::stop(std::chrono::milliseconds grace) noexcept {
 }
 
 std::string find_in_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
+  if (program.find('/') != std::string::npos)
+    return ::access(program.c_str(), X_OK) == 0 ? program : "";
   const char* env = std::getenv("PATH");
-  const std::string_view path = env != nullptr ? std::string_view(env) : std::string_view("/usr/bin:/bin");
+  const std::string_view path =
+      env != nullptr ? std::string_view(env) : std::string_view("/usr/bin:/bin");
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string_view::npos) end = path.size();
-    const std::string_view dir = end > start ? path.substr(start, end - start) : std::string_view(".");
+    const std::string_view dir =
+        end > start ? path.substr(start, end - start) : std::string_view(".");
     std::string full;
     full.reserve(dir.size() + 1 + program.size());
     full.append(dir).append("/").append(program);
-    struct stat st{};
-    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0) return full;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0)
+      return full;
     start = end + 1;
   }
   return "";
@@ -207,7 +211,8 @@ int pin_process(pid_t pid, int cpu) {
     const pid_t tid = static_cast<pid_t>(std::atoi(t.path().filename().c_str()));
     if (tid > 0 && ::sched_setaffinity(tid, sizeof set, &set) == 0) ++pinned;
   }
-  if (pinned == 0) throw std::runtime_error(fmt::format("cannot pin process {} to CPU {}", pid, cpu));
+  if (pinned == 0)
+    throw std::runtime_error(fmt::format("cannot pin process {} to CPU {}", pid, cpu));
   return pinned;
 }
 
@@ -221,7 +226,8 @@ int set_fifo_priority(pid_t pid, int priority) {
     if (tid > 0 && ::sched_setscheduler(tid, SCHED_FIFO, &sp) == 0) ++moved;
   }
   if (moved == 0)
-    throw std::runtime_error(fmt::format("cannot make process {} SCHED_FIFO {}: {}", pid, priority, std::strerror(errno)));
+    throw std::runtime_error(fmt::format("cannot make process {} SCHED_FIFO {}: {}", pid, priority,
+                                         std::strerror(errno)));
   return moved;
 }
 

@@ -15,9 +15,9 @@ namespace tracepipe::peers {
 
 /// What a finished child did.
 struct ProcessResult {
-  int exit_code = -1;   ///< exit status, or 128 + signal, or -1 if it could not start
+  int exit_code = -1;  ///< exit status, or 128 + signal, or -1 if it could not start
   bool timed_out = false;
-  std::string output;   ///< stdout and stderr, interleaved as written
+  std::string output;  ///< stdout and stderr, interleaved as written
   bool ok() const noexcept { return exit_code == 0 && !timed_out; }
 };
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/peers/lttng_session.h"  // PeerUnavailable
 
@@ -24,7 +23,7 @@ constexpr long kTracefsMagic = 0x74726163;  // TRACEFS_MAGIC
 constexpr long kDebugfsMagic = 0x64626720;  // DEBUGFS_MAGIC
 
 bool is_tracefs(const std::string& dir) {
-  struct statfs st{};
+  struct statfs st {};
   if (::statfs(dir.c_str(), &st) != 0) return false;
   return (st.f_type == kTracefsMagic || st.f_type == kDebugfsMagic) &&
          ::access((dir + "/trace").c_str(), F_OK) == 0;
@@ -95,7 +94,8 @@ std::unique_ptr<TracefsInstance> TracefsInstance::create() {
   if (root.empty()) throw PeerUnavailable("tracefs is not mounted (/sys/kernel/tracing)");
   const std::string instances = root + "/instances";
   if (::access(instances.c_str(), W_OK) != 0)
-    throw PeerUnavailable(fmt::format("{} is not writable ({}): run as root", instances, std::strerror(errno)));
+    throw PeerUnavailable(
+        fmt::format("{} is not writable ({}): run as root", instances, std::strerror(errno)));
   // Remove instances left by bench processes that no longer exist.
   if (DIR* d = ::opendir(instances.c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -153,7 +153,8 @@ void TracefsInstance::write(const std::string& rel, const std::string& value) {
       std::string log = read_file(path_ + "/error_log", ok);
       while (!log.empty() && log.back() == '\n') log.pop_back();
       const size_t last = log.rfind('\n');
-      if (ok && !log.empty()) detail = "; error_log: " + log.substr(last == std::string::npos ? 0 : last + 1);
+      if (ok && !log.empty())
+        detail = "; error_log: " + log.substr(last == std::string::npos ? 0 : last + 1);
     }
     throw std::runtime_error(fmt::format("write '{}' to {}: {}{}", value, p,
                                          n < 0 ? std::strerror(err) : "short write", detail));
@@ -168,8 +169,9 @@ std::string TracefsInstance::read(const std::string& rel) const {
 }
 
 bool TracefsInstance::has_event(const std::string& system, const std::string& event) const {
-  struct stat st{};
-  return ::stat((path_ + "/events/" + system + "/" + event).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  struct stat st {};
+  return ::stat((path_ + "/events/" + system + "/" + event).c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode);
 }
 
 void TracefsInstance::enable_event(const std::string& system, const std::string& event, bool on) {
@@ -178,7 +180,8 @@ void TracefsInstance::enable_event(const std::string& system, const std::string&
   if (on && enabled_.find(key) == std::string::npos) enabled_ += key;
 }
 
-void TracefsInstance::set_filter(const std::string& system, const std::string& event, const std::string& expr) {
+void TracefsInstance::set_filter(const std::string& system, const std::string& event,
+                                 const std::string& expr) {
   write("events/" + system + "/" + event + "/filter", expr.empty() ? "0" : expr);
 }
 

@@ -1,9 +1,9 @@
 #include "tracepipe/bench/peers/tracepipe_side.h"
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 #include <string_view>
-
-#include <fmt/core.h>
 
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/instance/event_decl.h"
@@ -13,15 +13,16 @@ namespace tracepipe::peers {
 namespace {
 
 /// The kernel's sched_switch payload under the peers' own system name.
-using PeerSwitch = EventDecl<"tracepipe_peer", "sched_switch",      //
-                             Chars<"prev_comm", 16>,                 //
-                             Int<"prev_pid", int32_t>,               //
-                             Int<"prev_prio", int32_t>,              //
-                             Int<"prev_state", int64_t>,             //
-                             Chars<"next_comm", 16>,                 //
-                             Int<"next_pid", int32_t>,               //
+using PeerSwitch = EventDecl<"tracepipe_peer", "sched_switch",  //
+                             Chars<"prev_comm", 16>,            //
+                             Int<"prev_pid", int32_t>,          //
+                             Int<"prev_prio", int32_t>,         //
+                             Int<"prev_state", int64_t>,        //
+                             Chars<"next_comm", 16>,            //
+                             Int<"next_pid", int32_t>,          //
                              Int<"next_prio", int32_t>>;
-static_assert(PeerSwitch::fixed_size == 64, "8-byte common header + the kernel's 56-byte sched_switch payload");
+static_assert(PeerSwitch::fixed_size == 64,
+              "8-byte common header + the kernel's 56-byte sched_switch payload");
 
 std::string_view comm_view(const char (&c)[16]) {
   size_t n = 0;
@@ -40,8 +41,8 @@ std::string_view comm_view(const char (&c)[16]) {
   const std::string_view prev_comm = comm_view(ev.prev_comm);
   const std::string_view next_comm = comm_view(ev.next_comm);
   for (uint64_t i = 0; i < n; ++i) {
-    TRACEPIPE_TRACE(PeerSwitch, prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio, ev.prev_state,
-                    next_comm, ev.next_pid, ev.next_prio);
+    TRACEPIPE_TRACE(PeerSwitch, prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio,
+                    ev.prev_state, next_comm, ev.next_pid, ev.next_prio);
   }
 }
 
@@ -49,8 +50,8 @@ std::string_view comm_view(const char (&c)[16]) {
   const std::string_view prev_comm = comm_view(ev.prev_comm);
   const std::string_view next_comm = comm_view(ev.next_comm);
   for (uint64_t i = 0; i < n; ++i) {
-    PeerSwitch::trace(prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio, ev.prev_state, next_comm,
-                      ev.next_pid, ev.next_prio);
+    PeerSwitch::trace(prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio, ev.prev_state,
+                      next_comm, ev.next_pid, ev.next_prio);
   }
 }
 
@@ -58,8 +59,8 @@ std::string_view comm_view(const char (&c)[16]) {
   const std::string_view prev_comm = comm_view(ev.prev_comm);
   const std::string_view next_comm = comm_view(ev.next_comm);
   for (uint64_t i = 0; i < n; ++i) {
-    (void)PeerSwitch::emit(inst, prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio, ev.prev_state,
-                           next_comm, ev.next_pid, ev.next_prio);
+    (void)PeerSwitch::emit(inst, prev_comm, static_cast<int32_t>(i & 0x7fffffff), ev.prev_prio,
+                           ev.prev_state, next_comm, ev.next_pid, ev.next_prio);
   }
 }
 
@@ -74,7 +75,8 @@ TracepipeSide::TracepipeSide(const std::string& staging, const std::string& api)
   else if (api == "emit")
     api_ = Api::emit;
   else
-    throw std::invalid_argument(fmt::format("unknown tracepipe API '{}' (trace, trace-fn, emit)", api));
+    throw std::invalid_argument(
+        fmt::format("unknown tracepipe API '{}' (trace, trace-fn, emit)", api));
   if (!staging.empty() && !parse_staging(staging))
     throw std::invalid_argument(
         fmt::format("unknown staging '{}' (off, per_cpu, per_thread, adaptive)", staging));
@@ -91,7 +93,8 @@ std::string TracepipeSide::description() const {
   const char* call = api_ == Api::trace      ? "TRACEPIPE_TRACE (tracepoint-style, every instance)"
                      : api_ == Api::trace_fn ? "EventDecl::trace (tracepoint-style, every instance)"
                                              : "EventDecl::emit (into one instance)";
-  return fmt::format("tracepipe {}, {}-byte record, staging {}, clock local", call, record_size(), to_string(s));
+  return fmt::format("tracepipe {}, {}-byte record, staging {}, clock local", call, record_size(),
+                     to_string(s));
 }
 
 void TracepipeSide::begin_case(const MicroSetup& setup) {
@@ -113,22 +116,36 @@ void TracepipeSide::begin_case(const MicroSetup& setup) {
   instance_->enable(desc);
   std::string filter;
   switch (setup.kase) {
-    case MicroCase::reject_int: filter = "prev_pid < 0"; break;
-    case MicroCase::accept_int: filter = "prev_pid >= 0"; break;
-    case MicroCase::reject_glob: filter = fmt::format("prev_comm ~ \"{}\"", setup.glob); break;
-    default: break;
+    case MicroCase::reject_int:
+      filter = "prev_pid < 0";
+      break;
+    case MicroCase::accept_int:
+      filter = "prev_pid >= 0";
+      break;
+    case MicroCase::reject_glob:
+      filter = fmt::format("prev_comm ~ \"{}\"", setup.glob);
+      break;
+    default:
+      break;
   }
   if (!filter.empty()) {
     const FilterStatus st = instance_->set_filter(desc, filter);
-    if (!st) throw std::runtime_error(fmt::format("tracepipe filter '{}': {}", filter, st.render()));
+    if (!st)
+      throw std::runtime_error(fmt::format("tracepipe filter '{}': {}", filter, st.render()));
   }
 }
 
 void TracepipeSide::emit(uint32_t /*thread*/, uint64_t n) {
   switch (api_) {
-    case Api::trace: trace_loop(event_, n); break;
-    case Api::trace_fn: trace_fn_loop(event_, n); break;
-    case Api::emit: emit_loop(*instance_, event_, n); break;
+    case Api::trace:
+      trace_loop(event_, n);
+      break;
+    case Api::trace_fn:
+      trace_fn_loop(event_, n);
+      break;
+    case Api::emit:
+      emit_loop(*instance_, event_, n);
+      break;
   }
 }
 

@@ -1,11 +1,11 @@
 #include "tracepipe/bench/record/lttng_record.h"
 
+#include <fmt/core.h>
+
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "tracepipe/bench/peers/lttng_index.h"
 #include "tracepipe/bench/peers/process.h"
@@ -38,22 +38,27 @@ std::optional<std::filesystem::path> LttngRecordSide::last_trace() const {
 
 std::string LttngRecordSide::description() const {
   return fmt::format(
-      "LTTng-UST {} via {}; private lttng-sessiond pid {} ({}); channel per-UID, discard, default 4 x 512 KiB "
-      "sub-buffers per CPU, output on tmpfs; consumer and session daemons pinned to CPU {}{}, writer to CPU {}",
+      "LTTng-UST {} via {}; private lttng-sessiond pid {} ({}); channel per-UID, discard, default "
+      "4 x 512 KiB "
+      "sub-buffers per CPU, output on tmpfs; consumer and session daemons pinned to CPU {}{}, "
+      "writer to CPU {}",
       "2.13", probe_.path, daemon_->pid(), daemon_->isolation(), consumer_cpu,
-      consumer_fifo_priority != 0 ? fmt::format(" (consumer SCHED_FIFO {})", consumer_fifo_priority) : "",
+      consumer_fifo_priority != 0 ? fmt::format(" (consumer SCHED_FIFO {})", consumer_fifo_priority)
+                                  : "",
       writer_cpu);
 }
 
 Run LttngRecordSide::run(double seconds, double rate, bool keep_trace) {
   kept_.reset();
   peers::LttngChannelSpec spec;  // LTTng's defaults: per-UID, 4 x 512 KiB, discard
-  auto session = std::make_unique<peers::LttngSession>(*daemon_, fmt::format("rec{}", ++seq_), spec, "");
+  auto session =
+      std::make_unique<peers::LttngSession>(*daemon_, fmt::format("rec{}", ++seq_), spec, "");
   if (!probe_.wait_enabled(true, std::chrono::seconds(5)))
     throw std::runtime_error("the LTTng session started but the tracepoint did not become enabled");
   // The session daemon spawns the consumer when the first channel is enabled.
   const std::vector<pid_t> consumers = daemon_->consumer_pids();
-  if (consumers.empty()) throw std::runtime_error("lttng-sessiond has no lttng-consumerd child after `lttng start`");
+  if (consumers.empty())
+    throw std::runtime_error("lttng-sessiond has no lttng-consumerd child after `lttng start`");
   peers::pin_process(daemon_->pid(), consumer_cpu);
   uint64_t cpu0 = 0;
   for (const pid_t c : consumers) {
@@ -63,7 +68,8 @@ Run LttngRecordSide::run(double seconds, double rate, bool keep_trace) {
   }
   Run r;
   std::thread w([&] {
-    if (!pin_this_thread(writer_cpu)) r.note = fmt::format("writer not pinned to CPU {}", writer_cpu);
+    if (!pin_this_thread(writer_cpu))
+      r.note = fmt::format("writer not pinned to CPU {}", writer_cpu);
     const std::string note = r.note;
     r = paced_writer([&](uint64_t n) { probe_.emit(n); }, seconds, rate);
     r.note = note;
@@ -74,8 +80,8 @@ Run LttngRecordSide::run(double seconds, double rate, bool keep_trace) {
   for (const pid_t c : consumers) cpu1 += peers::process_cpu_ns(c);
   const peers::LttngIndexStats idx = peers::read_lttng_index(session->output_dir());
   if (idx.events_discarded != st.discarded_events)
-    r.note += fmt::format(" lttng list says {} discarded, the packet indexes {};", st.discarded_events,
-                          idx.events_discarded);
+    r.note += fmt::format(" lttng list says {} discarded, the packet indexes {};",
+                          st.discarded_events, idx.events_discarded);
   if (st.lost_packets != 0) r.note += fmt::format(" {} packets lost;", st.lost_packets);
   r.dropped = std::max(st.discarded_events, idx.events_discarded) + st.lost_packets;
   r.written = r.emitted > r.dropped ? r.emitted - r.dropped : 0;

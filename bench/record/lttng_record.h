@@ -28,9 +28,9 @@
 #include <optional>
 #include <string>
 
-#include "tracepipe/bench/record/record_run.h"
 #include "tracepipe/bench/peers/lttng_probe.h"
 #include "tracepipe/bench/peers/lttng_session.h"
+#include "tracepipe/bench/record/record_run.h"
 
 namespace tracepipe::record_bench {
 

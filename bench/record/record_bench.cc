@@ -4,8 +4,8 @@
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
 //                          [--peers lttng [--lttng-plugin PATH] [--verify]]
-//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512] [--block US|inf]  (RSS over a long run)
-//   tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
+//   tracepipe_record_bench --steady RATE --seconds 60 [--rotate-mib 512] [--block US|inf]  (RSS
+//   over a long run) tracepipe_record_bench --collector auto|HOST:PORT     (to trace-cmd listen)
 //   any of them with --realtime PRIO: the recorder thread (and LTTng's consumer
 //   daemon) SCHED_FIFO at PRIO, as perf record -r
 //
@@ -48,18 +48,18 @@
 // (first, last, max, least-squares slope). The recording rotates through 4
 // files of --rotate-mib MiB (0: one file), so that a minute at 10 M events/s
 // (38 GB) fits on tmpfs.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
-#include <signal.h>
-#include <fcntl.h>
-#include <sys/prctl.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -70,17 +70,18 @@
 #include <thread>
 #include <vector>
 
-#include "tracepipe/core/instance/event_decl.h"
-#include "tracepipe/core/instance/instance.h"
 #include "tracepipe/bench/record/lttng_record.h"
 #include "tracepipe/bench/record/record_run.h"
+#include "tracepipe/core/instance/event_decl.h"
+#include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/local_collector.h"
 #include "tracepipe/core/record/recorder.h"
 
 using namespace tracepipe;
-using record_bench::Run;
 using record_bench::pin_this_thread;
-using Ev = EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
+using record_bench::Run;
+using Ev =
+    EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 static_assert(Ev::fixed_size == 64);
 
 namespace {
@@ -115,7 +116,9 @@ int64_t g_block_us = 0;
 
 // The recorder's realtime_priority, where this recorder has one.
 template <class O>
-constexpr bool has_realtime = requires(O o) { o.realtime_priority; };
+constexpr bool has_realtime = requires(O o) {
+  o.realtime_priority;
+};
 template <class O>
 void set_realtime(O& ro) {
   if constexpr (has_realtime<O>) ro.realtime_priority = g_realtime;
@@ -125,8 +128,10 @@ void set_realtime(O& ro) {
 record::OutputFormat g_format = record::OutputFormat::tracedat;
 
 void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
-  if (g_collector.empty()) ro.output = out;
-  else ro.collector = g_collector;
+  if (g_collector.empty())
+    ro.output = out;
+  else
+    ro.collector = g_collector;
   ro.format = g_format;
 }
 
@@ -176,7 +181,8 @@ Run one(const std::filesystem::path& out, double seconds, double rate, uint32_t 
   ro.cpu = 1;
   set_realtime(ro);
   record::Recorder rec(inst, ro);
-  if (!rec.wait_ready(std::chrono::seconds(10))) fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
+  if (!rec.wait_ready(std::chrono::seconds(10)))
+    fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
   Run r;
   uint32_t seq = 0;
   std::thread w([&] {
@@ -191,19 +197,24 @@ Run one(const std::filesystem::path& out, double seconds, double rate, uint32_t 
   const record::RecorderStats s = rec.stop();
   r.written = s.records;
   r.dropped = s.dropped;
-  r.consumer_ns_per_event = s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  r.consumer_ns_per_event =
+      s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
   r.bytes = s.bytes;
-  r.gaps = fmt::format("longest gap between looks {:.0f} us (longest pass {:.0f} us, longest wake-up overrun {:.0f} us), "
-                       "peak unread {}/{} sub-buffers",
-                       s.longest_gap_ns / 1e3, s.longest_pass_ns / 1e3, s.longest_wake_late_ns / 1e3, s.peak_unread,
-                       inst.ring().nr_subbufs());
-  if (s.unwritten != 0 || rec.error()) fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
+  r.gaps = fmt::format(
+      "longest gap between looks {:.0f} us (longest pass {:.0f} us, longest wake-up overrun {:.0f} "
+      "us), "
+      "peak unread {}/{} sub-buffers",
+      s.longest_gap_ns / 1e3, s.longest_pass_ns / 1e3, s.longest_wake_late_ns / 1e3, s.peak_unread,
+      inst.ring().nr_subbufs());
+  if (s.unwritten != 0 || rec.error())
+    fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
   r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
   collector_done();
   if (g_collector.empty() && s.records != 0)
-    r.floor_ns_per_event = static_cast<double>(pwrite_floor(out, s.bytes, size_t{ro.batch_pages} * 4096)) /
-                           static_cast<double>(s.records);
+    r.floor_ns_per_event =
+        static_cast<double>(pwrite_floor(out, s.bytes, size_t{ro.batch_pages} * 4096)) /
+        static_cast<double>(s.records);
   return r;
 }
 
@@ -224,8 +235,10 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   });
   w.join();
   record::RecorderOptions ro;
-  if (to_null) ro.output = "/dev/null";
-  else set_output(ro, out);
+  if (to_null)
+    ro.output = "/dev/null";
+  else
+    set_output(ro, out);
   ro.cpu = 1;
   set_realtime(ro);
   ro.on_error = [](const std::string&) {};  // /dev/null cannot be truncated
@@ -234,7 +247,8 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   const record::RecorderStats s = rec.stop();
   if (!to_null) std::filesystem::remove_all(out);  // a CTF output is a directory
   if (!to_null) collector_done();
-  return static_cast<double>(s.cpu_ns) / static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
+  return static_cast<double>(s.cpu_ns) /
+         static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
 }
 
 // The recorder's fixed cost: a recorder on an instance nobody writes, for
@@ -259,7 +273,8 @@ void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
     if (g_collector.empty()) std::filesystem::remove(out);
     collector_done();
     passes_s.push_back(static_cast<double>(s.passes) / seconds);
-    us_pass.push_back(static_cast<double>(s.cpu_ns) / 1e3 / static_cast<double>(std::max<uint64_t>(s.passes, 1)));
+    us_pass.push_back(static_cast<double>(s.cpu_ns) / 1e3 /
+                      static_cast<double>(std::max<uint64_t>(s.passes, 1)));
     ms_s.push_back(static_cast<double>(s.cpu_ns) / 1e6 / seconds);
   }
   const auto m = [](std::vector<double> x, const char* f) {
@@ -267,10 +282,12 @@ void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
     return fmt::format(fmt::runtime(f), x[x.size() / 2], x.front(), x.back());
   };
   // ms of CPU per s spread over 1 M events: that many ns each.
-  fmt::print("idle recorder {} passes/s, {} us CPU per pass, {} ms CPU per s (= ns per event at 1 M events/s before "
-             "any record is written)\n",
-             m(passes_s, "{:.0f} [{:.0f}-{:.0f}]"), m(us_pass, "{:.2f} [{:.2f}-{:.2f}]"),
-             m(ms_s, "{:.1f} [{:.1f}-{:.1f}]"));
+  fmt::print(
+      "idle recorder {} passes/s, {} us CPU per pass, {} ms CPU per s (= ns per event at 1 M "
+      "events/s before "
+      "any record is written)\n",
+      m(passes_s, "{:.0f} [{:.0f}-{:.0f}]"), m(us_pass, "{:.2f} [{:.2f}-{:.2f}]"),
+      m(ms_s, "{:.1f} [{:.1f}-{:.1f}]"));
 }
 
 // The machine's part of a gap, without any recorder: a thread with the
@@ -297,19 +314,27 @@ void wakeup_floor(double seconds, uint64_t buffer_events) {
       const auto a = std::chrono::steady_clock::now();
       const timespec ts{0, 50'000};
       (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a).count();
+      const auto ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - a)
+              .count();
       late.push_back(ns > 50'000 ? static_cast<uint64_t>(ns - 50'000) : 0);
     }
   });
   t.join();
   if (late.empty()) return;
   std::sort(late.begin(), late.end());
-  const auto over = [&](uint64_t ns) { return late.end() - std::upper_bound(late.begin(), late.end(), ns); };
-  fmt::print("wake-up floor CPU 1{}: {} sleeps of 50 us in {} s, late by median {:.1f} us, p99.9 {:.0f} us, max {:.0f} us; "
-             "{} over 0.5 ms, {} over 1 ms; a gap of the max fills the {}-event buffer above {:.1f} M events/s\n",
-             g_realtime > 0 ? fmt::format(" (SCHED_FIFO {})", g_realtime) : "", late.size(), seconds,
-             late[late.size() / 2] / 1e3, late[late.size() * 999 / 1000] / 1e3, late.back() / 1e3, over(500'000),
-             over(1'000'000), buffer_events, static_cast<double>(buffer_events) / (late.back() / 1e9) / 1e6);
+  const auto over = [&](uint64_t ns) {
+    return late.end() - std::upper_bound(late.begin(), late.end(), ns);
+  };
+  fmt::print(
+      "wake-up floor CPU 1{}: {} sleeps of 50 us in {} s, late by median {:.1f} us, p99.9 {:.0f} "
+      "us, max {:.0f} us; "
+      "{} over 0.5 ms, {} over 1 ms; a gap of the max fills the {}-event buffer above {:.1f} M "
+      "events/s\n",
+      g_realtime > 0 ? fmt::format(" (SCHED_FIFO {})", g_realtime) : "", late.size(), seconds,
+      late[late.size() / 2] / 1e3, late[late.size() * 999 / 1000] / 1e3, late.back() / 1e3,
+      over(500'000), over(1'000'000), buffer_events,
+      static_cast<double>(buffer_events) / (late.back() / 1e9) / 1e6);
 }
 
 // RSS in KiB (/proc/self/statm, resident pages).
@@ -338,8 +363,10 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   set_realtime(ro);
   ro.max_file_bytes = rotate_mib << 20;
   ro.max_files = rotate_mib != 0 ? 4 : 0;
-  if (g_block_us < 0) ro.block_timeout = record::RecorderOptions::kBlockForever;
-  else ro.block_timeout = std::chrono::microseconds(g_block_us);
+  if (g_block_us < 0)
+    ro.block_timeout = record::RecorderOptions::kBlockForever;
+  else
+    ro.block_timeout = std::chrono::microseconds(g_block_us);
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
   Run r;
@@ -372,7 +399,8 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   auto slope = [&](size_t from) {
     double mx = 0, my = 0, sxx = 0, sxy = 0;
     const double k = static_cast<double>(rss.size() - from);
-    for (size_t i = from; i < rss.size(); ++i) mx += static_cast<double>(i) / k, my += static_cast<double>(rss[i]) / k;
+    for (size_t i = from; i < rss.size(); ++i)
+      mx += static_cast<double>(i) / k, my += static_cast<double>(rss[i]) / k;
     for (size_t i = from; i < rss.size(); ++i) {
       const double dx = static_cast<double>(i) - mx;
       sxx += dx * dx;
@@ -381,23 +409,30 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
     return sxx > 0 ? sxy / sxx * 60 : 0.0;
   };
   const bool held = r.rate >= 0.99 * rate;
-  fmt::print("steady {:.2f} M events/s asked, {:.2f} M/s emitted for {} s: emitted {}, written {}, dropped {}, "
-             "unwritten {}, skipped by the paced writer {}{}\n",
-             rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten, r.skipped,
-             held ? "" : " (the writer could not hold the rate)");
+  fmt::print(
+      "steady {:.2f} M events/s asked, {:.2f} M/s emitted for {} s: emitted {}, written {}, "
+      "dropped {}, "
+      "unwritten {}, skipped by the paced writer {}{}\n",
+      rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten, r.skipped,
+      held ? "" : " (the writer could not hold the rate)");
   if (g_block_us != 0) {
     const auto b = inst.ring().block_stats(0);
-    fmt::print("blocking mode ({}): {} emits waited ({:.4f}% of those emitted), {:.1f} ms in all, longest {:.0f} us; "
-               "dropped after the bound {}, could not wait {}\n",
-               g_block_us < 0 ? std::string("no bound") : fmt::format("{} us", g_block_us), b.waits,
-               100.0 * static_cast<double>(b.waits) / static_cast<double>(std::max<uint64_t>(r.emitted, 1)),
-               static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
-               b.not_allowed);
+    fmt::print(
+        "blocking mode ({}): {} emits waited ({:.4f}% of those emitted), {:.1f} ms in all, longest "
+        "{:.0f} us; "
+        "dropped after the bound {}, could not wait {}\n",
+        g_block_us < 0 ? std::string("no bound") : fmt::format("{} us", g_block_us), b.waits,
+        100.0 * static_cast<double>(b.waits) /
+            static_cast<double>(std::max<uint64_t>(r.emitted, 1)),
+        static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
+        b.not_allowed);
   }
-  fmt::print("RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, {:+.1f} over "
-             "the second half; {} files of {} MiB (kept the last {})\n",
-             rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope(0), rss.size(),
-             slope(rss.size() / 2), s.files, rotate_mib, ro.max_files);
+  fmt::print(
+      "RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, "
+      "{:+.1f} over "
+      "the second half; {} files of {} MiB (kept the last {})\n",
+      rss.front(), rss.back(), *std::max_element(rss.begin(), rss.end()), slope(0), rss.size(),
+      slope(rss.size() / 2), s.files, rotate_mib, ro.max_files);
   return s.dropped == 0 && s.unwritten == 0 && held ? 0 : 1;
 }
 
@@ -423,7 +458,8 @@ struct Side {
 
 std::string fm(double v) { return fmt::format("{:.2f}", v); }
 
-constexpr const char* kUsage = R"(usage: tracepipe_record_bench [options]     (docs/measurements.md, "Recording")
+constexpr const char* kUsage =
+    R"(usage: tracepipe_record_bench [options]     (docs/measurements.md, "Recording")
   One writer pinned to CPU 0 emits 64-byte events into a drop-newest instance
   (default buffer sizes) while the recorder, pinned to CPU 1, writes a
   trace.dat; reports drain-only cost, the full-speed rate and recorder CPU per
@@ -464,7 +500,8 @@ int main(int argc, char** argv) {
   bool verify = false;
   bool max_only = false;  // --max-only: drain only and full speed (a profile's window)
   bool formats = false;   // --formats: drain only, per output format
-  uint32_t equal_kb = 2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
+  uint32_t equal_kb =
+      2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--verify") {
@@ -488,18 +525,30 @@ int main(int argc, char** argv) {
       return 2;
     }
     const char* v = argv[++i];
-    if (a == "--dir") dir = v;
-    else if (a == "--seconds") seconds = std::atof(v);
-    else if (a == "--repeats") repeats = std::max(1, std::atoi(v));
-    else if (a == "--steady") steady_rate = std::atof(v);
-    else if (a == "--rotate-mib") rotate_mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--floor") floor_seconds = std::atof(v);
-    else if (a == "--collector") g_collector = v;
-    else if (a == "--peers") peers = v;
-    else if (a == "--lttng-plugin") plugin = v;
-    else if (a == "--realtime") g_realtime = std::atoi(v);
-    else if (a == "--block") g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
-    else if (a == "--equal-kb") equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
+    if (a == "--dir")
+      dir = v;
+    else if (a == "--seconds")
+      seconds = std::atof(v);
+    else if (a == "--repeats")
+      repeats = std::max(1, std::atoi(v));
+    else if (a == "--steady")
+      steady_rate = std::atof(v);
+    else if (a == "--rotate-mib")
+      rotate_mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--floor")
+      floor_seconds = std::atof(v);
+    else if (a == "--collector")
+      g_collector = v;
+    else if (a == "--peers")
+      peers = v;
+    else if (a == "--lttng-plugin")
+      plugin = v;
+    else if (a == "--realtime")
+      g_realtime = std::atoi(v);
+    else if (a == "--block")
+      g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
+    else if (a == "--equal-kb")
+      equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {
       fmt::print(stderr, "unknown option {}\n{}", a, kUsage);
       return 2;
@@ -514,7 +563,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!peers.empty() && !g_collector.empty()) {
-    fmt::print(stderr, "--peers lttng compares recordings to tmpfs; it does not combine with --collector\n");
+    fmt::print(
+        stderr,
+        "--peers lttng compares recordings to tmpfs; it does not combine with --collector\n");
     return 2;
   }
   if (std::thread::hardware_concurrency() < 2) {
@@ -540,7 +591,8 @@ int main(int argc, char** argv) {
       fmt::print("--collector auto needs trace-cmd\n");
       return 77;
     }
-    g_local = std::make_unique<record::LocalCollector>(fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
+    g_local = std::make_unique<record::LocalCollector>(
+        fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
     if (!g_local->ok()) {
       fmt::print("trace-cmd listen did not start: {}\n", g_local->why());
       return 1;
@@ -558,8 +610,8 @@ int main(int argc, char** argv) {
     }
     // The three formats drain the same 700 000 records in turn, each repeat
     // starting with another; ratios are taken within a repeat.
-    constexpr record::OutputFormat kFormats[] = {record::OutputFormat::tracedat, record::OutputFormat::perfetto,
-                                                 record::OutputFormat::ctf};
+    constexpr record::OutputFormat kFormats[] = {
+        record::OutputFormat::tracedat, record::OutputFormat::perfetto, record::OutputFormat::ctf};
     std::vector<double> ns[3], ratio[3];
     for (int i = 0; i < repeats; ++i) {
       double one_run[3] = {};
@@ -577,9 +629,11 @@ int main(int argc, char** argv) {
     for (int f = 0; f < 3; ++f) {
       std::sort(ns[f].begin(), ns[f].end());
       std::sort(ratio[f].begin(), ratio[f].end());
-      fmt::print("drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of trace.dat, into {}\n",
-                 record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(), ns[f].back(),
-                 ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
+      fmt::print(
+          "drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of "
+          "trace.dat, into {}\n",
+          record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(),
+          ns[f].back(), ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
     }
     return 0;
   }
@@ -587,7 +641,8 @@ int main(int argc, char** argv) {
     InstanceOptions o;
     o.mode = BufferMode::drop_newest;
     Instance inst(o);  // the default buffer: how many 64-byte events it holds
-    const uint64_t per_subbuf = inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
+    const uint64_t per_subbuf =
+        inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
     wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
   }
   idle_cost(out, 1.0, repeats);
@@ -599,16 +654,20 @@ int main(int argc, char** argv) {
     }
     std::sort(file_ns.begin(), file_ns.end());
     std::sort(null_ns.begin(), null_ns.end());
-    fmt::print("drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] into /dev/null\n",
-               file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where, null_ns[null_ns.size() / 2],
-               null_ns.front(), null_ns.back());
+    fmt::print(
+        "drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] "
+        "into /dev/null\n",
+        file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where,
+        null_ns[null_ns.size() / 2], null_ns.front(), null_ns.back());
   }
   if (max_only) {
     for (int i = 0; i < repeats; ++i) {
       const Run r = one(out, seconds, 0);
-      fmt::print("max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder {:.2f} ns/event\n",
-                 r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6, static_cast<double>(r.dropped) / 1e6,
-                 r.consumer_ns_per_event);
+      fmt::print(
+          "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
+          "{:.2f} ns/event\n",
+          r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
+          static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
     }
     return 0;
   }
@@ -634,16 +693,26 @@ int main(int argc, char** argv) {
       report_note(s, s.max.back());
     }
   for (Side& s : sides) {
-    fmt::print("max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n", s.name,
-               med(s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-               med(s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
-                   "{:.2f} [{:.2f}-{:.2f}]"),
-               med(s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-               med(s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
-               s.max[0].floor_ns_per_event > 0
-                   ? "  pwrite floor " + med(s.max, [](const Run& r) { return r.floor_ns_per_event; },
-                                             "{:.2f} [{:.2f}-{:.2f}]") + " ns/event"
-                   : std::string());
+    fmt::print(
+        "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
+        s.name,
+        med(
+            s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+        med(
+            s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
+            "{:.2f} [{:.2f}-{:.2f}]"),
+        med(
+            s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; },
+            "{:.2f} [{:.2f}-{:.2f}]"),
+        med(
+            s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+        s.max[0].floor_ns_per_event > 0
+            ? "  pwrite floor " +
+                  med(
+                      s.max, [](const Run& r) { return r.floor_ns_per_event; },
+                      "{:.2f} [{:.2f}-{:.2f}]") +
+                  " ns/event"
+            : std::string());
     // No rate above what the consumer wrote at full speed can be lossless:
     // the search starts there.
     std::vector<double> rates;
@@ -668,13 +737,15 @@ int main(int argc, char** argv) {
       if (r.dropped == 0) {
         s.clean.push_back(r);
         if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
-          fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6, repeats);
+          fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6,
+                     repeats);
           s.done = s.found = true;
         }
         continue;
       }
-      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name, s.rate / 1e6,
-                 r.dropped, s.clean.size() + 1, r.rate / 1e6, s.found ? " (search reopened)" : "");
+      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name,
+                 s.rate / 1e6, r.dropped, s.clean.size() + 1, r.rate / 1e6,
+                 s.found ? " (search reopened)" : "");
       if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
       s.clean.clear();
       s.done = s.found = false;
@@ -693,17 +764,26 @@ int main(int argc, char** argv) {
   };
   for (const Side& s : sides) {
     if (s.found)
-      fmt::print("lossless      {:9} {:.2f} M events/s emitted, {:.2f} asked (one writer, 0 lost in {} runs of {} s)  "
-                 "consumer {} ns/event, {:.1f} bytes/event written{}\n",
-                 s.name, emitted_rate(s) / 1e6, s.rate / 1e6, s.clean.size(), seconds,
-                 med(s.clean, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
-                 static_cast<double>(s.clean[0].bytes) / static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)),
-                 s.clean[0].floor_ns_per_event > 0
-                     ? "  pwrite floor " + med(s.clean, [](const Run& r) { return r.floor_ns_per_event; },
-                                               "{:.2f} [{:.2f}-{:.2f}]") + " ns/event"
-                     : std::string());
+      fmt::print(
+          "lossless      {:9} {:.2f} M events/s emitted, {:.2f} asked (one writer, 0 lost in {} "
+          "runs of {} s)  "
+          "consumer {} ns/event, {:.1f} bytes/event written{}\n",
+          s.name, emitted_rate(s) / 1e6, s.rate / 1e6, s.clean.size(), seconds,
+          med(
+              s.clean, [](const Run& r) { return r.consumer_ns_per_event; },
+              "{:.2f} [{:.2f}-{:.2f}]"),
+          static_cast<double>(s.clean[0].bytes) /
+              static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)),
+          s.clean[0].floor_ns_per_event > 0
+              ? "  pwrite floor " +
+                    med(
+                        s.clean, [](const Run& r) { return r.floor_ns_per_event; },
+                        "{:.2f} [{:.2f}-{:.2f}]") +
+                    " ns/event"
+              : std::string());
     else
-      fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name, s.rate / 0.9 / 1e6);
+      fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name,
+                 s.rate / 0.9 / 1e6);
   }
   // The ratios the targets are stated in (medians of this run's sides).
   auto median = [](std::vector<double> x) {
@@ -723,20 +803,29 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < (sides.size() == 3 ? 2u : 1u); ++k) {  // the tracepipe sides
     const Side& t = sides[k];
     if (floor_of(t.max) > 0)
-      fmt::print("ratio         {} consumer / pwrite floor of its bytes: full speed {:.2f}x{}  (target <= 1.25x)\n",
-                 t.name, consumer(t.max) / floor_of(t.max),
-                 t.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / floor_of(t.clean)) : "");
+      fmt::print(
+          "ratio         {} consumer / pwrite floor of its bytes: full speed {:.2f}x{}  (target <= "
+          "1.25x)\n",
+          t.name, consumer(t.max) / floor_of(t.max),
+          t.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / floor_of(t.clean)) : "");
   }
   if (sides.size() == 3) {
     const Side& l = sides[2];
     for (size_t k = 0; k < 2; ++k) {
       const Side& t = sides[k];
-      fmt::print("ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= 0.5x)\n",
-                 t.name, consumer(t.max) / consumer(l.max),
-                 t.found && l.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean)) : "");
+      fmt::print(
+          "ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= "
+          "0.5x)\n",
+          t.name, consumer(t.max) / consumer(l.max),
+          t.found && l.found
+              ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean))
+              : "");
       if (t.found && l.found)
-        fmt::print("ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; target >= 1.5x)\n",
-                   t.name, emitted_rate(t) / emitted_rate(l), k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
+        fmt::print(
+            "ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; "
+            "target >= 1.5x)\n",
+            t.name, emitted_rate(t) / emitted_rate(l),
+            k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
     }
   }
   if (lttng && verify) {
@@ -745,11 +834,14 @@ int main(int argc, char** argv) {
       const Run r = lttng->run(seconds, rate, true);
       std::string why;
       const auto n = record_bench::count_events(*lttng->last_trace(), why);
-      if (!n) fmt::print("verify        {}\n", why);
+      if (!n)
+        fmt::print("verify        {}\n", why);
       else
-        fmt::print("verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} events: {}\n",
-                   rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped, r.written,
-                   *n, *n == r.written ? "equal" : "DIFFERENT");
+        fmt::print(
+            "verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} "
+            "events: {}\n",
+            rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped,
+            r.written, *n, *n == r.written ? "equal" : "DIFFERENT");
     }
   }
   for (const Side& s : sides)

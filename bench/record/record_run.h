@@ -3,29 +3,30 @@
 // side recorded it: a writer pinned to one CPU emits 64-byte events for a
 // fixed time, paced or as fast as it can, while the side's consumer (the
 // tracepipe recorder thread, or LTTng's consumer daemon) writes to tmpfs.
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
-
-#include <pthread.h>
-#include <sched.h>
 
 namespace tracepipe::record_bench {
 
 struct Run {
   double rate = 0;  ///< events emitted per second of the writer's wall time
   uint64_t emitted = 0;
-  uint64_t skipped = 0;  ///< paced: events not emitted while the writer was behind (see paced_writer)
-  uint64_t written = 0;  ///< records in the output
-  uint64_t dropped = 0;  ///< lost by any cause (ring full, output failed)
+  uint64_t skipped =
+      0;  ///< paced: events not emitted while the writer was behind (see paced_writer)
+  uint64_t written = 0;              ///< records in the output
+  uint64_t dropped = 0;              ///< lost by any cause (ring full, output failed)
   double consumer_ns_per_event = 0;  ///< consumer CPU time / written
-  uint64_t bytes = 0;    ///< bytes of the output's data streams
+  uint64_t bytes = 0;                ///< bytes of the output's data streams
   /// The bare pwrite floor of the same bytes (record_bench.cc: pwrite_floor):
   /// its CPU ns divided by `written`; 0 when not measured.
   double floor_ns_per_event = 0;
-  std::string note;      ///< a check that failed, for the report ("" when all agree)
-  std::string gaps;      ///< tracepipe: where the longest gap between looks went ("" for other sides)
+  std::string note;  ///< a check that failed, for the report ("" when all agree)
+  std::string gaps;  ///< tracepipe: where the longest gap between looks went ("" for other sides)
 };
 
 /// The longest burst a paced writer emits to catch up, in seconds of its rate.

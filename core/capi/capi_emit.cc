@@ -44,7 +44,8 @@ using detail::Subscribers;
 /// a run-time size costs two or three moves, as a constant one does, for
 /// bodies of 8 to 64 bytes (shorter ones byte by byte, longer than 256 by
 /// memcpy).
-[[gnu::always_inline]] inline void copy_body(std::byte* dst, const std::byte* src, size_t n) noexcept {
+[[gnu::always_inline]] inline void copy_body(std::byte* dst, const std::byte* src,
+                                             size_t n) noexcept {
   if (n >= 32) [[likely]] {
     if (n > 256) [[unlikely]] {
       std::memcpy(dst, src, n);
@@ -68,9 +69,9 @@ using detail::Subscribers;
 /// a common field, needs the general evaluator, or accepted): the record
 /// built on this frame, then filter_from_stack or commit_from_stack. Out of
 /// line, so that the reject before it needs no 512-byte frame.
-[[gnu::noinline]] void stage_built(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
-                                   const filters::Program& prog, const std::byte* body, uint32_t size,
-                                   int verdict) noexcept {
+[[gnu::noinline]] void stage_built(EventState& st, uint32_t flags, ThreadContext& ctx,
+                                   uint32_t depth, const filters::Program& prog,
+                                   const std::byte* body, uint32_t size, int verdict) noexcept {
   alignas(8) std::byte rec[kStackLaneMax];
   uint64_t hdr = detail::header_word(st.type, ctx.tid);
   if ((depth | ctx.in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
@@ -90,19 +91,20 @@ using detail::Subscribers;
 /// The verdict of `prog` on the caller's bytes (see the top of this file),
 /// or -1 when they cannot decide it (a common field is read, or the
 /// program needs the general evaluator).
-[[gnu::always_inline]] inline int verdict_on_body(const filters::Program& prog, const std::byte* body,
-                                                  uint32_t size) noexcept {
+[[gnu::always_inline]] inline int verdict_on_body(const filters::Program& prog,
+                                                  const std::byte* body, uint32_t size) noexcept {
   if ((prog.read_chunks() & 1) != 0) return -1;
-  const auto* rec = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(body) - sizeof(CommonHeader));
+  const auto* rec =
+      reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(body) - sizeof(CommonHeader));
   return prog.match_inline({rec, size});  // (R6)
 }
 
 /// The stack lane for one state (flags: stages_on_stack) inside the
 /// caller's WriterScope, a fixed-size record of `size` bytes whose body the
 /// caller holds.
-[[gnu::always_inline]] inline void stage_body(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
-                                              const filters::Program& prog, const std::byte* body,
-                                              uint32_t size) noexcept {
+[[gnu::always_inline]] inline void stage_body(EventState& st, uint32_t flags, ThreadContext& ctx,
+                                              uint32_t depth, const filters::Program& prog,
+                                              const std::byte* body, uint32_t size) noexcept {
   const int verdict = verdict_on_body(prog, body, size);
   if (verdict == 0)
     count_reject(st, ctx);
@@ -119,8 +121,9 @@ using detail::Subscribers;
 /// The flags are loaded again here rather than passed: one register less
 /// for trace_lane() to keep (any value loaded inside the section is one
 /// a writer may act on).
-[[gnu::noinline]] void lane_rest_outermost(EventState& st, const filters::Program& prog, const std::byte* body,
-                                           uint32_t size, int verdict) noexcept {
+[[gnu::noinline]] void lane_rest_outermost(EventState& st, const filters::Program& prog,
+                                           const std::byte* body, uint32_t size,
+                                           int verdict) noexcept {
   ThreadContext& ctx = *detail::context_word();
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
   if (verdict == -2) verdict = verdict_on_body(prog, body, size);
@@ -136,8 +139,8 @@ using detail::Subscribers;
 /// reserve, the caller's bytes copied in, commit) inside the outermost
 /// read-side section trace_lane() opened, which this closes; no second
 /// section and subscriber load in trace_fan_out.
-[[gnu::noinline]] void lane_direct_outermost(EventState& st, ThreadContext& ctx, const std::byte* body,
-                                             uint32_t size) noexcept {
+[[gnu::noinline]] void lane_direct_outermost(EventState& st, ThreadContext& ctx,
+                                             const std::byte* body, uint32_t size) noexcept {
   auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     copy_body(rec.data() + sizeof(CommonHeader), body, size - sizeof(CommonHeader));
   };
@@ -171,12 +174,14 @@ using detail::Subscribers;
     EventState& st = *subs->states[0];
     const uint32_t flags = st.flags.load(std::memory_order_acquire);
     if (InstanceAccess::stages_on_stack(flags)) [[likely]] {
-      const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+      const filters::Program* prog =
+          st.program.load(std::memory_order_acquire);  // once per emit (F5)
       const uint32_t pos = prog->single32_pos(ev.fixed_size);
       int verdict = -2;
       if (pos >= sizeof(CommonHeader) && pos != UINT32_MAX) {
         uint32_t x;
-        std::memcpy(&x, body + (pos - sizeof(CommonHeader)), sizeof x);  // (R6) the record's bytes at pos
+        std::memcpy(&x, body + (pos - sizeof(CommonHeader)),
+                    sizeof x);  // (R6) the record's bytes at pos
         if (!prog->match_u32(x)) {
           count_reject(st, *ctx);  // (R8): nothing else touched
           leave_section(*ctx);
@@ -207,7 +212,8 @@ using detail::Subscribers;
 /// `body` non-null: a fixed-size body, which may take the stack lane per
 /// instance; `fill` builds the record otherwise.
 template <class Fill>
-[[gnu::always_inline]] inline void fan_out(const tracepipe_event& ev, uint32_t size, const std::byte* body, Fill& fill) noexcept {
+[[gnu::always_inline]] inline void fan_out(const tracepipe_event& ev, uint32_t size,
+                                           const std::byte* body, Fill& fill) noexcept {
   ThreadContext* ctx = thread_context();
   if (ctx == nullptr) [[unlikely]] {
     count_unregistered_drop();
@@ -229,7 +235,8 @@ template <class Fill>
 }
 
 /// tracepipe_trace() past its lane: every subscribed instance.
-[[gnu::noinline]] void trace_fan_out(const tracepipe_event& ev, const std::byte* body, uint32_t rec_size) noexcept {
+[[gnu::noinline]] void trace_fan_out(const tracepipe_event& ev, const std::byte* body,
+                                     uint32_t rec_size) noexcept {
   auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     copy_body(rec.data() + sizeof(CommonHeader), body, rec_size - sizeof(CommonHeader));
   };
@@ -265,10 +272,24 @@ void write_values(const tracepipe_event& ev, std::byte* rec, const tracepipe_val
         if (!l.array) {
           const uint64_t x = v[i].num;
           switch (l.elem) {
-            case 1: { const auto t = static_cast<uint8_t>(x); std::memcpy(at, &t, 1); break; }
-            case 2: { const auto t = static_cast<uint16_t>(x); std::memcpy(at, &t, 2); break; }
-            case 4: { const auto t = static_cast<uint32_t>(x); std::memcpy(at, &t, 4); break; }
-            default: std::memcpy(at, &x, 8); break;
+            case 1: {
+              const auto t = static_cast<uint8_t>(x);
+              std::memcpy(at, &t, 1);
+              break;
+            }
+            case 2: {
+              const auto t = static_cast<uint16_t>(x);
+              std::memcpy(at, &t, 2);
+              break;
+            }
+            case 4: {
+              const auto t = static_cast<uint32_t>(x);
+              std::memcpy(at, &t, 4);
+              break;
+            }
+            default:
+              std::memcpy(at, &x, 8);
+              break;
           }
         } else if (v[i].data != nullptr) {
           const size_t n = v[i].len < l.count ? v[i].len : l.count;
@@ -296,17 +317,22 @@ void write_values(const tracepipe_event& ev, std::byte* rec, const tracepipe_val
 /// part: bytes past it are not recorded).
 [[gnu::always_inline]] inline uint32_t body_record_size(const tracepipe_event& ev, const void* body,
                                                         size_t n) noexcept {
-  if (n < ev.body_fixed || (body == nullptr && n != 0) || n > UINT32_MAX - sizeof(CommonHeader)) [[unlikely]]
+  if (n < ev.body_fixed || (body == nullptr && n != 0) || n > UINT32_MAX - sizeof(CommonHeader))
+      [[unlikely]]
     return 0;
   return ev.dynamic ? static_cast<uint32_t>(n + sizeof(CommonHeader)) : ev.fixed_size;
 }
 
 tracepipe_emit_result to_c(EmitResult r) noexcept {
   switch (r) {
-    case EmitResult::kept: return TRACEPIPE_EMIT_KEPT;
-    case EmitResult::discarded: return TRACEPIPE_EMIT_DISCARDED;
-    case EmitResult::lost: return TRACEPIPE_EMIT_LOST;
-    case EmitResult::disabled: break;
+    case EmitResult::kept:
+      return TRACEPIPE_EMIT_KEPT;
+    case EmitResult::discarded:
+      return TRACEPIPE_EMIT_DISCARDED;
+    case EmitResult::lost:
+      return TRACEPIPE_EMIT_LOST;
+    case EmitResult::disabled:
+      break;
   }
   return TRACEPIPE_EMIT_DISABLED;
 }
@@ -353,8 +379,10 @@ void tracepipe_trace(const tracepipe_event* event, const void* body, size_t size
   trace_fan_out(*event, b, rec_size);
 }
 
-void tracepipe_trace_values(const tracepipe_event* event, const tracepipe_value* values, size_t count) {
-  if (event == nullptr || count != event->fields.size() || (values == nullptr && count != 0)) [[unlikely]]
+void tracepipe_trace_values(const tracepipe_event* event, const tracepipe_value* values,
+                            size_t count) {
+  if (event == nullptr || count != event->fields.size() || (values == nullptr && count != 0))
+      [[unlikely]]
     return;
   if (event->word->load(std::memory_order_relaxed) == nullptr) return;
   if (event->stack_lane) {
@@ -370,31 +398,32 @@ void tracepipe_trace_values(const tracepipe_event* event, const tracepipe_value*
   fan_out(*event, size, nullptr, fill);
 }
 
-tracepipe_emit_result tracepipe_emit(tracepipe_instance* instance, const tracepipe_event* event, const void* body,
-                                     size_t size) {
+tracepipe_emit_result tracepipe_emit(tracepipe_instance* instance, const tracepipe_event* event,
+                                     const void* body, size_t size) {
   if (instance == nullptr || event == nullptr) [[unlikely]]
     return TRACEPIPE_EMIT_INVALID;
   const uint32_t rec_size = body_record_size(*event, body, size);
   if (rec_size == 0) [[unlikely]]
     return TRACEPIPE_EMIT_INVALID;
   const auto* b = static_cast<const std::byte*>(body);
-  return to_c(instance->inst->emit_fill(*event->desc, rec_size,
-                                        [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-                                          copy_body(rec.data() + sizeof(CommonHeader), b,
-                                                              rec_size - sizeof(CommonHeader));
-                                        }));
+  return to_c(instance->inst->emit_fill(
+      *event->desc, rec_size,
+      [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+        copy_body(rec.data() + sizeof(CommonHeader), b, rec_size - sizeof(CommonHeader));
+      }));
 }
 
-tracepipe_emit_result tracepipe_emit_values(tracepipe_instance* instance, const tracepipe_event* event,
+tracepipe_emit_result tracepipe_emit_values(tracepipe_instance* instance,
+                                            const tracepipe_event* event,
                                             const tracepipe_value* values, size_t count) {
   if (instance == nullptr || event == nullptr || count != event->fields.size() ||
       (values == nullptr && count != 0)) [[unlikely]]
     return TRACEPIPE_EMIT_INVALID;
   const uint32_t size = values_size(*event, values);
-  return to_c(instance->inst->emit_fill(*event->desc, size,
-                                        [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-                                          write_values(*event, rec.data(), values);
-                                        }));
+  return to_c(instance->inst->emit_fill(
+      *event->desc, size, [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+        write_values(*event, rec.data(), values);
+      }));
 }
 
 }  // extern "C"

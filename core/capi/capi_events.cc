@@ -30,7 +30,7 @@ const detail::Subscribers kUseDescriptorWord{};
 
 struct Declared {
   std::mutex mu;
-  std::map<const EventDesc*, tracepipe_event*> by_desc;        // (C1): never freed
+  std::map<const EventDesc*, tracepipe_event*> by_desc;           // (C1): never freed
   std::map<const tracepipe_tracepoint*, tracepipe_event*> by_tp;  // one event per tracepoint
 };
 Declared& declared() {
@@ -53,14 +53,17 @@ std::string int_type(uint32_t size, bool is_signed) {
 uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 /// The format and the layout of a checked spec; throws std::invalid_argument.
-EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayout>& layout, uint32_t& fixed,
-                        bool& dynamic) {
+EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayout>& layout,
+                        uint32_t& fixed, bool& dynamic) {
   if (!is_ident(spec.system)) throw std::invalid_argument("event system: not a C identifier");
   if (!is_ident(spec.name)) throw std::invalid_argument("event name: not a C identifier");
   if (spec.field_count > kMaxFields) throw std::invalid_argument("more than 64 fields");
-  if (spec.field_count != 0 && spec.fields == nullptr) throw std::invalid_argument("fields is NULL");
-  const size_t stride = spec.field_struct_size != 0 ? spec.field_struct_size : sizeof(tracepipe_field);
-  if (stride < offsetof(tracepipe_field, type)) throw std::invalid_argument("field_struct_size too small");
+  if (spec.field_count != 0 && spec.fields == nullptr)
+    throw std::invalid_argument("fields is NULL");
+  const size_t stride =
+      spec.field_struct_size != 0 ? spec.field_struct_size : sizeof(tracepipe_field);
+  if (stride < offsetof(tracepipe_field, type))
+    throw std::invalid_argument("field_struct_size too small");
   EventFormat f;
   f.system = spec.system;
   f.name = spec.name;
@@ -71,12 +74,15 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
   dynamic = false;
   for (size_t i = 0; i < spec.field_count; ++i) {
     tracepipe_field fd{};
-    std::memcpy(&fd, reinterpret_cast<const char*>(spec.fields) + i * stride, std::min(stride, sizeof fd));
+    std::memcpy(&fd, reinterpret_cast<const char*>(spec.fields) + i * stride,
+                std::min(stride, sizeof fd));
     const std::string where = "field " + std::to_string(i);
     if (!is_ident(fd.name)) throw std::invalid_argument(where + ": name is not a C identifier");
     const std::string name = fd.name;
-    if (name.starts_with("common_")) throw std::invalid_argument(where + " '" + name + "': common_ names are the header's");
-    if (!names.insert(name).second) throw std::invalid_argument(where + " '" + name + "': declared twice");
+    if (name.starts_with("common_"))
+      throw std::invalid_argument(where + " '" + name + "': common_ names are the header's");
+    if (!names.insert(name).second)
+      throw std::invalid_argument(where + " '" + name + "': declared twice");
     FieldLayout l{};
     l.kind = fd.kind;
     FormatField ff;
@@ -86,19 +92,23 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
       case TRACEPIPE_FIELD_INT: {
         if (fd.size != 1 && fd.size != 2 && fd.size != 4 && fd.size != 8)
           throw std::invalid_argument(where + " '" + name + "': integer size must be 1, 2, 4 or 8");
-        if (fd.array_len > kMaxArray) throw std::invalid_argument(where + " '" + name + "': array longer than 4096");
+        if (fd.array_len > kMaxArray)
+          throw std::invalid_argument(where + " '" + name + "': array longer than 4096");
         l.elem = fd.size;
         l.count = fd.array_len == 0 ? 1 : fd.array_len;
         l.array = fd.array_len != 0;
-        const std::string base = fd.type != nullptr && *fd.type != '\0' ? std::string(fd.type)
-                                                                          : int_type(fd.size, fd.is_signed != 0);
+        const std::string base = fd.type != nullptr && *fd.type != '\0'
+                                     ? std::string(fd.type)
+                                     : int_type(fd.size, fd.is_signed != 0);
         if (base.find_first_of("[];\n\t") != std::string::npos)
-          throw std::invalid_argument(where + " '" + name + "': type must not hold [ ] ; or control characters");
+          throw std::invalid_argument(where + " '" + name +
+                                      "': type must not hold [ ] ; or control characters");
         ff.type = fd.array_len == 0 ? base : base + "[" + std::to_string(fd.array_len) + "]";
         ff.is_signed = fd.is_signed != 0;
         if (fd.array_len != 0) {
           conv = "%s";
-          arg = "__print_array(REC->" + name + ", " + std::to_string(fd.array_len) + ", " + std::to_string(fd.size) + ")";
+          arg = "__print_array(REC->" + name + ", " + std::to_string(fd.array_len) + ", " +
+                std::to_string(fd.size) + ")";
         } else if (fd.size == 8) {
           conv = fd.is_signed ? "%lld" : "%llu";
         } else {
@@ -122,7 +132,8 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
         arg = "__get_str(" + name + ")";
         dynamic = true;
         break;
-      default: throw std::invalid_argument(where + " '" + name + "': unknown kind");
+      default:
+        throw std::invalid_argument(where + " '" + name + "': unknown kind");
     }
     l.size = l.elem * l.count;
     off = align_up(off, l.elem);
@@ -140,7 +151,8 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
   fixed = align_up(off, max_align);
   if (fixed > 32768) throw std::invalid_argument("the record's fixed part is over 32 KiB");
   if (spec.print_fmt != nullptr) {
-    if (std::strchr(spec.print_fmt, '\n') != nullptr) throw std::invalid_argument("print_fmt must be one line");
+    if (std::strchr(spec.print_fmt, '\n') != nullptr)
+      throw std::invalid_argument("print_fmt must be one line");
     f.print_fmt = spec.print_fmt;
   } else {
     f.print_fmt = fmt + "\"" + args;
@@ -156,10 +168,11 @@ using namespace tracepipe::capi;
 
 extern "C" {
 
-tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* user_spec, tracepipe_tracepoint* tp,
-                                         tracepipe_event** out) {
+tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* user_spec,
+                                         tracepipe_tracepoint* tp, tracepipe_event** out) {
   return guarded([&] {
-    if (user_spec == nullptr || out == nullptr) return fail(TRACEPIPE_EINVAL, "spec and out must not be NULL");
+    if (user_spec == nullptr || out == nullptr)
+      return fail(TRACEPIPE_EINVAL, "spec and out must not be NULL");
     tracepipe_event_spec spec;
     if (user_spec->struct_size < offsetof(tracepipe_event_spec, fields) ||
         !copy_struct_in(&spec, sizeof spec, user_spec, user_spec->struct_size))
@@ -181,7 +194,8 @@ tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* user_spec, 
                       alignof(std::atomic<const detail::Subscribers*>) == alignof(void*));
         tp_word = reinterpret_cast<std::atomic<const detail::Subscribers*>*>(&tp->state_);
       } else if (it->second->desc->full_name() != format.system + ":" + format.name) {
-        return fail(TRACEPIPE_EINVAL, "tracepoint: already bound to " + it->second->desc->full_name());
+        return fail(TRACEPIPE_EINVAL,
+                    "tracepoint: already bound to " + it->second->desc->full_name());
       }
     }
     const EventDesc& desc = Registry::global().add_declared(std::move(format), tp_word);
@@ -211,7 +225,8 @@ tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* user_spec, 
 tracepipe_event* tracepipe_event_find(const char* system, const char* name) {
   try {
     if (system == nullptr) return nullptr;
-    const EventDesc* desc = name != nullptr ? Registry::global().find(system, name) : Registry::global().find(system);
+    const EventDesc* desc =
+        name != nullptr ? Registry::global().find(system, name) : Registry::global().find(system);
     if (desc == nullptr) return nullptr;
     Declared& d = declared();
     std::lock_guard lk(d.mu);
@@ -222,7 +237,9 @@ tracepipe_event* tracepipe_event_find(const char* system, const char* name) {
   }
 }
 
-uint16_t tracepipe_event_id(const tracepipe_event* event) { return event != nullptr ? event->desc->id() : 0; }
+uint16_t tracepipe_event_id(const tracepipe_event* event) {
+  return event != nullptr ? event->desc->id() : 0;
+}
 
 uint32_t tracepipe_event_fixed_size(const tracepipe_event* event) {
   return event != nullptr ? event->fixed_size : 0;

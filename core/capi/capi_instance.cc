@@ -26,7 +26,8 @@ InstanceOptions to_options(const tracepipe_instance_options* user) {
     o.name = c.name;
   }
   if (c.buffer_size_kb != 0) {
-    if (c.buffer_size_kb > kMaxBufferSizeKb) throw std::invalid_argument("buffer_size_kb: over 1 GiB per CPU");
+    if (c.buffer_size_kb > kMaxBufferSizeKb)
+      throw std::invalid_argument("buffer_size_kb: over 1 GiB per CPU");
     o.buffer_size_kb = c.buffer_size_kb;
   }
   if (c.subbuf_size_kb != 0) {
@@ -36,22 +37,37 @@ InstanceOptions to_options(const tracepipe_instance_options* user) {
     o.subbuf_size_kb = c.subbuf_size_kb;
   }
   switch (c.mode) {
-    case TRACEPIPE_MODE_OVERWRITE: o.mode = BufferMode::overwrite; break;
-    case TRACEPIPE_MODE_DROP_NEWEST: o.mode = BufferMode::drop_newest; break;
-    default: throw std::invalid_argument("mode: not a tracepipe_buffer_mode");
+    case TRACEPIPE_MODE_OVERWRITE:
+      o.mode = BufferMode::overwrite;
+      break;
+    case TRACEPIPE_MODE_DROP_NEWEST:
+      o.mode = BufferMode::drop_newest;
+      break;
+    default:
+      throw std::invalid_argument("mode: not a tracepipe_buffer_mode");
   }
   if (c.clock != nullptr) {
     const auto id = parse_trace_clock(c.clock);
-    if (!id) throw std::invalid_argument(std::string("clock: unknown trace clock '") + c.clock + "'");
+    if (!id)
+      throw std::invalid_argument(std::string("clock: unknown trace clock '") + c.clock + "'");
     o.clock = *id;
   }
   switch (c.staging) {
     case TRACEPIPE_STAGING_DEFAULT:
-    case TRACEPIPE_STAGING_PER_THREAD: o.staging = Staging::per_thread; break;
-    case TRACEPIPE_STAGING_OFF: o.staging = Staging::off; break;
-    case TRACEPIPE_STAGING_PER_CPU: o.staging = Staging::per_cpu; break;
-    case TRACEPIPE_STAGING_ADAPTIVE: o.staging = Staging::adaptive; break;
-    default: throw std::invalid_argument("staging: not a tracepipe_staging");
+    case TRACEPIPE_STAGING_PER_THREAD:
+      o.staging = Staging::per_thread;
+      break;
+    case TRACEPIPE_STAGING_OFF:
+      o.staging = Staging::off;
+      break;
+    case TRACEPIPE_STAGING_PER_CPU:
+      o.staging = Staging::per_cpu;
+      break;
+    case TRACEPIPE_STAGING_ADAPTIVE:
+      o.staging = Staging::adaptive;
+      break;
+    default:
+      throw std::invalid_argument("staging: not a tracepipe_staging");
   }
   if (c.adaptive_threshold != 0) {
     if (!(c.adaptive_threshold > 0 && c.adaptive_threshold <= 1))
@@ -72,7 +88,9 @@ const InstanceConfig& find_section(const Config& cfg, const char* name, const ch
   throw std::invalid_argument(std::string(path) + ": no instance named '" + want + "'");
 }
 
-bool bad(const tracepipe_instance* i, const tracepipe_event* e) { return i == nullptr || e == nullptr; }
+bool bad(const tracepipe_instance* i, const tracepipe_event* e) {
+  return i == nullptr || e == nullptr;
+}
 
 }  // namespace
 }  // namespace tracepipe::capi
@@ -82,7 +100,8 @@ using namespace tracepipe::capi;
 
 extern "C" {
 
-tracepipe_status tracepipe_instance_create(const tracepipe_instance_options* options, tracepipe_instance** out) {
+tracepipe_status tracepipe_instance_create(const tracepipe_instance_options* options,
+                                           tracepipe_instance** out) {
   return guarded([&] {
     if (out == nullptr) return fail(TRACEPIPE_EINVAL, "out must not be NULL");
     auto h = std::make_unique<tracepipe_instance>();
@@ -95,7 +114,8 @@ tracepipe_status tracepipe_instance_create(const tracepipe_instance_options* opt
 tracepipe_status tracepipe_instance_from_config(const char* path, const char* instance_name,
                                                 tracepipe_instance** out) {
   return guarded([&] {
-    if (path == nullptr || out == nullptr) return fail(TRACEPIPE_EINVAL, "path and out must not be NULL");
+    if (path == nullptr || out == nullptr)
+      return fail(TRACEPIPE_EINVAL, "path and out must not be NULL");
     const Config cfg = load_config(path);
     auto h = std::make_unique<tracepipe_instance>();
     h->inst = Instance::from_config(find_section(cfg, instance_name, path));
@@ -107,7 +127,8 @@ tracepipe_status tracepipe_instance_from_config(const char* path, const char* in
 tracepipe_status tracepipe_instance_apply_config(tracepipe_instance* instance, const char* path,
                                                  const char* instance_name) {
   return guarded([&] {
-    if (instance == nullptr || path == nullptr) return fail(TRACEPIPE_EINVAL, "instance and path must not be NULL");
+    if (instance == nullptr || path == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance and path must not be NULL");
     const Config cfg = load_config(path);
     instance->inst->apply(find_section(cfg, instance_name, path));
     return TRACEPIPE_OK;
@@ -121,7 +142,8 @@ void tracepipe_instance_destroy(tracepipe_instance* instance) {
   }
 }
 
-tracepipe_status tracepipe_instance_enable(tracepipe_instance* instance, const tracepipe_event* event, int on) {
+tracepipe_status tracepipe_instance_enable(tracepipe_instance* instance,
+                                           const tracepipe_event* event, int on) {
   return guarded([&] {
     if (bad(instance, event)) return fail(TRACEPIPE_EINVAL, "instance and event must not be NULL");
     instance->inst->enable(*event->desc, on != 0);
@@ -129,10 +151,11 @@ tracepipe_status tracepipe_instance_enable(tracepipe_instance* instance, const t
   });
 }
 
-tracepipe_status tracepipe_instance_enable_pattern(tracepipe_instance* instance, const char* pattern, int on,
-                                                   size_t* matched) {
+tracepipe_status tracepipe_instance_enable_pattern(tracepipe_instance* instance,
+                                                   const char* pattern, int on, size_t* matched) {
   return guarded([&] {
-    if (instance == nullptr || pattern == nullptr) return fail(TRACEPIPE_EINVAL, "instance and pattern must not be NULL");
+    if (instance == nullptr || pattern == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance and pattern must not be NULL");
     const size_t n = instance->inst->enable(std::string_view(pattern), on != 0);
     if (matched != nullptr) *matched = n;
     if (n == 0) return fail(TRACEPIPE_ENOENT, std::string("no event matches '") + pattern + "'");
@@ -140,18 +163,19 @@ tracepipe_status tracepipe_instance_enable_pattern(tracepipe_instance* instance,
   });
 }
 
-tracepipe_status tracepipe_instance_set_filter(tracepipe_instance* instance, const tracepipe_event* event,
-                                               const char* expr) {
+tracepipe_status tracepipe_instance_set_filter(tracepipe_instance* instance,
+                                               const tracepipe_event* event, const char* expr) {
   return guarded([&] {
-    if (bad(instance, event) || expr == nullptr) return fail(TRACEPIPE_EINVAL, "instance, event and expr must not be NULL");
+    if (bad(instance, event) || expr == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance, event and expr must not be NULL");
     const FilterStatus st = instance->inst->set_filter(*event->desc, expr);
     if (!st) return fail(TRACEPIPE_EFILTER, st.render());
     return TRACEPIPE_OK;
   });
 }
 
-tracepipe_status tracepipe_instance_set_system_filter(tracepipe_instance* instance, const char* system,
-                                                      const char* expr) {
+tracepipe_status tracepipe_instance_set_system_filter(tracepipe_instance* instance,
+                                                      const char* system, const char* expr) {
   return guarded([&] {
     if (instance == nullptr || system == nullptr || expr == nullptr)
       return fail(TRACEPIPE_EINVAL, "instance, system and expr must not be NULL");
@@ -165,17 +189,18 @@ tracepipe_status tracepipe_instance_set_system_filter(tracepipe_instance* instan
   });
 }
 
-size_t tracepipe_instance_filter(const tracepipe_instance* instance, const tracepipe_event* event, char* buf,
-                                 size_t cap) {
+size_t tracepipe_instance_filter(const tracepipe_instance* instance, const tracepipe_event* event,
+                                 char* buf, size_t cap) {
   try {
-    return copy_out(bad(instance, event) ? std::string() : instance->inst->filter(*event->desc), buf, cap);
+    return copy_out(bad(instance, event) ? std::string() : instance->inst->filter(*event->desc),
+                    buf, cap);
   } catch (...) {
     return copy_out("", buf, cap);
   }
 }
 
-tracepipe_status tracepipe_instance_set_soft_disabled(tracepipe_instance* instance, const tracepipe_event* event,
-                                                      int soft) {
+tracepipe_status tracepipe_instance_set_soft_disabled(tracepipe_instance* instance,
+                                                      const tracepipe_event* event, int soft) {
   return guarded([&] {
     if (bad(instance, event)) return fail(TRACEPIPE_EINVAL, "instance and event must not be NULL");
     instance->inst->set_soft_disabled(*event->desc, soft != 0);
@@ -183,8 +208,8 @@ tracepipe_status tracepipe_instance_set_soft_disabled(tracepipe_instance* instan
   });
 }
 
-tracepipe_status tracepipe_instance_set_trigger(tracepipe_instance* instance, const tracepipe_event* event,
-                                                const char* command) {
+tracepipe_status tracepipe_instance_set_trigger(tracepipe_instance* instance,
+                                                const tracepipe_event* event, const char* command) {
   return guarded([&] {
     if (bad(instance, event) || command == nullptr)
       return fail(TRACEPIPE_EINVAL, "instance, event and command must not be NULL");
@@ -194,19 +219,22 @@ tracepipe_status tracepipe_instance_set_trigger(tracepipe_instance* instance, co
   });
 }
 
-size_t tracepipe_instance_trigger_text(const tracepipe_instance* instance, const tracepipe_event* event, char* buf,
-                                       size_t cap) {
+size_t tracepipe_instance_trigger_text(const tracepipe_instance* instance,
+                                       const tracepipe_event* event, char* buf, size_t cap) {
   try {
-    return copy_out(bad(instance, event) ? std::string() : trigger_file(*instance->inst, *event->desc), buf, cap);
+    return copy_out(
+        bad(instance, event) ? std::string() : trigger_file(*instance->inst, *event->desc), buf,
+        cap);
   } catch (...) {
     return copy_out("", buf, cap);
   }
 }
 
-size_t tracepipe_instance_hist_text(const tracepipe_instance* instance, const tracepipe_event* event, char* buf,
-                                    size_t cap) {
+size_t tracepipe_instance_hist_text(const tracepipe_instance* instance,
+                                    const tracepipe_event* event, char* buf, size_t cap) {
   try {
-    return copy_out(bad(instance, event) ? std::string() : hist_file(*instance->inst, *event->desc), buf, cap);
+    return copy_out(bad(instance, event) ? std::string() : hist_file(*instance->inst, *event->desc),
+                    buf, cap);
   } catch (...) {
     return copy_out("", buf, cap);
   }
@@ -224,9 +252,11 @@ int tracepipe_instance_paused(const tracepipe_instance* instance) {
   return instance != nullptr && instance->inst->paused() ? 1 : 0;
 }
 
-tracepipe_status tracepipe_instance_write_trace_dat(tracepipe_instance* instance, const char* path, unsigned flags) {
+tracepipe_status tracepipe_instance_write_trace_dat(tracepipe_instance* instance, const char* path,
+                                                    unsigned flags) {
   return guarded([&] {
-    if (instance == nullptr || path == nullptr) return fail(TRACEPIPE_EINVAL, "instance and path must not be NULL");
+    if (instance == nullptr || path == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance and path must not be NULL");
     if ((flags & ~(TRACEPIPE_SNAPSHOT_CONSUME | TRACEPIPE_SNAPSHOT_PAUSE)) != 0)
       return fail(TRACEPIPE_EINVAL, "flags: unknown bits");
     Instance& inst = *instance->inst;
@@ -254,10 +284,12 @@ size_t tracepipe_instance_trace_text(const tracepipe_instance* instance, char* b
   }
 }
 
-tracepipe_status tracepipe_instance_event_stats(const tracepipe_instance* instance, const tracepipe_event* event,
+tracepipe_status tracepipe_instance_event_stats(const tracepipe_instance* instance,
+                                                const tracepipe_event* event,
                                                 tracepipe_event_stats* out) {
   return guarded([&] {
-    if (bad(instance, event) || out == nullptr) return fail(TRACEPIPE_EINVAL, "instance, event and out must not be NULL");
+    if (bad(instance, event) || out == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance, event and out must not be NULL");
     const EventStats s = instance->inst->event_stats(*event->desc);
     tracepipe_event_stats c{};
     c.struct_size = sizeof c;
@@ -271,9 +303,11 @@ tracepipe_status tracepipe_instance_event_stats(const tracepipe_instance* instan
   });
 }
 
-tracepipe_status tracepipe_instance_buffer_stats(const tracepipe_instance* instance, tracepipe_buffer_stats* out) {
+tracepipe_status tracepipe_instance_buffer_stats(const tracepipe_instance* instance,
+                                                 tracepipe_buffer_stats* out) {
   return guarded([&] {
-    if (instance == nullptr || out == nullptr) return fail(TRACEPIPE_EINVAL, "instance and out must not be NULL");
+    if (instance == nullptr || out == nullptr)
+      return fail(TRACEPIPE_EINVAL, "instance and out must not be NULL");
     tracepipe_buffer_stats c{};
     c.struct_size = sizeof c;
     for (const buffers::CpuStats& s : instance->inst->cpu_stats()) {
@@ -291,7 +325,8 @@ tracepipe_status tracepipe_instance_buffer_stats(const tracepipe_instance* insta
 
 size_t tracepipe_instance_flight_path(const tracepipe_instance* instance, char* buf, size_t cap) {
   try {
-    return copy_out(instance == nullptr ? std::string() : instance->inst->flight_path().string(), buf, cap);
+    return copy_out(instance == nullptr ? std::string() : instance->inst->flight_path().string(),
+                    buf, cap);
   } catch (...) {
     return copy_out("", buf, cap);
   }

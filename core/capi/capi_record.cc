@@ -16,33 +16,40 @@ using namespace tracepipe::capi;
 
 extern "C" {
 
-tracepipe_status tracepipe_recorder_start(tracepipe_instance* instance, const tracepipe_recorder_options* options,
+tracepipe_status tracepipe_recorder_start(tracepipe_instance* instance,
+                                          const tracepipe_recorder_options* options,
                                           tracepipe_recorder** out) {
   return guarded([&] {
     if (instance == nullptr || options == nullptr || out == nullptr)
       return fail(TRACEPIPE_EINVAL, "instance, options and out must not be NULL");
     tracepipe_recorder_options c;
-    if (options->struct_size < sizeof(size_t) || !copy_struct_in(&c, sizeof c, options, options->struct_size))
-      return fail(TRACEPIPE_EINVAL, "tracepipe_recorder_options: struct_size unknown to this library");
+    if (options->struct_size < sizeof(size_t) ||
+        !copy_struct_in(&c, sizeof c, options, options->struct_size))
+      return fail(TRACEPIPE_EINVAL,
+                  "tracepipe_recorder_options: struct_size unknown to this library");
     record::RecorderOptions o;
     if (c.output != nullptr) o.output = c.output;
     if (c.collector != nullptr) o.collector = c.collector;
     if (c.file_version != 0) {
-      if (c.file_version != 6 && c.file_version != 7) return fail(TRACEPIPE_EINVAL, "file_version: 6 or 7");
+      if (c.file_version != 6 && c.file_version != 7)
+        return fail(TRACEPIPE_EINVAL, "file_version: 6 or 7");
       o.file_version = c.file_version;
     }
     if (c.compression != nullptr) {
       const std::string z = c.compression;
-      if (z != "zstd" && z != "zlib" && z != "none") return fail(TRACEPIPE_EINVAL, "compression: zstd, zlib or none");
+      if (z != "zstd" && z != "zlib" && z != "none")
+        return fail(TRACEPIPE_EINVAL, "compression: zstd, zlib or none");
       o.compression = z;
     }
-    o.mode = c.flight_recorder != 0 ? record::RecordMode::flight_recorder : record::RecordMode::stream;
+    o.mode =
+        c.flight_recorder != 0 ? record::RecordMode::flight_recorder : record::RecordMode::stream;
     if (c.watermark_percent != 0) {
       if (c.watermark_percent > 100) return fail(TRACEPIPE_EINVAL, "watermark_percent: 0..100");
       o.watermark_percent = c.watermark_percent;
     }
     if (c.flush_interval_ms != 0) o.flush_interval = std::chrono::milliseconds(c.flush_interval_ms);
-    if (c.collector_timeout_ms != 0) o.collector_timeout = std::chrono::milliseconds(c.collector_timeout_ms);
+    if (c.collector_timeout_ms != 0)
+      o.collector_timeout = std::chrono::milliseconds(c.collector_timeout_ms);
     auto h = std::make_unique<tracepipe_recorder>();
     h->rec = std::make_unique<record::Recorder>(*instance->inst, std::move(o));
     *out = h.release();
@@ -52,7 +59,9 @@ tracepipe_status tracepipe_recorder_start(tracepipe_instance* instance, const tr
 
 int tracepipe_recorder_wait_ready(tracepipe_recorder* recorder, uint32_t timeout_ms) {
   try {
-    return recorder != nullptr && recorder->rec->wait_ready(std::chrono::milliseconds(timeout_ms)) ? 1 : 0;
+    return recorder != nullptr && recorder->rec->wait_ready(std::chrono::milliseconds(timeout_ms))
+               ? 1
+               : 0;
   } catch (...) {
     return 0;
   }
@@ -62,7 +71,8 @@ void tracepipe_recorder_trigger(tracepipe_recorder* recorder) {
   if (recorder != nullptr) recorder->rec->trigger();
 }
 
-tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder, tracepipe_recorder_stats* out) {
+tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder,
+                                         tracepipe_recorder_stats* out) {
   return guarded([&] {
     if (recorder == nullptr) return fail(TRACEPIPE_EINVAL, "recorder must not be NULL");
     const record::RecorderStats s = recorder->rec->stop();
@@ -97,15 +107,17 @@ void tracepipe_recorder_destroy(tracepipe_recorder* recorder) {
   }
 }
 
-tracepipe_status tracepipe_recover(const char* flight_file, const char* output, const tracepipe_recover_options* options,
+tracepipe_status tracepipe_recover(const char* flight_file, const char* output,
+                                   const tracepipe_recover_options* options,
                                    tracepipe_recover_stats* out) {
   return guarded([&] {
     if (flight_file == nullptr || output == nullptr)
       return fail(TRACEPIPE_EINVAL, "flight_file and output must not be NULL");
     tracepipe_recover_options c{};
-    if (options != nullptr &&
-        (options->struct_size < sizeof(size_t) || !copy_struct_in(&c, sizeof c, options, options->struct_size)))
-      return fail(TRACEPIPE_EINVAL, "tracepipe_recover_options: struct_size unknown to this library");
+    if (options != nullptr && (options->struct_size < sizeof(size_t) ||
+                               !copy_struct_in(&c, sizeof c, options, options->struct_size)))
+      return fail(TRACEPIPE_EINVAL,
+                  "tracepipe_recover_options: struct_size unknown to this library");
     recover::RecoverOptions o;
     o.live = c.live != 0;
     o.strict = c.strict != 0;

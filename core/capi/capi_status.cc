@@ -46,7 +46,8 @@ tracepipe_status fail_current() noexcept {
   } catch (const std::filesystem::filesystem_error& e) {
     return fail(TRACEPIPE_EIO, e.what());
   } catch (const std::system_error& e) {
-    return fail(e.code() == std::errc::not_enough_memory ? TRACEPIPE_ENOMEM : TRACEPIPE_EIO, e.what());
+    return fail(e.code() == std::errc::not_enough_memory ? TRACEPIPE_ENOMEM : TRACEPIPE_EIO,
+                e.what());
   } catch (const std::bad_alloc&) {
     return fail(TRACEPIPE_ENOMEM, "out of memory");
   } catch (const std::invalid_argument& e) {
@@ -84,7 +85,8 @@ void copy_struct_out(void* user, size_t user_size, const void* ours, size_t our_
   const size_t word = sizeof(size_t);  // struct_size, first in every struct
   const size_t n = user_size < our_size ? user_size : our_size;
   if (n > word)
-    std::memcpy(static_cast<unsigned char*>(user) + word, static_cast<const unsigned char*>(ours) + word, n - word);
+    std::memcpy(static_cast<unsigned char*>(user) + word,
+                static_cast<const unsigned char*>(ours) + word, n - word);
 }
 
 }  // namespace tracepipe::capi
@@ -97,17 +99,28 @@ const char* tracepipe_last_error(void) { return tracepipe::capi::last_error(); }
 
 const char* tracepipe_status_name(tracepipe_status status) {
   switch (status) {
-    case TRACEPIPE_OK: return "TRACEPIPE_OK";
-    case TRACEPIPE_EINVAL: return "TRACEPIPE_EINVAL";
-    case TRACEPIPE_EFILTER: return "TRACEPIPE_EFILTER";
-    case TRACEPIPE_ETRIGGER: return "TRACEPIPE_ETRIGGER";
-    case TRACEPIPE_ECONFIG: return "TRACEPIPE_ECONFIG";
-    case TRACEPIPE_EEXIST: return "TRACEPIPE_EEXIST";
-    case TRACEPIPE_ENOENT: return "TRACEPIPE_ENOENT";
-    case TRACEPIPE_EIO: return "TRACEPIPE_EIO";
-    case TRACEPIPE_ERECOVER: return "TRACEPIPE_ERECOVER";
-    case TRACEPIPE_ENOMEM: return "TRACEPIPE_ENOMEM";
-    case TRACEPIPE_EINTERNAL: return "TRACEPIPE_EINTERNAL";
+    case TRACEPIPE_OK:
+      return "TRACEPIPE_OK";
+    case TRACEPIPE_EINVAL:
+      return "TRACEPIPE_EINVAL";
+    case TRACEPIPE_EFILTER:
+      return "TRACEPIPE_EFILTER";
+    case TRACEPIPE_ETRIGGER:
+      return "TRACEPIPE_ETRIGGER";
+    case TRACEPIPE_ECONFIG:
+      return "TRACEPIPE_ECONFIG";
+    case TRACEPIPE_EEXIST:
+      return "TRACEPIPE_EEXIST";
+    case TRACEPIPE_ENOENT:
+      return "TRACEPIPE_ENOENT";
+    case TRACEPIPE_EIO:
+      return "TRACEPIPE_EIO";
+    case TRACEPIPE_ERECOVER:
+      return "TRACEPIPE_ERECOVER";
+    case TRACEPIPE_ENOMEM:
+      return "TRACEPIPE_ENOMEM";
+    case TRACEPIPE_EINTERNAL:
+      return "TRACEPIPE_EINTERNAL";
   }
   return "?";
 }

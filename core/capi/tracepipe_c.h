@@ -71,9 +71,15 @@ extern "C" {
 /** An extensible struct with struct_size set and every other member 0 (its
  *  default): what the TRACEPIPE_*_INIT macros expand to. */
 #ifdef __cplusplus
-#define TRACEPIPE_STRUCT_INIT(T) ([] { T t_{}; t_.struct_size = sizeof t_; return t_; }())
+#define TRACEPIPE_STRUCT_INIT(T) \
+  ([] {                          \
+    T t_{};                      \
+    t_.struct_size = sizeof t_;  \
+    return t_;                   \
+  }())
 #else
-#define TRACEPIPE_STRUCT_INIT(T) {.struct_size = sizeof(T)}
+#define TRACEPIPE_STRUCT_INIT(T) \
+  { .struct_size = sizeof(T) }
 #endif
 
 /** The ABI this header describes (tracepipe_abi_version() is the library's). */
@@ -90,9 +96,10 @@ extern "C" {
 
 typedef enum tracepipe_status {
   TRACEPIPE_OK = 0,
-  TRACEPIPE_EINVAL = 1,   /**< a bad argument: NULL, out of range, unknown option value */
-  TRACEPIPE_EFILTER = 2,  /**< a filter that does not compile (kernel error_log text with caret) */
-  TRACEPIPE_ETRIGGER = 3, /**< a trigger command refused (kernel error_log text, or the errno's text) */
+  TRACEPIPE_EINVAL = 1,  /**< a bad argument: NULL, out of range, unknown option value */
+  TRACEPIPE_EFILTER = 2, /**< a filter that does not compile (kernel error_log text with caret) */
+  TRACEPIPE_ETRIGGER =
+      3, /**< a trigger command refused (kernel error_log text, or the errno's text) */
   TRACEPIPE_ECONFIG = 4,  /**< a config file refused ("FILE:LINE: KEY: why") */
   TRACEPIPE_EEXIST = 5,   /**< the event name or ID is taken by a different schema */
   TRACEPIPE_ENOENT = 6,   /**< no event matches the name or pattern */
@@ -138,23 +145,23 @@ typedef enum tracepipe_field_kind {
 
 /** One field of an event, in record order. */
 typedef struct tracepipe_field {
-  const char* name;         /**< a C identifier, unique in the event */
+  const char* name; /**< a C identifier, unique in the event */
   tracepipe_field_kind kind;
-  uint32_t size;            /**< INT: bytes per element (1, 2, 4 or 8); else ignored */
-  uint32_t array_len;       /**< INT: 0 scalar, N a fixed array; CHARS: N bytes (1..4096) */
-  int is_signed;            /**< INT: the format's signed:1 */
+  uint32_t size;      /**< INT: bytes per element (1, 2, 4 or 8); else ignored */
+  uint32_t array_len; /**< INT: 0 scalar, N a fixed array; CHARS: N bytes (1..4096) */
+  int is_signed;      /**< INT: the format's signed:1 */
   /** INT: the C type the format names ("pid_t", "bool", "unsigned long"),
    *  NULL for the kernel's sized names (u8..u64, s8..s64). */
   const char* type;
 } tracepipe_field;
 
 typedef struct tracepipe_event_spec {
-  size_t struct_size;          /**< sizeof(tracepipe_event_spec) */
-  const char* system;          /**< "app" (events/SYSTEM/NAME) */
-  const char* name;            /**< "request_done" */
+  size_t struct_size; /**< sizeof(tracepipe_event_spec) */
+  const char* system; /**< "app" (events/SYSTEM/NAME) */
+  const char* name;   /**< "request_done" */
   const tracepipe_field* fields;
-  size_t field_count;          /**< at most 64 */
-  size_t field_struct_size;    /**< sizeof(tracepipe_field); 0 = this header's */
+  size_t field_count;       /**< at most 64 */
+  size_t field_struct_size; /**< sizeof(tracepipe_field); 0 = this header's */
   /** The format's print fmt; NULL generates `"a=%u b=%s", REC->a, __get_str(b)`
    *  (every field as name=value; arrays with __print_array). */
   const char* print_fmt;
@@ -170,7 +177,7 @@ typedef struct tracepipe_event tracepipe_event;
  *  zero-initialised static storage, bound by tracepipe_event_declare().
  *  Members are the library's. */
 typedef struct tracepipe_tracepoint {
-  void* state_;  /**< non-NULL while some instance may have the event enabled */
+  void* state_; /**< non-NULL while some instance may have the event enabled */
 } tracepipe_tracepoint;
 
 /** True when some instance may have the event bound to `tp` enabled: one
@@ -183,8 +190,8 @@ typedef struct tracepipe_tracepoint {
 
 /** Emits `args` (tracepipe_trace's) only if enabled: the arguments are not
  *  evaluated otherwise. A statement. */
-#define TRACEPIPE_C_TRACE(tp, event, record, size) \
-  do {                                             \
+#define TRACEPIPE_C_TRACE(tp, event, record, size)                                    \
+  do {                                                                                \
     if (TRACEPIPE_TRACEPOINT_ENABLED(tp)) tracepipe_trace((event), (record), (size)); \
   } while (0)
 
@@ -200,7 +207,8 @@ typedef struct tracepipe_tracepoint {
  *  only (TRACEPIPE_EINVAL otherwise). *out is set on success.
  *  Errors: EINVAL (names, sizes, kinds; the message names the field), EEXIST.
  *  Thread-safe (takes the registry's lock); not for signal handlers. */
-TRACEPIPE_C_API tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* spec, tracepipe_tracepoint* tp,
+TRACEPIPE_C_API tracepipe_status tracepipe_event_declare(const tracepipe_event_spec* spec,
+                                                         tracepipe_tracepoint* tp,
                                                          tracepipe_event** out);
 /** A declared event by "SYSTEM:NAME" (or system and name apart: pass NULL
  *  for `name` to split `system` at ':'). NULL if not declared. Thread-safe. */
@@ -255,8 +263,8 @@ typedef struct tracepipe_value {
 TRACEPIPE_C_API void tracepipe_trace(const tracepipe_event* event, const void* body, size_t size);
 /** Same, field by field: `values[i]` for field i, `count` == the field count
  *  (else nothing is emitted). */
-TRACEPIPE_C_API void tracepipe_trace_values(const tracepipe_event* event, const tracepipe_value* values,
-                                            size_t count);
+TRACEPIPE_C_API void tracepipe_trace_values(const tracepipe_event* event,
+                                            const tracepipe_value* values, size_t count);
 /** Emits into one instance only (the C++ EventDecl::emit path), and says how
  *  it ended. Same body and thread rules as tracepipe_trace. */
 TRACEPIPE_C_API tracepipe_emit_result tracepipe_emit(tracepipe_instance* instance,
@@ -264,7 +272,8 @@ TRACEPIPE_C_API tracepipe_emit_result tracepipe_emit(tracepipe_instance* instanc
                                                      size_t size);
 TRACEPIPE_C_API tracepipe_emit_result tracepipe_emit_values(tracepipe_instance* instance,
                                                             const tracepipe_event* event,
-                                                            const tracepipe_value* values, size_t count);
+                                                            const tracepipe_value* values,
+                                                            size_t count);
 /** Registers the calling thread now (pid, comm, counters) so that its first
  *  event allocates nothing. Call it in threads whose signal handlers emit.
  *  TRACEPIPE_ENOMEM on failure. */
@@ -273,8 +282,9 @@ TRACEPIPE_C_API tracepipe_status tracepipe_thread_prepare(void);
 /* ── Instances ────────────────────────────────────────────────────────────── */
 
 typedef enum tracepipe_buffer_mode {
-  TRACEPIPE_MODE_OVERWRITE = 0,   /**< oldest records overwritten, counted as overrun (options/overwrite = 1) */
-  TRACEPIPE_MODE_DROP_NEWEST = 1  /**< new records dropped when full, counted as lost */
+  TRACEPIPE_MODE_OVERWRITE =
+      0, /**< oldest records overwritten, counted as overrun (options/overwrite = 1) */
+  TRACEPIPE_MODE_DROP_NEWEST = 1 /**< new records dropped when full, counted as lost */
 } tracepipe_buffer_mode;
 
 typedef enum tracepipe_staging {
@@ -282,41 +292,45 @@ typedef enum tracepipe_staging {
   TRACEPIPE_STAGING_OFF = 1,        /**< always reserve in the ring, then commit or discard */
   TRACEPIPE_STAGING_PER_CPU = 2,    /**< the kernel's per-CPU temp buffer */
   TRACEPIPE_STAGING_PER_THREAD = 3, /**< one temp buffer per thread */
-  TRACEPIPE_STAGING_ADAPTIVE = 4    /**< per event: direct while mostly accepted, staged while mostly rejected */
+  TRACEPIPE_STAGING_ADAPTIVE =
+      4 /**< per event: direct while mostly accepted, staged while mostly rejected */
 } tracepipe_staging;
 
 typedef struct tracepipe_instance_options {
-  size_t struct_size;        /**< sizeof(tracepipe_instance_options) */
-  const char* name;          /**< NULL: "main" */
-  uint64_t buffer_size_kb;   /**< per CPU (buffer_size_kb); 0: 1408 */
-  uint32_t subbuf_size_kb;   /**< power of two >= 4 (buffer_subbuf_size_kb); 0: 4 */
+  size_t struct_size;      /**< sizeof(tracepipe_instance_options) */
+  const char* name;        /**< NULL: "main" */
+  uint64_t buffer_size_kb; /**< per CPU (buffer_size_kb); 0: 1408 */
+  uint32_t subbuf_size_kb; /**< power of two >= 4 (buffer_subbuf_size_kb); 0: 4 */
   tracepipe_buffer_mode mode;
-  const char* clock;         /**< trace_clock name: "local", "global", "mono", "x86-tsc", ...; NULL: "local" */
+  const char*
+      clock; /**< trace_clock name: "local", "global", "mono", "x86-tsc", ...; NULL: "local" */
   tracepipe_staging staging;
   double adaptive_threshold; /**< 0: 0.9 */
   uint32_t cpus;             /**< per-CPU buffers; 0: the possible CPUs */
   /** Non-zero: the ring lives in a file that survives a crash
    *  (flight_dir/NAME-PID.tpflight; tracepipe_recover() reads it). */
   int flight_recorder;
-  const char* flight_dir;    /**< NULL: /dev/shm/tracepipe */
+  const char* flight_dir; /**< NULL: /dev/shm/tracepipe */
 } tracepipe_instance_options;
 #define TRACEPIPE_INSTANCE_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_instance_options)
 
 /** Builds an instance (options NULL: every default). Every event starts
  *  disabled. Errors: EINVAL (sizes, clock name; the message says which),
  *  EIO (flight file), ENOMEM. Thread-safe. */
-TRACEPIPE_C_API tracepipe_status tracepipe_instance_create(const tracepipe_instance_options* options,
-                                                           tracepipe_instance** out);
+TRACEPIPE_C_API tracepipe_status
+tracepipe_instance_create(const tracepipe_instance_options* options, tracepipe_instance** out);
 /** Builds an instance from a TOML config file (docs/config.md): the
  *  instance named `instance_name` (NULL or "main": the top level) with its
  *  buffers, clock, staging, events, filters and triggers. The events it
  *  names must be declared first. Errors: ECONFIG ("FILE:LINE: KEY: why",
  *  filter errors with the kernel's caret), EINVAL (no such instance). */
-TRACEPIPE_C_API tracepipe_status tracepipe_instance_from_config(const char* path, const char* instance_name,
+TRACEPIPE_C_API tracepipe_status tracepipe_instance_from_config(const char* path,
+                                                                const char* instance_name,
                                                                 tracepipe_instance** out);
 /** Applies a config file's events, filters and triggers of `instance_name`
  *  (NULL: "main") to an existing instance; buffer options are ignored. */
-TRACEPIPE_C_API tracepipe_status tracepipe_instance_apply_config(tracepipe_instance* instance, const char* path,
+TRACEPIPE_C_API tracepipe_status tracepipe_instance_apply_config(tracepipe_instance* instance,
+                                                                 const char* path,
                                                                  const char* instance_name);
 /** Disables every event, waits for emits in flight, frees. The instance
  *  must have no recorder left (destroy it first) and no thread may use the
@@ -326,43 +340,51 @@ TRACEPIPE_C_API void tracepipe_instance_destroy(tracepipe_instance* instance);
 
 /** Enables (on != 0) or disables one event in this instance. Thread-safe;
  *  may wait for a grace period. */
-TRACEPIPE_C_API tracepipe_status tracepipe_instance_enable(tracepipe_instance* instance, const tracepipe_event* event,
-                                                           int on);
+TRACEPIPE_C_API tracepipe_status tracepipe_instance_enable(tracepipe_instance* instance,
+                                                           const tracepipe_event* event, int on);
 /** Every declared event matching a set_event pattern ("app:*", "app",
  *  "*:request_done"); *matched (may be NULL) gets the count. No match is
  *  TRACEPIPE_ENOENT, as the kernel's EINVAL for a typo. */
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_enable_pattern(tracepipe_instance* instance,
-                                                                   const char* pattern, int on, size_t* matched);
+                                                                   const char* pattern, int on,
+                                                                   size_t* matched);
 /** Compiles `expr` (the kernel's filter language, docs/filters.md) against
  *  the event's fields and swaps it in atomically; "0" clears it. On error
  *  TRACEPIPE_EFILTER, the previous filter stays in force, and
  *  tracepipe_last_error() is the kernel's message with its caret. */
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_set_filter(tracepipe_instance* instance,
-                                                               const tracepipe_event* event, const char* expr);
+                                                               const tracepipe_event* event,
+                                                               const char* expr);
 /** events/SYSTEM/filter: every event of `system` that has the fields takes
  *  `expr`; the others become unfiltered (TRACEPIPE_EFILTER then names them,
  *  the events that took it keep it). ENOENT for a system without events. */
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_set_system_filter(tracepipe_instance* instance,
-                                                                      const char* system, const char* expr);
+                                                                      const char* system,
+                                                                      const char* expr);
 /** The active filter as the kernel's filter file shows it ("none"). */
-TRACEPIPE_C_API size_t tracepipe_instance_filter(const tracepipe_instance* instance, const tracepipe_event* event,
-                                                 char* buf, size_t cap);
+TRACEPIPE_C_API size_t tracepipe_instance_filter(const tracepipe_instance* instance,
+                                                 const tracepipe_event* event, char* buf,
+                                                 size_t cap);
 /** Soft-disable: the event stays armed (its triggers run) but every record is discarded. */
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_set_soft_disabled(tracepipe_instance* instance,
-                                                                      const tracepipe_event* event, int soft);
+                                                                      const tracepipe_event* event,
+                                                                      int soft);
 /** Writes one trigger command, as `echo CMD >> events/SYS/EVENT/trigger`:
  *  traceon, traceoff, snapshot, stacktrace, enable_event, disable_event,
  *  hist:keys=...; a leading '!' removes. TRACEPIPE_ETRIGGER with the
  *  kernel's error_log text (and caret) on refusal. */
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_set_trigger(tracepipe_instance* instance,
-                                                                const tracepipe_event* event, const char* command);
+                                                                const tracepipe_event* event,
+                                                                const char* command);
 /** The trigger file (events/SYS/EVENT/trigger). */
 TRACEPIPE_C_API size_t tracepipe_instance_trigger_text(const tracepipe_instance* instance,
-                                                       const tracepipe_event* event, char* buf, size_t cap);
+                                                       const tracepipe_event* event, char* buf,
+                                                       size_t cap);
 /** The hist file (events/SYS/EVENT/hist): every hist trigger as the kernel
  *  prints it; "" when none. Reads while writers update. */
 TRACEPIPE_C_API size_t tracepipe_instance_hist_text(const tracepipe_instance* instance,
-                                                    const tracepipe_event* event, char* buf, size_t cap);
+                                                    const tracepipe_event* event, char* buf,
+                                                    size_t cap);
 
 /** tracing_off / tracing_on: while paused, writes are dropped (counted lost).
  *  Any thread, beside writers; not from a signal handler. */
@@ -371,8 +393,10 @@ TRACEPIPE_C_API void tracepipe_instance_resume(tracepipe_instance* instance);
 TRACEPIPE_C_API int tracepipe_instance_paused(const tracepipe_instance* instance);
 
 /** tracepipe_instance_write_trace_dat flags. */
-#define TRACEPIPE_SNAPSHOT_CONSUME 1u /**< drain the records (trace_pipe) instead of leaving them (trace) */
-#define TRACEPIPE_SNAPSHOT_PAUSE 2u   /**< pause while writing, so the file is one consistent snapshot */
+#define TRACEPIPE_SNAPSHOT_CONSUME \
+  1u /**< drain the records (trace_pipe) instead of leaving them (trace) */
+#define TRACEPIPE_SNAPSHOT_PAUSE \
+  2u /**< pause while writing, so the file is one consistent snapshot */
 
 /** Writes the instance's buffered records as a trace.dat (version 6) that
  *  `trace-cmd report` and KernelShark open: every CPU, the formats of
@@ -380,19 +404,21 @@ TRACEPIPE_C_API int tracepipe_instance_paused(const tracepipe_instance* instance
  *  TRACEPIPE_SNAPSHOT_PAUSE the instance is paused for the write and
  *  resumed after, unless it was paused already. EIO on failure. Any
  *  thread, beside writers. */
-TRACEPIPE_C_API tracepipe_status tracepipe_instance_write_trace_dat(tracepipe_instance* instance, const char* path,
+TRACEPIPE_C_API tracepipe_status tracepipe_instance_write_trace_dat(tracepipe_instance* instance,
+                                                                    const char* path,
                                                                     unsigned flags);
 /** The records as the kernel's `trace` file shows them (not consumed). */
-TRACEPIPE_C_API size_t tracepipe_instance_trace_text(const tracepipe_instance* instance, char* buf, size_t cap);
+TRACEPIPE_C_API size_t tracepipe_instance_trace_text(const tracepipe_instance* instance, char* buf,
+                                                     size_t cap);
 
 /** An event's counters in one instance (exact once the writers are quiet). */
 typedef struct tracepipe_event_stats {
-  size_t struct_size;   /**< sizeof(tracepipe_event_stats) */
-  uint64_t kept;        /**< committed */
-  uint64_t discarded;   /**< filter rejects and soft-disabled drops */
-  uint64_t lost;        /**< the ring refused them */
-  uint64_t staged;      /**< filtered emits built in a staging buffer */
-  uint64_t direct;      /**< filtered emits built directly in the ring */
+  size_t struct_size; /**< sizeof(tracepipe_event_stats) */
+  uint64_t kept;      /**< committed */
+  uint64_t discarded; /**< filter rejects and soft-disabled drops */
+  uint64_t lost;      /**< the ring refused them */
+  uint64_t staged;    /**< filtered emits built in a staging buffer */
+  uint64_t direct;    /**< filtered emits built directly in the ring */
 } tracepipe_event_stats;
 #define TRACEPIPE_EVENT_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_event_stats)
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_event_stats(const tracepipe_instance* instance,
@@ -402,47 +428,48 @@ TRACEPIPE_C_API tracepipe_status tracepipe_instance_event_stats(const tracepipe_
 /** The ring buffer's accounting summed over CPUs (per_cpu/cpuN/stats):
  *  written = read + overrun + lost + discarded + still buffered. */
 typedef struct tracepipe_buffer_stats {
-  size_t struct_size;   /**< sizeof(tracepipe_buffer_stats) */
-  uint64_t entries;     /**< records in the buffer now */
-  uint64_t overrun;     /**< overwritten before read (overwrite mode) */
-  uint64_t lost;        /**< refused: full (drop-newest), paused, too big */
-  uint64_t read;        /**< consumed by readers */
-  uint64_t bytes;       /**< bytes committed */
-  uint32_t cpus;        /**< per-CPU buffers */
+  size_t struct_size; /**< sizeof(tracepipe_buffer_stats) */
+  uint64_t entries;   /**< records in the buffer now */
+  uint64_t overrun;   /**< overwritten before read (overwrite mode) */
+  uint64_t lost;      /**< refused: full (drop-newest), paused, too big */
+  uint64_t read;      /**< consumed by readers */
+  uint64_t bytes;     /**< bytes committed */
+  uint32_t cpus;      /**< per-CPU buffers */
 } tracepipe_buffer_stats;
 #define TRACEPIPE_BUFFER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_buffer_stats)
 TRACEPIPE_C_API tracepipe_status tracepipe_instance_buffer_stats(const tracepipe_instance* instance,
                                                                  tracepipe_buffer_stats* out);
 /** The flight file the ring lives in ("" without flight_recorder). */
-TRACEPIPE_C_API size_t tracepipe_instance_flight_path(const tracepipe_instance* instance, char* buf, size_t cap);
+TRACEPIPE_C_API size_t tracepipe_instance_flight_path(const tracepipe_instance* instance, char* buf,
+                                                      size_t cap);
 
 /* ── Recorder: a trace.dat that grows while the program runs ─────────────── */
 
 typedef struct tracepipe_recorder tracepipe_recorder;
 
 typedef struct tracepipe_recorder_options {
-  size_t struct_size;          /**< sizeof(tracepipe_recorder_options) */
-  const char* output;          /**< the trace.dat to write; or NULL and: */
-  const char* collector;       /**< "HOST:PORT" of a `trace-cmd listen` (trace-cmd record -N) */
-  uint32_t file_version;       /**< 6 or 7 (sections, compressed); 0: 6 */
-  const char* compression;     /**< version 7: "zstd", "zlib", "none"; NULL: zstd */
+  size_t struct_size;      /**< sizeof(tracepipe_recorder_options) */
+  const char* output;      /**< the trace.dat to write; or NULL and: */
+  const char* collector;   /**< "HOST:PORT" of a `trace-cmd listen` (trace-cmd record -N) */
+  uint32_t file_version;   /**< 6 or 7 (sections, compressed); 0: 6 */
+  const char* compression; /**< version 7: "zstd", "zlib", "none"; NULL: zstd */
   /** Non-zero: flight-recorder mode (an overwrite buffer is written only at
    *  tracepipe_recorder_trigger() and stop); 0: stream continuously. */
   int flight_recorder;
-  uint32_t watermark_percent;  /**< drain a CPU at half this share full; 0: 25 */
-  uint32_t flush_interval_ms;  /**< longest a record waits in the ring; 0: 1000 */
+  uint32_t watermark_percent;    /**< drain a CPU at half this share full; 0: 25 */
+  uint32_t flush_interval_ms;    /**< longest a record waits in the ring; 0: 1000 */
   uint32_t collector_timeout_ms; /**< longest one network step; 0: 2000 */
 } tracepipe_recorder_options;
 #define TRACEPIPE_RECORDER_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_options)
 
 typedef struct tracepipe_recorder_stats {
-  size_t struct_size;   /**< sizeof(tracepipe_recorder_stats) */
-  uint64_t records;     /**< written */
+  size_t struct_size; /**< sizeof(tracepipe_recorder_stats) */
+  uint64_t records;   /**< written */
   uint64_t pages;
   uint64_t bytes;
-  uint64_t dropped;     /**< lost in the ring and marked in the file */
-  uint64_t unwritten;   /**< consumed but not written (the output failed) */
-  int failed;           /**< a fault stopped the output (tracepipe_recorder_error) */
+  uint64_t dropped;   /**< lost in the ring and marked in the file */
+  uint64_t unwritten; /**< consumed but not written (the output failed) */
+  int failed;         /**< a fault stopped the output (tracepipe_recorder_error) */
 } tracepipe_recorder_stats;
 #define TRACEPIPE_RECORDER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_stats)
 
@@ -455,16 +482,19 @@ TRACEPIPE_C_API tracepipe_status tracepipe_recorder_start(tracepipe_instance* in
                                                           tracepipe_recorder** out);
 /** Waits at most timeout_ms for the output to take data (a collector's
  *  connection); 1 when ready, 0 on a fault or timeout. Any thread. */
-TRACEPIPE_C_API int tracepipe_recorder_wait_ready(tracepipe_recorder* recorder, uint32_t timeout_ms);
+TRACEPIPE_C_API int tracepipe_recorder_wait_ready(tracepipe_recorder* recorder,
+                                                  uint32_t timeout_ms);
 /** Flight-recorder mode: write what the buffer holds now; stream: flush now.
  *  Any thread; returns at once (the recorder thread writes). */
 TRACEPIPE_C_API void tracepipe_recorder_trigger(tracepipe_recorder* recorder);
 /** Drains every committed record, finalizes the file and stops the thread
  *  (idempotent); *out (may be NULL) gets the final counters. Any thread
  *  but one of the recorder's callbacks; blocks until the file is complete. */
-TRACEPIPE_C_API tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder, tracepipe_recorder_stats* out);
+TRACEPIPE_C_API tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder,
+                                                         tracepipe_recorder_stats* out);
 /** The first fault ("writing PATH: CAUSE"); "" if none. Any thread. */
-TRACEPIPE_C_API size_t tracepipe_recorder_error(const tracepipe_recorder* recorder, char* buf, size_t cap);
+TRACEPIPE_C_API size_t tracepipe_recorder_error(const tracepipe_recorder* recorder, char* buf,
+                                                size_t cap);
 /** Stops (if needed) and frees; the handle is invalid afterwards, and no
  *  other thread may be using it. NULL is a no-op. */
 TRACEPIPE_C_API void tracepipe_recorder_destroy(tracepipe_recorder* recorder);
@@ -479,12 +509,12 @@ typedef struct tracepipe_recover_options {
 #define TRACEPIPE_RECOVER_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recover_options)
 
 typedef struct tracepipe_recover_stats {
-  size_t struct_size;    /**< sizeof(tracepipe_recover_stats) */
-  uint64_t records;      /**< committed records recovered */
-  uint64_t uncommitted;  /**< reservations whose writer died before the commit (skipped) */
+  size_t struct_size;   /**< sizeof(tracepipe_recover_stats) */
+  uint64_t records;     /**< committed records recovered */
+  uint64_t uncommitted; /**< reservations whose writer died before the commit (skipped) */
   uint32_t cpus;
-  uint32_t warnings;     /**< damaged parts skipped */
-  int32_t pid;           /**< the process that wrote the file */
+  uint32_t warnings; /**< damaged parts skipped */
+  int32_t pid;       /**< the process that wrote the file */
 } tracepipe_recover_stats;
 #define TRACEPIPE_RECOVER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recover_stats)
 

@@ -1,8 +1,5 @@
 #include "tracepipe/core/clock/trace_clock.h"
 
-#include "tracepipe/buffers/ring_buffer.h"  // FunctionClock
-#include "tracepipe/buffers/tsc_clock.h"    // TRACEPIPE_HAVE_TSC, read_tsc, scale_tsc
-
 #include <time.h>
 
 #include <array>
@@ -11,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "tracepipe/buffers/ring_buffer.h"  // FunctionClock
+#include "tracepipe/buffers/tsc_clock.h"    // TRACEPIPE_HAVE_TSC, read_tsc, scale_tsc
 
 namespace tracepipe {
 namespace {
@@ -103,7 +102,8 @@ void calibrate() {
   }
   g_tsc.tsc_hz = static_cast<uint64_t>(hz);
   g_tsc.shift = buffers::TscScale::kShift;
-  g_tsc.mult = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << g_tsc.shift) / hz);
+  g_tsc.mult =
+      static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << g_tsc.shift) / hz);
   g_tsc.base_tsc = b.tsc;
   g_tsc.base_ns = b.ns;
 }
@@ -120,11 +120,13 @@ constexpr std::array<TraceClock, 10> kClocks{{
     {ClockId::tai, "tai", &clock_tai, true},
     {ClockId::x86_tsc, "x86-tsc", &clock_x86_tsc, false},
 }};
-static_assert([] {
-  for (size_t i = 0; i < kClocks.size(); ++i)
-    if (static_cast<size_t>(kClocks[i].id) != i) return false;
-  return true;
-}(), "kClocks is indexed by ClockId");
+static_assert(
+    [] {
+      for (size_t i = 0; i < kClocks.size(); ++i)
+        if (static_cast<size_t>(kClocks[i].id) != i) return false;
+      return true;
+    }(),
+    "kClocks is indexed by ClockId");
 
 // Same as kClocks, with local/perf redirected to mono_raw when the TSC
 // cannot be trusted.
@@ -160,7 +162,8 @@ const TscCalibration& tsc_calibration() {
 const TraceClock& trace_clock(ClockId id) {
   const auto& c = kClocks[static_cast<size_t>(id)];
   if (id == ClockId::local || id == ClockId::perf) {
-    if (!tsc_calibration().invariant_tsc) return id == ClockId::local ? kLocalFallback : kPerfFallback;
+    if (!tsc_calibration().invariant_tsc)
+      return id == ClockId::local ? kLocalFallback : kPerfFallback;
   }
   return c;
 }
@@ -171,7 +174,9 @@ std::optional<ClockId> parse_trace_clock(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-std::string_view trace_clock_name(ClockId id) noexcept { return kClocks[static_cast<size_t>(id)].name; }
+std::string_view trace_clock_name(ClockId id) noexcept {
+  return kClocks[static_cast<size_t>(id)].name;
+}
 
 std::span<const TraceClock> trace_clocks() { return kClocks; }
 

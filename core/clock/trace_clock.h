@@ -41,7 +41,18 @@ struct FunctionClock;  // buffers/ring_buffer.h
 
 namespace tracepipe {
 
-enum class ClockId : uint8_t { local, global, counter, uptime, perf, mono, mono_raw, boot, tai, x86_tsc };
+enum class ClockId : uint8_t {
+  local,
+  global,
+  counter,
+  uptime,
+  perf,
+  mono,
+  mono_raw,
+  boot,
+  tai,
+  x86_tsc
+};
 
 /// A clock read function, as the ring buffer takes it: noexcept, no state.
 using ClockFn = uint64_t (*)() noexcept;

@@ -1,15 +1,15 @@
 #include "tracepipe/core/config/config.h"
-#include "tracepipe/core/files/input_file.h"
+
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <iterator>
 #include <span>
 #include <tuple>
 
-#include <toml++/toml.h>
-
 #include "tracepipe/buffers/rseq.h"
 #include "tracepipe/core/config/key_suggest.h"
+#include "tracepipe/core/files/input_file.h"
 
 namespace tracepipe {
 
@@ -32,10 +32,14 @@ std::string_view to_string(BufferMode m) noexcept {
 
 std::string_view to_string(Staging s) noexcept {
   switch (s) {
-    case Staging::off: return "off";
-    case Staging::per_cpu: return "per_cpu";
-    case Staging::per_thread: return "per_thread";
-    case Staging::adaptive: return "adaptive";
+    case Staging::off:
+      return "off";
+    case Staging::per_cpu:
+      return "per_cpu";
+    case Staging::per_thread:
+      return "per_thread";
+    case Staging::adaptive:
+      return "adaptive";
   }
   return "?";
 }
@@ -60,9 +64,12 @@ std::optional<BufferMode> parse_buffer_mode(std::string_view s) noexcept {
 
 std::string_view to_string(WriterMode w) noexcept {
   switch (w) {
-    case WriterMode::automatic: return "auto";
-    case WriterMode::any_cpu: return "any_cpu";
-    case WriterMode::cpu_local: return "cpu_local";
+    case WriterMode::automatic:
+      return "auto";
+    case WriterMode::any_cpu:
+      return "any_cpu";
+    case WriterMode::cpu_local:
+      return "cpu_local";
   }
   return "?";
 }
@@ -89,7 +96,8 @@ namespace {
 // Quotes a TOML key segment when it is not a bare key.
 std::string key_segment(std::string_view k) {
   const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
   });
   if (bare) return std::string(k);
   std::string q = "\"";
@@ -122,17 +130,41 @@ std::vector<std::pair<std::string_view, const toml::node*>> in_file_order(const 
 // The keys each kind of table accepts, in the order core/config/config.h documents
 // them: unknown-key errors list them (key_suggest.h).
 constexpr std::string_view kInstanceKeys[] = {
-    "buffer_size_kb", "subbuf_size_kb", "mode",    "clock",  "staging",  "writers",
-    "adaptive_threshold", "cpus",       "flight_recorder", "flight_dir", "synthetic_events", "systems", "events",
-    "recording", "instances",
+    "buffer_size_kb",
+    "subbuf_size_kb",
+    "mode",
+    "clock",
+    "staging",
+    "writers",
+    "adaptive_threshold",
+    "cpus",
+    "flight_recorder",
+    "flight_dir",
+    "synthetic_events",
+    "systems",
+    "events",
+    "recording",
+    "instances",
 };
 static_assert(kInstanceKeys[std::size(kInstanceKeys) - 1] == "instances");
 // [instances.NAME]: the same but "recording" and "instances" (top level only).
-constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys, std::size(kInstanceKeys) - 2);
-constexpr std::string_view kRecordingKeys[] = {"output",      "collector",           "mode",
-                                               "watermark_percent", "flush_interval_ms", "max_poll_interval_us",
-                                               "max_file_kb", "max_files", "file_version", "compression",
-                                               "realtime_priority", "cpu", "block_timeout_us", "print_hist", "format"};
+constexpr std::span<const std::string_view> kNestedInstanceKeys(kInstanceKeys,
+                                                                std::size(kInstanceKeys) - 2);
+constexpr std::string_view kRecordingKeys[] = {"output",
+                                               "collector",
+                                               "mode",
+                                               "watermark_percent",
+                                               "flush_interval_ms",
+                                               "max_poll_interval_us",
+                                               "max_file_kb",
+                                               "max_files",
+                                               "file_version",
+                                               "compression",
+                                               "realtime_priority",
+                                               "cpu",
+                                               "block_timeout_us",
+                                               "print_hist",
+                                               "format"};
 
 // "HOST:PORT" or "PORT" (trace-cmd record -N), port 1..65535; the recorder
 // parses it again (core/record/net_sink.h).
@@ -154,13 +186,18 @@ constexpr std::span<const std::string_view> kSystemKeys(kEventKeys, 2);
 struct Ctx {
   std::string file;
 
-  uint32_t line_of(const toml::node& n) const { return static_cast<uint32_t>(n.source().begin.line); }
+  uint32_t line_of(const toml::node& n) const {
+    return static_cast<uint32_t>(n.source().begin.line);
+  }
 
-  [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& msg) const {
+  [[noreturn]] void fail(const toml::node& n, const std::string& key,
+                         const std::string& msg) const {
     throw ConfigError(file, line_of(n), key, msg);
   }
 
-  ConfigSource where(const toml::node& n, const std::string& key) const { return {file, line_of(n), key}; }
+  ConfigSource where(const toml::node& n, const std::string& key) const {
+    return {file, line_of(n), key};
+  }
 
   bool get_bool(const toml::node& n, const std::string& key) const {
     if (auto v = n.value_exact<bool>()) return *v;
@@ -176,7 +213,9 @@ struct Ctx {
     auto v = n.value_exact<int64_t>();
     if (!v) fail(n, key, "expected an integer");
     if (*v < lo || *v > hi)
-      fail(n, key, "value " + std::to_string(*v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+      fail(n, key,
+           "value " + std::to_string(*v) + " is outside " + std::to_string(lo) + ".." +
+               std::to_string(hi));
     return *v;
   }
 
@@ -195,8 +234,8 @@ struct Ctx {
     fail(n, key, "expected a table");
   }
 
-  EventSettings parse_settings(const toml::table& t, const std::string& pattern, const std::string& prefix,
-                               bool is_system) const {
+  EventSettings parse_settings(const toml::table& t, const std::string& pattern,
+                               const std::string& prefix, bool is_system) const {
     EventSettings s;
     s.pattern = pattern;
     s.where = where(t, prefix);
@@ -220,7 +259,9 @@ struct Ctx {
         }
         s.trigger_where = where(v, key);
       } else {
-        fail(v, key, unknown_key_message(ks, is_system ? kSystemKeys : std::span<const std::string_view>(kEventKeys)));
+        fail(v, key,
+             unknown_key_message(
+                 ks, is_system ? kSystemKeys : std::span<const std::string_view>(kEventKeys)));
       }
     }
     return s;
@@ -229,13 +270,15 @@ struct Ctx {
   // What the Instance constructor would refuse about `writers`, reported
   // here at the writers key's line instead of as a bare std::invalid_argument
   // from Instance::from_config.
-  void check_writers(const InstanceConfig& ic, const toml::node& writers, const toml::node* cpus) const {
+  void check_writers(const InstanceConfig& ic, const toml::node& writers,
+                     const toml::node* cpus) const {
     if (ic.options.writers != WriterMode::cpu_local) return;
     const std::string& key = ic.writers_where.key;
     if (cpus != nullptr && ic.options.cpus != 0)
       fail(writers, key,
-           "cpu_local needs one buffer per possible CPU, but cpus = " + std::to_string(ic.options.cpus) +
-               " is set at line " + std::to_string(line_of(*cpus)) + " (remove cpus, or use writers = \"any_cpu\")");
+           "cpu_local needs one buffer per possible CPU, but cpus = " +
+               std::to_string(ic.options.cpus) + " is set at line " +
+               std::to_string(line_of(*cpus)) + " (remove cpus, or use writers = \"any_cpu\")");
     if (!buffers::detail::rseq_usable())
       fail(writers, key,
            "cpu_local needs rseq and membarrier RSEQ, unavailable in this process "
@@ -254,9 +297,11 @@ struct Ctx {
         if (!r.collector.empty()) fail(v, key, "output and collector both given (choose one)");
       } else if (ks == "collector") {
         r.collector = get_string(v, key);
-        if (!collector_spelling(r.collector)) fail(v, key, "expected HOST:PORT (as trace-cmd record -N takes it)");
+        if (!collector_spelling(r.collector))
+          fail(v, key, "expected HOST:PORT (as trace-cmd record -N takes it)");
         if (r.format != "tracedat")
-          fail(v, key, "a collector with format " + r.format + ": trace-cmd listen takes trace.dat only");
+          fail(v, key,
+               "a collector with format " + r.format + ": trace-cmd listen takes trace.dat only");
         if (!r.output.empty()) fail(v, key, "output and collector both given (choose one)");
       } else if (ks == "file_version") {
         r.file_version = static_cast<uint32_t>(get_int(v, key, 6, 7));
@@ -297,7 +342,8 @@ struct Ctx {
         if (r.format != "tracedat" && r.format != "perfetto" && r.format != "ctf")
           fail(v, key, "unknown format '" + r.format + "' (expected tracedat, perfetto or ctf)");
         if (r.format != "tracedat" && !r.collector.empty())
-          fail(v, key, "format " + r.format + " with a collector: trace-cmd listen takes trace.dat only");
+          fail(v, key,
+               "format " + r.format + " with a collector: trace-cmd listen takes trace.dat only");
       } else {
         fail(v, key, unknown_key_message(ks, kRecordingKeys));
       }
@@ -305,8 +351,9 @@ struct Ctx {
     return r;
   }
 
-  InstanceConfig parse_instance(const toml::table& t, const std::string& name, const std::string& prefix,
-                                bool top, std::vector<const toml::table*>* nested,
+  InstanceConfig parse_instance(const toml::table& t, const std::string& name,
+                                const std::string& prefix, bool top,
+                                std::vector<const toml::table*>* nested,
                                 std::vector<std::string>* nested_names,
                                 std::optional<RecordingConfig>* recording = nullptr) const {
     InstanceConfig ic;
@@ -319,7 +366,8 @@ struct Ctx {
       const std::string ks(ksv);
       const std::string key = join(prefix, ks);
       if (ks == "buffer_size_kb") {
-        ic.options.buffer_size_kb = static_cast<uint64_t>(get_int(v, key, 1, int64_t{kMaxBufferSizeKb}));
+        ic.options.buffer_size_kb =
+            static_cast<uint64_t>(get_int(v, key, 1, int64_t{kMaxBufferSizeKb}));
       } else if (ks == "subbuf_size_kb") {
         const auto kb = get_int(v, key, kMinSubbufSizeKb, kMaxSubbufSizeKb);
         if ((kb & (kb - 1)) != 0) fail(v, key, "must be a power of two (4, 8, 16, ...)");
@@ -332,12 +380,17 @@ struct Ctx {
       } else if (ks == "clock") {
         const std::string s = get_string(v, key);
         auto c = parse_trace_clock(s);
-        if (!c) fail(v, key, "unknown clock '" + s + "' (expected one of: " + trace_clock_list(ClockId::local) + ")");
+        if (!c)
+          fail(v, key,
+               "unknown clock '" + s + "' (expected one of: " + trace_clock_list(ClockId::local) +
+                   ")");
         ic.options.clock = *c;
       } else if (ks == "staging") {
         const std::string s = get_string(v, key);
         auto st = parse_staging(s);
-        if (!st) fail(v, key, "unknown staging '" + s + "' (expected on, off, per_cpu, per_thread or adaptive)");
+        if (!st)
+          fail(v, key,
+               "unknown staging '" + s + "' (expected on, off, per_cpu, per_thread or adaptive)");
         ic.options.staging = *st;
       } else if (ks == "writers") {
         const std::string s = get_string(v, key);
@@ -377,13 +430,15 @@ struct Ctx {
       } else if (ks == "instances" && top) {
         for (auto [ik, iv] : in_file_order(get_table(v, key))) {
           const std::string ikey = join(key, ik);
-          if (ik == "main") fail(*iv, ikey, "'main' is the top level of the file; choose another name");
+          if (ik == "main")
+            fail(*iv, ikey, "'main' is the top level of the file; choose another name");
           nested->push_back(&get_table(*iv, ikey));
           nested_names->push_back(std::string(ik));
         }
       } else {
-        fail(v, key, unknown_key_message(ks, top ? std::span<const std::string_view>(kInstanceKeys)
-                                                 : kNestedInstanceKeys));
+        fail(v, key,
+             unknown_key_message(
+                 ks, top ? std::span<const std::string_view>(kInstanceKeys) : kNestedInstanceKeys));
       }
     }
     if (writers_node != nullptr) check_writers(ic, *writers_node, cpus_node);
@@ -410,7 +465,8 @@ std::string_view line_at(std::string_view text, uint64_t line) {
 // Bare, "basic" (with \" and \\ escapes) and 'literal' segments.
 std::optional<std::string> table_header_key(std::string_view line) {
   size_t i = line.find_first_not_of(" \t");
-  if (i == std::string_view::npos || line[i] != '[' || line.substr(i, 2) == "[[") return std::nullopt;
+  if (i == std::string_view::npos || line[i] != '[' || line.substr(i, 2) == "[[")
+    return std::nullopt;
   ++i;
   std::string key;
   while (true) {
@@ -426,7 +482,9 @@ std::optional<std::string> table_header_key(std::string_view line) {
       if (i == line.size()) return std::nullopt;
       ++i;
     } else {
-      while (i < line.size() && line[i] != '.' && line[i] != ']' && line[i] != ' ' && line[i] != '\t') seg += line[i++];
+      while (i < line.size() && line[i] != '.' && line[i] != ']' && line[i] != ' ' &&
+             line[i] != '\t')
+        seg += line[i++];
       if (seg.empty()) return std::nullopt;
     }
     key = key.empty() ? key_segment(seg) : key + "." + key_segment(seg);
@@ -444,7 +502,8 @@ std::optional<std::string> table_header_key(std::string_view line) {
 // (first at line N)". nullopt for any other parse error.
 std::optional<ConfigError> duplicate_table_error(std::string_view text, const std::string& file,
                                                  const toml::parse_error& e) {
-  if (e.description().find("cannot redefine existing table") == std::string_view::npos) return std::nullopt;
+  if (e.description().find("cannot redefine existing table") == std::string_view::npos)
+    return std::nullopt;
   const uint64_t line = e.source().begin.line;
   const std::optional<std::string> key = table_header_key(line_at(text, line));
   if (!key) return std::nullopt;
@@ -473,10 +532,11 @@ Config parse_config(std::string_view toml_text, std::string_view file) {
   Config cfg;
   std::vector<const toml::table*> nested;
   std::vector<std::string> names;
-  cfg.instances.push_back(ctx.parse_instance(root, "main", "", true, &nested, &names, &cfg.recording));
+  cfg.instances.push_back(
+      ctx.parse_instance(root, "main", "", true, &nested, &names, &cfg.recording));
   for (size_t i = 0; i < nested.size(); ++i)
-    cfg.instances.push_back(
-        ctx.parse_instance(*nested[i], names[i], "instances." + key_segment(names[i]), false, nullptr, nullptr));
+    cfg.instances.push_back(ctx.parse_instance(
+        *nested[i], names[i], "instances." + key_segment(names[i]), false, nullptr, nullptr));
   return cfg;
 }
 

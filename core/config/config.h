@@ -29,8 +29,8 @@
 //   watermark_percent = 25           # drain a CPU once this share of its buffer is full
 //   flush_interval_ms = 1000         # longest a record waits in the ring
 //   max_poll_interval_us = 1000      # longest the recorder sleeps between looks
-//   realtime_priority = 10           # recorder thread SCHED_FIFO (1..99; 0: default policy), as perf record -r
-//   cpu = 1                          # pin the recorder thread (-1: not pinned)
+//   realtime_priority = 10           # recorder thread SCHED_FIFO (1..99; 0: default policy), as
+//   perf record -r cpu = 1                          # pin the recorder thread (-1: not pinned)
 //   max_file_kb = 65536              # rotation: files of 64 MiB (run.1.dat, run.2.dat, ...)
 //   max_files = 4                    # keep the newest 4 (the last 256 MiB of the run)
 //   block_timeout_us = 1000          # a writer of a full drop-newest buffer waits up to 1 ms
@@ -71,7 +71,7 @@ class ConfigError : public std::runtime_error {
   /// what() reads "FILE:LINE: KEY: MESSAGE" (LINE omitted when 0, KEY when empty).
   ConfigError(std::string file, uint32_t line, std::string key, std::string message);
   const std::string& file() const noexcept { return file_; }
-  uint32_t line() const noexcept { return line_; }  ///< 1-based; 0 = unknown
+  uint32_t line() const noexcept { return line_; }          ///< 1-based; 0 = unknown
   const std::string& key() const noexcept { return key_; }  ///< dotted TOML path
   const std::string& message() const noexcept { return message_; }
 
@@ -98,7 +98,7 @@ struct EventSettings {
   /// `trigger = "CMD"` or `trigger = ["CMD", ...]`: trigger-file commands
   /// (core/triggers/triggers.h), events only; applied by the triggers library.
   std::vector<std::string> triggers;
-  ConfigSource where;                 ///< the table header
+  ConfigSource where;  ///< the table header
   ConfigSource enable_where, soft_disable_where, filter_where, trigger_where;
 };
 
@@ -113,7 +113,7 @@ struct InstanceConfig {
   /// (docs/triggers.md), defined before the triggers are applied.
   std::vector<std::string> synthetic_events;
   ConfigSource synthetic_where;
-  std::string file;                    ///< source file, for messages
+  std::string file;  ///< source file, for messages
 };
 
 /// [recording] (top level only): the main instance is recorded into a
@@ -121,27 +121,28 @@ struct InstanceConfig {
 /// application linked with tracepipe starts it by itself when the
 /// environment names the file (TRACEPIPE_CONFIG; docs/record.md).
 struct RecordingConfig {
-  std::string output;                  ///< path of the trace.dat ("" = none given)
-  std::string collector;               ///< or "HOST:PORT" of a `trace-cmd listen` ("" = none given)
-  uint32_t file_version = 6;           ///< trace.dat version: 6, or 7 (sections, compressed)
-  std::string compression = "zstd";    ///< with version 7: zstd, zlib or none
+  std::string output;                ///< path of the trace.dat ("" = none given)
+  std::string collector;             ///< or "HOST:PORT" of a `trace-cmd listen` ("" = none given)
+  uint32_t file_version = 6;         ///< trace.dat version: 6, or 7 (sections, compressed)
+  std::string compression = "zstd";  ///< with version 7: zstd, zlib or none
   /// The output's format (RecorderOptions::format): "tracedat", "perfetto"
   /// or "ctf" (output names the trace directory). Not with a collector.
   std::string format = "tracedat";
-  bool flight_recorder = false;        ///< mode = "flight_recorder" (else "stream")
-  uint32_t watermark_percent = 25;     ///< 0..100
-  uint32_t flush_interval_ms = 1000;   ///< 1..3600000
-  uint32_t max_poll_interval_us = 1000; ///< 20..1000000
-  uint32_t realtime_priority = 0;      ///< 0..99: the recorder thread SCHED_FIFO at this priority (0: default policy)
-  int32_t cpu = -1;                    ///< -1..4095: pin the recorder thread (-1: not pinned)
-  uint64_t max_file_kb = 0;            ///< rotation: KiB of data per file (0: one file, no limit)
-  uint32_t max_files = 0;              ///< rotation: keep the newest this many files (0: all)
+  bool flight_recorder = false;          ///< mode = "flight_recorder" (else "stream")
+  uint32_t watermark_percent = 25;       ///< 0..100
+  uint32_t flush_interval_ms = 1000;     ///< 1..3600000
+  uint32_t max_poll_interval_us = 1000;  ///< 20..1000000
+  uint32_t realtime_priority =
+      0;             ///< 0..99: the recorder thread SCHED_FIFO at this priority (0: default policy)
+  int32_t cpu = -1;  ///< -1..4095: pin the recorder thread (-1: not pinned)
+  uint64_t max_file_kb = 0;  ///< rotation: KiB of data per file (0: one file, no limit)
+  uint32_t max_files = 0;    ///< rotation: keep the newest this many files (0: all)
   /// Blocking mode (RecorderOptions::block_timeout): microseconds a writer
   /// of a full drop-newest buffer waits for the recorder; 0: never waits;
   /// -1: no bound (`block_timeout_us = "inf"`, LTTng's spelling).
   int64_t block_timeout_us = 0;
-  bool print_hist = false;             ///< at the end, print every hist trigger's hist file (stderr)
-  ConfigSource where;                  ///< the [recording] header
+  bool print_hist = false;  ///< at the end, print every hist trigger's hist file (stderr)
+  ConfigSource where;       ///< the [recording] header
 };
 
 struct Config {
@@ -152,10 +153,10 @@ struct Config {
 /// Parses TOML text; `file` names the source in errors. Throws ConfigError.
 Config parse_config(std::string_view toml_text, std::string_view file = "<config>");
 /// Reads and parses a file. Throws ConfigError (including for an unreadable
-/// file: "FILE: cannot open it: <strerror>"). Only a regular file of at most 64 MiB is read: a FIFO, a
-/// device (/dev/zero) or a directory is refused without blocking, with
-/// "FILE: not a regular file (a FIFO)"; a larger file with "FILE: N bytes is
-/// over the limit of 64 MiB for a config file".
+/// file: "FILE: cannot open it: <strerror>"). Only a regular file of at most 64 MiB is read: a
+/// FIFO, a device (/dev/zero) or a directory is refused without blocking, with "FILE: not a regular
+/// file (a FIFO)"; a larger file with "FILE: N bytes is over the limit of 64 MiB for a config
+/// file".
 Config load_config(const std::filesystem::path& file);
 
 }  // namespace tracepipe

@@ -41,13 +41,15 @@ size_t closeness(const std::string& name, const std::string& cand) {
   const size_t d = levenshtein(name, cand);
   if (d <= kMaxDistance && d < name.size()) return d;
   const size_t shorter = std::min(name.size(), cand.size());
-  if (shorter >= kMinPrefix && name.compare(0, shorter, cand, 0, shorter) == 0) return kMaxDistance + 1;
+  if (shorter >= kMinPrefix && name.compare(0, shorter, cand, 0, shorter) == 0)
+    return kMaxDistance + 1;
   return kNotClose;
 }
 
 }  // namespace
 
-std::optional<std::string_view> closest_name(std::string_view name, std::span<const std::string_view> valid) {
+std::optional<std::string_view> closest_name(std::string_view name,
+                                             std::span<const std::string_view> valid) {
   const std::string n = fold(name);
   size_t best = kNotClose;
   std::optional<std::string_view> pick;

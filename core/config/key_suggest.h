@@ -4,7 +4,8 @@
 // valid keys the same way:
 //
 //   unknown key (expected enable, filter or soft_disable)
-//   unknown key (expected buffer_size_kb, subbuf_size_kb, ... or instances); did you mean 'buffer_size_kb'?
+//   unknown key (expected buffer_size_kb, subbuf_size_kb, ... or instances); did you mean
+//   'buffer_size_kb'?
 //
 // Pure functions on strings; no state, any thread.
 #include <optional>
@@ -20,7 +21,8 @@ namespace tracepipe {
 /// less than the length of `name`, so "x" suggests nothing), or else one being
 /// a prefix of the other with at least 3 characters in common ("buffer_size"
 /// -> "buffer_size_kb"); a smaller distance wins over a prefix.
-std::optional<std::string_view> closest_name(std::string_view name, std::span<const std::string_view> valid);
+std::optional<std::string_view> closest_name(std::string_view name,
+                                             std::span<const std::string_view> valid);
 
 /// "a", "a or b", "a, b or c": `valid` in the given order.
 std::string either_of(std::span<const std::string_view> valid);

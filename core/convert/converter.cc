@@ -19,13 +19,16 @@ namespace {
 size_t pick_buffer(const TraceDatReader& reader, const std::string& name) {
   if (const auto b = reader.find_buffer(name)) return *b;
   if (name.empty() && !reader.buffers().empty()) return 0;  // v7 with named instances only
-  if (name.empty()) throw std::invalid_argument(reader.name() + ": the file holds no per-CPU data (a latency trace?)");
+  if (name.empty())
+    throw std::invalid_argument(reader.name() +
+                                ": the file holds no per-CPU data (a latency trace?)");
   throw std::invalid_argument(reader.name() + ": no buffer named '" + name + "' in the file");
 }
 
 }  // namespace
 
-ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink, const ConvertOptions& options) {
+ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
+                             const ConvertOptions& options) {
   const size_t buffer = pick_buffer(reader, options.buffer);
   const TraceDatBuffer& buf = reader.buffers()[buffer];
   const size_t n = buf.cpu_data.size();
@@ -112,7 +115,8 @@ ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink, cons
   return stats;
 }
 
-ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out, const ConvertOptions& options) {
+ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out,
+                     const ConvertOptions& options) {
   if (options.format == Format::ctf) {
     CtfWriter w(out);
     return convert_records(reader, w, options);

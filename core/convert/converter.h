@@ -46,17 +46,17 @@ std::optional<Format> parse_format(std::string_view name) noexcept;
 struct ConvertStats {
   struct Cpu {
     uint32_t cpu = 0;
-    uint64_t records = 0;        ///< records converted
-    uint64_t lost_events = 0;    ///< events trace.dat marks lost (a loss of unknown size counts 1)
-    uint64_t loss_marks = 0;     ///< places where trace.dat marks a loss
-    bool damaged = false;        ///< stopped at a malformed page
+    uint64_t records = 0;      ///< records converted
+    uint64_t lost_events = 0;  ///< events trace.dat marks lost (a loss of unknown size counts 1)
+    uint64_t loss_marks = 0;   ///< places where trace.dat marks a loss
+    bool damaged = false;      ///< stopped at a malformed page
   };
-  std::vector<Cpu> cpus;          ///< in the file's CPU order
-  uint64_t records = 0;           ///< total records converted
-  uint64_t unknown_events = 0;    ///< records whose event ID has no format (written as "unknown")
-  uint64_t short_records = 0;     ///< records shorter than their format (missing fields left out)
-  uint64_t bytes_out = 0;         ///< bytes written
-  uint64_t bytes_in = 0;          ///< bytes of page data read
+  std::vector<Cpu> cpus;        ///< in the file's CPU order
+  uint64_t records = 0;         ///< total records converted
+  uint64_t unknown_events = 0;  ///< records whose event ID has no format (written as "unknown")
+  uint64_t short_records = 0;   ///< records shorter than their format (missing fields left out)
+  uint64_t bytes_out = 0;       ///< bytes written
+  uint64_t bytes_in = 0;        ///< bytes of page data read
 };
 
 /// A trace.dat streamed in (see the header comment). Called by the
@@ -108,7 +108,8 @@ struct ConvertOptions {
 
 /// Streams `reader`'s buffer into `sink`. Throws TraceDatError (after
 /// sink.finish()) for a damaged page, ConvertOutputError from the sink.
-ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink, const ConvertOptions& options = {});
+ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
+                             const ConvertOptions& options = {});
 
 /// Converts `reader` into `out`: a file for Format::perfetto, a directory
 /// (created if missing; its metadata and stream files replaced) for

@@ -21,15 +21,17 @@ namespace {
 constexpr uint32_t kMagic = 0xC1FC1FC1;  // CTF 1.8 packet magic
 // Packet header and context offsets (see the TSDL in metadata_text()).
 constexpr size_t kOffUuid = 4, kOffStreamId = 20;
-constexpr size_t kOffTsBegin = 24, kOffTsEnd = 32, kOffContentSize = 40, kOffPacketSize = 48, kOffSeqNum = 56,
-                 kOffDiscarded = 64, kOffCpuId = 72;
+constexpr size_t kOffTsBegin = 24, kOffTsEnd = 32, kOffContentSize = 40, kOffPacketSize = 48,
+                 kOffSeqNum = 56, kOffDiscarded = 64, kOffCpuId = 72;
 constexpr size_t kEventsStart = 80;  // after the context, 8-aligned
 constexpr size_t kPacketBytes = 1 << 20;
 
 constexpr std::array<std::string_view, 29> kKeywords = {
-    "align", "callsite", "const", "char", "clock", "double", "enum", "env", "event", "floating_point",
-    "float", "integer", "int", "long", "short", "signed", "stream", "string", "struct", "trace",
-    "typealias", "typedef", "unsigned", "variant", "void", "_Bool", "_Complex", "_Imaginary", "map"};
+    "align",  "callsite", "const",     "char",           "clock",    "double",
+    "enum",   "env",      "event",     "floating_point", "float",    "integer",
+    "int",    "long",     "short",     "signed",         "stream",   "string",
+    "struct", "trace",    "typealias", "typedef",        "unsigned", "variant",
+    "void",   "_Bool",    "_Complex",  "_Imaginary",     "map"};
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -44,8 +46,9 @@ std::string tsdl_quoted(std::string_view s) {
 }
 
 std::string int_type(uint32_t size, uint32_t align, bool is_signed, bool hex, bool text = false) {
-  return fmt::format("integer {{ size = {}; align = {}; signed = {}; encoding = {}; base = {}; }}", size * 8,
-                     align * 8, is_signed ? "true" : "false", text ? "UTF8" : "none", hex ? 16 : 10);
+  return fmt::format("integer {{ size = {}; align = {}; signed = {}; encoding = {}; base = {}; }}",
+                     size * 8, align * 8, is_signed ? "true" : "false", text ? "UTF8" : "none",
+                     hex ? 16 : 10);
 }
 
 struct CtfPlan {
@@ -61,8 +64,10 @@ struct CtfPlan {
 // Natural alignment for the field when its kernel offset allows it, else 1.
 uint32_t natural_align(const FieldLayout& f) {
   uint32_t a = 1;
-  if (f.kind == FieldKind::integer) a = f.size;
-  else if (f.kind == FieldKind::fixed_array) a = f.elem_size;
+  if (f.kind == FieldKind::integer)
+    a = f.size;
+  else if (f.kind == FieldKind::fixed_array)
+    a = f.elem_size;
   return (f.offset % a == 0) ? a : 1;
 }
 
@@ -84,7 +89,8 @@ CtfPlan make_plan(const EventFormat& fmt_, uint32_t ctf_id, uint32_t long_size) 
     if (f.offset < pos) break;  // overlapping or out of order: written one by one
     if (align_up(pos, a) != f.offset) {
       // A gap the alignment does not explain: explicit padding bytes.
-      t += fmt::format("\t\t{} _tp_pad_{}[{}];\n", int_type(1, 1, false, true), f.offset, f.offset - pos);
+      t += fmt::format("\t\t{} _tp_pad_{}[{}];\n", int_type(1, 1, false, true), f.offset,
+                       f.offset - pos);
       pos = f.offset;
     }
     const std::string n = CtfWriter::tsdl_name(f.name);
@@ -96,7 +102,8 @@ CtfPlan make_plan(const EventFormat& fmt_, uint32_t ctf_id, uint32_t long_size) 
         t += fmt::format("\t\t{} {}[{}];\n", int_type(1, 1, false, false, true), n, f.size);
         break;
       case FieldKind::fixed_array:
-        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, a, f.is_signed, f.hex), n, f.size / f.elem_size);
+        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, a, f.is_signed, f.hex), n,
+                         f.size / f.elem_size);
         break;
       default:  // bytes
         t += fmt::format("\t\t{} {}[{}];\n", int_type(1, 1, false, true), n, f.size);
@@ -118,8 +125,8 @@ CtfPlan make_plan(const EventFormat& fmt_, uint32_t ctf_id, uint32_t long_size) 
         t += fmt::format("\t\t{} {}[{}];\n", int_type(1, 1, false, false, true), n, f.size);
         break;
       case FieldKind::fixed_array:
-        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, f.elem_size, f.is_signed, f.hex), n,
-                         f.size / f.elem_size);
+        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, f.elem_size, f.is_signed, f.hex),
+                         n, f.size / f.elem_size);
         break;
       case FieldKind::dynamic_string:
       case FieldKind::tail_string:
@@ -129,7 +136,8 @@ CtfPlan make_plan(const EventFormat& fmt_, uint32_t ctf_id, uint32_t long_size) 
       case FieldKind::tail_array: {
         const std::string len = CtfWriter::tsdl_name("_" + f.name + "_length");
         t += fmt::format("\t\t{} {};\n", int_type(4, 4, false, false), len);
-        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, f.elem_size, f.is_signed, f.hex), n, len);
+        t += fmt::format("\t\t{} {}[{}];\n", int_type(f.elem_size, f.elem_size, f.is_signed, f.hex),
+                         n, len);
         break;
       }
       case FieldKind::bytes:
@@ -149,10 +157,10 @@ CtfPlan make_plan(const EventFormat& fmt_, uint32_t ctf_id, uint32_t long_size) 
 struct CpuStream {
   uint32_t cpu = 0;
   std::vector<uint8_t> buf;
-  size_t pos = 0;               // bytes used in buf (0: no packet open)
+  size_t pos = 0;  // bytes used in buf (0: no packet open)
   uint64_t ts_begin = 0, ts_end = 0;
-  uint64_t discarded = 0;       // running count of discarded events
-  uint64_t seq = 0;             // packets written
+  uint64_t discarded = 0;  // running count of discarded events
+  uint64_t seq = 0;        // packets written
   uint64_t records = 0;
   OutFile file;
   bool opened = false;
@@ -166,7 +174,8 @@ std::string CtfWriter::tsdl_name(std::string_view name) {
   std::string out;
   if (keyword || name.empty() || name[0] == '_') out += '_';
   for (const char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     out += ok ? c : '_';
   }
   if (out[0] >= '0' && out[0] <= '9') out.insert(out.begin(), '_');
@@ -181,14 +190,14 @@ struct CtfWriter::Impl {
   std::array<uint8_t, 16> uuid{};
   std::vector<CtfPlan*> plans;  // by event ID
   std::vector<uint8_t> built;
-  std::deque<CtfPlan> store;    // in ctf id order
+  std::deque<CtfPlan> store;                       // in ctf id order
   std::unordered_map<uint16_t, CtfPlan*> unknown;  // by event ID without a format
   std::vector<CpuStream> cpus;
   std::unordered_map<uint32_t, size_t> cpu_index;
   uint64_t short_records = 0, unknown_events = 0, bytes_out = 0;
   bool finished = false;
-  bool streaming = false;         // WriterOptions::stream
-  size_t metadata_classes = 0;    // event classes in the metadata on disk
+  bool streaming = false;       // WriterOptions::stream
+  size_t metadata_classes = 0;  // event classes in the metadata on disk
   uint64_t metadata_bytes = 0;
 
   // The metadata, written beside and renamed over the old one: a reader
@@ -201,7 +210,9 @@ struct CtfWriter::Impl {
     f.close();
     std::error_code ec;
     std::filesystem::rename(tmp, dir / "metadata", ec);
-    if (ec) throw ConvertOutputError((dir / "metadata").string() + ": rename failed: " + ec.message(), ec.value());
+    if (ec)
+      throw ConvertOutputError((dir / "metadata").string() + ": rename failed: " + ec.message(),
+                               ec.value());
     metadata_classes = store.size();
     metadata_bytes = meta.size();
   }
@@ -214,7 +225,8 @@ struct CtfWriter::Impl {
   std::vector<int32_t> cpu_slot;  // by CPU number (< 4096): index in cpus, -1 none
 
   CpuStream& stream(uint32_t cpu) {
-    if (cpu < cpu_slot.size() && cpu_slot[cpu] >= 0) [[likely]] return cpus[static_cast<size_t>(cpu_slot[cpu])];
+    if (cpu < cpu_slot.size() && cpu_slot[cpu] >= 0) [[likely]]
+      return cpus[static_cast<size_t>(cpu_slot[cpu])];
     const auto it = cpu_index.find(cpu);
     if (it != cpu_index.end()) return cpus[it->second];
     if (cpu < 4096) {
@@ -230,7 +242,8 @@ struct CtfWriter::Impl {
   CtfPlan* plan_for(std::span<const std::byte> payload) {
     uint16_t id = 0;
     if (payload.size() >= 2) std::memcpy(&id, payload.data(), 2);
-    if (id < plans.size() && plans[id]) [[likely]] return plans[id];
+    if (id < plans.size() && plans[id]) [[likely]]
+      return plans[id];
     if (id >= built.size()) {
       built.resize(id + 1u, 0);
       plans.resize(id + 1u, nullptr);
@@ -249,8 +262,8 @@ struct CtfWriter::Impl {
       p.ctf_id = static_cast<uint32_t>(store.size());
       p.name = fmt::format("ftrace:unknown_{}", id);
       p.unknown = true;
-      p.fields_tsdl = fmt::format("\t\t{} raw_length;\n\t\t{} raw[raw_length];\n", int_type(4, 4, false, false),
-                                  int_type(1, 1, false, true));
+      p.fields_tsdl = fmt::format("\t\t{} raw_length;\n\t\t{} raw[raw_length];\n",
+                                  int_type(4, 4, false, false), int_type(1, 1, false, true));
       store.push_back(std::move(p));
       u = &store.back();
     }
@@ -349,10 +362,14 @@ struct CtfWriter::Impl {
       case FieldKind::integer:
       case FieldKind::fixed_string:
       case FieldKind::fixed_array: {
-        pad_to(s, f.kind == FieldKind::integer ? f.size : f.kind == FieldKind::fixed_array ? f.elem_size : 1);
+        pad_to(s, f.kind == FieldKind::integer       ? f.size
+                  : f.kind == FieldKind::fixed_array ? f.elem_size
+                                                     : 1);
         uint8_t* d = room(s, f.size);
-        if (v.present) std::memcpy(d, v.data.data(), f.size);
-        else std::memset(d, 0, f.size);
+        if (v.present)
+          std::memcpy(d, v.data.data(), f.size);
+        else
+          std::memset(d, 0, f.size);
         s.pos += f.size;
         return;
       }
@@ -380,8 +397,10 @@ struct CtfWriter::Impl {
           put(s, v.data.data(), n);
         } else {
           uint8_t* d = room(s, f.size);
-          if (v.present) std::memcpy(d, v.data.data(), f.size);
-          else std::memset(d, 0, f.size);
+          if (v.present)
+            std::memcpy(d, v.data.data(), f.size);
+          else
+            std::memset(d, 0, f.size);
           s.pos += f.size;
         }
         return;
@@ -403,41 +422,51 @@ struct CtfWriter::Impl {
     m += "typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n\n";
     m += fmt::format(
         "trace {{\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"{}\";\n\tbyte_order = le;\n"
-        "\tpacket.header := struct {{\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t stream_id;\n\t}};\n}};\n\n",
+        "\tpacket.header := struct {{\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t "
+        "stream_id;\n\t}};\n}};\n\n",
         uu);
     m += "env {\n\tdomain = \"kernel\";\n\ttracer_name = \"perf\";\n";
     m += fmt::format("\tsysname = {};\n", tsdl_quoted(env.sysname.empty() ? "Linux" : env.sysname));
     if (!env.hostname.empty()) {
-      m += fmt::format("\thostname = {};\n\thost = {};\n", tsdl_quoted(env.hostname), tsdl_quoted(env.hostname));
+      m += fmt::format("\thostname = {};\n\thost = {};\n", tsdl_quoted(env.hostname),
+                       tsdl_quoted(env.hostname));
     }
     if (!env.release.empty()) m += fmt::format("\trelease = {};\n", tsdl_quoted(env.release));
     if (!env.version.empty()) m += fmt::format("\tversion = {};\n", tsdl_quoted(env.version));
     if (!env.machine.empty()) m += fmt::format("\tmachine = {};\n", tsdl_quoted(env.machine));
-    m += fmt::format("\ttrace_clock = {};\n\ttrace_buffer = {};\n\ttracer_converter = \"tracepipe convert\";\n}};\n\n",
-                     tsdl_quoted(env.clock), tsdl_quoted(reader->buffers().empty() ? "" : reader->buffers()[buffer].name));
+    m += fmt::format(
+        "\ttrace_clock = {};\n\ttrace_buffer = {};\n\ttracer_converter = \"tracepipe "
+        "convert\";\n}};\n\n",
+        tsdl_quoted(env.clock),
+        tsdl_quoted(reader->buffers().empty() ? "" : reader->buffers()[buffer].name));
     m += fmt::format(
         "clock {{\n\tname = {};\n\tdescription = {};\n\tfreq = 1000000000;\n\tprecision = 1;\n"
         "\toffset_s = 0;\n\toffset = 0;\n\tabsolute = FALSE;\n}};\n\n",
         clock,
         tsdl_quoted(env.ns_clock ? "ftrace trace clock " + env.clock
-                            : "ftrace trace clock " + env.clock + " (counts, shown as ns)"));
+                                 : "ftrace trace clock " + env.clock + " (counts, shown as ns)"));
     m += fmt::format(
-        "typealias integer {{ size = 64; align = 64; signed = false; map = clock.{}.value; }} := uint64_clock_t;\n\n",
+        "typealias integer {{ size = 64; align = 64; signed = false; map = clock.{}.value; }} := "
+        "uint64_clock_t;\n\n",
         clock);
-    m += "stream {\n\tid = 0;\n\tpacket.context := struct {\n"
-         "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
-         "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
-         "\t\tuint64_t events_discarded;\n\t\tuint32_t cpu_id;\n\t};\n"
-         "\tevent.header := struct {\n\t\tuint32_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n};\n\n";
+    m +=
+        "stream {\n\tid = 0;\n\tpacket.context := struct {\n"
+        "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
+        "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+        "\t\tuint64_t events_discarded;\n\t\tuint32_t cpu_id;\n\t};\n"
+        "\tevent.header := struct {\n\t\tuint32_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n};\n\n";
     for (const CtfPlan& p : store) {
-      m += fmt::format("event {{\n\tname = {};\n\tid = {};\n\tstream_id = 0;\n\tfields := struct {{\n{}\t}};\n}};\n\n",
-                       tsdl_quoted(p.name), p.ctf_id, p.fields_tsdl);
+      m += fmt::format(
+          "event {{\n\tname = {};\n\tid = {};\n\tstream_id = 0;\n\tfields := struct "
+          "{{\n{}\t}};\n}};\n\n",
+          tsdl_quoted(p.name), p.ctf_id, p.fields_tsdl);
     }
     return m;
   }
 };
 
-CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options) : impl_(std::make_unique<Impl>()) {
+CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options)
+    : impl_(std::make_unique<Impl>()) {
   impl_->dir = dir;
   impl_->streaming = options.stream;
   std::error_code ec;
@@ -448,7 +477,8 @@ CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options) : 
   // A previous conversion's streams would be read with this metadata: remove them.
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n == "metadata" || n == "metadata.tmp" || n.rfind("channel0_", 0) == 0) std::filesystem::remove(e.path(), ec);
+    if (n == "metadata" || n == "metadata.tmp" || n.rfind("channel0_", 0) == 0)
+      std::filesystem::remove(e.path(), ec);
   }
   std::random_device rd;
   for (size_t i = 0; i < impl_->uuid.size(); i += 4) {
@@ -461,7 +491,8 @@ CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options) : 
 
 CtfWriter::~CtfWriter() = default;
 
-void CtfWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t, const std::vector<uint32_t>& cpus) {
+void CtfWriter::begin(const TraceDatReader& reader, size_t buffer, uint64_t,
+                      const std::vector<uint32_t>& cpus) {
   Impl& m = *impl_;
   m.set_reader(reader);
   m.buffer = buffer;

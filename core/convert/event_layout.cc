@@ -15,8 +15,8 @@ uint32_t scalar_size(std::string_view t, uint32_t long_size) {
   }
   if (t == "char" || t == "u8" || t == "s8" || t == "8" || t == "bool" || t == "_Bool") return 1;
   if (t == "short" || t == "u16" || t == "s16" || t == "16" || t == "short int") return 2;
-  if (t == "int" || t == "u32" || t == "s32" || t == "32" || t == "unsigned" || t == "signed" || t == "pid_t" ||
-      t == "gfp_t")
+  if (t == "int" || t == "u32" || t == "s32" || t == "32" || t == "unsigned" || t == "signed" ||
+      t == "pid_t" || t == "gfp_t")
     return 4;
   if (t == "long long" || t == "u64" || t == "s64" || t == "64" || t == "long long int") return 8;
   if (t == "long" || t == "long int" || t == "size_t" || t == "ssize_t") return long_size;

@@ -35,28 +35,28 @@
 namespace tracepipe::convert {
 
 enum class FieldKind : uint8_t {
-  integer,        ///< size 1/2/4/8, `is_signed`
-  fixed_string,   ///< char[N]: text up to the first NUL within N bytes
-  dynamic_string, ///< __data_loc/__rel_loc char[]: text up to the first NUL within its length
-  tail_string,    ///< char buf[] (no length): the rest of the record, up to the first NUL
-  fixed_array,    ///< T[N] of integers (elem_size, is_signed)
-  dynamic_array,  ///< __data_loc T[]
-  tail_array,     ///< T name[] (no length, not char): the rest of the record
-  bytes,          ///< anything else: raw bytes (`size` of them; a dynamic one: its length)
+  integer,         ///< size 1/2/4/8, `is_signed`
+  fixed_string,    ///< char[N]: text up to the first NUL within N bytes
+  dynamic_string,  ///< __data_loc/__rel_loc char[]: text up to the first NUL within its length
+  tail_string,     ///< char buf[] (no length): the rest of the record, up to the first NUL
+  fixed_array,     ///< T[N] of integers (elem_size, is_signed)
+  dynamic_array,   ///< __data_loc T[]
+  tail_array,      ///< T name[] (no length, not char): the rest of the record
+  bytes,           ///< anything else: raw bytes (`size` of them; a dynamic one: its length)
 };
 
 /// One field of an event, as the writers read it.
 struct FieldLayout {
   std::string name;
   FieldKind kind = FieldKind::integer;
-  uint32_t offset = 0;      ///< format offset (for dynamic fields: of the loc word)
-  uint32_t size = 0;        ///< format size (bytes)
-  uint32_t elem_size = 1;   ///< element size for arrays (1, 2, 4, 8)
-  bool is_signed = false;   ///< integer or array element signedness
-  bool dynamic = false;     ///< __data_loc/__rel_loc: the fixed part holds a loc word
-  bool rel_loc = false;     ///< __rel_loc: offset counted from the end of the word
-  bool hex = false;         ///< printed in hex by trace-cmd (unsigned long, pointers)
-  bool common = false;      ///< a common field (common_type, common_pid, ...)
+  uint32_t offset = 0;     ///< format offset (for dynamic fields: of the loc word)
+  uint32_t size = 0;       ///< format size (bytes)
+  uint32_t elem_size = 1;  ///< element size for arrays (1, 2, 4, 8)
+  bool is_signed = false;  ///< integer or array element signedness
+  bool dynamic = false;    ///< __data_loc/__rel_loc: the fixed part holds a loc word
+  bool rel_loc = false;    ///< __rel_loc: offset counted from the end of the word
+  bool hex = false;        ///< printed in hex by trace-cmd (unsigned long, pointers)
+  bool common = false;     ///< a common field (common_type, common_pid, ...)
 };
 
 /// A field's bytes in one record.
@@ -116,7 +116,8 @@ inline std::string_view as_text(FieldView v) noexcept {
 
 /// Whether a kind holds text.
 constexpr bool is_text(FieldKind k) noexcept {
-  return k == FieldKind::fixed_string || k == FieldKind::dynamic_string || k == FieldKind::tail_string;
+  return k == FieldKind::fixed_string || k == FieldKind::dynamic_string ||
+         k == FieldKind::tail_string;
 }
 /// Whether a kind holds an integer array.
 constexpr bool is_int_array(FieldKind k) noexcept {

@@ -14,7 +14,8 @@ namespace tracepipe::convert {
 /// directory, permission). what(): "<path>: <operation>: <strerror>".
 class ConvertOutputError : public std::runtime_error {
  public:
-  explicit ConvertOutputError(const std::string& what, int err = 0) : std::runtime_error(what), err_(err) {}
+  explicit ConvertOutputError(const std::string& what, int err = 0)
+      : std::runtime_error(what), err_(err) {}
   /// The errno of the operation that failed (0 when none applies).
   int code() const noexcept { return err_; }
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,39 +19,39 @@ namespace {
 
 // Field numbers of perfetto_trace.proto (the messages named in each comment).
 namespace pf {
-constexpr uint32_t kTracePacket = 1;              // Trace.packet
-constexpr uint32_t kPacketFtraceEvents = 1;       // TracePacket.ftrace_events
-constexpr uint32_t kPacketProcessTree = 2;        // TracePacket.process_tree
-constexpr uint32_t kPacketTimestamp = 8;          // TracePacket.timestamp
-constexpr uint32_t kPacketSequenceId = 10;        // TracePacket.trusted_packet_sequence_id
-constexpr uint32_t kPacketFtraceStats = 34;       // TracePacket.ftrace_stats
-constexpr uint32_t kPacketSystemInfo = 45;        // TracePacket.system_info
-constexpr uint32_t kBundleCpu = 1;                // FtraceEventBundle.cpu
-constexpr uint32_t kBundleEvent = 2;              // FtraceEventBundle.event
-constexpr uint32_t kBundleLostEvents = 3;         // FtraceEventBundle.lost_events
-constexpr uint32_t kBundleFtraceClock = 5;        // FtraceEventBundle.ftrace_clock
-constexpr uint32_t kBundleFtraceTimestamp = 6;    // FtraceEventBundle.ftrace_timestamp
-constexpr uint32_t kBundleBootTimestamp = 7;      // FtraceEventBundle.boot_timestamp
-constexpr uint32_t kEventTimestamp = 1;           // FtraceEvent.timestamp
-constexpr uint32_t kEventPid = 2;                 // FtraceEvent.pid
-constexpr uint32_t kEventCommonFlags = 5;         // FtraceEvent.common_flags
-constexpr uint32_t kEventGeneric = 327;           // FtraceEvent.generic
-constexpr uint32_t kGenericEventName = 1;         // GenericFtraceEvent.event_name
-constexpr uint32_t kGenericField = 2;             // GenericFtraceEvent.field
-constexpr uint32_t kFieldName = 1;                // GenericFtraceEvent.Field.name
-constexpr uint32_t kFieldStr = 3;                 // .str_value
-constexpr uint32_t kFieldInt = 4;                 // .int_value
-constexpr uint32_t kFieldUint = 5;                // .uint_value
-constexpr uint32_t kStatsPhase = 1;               // FtraceStats.phase
-constexpr uint32_t kStatsCpuStats = 2;            // FtraceStats.cpu_stats
-constexpr uint32_t kCpuStatsCpu = 1;              // FtraceCpuStats.cpu
-constexpr uint32_t kCpuStatsEntries = 2;          // FtraceCpuStats.entries
-constexpr uint32_t kCpuStatsOverrun = 3;          // FtraceCpuStats.overrun
-constexpr uint32_t kTreeThreads = 2;              // ProcessTree.threads
-constexpr uint32_t kThreadTid = 1;                // ProcessTree.Thread.tid
-constexpr uint32_t kThreadName = 2;               // ProcessTree.Thread.name
-constexpr uint32_t kThreadTgid = 3;               // ProcessTree.Thread.tgid
-constexpr uint32_t kSystemInfoUtsname = 1;        // SystemInfo.utsname
+constexpr uint32_t kTracePacket = 1;                // Trace.packet
+constexpr uint32_t kPacketFtraceEvents = 1;         // TracePacket.ftrace_events
+constexpr uint32_t kPacketProcessTree = 2;          // TracePacket.process_tree
+constexpr uint32_t kPacketTimestamp = 8;            // TracePacket.timestamp
+constexpr uint32_t kPacketSequenceId = 10;          // TracePacket.trusted_packet_sequence_id
+constexpr uint32_t kPacketFtraceStats = 34;         // TracePacket.ftrace_stats
+constexpr uint32_t kPacketSystemInfo = 45;          // TracePacket.system_info
+constexpr uint32_t kBundleCpu = 1;                  // FtraceEventBundle.cpu
+constexpr uint32_t kBundleEvent = 2;                // FtraceEventBundle.event
+constexpr uint32_t kBundleLostEvents = 3;           // FtraceEventBundle.lost_events
+constexpr uint32_t kBundleFtraceClock = 5;          // FtraceEventBundle.ftrace_clock
+constexpr uint32_t kBundleFtraceTimestamp = 6;      // FtraceEventBundle.ftrace_timestamp
+constexpr uint32_t kBundleBootTimestamp = 7;        // FtraceEventBundle.boot_timestamp
+constexpr uint32_t kEventTimestamp = 1;             // FtraceEvent.timestamp
+constexpr uint32_t kEventPid = 2;                   // FtraceEvent.pid
+constexpr uint32_t kEventCommonFlags = 5;           // FtraceEvent.common_flags
+constexpr uint32_t kEventGeneric = 327;             // FtraceEvent.generic
+constexpr uint32_t kGenericEventName = 1;           // GenericFtraceEvent.event_name
+constexpr uint32_t kGenericField = 2;               // GenericFtraceEvent.field
+constexpr uint32_t kFieldName = 1;                  // GenericFtraceEvent.Field.name
+constexpr uint32_t kFieldStr = 3;                   // .str_value
+constexpr uint32_t kFieldInt = 4;                   // .int_value
+constexpr uint32_t kFieldUint = 5;                  // .uint_value
+constexpr uint32_t kStatsPhase = 1;                 // FtraceStats.phase
+constexpr uint32_t kStatsCpuStats = 2;              // FtraceStats.cpu_stats
+constexpr uint32_t kCpuStatsCpu = 1;                // FtraceCpuStats.cpu
+constexpr uint32_t kCpuStatsEntries = 2;            // FtraceCpuStats.entries
+constexpr uint32_t kCpuStatsOverrun = 3;            // FtraceCpuStats.overrun
+constexpr uint32_t kTreeThreads = 2;                // ProcessTree.threads
+constexpr uint32_t kThreadTid = 1;                  // ProcessTree.Thread.tid
+constexpr uint32_t kThreadName = 2;                 // ProcessTree.Thread.name
+constexpr uint32_t kThreadTgid = 3;                 // ProcessTree.Thread.tgid
+constexpr uint32_t kSystemInfoUtsname = 1;          // SystemInfo.utsname
 constexpr uint32_t kPhaseStart = 1, kPhaseEnd = 2;  // FtraceStats.Phase
 // FtraceClock
 constexpr uint32_t kClockGlobal = 2, kClockLocal = 3, kClockMonoRaw = 4;
@@ -71,59 +71,157 @@ struct TypedEvent {
 };
 constexpr TypedField kNone{{}, 0, 0};
 constexpr std::array kTyped = {
-    TypedEvent{"sched", "sched_switch", 4,
-               {{{"prev_comm", 1, 's'}, {"prev_pid", 2, 'i'}, {"prev_prio", 3, 'i'}, {"prev_state", 4, 'i'},
-                 {"next_comm", 5, 's'}, {"next_pid", 6, 'i'}, {"next_prio", 7, 'i'}}}},
-    TypedEvent{"sched", "sched_wakeup", 17,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, {"success", 4, 'i'}, {"target_cpu", 5, 'i'},
-                 kNone, kNone}}},
-    TypedEvent{"sched", "sched_waking", 20,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, {"success", 4, 'i'}, {"target_cpu", 5, 'i'},
-                 kNone, kNone}}},
-    TypedEvent{"sched", "sched_wakeup_new", 114,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, {"success", 4, 'i'}, {"target_cpu", 5, 'i'},
-                 kNone, kNone}}},
-    TypedEvent{"sched", "sched_process_exec", 237,
-               {{{"filename", 1, 's'}, {"pid", 2, 'i'}, {"old_pid", 3, 'i'}, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"sched", "sched_process_exit", 238,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"tgid", 3, 'i'}, {"prio", 4, 'i'}, kNone, kNone, kNone}}},
-    TypedEvent{"sched", "sched_process_fork", 239,
-               {{{"parent_comm", 1, 's'}, {"parent_pid", 2, 'i'}, {"child_comm", 3, 's'}, {"child_pid", 4, 'i'},
-                 kNone, kNone, kNone}}},
-    TypedEvent{"sched", "sched_process_free", 240,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"sched", "sched_process_wait", 242,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"sched", "sched_migrate_task", 491,
-               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, {"orig_cpu", 4, 'i'}, {"dest_cpu", 5, 'i'},
-                 {"running", 6, 'i'}, {"load", 7, 'i'}}}},
-    TypedEvent{"task", "task_newtask", 235,
-               {{{"pid", 1, 'i'}, {"comm", 2, 's'}, {"clone_flags", 3, 'i'}, {"oom_score_adj", 4, 'i'}, kNone, kNone,
+    TypedEvent{"sched",
+               "sched_switch",
+               4,
+               {{{"prev_comm", 1, 's'},
+                 {"prev_pid", 2, 'i'},
+                 {"prev_prio", 3, 'i'},
+                 {"prev_state", 4, 'i'},
+                 {"next_comm", 5, 's'},
+                 {"next_pid", 6, 'i'},
+                 {"next_prio", 7, 'i'}}}},
+    TypedEvent{"sched",
+               "sched_wakeup",
+               17,
+               {{{"comm", 1, 's'},
+                 {"pid", 2, 'i'},
+                 {"prio", 3, 'i'},
+                 {"success", 4, 'i'},
+                 {"target_cpu", 5, 'i'},
+                 kNone,
                  kNone}}},
-    TypedEvent{"task", "task_rename", 236,
-               {{{"pid", 1, 'i'}, {"oldcomm", 2, 's'}, {"newcomm", 3, 's'}, {"oom_score_adj", 4, 'i'}, kNone, kNone,
+    TypedEvent{"sched",
+               "sched_waking",
+               20,
+               {{{"comm", 1, 's'},
+                 {"pid", 2, 'i'},
+                 {"prio", 3, 'i'},
+                 {"success", 4, 'i'},
+                 {"target_cpu", 5, 'i'},
+                 kNone,
                  kNone}}},
-    TypedEvent{"ftrace", "print", 3, {{{"ip", 1, 'i'}, {"buf", 2, 's'}, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"irq", "softirq_entry", 24, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"irq", "softirq_exit", 25, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"irq", "softirq_raise", 26, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"irq", "irq_handler_entry", 36,
-               {{{"irq", 1, 'i'}, {"name", 2, 's'}, {"handler", 3, 'i'}, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"irq", "irq_handler_exit", 37, {{{"irq", 1, 'i'}, {"ret", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"raw_syscalls", "sys_enter", 329,
+    TypedEvent{"sched",
+               "sched_wakeup_new",
+               114,
+               {{{"comm", 1, 's'},
+                 {"pid", 2, 'i'},
+                 {"prio", 3, 'i'},
+                 {"success", 4, 'i'},
+                 {"target_cpu", 5, 'i'},
+                 kNone,
+                 kNone}}},
+    TypedEvent{
+        "sched",
+        "sched_process_exec",
+        237,
+        {{{"filename", 1, 's'}, {"pid", 2, 'i'}, {"old_pid", 3, 'i'}, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"sched",
+               "sched_process_exit",
+               238,
+               {{{"comm", 1, 's'},
+                 {"pid", 2, 'i'},
+                 {"tgid", 3, 'i'},
+                 {"prio", 4, 'i'},
+                 kNone,
+                 kNone,
+                 kNone}}},
+    TypedEvent{"sched",
+               "sched_process_fork",
+               239,
+               {{{"parent_comm", 1, 's'},
+                 {"parent_pid", 2, 'i'},
+                 {"child_comm", 3, 's'},
+                 {"child_pid", 4, 'i'},
+                 kNone,
+                 kNone,
+                 kNone}}},
+    TypedEvent{"sched",
+               "sched_process_free",
+               240,
+               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"sched",
+               "sched_process_wait",
+               242,
+               {{{"comm", 1, 's'}, {"pid", 2, 'i'}, {"prio", 3, 'i'}, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"sched",
+               "sched_migrate_task",
+               491,
+               {{{"comm", 1, 's'},
+                 {"pid", 2, 'i'},
+                 {"prio", 3, 'i'},
+                 {"orig_cpu", 4, 'i'},
+                 {"dest_cpu", 5, 'i'},
+                 {"running", 6, 'i'},
+                 {"load", 7, 'i'}}}},
+    TypedEvent{"task",
+               "task_newtask",
+               235,
+               {{{"pid", 1, 'i'},
+                 {"comm", 2, 's'},
+                 {"clone_flags", 3, 'i'},
+                 {"oom_score_adj", 4, 'i'},
+                 kNone,
+                 kNone,
+                 kNone}}},
+    TypedEvent{"task",
+               "task_rename",
+               236,
+               {{{"pid", 1, 'i'},
+                 {"oldcomm", 2, 's'},
+                 {"newcomm", 3, 's'},
+                 {"oom_score_adj", 4, 'i'},
+                 kNone,
+                 kNone,
+                 kNone}}},
+    TypedEvent{"ftrace",
+               "print",
+               3,
+               {{{"ip", 1, 'i'}, {"buf", 2, 's'}, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{
+        "irq", "softirq_entry", 24, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{
+        "irq", "softirq_exit", 25, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{
+        "irq", "softirq_raise", 26, {{{"vec", 1, 'i'}, kNone, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{
+        "irq",
+        "irq_handler_entry",
+        36,
+        {{{"irq", 1, 'i'}, {"name", 2, 's'}, {"handler", 3, 'i'}, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"irq",
+               "irq_handler_exit",
+               37,
+               {{{"irq", 1, 'i'}, {"ret", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"raw_syscalls",
+               "sys_enter",
+               329,
                {{{"id", 1, 'i'}, {"args", 2, 'r'}, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"raw_syscalls", "sys_exit", 330, {{{"id", 1, 'i'}, {"ret", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"power", "cpu_frequency", 11,
+    TypedEvent{"raw_syscalls",
+               "sys_exit",
+               330,
+               {{{"id", 1, 'i'}, {"ret", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"power",
+               "cpu_frequency",
+               11,
                {{{"state", 1, 'i'}, {"cpu_id", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
-    TypedEvent{"power", "cpu_idle", 13, {{{"state", 1, 'i'}, {"cpu_id", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
+    TypedEvent{"power",
+               "cpu_idle",
+               13,
+               {{{"state", 1, 'i'}, {"cpu_id", 2, 'i'}, kNone, kNone, kNone, kNone, kNone}}},
 };
 
 bool kind_fits(char want, FieldKind k) {
   switch (want) {
-    case 's': return is_text(k);
-    case 'i': return k == FieldKind::integer;
-    case 'r': return k == FieldKind::fixed_array || k == FieldKind::dynamic_array || k == FieldKind::tail_array;
-    default: return false;
+    case 's':
+      return is_text(k);
+    case 'i':
+      return k == FieldKind::integer;
+    case 'r':
+      return k == FieldKind::fixed_array || k == FieldKind::dynamic_array ||
+             k == FieldKind::tail_array;
+    default:
+      return false;
   }
 }
 
@@ -132,10 +230,10 @@ enum class Sideband : uint8_t { none, comm };
 // How one event format is encoded.
 struct Plan {
   EventLayout layout;
-  int pid = -1, flags = -1;   // indexes of common_pid, common_flags in layout.fields
-  uint32_t typed = 0;         // FtraceEvent field of the typed message, 0 = generic
-  std::vector<uint32_t> numbers;  // per event field: typed field number (typed plans)
-  std::string name_entry;         // generic: the encoded event_name field
+  int pid = -1, flags = -1;              // indexes of common_pid, common_flags in layout.fields
+  uint32_t typed = 0;                    // FtraceEvent field of the typed message, 0 = generic
+  std::vector<uint32_t> numbers;         // per event field: typed field number (typed plans)
+  std::string name_entry;                // generic: the encoded event_name field
   std::vector<std::string> field_names;  // generic: each event field's encoded name entry
   Sideband sideband = Sideband::none;
   int sb_pid = -1, sb_tid = -1, sb_comm = -1;
@@ -158,8 +256,10 @@ Plan make_plan(const EventFormat& f, uint32_t long_size) {
   p.layout = EventLayout::build(f, long_size);
   const EventLayout& l = p.layout;
   for (uint32_t i = 0; i < l.common_count; ++i) {
-    if (l.fields[i].name == "common_pid" && l.fields[i].kind == FieldKind::integer) p.pid = static_cast<int>(i);
-    if (l.fields[i].name == "common_flags" && l.fields[i].kind == FieldKind::integer) p.flags = static_cast<int>(i);
+    if (l.fields[i].name == "common_pid" && l.fields[i].kind == FieldKind::integer)
+      p.pid = static_cast<int>(i);
+    if (l.fields[i].name == "common_flags" && l.fields[i].kind == FieldKind::integer)
+      p.flags = static_cast<int>(i);
   }
   for (const TypedEvent& t : kTyped) {
     if (t.system != f.system || t.name != f.name) continue;
@@ -212,9 +312,9 @@ void array_text(std::span<const std::byte> b, std::string& out) {
 
 struct CpuState {
   uint32_t cpu = 0;
-  ProtoBuffer events;     // encoded FtraceEventBundle.event entries of the open bundle
+  ProtoBuffer events;  // encoded FtraceEventBundle.event entries of the open bundle
   uint32_t count = 0;
-  bool lost = false;      // a loss precedes the open bundle
+  bool lost = false;  // a loss precedes the open bundle
   uint64_t records = 0, lost_events = 0, loss_marks = 0;
 };
 
@@ -225,15 +325,15 @@ struct PerfettoWriter::Impl {
   ProtoBuffer out{1 << 20};
   const TraceDatReader* reader = nullptr;
   uint32_t long_size = 8;
-  std::vector<Plan*> plans;              // by event ID (nullptr: not built yet)
+  std::vector<Plan*> plans;  // by event ID (nullptr: not built yet)
   std::deque<Plan> plan_store;
-  std::vector<uint8_t> built;            // by event ID: 1 once looked up
-  std::unique_ptr<Plan> unknown;         // records without a format
+  std::vector<uint8_t> built;     // by event ID: 1 once looked up
+  std::unique_ptr<Plan> unknown;  // records without a format
   std::vector<CpuState> cpus;
   std::unordered_map<uint32_t, size_t> cpu_index;
   std::vector<int32_t> cpu_slot;  // by CPU number (< 4096): index in cpus, -1 none
-  uint32_t clock = 0;                    // FtraceClock to declare (0: boot, not declared)
-  uint64_t clock_pair = 0;               // ftrace_timestamp == boot_timestamp
+  uint32_t clock = 0;             // FtraceClock to declare (0: boot, not declared)
+  uint64_t clock_pair = 0;        // ftrace_timestamp == boot_timestamp
   bool declare_pair = false;
   uint64_t unknown_events = 0, short_records = 0;
   std::string scratch;
@@ -285,7 +385,8 @@ struct PerfettoWriter::Impl {
     if (payload.size() < 2) return nullptr;
     uint16_t id;
     std::memcpy(&id, payload.data(), 2);
-    if (id < plans.size() && plans[id]) [[likely]] return plans[id];
+    if (id < plans.size() && plans[id]) [[likely]]
+      return plans[id];
     if (id < built.size() && built[id]) return nullptr;
     if (id >= built.size()) {
       built.resize(id + 1u, 0);
@@ -330,7 +431,9 @@ struct PerfettoWriter::Impl {
     b.field_varint(pf::kEventTimestamp, rec.ts);
     if (p.pid >= 0) {
       const FieldView v = field_bytes(fields[p.pid], payload);
-      if (v.present) b.field_varint(pf::kEventPid, static_cast<uint32_t>(load_int(v.data.data(), fields[p.pid].size, false)));
+      if (v.present)
+        b.field_varint(pf::kEventPid,
+                       static_cast<uint32_t>(load_int(v.data.data(), fields[p.pid].size, false)));
     }
     if (p.flags >= 0) {
       const FieldView v = field_bytes(fields[p.flags], payload);
@@ -368,8 +471,10 @@ struct PerfettoWriter::Impl {
       }
       b.end2(m);
     }
-    if (generic) b.end2(ev);
-    else b.end(ev);
+    if (generic)
+      b.end2(ev);
+    else
+      b.end(ev);
     if (short_record) ++short_records;
   }
 
@@ -453,7 +558,8 @@ struct PerfettoWriter::Impl {
         fs[p.sb_tid].kind != FieldKind::integer || !is_text(fs[p.sb_comm].kind))
       return;
     thread_packet(rec.ts, static_cast<int32_t>(load_int(tid.data.data(), fs[p.sb_tid].size, true)),
-                  static_cast<int32_t>(load_int(pid.data.data(), fs[p.sb_pid].size, true)), as_text(comm));
+                  static_cast<int32_t>(load_int(pid.data.data(), fs[p.sb_pid].size, true)),
+                  as_text(comm));
   }
 };
 
@@ -539,7 +645,8 @@ void PerfettoWriter::record(const TraceRecord& rec) {
   }
   if (const Plan* p = m.plan_for(rec.payload)) [[likely]] {
     m.encode(*cs, *p, rec);
-    if (p->sideband != Sideband::none) [[unlikely]] m.sideband(*p, rec);
+    if (p->sideband != Sideband::none) [[unlikely]]
+      m.sideband(*p, rec);
   } else {
     m.encode_unknown(*cs, rec);
   }

@@ -61,14 +61,17 @@ class ProtoBuffer {
 
   /// Makes room for `n` more bytes (the unchecked writers need it).
   void reserve_more(size_t n) {
-    if (cap_ - len_ < n) [[unlikely]] grow(len_ + n);
+    if (cap_ - len_ < n) [[unlikely]]
+      grow(len_ + n);
   }
 
   void varint(uint64_t v) {
     reserve_more(10);
     varint_unchecked(v);
   }
-  void tag(uint32_t field, WireType wt) { varint((static_cast<uint64_t>(field) << 3) | static_cast<uint32_t>(wt)); }
+  void tag(uint32_t field, WireType wt) {
+    varint((static_cast<uint64_t>(field) << 3) | static_cast<uint32_t>(wt));
+  }
   void field_varint(uint32_t field, uint64_t v) {
     reserve_more(20);
     varint_unchecked((static_cast<uint64_t>(field) << 3) | 0);

@@ -29,7 +29,8 @@ TraceEnv TraceEnv::of(const TraceDatReader& reader, size_t buffer) {
       e.release = words[2];
       e.machine = words.back();
       const size_t vb = static_cast<size_t>(words[3].data() - s.data());
-      const size_t ve = static_cast<size_t>(words[words.size() - 2].data() - s.data()) + words[words.size() - 2].size();
+      const size_t ve = static_cast<size_t>(words[words.size() - 2].data() - s.data()) +
+                        words[words.size() - 2].size();
       e.version = s.substr(vb, ve - vb);
     }
   }

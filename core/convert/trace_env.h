@@ -10,7 +10,8 @@
 namespace tracepipe::convert {
 
 struct TraceEnv {
-  std::string sysname, hostname, release, version, machine;  ///< from the UNAME option; empty if absent
+  std::string sysname, hostname, release, version,
+      machine;        ///< from the UNAME option; empty if absent
   std::string clock;  ///< the buffer's trace clock ("local"); "local" when the file does not say
   /// True for clocks counted in nanoseconds (local, global, mono, mono_raw,
   /// boot, perf, tai); counter and x86-tsc count other units.

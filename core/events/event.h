@@ -115,7 +115,9 @@ class EventDesc {
   /// the descriptor, or, for an event registered by an EventDecl, in that
   /// declaration's class-scope word (static storage), so EventDecl::enabled()
   /// tests it with one load from a link-time address.
-  std::atomic<const detail::Subscribers*>& subscribers_for_fast_path() const noexcept { return *subscribers_word_; }
+  std::atomic<const detail::Subscribers*>& subscribers_for_fast_path() const noexcept {
+    return *subscribers_word_;
+  }
 
   /// `subscribers_word`: where the subscriber list is published; nullptr =
   /// the descriptor's own word. Must hold nullptr and outlive the descriptor.
@@ -134,7 +136,8 @@ class EventDesc {
   bool has_dynamic_;
   EventOrigin origin_;
   mutable std::atomic<const detail::Subscribers*> subscribers_{nullptr};
-  std::atomic<const detail::Subscribers*>* subscribers_word_;  // &subscribers_ or an EventDecl's word
+  std::atomic<const detail::Subscribers*>*
+      subscribers_word_;  // &subscribers_ or an EventDecl's word
 };
 
 /// Splits "sys:name" (the kernel's set_event syntax). A missing ':' gives an

@@ -24,16 +24,20 @@ std::string printable(std::string_view line) {
   std::string out;
   for (char c : line.substr(0, 120)) {
     const auto u = static_cast<unsigned char>(c);
-    if (u == '\t') out += "\\t";
-    else if (u < 0x20 || u >= 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
+    if (u == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u >= 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
   }
   if (line.size() > 120) out += "...";
   return out;
 }
 
 [[noreturn, gnu::cold]] void fail(uint32_t line_no, std::string_view line, std::string_view why) {
-  throw FormatError(fmt::format("format line {}: {}: '{}'", line_no, why, printable(line)), line_no);
+  throw FormatError(fmt::format("format line {}: {}: '{}'", line_no, why, printable(line)),
+                    line_no);
 }
 
 std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -137,8 +141,10 @@ std::optional<uint32_t> FormatField::array_length() const noexcept {
 
 std::string FormatField::element_type() const {
   std::string_view t = type;
-  if (starts_with(t, "__data_loc")) t.remove_prefix(10);
-  else if (starts_with(t, "__rel_loc")) t.remove_prefix(9);
+  if (starts_with(t, "__data_loc"))
+    t.remove_prefix(10);
+  else if (starts_with(t, "__rel_loc"))
+    t.remove_prefix(9);
   const auto open = t.find('[');
   if (open != std::string_view::npos) t = t.substr(0, open);
   return std::string(trim(t));
@@ -179,7 +185,8 @@ FormatField parse_format_field(std::string_view line, uint32_t line_no) {
 
   // decl = TYPE NAME[dims]: the name is the last token.
   const auto sp = decl.find_last_of(" \t");
-  if (sp == std::string_view::npos) fail(line_no, line, "field declaration needs a type and a name");
+  if (sp == std::string_view::npos)
+    fail(line_no, line, "field declaration needs a type and a name");
   std::string type(trim(decl.substr(0, sp)));
   std::string_view name_tok = decl.substr(sp + 1);
   while (!name_tok.empty() && name_tok.front() == '*') {  // "char *p" -> type "char *"
@@ -248,7 +255,8 @@ EventFormat parse_event_format_impl(std::string_view text, std::string_view syst
     if (starts_with(line, "print fmt:")) {
       if (!have_format) fail(line_no, raw, "'print fmt:' before 'format:'");
       if (have_print) fail(line_no, raw, "second 'print fmt:'");
-      const size_t body_at = static_cast<size_t>(raw.data() - text.data()) + raw.find("print fmt:") + 10;
+      const size_t body_at =
+          static_cast<size_t>(raw.data() - text.data()) + raw.find("print fmt:") + 10;
       const PrintFmtExtent ext = print_fmt_extent(text, body_at);
       std::string_view body = text.substr(body_at, ext.end - body_at);
       if (!body.empty() && body.front() == ' ') body.remove_prefix(1);
@@ -261,8 +269,10 @@ EventFormat parse_event_format_impl(std::string_view text, std::string_view syst
       continue;
     }
     if (line.empty()) {
-      if (stage == Stage::common && !ev.common_fields.empty()) stage = Stage::fields;
-      else if (stage == Stage::fields) saw_blank_in_fields = true;
+      if (stage == Stage::common && !ev.common_fields.empty())
+        stage = Stage::fields;
+      else if (stage == Stage::fields)
+        saw_blank_in_fields = true;
       continue;
     }
     switch (stage) {
@@ -290,7 +300,8 @@ EventFormat parse_event_format_impl(std::string_view text, std::string_view syst
         ev.common_fields.push_back(parse_format_field(raw, line_no));
         break;
       case Stage::fields:
-        if (saw_blank_in_fields) fail(line_no, raw, "field after the blank line closing the field list");
+        if (saw_blank_in_fields)
+          fail(line_no, raw, "field after the blank line closing the field list");
         ev.fields.push_back(parse_format_field(raw, line_no));
         break;
       case Stage::done:
@@ -303,8 +314,9 @@ EventFormat parse_event_format_impl(std::string_view text, std::string_view syst
   // Without a separating blank line every field landed in common_fields:
   // split them by the kernel's "common_" prefix instead.
   if (stage != Stage::fields && ev.fields.empty()) {
-    auto it = std::stable_partition(ev.common_fields.begin(), ev.common_fields.end(),
-                                    [](const FormatField& f) { return starts_with(f.name, "common_"); });
+    auto it =
+        std::stable_partition(ev.common_fields.begin(), ev.common_fields.end(),
+                              [](const FormatField& f) { return starts_with(f.name, "common_"); });
     ev.fields.assign(std::make_move_iterator(it), std::make_move_iterator(ev.common_fields.end()));
     ev.common_fields.erase(it, ev.common_fields.end());
   }

@@ -74,9 +74,9 @@ struct FormatField {
 
 /// One event's schema: the content of events/<system>/<name>/format.
 struct EventFormat {
-  std::string system;  ///< "sched"; not part of the format text itself
-  std::string name;    ///< "sched_switch"
-  uint32_t id = 0;     ///< the value stored in each record's common_type
+  std::string system;                      ///< "sched"; not part of the format text itself
+  std::string name;                        ///< "sched_switch"
+  uint32_t id = 0;                         ///< the value stored in each record's common_type
   std::vector<FormatField> common_fields;  ///< before the blank line
   std::vector<FormatField> fields;         ///< event-specific fields
   /// Raw text after "print fmt: " (without the final newline). May hold

@@ -10,8 +10,8 @@ namespace tracepipe {
 
 // ---- EventDesc ----------------------------------------------------------------
 
-EventDesc::EventDesc(const Registry& registry, EventFormat format, uint32_t index, EventOrigin origin,
-                     std::atomic<const detail::Subscribers*>* subscribers_word)
+EventDesc::EventDesc(const Registry& registry, EventFormat format, uint32_t index,
+                     EventOrigin origin, std::atomic<const detail::Subscribers*>* subscribers_word)
     : registry_(&registry),
       format_(std::move(format)),
       index_(index),
@@ -63,7 +63,8 @@ void check_schema(const EventFormat& f) {
         "common_pid at offsets 0, 2, 3, 4)");
   for (const auto& fld : f.fields) {
     if (fld.offset < 8) bad("field " + fld.name + " overlaps the common header");
-    if (static_cast<uint64_t>(fld.offset) + fld.size > 65535) bad("field " + fld.name + " lies beyond 64 KiB");
+    if (static_cast<uint64_t>(fld.offset) + fld.size > 65535)
+      bad("field " + fld.name + " lies beyond 64 KiB");
   }
 }
 
@@ -82,8 +83,9 @@ Registry& Registry::global() {
   return *r;
 }
 
-const EventDesc& Registry::insert_locked(EventFormat format, EventOrigin origin,
-                                        std::atomic<const detail::Subscribers*>* subscribers_word) {
+const EventDesc& Registry::insert_locked(
+    EventFormat format, EventOrigin origin,
+    std::atomic<const detail::Subscribers*>* subscribers_word) {
   const std::string key = key_of(format.system, format.name);
   if (auto it = by_name_.find(key); it != by_name_.end()) {
     const EventDesc& old = *it->second;
@@ -94,14 +96,17 @@ const EventDesc& Registry::insert_locked(EventFormat format, EventOrigin origin,
                         std::to_string(old.id()) + ")");
   }
   if (format.id == 0 || format.id > 0xffff)
-    throw RegistryError("event " + key + ": ID " + std::to_string(format.id) + " is outside 1..65535");
+    throw RegistryError("event " + key + ": ID " + std::to_string(format.id) +
+                        " is outside 1..65535");
   if (const EventDesc* other = by_id(static_cast<uint16_t>(format.id)))
-    throw RegistryError("event " + key + ": ID " + std::to_string(format.id) + " is already used by " +
-                        other->full_name());
+    throw RegistryError("event " + key + ": ID " + std::to_string(format.id) +
+                        " is already used by " + other->full_name());
   const uint32_t index = count_.load(std::memory_order_relaxed);
-  if (index >= kMaxEvents) throw RegistryError("event " + key + ": registry is full (" +
-                                               std::to_string(kMaxEvents) + " events)");
-  auto desc = std::make_unique<EventDesc>(*this, std::move(format), index, origin, subscribers_word);
+  if (index >= kMaxEvents)
+    throw RegistryError("event " + key + ": registry is full (" + std::to_string(kMaxEvents) +
+                        " events)");
+  auto desc =
+      std::make_unique<EventDesc>(*this, std::move(format), index, origin, subscribers_word);
   const EventDesc* d = desc.get();
   owned_.push_back(std::move(desc));
   by_name_.emplace(key, d);
@@ -139,11 +144,13 @@ const EventDesc& Registry::add_declared(EventFormat format,
   if (format.id == 0) {
     if (auto it = by_name_.find(key_of(format.system, format.name)); it != by_name_.end())
       return insert_locked(std::move(format), EventOrigin::declared);  // same schema -> existing
-    while (next_declared_id_ <= kLastDeclaredId && by_id(static_cast<uint16_t>(next_declared_id_)) != nullptr)
+    while (next_declared_id_ <= kLastDeclaredId &&
+           by_id(static_cast<uint16_t>(next_declared_id_)) != nullptr)
       ++next_declared_id_;
     if (next_declared_id_ > kLastDeclaredId)
-      throw RegistryError("event " + format.system + ":" + format.name + ": no free event ID left in " +
-                          std::to_string(kFirstDeclaredId) + ".." + std::to_string(kLastDeclaredId));
+      throw RegistryError("event " + format.system + ":" + format.name +
+                          ": no free event ID left in " + std::to_string(kFirstDeclaredId) + ".." +
+                          std::to_string(kLastDeclaredId));
     format.id = next_declared_id_++;
   }
   return insert_locked(std::move(format), EventOrigin::declared, subscribers_word);
@@ -151,7 +158,8 @@ const EventDesc& Registry::add_declared(EventFormat format,
 
 FormatDirLoad Registry::add_format_dir(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw RegistryError("format directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir))
+    throw RegistryError("format directory " + dir.string() + " does not exist");
   struct Item {
     fs::path file;
     std::string system;
@@ -174,7 +182,8 @@ FormatDirLoad Registry::add_format_dir(const std::filesystem::path& dir) {
       items.push_back({p, stem.substr(0, sep)});
     }
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.file < b.file; });
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.file < b.file; });
   FormatDirLoad load;
   auto& out = load.events;
   for (const Item& it : items) {
@@ -187,8 +196,9 @@ FormatDirLoad Registry::add_format_dir(const std::filesystem::path& dir) {
     // the part after "__" (flat layout), so it is known even when the
     // text's own "name:" line is what fails.
     const std::string fname = it.file.filename().string();
-    const std::string event = fname == "format" ? it.file.parent_path().filename().string()
-                                                : it.file.stem().string().substr(it.system.size() + 2);
+    const std::string event = fname == "format"
+                                  ? it.file.parent_path().filename().string()
+                                  : it.file.stem().string().substr(it.system.size() + 2);
     EventFormat format;
     try {
       format = parse_event_format(ss.str(), it.system);
@@ -196,7 +206,8 @@ FormatDirLoad Registry::add_format_dir(const std::filesystem::path& dir) {
     } catch (const FormatError& e) {
       // what() starts with "<system>/<name from the text>: "; say it once.
       std::string_view why = e.what();
-      if (const auto colon = why.find(": "); why.starts_with(it.system + "/") && colon != std::string_view::npos)
+      if (const auto colon = why.find(": ");
+          why.starts_with(it.system + "/") && colon != std::string_view::npos)
         why.remove_prefix(colon + 2);
       load.skipped.push_back(it.system + "/" + event + ": " + std::string(why));
       continue;
@@ -268,7 +279,8 @@ std::vector<const EventDesc*> Registry::match(std::string_view pattern) const {
     if (n.system.empty()) {
       // A bare word matches an event name or a system name (kernel set_event).
       if (glob_match(n.name, d->name()) || glob_match(n.name, d->system())) out.push_back(d);
-    } else if (glob_match(n.system, d->system()) && glob_match(n.name.empty() ? "*" : n.name, d->name())) {
+    } else if (glob_match(n.system, d->system()) &&
+               glob_match(n.name.empty() ? "*" : n.name, d->name())) {
       out.push_back(d);
     }
   }

@@ -107,8 +107,8 @@ class Registry {
   /// word (EventDesc::subscribers_for_fast_path()); it must hold nullptr and
   /// have static storage duration. An existing descriptor keeps its word
   /// (callers compare &subscribers_for_fast_path() to know which they got).
-  const EventDesc& add_declared(EventFormat format,
-                                std::atomic<const detail::Subscribers*>* subscribers_word = nullptr);
+  const EventDesc& add_declared(
+      EventFormat format, std::atomic<const detail::Subscribers*>* subscribers_word = nullptr);
 
   /// Lookups; nullptr if absent. find("sched:sched_switch") or
   /// find("sched", "sched_switch"). A name without ':' matches an event of
@@ -131,8 +131,9 @@ class Registry {
   uint32_t size() const noexcept { return count_.load(std::memory_order_acquire); }
 
  private:
-  const EventDesc& insert_locked(EventFormat format, EventOrigin origin,
-                                 std::atomic<const detail::Subscribers*>* subscribers_word = nullptr);
+  const EventDesc& insert_locked(
+      EventFormat format, EventOrigin origin,
+      std::atomic<const detail::Subscribers*>* subscribers_word = nullptr);
 
   mutable std::mutex mu_;
   std::map<std::string, const EventDesc*, std::less<>> by_name_;

@@ -1,5 +1,4 @@
 #include "tracepipe/core/export/instance_export.h"
-#include "tracepipe/core/export/text_output.h"
 
 #include <cstring>
 #include <optional>
@@ -7,6 +6,7 @@
 
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/export/process_symbols.h"
+#include "tracepipe/core/export/text_output.h"
 #include "tracepipe/core/sideband/sideband_state.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
@@ -65,7 +65,8 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
 
 }  // namespace
 
-void write_trace_dat(const Instance& instance, const std::filesystem::path& path, const ExportOptions& options) {
+void write_trace_dat(const Instance& instance, const std::filesystem::path& path,
+                     const ExportOptions& options) {
   make_writer(instance, options).write(path);
 }
 
@@ -115,7 +116,8 @@ std::string trace_text(const Instance& instance, const TextOptions& options) {
 }
 
 size_t write_trace_text(const Instance& instance, std::FILE* out, const TextOptions& options) {
-  return emit_text(instance, options, [&](std::string_view s) { std::fwrite(s.data(), 1, s.size(), out); });
+  return emit_text(instance, options,
+                   [&](std::string_view s) { std::fwrite(s.data(), 1, s.size(), out); });
 }
 
 }  // namespace tracepipe

@@ -2,7 +2,8 @@
 // Getting records out of an instance: trace.dat for trace-cmd and
 // KernelShark, and text in the kernel's `trace` layout.
 //
-//   Instance ─▶ per-CPU readers (buffers/readers.h) ─▶ TraceDatWriter (core/tracedat/tracedat_writer.h)
+//   Instance ─▶ per-CPU readers (buffers/readers.h) ─▶ TraceDatWriter
+//   (core/tracedat/tracedat_writer.h)
 //                                                   └▶ TextFormatter  (core/export/text_output.h)
 //
 // trace.dat: one stream per CPU buffer, records in buffer order with their
@@ -23,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/export/field_style.h"
+#include "tracepipe/core/instance/instance.h"
 
 namespace tracepipe {
 
@@ -34,13 +35,14 @@ struct ExportOptions {
 
 /// Writes a trace.dat (v6) of the instance's buffered records. Throws
 /// std::system_error on I/O failure.
-void write_trace_dat(const Instance& instance, const std::filesystem::path& path, const ExportOptions& options = {});
+void write_trace_dat(const Instance& instance, const std::filesystem::path& path,
+                     const ExportOptions& options = {});
 /// The same file as bytes.
 std::vector<std::byte> trace_dat_bytes(const Instance& instance, const ExportOptions& options = {});
 
 struct TextOptions {
   bool consume = false;
-  bool header = true;                      ///< the "# tracer: nop" block
+  bool header = true;  ///< the "# tracer: nop" block
   FieldStyle style = FieldStyle::print_fmt;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-
-#include <fmt/format.h>
 
 namespace tracepipe {
 
@@ -34,7 +33,8 @@ struct Session {
     if (dwfl != nullptr) dwfl_end(dwfl);
     dwfl = dwfl_begin(&kCallbacks);
     if (dwfl == nullptr) return false;
-    if (dwfl_linux_proc_report(dwfl, getpid()) != 0 || dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
+    if (dwfl_linux_proc_report(dwfl, getpid()) != 0 ||
+        dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
       dwfl_end(dwfl);
       dwfl = nullptr;
       return false;
@@ -56,7 +56,8 @@ std::optional<ProcessSymbol> lookup(Dwfl* dwfl, uint64_t addr) {
   const char* name = dwfl_module_addrinfo(mod, addr, &off, &sym, nullptr, nullptr, nullptr);
   if (name == nullptr) return ProcessSymbol{};  // a module, no symbol: known, unnamed
   std::string n = name;
-  if (const size_t at = n.find('@'); at != std::string::npos) n.resize(at);  // a symbol version: "memcpy@@GLIBC_2.14"
+  if (const size_t at = n.find('@'); at != std::string::npos)
+    n.resize(at);  // a symbol version: "memcpy@@GLIBC_2.14"
   return ProcessSymbol{std::move(n), addr - off, sym.st_size};
 }
 
@@ -81,8 +82,8 @@ std::string process_symbol_text(uint64_t addr) {
   std::string name = s->name;
   if (name.starts_with("_Z")) {
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
-                                                   &std::free);
+    std::unique_ptr<char, decltype(&std::free)> d(
+        abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
     if (status == 0 && d) name = d.get();
   }
   return fmt::format("{}+0x{:x}/0x{:x}", name, addr - s->start, s->size);
@@ -101,7 +102,8 @@ std::string process_kallsyms(std::span<const uint64_t> addrs) {
   // libtraceevent takes a symbol to end where the next one starts, and the
   // last one to end at its start: a last line past every symbol lets an
   // address inside the highest one resolve.
-  if (!syms.empty() && end > syms.rbegin()->first) out += fmt::format("{:016x} t __tracepipe_symbols_end\n", end);
+  if (!syms.empty() && end > syms.rbegin()->first)
+    out += fmt::format("{:016x} t __tracepipe_symbols_end\n", end);
   return out;
 }
 

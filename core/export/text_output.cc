@@ -8,8 +8,8 @@ namespace {
 
 // 6.12+ flag bits (include/linux/trace_events.h: enum trace_flag_type); bit
 // 0x02 was IRQS_NOSUPPORT before NEED_RESCHED_LAZY took it.
-constexpr uint8_t kIrqsOff = 0x01, kLazy = 0x02, kNeedResched = 0x04, kHardirq = 0x08, kSoftirq = 0x10,
-                  kPreemptResched = 0x20, kNmi = 0x40, kBhOff = 0x80;
+constexpr uint8_t kIrqsOff = 0x01, kLazy = 0x02, kNeedResched = 0x04, kHardirq = 0x08,
+                  kSoftirq = 0x10, kPreemptResched = 0x20, kNmi = 0x40, kBhOff = 0x80;
 
 template <class T>
 T load(const std::byte* p) {
@@ -20,19 +20,27 @@ T load(const std::byte* p) {
 
 uint64_t load_uint(const std::byte* p, uint32_t size) {
   switch (size) {
-    case 1: return load<uint8_t>(p);
-    case 2: return load<uint16_t>(p);
-    case 4: return load<uint32_t>(p);
-    default: return load<uint64_t>(p);
+    case 1:
+      return load<uint8_t>(p);
+    case 2:
+      return load<uint16_t>(p);
+    case 4:
+      return load<uint32_t>(p);
+    default:
+      return load<uint64_t>(p);
   }
 }
 
 int64_t sign_extend(uint64_t v, uint32_t size) {
   switch (size) {
-    case 1: return static_cast<int8_t>(v);
-    case 2: return static_cast<int16_t>(v);
-    case 4: return static_cast<int32_t>(v);
-    default: return static_cast<int64_t>(v);
+    case 1:
+      return static_cast<int8_t>(v);
+    case 2:
+      return static_cast<int16_t>(v);
+    case 4:
+      return static_cast<int32_t>(v);
+    default:
+      return static_cast<int64_t>(v);
   }
 }
 
@@ -44,7 +52,8 @@ std::string_view c_text(const std::byte* p, size_t limit) {
 
 void append_bytes(fmt::memory_buffer& out, const std::byte* p, size_t n) {
   out.push_back('[');
-  for (size_t i = 0; i < n; ++i) fmt::format_to(std::back_inserter(out), "{}{:02x}", i ? " " : "", static_cast<unsigned>(p[i]));
+  for (size_t i = 0; i < n; ++i)
+    fmt::format_to(std::back_inserter(out), "{}{:02x}", i ? " " : "", static_cast<unsigned>(p[i]));
   out.push_back(']');
 }
 
@@ -55,7 +64,14 @@ std::string latency_columns(uint8_t f, uint8_t pc) {
   const bool irqs_off = f & kIrqsOff, bh_off = f & kBhOff;
   s[0] = irqs_off && bh_off ? 'D' : irqs_off ? 'd' : bh_off ? 'b' : '.';
   const bool nr = f & kNeedResched, lazy = f & kLazy, pr = f & kPreemptResched;
-  s[1] = nr && lazy && pr ? 'B' : nr && pr ? 'N' : lazy && pr ? 'L' : nr && lazy ? 'b' : nr ? 'n' : pr ? 'p' : lazy ? 'l' : '.';
+  s[1] = nr && lazy && pr ? 'B'
+         : nr && pr       ? 'N'
+         : lazy && pr     ? 'L'
+         : nr && lazy     ? 'b'
+         : nr             ? 'n'
+         : pr             ? 'p'
+         : lazy           ? 'l'
+                          : '.';
   const bool nmi = f & kNmi, hard = f & kHardirq, soft = f & kSoftirq;
   s[2] = nmi && hard ? 'Z' : nmi ? 'z' : hard && soft ? 'H' : hard ? 'h' : soft ? 's' : '.';
   constexpr char kHex[] = "0123456789abcdef";
@@ -81,7 +97,8 @@ std::string trace_header(uint64_t entries, uint64_t written, uint32_t cpus) {
       entries, written, cpus);
 }
 
-void format_fields_raw(const EventDesc& event, std::span<const std::byte> payload, fmt::memory_buffer& out) {
+void format_fields_raw(const EventDesc& event, std::span<const std::byte> payload,
+                       fmt::memory_buffer& out) {
   const auto it = std::back_inserter(out);
   bool first = true;
   for (const FormatField& f : event.format().fields) {
@@ -124,7 +141,9 @@ void TextFormatter::set_cmdlines(const std::vector<Cmdline>& cmdlines) {
   for (const Cmdline& c : cmdlines) comms_[c.pid] = c.comm;
 }
 
-void TextFormatter::set_comm(int32_t pid, std::string_view comm) { comms_[pid] = std::string(comm); }
+void TextFormatter::set_comm(int32_t pid, std::string_view comm) {
+  comms_[pid] = std::string(comm);
+}
 
 const PrintFmt& TextFormatter::print_fmt(const EventDesc& event) const {
   std::lock_guard lk(mu_);
@@ -167,8 +186,7 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
     // before dividing by 1000).
     const uint64_t us = (ts + 500u) / 1000u;
     fmt::format_to(it, " {:>5}.{:06}: ", us / 1000000u, us % 1000000u);
-  }
-  else
+  } else
     fmt::format_to(it, " {:>12}: ", ts);
   if (payload.size() < 2) {
     fmt::format_to(it, "<record of {} bytes>\n", payload.size());
@@ -187,8 +205,10 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
       const uint64_t ip = load<uint64_t>(payload.data() + off);
       if (ip == ~uint64_t{0}) break;
       out.append(std::string_view("\n => "));
-      if (symbolize_) out.append(symbolize_(ip));
-      else fmt::format_to(it, "0x{:x}", ip);
+      if (symbolize_)
+        out.append(symbolize_(ip));
+      else
+        fmt::format_to(it, "0x{:x}", ip);
     }
     out.push_back('\n');
     return;
@@ -198,7 +218,8 @@ void TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte>
   out.push_back('\n');
 }
 
-std::string TextFormatter::format(uint32_t cpu, uint64_t ts, std::span<const std::byte> payload) const {
+std::string TextFormatter::format(uint32_t cpu, uint64_t ts,
+                                  std::span<const std::byte> payload) const {
   fmt::memory_buffer b;
   format(cpu, ts, payload, b);
   return fmt::to_string(b);

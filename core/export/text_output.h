@@ -26,28 +26,26 @@
 //
 // Thread-safety: set_cmdlines/set_comm are set-up calls; afterwards const
 // methods may run concurrently (compiled print fmts are cached under a mutex).
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include <memory>
-#include <mutex>
-#include <unordered_map>
-
-#include "tracepipe/core/export/field_style.h"
 #include "tracepipe/core/events/event.h"
-#include "tracepipe/core/tracedat/print_fmt.h"
 #include "tracepipe/core/events/registry.h"
+#include "tracepipe/core/export/field_style.h"
 #include "tracepipe/core/instance/thread_context.h"
+#include "tracepipe/core/tracedat/print_fmt.h"
 
 namespace tracepipe {
-
 
 /// The five latency columns for these common fields: irqs-off, need-resched,
 /// hardirq/softirq, preempt depth, migrate-disable ("d..2.", ".....", "..h1.").
@@ -76,11 +74,13 @@ class TextFormatter {
   /// Appends one line, with its final '\n'. A payload shorter than the
   /// common header, or with an unknown common_type, prints a line saying so
   /// (never reads outside `payload`).
-  void format(uint32_t cpu, uint64_t ts, std::span<const std::byte> payload, fmt::memory_buffer& out) const;
+  void format(uint32_t cpu, uint64_t ts, std::span<const std::byte> payload,
+              fmt::memory_buffer& out) const;
   std::string format(uint32_t cpu, uint64_t ts, std::span<const std::byte> payload) const;
 
   /// The fields part only ("prev_comm=bash prev_pid=..."), per the style.
-  void format_fields(const EventDesc& event, std::span<const std::byte> payload, fmt::memory_buffer& out) const;
+  void format_fields(const EventDesc& event, std::span<const std::byte> payload,
+                     fmt::memory_buffer& out) const;
 
  private:
   const PrintFmt& print_fmt(const EventDesc& event) const;
@@ -96,6 +96,7 @@ class TextFormatter {
 
 /// name=value rendering of every non-common field (the kernel's
 /// options/fields layout). Bounds-checked against `payload`.
-void format_fields_raw(const EventDesc& event, std::span<const std::byte> payload, fmt::memory_buffer& out);
+void format_fields_raw(const EventDesc& event, std::span<const std::byte> payload,
+                       fmt::memory_buffer& out);
 
 }  // namespace tracepipe

@@ -1,14 +1,13 @@
 #include "tracepipe/core/files/input_file.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
-
-#include <fmt/core.h>
 
 namespace tracepipe {
 namespace {
@@ -19,7 +18,8 @@ std::string limit_text(uint64_t max_bytes) {
 }
 
 [[noreturn]] void too_large(const std::filesystem::path& path, uint64_t size, uint64_t max_bytes) {
-  throw InputFileError(path, fmt::format("{} bytes is over the limit of {}", size, limit_text(max_bytes)));
+  throw InputFileError(
+      path, fmt::format("{} bytes is over the limit of {}", size, limit_text(max_bytes)));
 }
 // Found while reading (the file grew, or procfs said size 0).
 [[noreturn]] void too_long(const std::filesystem::path& path, uint64_t max_bytes) {
@@ -29,7 +29,9 @@ std::string limit_text(uint64_t max_bytes) {
 }  // namespace
 
 InputFileError::InputFileError(const std::filesystem::path& path, std::string problem)
-    : std::runtime_error(path.string() + ": " + problem), path_(path.string()), problem_(std::move(problem)) {}
+    : std::runtime_error(path.string() + ": " + problem),
+      path_(path.string()),
+      problem_(std::move(problem)) {}
 
 std::string_view file_kind(unsigned mode) noexcept {
   if (S_ISREG(mode)) return "a regular file";
@@ -56,14 +58,16 @@ RegularFile RegularFile::open(const std::filesystem::path& path) {
   if (fd < 0) throw InputFileError(path, fmt::format("cannot open it: {}", std::strerror(errno)));
   RegularFile f(fd, 0);  // closes fd if we throw below
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw InputFileError(path, fmt::format("cannot stat it: {}", std::strerror(errno)));
+  if (::fstat(fd, &st) != 0)
+    throw InputFileError(path, fmt::format("cannot stat it: {}", std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
     throw InputFileError(path, fmt::format("not a regular file ({})", file_kind(st.st_mode)));
   f.size_ = static_cast<uint64_t>(st.st_size);
   return f;
 }
 
-RegularFile::RegularFile(RegularFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)), size_(o.size_) {}
+RegularFile::RegularFile(RegularFile&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), size_(o.size_) {}
 
 RegularFile& RegularFile::operator=(RegularFile&& o) noexcept {
   if (this != &o) {

@@ -1,12 +1,11 @@
 #include "tracepipe/core/files/mapped_file.h"
 
+#include <fmt/core.h>
 #include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
-
-#include <fmt/core.h>
 
 #include "tracepipe/core/files/input_file.h"
 
@@ -19,7 +18,8 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
   MappedFile m;
   if (f.size() > 0) {
     void* p = ::mmap(nullptr, static_cast<size_t>(f.size()), PROT_READ, MAP_PRIVATE, f.fd(), 0);
-    if (p == MAP_FAILED) throw InputFileError(path, fmt::format("cannot map it: {}", std::strerror(errno)));
+    if (p == MAP_FAILED)
+      throw InputFileError(path, fmt::format("cannot map it: {}", std::strerror(errno)));
     m.data_ = static_cast<const std::byte*>(p);
     m.size_ = static_cast<size_t>(f.size());
     m.mapped_ = true;

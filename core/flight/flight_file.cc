@@ -20,12 +20,16 @@ namespace tracepipe::flight {
 
 namespace {
 
-[[noreturn]] void fail(int err, const std::string& what) { throw std::system_error(err, std::generic_category(), what); }
+[[noreturn]] void fail(int err, const std::string& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
 
 std::string file_stem(std::string_view instance) {
   std::string s;
   for (const char c : instance)
-    s += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-') ? c : '_';
+    s += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-')
+             ? c
+             : '_';
   if (s.empty() || s[0] == '.') s.insert(s.begin(), '_');
   return s;
 }
@@ -52,7 +56,8 @@ uint32_t crc32_bytes(const void* data, size_t n, uint32_t crc) noexcept {
 }
 
 std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
-  const buffers::RingMemoryLayout layout = buffers::ring_memory_layout(config.ring, config.mode);  // throws ConfigError
+  const buffers::RingMemoryLayout layout =
+      buffers::ring_memory_layout(config.ring, config.mode);  // throws ConfigError
   std::unique_ptr<FlightFile> f(new FlightFile());
   std::error_code ec;
   std::filesystem::create_directories(config.dir, ec);
@@ -64,8 +69,8 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
   const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) fail(errno, "flight recorder: cannot create " + p);
   if (config.meta_capacity < 4096)
-    throw std::invalid_argument("flight recorder: metadata log of " + std::to_string(config.meta_capacity) +
-                                " bytes, at least 4096");
+    throw std::invalid_argument("flight recorder: metadata log of " +
+                                std::to_string(config.meta_capacity) + " bytes, at least 4096");
   f->meta_capacity_ = round_up(config.meta_capacity, 4096);
   f->ring_offset_ = kHeaderBytes + f->meta_capacity_;
   f->ring_size_ = round_up(layout.total, 4096);
@@ -118,9 +123,11 @@ std::unique_ptr<FlightFile> FlightFile::create(const FlightFileConfig& config) {
   copy_cstr(h.instance, sizeof h.instance, config.instance);
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
-  h.created_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  h.created_realtime_ns =
+      static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   h.header_crc = crc32_bytes(&h, offsetof(FileHeader, header_crc));
-  std::atomic_ref<uint32_t>(h.state).store(static_cast<uint32_t>(FileState::creating), std::memory_order_release);
+  std::atomic_ref<uint32_t>(h.state).store(static_cast<uint32_t>(FileState::creating),
+                                           std::memory_order_release);
   f->add_cmdline(pid, comm);
   return f;
 }
@@ -130,8 +137,8 @@ FlightFile::~FlightFile() {
   // A forked child shares the mapping: only the creator closes and removes
   // the file (a child's exit() must not take the parent's trace away).
   if (::getpid() == header().pid) {
-    std::atomic_ref<uint32_t>(header().state).store(static_cast<uint32_t>(FileState::closed),
-                                                    std::memory_order_release);
+    std::atomic_ref<uint32_t>(header().state)
+        .store(static_cast<uint32_t>(FileState::closed), std::memory_order_release);
     ::munmap(base_, size_);
     ::unlink(path_.c_str());
     return;
@@ -140,7 +147,8 @@ FlightFile::~FlightFile() {
 }
 
 void FlightFile::set_live() noexcept {
-  std::atomic_ref<uint32_t>(header().state).store(static_cast<uint32_t>(FileState::live), std::memory_order_release);
+  std::atomic_ref<uint32_t>(header().state)
+      .store(static_cast<uint32_t>(FileState::live), std::memory_order_release);
 }
 
 bool FlightFile::append(MetaKind kind, std::string_view bytes) {

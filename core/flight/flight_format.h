@@ -58,7 +58,7 @@ struct FileHeader {
   uint32_t endian;        ///< kEndianMark
   uint32_t header_bytes;  ///< kHeaderBytes
   uint32_t reserved0;
-  uint64_t file_size;     ///< bytes of the whole file
+  uint64_t file_size;  ///< bytes of the whole file
   // Ring geometry (buffers::RingMemoryLayout); offsets from ring_offset.
   uint32_t cpus;
   uint32_t nr_subbufs;
@@ -71,22 +71,23 @@ struct FileHeader {
   uint64_t cpu_state_size;  ///< sizeof(buffers::detail::CpuBuffer) of the writer
   uint64_t positions_offset;
   uint64_t pages_offset;
-  uint64_t pages_per_cpu;   ///< (nr_subbufs + nr_spares) * subbuf_size
-  uint64_t slots_offset;    ///< cpus x nr_subbufs u32: the sub-buffer (of pages_per_cpu) position i uses
-  uint64_t spares_offset;   ///< cpus x nr_spares u64 spare words
-  uint32_t nr_spares;       ///< sub-buffers per CPU outside the ring (swapped in for a stalled one)
+  uint64_t pages_per_cpu;  ///< (nr_subbufs + nr_spares) * subbuf_size
+  uint64_t
+      slots_offset;  ///< cpus x nr_subbufs u32: the sub-buffer (of pages_per_cpu) position i uses
+  uint64_t spares_offset;  ///< cpus x nr_spares u64 spare words
+  uint32_t nr_spares;      ///< sub-buffers per CPU outside the ring (swapped in for a stalled one)
   uint32_t reserved2;
   // Metadata log.
   uint64_t meta_offset;
   uint64_t meta_capacity;
   // The trace clock.
-  char clock[32];         ///< trace-cmd's name ("local", "mono", ...), NUL-terminated
-  uint32_t clock_in_ns;   ///< 1 if stamps are ns
-  int32_t pid;            ///< the process that created the file
-  char comm[16];          ///< its name (NUL-terminated)
-  char instance[64];      ///< instance name (NUL-terminated)
+  char clock[32];                ///< trace-cmd's name ("local", "mono", ...), NUL-terminated
+  uint32_t clock_in_ns;          ///< 1 if stamps are ns
+  int32_t pid;                   ///< the process that created the file
+  char comm[16];                 ///< its name (NUL-terminated)
+  char instance[64];             ///< instance name (NUL-terminated)
   uint64_t created_realtime_ns;  ///< CLOCK_REALTIME at creation
-  uint32_t header_crc;    ///< crc32 of [0, offsetof(header_crc))
+  uint32_t header_crc;           ///< crc32 of [0, offsetof(header_crc))
   uint32_t reserved1;
   // Mutable words (not in the CRC), accessed atomically.
   uint64_t meta_used;     ///< bytes of complete entries in the metadata log (release)

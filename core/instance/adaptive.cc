@@ -22,14 +22,14 @@ void restart_window(std::atomic<uint64_t>* c, uint64_t kept, uint64_t rejected) 
 }
 }  // namespace
 
-
 // Called only for adaptive events (the lane tests kAdaptive, which is set
 // when the event's state is made and never cleared).
 void Instance::adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept {
   const uint64_t kept = c[detail::slot::kept_staged].load(std::memory_order_relaxed);
   const uint64_t rejected = c[detail::slot::rejected_staged].load(std::memory_order_relaxed);
   const uint64_t dk = kept - c[detail::slot::adaptive_kept_mark].load(std::memory_order_relaxed);
-  const uint64_t dr = rejected - c[detail::slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
+  const uint64_t dr =
+      rejected - c[detail::slot::adaptive_rejected_mark].load(std::memory_order_relaxed);
   // The call comes at every 32nd accept of the thread's lifetime, but the
   // window restarts when staging comes back: judge no fewer than 32 accepts
   // (else one accept after a flip back could send the event direct again).
@@ -45,10 +45,11 @@ void Instance::adaptive_check_staged(detail::EventState& st, std::atomic<uint64_
     if ((f & detail::EventState::kThreadStaging) == 0) return;  // another thread flipped it
     nf = (f & ~detail::EventState::kThreadStaging) + (1u << detail::EventState::kGenShift);
   } while (!st.flags.compare_exchange_weak(f, nf, std::memory_order_relaxed));
-  c[detail::slot::adaptive_score].store(detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
-                                                              c[detail::slot::kept_direct].load(std::memory_order_relaxed),
-                                                              nf >> detail::EventState::kGenShift),
-                                std::memory_order_relaxed);
+  c[detail::slot::adaptive_score].store(
+      detail::AdaptiveScore::pack(static_cast<int64_t>(rate),
+                                  c[detail::slot::kept_direct].load(std::memory_order_relaxed),
+                                  nf >> detail::EventState::kGenShift),
+      std::memory_order_relaxed);
 }
 
 // A reject of an adaptive event gone direct (fast_path.h, after its discard).
@@ -69,9 +70,11 @@ void Instance::adaptive_direct_rejected(detail::EventState& st, std::atomic<uint
   uint64_t word = score.load(std::memory_order_relaxed);
   uint64_t next;
   do {
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // the word before the count, as a handler sees them
+    std::atomic_signal_fence(
+        std::memory_order_seq_cst);  // the word before the count, as a handler sees them
     const uint64_t kept = c[detail::slot::kept_direct].load(std::memory_order_relaxed);
-    const uint64_t period = st.flags.load(std::memory_order_relaxed) >> detail::EventState::kGenShift;
+    const uint64_t period =
+        st.flags.load(std::memory_order_relaxed) >> detail::EventState::kGenShift;
     next = detail::adaptive_score_after_reject(word, kept, period);
   } while (!score.compare_exchange_weak(word, next, std::memory_order_relaxed));
   if (static_cast<uint64_t>(detail::AdaptiveScore::unpack(next).s) <= adaptive_threshold_)

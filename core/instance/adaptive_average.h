@@ -32,7 +32,8 @@ struct AdaptiveDecayTable {
   }
 };
 inline constexpr AdaptiveDecayTable kAdaptiveDecay{};
-static_assert(kAdaptiveDecay.v[0] == (uint32_t{1} << 31) && kAdaptiveDecay.v[1] == (uint32_t{31} << 26));
+static_assert(kAdaptiveDecay.v[0] == (uint32_t{1} << 31) &&
+              kAdaptiveDecay.v[1] == (uint32_t{31} << 26));
 // The clamp below is exact: the last entry already takes every s to 65536.
 static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 == 0);
 
@@ -50,7 +51,8 @@ static_assert((uint64_t{65536} * kAdaptiveDecay.v[kAdaptiveDecayLen - 1]) >> 31 
 /// within 32 of 65536, would leave s up to 31 lower, so a flip back to
 /// staging can come a reject later than they would have it
 /// (tests/core/instance/adaptive_average_test.cc checks both bounds).
-[[nodiscard]] constexpr int64_t adaptive_average_after_accepts(int64_t s, uint64_t accepts) noexcept {
+[[nodiscard]] constexpr int64_t adaptive_average_after_accepts(int64_t s,
+                                                               uint64_t accepts) noexcept {
   if (accepts >= kAdaptiveDecayLen) return 65536;
   const uint64_t d = static_cast<uint64_t>(65536 - s);
   return 65536 - static_cast<int64_t>((d * kAdaptiveDecay.v[accepts]) >> 31);
@@ -92,7 +94,8 @@ struct AdaptiveScore {
 /// from another period starts again at 65536 (the period began because
 /// events were accepted). `kept` is the thread's kept_direct count, `period`
 /// the event's current one (flags >> detail::EventState::kGenShift).
-[[nodiscard]] constexpr uint64_t adaptive_score_after_reject(uint64_t word, uint64_t kept, uint64_t period) noexcept {
+[[nodiscard]] constexpr uint64_t adaptive_score_after_reject(uint64_t word, uint64_t kept,
+                                                             uint64_t period) noexcept {
   const AdaptiveScore a = AdaptiveScore::unpack(word);
   int64_t s = 65536;
   if (a.period == (period & AdaptiveScore::kPeriodMask))

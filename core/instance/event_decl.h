@@ -76,9 +76,9 @@
 #include <utility>
 
 #include "tracepipe/core/events/event.h"
+#include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/event_fields.h"
 #include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/events/registry.h"
 
 namespace tracepipe {
 
@@ -145,7 +145,8 @@ struct EventDecl {
   // byte 504 on) that bytes [begin, end) overlap.
   static constexpr uint64_t chunks_of(uint32_t begin, uint32_t end) {
     uint64_t m = 0;
-    for (uint32_t b = begin / 8; end > begin && b <= (end - 1) / 8; ++b) m |= uint64_t{1} << (b < 63 ? b : 63);
+    for (uint32_t b = begin / 8; end > begin && b <= (end - 1) / 8; ++b)
+      m |= uint64_t{1} << (b < 63 ? b : 63);
     return m;
   }
   static constexpr std::array<uint64_t, sizeof...(Fields)> kFieldChunks = [] {
@@ -156,7 +157,8 @@ struct EventDecl {
   }();
   static constexpr std::array<uint64_t, sizeof...(Fields) + 1> kGapChunks = [] {
     std::array<uint64_t, sizeof...(Fields) + 1> c{};
-    for (uint32_t g = 0; g < kGaps.count; ++g) c[g] = chunks_of(kGaps.at[g], kGaps.at[g] + kGaps.len[g]);
+    for (uint32_t g = 0; g < kGaps.count; ++g)
+      c[g] = chunks_of(kGaps.at[g], kGaps.at[g] + kGaps.len[g]);
     return c;
   }();
 
@@ -170,11 +172,14 @@ struct EventDecl {
       ((void)((kGapChunks[G] & chunks) != 0 &&
               (std::memset(rec + kGaps.at[G], 0, kGaps.len[G]), true)),
        ...);
-    }(std::make_index_sequence<kGaps.count>{});
+    }
+    (std::make_index_sequence<kGaps.count>{});
     uint32_t dyn = fixed_size;
     [&]<size_t... I>(std::index_sequence<I...>) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      ((void)((kFieldChunks[I] & chunks) != 0 && (Fields::put(rec, offsets[I], dyn, v), true)), ...);
-    }(std::index_sequence_for<Fields...>{});
+      ((void)((kFieldChunks[I] & chunks) != 0 && (Fields::put(rec, offsets[I], dyn, v), true)),
+       ...);
+    }
+    (std::index_sequence_for<Fields...>{});
   }
 
   /// Fixed-size records of at most 512 bytes take the stack lane of
@@ -182,7 +187,6 @@ struct EventDecl {
   static constexpr bool kStackStaged = !has_dynamic && fixed_size <= 512;
 
  public:
-
   /// The schema (common fields, fields, generated print fmt), ID 0 (the
   /// registry assigns one).
   static EventFormat make_format() {
@@ -225,7 +229,8 @@ struct EventDecl {
 
   /// Writes the event fields (not the common header) into `rec`, which holds
   /// record_size(v...) bytes. Alignment gaps and tail padding are zeroed.
-  [[gnu::always_inline]] static void write_fields(std::byte* rec, typename Fields::arg_type... v) noexcept {
+  [[gnu::always_inline]] static void write_fields(std::byte* rec,
+                                                  typename Fields::arg_type... v) noexcept {
     if constexpr (kGaps.count != 0)
       for (uint32_t g = 0; g < kGaps.count; ++g) std::memset(rec + kGaps.at[g], 0, kGaps.len[g]);
     uint32_t dyn = fixed_size;
@@ -236,14 +241,14 @@ struct EventDecl {
   /// Emits into one instance (if it has the event enabled there): the
   /// stage → filter → commit path of core/instance/instance.h. No allocation, lock or
   /// system call. Any thread or signal handler.
-  [[gnu::always_inline]] static EmitResult emit(Instance& instance, typename Fields::arg_type... v) noexcept {
+  [[gnu::always_inline]] static EmitResult emit(Instance& instance,
+                                                typename Fields::arg_type... v) noexcept {
     (void)&registered_at_startup;
     // Always inlined: the emit calls it from two places (staged and direct),
     // and GCC kept it out of line there, the arguments going through memory.
     // GCC and clang want the attribute in different places.
-    auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      write_fields(rec.data(), v...);
-    };
+    auto fill = [&](std::span<std::byte> rec)
+                    TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { write_fields(rec.data(), v...); };
     return instance.emit_fill(desc(), record_size(v...), fill);
   }
 
@@ -325,7 +330,6 @@ struct EventDecl {
     trace_fan_out(a);
   }
 
-
   /// Int fields of 4 bytes: the reject-first step reads their values.
   /// Exactly the library's Int (detail::kIsLibraryInt), whose put() stores
   /// the argument's bytes: a field type of its own (one derived from Int
@@ -339,17 +343,19 @@ struct EventDecl {
   /// starts there: one compare per such field against its constant offset
   /// (a position no field has, UINT32_MAX included, finds none).
   template <size_t... I>
-  [[gnu::always_inline]] static bool word32_at(std::index_sequence<I...>, uint32_t pos, uint32_t& out,
+  [[gnu::always_inline]] static bool word32_at(std::index_sequence<I...>, uint32_t pos,
+                                               uint32_t& out,
                                                const typename Fields::arg_type&... v) noexcept {
-    const auto one = [&]<class F, size_t K>(const typename F::arg_type& x) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      if constexpr (kWord32<F>) {
-        if (pos == offsets[K]) {
-          std::memcpy(&out, &x, 4);  // the bytes Int::put stores
-          return true;
-        }
-      }
-      return false;
-    };
+    const auto one = [&]<class F, size_t K>(const typename F::arg_type& x)
+                         TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+                           if constexpr (kWord32<F>) {
+                             if (pos == offsets[K]) {
+                               std::memcpy(&out, &x, 4);  // the bytes Int::put stores
+                               return true;
+                             }
+                           }
+                           return false;
+                         };
     return (one.template operator()<Fields, I>(v) || ...);
   }
 
@@ -364,9 +370,11 @@ struct EventDecl {
   /// past the field), if a Chars field starts there. Little-endian only
   /// (put builds the words so there).
   template <size_t... I>
-  [[gnu::always_inline]] static bool chars_at(std::index_sequence<I...>, uint32_t pos, uint64_t (&w)[2],
+  [[gnu::always_inline]] static bool chars_at(std::index_sequence<I...>, uint32_t pos,
+                                              uint64_t (&w)[2],
                                               const typename Fields::arg_type&... v) noexcept {
-    const auto one = [&]<class F, size_t K>(const typename F::arg_type& x) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    const auto one = [&]<class F, size_t K>(
+                         const typename F::arg_type& x) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
       if constexpr (kChars<F>) {
         if (pos == offsets[K]) {
           detail::load_short(x.data(), std::min<size_t>({x.size(), F::size, 16}), w);
@@ -419,18 +427,21 @@ struct EventDecl {
       if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
         [[maybe_unused]] std::atomic<uint64_t>& reject_count =
             thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
-        [[maybe_unused]] const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
-        [[maybe_unused]] int verdict = -1;  // -1: no integer compare of an Int field; 0: reject; 1: accept
+        [[maybe_unused]] const filters::Program* prog =
+            st.program.load(std::memory_order_acquire);  // once per emit (F5)
+        [[maybe_unused]] int verdict =
+            -1;  // -1: no integer compare of an Int field; 0: reject; 1: accept
         if constexpr (kAnyWord32) {
           verdict = std::apply(
               [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
                 uint32_t x;
-                if (!word32_at(std::index_sequence_for<Fields...>{}, prog->single32_pos(fixed_size), x, v...))
+                if (!word32_at(std::index_sequence_for<Fields...>{}, prog->single32_pos(fixed_size),
+                               x, v...))
                   return -1;
                 return prog->match_u32(x) ? 1 : 0;
               },
               a);
-          if (verdict == 0) {  // (E8')
+          if (verdict == 0) {           // (E8')
             counter_add(reject_count);  // (E10)
             done = true;
           }
@@ -456,7 +467,8 @@ struct EventDecl {
     const bool rejected = std::apply(
         [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
           uint64_t w[2];
-          return chars_at(std::index_sequence_for<Fields...>{}, prog.single_string_pos(fixed_size), w, v...) &&
+          return chars_at(std::index_sequence_for<Fields...>{}, prog.single_string_pos(fixed_size),
+                          w, v...) &&
                  !prog.match_words(w);
         },
         a);
@@ -497,18 +509,17 @@ struct EventDecl {
     // Always inlined: the emit calls it from two places (staged and direct),
     // and GCC kept it out of line there, the arguments going through memory.
     // GCC and clang want the attribute in different places.
-    auto fill = [&](std::span<std::byte> rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      write_fields(rec.data(), v...);
-    };
+    auto fill = [&](std::span<std::byte> rec)
+                    TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { write_fields(rec.data(), v...); };
     const uint32_t depth = scope.depth();
     const auto one = [&](detail::EventState& st) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
       if constexpr (kStackStaged) {
         const uint32_t flags = st.flags.load(std::memory_order_acquire);
         if (detail::InstanceAccess::stages_on_stack(flags)) {
-          const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-            write_fields_in(rec, chunks, v...);
-          };
-          const filters::Program* prog = st.program.load(std::memory_order_acquire);  // once per emit (F5)
+          const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(
+                                 noexcept) { write_fields_in(rec, chunks, v...); };
+          const filters::Program* prog =
+              st.program.load(std::memory_order_acquire);  // once per emit (F5)
           detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, depth, *prog, build);
           return;
         }
@@ -534,7 +545,7 @@ struct EventDecl {
   static inline std::atomic<const detail::Subscribers*> listeners_{nullptr};
 
   [[gnu::cold, gnu::noinline]] static const EventDesc& register_slow() {
-    static const EventDesc& d = [] () -> const EventDesc& {  // once, thread-safe
+    static const EventDesc& d = []() -> const EventDesc& {  // once, thread-safe
       const EventDesc& r = Registry::global().add_declared(make_format(), &listeners_);
       if (&r.subscribers_for_fast_path() != &listeners_)  // (D2)
         listeners_.store(&detail::kCheckDescriptorWord, std::memory_order_relaxed);
@@ -564,9 +575,9 @@ struct DeclAccess {
 /// Mirrors the kernel's trace_<name>() (include/linux/tracepoint.h:
 /// __DECLARE_TRACE), whose arguments are likewise evaluated only when
 /// the static key is on.
-#define TRACEPIPE_TRACE(Decl, ...)                                       \
-  do {                                                                   \
-    if (Decl::enabled()) [[unlikely]]                                    \
+#define TRACEPIPE_TRACE(Decl, ...)                                         \
+  do {                                                                     \
+    if (Decl::enabled()) [[unlikely]]                                      \
       ::tracepipe::detail::DeclAccess::trace_call<Decl>::run(__VA_ARGS__); \
   } while (0)
 

@@ -55,31 +55,45 @@ namespace detail {
 
 template <class T>
 concept FieldInteger = (std::integral<T> || std::is_enum_v<T>)&&(sizeof(T) == 1 || sizeof(T) == 2 ||
-                                                                  sizeof(T) == 4 || sizeof(T) == 8);
+                                                                 sizeof(T) == 4 || sizeof(T) == 8);
 
 template <class T>
 constexpr std::string_view kernel_int_type() {
-  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
-  if constexpr (std::is_same_v<U, bool>) return "bool";
-  else if constexpr (std::is_same_v<U, char>) return "char";
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                        std::type_identity<T>>::type;
+  if constexpr (std::is_same_v<U, bool>)
+    return "bool";
+  else if constexpr (std::is_same_v<U, char>)
+    return "char";
   else if constexpr (std::is_signed_v<U>) {
-    if constexpr (sizeof(U) == 1) return "s8";
-    else if constexpr (sizeof(U) == 2) return "s16";
-    else if constexpr (sizeof(U) == 4) return "s32";
-    else return "s64";
+    if constexpr (sizeof(U) == 1)
+      return "s8";
+    else if constexpr (sizeof(U) == 2)
+      return "s16";
+    else if constexpr (sizeof(U) == 4)
+      return "s32";
+    else
+      return "s64";
   } else {
-    if constexpr (sizeof(U) == 1) return "u8";
-    else if constexpr (sizeof(U) == 2) return "u16";
-    else if constexpr (sizeof(U) == 4) return "u32";
-    else return "u64";
+    if constexpr (sizeof(U) == 1)
+      return "u8";
+    else if constexpr (sizeof(U) == 2)
+      return "u16";
+    else if constexpr (sizeof(U) == 4)
+      return "u32";
+    else
+      return "u64";
   }
 }
 
 template <class T>
 constexpr std::string_view printf_conv() {
-  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
-  if constexpr (sizeof(U) == 8) return std::is_signed_v<U> ? "%lld" : "%llu";
-  else return std::is_signed_v<U> ? "%d" : "%u";
+  using U = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                        std::type_identity<T>>::type;
+  if constexpr (sizeof(U) == 8)
+    return std::is_signed_v<U> ? "%lld" : "%llu";
+  else
+    return std::is_signed_v<U> ? "%d" : "%u";
 }
 
 constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
@@ -136,7 +150,8 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
 // (-Warray-bounds), a branch that cannot run for that length.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Warray-bounds"
-[[gnu::always_inline]] inline void load_short(const char* src, size_t n, uint64_t (&w)[2]) noexcept {
+[[gnu::always_inline]] inline void load_short(const char* src, size_t n,
+                                              uint64_t (&w)[2]) noexcept {
   w[1] = 0;
   if (n >= 8) {
     uint64_t b;
@@ -149,7 +164,9 @@ constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a
     std::memcpy(&b, src + n - 4, 4);
     w[0] = uint64_t{a} | (uint64_t{b} << (8 * (n - 4)));  // the overlap ORs equal bytes
   } else if (n > 0) {
-    const auto at = [&](size_t i) { return uint64_t{static_cast<unsigned char>(src[i])} << (8 * i); };
+    const auto at = [&](size_t i) {
+      return uint64_t{static_cast<unsigned char>(src[i])} << (8 * i);
+    };
     w[0] = at(0) | at(n / 2) | at(n - 1);
   } else {
     w[0] = 0;
@@ -172,7 +189,8 @@ template <size_t N>
   constexpr uint16_t z2 = 0;
   [&]<size_t... I>(std::index_sequence<I...>) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
     (std::memcpy(p + 16 * I, &z16, 16), ...);
-  }(std::make_index_sequence<N / 16>{});
+  }
+  (std::make_index_sequence<N / 16>{});
   constexpr size_t t = N / 16 * 16;
   if constexpr ((N & 8) != 0) std::memcpy(p + t, &z8, 8);
   if constexpr ((N & 4) != 0) std::memcpy(p + t + (N & 8), &z4, 4);
@@ -191,13 +209,15 @@ struct Int {
   static constexpr uint32_t size = sizeof(T);
   static constexpr uint32_t align = alignof(T);
   static constexpr bool dynamic = false;
-  static constexpr bool is_signed = std::is_signed_v<
-      typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type>;
+  static constexpr bool is_signed =
+      std::is_signed_v<typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                                   std::type_identity<T>>::type>;
   static std::string type() { return std::string(detail::kernel_int_type<T>()); }
   static std::string print_arg() { return "REC->" + std::string(name); }
   static std::string_view conv() { return detail::printf_conv<T>(); }
   static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
-  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/,
+                                         arg_type v) noexcept {
     std::memcpy(rec + off, &v, sizeof v);
   }
 };
@@ -216,7 +236,8 @@ struct Chars {
   static std::string print_arg() { return "REC->" + std::string(name); }
   static std::string_view conv() { return "%s"; }
   static constexpr uint32_t dyn_len(arg_type) noexcept { return 0; }
-  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/, arg_type v) noexcept {
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& /*dyn*/,
+                                         arg_type v) noexcept {
     const size_t n = std::min<size_t>(v.size(), N);
     if constexpr (std::endian::native == std::endian::little) {
       // The first 16 bytes built in registers and stored once (see
@@ -253,7 +274,8 @@ struct Str {
   [[gnu::always_inline]] static constexpr uint32_t dyn_len(arg_type v) noexcept {
     return static_cast<uint32_t>(std::min<size_t>(v.size(), kMaxStrLen)) + 1;
   }
-  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn, arg_type v) noexcept {
+  [[gnu::always_inline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn,
+                                         arg_type v) noexcept {
     const uint32_t len = dyn_len(v);
     const uint32_t word = (len << 16) | dyn;
     std::memcpy(rec + off, &word, sizeof word);

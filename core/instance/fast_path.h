@@ -45,7 +45,8 @@ struct RawWriter {
 /// to 256 bytes (no call into the library's memcpy dispatch), memcpy beyond.
 /// The moves copy straight from slot to ring: a 32-byte temporary had GCC
 /// bounce half of each move through the stack (4 extra moves per 64 bytes).
-[[gnu::always_inline]] inline void copy_record(std::byte* dst, const std::byte* src, size_t n) noexcept {
+[[gnu::always_inline]] inline void copy_record(std::byte* dst, const std::byte* src,
+                                               size_t n) noexcept {
   if (n <= 256) [[likely]] {
     size_t i = 0;
     for (; i + 32 <= n; i += 32) __builtin_memcpy(dst + i, src + i, 32);
@@ -71,7 +72,8 @@ struct RawWriter {
   const uint64_t preempt = depth < 15 ? depth : 15;
   return (uint64_t{TraceFlag::hardirq} << 16) | (preempt << 24);
 }
-static_assert(offsetof(CommonHeader, common_flags) == 2 && offsetof(CommonHeader, common_preempt_count) == 3);
+static_assert(offsetof(CommonHeader, common_flags) == 2 &&
+              offsetof(CommonHeader, common_preempt_count) == 3);
 
 /// Makes the filters::EvalContext of one emit when the program asks for it
 /// (Program::match_lazy). cpu_local writers know no CPU up front: theirs is
@@ -104,14 +106,19 @@ struct EvalContextMaker {
 // commit is the same store for all):
 // inlining four whole copies of the emit, one per kind, made every emit
 // slower (code size, in the staged-reject and commit paths).
-[[gnu::always_inline]] inline buffers::Reservation Instance::ring_reserve(uint32_t cpu, uint32_t size) noexcept {
-  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+[[gnu::always_inline]] inline buffers::Reservation Instance::ring_reserve(uint32_t cpu,
+                                                                          uint32_t size) noexcept {
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer,
+      buffers::Writers;
   switch (ring_kind_) {
     case RingKind::overwrite_local:
-      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+      return static_cast<
+                 RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(
+                 *ring_)
           .reserve(cpu, size);
     case RingKind::drop_newest_local:
-      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks,
+                                    Writers::cpu_local>&>(*ring_)
           .reserve(cpu, size);
     default:
       return reserve_any_cpu(cpu, size);  // replay's rings: out of line, keeps the emit small
@@ -123,22 +130,29 @@ struct EvalContextMaker {
 }
 
 [[gnu::always_inline]] inline void Instance::ring_discard(const buffers::Reservation& r) noexcept {
-  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer,
+      buffers::Writers;
   switch (ring_kind_) {
     case RingKind::overwrite_local:
-      return static_cast<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+      return static_cast<
+                 RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>&>(
+                 *ring_)
           .discard(r);
     case RingKind::drop_newest_local:
-      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>&>(*ring_)
+      return static_cast<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks,
+                                    Writers::cpu_local>&>(*ring_)
           .discard(r);
-    case RingKind::overwrite_any: return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).discard(r);
-    default: return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).discard(r);
+    case RingKind::overwrite_any:
+      return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).discard(r);
+    default:
+      return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).discard(r);
   }
 }
 
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu,
-                                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+[[gnu::always_inline]] inline EmitResult Instance::emit_impl(detail::EventState& st, uint32_t size,
+                                                             uint32_t cpu, bool cpu_given,
+                                                             Writer& w, Hooks& hooks) noexcept {
   const uint32_t flags = st.flags.load(std::memory_order_acquire);
   if ((flags & detail::EventState::kEnabled) == 0) [[unlikely]]
     return EmitResult::disabled;
@@ -157,9 +171,11 @@ template <class Writer, class Hooks>
 // every instance it emits into: the thread-local lookup and the read-side
 // section are paid once per event, not once per instance).
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::emit_in_scope(detail::EventState& st, uint32_t flags, ThreadContext& tc,
-                                                                 uint32_t depth, uint32_t size, uint32_t cpu,
-                                                                 bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+[[gnu::always_inline]] inline EmitResult Instance::emit_in_scope(detail::EventState& st,
+                                                                 uint32_t flags, ThreadContext& tc,
+                                                                 uint32_t depth, uint32_t size,
+                                                                 uint32_t cpu, bool cpu_given,
+                                                                 Writer& w, Hooks& hooks) noexcept {
   ThreadContext* ctx = &tc;
   auto& c = thread_counters(*ctx, st.counters).v;
   // E3 The CPU: any_cpu rings need it to pick a buffer; cpu_local rings read
@@ -181,7 +197,8 @@ template <class Writer, class Hooks>
     if ((depth | ctx->in_signal.load(std::memory_order_relaxed)) != 0) [[unlikely]]
       hdr |= detail::nested_header_bits(depth);
   }
-  Emit<Writer, Hooks> e{*this, st, flags, ctx, depth, size, cpu, given_cpu, cpu_given, w, hooks, c, hdr};
+  Emit<Writer, Hooks> e{*this,     st,        flags, ctx,   depth, size, cpu,
+                        given_cpu, cpu_given, w,     hooks, c,     hdr};
   using S = detail::EventState;
 
   // thread_slot: filtered, not soft-disabled, staging in the thread's slot
@@ -197,14 +214,19 @@ template <class Writer, class Hooks>
   // direct: filtered, not soft-disabled, no slot to try (staging off, or
   // adaptive gone direct). Here kAdaptive (set for every event of an
   // adaptive instance, never cleared) is the instance's staging mode.
-  constexpr uint32_t kDirectMask = S::kFiltered | S::kSoftDisabled | S::kThreadStaging | S::kCpuStaging;
+  constexpr uint32_t kDirectMask =
+      S::kFiltered | S::kSoftDisabled | S::kThreadStaging | S::kCpuStaging;
   if ((flags & kDirectMask) == S::kFiltered)
-    return e.direct(false, [this]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { return options_.staging == Staging::adaptive; });
+    return e.direct(false, [this]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+      return options_.staging == Staging::adaptive;
+    });
 
   const bool soft = (flags & S::kSoftDisabled) != 0;
   const bool adaptive_direct = (flags & (S::kAdaptive | S::kThreadStaging)) == S::kAdaptive;
   const bool stage = options_.staging != Staging::off && !adaptive_direct;
-  const auto adaptive_now = [adaptive_direct]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { return adaptive_direct; };
+  const auto adaptive_now = [adaptive_direct]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+    return adaptive_direct;
+  };
   // soft_disabled: staging in the thread's slot, which thread_slot did not
   // try. Nested and too-big emits failed its claim and fail the Stager's too.
   if ((flags & (S::kThreadStaging | S::kSoftDisabled)) == (S::kThreadStaging | S::kSoftDisabled) &&
@@ -222,16 +244,19 @@ template <class Writer, class Hooks>
 }
 
 template <class Writer, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::dispatch(detail::EventState& st, uint32_t size, uint32_t cpu,
-                                                            bool cpu_given, Writer& w, Hooks& hooks) noexcept {
+[[gnu::always_inline]] inline EmitResult Instance::dispatch(detail::EventState& st, uint32_t size,
+                                                            uint32_t cpu, bool cpu_given, Writer& w,
+                                                            Hooks& hooks) noexcept {
   return emit_impl(st, size, cpu, cpu_given, w, hooks);
 }
 
 template <class Fill, class Hooks>
-[[gnu::always_inline]] inline EmitResult Instance::emit_fill_with(const EventDesc& event, uint32_t size, Fill& fill,
+[[gnu::always_inline]] inline EmitResult Instance::emit_fill_with(const EventDesc& event,
+                                                                  uint32_t size, Fill& fill,
                                                                   Hooks& hooks) noexcept {
   detail::EventState* st = states_[event.index()].load(std::memory_order_acquire);
-  if (st == nullptr || st->desc != &event) [[unlikely]]  // never configured here / another registry's event
+  if (st == nullptr || st->desc != &event)
+      [[unlikely]]  // never configured here / another registry's event
     return EmitResult::disabled;
   if (size < sizeof(CommonHeader)) [[unlikely]]
     size = sizeof(CommonHeader);
@@ -240,8 +265,8 @@ template <class Fill, class Hooks>
 }
 
 template <class Hooks>
-inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
-                                     Hooks& hooks) noexcept {
+inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std::byte> record,
+                                     uint32_t cpu, Hooks& hooks) noexcept {
   detail::EventState* st = states_[event.index()].load(std::memory_order_acquire);
   if (st == nullptr || st->desc != &event) [[unlikely]]
     return EmitResult::disabled;
@@ -254,7 +279,8 @@ inline EmitResult Instance::emit_raw(const EventDesc& event, std::span<const std
 }
 
 template <class Hooks>
-inline EmitResult Instance::emit_raw(std::span<const std::byte> record, uint32_t cpu, Hooks& hooks) noexcept {
+inline EmitResult Instance::emit_raw(std::span<const std::byte> record, uint32_t cpu,
+                                     Hooks& hooks) noexcept {
   if (record.size() < sizeof(CommonHeader)) [[unlikely]] {
     raw_refused_.fetch_add(1, std::memory_order_relaxed);
     return EmitResult::lost;

@@ -50,7 +50,8 @@ void process_wide_barrier() {
   // CPU in this mm's CPU mask: each one takes an interrupt, which is a full
   // barrier on x86 and arm64.
   static std::mutex mu;
-  static void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  static void* page =
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   std::lock_guard lk(mu);
   if (page == MAP_FAILED) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -66,14 +67,15 @@ void process_wide_barrier() {
 void synchronize() {
   if (ThreadContext* self = detail::tl_context;
       self != nullptr && self->read_section.load(std::memory_order_relaxed) != 0)
-    throw std::logic_error("tracepipe::synchronize() called inside an emit (would wait for itself)");
+    throw std::logic_error(
+        "tracepipe::synchronize() called inside an emit (would wait for itself)");
   using detail::kSectionEpochShift;
   constexpr uint64_t kEpochStep = uint64_t{1} << kSectionEpochShift;
   const uint64_t target =
       (detail::gp_global_section.fetch_add(kEpochStep, std::memory_order_acq_rel) + kEpochStep) >>
-      kSectionEpochShift;  // (E)
-  process_wide_barrier();                                                                     // (F)
-  for (ThreadContext* c : detail::snapshot_threads()) {                                      // (G)
+      kSectionEpochShift;                                // (E)
+  process_wide_barrier();                                // (F)
+  for (ThreadContext* c : detail::snapshot_threads()) {  // (G)
     for (unsigned spins = 0;; ++spins) {
       const uint64_t s = c->read_section.load(std::memory_order_acquire);
       if (s == 0 || (s >> kSectionEpochShift) >= target) break;

@@ -123,7 +123,9 @@ class WriterScope {
 
   /// Emits that were already in flight on this thread when this one began
   /// (0 = not nested; > 0 = this emit runs in a signal handler).
-  uint32_t depth() const noexcept { return static_cast<uint32_t>(prev_ & detail::kSectionDepthMask); }
+  uint32_t depth() const noexcept {
+    return static_cast<uint32_t>(prev_ & detail::kSectionDepthMask);
+  }
 
  private:
   uint64_t prev_;
@@ -140,7 +142,8 @@ namespace detail {
 [[gnu::always_inline]] inline bool enter_outermost_section(ThreadContext& t) noexcept {
   if (t.read_section.load(std::memory_order_relaxed) != 0) [[unlikely]]
     return false;
-  t.read_section.store(gp_global_section.load(std::memory_order_acquire), std::memory_order_relaxed);  // (A)
+  t.read_section.store(gp_global_section.load(std::memory_order_acquire),
+                       std::memory_order_relaxed);  // (A)
   std::atomic_signal_fence(std::memory_order_seq_cst);
   return true;
 }

@@ -8,9 +8,9 @@
 #include <new>
 #include <stdexcept>
 
+#include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/core/instance/adaptive_average.h"
 #include "tracepipe/core/instance/instance_private.h"
-#include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/filters/parser.h"
 
 namespace tracepipe {
@@ -34,15 +34,17 @@ std::mutex& subscribers_mutex() {
 
 detail::Subscribers* make_subscribers(const std::vector<detail::EventState*>& list) {
   if (list.empty()) return nullptr;
-  const size_t bytes = sizeof(detail::Subscribers) + (list.size() - 1) * sizeof(detail::EventState*);
+  const size_t bytes =
+      sizeof(detail::Subscribers) + (list.size() - 1) * sizeof(detail::EventState*);
   auto* s = static_cast<detail::Subscribers*>(::operator new(bytes));
   s->count = static_cast<uint32_t>(list.size());
   std::copy(list.begin(), list.end(), s->states);
   return s;
 }
 
-void free_subscribers(const detail::Subscribers* s) { ::operator delete(const_cast<detail::Subscribers*>(s)); }
-
+void free_subscribers(const detail::Subscribers* s) {
+  ::operator delete(const_cast<detail::Subscribers*>(s));
+}
 
 }  // namespace
 
@@ -64,7 +66,8 @@ Instance::Instance(InstanceOptions options, Registry& registry)
       stager_(options_.staging) {
   if (!(options_.adaptive_threshold >= 0.0 && options_.adaptive_threshold <= 1.0))
     throw std::invalid_argument("adaptive_threshold must be between 0 and 1");
-  if (options_.buffer_size_kb == 0) throw std::invalid_argument("buffer_size_kb must be at least 1");
+  if (options_.buffer_size_kb == 0)
+    throw std::invalid_argument("buffer_size_kb must be at least 1");
   ncpu_ = options_.cpus != 0 ? options_.cpus : possible_cpus();
   adaptive_threshold_ = static_cast<uint64_t>(options_.adaptive_threshold * 65536.0);
   buffers::RingBufferConfig rc;
@@ -72,18 +75,23 @@ Instance::Instance(InstanceOptions options, Registry& registry)
   rc.size_per_cpu = static_cast<size_t>(options_.buffer_size_kb) * 1024u;
   rc.subbuf_size = static_cast<size_t>(options_.subbuf_size_kb) * 1024u;
   // `local` and `perf` are read inline by the ring (no call per reserve).
-  const buffers::FunctionClock clk =
-      options_.external_time ? buffers::FunctionClock(&external_clock) : detail::ring_clock(options_.clock);
+  const buffers::FunctionClock clk = options_.external_time
+                                         ? buffers::FunctionClock(&external_clock)
+                                         : detail::ring_clock(options_.clock);
   switch (options_.writers) {
     case WriterMode::automatic:
       cpu_local_ = options_.cpus == 0 && !options_.external_time && buffers::detail::rseq_usable();
       break;
-    case WriterMode::any_cpu: cpu_local_ = false; break;
+    case WriterMode::any_cpu:
+      cpu_local_ = false;
+      break;
     case WriterMode::cpu_local:
       if (options_.cpus != 0)
-        throw std::invalid_argument("writers = cpu_local needs one buffer per possible CPU (cpus = 0)");
+        throw std::invalid_argument(
+            "writers = cpu_local needs one buffer per possible CPU (cpus = 0)");
       if (!buffers::detail::rseq_usable())
-        throw std::invalid_argument("writers = cpu_local needs rseq and membarrier RSEQ, unavailable here");
+        throw std::invalid_argument(
+            "writers = cpu_local needs rseq and membarrier RSEQ, unavailable here");
       cpu_local_ = true;
       break;
   }
@@ -102,18 +110,22 @@ Instance::Instance(InstanceOptions options, Registry& registry)
     rc.memory = flight_->ring_memory();
     rc.memory_size = flight_->ring_size();
   }
-  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer, buffers::Writers;
+  using buffers::FunctionClock, buffers::NoHooks, buffers::OverflowMode, buffers::RingBuffer,
+      buffers::Writers;
   const bool ow = options_.mode == BufferMode::overwrite;
   ring_kind_ = cpu_local_ ? (ow ? RingKind::overwrite_local : RingKind::drop_newest_local)
                           : (ow ? RingKind::overwrite_any : RingKind::drop_newest_any);
   if (options_.mode == BufferMode::overwrite) {
     if (cpu_local_)
-      ring_ = std::make_unique<RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
+      ring_ = std::make_unique<
+          RingBuffer<OverflowMode::overwrite, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
     else
       ring_ = std::make_unique<RingBuffer<OverflowMode::overwrite>>(rc, clk);
   } else {
     if (cpu_local_)
-      ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>>(rc, clk);
+      ring_ = std::make_unique<
+          RingBuffer<OverflowMode::drop_newest, FunctionClock, NoHooks, Writers::cpu_local>>(rc,
+                                                                                             clk);
     else
       ring_ = std::make_unique<RingBuffer<OverflowMode::drop_newest>>(rc, clk);
   }
@@ -123,7 +135,8 @@ Instance::Instance(InstanceOptions options, Registry& registry)
 
 buffers::Reservation Instance::reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept {
   using buffers::OverflowMode, buffers::RingBuffer;
-  if (ring_kind_ == RingKind::overwrite_any) return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).reserve(cpu, size);
+  if (ring_kind_ == RingKind::overwrite_any)
+    return static_cast<RingBuffer<OverflowMode::overwrite>&>(*ring_).reserve(cpu, size);
   return static_cast<RingBuffer<OverflowMode::drop_newest>&>(*ring_).reserve(cpu, size);
 }
 
@@ -146,18 +159,21 @@ Instance::~Instance() {
 
 detail::EventState& Instance::state_locked(const EventDesc& event) {
   if (&event.registry() != &registry_)
-    throw std::invalid_argument("event " + event.full_name() + " belongs to another registry than instance " +
-                                name());
+    throw std::invalid_argument("event " + event.full_name() +
+                                " belongs to another registry than instance " + name());
   if (detail::EventState* st = states_[event.index()].load(std::memory_order_relaxed)) return *st;
   auto st = std::make_unique<detail::EventState>();
   st->desc = &event;
   st->type = event.id();
   st->instance = this;
   st->counters = allocate_counter_group();
-  if (options_.staging == Staging::per_thread) st->flags.store(detail::EventState::kThreadStaging, std::memory_order_relaxed);
-  if (options_.staging == Staging::per_cpu) st->flags.store(detail::EventState::kCpuStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::per_thread)
+    st->flags.store(detail::EventState::kThreadStaging, std::memory_order_relaxed);
+  if (options_.staging == Staging::per_cpu)
+    st->flags.store(detail::EventState::kCpuStaging, std::memory_order_relaxed);
   if (options_.staging == Staging::adaptive)  // starts staging: the rate is unknown
-    st->flags.store(detail::EventState::kThreadStaging | detail::EventState::kAdaptive, std::memory_order_relaxed);
+    st->flags.store(detail::EventState::kThreadStaging | detail::EventState::kAdaptive,
+                    std::memory_order_relaxed);
   detail::EventState* raw = st.get();
   owned_states_.push_back(std::move(st));
   states_[event.index()].store(raw, std::memory_order_release);
@@ -203,8 +219,9 @@ void Instance::commit_from_stack(detail::EventState& st, uint32_t flags, ThreadC
 
 // The stack lane's filter when the program has no inline verdict: the
 // context (CPU, comm) as the staged path's EvalContextMaker makes it.
-void Instance::filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
-                                 ThreadContext& ctx, std::span<const std::byte> rec) noexcept {
+void Instance::filter_from_stack(const filters::Program& prog, detail::EventState& st,
+                                 uint32_t flags, ThreadContext& ctx,
+                                 std::span<const std::byte> rec) noexcept {
   const bool accept = prog.match_lazy(rec, [&]() {
     filters::EvalContext e;  // member by member: see EvalContextMaker (fast_path.h)
     e.cpu = current_cpu();
@@ -234,9 +251,12 @@ void Instance::subscribe_locked(detail::EventState& st, bool on, Retired& retire
   if (old != nullptr) retired.subscribers.push_back(old);
 }
 
-void Instance::unsubscribe_locked(detail::EventState& st, Retired& retired) { subscribe_locked(st, false, retired); }
+void Instance::unsubscribe_locked(detail::EventState& st, Retired& retired) {
+  subscribe_locked(st, false, retired);
+}
 
-void Instance::install_program_locked(detail::EventState& st, std::shared_ptr<const filters::Program> program,
+void Instance::install_program_locked(detail::EventState& st,
+                                      std::shared_ptr<const filters::Program> program,
                                       std::string text, Retired& retired) {
   if (program) {
     // Publish the program before the flag: a writer that sees kFiltered
@@ -272,7 +292,8 @@ void Instance::enable(const EventDesc& event, bool on) {
   reclaim(retired);
 }
 
-void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired, std::optional<bool> soft) {
+void Instance::enable_locked(const EventDesc& event, bool on, Retired& retired,
+                             std::optional<bool> soft) {
   detail::EventState& st = state_locked(event);
   if (on && flight_) {  // what recovery needs to decode the event, before its first record
     (void)flight_->add_format(event.format());
@@ -295,7 +316,8 @@ void Instance::soft_mode(const EventDesc& event, bool get) {
   std::lock_guard lk(mu_);
   Retired retired;
   detail::EventState& st = state_locked(event);
-  const bool enabled = (st.flags.load(std::memory_order_relaxed) & detail::EventState::kEnabled) != 0;
+  const bool enabled =
+      (st.flags.load(std::memory_order_relaxed) & detail::EventState::kEnabled) != 0;
   if (get) {
     if (++st.soft_mode_refs > 1 || enabled) return;
     set_flag_locked(st, detail::EventState::kSoftDisabled, true);  // before it is armed
@@ -303,7 +325,8 @@ void Instance::soft_mode(const EventDesc& event, bool get) {
     subscribe_locked(st, true, retired);
   } else {
     if (st.soft_mode_refs == 0 || --st.soft_mode_refs > 0) return;
-    if (enabled && (st.flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0) {
+    if (enabled &&
+        (st.flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0) {
       set_flag_locked(st, detail::EventState::kEnabled, false);
       subscribe_locked(st, false, retired);
     }
@@ -329,7 +352,8 @@ size_t Instance::enable(std::string_view pattern, bool on) {
 
 bool Instance::enabled(const EventDesc& event) const noexcept {
   const detail::EventState* st = state_of(event);
-  return st != nullptr && (st->flags.load(std::memory_order_acquire) & detail::EventState::kEnabled) != 0;
+  return st != nullptr &&
+         (st->flags.load(std::memory_order_acquire) & detail::EventState::kEnabled) != 0;
 }
 
 void Instance::set_soft_disabled(const EventDesc& event, bool soft) {
@@ -339,7 +363,8 @@ void Instance::set_soft_disabled(const EventDesc& event, bool soft) {
 
 bool Instance::soft_disabled(const EventDesc& event) const noexcept {
   const detail::EventState* st = state_of(event);
-  return st != nullptr && (st->flags.load(std::memory_order_acquire) & detail::EventState::kSoftDisabled) != 0;
+  return st != nullptr &&
+         (st->flags.load(std::memory_order_acquire) & detail::EventState::kSoftDisabled) != 0;
 }
 
 void Instance::set_triggers(const EventDesc& event, std::shared_ptr<detail::TriggerHook> hook) {
@@ -406,12 +431,14 @@ std::optional<filters::FilterError> Instance::filter_error(const EventDesc& even
 
 SystemFilterResult Instance::set_system_filter(std::string_view system, std::string_view expr) {
   const auto events = registry_.system_events(system);
-  if (events.empty()) throw std::invalid_argument("no events in system '" + std::string(system) + "'");
+  if (events.empty())
+    throw std::invalid_argument("no events in system '" + std::string(system) + "'");
   SystemFilterResult out;
   std::vector<filters::CompileResult> compiled;
   const bool clear = clears_filter(expr);
   if (!clear)
-    for (const EventDesc* d : events) compiled.push_back(filters::compile(expr, d->filter_fields()));
+    for (const EventDesc* d : events)
+      compiled.push_back(filters::compile(expr, d->filter_fields()));
   std::lock_guard lk(mu_);
   Retired retired;
   for (size_t i = 0; i < events.size(); ++i) {
@@ -450,14 +477,18 @@ EventStats Instance::event_stats(const EventDesc& event) const {
   if (st == nullptr) return {};
   const auto v = counter_sums(st->counters);
   EventStats s;
-  s.kept = v[detail::slot::kept_unfiltered] + v[detail::slot::kept_staged] + v[detail::slot::kept_direct];
+  s.kept = v[detail::slot::kept_unfiltered] + v[detail::slot::kept_staged] +
+           v[detail::slot::kept_direct];
   s.discarded = v[detail::slot::rejected_staged] + v[detail::slot::rejected_direct];
-  s.lost = v[detail::slot::lost_unfiltered] + v[detail::slot::lost_staged] + v[detail::slot::lost_direct];
+  s.lost = v[detail::slot::lost_unfiltered] + v[detail::slot::lost_staged] +
+           v[detail::slot::lost_direct];
   s.soft_discarded = v[detail::slot::soft];
   s.ring_discards = v[detail::slot::rejected_direct];
   s.unfiltered = v[detail::slot::kept_unfiltered] + v[detail::slot::lost_unfiltered];
-  s.staged = v[detail::slot::kept_staged] + v[detail::slot::rejected_staged] + v[detail::slot::lost_staged];
-  s.direct = v[detail::slot::kept_direct] + v[detail::slot::rejected_direct] + v[detail::slot::lost_direct];
+  s.staged = v[detail::slot::kept_staged] + v[detail::slot::rejected_staged] +
+             v[detail::slot::lost_staged];
+  s.direct = v[detail::slot::kept_direct] + v[detail::slot::rejected_direct] +
+             v[detail::slot::lost_direct];
   s.nested = v[detail::slot::nested];
   s.contended = v[detail::slot::contended];
   s.too_big = v[detail::slot::too_big];
@@ -496,7 +527,9 @@ std::vector<Cmdline> Instance::cmdlines() const {
   return out;
 }
 
-std::filesystem::path Instance::flight_path() const { return flight_ ? flight_->path() : std::filesystem::path(); }
+std::filesystem::path Instance::flight_path() const {
+  return flight_ ? flight_->path() : std::filesystem::path();
+}
 
 void Instance::add_cmdline(int32_t pid, std::string_view comm) {
   std::lock_guard lk(mu_);

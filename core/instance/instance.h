@@ -12,7 +12,8 @@
 //                   └─ filtered or soft-disabled:
 //                        staging on (and, if adaptive, the event's current choice is to stage)?
 //                          slot = stager.try_claim(cpu or thread, size)       (no clock read;
-//                                 per_thread: the thread's slot by address, picked by one flags test)
+//                                 per_thread: the thread's slot by address, picked by one flags
+//                                 test)
 //                          ├─ got it ─▶ build in slot ─▶ filter
 //                          │              ├─ reject ─▶ release slot                (cheap discard)
 //                          │              └─ accept ─▶ ring.reserve + copy + commit (stamped now)
@@ -110,18 +111,18 @@
 #include <string_view>
 #include <vector>
 
-#include "tracepipe/buffers/ring_buffer.h"
-#include "tracepipe/core/config/config.h"
 #include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/core/clock/trace_clock.h"
+#include "tracepipe/core/config/config.h"
+#include "tracepipe/core/config/instance_options.h"
 #include "tracepipe/core/events/event.h"
+#include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/grace_period.h"
 #include "tracepipe/core/instance/snapshot_buffer.h"
-#include "tracepipe/core/config/instance_options.h"
-#include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/instance/staging.h"
 #include "tracepipe/core/instance/thread_context.h"
 #include "tracepipe/core/instance/trigger_hook.h"
-#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/filters/filter.h"
 
 namespace tracepipe {
@@ -167,14 +168,14 @@ struct EventStats {
   uint64_t unfiltered = 0;      ///< emits with no filter and not soft-disabled (reserved directly)
   uint64_t staged = 0;          ///< filtered emits built in a staging slot
   uint64_t direct = 0;          ///< filtered emits built directly in the ring
-  uint64_t nested = 0;          ///< of direct: the staging slot was busy, held by this thread's own outer
-                                ///< emit (a signal handler, or an emit inside a fill)
-  uint64_t contended = 0;       ///< of direct: the per-CPU staging slot was held by another thread (one
-                                ///< preempted while it staged there; per_cpu staging only: the kernel
-                                ///< cannot see this, it stages with preemption off)
-  uint64_t too_big = 0;         ///< of direct: the record did not fit a staging slot
-  uint64_t adaptive_direct = 0; ///< of direct: chosen by adaptive staging (direct - nested - contended -
-                                ///< too_big for an adaptive instance, 0 otherwise)
+  uint64_t nested = 0;  ///< of direct: the staging slot was busy, held by this thread's own outer
+                        ///< emit (a signal handler, or an emit inside a fill)
+  uint64_t contended = 0;  ///< of direct: the per-CPU staging slot was held by another thread (one
+                           ///< preempted while it staged there; per_cpu staging only: the kernel
+                           ///< cannot see this, it stages with preemption off)
+  uint64_t too_big = 0;    ///< of direct: the record did not fit a staging slot
+  uint64_t adaptive_direct = 0;  ///< of direct: chosen by adaptive staging (direct - nested -
+                                 ///< contended - too_big for an adaptive instance, 0 otherwise)
   uint64_t emitted() const noexcept { return kept + discarded + lost; }
   /// Records that reached the ring buffer's reserve (what CpuStats conserves).
   uint64_t ring_attempts() const noexcept { return kept + lost + ring_discards; }
@@ -185,7 +186,8 @@ struct EventStats {
 class [[nodiscard]] FilterStatus {
  public:
   FilterStatus() = default;
-  explicit FilterStatus(filters::FilterError e, std::string expr) : error_(std::move(e)), expr_(std::move(expr)) {}
+  explicit FilterStatus(filters::FilterError e, std::string expr)
+      : error_(std::move(e)), expr_(std::move(expr)) {}
   bool ok() const noexcept { return !error_.has_value(); }
   explicit operator bool() const noexcept { return ok(); }
   /// Precondition: !ok().
@@ -261,7 +263,7 @@ struct alignas(64) EventState {
   /// filter call is one load and a compare shorter.
   std::atomic<const filters::Program*> program{&detail::accept_all_program()};
   const EventDesc* desc = nullptr;
-  uint16_t type = 0;      ///< desc->id(): common_type, without the extra load
+  uint16_t type = 0;  ///< desc->id(): common_type, without the extra load
   Instance* instance = nullptr;
   /// The trigger list, loaded only under kTriggered; null when none.
   std::atomic<TriggerHook*> triggers{nullptr};
@@ -280,14 +282,16 @@ struct alignas(64) EventState {
 /// counter line; losses, too_big and contended, the rare ones, fill the
 /// second.
 namespace slot {
-inline constexpr uint32_t kept_unfiltered = 0, kept_staged = 1, rejected_staged = 2, kept_direct = 3,
-                          rejected_direct = 4, soft = 5, nested = 6,
-                          adaptive_score = 7,  ///< per thread, not a count: while direct, the acceptance
-                                               ///< average, the kept_direct mark and the period, one
-                                               ///< word (detail::AdaptiveScore, core/instance/adaptive_average.h)
+inline constexpr uint32_t
+    kept_unfiltered = 0,
+    kept_staged = 1, rejected_staged = 2, kept_direct = 3, rejected_direct = 4, soft = 5,
+    nested = 6,
+    adaptive_score = 7,  ///< per thread, not a count: while direct, the acceptance
+                         ///< average, the kept_direct mark and the period, one
+                         ///< word (detail::AdaptiveScore, core/instance/adaptive_average.h)
     lost_unfiltered = 8, lost_staged = 9, lost_direct = 10, too_big = 11, contended = 12,
-                          adaptive_kept_mark = 13,     ///< kept_staged at the last staged-window check
-                          adaptive_rejected_mark = 14;  ///< rejected_staged then
+    adaptive_kept_mark = 13,      ///< kept_staged at the last staged-window check
+    adaptive_rejected_mark = 14;  ///< rejected_staged then
 }  // namespace slot
 }  // namespace detail
 
@@ -358,7 +362,7 @@ class Instance {
   /// (docs/filters.md, "Where the core deliberately differs"). `options`
   /// are compile()'s (filters/compile.h): the defaults are the kernel's.
   [[nodiscard]] FilterStatus set_filter(const EventDesc& event, std::string_view expr,
-                          const filters::CompileOptions& options = {});
+                                        const filters::CompileOptions& options = {});
   void clear_filter(const EventDesc& event);
   /// The active filter expression as the kernel's filter file shows it (cut
   /// at a NUL, trailing whitespace removed, leading kept), or "none".
@@ -396,7 +400,8 @@ class Instance {
   /// once if the event is enabled and room was found, never otherwise, and
   /// must not throw.
   template <class Fill>
-  [[gnu::always_inline]] EmitResult emit_fill(const EventDesc& event, uint32_t size, Fill&& fill) noexcept {
+  [[gnu::always_inline]] EmitResult emit_fill(const EventDesc& event, uint32_t size,
+                                              Fill&& fill) noexcept {
     detail::NoEmitHooks hooks;
     return emit_fill_with(event, size, fill, hooks);
   }
@@ -446,11 +451,12 @@ class Instance {
   template <class Hooks>
   EmitResult emit_raw(std::span<const std::byte> record, uint32_t cpu, Hooks& hooks) noexcept;
   template <class Hooks>
-  EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu, Hooks& hooks) noexcept;
+  EmitResult emit_raw(const EventDesc& event, std::span<const std::byte> record, uint32_t cpu,
+                      Hooks& hooks) noexcept;
   /// emit_fill with the lanes' Hooks (NoEmitHooks, or a test's).
   template <class Fill, class Hooks>
-  [[gnu::always_inline]] EmitResult emit_fill_with(const EventDesc& event, uint32_t size, Fill& fill,
-                                                   Hooks& hooks) noexcept;
+  [[gnu::always_inline]] EmitResult emit_fill_with(const EventDesc& event, uint32_t size,
+                                                   Fill& fill, Hooks& hooks) noexcept;
   /// Installs the event's trigger list (core/triggers builds it; nullptr
   /// removes it) and sets or clears kTriggered; the previous list is freed
   /// after a grace period, so no writer runs a freed one. Reached through
@@ -463,7 +469,8 @@ class Instance {
   /// for a caller that already holds a WriterScope on `ctx` (its depth() is
   /// `depth`), one scope for all the instances an event fans out to.
   template <class Fill>
-  [[gnu::always_inline]] EmitResult emit_to_state_in_scope(detail::EventState& state, ThreadContext& ctx, uint32_t depth,
+  [[gnu::always_inline]] EmitResult emit_to_state_in_scope(detail::EventState& state,
+                                                           ThreadContext& ctx, uint32_t depth,
                                                            uint32_t size, Fill& fill) noexcept {
     const uint32_t flags = state.flags.load(std::memory_order_acquire);
     if ((flags & detail::EventState::kEnabled) == 0) [[unlikely]]
@@ -480,48 +487,57 @@ class Instance {
   /// `depth`, and loaded `prog` from st.program inside it (once per emit,
   /// F5). Counted as a staged emit (kept, rejected or lost).
   template <uint32_t Size, class Build>
-  [[gnu::always_inline]] void stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
-                                             uint32_t depth, const filters::Program& prog,
+  [[gnu::always_inline]] void stage_on_stack(detail::EventState& st, uint32_t flags,
+                                             ThreadContext& ctx, uint32_t depth,
+                                             const filters::Program& prog,
                                              const Build& build) noexcept;
   /// Its accept: copies the built record into the ring (stamped there, F1)
   /// and counts it, as the staged path's (E9, core/instance/lanes.h). Out of line: the lane's
   /// reject path then needs no callee-saved register.
-  [[gnu::noinline]] void commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+  [[gnu::noinline]] void commit_from_stack(detail::EventState& st, uint32_t flags,
+                                           ThreadContext& ctx,
                                            std::span<const std::byte> rec) noexcept;
   /// Its filter for programs without an inline verdict (match_lazy with
   /// the emit's context), then the reject's count or commit_from_stack: one
   /// call, after which the lane needs nothing it held.
-  [[gnu::noinline]] void filter_from_stack(const filters::Program& prog, detail::EventState& st, uint32_t flags,
-                                           ThreadContext& ctx, std::span<const std::byte> rec) noexcept;
+  [[gnu::noinline]] void filter_from_stack(const filters::Program& prog, detail::EventState& st,
+                                           uint32_t flags, ThreadContext& ctx,
+                                           std::span<const std::byte> rec) noexcept;
 
   /// One emit's state and its lanes (core/instance/lanes.h).
   template <class Writer, class Hooks>
   struct Emit;
   template <class Writer, class Hooks>
-  EmitResult emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
-                       Hooks& hooks) noexcept;
+  EmitResult emit_impl(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,
+                       Writer& w, Hooks& hooks) noexcept;
   template <class Writer, class Hooks>
-  EmitResult emit_in_scope(detail::EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth, uint32_t size,
-                           uint32_t cpu, bool cpu_given, Writer& w, Hooks& hooks) noexcept;
+  EmitResult emit_in_scope(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
+                           uint32_t depth, uint32_t size, uint32_t cpu, bool cpu_given, Writer& w,
+                           Hooks& hooks) noexcept;
   buffers::Reservation ring_reserve(uint32_t cpu, uint32_t size) noexcept;
   [[gnu::noinline]] buffers::Reservation reserve_any_cpu(uint32_t cpu, uint32_t size) noexcept;
   void ring_commit(const buffers::Reservation& r) noexcept;  ///< r granted (tested) by the caller
   void ring_discard(const buffers::Reservation& r) noexcept;
   template <class Writer, class Hooks>
-  [[gnu::always_inline]] EmitResult dispatch(detail::EventState& st, uint32_t size, uint32_t cpu, bool cpu_given,
-                                             Writer& w, Hooks& hooks) noexcept;
+  [[gnu::always_inline]] EmitResult dispatch(detail::EventState& st, uint32_t size, uint32_t cpu,
+                                             bool cpu_given, Writer& w, Hooks& hooks) noexcept;
 
   struct Retired;
   detail::EventState& state_locked(const EventDesc& event);
   const detail::EventState* state_of(const EventDesc& event) const noexcept;
   void set_flag_locked(detail::EventState& st, uint32_t flag, bool on);
-  [[gnu::cold, gnu::noinline]] void adaptive_check_staged(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
-  [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
-  [[gnu::noinline]] void adaptive_direct_rejected(detail::EventState& st, std::atomic<uint64_t>* c) noexcept;
-  void enable_locked(const EventDesc& event, bool on, Retired& retired, std::optional<bool> soft = std::nullopt);
+  [[gnu::cold, gnu::noinline]] void adaptive_check_staged(detail::EventState& st,
+                                                          std::atomic<uint64_t>* c) noexcept;
+  [[gnu::cold, gnu::noinline]] void adaptive_back_to_staging(detail::EventState& st,
+                                                             std::atomic<uint64_t>* c) noexcept;
+  [[gnu::noinline]] void adaptive_direct_rejected(detail::EventState& st,
+                                                  std::atomic<uint64_t>* c) noexcept;
+  void enable_locked(const EventDesc& event, bool on, Retired& retired,
+                     std::optional<bool> soft = std::nullopt);
   void subscribe_locked(detail::EventState& st, bool on, Retired& retired);
   void unsubscribe_locked(detail::EventState& st, Retired& retired);
-  void install_program_locked(detail::EventState& st, std::shared_ptr<const filters::Program> program, std::string text,
+  void install_program_locked(detail::EventState& st,
+                              std::shared_ptr<const filters::Program> program, std::string text,
                               Retired& retired);
   void reclaim(Retired& retired);
 
@@ -531,14 +547,19 @@ class Instance {
   uint32_t ncpu_;
   bool cpu_local_ = false;  ///< the ring is RingBuffer<M, ..., Writers::cpu_local>
   /// Which RingBuffer<M, FunctionClock, NoHooks, W> ring_ is (fast_path.h).
-  enum class RingKind : uint8_t { overwrite_local, drop_newest_local, overwrite_any, drop_newest_any };
+  enum class RingKind : uint8_t {
+    overwrite_local,
+    drop_newest_local,
+    overwrite_any,
+    drop_newest_any
+  };
   RingKind ring_kind_ = RingKind::drop_newest_any;
   uint64_t adaptive_threshold_;  ///< in 1/65536
   /// InstanceOptions::flight_recorder: the file the ring lives in (declared
   /// before ring_: destroyed after it).
   std::unique_ptr<flight::FlightFile> flight_;
   detail::LiveRing ring_;  ///< the live ring and the snapshot spare (snapshot_buffer.h)
-  Stager stager_;  ///< by value: the emit reads its policy without a pointer hop
+  Stager stager_;          ///< by value: the emit reads its policy without a pointer hop
   std::unique_ptr<std::atomic<detail::EventState*>[]> states_;  ///< Registry::kMaxEvents entries
   mutable std::atomic<uint64_t> raw_refused_{0};
 
@@ -562,15 +583,18 @@ void set_config_triggers_hook(ConfigTriggersFn fn) noexcept;
 /// WriterScope), and tests that force a staging slot busy.
 struct InstanceAccess {
   template <class Fill>
-  [[gnu::always_inline]] static EmitResult emit_to_state_in_scope(EventState& state, ThreadContext& ctx,
-                                                                  uint32_t depth, uint32_t size, Fill& fill) noexcept {
+  [[gnu::always_inline]] static EmitResult emit_to_state_in_scope(EventState& state,
+                                                                  ThreadContext& ctx,
+                                                                  uint32_t depth, uint32_t size,
+                                                                  Fill& fill) noexcept {
     return state.instance->emit_to_state_in_scope(state, ctx, depth, size, fill);
   }
   /// The stack lane's condition on st.flags: enabled, filtered, staged in
   /// the thread's slot (per_thread, or adaptive while it stages), no
   /// triggers (they see the whole record), not soft-disabled.
   [[gnu::always_inline]] static constexpr bool stages_on_stack(uint32_t flags) noexcept {
-    constexpr uint32_t lane = EventState::kEnabled | EventState::kFiltered | EventState::kThreadStaging;
+    constexpr uint32_t lane =
+        EventState::kEnabled | EventState::kFiltered | EventState::kThreadStaging;
     return (flags & (lane | EventState::kSoftDisabled | EventState::kTriggered)) == lane;
   }
   /// The stack lane's two out-of-line steps, for a lane whose record size
@@ -580,15 +604,17 @@ struct InstanceAccess {
                                 std::span<const std::byte> rec) noexcept {
     st.instance->commit_from_stack(st, flags, ctx, rec);
   }
-  static void filter_from_stack(const filters::Program& prog, EventState& st, uint32_t flags, ThreadContext& ctx,
-                                std::span<const std::byte> rec) noexcept {
+  static void filter_from_stack(const filters::Program& prog, EventState& st, uint32_t flags,
+                                ThreadContext& ctx, std::span<const std::byte> rec) noexcept {
     st.instance->filter_from_stack(prog, st, flags, ctx, rec);
   }
 
   /// EventDecl::trace's stack lane (Instance::stage_on_stack).
   template <uint32_t Size, class Build>
-  [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags, ThreadContext& ctx, uint32_t depth,
-                                                    const filters::Program& prog, const Build& build) noexcept {
+  [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags,
+                                                    ThreadContext& ctx, uint32_t depth,
+                                                    const filters::Program& prog,
+                                                    const Build& build) noexcept {
     st.instance->stage_on_stack<Size>(st, flags, ctx, depth, prog, build);
   }
   static Stager& stager(Instance& instance) noexcept { return instance.stager_; }
@@ -597,7 +623,8 @@ struct InstanceAccess {
   static const LiveRing& live_ring(const Instance& instance) noexcept { return instance.ring_; }
   /// The triggers library's (core/triggers): Instance::set_triggers and
   /// Instance::triggers.
-  static void set_triggers(Instance& instance, const EventDesc& event, std::shared_ptr<TriggerHook> hook) {
+  static void set_triggers(Instance& instance, const EventDesc& event,
+                           std::shared_ptr<TriggerHook> hook) {
     instance.set_triggers(event, std::move(hook));
   }
   static std::shared_ptr<TriggerHook> triggers(const Instance& instance, const EventDesc& event) {
@@ -613,12 +640,14 @@ struct InstanceAccess {
   /// The write path's two calls into an event's triggers: one virtual call
   /// each, out of line (an event without triggers never reaches them:
   /// kTriggered is tested first).
-  [[gnu::always_inline]] static TriggersFired call_triggers(EventState& st, const TriggerCall& c) noexcept {
+  [[gnu::always_inline]] static TriggersFired call_triggers(EventState& st,
+                                                            const TriggerCall& c) noexcept {
     TriggerHook* h = st.triggers.load(std::memory_order_acquire);
     if (h == nullptr) return {};
     return {h, h->call(c)};
   }
-  [[gnu::always_inline]] static void post_triggers(const TriggersFired& f, const TriggerCall& c) noexcept {
+  [[gnu::always_inline]] static void post_triggers(const TriggersFired& f,
+                                                   const TriggerCall& c) noexcept {
     f.hook->post_call(f.mask, c);
   }
   /// Runs the event's triggers on a record that does not reach the
@@ -628,7 +657,8 @@ struct InstanceAccess {
   /// (common_timestamp on an external_time instance). No-op without
   /// triggers or on an unregistered thread. Write path: no allocation, lock
   /// or system call.
-  static void run_triggers_only(EventState& st, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
+  static void run_triggers_only(EventState& st, std::span<const std::byte> rec, uint32_t cpu,
+                                uint64_t ts) noexcept {
     if ((st.flags.load(std::memory_order_acquire) & EventState::kTriggered) == 0) [[likely]]
       return;
     ThreadContext* ctx = thread_context();

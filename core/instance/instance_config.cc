@@ -39,7 +39,6 @@ std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Re
   return inst;
 }
 
-
 void Instance::apply(const InstanceConfig& config) {
   // Resolve and compile everything first, so that an error leaves the
   // instance as it was.
@@ -50,14 +49,17 @@ void Instance::apply(const InstanceConfig& config) {
     bool clear = false;
   };
   std::vector<Planned> plan;
-  const auto filter_failure = [&](const EventSettings& s, const EventDesc& d, const filters::FilterError& e) {
+  const auto filter_failure = [&](const EventSettings& s, const EventDesc& d,
+                                  const filters::FilterError& e) {
     throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                      "filter rejected for " + d.full_name() + ": parse_error: " + std::string(e.message()) +
-                          "\n" + e.render(*s.filter));
+                      "filter rejected for " + d.full_name() + ": parse_error: " +
+                          std::string(e.message()) + "\n" + e.render(*s.filter));
   };
   for (const EventSettings& s : config.systems) {
     const auto events = registry_.system_events(s.pattern);
-    if (events.empty()) throw ConfigError(s.where.file, s.where.line, s.where.key, "no events in system '" + s.pattern + "'");
+    if (events.empty())
+      throw ConfigError(s.where.file, s.where.line, s.where.key,
+                        "no events in system '" + s.pattern + "'");
     const size_t first = plan.size();
     bool any_accepts = false;
     for (const EventDesc* d : events) {
@@ -83,16 +85,19 @@ void Instance::apply(const InstanceConfig& config) {
       const EventDesc& d = *plan[first].event;
       const filters::FilterError& e = plan[first].program->error();
       throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                        "no event of system '" + s.pattern + "' accepts the filter (first, " + d.full_name() +
-                            ": parse_error: " + std::string(e.message()) + ")\n" + e.render(*s.filter));
+                        "no event of system '" + s.pattern + "' accepts the filter (first, " +
+                            d.full_name() + ": parse_error: " + std::string(e.message()) + ")\n" +
+                            e.render(*s.filter));
     }
   }
   for (const EventSettings& s : config.events) {
     const auto events = registry_.match(s.pattern);
     if (events.empty()) {
       // Synthetic events are defined by the triggers library, after this pass.
-      if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic") continue;
-      throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+      if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic")
+        continue;
+      throw ConfigError(s.where.file, s.where.line, s.where.key,
+                        "no event matches '" + s.pattern + "'");
     }
     for (const EventDesc* d : events) {
       Planned p{d, &s, std::nullopt, false};
@@ -124,8 +129,10 @@ void Instance::apply(const InstanceConfig& config) {
         st.filter_error.reset();
       }
     }
-    if (s.enable) enable_locked(*p.event, *s.enable, retired, s.soft_disable);
-    else if (s.soft_disable) set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
+    if (s.enable)
+      enable_locked(*p.event, *s.enable, retired, s.soft_disable);
+    else if (s.soft_disable)
+      set_flag_locked(st, detail::EventState::kSoftDisabled, *s.soft_disable);
   }
   reclaim(retired);
   lk.unlock();

@@ -30,12 +30,16 @@ namespace instance_impl {
 using filters::clears_filter;
 
 // What filter() shows: the text the kernel keeps and shows in its filter file.
-inline std::string shown(std::string_view expr) { return std::string(filters::kernel_command(expr)); }
+inline std::string shown(std::string_view expr) {
+  return std::string(filters::kernel_command(expr));
+}
 
 // The kernel's error in the filter file of an event a system filter could not
 // be set on (process_system_preds): the event's own error is in
 // SystemFilterResult::rejected.
-inline filters::FilterError subsystem_error() { return {filters::FilterErr::bad_subsys_filter, 0, EINVAL, {}}; }
+inline filters::FilterError subsystem_error() {
+  return {filters::FilterErr::bad_subsys_filter, 0, EINVAL, {}};
+}
 
 }  // namespace instance_impl
 

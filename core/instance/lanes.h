@@ -69,11 +69,13 @@ struct Instance::Emit {
   [[gnu::always_inline]] bool passes_filter(std::span<const std::byte> rec) const noexcept {
     const filters::Program* prog = st.program.load(std::memory_order_acquire);  // never null
     const uint32_t filter_cpu = cpu_given ? given_cpu : cpu;
-    return prog->match_lazy(rec, detail::EvalContextMaker{prog, ctx, filter_cpu, in.cpu_local_, cpu_given});
+    return prog->match_lazy(
+        rec, detail::EvalContextMaker{prog, ctx, filter_cpu, in.cpu_local_, cpu_given});
   }
   /// E7: kTriggered, in the flags already loaded; out of line, so an event
   /// without triggers pays one test of `flags`.
-  [[gnu::always_inline]] detail::TriggersFired run_triggers(std::span<const std::byte> rec) const noexcept {
+  [[gnu::always_inline]] detail::TriggersFired run_triggers(
+      std::span<const std::byte> rec) const noexcept {
     detail::TriggersFired f;
     if ((flags & detail::EventState::kTriggered) != 0) [[unlikely]]
       f = detail::InstanceAccess::call_triggers(
@@ -83,7 +85,8 @@ struct Instance::Emit {
   /// E11.
   [[gnu::always_inline]] void post_triggers(const detail::TriggersFired& f) const noexcept {
     if (f.mask != 0) [[unlikely]]
-      detail::InstanceAccess::post_triggers(f, {{}, ctx, cpu_given ? given_cpu : cpu, in.cpu_local_ && !cpu_given});
+      detail::InstanceAccess::post_triggers(
+          f, {{}, ctx, cpu_given ? given_cpu : cpu, in.cpu_local_ && !cpu_given});
   }
 
   // ── Lanes ──────────────────────────────────────────────────────────────
@@ -105,20 +108,25 @@ struct Instance::Emit {
   /// constant false here and folds away.
   [[gnu::always_inline]] EmitResult thread_slot() noexcept {
     return staged({buffers::PerThreadTempBuffer::own_data(), size}, false, true,
-                  []() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); });
+                  []() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+                    buffers::PerThreadTempBuffer::release_own();
+                  });
   }
 
   /// soft_disabled: the thread's slot, claimed by the caller (E5), for a
   /// soft-disabled event (never accepted: nothing adaptive to check).
   [[gnu::always_inline]] EmitResult soft_disabled() noexcept {
     return staged({buffers::PerThreadTempBuffer::own_data(), size}, true, false,
-                  []() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { buffers::PerThreadTempBuffer::release_own(); });
+                  []() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+                    buffers::PerThreadTempBuffer::release_own();
+                  });
   }
 
   /// cpu_slot: a slot the caller claimed through the Stager (E5: its
   /// per-CPU slot, or the thread's), then staged.
   [[gnu::always_inline]] EmitResult cpu_slot(const Claim& cl, bool soft) noexcept {
-    return staged(cl.payload(), soft, false, [&]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { in.stager_.release(cl); });
+    return staged(cl.payload(), soft, false,
+                  [&]() TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { in.stager_.release(cl); });
   }
   /// The Stager's claim failed: counts why, before the emit goes direct.
   /// Busy: this thread's own outer emit holds the slot (nested), or, with
@@ -126,8 +134,8 @@ struct Instance::Emit {
   /// preempted on this CPU between its claim and release (contended).
   [[gnu::always_inline]] void slot_refused(const Claim& cl) noexcept {
     counter_add(c[cl.why() == buffers::StageError::too_big ? detail::slot::too_big
-                  : depth == 0 && in.stager_.per_cpu()    ? detail::slot::contended
-                                                          : detail::slot::nested]);
+                  : depth == 0 && in.stager_.per_cpu()     ? detail::slot::contended
+                                                           : detail::slot::nested]);
   }
 
   /// direct: reserve in the ring, E6 there, E7, E8, commit (E9) or
@@ -149,15 +157,17 @@ struct Instance::Emit {
       // busy): there its rejects are discarded without asking the ring, which
       // would count each as lost. Kept staged accepts bring it back direct
       // once the ring has room. A too-big record is refused by size alone.
-      if (adaptive_direct() && r.error() != buffers::ReserveError::too_big) in.adaptive_back_to_staging(st, c);
+      if (adaptive_direct() && r.error() != buffers::ReserveError::too_big)
+        in.adaptive_back_to_staging(st, c);
       return EmitResult::lost;
     }
     w(r.payload(), hdr);  // E6
     hooks(detail::EmitStep::built_direct);
     const detail::TriggersFired fired = run_triggers(r.payload());  // E7
-    if (!soft && passes_filter(r.payload())) {                       // E8
-      in.ring_commit(r);                                              // E9
-      counter_add(c[detail::slot::kept_direct]);  // also an adaptive event's evidence: its next reject reads it
+    if (!soft && passes_filter(r.payload())) {                      // E8
+      in.ring_commit(r);                                            // E9
+      counter_add(c[detail::slot::kept_direct]);  // also an adaptive event's evidence: its next
+                                                  // reject reads it
       post_triggers(fired);                       // E11
       return EmitResult::kept;
     }
@@ -213,7 +223,8 @@ struct Instance::Emit {
         res = EmitResult::lost;
       }
     } else {
-      counter_add(c[detail::slot::rejected_staged]);  // E10: the cheap discard, nothing touched the ring
+      counter_add(
+          c[detail::slot::rejected_staged]);  // E10: the cheap discard, nothing touched the ring
       if (soft) counter_add(c[detail::slot::soft]);
       res = EmitResult::discarded;
     }
@@ -227,8 +238,9 @@ struct Instance::Emit {
 // detail::InstanceAccess::stages_on_stack): E6 on the caller's stack, only
 // the bytes the filter reads first, then E8, then E9 or E10.
 template <uint32_t Size, class Build>
-[[gnu::always_inline]] inline void Instance::stage_on_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
-                                                            uint32_t depth, const filters::Program& program,
+[[gnu::always_inline]] inline void Instance::stage_on_stack(detail::EventState& st, uint32_t flags,
+                                                            ThreadContext& ctx, uint32_t depth,
+                                                            const filters::Program& program,
                                                             const Build& build) noexcept {
   static_assert(Size >= sizeof(CommonHeader) && Size <= kMaxStagedRecord);
   // This call's own staging buffer: a signal handler's emit has its own
@@ -248,8 +260,8 @@ template <uint32_t Size, class Build>
     }
     std::memcpy(rec, &hdr, sizeof hdr);
   };
-  if ((need & 1) != 0) header();  // a common_* field is read
-  build(rec, need);               // E6, the filter's part
+  if ((need & 1) != 0) header();                  // a common_* field is read
+  build(rec, need);                               // E6, the filter's part
   int verdict = prog->match_inline({rec, Size});  // E8: one compare, a string prefix, a truth table
   if (verdict < 0) [[unlikely]] {
     // The general evaluator is a call: finish the record first, so that
@@ -260,11 +272,13 @@ template <uint32_t Size, class Build>
     return;
   }
   if (verdict == 0) {
-    counter_add(thread_counters(ctx, st.counters).v[detail::slot::rejected_staged]);  // E10: nothing else touched
+    counter_add(thread_counters(ctx, st.counters)
+                    .v[detail::slot::rejected_staged]);  // E10: nothing else touched
     return;
   }
   if ((need & 1) == 0) header();
-  build(rec, ~need);  // the fields the filter did not read (a field in both sets: the same bytes again)
+  build(rec,
+        ~need);  // the fields the filter did not read (a field in both sets: the same bytes again)
   commit_from_stack(st, flags, ctx, {rec, Size});  // E9
 }
 

@@ -26,13 +26,14 @@ namespace tracepipe {
 /// emit (any thread, lock-free, no allocation once the thread is registered).
 struct RawEmit {
   /// The event is looked up by the record's common_type.
-  static EmitResult emit(Instance& instance, std::span<const std::byte> record, uint32_t cpu) noexcept {
+  static EmitResult emit(Instance& instance, std::span<const std::byte> record,
+                         uint32_t cpu) noexcept {
     detail::NoEmitHooks hooks;
     return instance.emit_raw(record, cpu, hooks);
   }
   /// Same, with the event already known (record[0..1] should equal its ID).
-  static EmitResult emit(Instance& instance, const EventDesc& event, std::span<const std::byte> record,
-                         uint32_t cpu) noexcept {
+  static EmitResult emit(Instance& instance, const EventDesc& event,
+                         std::span<const std::byte> record, uint32_t cpu) noexcept {
     detail::NoEmitHooks hooks;
     return instance.emit_raw(event, record, cpu, hooks);
   }

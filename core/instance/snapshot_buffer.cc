@@ -69,7 +69,8 @@ bool LiveRing::swap() noexcept {
     busy_skips_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  const bool ok = snap_.load(std::memory_order_relaxed) != nullptr;  // free() may have run meanwhile
+  const bool ok =
+      snap_.load(std::memory_order_relaxed) != nullptr;  // free() may have run meanwhile
   if (ok) swap_locked();
   unlock_swaps();
   return ok;

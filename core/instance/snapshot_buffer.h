@@ -59,8 +59,11 @@ class LiveRing {
     buffers::RingBufferConfig c;
     c.cpus = r->cpus();
     c.subbuf_size = r->subbuf_size();
-    c.size_per_cpu = (r->nr_subbufs() - 1) * r->subbuf_size();  // nr_subbufs counts the spare position
-    make_spare_ = [c, clk = r->clock()] { return std::unique_ptr<buffers::RingBufferBase>(new R(c, clk)); };
+    c.size_per_cpu =
+        (r->nr_subbufs() - 1) * r->subbuf_size();  // nr_subbufs counts the spare position
+    make_spare_ = [c, clk = r->clock()] {
+      return std::unique_ptr<buffers::RingBufferBase>(new R(c, clk));
+    };
     own_[0] = std::move(ring);
     live_.store(r, std::memory_order_release);
     return *this;
@@ -76,7 +79,9 @@ class LiveRing {
 
   /// The snapshot ring, paused (readable with buffers::Snapshot, Iterator),
   /// or nullptr when no spare is allocated.
-  const buffers::RingBufferBase* snapshot() const noexcept { return snap_.load(std::memory_order_acquire); }
+  const buffers::RingBufferBase* snapshot() const noexcept {
+    return snap_.load(std::memory_order_acquire);
+  }
   bool allocated() const noexcept { return snapshot() != nullptr; }
 
   /// Allocates the spare (empty, paused) if there is none. Throws
@@ -104,7 +109,7 @@ class LiveRing {
   uint64_t busy_skips() const noexcept { return busy_skips_.load(std::memory_order_relaxed); }
 
  private:
-  void lock_swaps() noexcept;    // control plane: spins (yielding) until busy_ is ours
+  void lock_swaps() noexcept;  // control plane: spins (yielding) until busy_ is ours
   void unlock_swaps() noexcept { busy_.store(false, std::memory_order_release); }
   void swap_locked() noexcept;
   /// Frees own_[i] after a grace period.

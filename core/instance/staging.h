@@ -28,8 +28,8 @@
 #include <cstdint>
 #include <span>
 
-#include "tracepipe/buffers/temp_buffer.h"
 #include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/temp_buffer.h"
 #include "tracepipe/core/config/instance_options.h"
 
 namespace tracepipe {

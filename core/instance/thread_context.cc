@@ -1,8 +1,7 @@
 #include "tracepipe/core/instance/thread_context.h"
 
-
-#include <sys/mman.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -29,8 +28,8 @@ thread_local constinit bool tl_exited = false;
 // after static destructors ran), hence allocated once and leaked on purpose.
 struct Registry {
   std::mutex mu;
-  std::vector<ThreadContext*> live;      // registered threads
-  std::vector<ThreadContext*> spare;     // contexts of exited threads, zeroed, for reuse
+  std::vector<ThreadContext*> live;   // registered threads
+  std::vector<ThreadContext*> spare;  // contexts of exited threads, zeroed, for reuse
   std::vector<std::array<uint64_t, kGroupSlots>> retired;  // per group: counts of exited threads
   std::vector<uint32_t> free_groups;
   uint32_t next_group = 1;               // group 0 is never handed out
@@ -72,7 +71,8 @@ constexpr size_t kWindowBytes = size_t{kMaxGroups} * sizeof(CounterGroup);
 
 // Reserves a counter window: zero-filled, backed page by page on first touch.
 CounterGroup* map_window() {
-  void* p = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : static_cast<CounterGroup*>(p);
 }
 
@@ -109,7 +109,8 @@ struct ExitHook {
   ThreadContext* ctx = nullptr;
   ~ExitHook() {
     if (ctx == nullptr) return;
-    if (const ThreadObserver* o = g_observer.load(std::memory_order_acquire); o != nullptr && o->exiting != nullptr)
+    if (const ThreadObserver* o = g_observer.load(std::memory_order_acquire);
+        o != nullptr && o->exiting != nullptr)
       o->exiting(*ctx);  // (H2) e.g. sideband's task_exit, while the context is still ours
     tl_exited = true;
     tl_context = nullptr;
@@ -174,7 +175,8 @@ ThreadContext* register_thread() {
   tl_exit_hook.ctx = c;
   tl_context = c;
   tl_registering = false;
-  if (const ThreadObserver* o = g_observer.load(std::memory_order_acquire); o != nullptr && o->registered != nullptr)
+  if (const ThreadObserver* o = g_observer.load(std::memory_order_acquire);
+      o != nullptr && o->registered != nullptr)
     o->registered(*c);  // (H1) e.g. sideband's task_comm(first_write), outside the registry mutex
   return c;
 }
@@ -214,14 +216,16 @@ SignalScope::SignalScope() noexcept : ctx_(detail::tl_context) {
   ++detail::tl_signal_depth;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (ctx_ == nullptr) return;
-  ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 
 SignalScope::~SignalScope() {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (ctx_ != nullptr)
-    ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    ctx_->in_signal.store(ctx_->in_signal.load(std::memory_order_relaxed) - 1,
+                          std::memory_order_relaxed);
   --detail::tl_signal_depth;
 }
 
@@ -264,7 +268,8 @@ std::array<uint64_t, detail::kGroupSlots> counter_sums(uint32_t group) {
   if (group >= detail::kMaxGroups) return out;
   if (group < r.retired.size()) out = r.retired[group];
   for (ThreadContext* c : r.live)
-    for (uint32_t s = 0; s < detail::kGroupSlots; ++s) out[s] += c->groups[group].v[s].load(std::memory_order_relaxed);
+    for (uint32_t s = 0; s < detail::kGroupSlots; ++s)
+      out[s] += c->groups[group].v[s].load(std::memory_order_relaxed);
   return out;
 }
 

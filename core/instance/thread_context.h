@@ -6,14 +6,17 @@
 //   thread_local ThreadContext* tl  ──▶  ThreadContext (heap, one per thread)
 //                                          tid, comm[16]              (cached: gettid and
 //                                                                      PR_GET_NAME are syscalls)
-//                                          read_section               (one word: the epoch the outermost
-//                                                                      emit began in, and how many emits
-//                                                                      are in flight; 0 = none)
+//                                          read_section               (one word: the epoch the
+//                                          outermost
+//                                                                      emit began in, and how many
+//                                                                      emits are in flight; 0 =
+//                                                                      none)
 //                                          in_signal                  (SignalScope depth)
-//                                          groups ──▶ counter window  (this thread's counter slices:
+//                                          groups ──▶ counter window  (this thread's counter
+//                                          slices:
 //                                                                      kMaxGroups x 128 bytes of
-//                                                                      reserved address space, pages
-//                                                                      backed on first touch)
+//                                                                      reserved address space,
+//                                                                      pages backed on first touch)
 //   global list of contexts  (mutex; walked by synchronize() and by counter sums)
 //
 // Invariants
@@ -95,8 +98,8 @@ static_assert(sizeof(CounterGroup) == 128);
 /// One writer thread's state. Created on the thread's first emit (or by
 /// prepare_thread()), destroyed at thread exit.
 struct ThreadContext {
-  int32_t tid = 0;        ///< gettid(): the kernel's task pid, stored in common_pid
-  char comm[16] = {};     ///< PR_GET_NAME at registration, NUL-terminated
+  int32_t tid = 0;     ///< gettid(): the kernel's task pid, stored in common_pid
+  char comm[16] = {};  ///< PR_GET_NAME at registration, NUL-terminated
   uint8_t comm_len = 0;
   /// The read-side section and the nesting depth in one word (see
   /// core/instance/grace_period.h): 0 outside any emit; inside, bits 16..63 hold the
@@ -117,7 +120,8 @@ struct ThreadContext {
   std::string_view comm_view() const noexcept { return {comm, comm_len}; }
   /// Emits in flight on this thread (read_section's low 16 bits).
   uint32_t nesting() const noexcept {
-    return static_cast<uint32_t>(read_section.load(std::memory_order_relaxed) & detail::kSectionDepthMask);
+    return static_cast<uint32_t>(read_section.load(std::memory_order_relaxed) &
+                                 detail::kSectionDepthMask);
   }
   /// Epoch of the open read section, 0 outside one (read_section's high bits).
   uint64_t section_epoch() const noexcept {
@@ -231,7 +235,8 @@ void free_counter_group(uint32_t group);
 /// returns): an address in the thread's window, no test. An indexed load
 /// instead of the block table it replaced (pointer, null test, block, group:
 /// six instructions and a branch on every emit).
-[[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx, uint32_t group) noexcept {
+[[gnu::always_inline]] inline detail::CounterGroup& thread_counters(ThreadContext& ctx,
+                                                                    uint32_t group) noexcept {
   return ctx.groups[group];
 }
 

@@ -22,10 +22,11 @@ namespace tracepipe::detail {
 
 /// What the emit knows when it calls the triggers.
 struct TriggerCall {
-  std::span<const std::byte> record;  ///< the built record (staged or reserved), common header included
-  const ThreadContext* thread;        ///< the emitting thread (comm, tid, stack range)
-  uint32_t cpu;                       ///< the CPU as the filter sees it (valid unless cpu_unknown)
-  bool cpu_unknown;                   ///< cpu_local writers: read current_cpu() if needed
+  std::span<const std::byte>
+      record;                   ///< the built record (staged or reserved), common header included
+  const ThreadContext* thread;  ///< the emitting thread (comm, tid, stack range)
+  uint32_t cpu;                 ///< the CPU as the filter sees it (valid unless cpu_unknown)
+  bool cpu_unknown;             ///< cpu_local writers: read current_cpu() if needed
 };
 
 /// The triggers of one (instance, event). Both calls run on the write path:

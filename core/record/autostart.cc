@@ -102,18 +102,23 @@ void on_signal(int sig) {
   const int64_t now = monotonic_ns();
   if (g_signal.compare_exchange_strong(none, sig)) {
     g_signal_ns.store(now);
-    if (Recorder* r = g_recorder.load()) r->request_stop();
-    else die_by(sig);
+    if (Recorder* r = g_recorder.load())
+      r->request_stop();
+    else
+      die_by(sig);
     return;
   }
-  if (none == sig && now - g_signal_ns.load() < 50'000'000) return;  // the same signal, delivered twice
+  if (none == sig && now - g_signal_ns.load() < 50'000'000)
+    return;  // the same signal, delivered twice
   die_by(sig);
 }
 
 // Installs on_signal for sig unless the program has a disposition of its own.
 void take_signal(int sig) {
   struct sigaction old {};
-  if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;
+  if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) != 0 ||
+      old.sa_handler != SIG_DFL)
+    return;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -121,9 +126,10 @@ void take_signal(int sig) {
   (void)::sigaction(sig, &sa, nullptr);
 }
 
-RecorderOptions recorder_options(const Config& cfg, const std::string& out, const std::string& collector,
-                                 const std::string& version, const std::string& compression,
-                                 const std::string& block, const std::string& format) {
+RecorderOptions recorder_options(const Config& cfg, const std::string& out,
+                                 const std::string& collector, const std::string& version,
+                                 const std::string& compression, const std::string& block,
+                                 const std::string& format) {
   RecorderOptions ro;
   ro.output = out;
   if (cfg.recording) {
@@ -142,17 +148,23 @@ RecorderOptions recorder_options(const Config& cfg, const std::string& out, cons
     ro.format = parse_output_format(cfg.recording->format).value_or(OutputFormat::tracedat);
     ro.realtime_priority = static_cast<int>(cfg.recording->realtime_priority);
     ro.cpu = cfg.recording->cpu;
-    if (cfg.recording->block_timeout_us < 0) ro.block_timeout = RecorderOptions::kBlockForever;
-    else ro.block_timeout = std::chrono::microseconds(cfg.recording->block_timeout_us);
+    if (cfg.recording->block_timeout_us < 0)
+      ro.block_timeout = RecorderOptions::kBlockForever;
+    else
+      ro.block_timeout = std::chrono::microseconds(cfg.recording->block_timeout_us);
   }
   // tracepipe record --block[=US]
-  if (block == "inf") ro.block_timeout = RecorderOptions::kBlockForever;
-  else if (!block.empty()) ro.block_timeout = std::chrono::microseconds(std::strtoll(block.c_str(), nullptr, 10));
+  if (block == "inf")
+    ro.block_timeout = RecorderOptions::kBlockForever;
+  else if (!block.empty())
+    ro.block_timeout = std::chrono::microseconds(std::strtoll(block.c_str(), nullptr, 10));
   if (version == "6" || version == "7") ro.file_version = version == "7" ? 7 : 6;
   if (!compression.empty()) ro.compression = compression;
   if (!format.empty()) {  // tracepipe record --format
     const auto f = parse_output_format(format);
-    if (!f) throw std::invalid_argument("TRACEPIPE_RECORD_FORMAT=" + format + ": expected tracedat, perfetto or ctf");
+    if (!f)
+      throw std::invalid_argument("TRACEPIPE_RECORD_FORMAT=" + format +
+                                  ": expected tracedat, perfetto or ctf");
     ro.format = *f;
   }
   if (!collector.empty()) {
@@ -187,11 +199,13 @@ struct AutoRecord {
     try {
       const Config cfg = load_config(path);
       for (const InstanceConfig& ic : cfg.instances) instances.push_back(Instance::from_config(ic));
-      RecorderOptions ro = recorder_options(cfg, out, collector, version, compression, block, format);
+      RecorderOptions ro =
+          recorder_options(cfg, out, collector, version, compression, block, format);
       print_hist = cfg.recording && cfg.recording->print_hist;
       if (ro.output.empty() && ro.collector.empty()) {
         std::fprintf(stderr,
-                     "tracepipe: %s: no [recording] output or collector (and TRACEPIPE_RECORD_OUTPUT unset): not "
+                     "tracepipe: %s: no [recording] output or collector (and "
+                     "TRACEPIPE_RECORD_OUTPUT unset): not "
                      "recording\n",
                      path.c_str());
         write_status("failed no [recording] output or collector in " + path);
@@ -200,8 +214,8 @@ struct AutoRecord {
       const bool connect_first = !ro.collector.empty() && !status.empty();
       const auto timeout = ro.collector_timeout;
       ro.on_error = [](const std::string&) {};  // named once, in the summary (report())
-      ro.on_stopped = [this] {  // on the recorder thread, the file finalized
-        if (reported.exchange(true)) return;  // the program is exiting and reports itself
+      ro.on_stopped = [this] {                  // on the recorder thread, the file finalized
+        if (reported.exchange(true)) return;    // the program is exiting and reports itself
         report(recorder->stats());
         die_by(g_signal.load());
       };

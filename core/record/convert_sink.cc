@@ -19,7 +19,8 @@ namespace {
 
 // The recorder's headers as a reader sees them: a trace.dat without data.
 TraceDatReader parse_headers(const TraceDatWriter& meta, const std::filesystem::path& path) {
-  const std::vector<std::byte> h = meta.header_bytes(std::vector<TraceDatWriter::CpuExtent>(meta.cpus()));
+  const std::vector<std::byte> h =
+      meta.header_bytes(std::vector<TraceDatWriter::CpuExtent>(meta.cpus()));
   return TraceDatReader(MappedFile::copy_of(h), path.string());
 }
 
@@ -31,7 +32,8 @@ int error_code(const std::exception_ptr& e) noexcept {
   } catch (const std::bad_alloc&) {
     return ENOMEM;
   } catch (...) {
-    return EIO;  // a page the reader refuses (cannot come from PageBatch), or a header it cannot parse
+    return EIO;  // a page the reader refuses (cannot come from PageBatch), or a header it cannot
+                 // parse
   }
 }
 
@@ -45,15 +47,17 @@ struct ConvertSink::Impl {
   bool finished = false;
 };
 
-ConvertSink::ConvertSink(convert::Format format, const std::filesystem::path& path, const TraceDatWriter& meta,
-                         uint64_t start_ts)
+ConvertSink::ConvertSink(convert::Format format, const std::filesystem::path& path,
+                         const TraceDatWriter& meta, uint64_t start_ts)
     : impl_(std::make_unique<Impl>()), path_(path) {
   Impl& m = *impl_;
   try {
     m.reader.emplace(parse_headers(meta, path));
     const convert::WriterOptions wo{.stream = true};
-    if (format == convert::Format::ctf) m.writer = std::make_unique<convert::CtfWriter>(path, wo);
-    else m.writer = std::make_unique<convert::PerfettoWriter>(path, wo);
+    if (format == convert::Format::ctf)
+      m.writer = std::make_unique<convert::CtfWriter>(path, wo);
+    else
+      m.writer = std::make_unique<convert::PerfettoWriter>(path, wo);
     std::vector<uint32_t> cpus(meta.cpus());
     for (uint32_t i = 0; i < cpus.size(); ++i) cpus[i] = i;
     m.writer->begin(*m.reader, 0, start_ts, cpus);

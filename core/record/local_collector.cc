@@ -56,7 +56,8 @@ bool tcp_listening(uint16_t port) {
       std::istringstream ls(line);
       std::string slot, local, remote, state;
       ls >> slot >> local >> remote >> state;
-      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, want) == 0) return true;
+      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, want) == 0)
+        return true;
     }
   }
   return false;
@@ -80,7 +81,8 @@ LocalCollector::LocalCollector(std::filesystem::path dir, std::chrono::milliseco
   }
   // Everything the child needs is built before fork(): the child only makes
   // system calls until exec.
-  const std::string log_path = (dir_ / "listen.log").string(), p = std::to_string(port_), d = dir_.string();
+  const std::string log_path = (dir_ / "listen.log").string(), p = std::to_string(port_),
+                    d = dir_.string();
   pid_ = ::fork();
   if (pid_ == 0) {
     ::setpgid(0, 0);
@@ -91,7 +93,8 @@ LocalCollector::LocalCollector(std::filesystem::path dir, std::chrono::milliseco
       ::dup2(fd, 2);
     }
     (void)::close_range(3, ~0u, 0);
-    ::execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(), static_cast<char*>(nullptr));
+    ::execlp("trace-cmd", "trace-cmd", "listen", "-p", p.c_str(), "-d", d.c_str(),
+             static_cast<char*>(nullptr));
     ::_exit(127);
   }
   if (pid_ < 0) {
@@ -144,7 +147,8 @@ bool LocalCollector::busy() const {
   return false;
 }
 
-std::optional<std::filesystem::path> LocalCollector::wait_file(std::chrono::milliseconds max) const {
+std::optional<std::filesystem::path> LocalCollector::wait_file(
+    std::chrono::milliseconds max) const {
   const auto deadline = std::chrono::steady_clock::now() + max;
   while (busy() && std::chrono::steady_clock::now() < deadline) pause_ms(5);
   if (busy()) return std::nullopt;

@@ -60,7 +60,8 @@ class LocalCollector {
   bool busy() const;
   /// Waits (at most `max`) until no session is busy, then returns the newest
   /// trace.dat the collector wrote in dir(), if any.
-  std::optional<std::filesystem::path> wait_file(std::chrono::milliseconds max = std::chrono::seconds(15)) const;
+  std::optional<std::filesystem::path> wait_file(
+      std::chrono::milliseconds max = std::chrono::seconds(15)) const;
 
   /// Stops (SIGSTOP) or resumes (SIGCONT) the collector and its sessions: a
   /// collector that no longer reads, for fault tests.

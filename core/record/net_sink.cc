@@ -42,7 +42,8 @@ uint32_t get_be32(const std::byte* p) noexcept {
 }
 
 void set_timeouts(int fd, std::chrono::milliseconds t) noexcept {
-  timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
+  timeval tv{static_cast<time_t>(t.count() / 1000),
+             static_cast<suseconds_t>((t.count() % 1000) * 1000)};
   (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
@@ -66,13 +67,14 @@ struct Lookup {
 };
 
 struct Resolved {
-  bool timed_out = false;  // no answer within the bound
-  int status = 0;          // getaddrinfo's status when it answered
-  int sys_errno = 0;       // with EAI_SYSTEM
+  bool timed_out = false;    // no answer within the bound
+  int status = 0;            // getaddrinfo's status when it answered
+  int sys_errno = 0;         // with EAI_SYSTEM
   addrinfo* list = nullptr;  // status 0: the caller frees it
 };
 
-Resolved resolve_bounded(const std::string& host, const std::string& port, std::chrono::milliseconds t) {
+Resolved resolve_bounded(const std::string& host, const std::string& port,
+                         std::chrono::milliseconds t) {
   auto l = std::make_shared<Lookup>();
   try {
     std::thread([l, host, port] {
@@ -94,11 +96,13 @@ Resolved resolve_bounded(const std::string& host, const std::string& port, std::
   }
   std::unique_lock lk(l->m);
   if (!l->cv.wait_for(lk, t, [&] { return l->done; })) return {.timed_out = true};
-  return {.status = l->status, .sys_errno = l->sys_errno, .list = std::exchange(l->result, nullptr)};
+  return {
+      .status = l->status, .sys_errno = l->sys_errno, .list = std::exchange(l->result, nullptr)};
 }
 
 // connect() bounded by `t`; 0 or errno.
-int connect_bounded(int fd, const sockaddr* a, socklen_t len, std::chrono::milliseconds t) noexcept {
+int connect_bounded(int fd, const sockaddr* a, socklen_t len,
+                    std::chrono::milliseconds t) noexcept {
   const int fl = ::fcntl(fd, F_GETFL);
   (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   int err = 0;
@@ -135,7 +139,8 @@ std::optional<CollectorAddress> parse_collector(std::string_view spec) {
   std::string_view port = spec;
   if (!spec.empty() && spec.front() == '[') {
     const size_t close = spec.find(']');
-    if (close == std::string_view::npos || close + 1 >= spec.size() || spec[close + 1] != ':') return std::nullopt;
+    if (close == std::string_view::npos || close + 1 >= spec.size() || spec[close + 1] != ':')
+      return std::nullopt;
     a.host = std::string(spec.substr(1, close - 1));
     port = spec.substr(close + 2);
   } else if (const size_t colon = spec.rfind(':'); colon != std::string_view::npos) {
@@ -148,7 +153,8 @@ std::optional<CollectorAddress> parse_collector(std::string_view spec) {
   if (a.host.empty() || port.empty()) return std::nullopt;
   unsigned v = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-  if (ec != std::errc{} || end != port.data() + port.size() || v == 0 || v > 65535) return std::nullopt;
+  if (ec != std::errc{} || end != port.data() + port.size() || v == 0 || v > 65535)
+    return std::nullopt;
   a.port = static_cast<uint16_t>(v);
   return a;
 }
@@ -196,7 +202,8 @@ int NetSink::recv_exact(void* p, size_t n) noexcept {
   return 0;
 }
 
-int NetSink::send_msg(uint32_t cmd, std::span<const std::byte> fixed, std::span<const std::byte> data) noexcept {
+int NetSink::send_msg(uint32_t cmd, std::span<const std::byte> fixed,
+                      std::span<const std::byte> data) noexcept {
   std::byte msg[kMsgMaxLen];
   const size_t size = kMsgHdrLen + fixed.size() + data.size();
   if (size > kMsgMaxLen) return EMSGSIZE;
@@ -213,12 +220,14 @@ int NetSink::send_msg(uint32_t cmd, std::span<const std::byte> fixed, std::span<
 int NetSink::connect_to(uint16_t port, int* fd) noexcept {
   sockaddr_storage ss{};
   std::memcpy(&ss, peer_.data(), std::min(peer_.size(), sizeof ss));
-  if (ss.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
-  else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
+  if (ss.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
+  else
+    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
   *fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (*fd < 0) return errno;
-  const int err = connect_bounded(*fd, reinterpret_cast<const sockaddr*>(&ss), static_cast<socklen_t>(peer_.size()),
-                                  opt_.timeout);
+  const int err = connect_bounded(*fd, reinterpret_cast<const sockaddr*>(&ss),
+                                  static_cast<socklen_t>(peer_.size()), opt_.timeout);
   if (err != 0) {
     ::close(*fd);
     *fd = -1;
@@ -313,12 +322,14 @@ int NetSink::init_session() {
   put_be32(tinit + 8, 1);
   static constexpr char kTcp[] = "tcp";
   int err;
-  if ((err = send_msg(kMsgTinit, tinit, std::as_bytes(std::span(kTcp, sizeof kTcp)))) != 0) return err;
+  if ((err = send_msg(kMsgTinit, tinit, std::as_bytes(std::span(kTcp, sizeof kTcp)))) != 0)
+    return err;
   std::byte hdr[kMsgHdrLen];
   if ((err = recv_exact(hdr, sizeof hdr)) != 0) return err;
   const uint32_t size = get_be32(hdr), cmd = get_be32(hdr + 4), cmd_size = get_be32(hdr + 8);
   if (size < kMsgHdrLen + 4 || size > kMsgMaxLen || cmd_size != 4 || cmd != kMsgRinit) {
-    stage_ = where + " answered MSG_TINIT with command " + std::to_string(cmd) + " (expected MSG_RINIT)";
+    stage_ =
+        where + " answered MSG_TINIT with command " + std::to_string(cmd) + " (expected MSG_RINIT)";
     return EPROTO;
   }
   std::vector<char> body(size - kMsgHdrLen);
@@ -354,7 +365,9 @@ int NetSink::send_headers(std::span<const std::byte> headers) {
   stage_ = "sending the headers to " + opt_.address.text();
   constexpr size_t kChunk = kMsgMaxLen - kMsgHdrLen;
   for (size_t at = 0; at < headers.size(); at += kChunk)
-    if (const int err = send_msg(kMsgSendData, {}, headers.subspan(at, std::min(kChunk, headers.size() - at))); err != 0)
+    if (const int err =
+            send_msg(kMsgSendData, {}, headers.subspan(at, std::min(kChunk, headers.size() - at)));
+        err != 0)
       return err;
   return send_msg(kMsgFinData, {}, {});
 }
@@ -364,7 +377,8 @@ int NetSink::send_headers(std::span<const std::byte> headers) {
 int NetSink::connect_data() {
   const std::string where = opt_.address.text();
   for (uint32_t cpu = 0; cpu < cpus_; ++cpu) {
-    stage_ = "connecting CPU " + std::to_string(cpu) + "'s data port " + std::to_string(ports_[cpu]) + " of " + where;
+    stage_ = "connecting CPU " + std::to_string(cpu) + "'s data port " +
+             std::to_string(ports_[cpu]) + " of " + where;
     const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
     int err;
     for (;;) {
@@ -431,7 +445,8 @@ int NetSink::finalize(const TraceDatWriter&) noexcept {
     if (fd < 0) continue;
     char buf[256];
     for (int i = 0; i < 4096; ++i) {  // the reader sends nothing: data here is unexpected, skipped
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       pollfd p{fd, POLLIN, 0};
       const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
       if (n < 0 && errno == EINTR) continue;

@@ -117,7 +117,8 @@ class NetSink final : public TraceSink {
   int connect_to(uint16_t port, int* fd) noexcept;
   int send_all(int fd, const void* p, size_t n) noexcept;
   int recv_exact(void* p, size_t n) noexcept;
-  int send_msg(uint32_t cmd, std::span<const std::byte> fixed, std::span<const std::byte> data) noexcept;
+  int send_msg(uint32_t cmd, std::span<const std::byte> fixed,
+               std::span<const std::byte> data) noexcept;
   void close_all() noexcept;
 
   NetSinkOptions opt_;

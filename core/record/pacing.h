@@ -25,8 +25,8 @@ inline uint64_t next_look_ns(double rate, uint64_t unread, uint64_t drain_at, ui
                              uint64_t quiet_ns) noexcept {
   if (!(rate > 0)) return quiet_ns;
   const double aim = static_cast<double>(drain_at > unread ? drain_at - unread : 1) / rate;
-  const double guard =
-      static_cast<double>(usable > unread ? usable - unread : 1) / (static_cast<double>(kBurstFactor) * rate);
+  const double guard = static_cast<double>(usable > unread ? usable - unread : 1) /
+                       (static_cast<double>(kBurstFactor) * rate);
   const double ns = std::min({static_cast<double>(quiet_ns), aim, guard});
   return static_cast<uint64_t>(ns);
 }

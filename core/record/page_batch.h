@@ -104,7 +104,9 @@ class PageBatch {
   /// The count the open page's mark carries (0: none).
   uint64_t pending_lost() const noexcept { return lost_; }
 
-  void checkpoint() noexcept { ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_}; }
+  void checkpoint() noexcept {
+    ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_};
+  }
   void rollback() noexcept {
     done_ = ck_.done;
     used_ = ck_.used;
@@ -159,8 +161,8 @@ class PageBatch {
     close_page();
     open_page();
     // An empty page takes any payload up to max_payload (room for a stamp and a count).
-    (void)kpage::encode_record(cur() + kHdr, cap_data() - (lost_ != 0 ? 8 : 0), used_, running_, true, ts,
-                               payload.data(), static_cast<uint32_t>(payload.size()));
+    (void)kpage::encode_record(cur() + kHdr, cap_data() - (lost_ != 0 ? 8 : 0), used_, running_,
+                               true, ts, payload.data(), static_cast<uint32_t>(payload.size()));
     page_ts_ = ts;
     ++records_;
   }
@@ -197,10 +199,10 @@ class PageBatch {
   uint32_t ps_, cap_;
   uint32_t max_payload_ = 0;
   std::unique_ptr<std::byte[]> mem_;
-  uint32_t done_ = 0;   // finished pages at the front
-  uint32_t used_ = 0;   // bytes of event stream in the open page
+  uint32_t done_ = 0;  // finished pages at the front
+  uint32_t used_ = 0;  // bytes of event stream in the open page
   uint64_t running_ = 0, page_ts_ = 0;
-  uint64_t lost_ = 0;   // to mark on the open page
+  uint64_t lost_ = 0;            // to mark on the open page
   bool missed_unknown_ = false;  // the open page follows an unknown number of lost events
   uint64_t records_ = 0, done_records_ = 0, too_big_ = 0;
   Checkpoint ck_;

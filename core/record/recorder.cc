@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
-#include <system_error>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
+#include <system_error>
 
 #include "tracepipe/buffers/subbuf_reader.h"
 #include "tracepipe/core/events/event_format.h"
@@ -51,13 +51,17 @@ struct PendingMark {
 
 // A CPU's loss counters (buffers/stats.h), in one snapshot.
 struct LossCounts {
-  uint64_t overrun = 0, lost_full = 0, lost_busy = 0, commit_overrun = 0, lost_set_aside = 0, lost_too_big = 0;
+  uint64_t overrun = 0, lost_full = 0, lost_busy = 0, commit_overrun = 0, lost_set_aside = 0,
+           lost_too_big = 0;
   // The losses marked after the tail's sub-buffer (all but overrun).
-  uint64_t ring_lost() const noexcept { return lost_full + lost_busy + commit_overrun + lost_set_aside + lost_too_big; }
+  uint64_t ring_lost() const noexcept {
+    return lost_full + lost_busy + commit_overrun + lost_set_aside + lost_too_big;
+  }
 };
 
 struct CpuState {
-  CpuState(const buffers::RingBufferBase& rb, uint32_t cpu, uint32_t page_size, uint32_t batch_pages)
+  CpuState(const buffers::RingBufferBase& rb, uint32_t cpu, uint32_t page_size,
+           uint32_t batch_pages)
       : rd(rb, cpu), batch(page_size, batch_pages) {
     pending.reserve(kMaxPending);
   }
@@ -70,8 +74,8 @@ struct CpuState {
   Clock::time_point last_flush = Clock::now();
   std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0};
   // dropped by cause, since the recording started (RecorderCpuStats)
-  std::atomic<uint64_t> overrun{0}, lost_full{0}, lost_busy{0}, commit_overrun{0}, lost_set_aside{0},
-      lost_too_big{0};
+  std::atomic<uint64_t> overrun{0}, lost_full{0}, lost_busy{0}, commit_overrun{0},
+      lost_set_aside{0}, lost_too_big{0};
 };
 
 // Only the recorder thread stores; stats() reads from any thread.
@@ -90,9 +94,12 @@ bool writer_may_block() noexcept {
 }
 
 LossCounts loss_counts(const buffers::detail::CpuBuffer& cb) noexcept {
-  return {cb.overrun.load(std::memory_order_relaxed),        cb.lost_full.load(std::memory_order_relaxed),
-          cb.lost_busy.load(std::memory_order_relaxed),      cb.commit_overrun.load(std::memory_order_relaxed),
-          cb.lost_set_aside.load(std::memory_order_relaxed), cb.lost_too_big.load(std::memory_order_relaxed)};
+  return {cb.overrun.load(std::memory_order_relaxed),
+          cb.lost_full.load(std::memory_order_relaxed),
+          cb.lost_busy.load(std::memory_order_relaxed),
+          cb.commit_overrun.load(std::memory_order_relaxed),
+          cb.lost_set_aside.load(std::memory_order_relaxed),
+          cb.lost_too_big.load(std::memory_order_relaxed)};
 }
 
 // tracepipe:lost_at_end: closes a CPU's data when events were lost after
@@ -132,9 +139,9 @@ struct Recorder::State {
   Instance& inst;
   RecorderOptions opt;
   std::vector<std::unique_ptr<CpuState>> cpus;
-  std::unique_ptr<TraceSink> file;  // a TraceFile, or the NetSink below
-  NetSink* net = nullptr;           // when recording to a collector
-  std::optional<detail::Compression> v7;  // file_version 7
+  std::unique_ptr<TraceSink> file;          // a TraceFile, or the NetSink below
+  NetSink* net = nullptr;                   // when recording to a collector
+  std::optional<detail::Compression> v7;    // file_version 7
   std::deque<std::filesystem::path> files;  // on disk, oldest first; back() is `file`'s
   uint64_t file_seq = 0;
   std::atomic<uint64_t> files_started{0}, files_removed{0};
@@ -166,8 +173,8 @@ struct Recorder::State {
   }
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
-  std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0}, longest_pass_ns{0},
-      longest_wake_late_ns{0};
+  std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0},
+      longest_pass_ns{0}, longest_wake_late_ns{0};
   std::atomic<bool> realtime{false};
   std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
@@ -199,14 +206,19 @@ struct Recorder::State {
     for (uint32_t cpu = 0; cpu < cpus.size(); ++cpu) {
       const CpuState& c = *cpus[cpu];
       const buffers::CpuStats rs = inst.ring().stats(cpu);
-      const auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-      const uint64_t lost = ld(c.lost_full) + ld(c.lost_busy) + ld(c.lost_set_aside) + ld(c.lost_too_big);
+      const auto ld = [](const std::atomic<uint64_t>& a) {
+        return a.load(std::memory_order_relaxed);
+      };
+      const uint64_t lost =
+          ld(c.lost_full) + ld(c.lost_busy) + ld(c.lost_set_aside) + ld(c.lost_too_big);
       const uint64_t written = ld(c.records), unwritten = ld(c.unwritten);
       out.push_back(fmt::format(
-          "CPU: {}\nentries: {}\noverrun: {}\ncommit overrun: {}\nbytes: {}\noldest event ts: {}\nnow ts: {}\n"
+          "CPU: {}\nentries: {}\noverrun: {}\ncommit overrun: {}\nbytes: {}\noldest event ts: "
+          "{}\nnow ts: {}\n"
           "dropped events: {}\nread events: {}\nwritten events: {}\nunwritten events: {}\n",
-          cpu, rs.entries, ld(c.overrun), ld(c.commit_overrun), rs.bytes, stat_time(rs.oldest_ts, clk.in_nanoseconds),
-          stat_time(now, clk.in_nanoseconds), lost, written + unwritten + ld(c.too_big), written, unwritten));
+          cpu, rs.entries, ld(c.overrun), ld(c.commit_overrun), rs.bytes,
+          stat_time(rs.oldest_ts, clk.in_nanoseconds), stat_time(now, clk.in_nanoseconds), lost,
+          written + unwritten + ld(c.too_big), written, unwritten));
     }
     return out;
   }
@@ -220,7 +232,8 @@ struct Recorder::State {
       sb_ids[d->id()] = 1;
       any = true;
     }
-    if (any && (!sideband || sideband->observed() == 0)) sideband = std::make_unique<SidebandState>(inst.registry());
+    if (any && (!sideband || sideband->observed() == 0))
+      sideband = std::make_unique<SidebandState>(inst.registry());
   }
 
   void fail(int err, std::string_view what) {
@@ -230,8 +243,10 @@ struct Recorder::State {
     if (net && !net->cause().empty()) cause = net->cause();  // e.g. the resolver's own words
     if (err == ENOENT && !net) cause = "the output file was removed";
     if (err == ECONNRESET && net) cause = "the collector closed the connection (" + cause + ")";
-    if (err == ETIMEDOUT && net) cause = fmt::format("no progress for {} ms ({})", opt.collector_timeout.count(), cause);
-    std::string msg = fmt::format("recording to {}: {}: {}", file ? file->describe() : opt.output.string(), what, cause);
+    if (err == ETIMEDOUT && net)
+      cause = fmt::format("no progress for {} ms ({})", opt.collector_timeout.count(), cause);
+    std::string msg = fmt::format("recording to {}: {}: {}",
+                                  file ? file->describe() : opt.output.string(), what, cause);
     {
       std::lock_guard lk(mu);
       error = msg;
@@ -293,7 +308,8 @@ struct Recorder::State {
   std::vector<std::byte> net_headers(const TraceDatWriter& m) const {
     if (v7) return tracedat_v7_headers(m, *v7);  // up to its options; the collector adds the rest
     size_t table = 0;
-    std::vector<std::byte> h = m.header_bytes(std::vector<TraceDatWriter::CpuExtent>(m.cpus()), &table);
+    std::vector<std::byte> h =
+        m.header_bytes(std::vector<TraceDatWriter::CpuExtent>(m.cpus()), &table);
     h.resize(table - 10);  // "flyrecord\0"
     return h;
   }
@@ -308,8 +324,9 @@ struct Recorder::State {
       file = std::make_unique<TraceFile>(fo, meta());
     } else {
       formats_seen = inst.registry().size();
-      file = std::make_unique<ConvertSink>(opt.format == OutputFormat::ctf ? convert::Format::ctf : convert::Format::perfetto,
-                                           fo.path, meta(), trace_clock(inst.options().clock).read());
+      file = std::make_unique<ConvertSink>(
+          opt.format == OutputFormat::ctf ? convert::Format::ctf : convert::Format::perfetto,
+          fo.path, meta(), trace_clock(inst.options().clock).read());
     }
     {
       std::lock_guard lk(mu);
@@ -350,15 +367,20 @@ struct Recorder::State {
     }
     const uint64_t n = now.ring_lost() - c.seen.ring_lost();
     if (n != 0) {
-      const uint64_t t = c.rd.tail_seq();  // after the counters: every loss counted happened at or before t
+      const uint64_t t =
+          c.rd.tail_seq();  // after the counters: every loss counted happened at or before t
       c.dropped.fetch_add(n, std::memory_order_relaxed);
       c.lost_full.fetch_add(now.lost_full - c.seen.lost_full, std::memory_order_relaxed);
       c.lost_busy.fetch_add(now.lost_busy - c.seen.lost_busy, std::memory_order_relaxed);
-      c.commit_overrun.fetch_add(now.commit_overrun - c.seen.commit_overrun, std::memory_order_relaxed);
-      c.lost_set_aside.fetch_add(now.lost_set_aside - c.seen.lost_set_aside, std::memory_order_relaxed);
+      c.commit_overrun.fetch_add(now.commit_overrun - c.seen.commit_overrun,
+                                 std::memory_order_relaxed);
+      c.lost_set_aside.fetch_add(now.lost_set_aside - c.seen.lost_set_aside,
+                                 std::memory_order_relaxed);
       c.lost_too_big.fetch_add(now.lost_too_big - c.seen.lost_too_big, std::memory_order_relaxed);
-      if (c.pending.size() < CpuState::kMaxPending) c.pending.push_back({t, n});
-      else c.pending.back() = {t, c.pending.back().count + n};
+      if (c.pending.size() < CpuState::kMaxPending)
+        c.pending.push_back({t, n});
+      else
+        c.pending.back() = {t, c.pending.back().count + n};
     }
     c.seen = now;
   }
@@ -372,7 +394,8 @@ struct Recorder::State {
     for (const PendingMark& m : c.pending) n += m.count;
     c.pending.clear();
     c.batch.mark_lost(n);
-    if (!c.batch.mark_waiting() || !lost_at_end) return;  // (without the format: an empty flagged page)
+    if (!c.batch.mark_waiting() || !lost_at_end)
+      return;  // (without the format: an empty flagged page)
     if (c.batch.room() < 2) flush(cpu);
     std::byte rec[kLostAtEndSize] = {};
     const uint16_t id = kLostAtEndId;
@@ -438,11 +461,13 @@ struct Recorder::State {
       const buffers::Taken t = c.rd.consume(sink, all);
       if (t == buffers::Taken::none) break;
       ++taken;
-      inst.ring().wake_blocked(cpu);  // blocking mode: a writer may wait for the sub-buffer just freed
+      inst.ring().wake_blocked(
+          cpu);  // blocking mode: a writer may wait for the sub-buffer just freed
     }
     const uint64_t tb = c.batch.too_big();
     if (tb != c.too_big.load(std::memory_order_relaxed)) {
-      c.dropped.fetch_add(tb - c.too_big.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      c.dropped.fetch_add(tb - c.too_big.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
       c.too_big.store(tb, std::memory_order_relaxed);
     }
     if (final) mark_end(cpu);
@@ -459,10 +484,13 @@ struct Recorder::State {
     if (dead || net) return;  // a collector got its headers at the start
     const size_t cmd = inst.cmdlines().size();
     const uint64_t sbn = sideband ? sideband->observed() : 0;
-    if (!force && cmd == cmdlines_seen && sbn == sideband_seen && inst.registry().size() == registry_seen) return;
+    if (!force && cmd == cmdlines_seen && sbn == sideband_seen &&
+        inst.registry().size() == registry_seen)
+      return;
     cmdlines_seen = cmd;
     sideband_seen = sbn;
-    if (const int err = file->rewrite_headers(meta()); err != 0 && err != EFBIG) fail(err, "writing headers");
+    if (const int err = file->rewrite_headers(meta()); err != 0 && err != EFBIG)
+      fail(err, "writing headers");
     header_rewrites.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -478,7 +506,8 @@ struct Recorder::State {
     if (opt.realtime_priority > 0) {
       sched_param sp{};
       sp.sched_priority = std::clamp(opt.realtime_priority, 1, 99);
-      realtime.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0, std::memory_order_relaxed);
+      realtime.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0,
+                     std::memory_order_relaxed);
     }
     (void)pthread_setname_np(pthread_self(), "tp-recorder");  // its own line in top and perf
   }
@@ -492,16 +521,18 @@ struct Recorder::State {
       h = net_headers(meta());
     } catch (const std::exception&) {
     }
-    if (h.empty()) fail(ENOMEM, "preparing the headers");
-    else if (const int err = net->connect(h); err != 0) fail(err, net->stage());
+    if (h.empty())
+      fail(ENOMEM, "preparing the headers");
+    else if (const int err = net->connect(h); err != 0)
+      fail(err, net->stage());
     set_ready(dead ? -1 : 1);
   }
 
   // How the loop paces itself. Writers never wake the recorder (no system
   // call on the write path), and a wake-up costs the recorder more CPU than
   // the look it makes (the kernel's timer and scheduler work, dearer on a
-  // VM), so with few records its cost is the number of looks: the sleep is as long as the rings allow, from what a look can
-  // read without the writers' help (each CPU's tail and its unread
+  // VM), so with few records its cost is the number of looks: the sleep is as long as the rings
+  // allow, from what a look can read without the writers' help (each CPU's tail and its unread
   // sub-buffers):
   //   aim:   a CPU is drained once drain_at (half the watermark) of its
   //          sub-buffers are full; the next look is when the first CPU is
@@ -535,7 +566,8 @@ struct Recorder::State {
     p.want = std::max<uint64_t>(1, (uint64_t{opt.watermark_percent} * (P - 1) + 99) / 100);
     p.drain_at = std::max<uint64_t>(1, p.want / 2);
     p.max_sleep = std::max<uint64_t>(
-        kMinSleepNs, static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
+        kMinSleepNs,
+        static_cast<uint64_t>(std::chrono::nanoseconds(opt.max_poll_interval).count()));
     p.lap = (buffers::detail::kLapMask + 1) * P;
     for (const auto& c : cpus) p.tail_prev.push_back(c->rd.tail_seq());
     p.rate.assign(cpus.size(), 0.0);
@@ -567,7 +599,8 @@ struct Recorder::State {
     for (uint32_t cpu = 0; cpu < n; ++cpu) {
       CpuState& c = *cpus[cpu];
       uint64_t full = c.rd.closed_unread();
-      if (full > peak_unread.load(std::memory_order_relaxed)) peak_unread.store(full, std::memory_order_relaxed);
+      if (full > peak_unread.load(std::memory_order_relaxed))
+        peak_unread.store(full, std::memory_order_relaxed);
       const double r = p.rate[cpu];
       const uint64_t at = r > 0 ? std::max<uint64_t>(1, p.drain_at - p.drain_at / 4) : p.drain_at;
       const bool timed = triggered || now - c.last_flush >= opt.flush_interval;
@@ -601,13 +634,18 @@ struct Recorder::State {
 
   // Sleeps until the next look (p.next_ns, see Pacing), and notes how late it woke.
   void sleep_until_next(const Pacing& p, Clock::time_point now) {
-    const uint64_t cap = static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
-    const uint64_t sleep_ns = std::clamp<uint64_t>(std::min(p.next_ns, cap), kMinSleepNs, p.max_sleep);
-    const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
+    const uint64_t cap =
+        static_cast<uint64_t>(std::chrono::nanoseconds(opt.flush_interval).count());
+    const uint64_t sleep_ns =
+        std::clamp<uint64_t>(std::min(p.next_ns, cap), kMinSleepNs, p.max_sleep);
+    const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000),
+                      static_cast<long>(sleep_ns % 1'000'000'000)};
     const auto slept_at = Clock::now();
-    raise_max(longest_pass_ns, static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
+    raise_max(longest_pass_ns,
+              static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
     (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
-    const auto slept = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
+    const auto slept =
+        static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
     if (slept > sleep_ns) raise_max(longest_wake_late_ns, slept - sleep_ns);
   }
 
@@ -630,7 +668,8 @@ struct Recorder::State {
     file.reset();
     timespec t{};
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
-      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec));
+      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull +
+                         static_cast<uint64_t>(t.tv_nsec));
     finished.store(true, std::memory_order_release);
     if (async && opt.on_stopped) {
       try {
@@ -664,48 +703,68 @@ struct Recorder::State {
 Recorder::Recorder(Instance& instance, RecorderOptions options)
     : st_(std::make_unique<State>(instance, std::move(options))) {
   State& s = *st_;
-  if (s.opt.batch_pages < 3) throw std::invalid_argument("recorder: batch_pages must be at least 3");
-  if (s.opt.mode == RecordMode::flight_recorder && instance.ring().mode() != buffers::OverflowMode::overwrite)
-    throw std::invalid_argument("recorder: flight_recorder needs an overwrite buffer (mode = \"overwrite\")");
-  if (s.opt.output.empty() && s.opt.collector.empty()) throw std::invalid_argument("recorder: no output file or collector");
+  if (s.opt.batch_pages < 3)
+    throw std::invalid_argument("recorder: batch_pages must be at least 3");
+  if (s.opt.mode == RecordMode::flight_recorder &&
+      instance.ring().mode() != buffers::OverflowMode::overwrite)
+    throw std::invalid_argument(
+        "recorder: flight_recorder needs an overwrite buffer (mode = \"overwrite\")");
+  if (s.opt.output.empty() && s.opt.collector.empty())
+    throw std::invalid_argument("recorder: no output file or collector");
   if (!s.opt.output.empty() && !s.opt.collector.empty())
     throw std::invalid_argument("recorder: an output file and a collector (choose one)");
   std::optional<CollectorAddress> addr;
   if (!s.opt.collector.empty()) {
     addr = parse_collector(s.opt.collector);
-    if (!addr) throw std::invalid_argument("recorder: collector '" + s.opt.collector + "' is not HOST:PORT");
-    if (s.opt.max_file_bytes != 0) throw std::invalid_argument("recorder: rotation (max_file_bytes) needs an output file");
+    if (!addr)
+      throw std::invalid_argument("recorder: collector '" + s.opt.collector + "' is not HOST:PORT");
+    if (s.opt.max_file_bytes != 0)
+      throw std::invalid_argument("recorder: rotation (max_file_bytes) needs an output file");
   }
   if (s.opt.format != OutputFormat::tracedat) {
     const std::string_view f = output_format_name(s.opt.format);
     if (!s.opt.collector.empty())
-      throw std::invalid_argument(fmt::format("recorder: format {}: a collector (trace-cmd listen) takes trace.dat only", f));
+      throw std::invalid_argument(fmt::format(
+          "recorder: format {}: a collector (trace-cmd listen) takes trace.dat only", f));
     if (s.opt.max_file_bytes != 0)
-      throw std::invalid_argument(fmt::format("recorder: format {}: rotation (max_file_bytes) writes trace.dat files only", f));
+      throw std::invalid_argument(fmt::format(
+          "recorder: format {}: rotation (max_file_bytes) writes trace.dat files only", f));
     if (s.opt.file_version != 6)
-      throw std::invalid_argument(fmt::format("recorder: format {}: file_version is a trace.dat setting", f));
+      throw std::invalid_argument(
+          fmt::format("recorder: format {}: file_version is a trace.dat setting", f));
   }
   if (s.opt.file_version != 6 && s.opt.file_version != 7)
-    throw std::invalid_argument(fmt::format("recorder: file_version {} (6 or 7)", s.opt.file_version));
+    throw std::invalid_argument(
+        fmt::format("recorder: file_version {} (6 or 7)", s.opt.file_version));
   if (s.opt.file_version == 7) {
-    if (s.opt.compression == "zstd") s.v7 = detail::Compression::zstd;
-    else if (s.opt.compression == "zlib") s.v7 = detail::Compression::zlib;
-    else if (s.opt.compression == "none") s.v7 = detail::Compression::none;
-    else throw std::invalid_argument("recorder: compression '" + s.opt.compression + "' (zstd, zlib or none)");
+    if (s.opt.compression == "zstd")
+      s.v7 = detail::Compression::zstd;
+    else if (s.opt.compression == "zlib")
+      s.v7 = detail::Compression::zlib;
+    else if (s.opt.compression == "none")
+      s.v7 = detail::Compression::none;
+    else
+      throw std::invalid_argument("recorder: compression '" + s.opt.compression +
+                                  "' (zstd, zlib or none)");
   }
-  if (s.opt.block_timeout.count() < 0) throw std::invalid_argument("recorder: block_timeout must not be negative");
-  if (s.opt.block_timeout.count() != 0 && instance.ring().mode() != buffers::OverflowMode::drop_newest)
-    throw std::invalid_argument("recorder: block_timeout needs a drop-newest buffer (mode = \"drop_newest\"): "
-                                "an overwrite buffer never waits");
+  if (s.opt.block_timeout.count() < 0)
+    throw std::invalid_argument("recorder: block_timeout must not be negative");
+  if (s.opt.block_timeout.count() != 0 &&
+      instance.ring().mode() != buffers::OverflowMode::drop_newest)
+    throw std::invalid_argument(
+        "recorder: block_timeout needs a drop-newest buffer (mode = \"drop_newest\"): "
+        "an overwrite buffer never waits");
   s.page_size = static_cast<uint32_t>(std::max<size_t>(instance.ring().subbuf_size(), 4096));
   s.refresh_sideband_ids();
   for (uint32_t cpu = 0; cpu < instance.cpus(); ++cpu)
-    s.cpus.push_back(std::make_unique<CpuState>(instance.ring(), cpu, s.page_size, s.opt.batch_pages));
+    s.cpus.push_back(
+        std::make_unique<CpuState>(instance.ring(), cpu, s.page_size, s.opt.batch_pages));
   // Losses from before the recording are not this recording's.
   for (auto& c : s.cpus) c->seen = loss_counts(c->rd.cpu_buffer());
   s.lost_at_end = instance.registry().by_id(kLostAtEndId) == nullptr;
   if (addr) {
-    auto sink = std::make_unique<NetSink>(NetSinkOptions{*addr, s.opt.collector_timeout}, instance.cpus(), s.page_size);
+    auto sink = std::make_unique<NetSink>(NetSinkOptions{*addr, s.opt.collector_timeout},
+                                          instance.cpus(), s.page_size);
     s.net = sink.get();
     s.file = std::move(sink);
     s.output_desc = s.file->describe();
@@ -718,7 +777,8 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
   if (s.opt.block_timeout.count() != 0) {
     const auto us = s.opt.block_timeout;
     instance.ring().set_block_policy(&writer_may_block);
-    instance.ring().set_block_timeout(us == RecorderOptions::kBlockForever || us.count() > INT64_MAX / 1000
+    instance.ring().set_block_timeout(us == RecorderOptions::kBlockForever ||
+                                              us.count() > INT64_MAX / 1000
                                           ? buffers::RingBufferBase::kBlockForever
                                           : static_cast<uint64_t>(us.count()) * 1000);
   }
@@ -792,8 +852,10 @@ RecorderStats Recorder::stats() const {
   if (r.cpu_ns == 0 && thread_.joinable()) {
     clockid_t id;
     timespec t{};
-    if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &id) == 0 && clock_gettime(id, &t) == 0)
-      r.cpu_ns = static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+    if (pthread_getcpuclockid(const_cast<std::thread&>(thread_).native_handle(), &id) == 0 &&
+        clock_gettime(id, &t) == 0)
+      r.cpu_ns =
+          static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
   }
   std::lock_guard lk(st_->mu);
   r.failed = st_->error.has_value();
@@ -820,9 +882,12 @@ std::optional<OutputFormat> parse_output_format(std::string_view name) noexcept 
 
 std::string_view output_format_name(OutputFormat format) noexcept {
   switch (format) {
-    case OutputFormat::perfetto: return "perfetto";
-    case OutputFormat::ctf: return "ctf";
-    default: return "tracedat";
+    case OutputFormat::perfetto:
+      return "perfetto";
+    case OutputFormat::ctf:
+      return "ctf";
+    default:
+      return "tracedat";
   }
 }
 
@@ -845,7 +910,8 @@ std::string dropped_by_cause(const RecorderCpuStats& c) {
 
 }  // namespace
 
-std::string format_summary(const RecorderStats& st, const std::optional<std::string>& error, std::string_view prefix) {
+std::string format_summary(const RecorderStats& st, const std::optional<std::string>& error,
+                           std::string_view prefix) {
   std::string out;
   RecorderCpuStats total;
   for (size_t cpu = 0; cpu < st.cpus.size(); ++cpu) {
@@ -862,19 +928,23 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
     total.lost_too_big += c.lost_too_big;
     total.too_big += c.too_big;
   }
-  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, st.output, st.records, st.bytes, st.dropped);
+  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, st.output, st.records,
+                     st.bytes, st.dropped);
   if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
   out += '\n';
   if (st.dropped != 0) {
-    out += fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
-    if (total.lost_full != 0) out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+    out +=
+        fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
+    if (total.lost_full != 0)
+      out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
     const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
-                                  : st.format == OutputFormat::ctf      ? "a packet's events_discarded"
-                                                                        : "[EVENTS DROPPED]";
+                                  : st.format == OutputFormat::ctf ? "a packet's events_discarded"
+                                                                   : "[EVENTS DROPPED]";
     out += fmt::format("), each marked in {} where it happened ({})\n", st.output, mark);
   }
   if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
-  if (st.unwritten != 0) out += fmt::format("{}warning: {} events recorded but not written\n", prefix, st.unwritten);
+  if (st.unwritten != 0)
+    out += fmt::format("{}warning: {} events recorded but not written\n", prefix, st.unwritten);
   return out;
 }
 

@@ -101,7 +101,8 @@ namespace tracepipe::record {
 
 enum class RecordMode : uint8_t {
   stream,           ///< write continuously
-  flight_recorder,  ///< write the buffer's newest records at trigger() / stop() (needs an overwrite buffer)
+  flight_recorder,  ///< write the buffer's newest records at trigger() / stop() (needs an overwrite
+                    ///< buffer)
 };
 
 /// What a recorder writes.
@@ -229,9 +230,9 @@ struct RecorderCpuStats {
   uint64_t unwritten = 0;  ///< consumed but not written (output failed)
   uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)
   // dropped, by cause (the ring's counters over the recording; buffers/stats.h):
-  uint64_t overrun = 0;         ///< overwritten before the recorder read them (overwrite buffer)
-  uint64_t lost_full = 0;       ///< drop-newest buffer full: the recorder did not keep up
-  uint64_t lost_busy = 0;       ///< the next sub-buffer was busy (being zeroed, or pinned by a reader)
+  uint64_t overrun = 0;    ///< overwritten before the recorder read them (overwrite buffer)
+  uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder did not keep up
+  uint64_t lost_busy = 0;  ///< the next sub-buffer was busy (being zeroed, or pinned by a reader)
   uint64_t commit_overrun = 0;  ///< the sub-buffer needed held a pending commit
   uint64_t lost_set_aside = 0;  ///< committed into a sub-buffer set aside meanwhile (overwrite)
   uint64_t lost_too_big = 0;    ///< larger than a ring sub-buffer holds
@@ -240,7 +241,7 @@ struct RecorderCpuStats {
 struct RecorderStats {
   std::vector<RecorderCpuStats> cpus;
   uint64_t records = 0, pages = 0, bytes = 0, dropped = 0, unwritten = 0;
-  uint64_t passes = 0;      ///< recorder loop passes
+  uint64_t passes = 0;  ///< recorder loop passes
   uint64_t header_rewrites = 0;
   /// The most sub-buffers one CPU had full and unread at a look (of
   /// nr_subbufs - 1; the ring drops, in drop-newest, when it reaches that).
@@ -255,14 +256,16 @@ struct RecorderStats {
   /// machine's, not the recorder's.
   uint64_t longest_pass_ns = 0;
   uint64_t longest_wake_late_ns = 0;
-  uint64_t cpu_ns = 0;      ///< CPU time of the recorder thread so far (ns)
-  uint64_t files = 1;       ///< files started (rotation)
+  uint64_t cpu_ns = 0;         ///< CPU time of the recorder thread so far (ns)
+  uint64_t files = 1;          ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
-  std::vector<std::filesystem::path> kept_files;  ///< the files on disk, oldest first (after stop())
-  std::string output;       ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
+  std::vector<std::filesystem::path>
+      kept_files;  ///< the files on disk, oldest first (after stop())
+  std::string
+      output;  ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
   OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
-  bool failed = false;      ///< a fault stopped the output (see error())
-  bool realtime = false;    ///< the thread runs SCHED_FIFO (realtime_priority granted)
+  bool failed = false;                           ///< a fault stopped the output (see error())
+  bool realtime = false;  ///< the thread runs SCHED_FIFO (realtime_priority granted)
 };
 
 /// The end-of-recording summary, as `trace-cmd record` prints one: a line

@@ -1,8 +1,5 @@
 #include "tracepipe/core/record/trace_file.h"
 
-#include "tracepipe/core/files/output_file.h"
-#include "tracepipe/core/tracedat/tracedat_v7_writer.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,12 +9,20 @@
 #include <cstring>
 #include <system_error>
 
+#include "tracepipe/core/files/output_file.h"
+#include "tracepipe/core/tracedat/tracedat_v7_writer.h"
+
 namespace tracepipe::record {
 
 TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta)
-    : path_(options.path), page_size_(meta.page_size()), ext_(meta.cpus()), reserved_(meta.cpus(), 0), v7_(options.v7) {
+    : path_(options.path),
+      page_size_(meta.page_size()),
+      ext_(meta.cpus()),
+      reserved_(meta.cpus(), 0),
+      v7_(options.v7) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path_.string());
+  if (fd_ < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot create " + path_.string());
   struct stat st {};
   if (::fstat(fd_, &st) == 0) {
     dev_ = st.st_dev;
@@ -35,7 +40,8 @@ TraceFile::TraceFile(const TraceFileOptions& options, const TraceDatWriter& meta
   for (uint32_t i = 0; i < cpus; ++i) ext_[i].offset = data_base_ + i * region_;
   const std::vector<std::byte> h2 = meta.header_bytes(ext_, &table_off_);
   int err = 0;
-  if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_)); e != 0 && e != EOPNOTSUPP && e != EINVAL && e != ENODEV && e != ESPIPE)
+  if (int e = ::posix_fallocate(fd_, 0, static_cast<off_t>(data_base_));
+      e != 0 && e != EOPNOTSUPP && e != EINVAL && e != ENODEV && e != ESPIPE)
     err = e;
   if (err == 0) err = pwrite_all(fd_, {h2.data(), h2.size()}, 0);
   if (err != 0) {
@@ -57,7 +63,8 @@ uint64_t TraceFile::total_bytes() const noexcept {
 
 int TraceFile::write_table_entry(uint32_t cpu) noexcept {
   uint64_t v[2] = {ext_[cpu].offset, ext_[cpu].size};
-  return pwrite_all(fd_, {reinterpret_cast<const std::byte*>(v), sizeof v}, table_off_ + 16 * uint64_t{cpu});
+  return pwrite_all(fd_, {reinterpret_cast<const std::byte*>(v), sizeof v},
+                    table_off_ + 16 * uint64_t{cpu});
 }
 
 int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
@@ -67,7 +74,8 @@ int TraceFile::append(uint32_t cpu, std::span<const std::byte> pages) noexcept {
   TraceDatWriter::CpuExtent& e = ext_[cpu];
   const uint64_t region_end = data_base_ + (uint64_t{cpu} + 1) * region_;
   if (e.offset + e.size + pages.size() > region_end) return EFBIG;
-  if (int err = pwrite_all(fd_, {pages.data(), pages.size()}, e.offset + e.size); err != 0) return err;  // (1)
+  if (int err = pwrite_all(fd_, {pages.data(), pages.size()}, e.offset + e.size); err != 0)
+    return err;  // (1)
   e.size += pages.size();
   if (int err = write_table_entry(cpu); err != 0) {  // (2)
     e.size -= pages.size();
@@ -85,7 +93,8 @@ int TraceFile::preallocate(uint32_t cpu, uint64_t bytes) noexcept {
   if (want <= reserved_[cpu]) return 0;
   // fallocate, not posix_fallocate: glibc's fallback writes zeros where the
   // file system has no fallocate, which would cost more than it saves.
-  if (::fallocate(fd_, 0, static_cast<off_t>(e.offset + reserved_[cpu]), static_cast<off_t>(want - reserved_[cpu])) != 0)
+  if (::fallocate(fd_, 0, static_cast<off_t>(e.offset + reserved_[cpu]),
+                  static_cast<off_t>(want - reserved_[cpu])) != 0)
     return errno;
   reserved_[cpu] = want;
   return 0;
@@ -141,7 +150,8 @@ int TraceFile::move_down(uint32_t cpu, uint64_t to) noexcept {
         return errno;
       }
       if (r == 0) return EIO;
-      if (int err = pwrite_all(fd_, {buf.data(), static_cast<size_t>(r)}, to + done); err != 0) return err;
+      if (int err = pwrite_all(fd_, {buf.data(), static_cast<size_t>(r)}, to + done); err != 0)
+        return err;
       c = r;
     }
     done += static_cast<uint64_t>(c);
@@ -172,8 +182,8 @@ int TraceFile::move_down_page_by_page(uint32_t cpu, uint64_t to) noexcept {
     const ssize_t r = ::pread(fd_, page.data(), page_size_, static_cast<off_t>(e.offset + done));
     if (r != static_cast<ssize_t>(page_size_)) return r < 0 ? errno : EIO;
     if (int err = pwrite_all(fd_, {page.data(), page.size()}, to + done); err != 0) return err;
-    (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(e.offset + done),
-                      static_cast<off_t>(page_size_));
+    (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(e.offset + done), static_cast<off_t>(page_size_));
   }
   e.offset = to;
   return write_table_entry(cpu);
@@ -193,7 +203,8 @@ int TraceFile::finalize_v7(const TraceDatWriter& meta) noexcept {
       cpus[cpu].read = [this, base](uint64_t at, std::span<std::byte> dst) -> int {
         size_t done = 0;
         while (done < dst.size()) {
-          const ssize_t r = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(base + at + done));
+          const ssize_t r = ::pread(fd_, dst.data() + done, dst.size() - done,
+                                    static_cast<off_t>(base + at + done));
           if (r < 0 && errno == EINTR) continue;
           if (r < 0) return errno;
           if (r == 0) return EIO;
@@ -232,7 +243,8 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
   for (uint32_t cpu = 0; cpu < ext_.size(); ++cpu) {
     const TraceDatWriter::CpuExtent& e = ext_[cpu];
     if (reserved_[cpu] > e.size) {
-      const int r = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(e.offset + e.size),
+      const int r = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                static_cast<off_t>(e.offset + e.size),
                                 static_cast<off_t>(reserved_[cpu] - e.size));
       if (r != 0 && first == 0 && errno != EOPNOTSUPP) first = errno;
       reserved_[cpu] = e.size;
@@ -245,7 +257,8 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
   if (::fstat(fd_, &st) == 0) {
     for (uint32_t cpu = 0; cpu < ext_.size(); ++cpu) {
       const uint64_t from = ext_[cpu].offset + ext_[cpu].size;
-      const uint64_t to = std::min<uint64_t>(data_base_ + (uint64_t{cpu} + 1) * region_, static_cast<uint64_t>(st.st_size));
+      const uint64_t to = std::min<uint64_t>(data_base_ + (uint64_t{cpu} + 1) * region_,
+                                             static_cast<uint64_t>(st.st_size));
       if (to > from)
         (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
                           static_cast<off_t>(to - from));

@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include "tracepipe/buffers/cpu_buffer.h"
@@ -24,7 +24,8 @@
 
 namespace tracepipe::recover {
 
-RecoverError::RecoverError(std::string part, uint64_t offset, const std::string& why, const std::string& file)
+RecoverError::RecoverError(std::string part, uint64_t offset, const std::string& why,
+                           const std::string& file)
     : std::runtime_error(fmt::format("{}: {} (at offset {}): {}", file, part, offset, why)),
       part_(std::move(part)),
       offset_(offset),
@@ -57,20 +58,24 @@ class FileView {
  public:
   FileView(std::span<const std::byte> bytes, bool live) : b_(bytes), live_(live) {}
   uint64_t size() const noexcept { return b_.size(); }
-  bool has(uint64_t off, uint64_t n) const noexcept { return off <= b_.size() && n <= b_.size() - off; }
+  bool has(uint64_t off, uint64_t n) const noexcept {
+    return off <= b_.size() && n <= b_.size() - off;
+  }
   const std::byte* at(uint64_t off) const noexcept { return b_.data() + off; }
   // Live: the writers may store meanwhile; aligned atomic loads (the mapping
   // is page-aligned and every offset read this way is 4- or 8-aligned).
   uint32_t u32(uint64_t off, const char* part) const {
     need(off, 4, part);
-    if (live_ && off % 4 == 0) return __atomic_load_n(reinterpret_cast<const uint32_t*>(at(off)), __ATOMIC_ACQUIRE);
+    if (live_ && off % 4 == 0)
+      return __atomic_load_n(reinterpret_cast<const uint32_t*>(at(off)), __ATOMIC_ACQUIRE);
     uint32_t v;
     std::memcpy(&v, at(off), 4);
     return v;
   }
   uint64_t u64(uint64_t off, const char* part) const {
     need(off, 8, part);
-    if (live_ && off % 8 == 0) return __atomic_load_n(reinterpret_cast<const uint64_t*>(at(off)), __ATOMIC_ACQUIRE);
+    if (live_ && off % 8 == 0)
+      return __atomic_load_n(reinterpret_cast<const uint64_t*>(at(off)), __ATOMIC_ACQUIRE);
     uint64_t v;
     std::memcpy(&v, at(off), 8);
     return v;
@@ -93,21 +98,26 @@ std::string cstr(const char* p, size_t cap) { return std::string(p, strnlen(p, c
 flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const RecoverOptions& o) {
   using flight::FileHeader;
   if (v.size() < sizeof(FileHeader))
-    throw RecoverError("header", 0, fmt::format("file of {} bytes is shorter than a flight header ({})", v.size(),
-                                                sizeof(FileHeader)));
+    throw RecoverError("header", 0,
+                       fmt::format("file of {} bytes is shorter than a flight header ({})",
+                                   v.size(), sizeof(FileHeader)));
   FileHeader h;
   std::memcpy(&h, v.at(0), sizeof h);
   if (std::memcmp(h.magic, flight::kMagic, sizeof h.magic) != 0)
     throw RecoverError("header.magic", 0, "not a tracepipe flight file (magic is not TPFLIGHT)");
   if (h.endian != flight::kEndianMark)
-    throw RecoverError("header.endian", FIELD_OFF(endian), "written by a host of the other byte order");
+    throw RecoverError("header.endian", FIELD_OFF(endian),
+                       "written by a host of the other byte order");
   if (h.version != flight::kVersion)
-    throw RecoverError("header.version", FIELD_OFF(version),
-                       fmt::format("version {}, this tracepipe reads {}", h.version, flight::kVersion));
+    throw RecoverError(
+        "header.version", FIELD_OFF(version),
+        fmt::format("version {}, this tracepipe reads {}", h.version, flight::kVersion));
   const uint32_t crc = flight::crc32_bytes(&h, offsetof(FileHeader, header_crc));
   if (crc != h.header_crc)
-    throw RecoverError("header", FIELD_OFF(header_crc),
-                       fmt::format("checksum {:#010x} does not match the header ({:#010x}): damaged", h.header_crc, crc));
+    throw RecoverError(
+        "header", FIELD_OFF(header_crc),
+        fmt::format("checksum {:#010x} does not match the header ({:#010x}): damaged", h.header_crc,
+                    crc));
   out.version = h.version;
   const uint32_t state = v.u32(FIELD_OFF(state), "header.state");
   if (state > static_cast<uint32_t>(flight::FileState::closed))
@@ -115,62 +125,76 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
   out.state = static_cast<flight::FileState>(state);
   if (out.state == flight::FileState::creating)
     throw RecoverError("header.state", FIELD_OFF(state),
-                       "the file was still being created (its process died during Instance construction): no records");
+                       "the file was still being created (its process died during Instance "
+                       "construction): no records");
   if (h.header_bytes != flight::kHeaderBytes)
-    throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes), fmt::format("{} (expected {})", h.header_bytes,
-                                                                                    flight::kHeaderBytes));
+    throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes),
+                       fmt::format("{} (expected {})", h.header_bytes, flight::kHeaderBytes));
   // A truncated file (shorter than the header says) yields what precedes
   // the cut; the geometry is checked against the size the header gives.
   const bool truncated = h.file_size > v.size() && !o.strict && !v.live();
   if (h.file_size != v.size() && !truncated)
-    throw RecoverError("header.file_size", FIELD_OFF(file_size),
-                       fmt::format("the header says {} bytes, the file has {} (truncated or extended)", h.file_size,
-                                   v.size()));
+    throw RecoverError(
+        "header.file_size", FIELD_OFF(file_size),
+        fmt::format("the header says {} bytes, the file has {} (truncated or extended)",
+                    h.file_size, v.size()));
   if (truncated)
-    out.warnings.push_back(fmt::format("truncated: the header says {} bytes, the file has {}; reading what precedes "
-                                       "byte {}",
-                                       h.file_size, v.size(), v.size()));
+    out.warnings.push_back(
+        fmt::format("truncated: the header says {} bytes, the file has {}; reading what precedes "
+                    "byte {}",
+                    h.file_size, v.size(), v.size()));
   const uint64_t fsize = h.file_size;
   const auto fits = [fsize](uint64_t off, uint64_t n) { return off <= fsize && n <= fsize - off; };
   // Geometry: exactly what the writer's ring_memory_layout gives for it.
   if (h.cpus == 0 || h.cpus > 65536)
     throw RecoverError("header.cpus", FIELD_OFF(cpus), fmt::format("{} CPUs", h.cpus));
   if (h.nr_subbufs < 3 || h.nr_subbufs > bd::kMaxPositions)
-    throw RecoverError("header.nr_subbufs", FIELD_OFF(nr_subbufs), fmt::format("{} sub-buffers", h.nr_subbufs));
+    throw RecoverError("header.nr_subbufs", FIELD_OFF(nr_subbufs),
+                       fmt::format("{} sub-buffers", h.nr_subbufs));
   if (h.subbuf_size < bd::kMinSubbufSize || h.subbuf_size > bd::kMaxSubbufSize ||
       (h.subbuf_size & (h.subbuf_size - 1)) != 0)
-    throw RecoverError("header.subbuf_size", FIELD_OFF(subbuf_size), fmt::format("{} bytes", h.subbuf_size));
+    throw RecoverError("header.subbuf_size", FIELD_OFF(subbuf_size),
+                       fmt::format("{} bytes", h.subbuf_size));
   if (h.cpu_state_size != sizeof(CpuBuffer))
     throw RecoverError("header.cpu_state_size", FIELD_OFF(cpu_state_size),
-                       fmt::format("{} bytes, this tracepipe's CPU state is {}", h.cpu_state_size, sizeof(CpuBuffer)));
+                       fmt::format("{} bytes, this tracepipe's CPU state is {}", h.cpu_state_size,
+                                   sizeof(CpuBuffer)));
   if (h.ring_mode > flight::kModeDropNewest)
-    throw RecoverError("header.ring_mode", FIELD_OFF(ring_mode), fmt::format("unknown mode {}", h.ring_mode));
+    throw RecoverError("header.ring_mode", FIELD_OFF(ring_mode),
+                       fmt::format("unknown mode {}", h.ring_mode));
   buffers::RingBufferConfig rc;
   rc.cpus = h.cpus;
   rc.subbuf_size = h.subbuf_size;
   rc.size_per_cpu = (size_t{h.nr_subbufs} - 1) * h.subbuf_size;
   if (h.nr_spares > bd::kMaxSpares)
-    throw RecoverError("header.nr_spares", FIELD_OFF(nr_spares), fmt::format("{} spare sub-buffers", h.nr_spares));
+    throw RecoverError("header.nr_spares", FIELD_OFF(nr_spares),
+                       fmt::format("{} spare sub-buffers", h.nr_spares));
   rc.spare_subbufs = h.nr_spares;
   const buffers::RingMemoryLayout l = buffers::ring_memory_layout(
-      rc, h.ring_mode == flight::kModeOverwrite ? buffers::OverflowMode::overwrite : buffers::OverflowMode::drop_newest);  // valid by the checks above
-  if (l.nr_subbufs != h.nr_subbufs || l.nr_spares != h.nr_spares || l.cpu_state_offset != h.cpu_state_offset ||
-      l.positions_offset != h.positions_offset || l.pages_offset != h.pages_offset ||
-      l.pages_per_cpu != h.pages_per_cpu || l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
+      rc, h.ring_mode == flight::kModeOverwrite
+              ? buffers::OverflowMode::overwrite
+              : buffers::OverflowMode::drop_newest);  // valid by the checks above
+  if (l.nr_subbufs != h.nr_subbufs || l.nr_spares != h.nr_spares ||
+      l.cpu_state_offset != h.cpu_state_offset || l.positions_offset != h.positions_offset ||
+      l.pages_offset != h.pages_offset || l.pages_per_cpu != h.pages_per_cpu ||
+      l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
     throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
                        "offsets differ from the layout of this geometry");
-  if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > fsize || !fits(h.meta_offset, h.meta_capacity))
-    throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset), "metadata log outside the file");
-  if (!v.has(h.meta_offset, h.meta_capacity))
+  if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > fsize ||
+      !fits(h.meta_offset, h.meta_capacity))
     throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset),
-                       fmt::format("the file ends at byte {}, within its metadata log (bytes {} to {}): no event "
-                                   "formats to read records with",
-                                   v.size(), h.meta_offset, h.meta_offset + h.meta_capacity));
-  if (h.ring_offset % 4096 != 0 || h.ring_offset < h.meta_offset + h.meta_capacity || h.ring_size < l.total ||
-      !fits(h.ring_offset, h.ring_size))
+                       "metadata log outside the file");
+  if (!v.has(h.meta_offset, h.meta_capacity))
+    throw RecoverError(
+        "header.meta_offset", FIELD_OFF(meta_offset),
+        fmt::format("the file ends at byte {}, within its metadata log (bytes {} to {}): no event "
+                    "formats to read records with",
+                    v.size(), h.meta_offset, h.meta_offset + h.meta_capacity));
+  if (h.ring_offset % 4096 != 0 || h.ring_offset < h.meta_offset + h.meta_capacity ||
+      h.ring_size < l.total || !fits(h.ring_offset, h.ring_size))
     throw RecoverError("header.ring_offset", FIELD_OFF(ring_offset),
-                       fmt::format("ring of {} bytes at {} does not fit the file of {} (needs {})", h.ring_size,
-                                   h.ring_offset, fsize, l.total));
+                       fmt::format("ring of {} bytes at {} does not fit the file of {} (needs {})",
+                                   h.ring_size, h.ring_offset, fsize, l.total));
   out.pid = h.pid;
   out.comm = cstr(h.comm, sizeof h.comm);
   out.instance = cstr(h.instance, sizeof h.instance);
@@ -188,12 +212,14 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
   return h;
 }
 
-void damage(RecoveredTrace& out, const RecoverOptions& o, std::string part, uint64_t off, const std::string& why) {
+void damage(RecoveredTrace& out, const RecoverOptions& o, std::string part, uint64_t off,
+            const std::string& why) {
   if (o.strict) throw RecoverError(std::move(part), off, why);
   out.warnings.push_back(fmt::format("{} (at offset {}): {}", part, off, why));
 }
 
-void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& out, const RecoverOptions& o) {
+void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& out,
+               const RecoverOptions& o) {
   uint64_t used = v.u64(FIELD_OFF(meta_used), "header.meta_used");
   if (used > h.meta_capacity) {
     damage(out, o, "header.meta_used", FIELD_OFF(meta_used),
@@ -212,7 +238,8 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
     std::memcpy(&e, v.at(off), sizeof e);
     const uint64_t padded = (uint64_t{e.len} + 7) / 8 * 8;
     if (padded > used - at - sizeof e) {
-      damage(out, o, "metadata log", off, fmt::format("entry of {} bytes runs past the log's end", e.len));
+      damage(out, o, "metadata log", off,
+             fmt::format("entry of {} bytes runs past the log's end", e.len));
       return;
     }
     const std::byte* body = v.at(off + sizeof e);
@@ -240,7 +267,8 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
           out.formats.push_back(std::move(f));
         }
       } catch (const std::exception& ex) {
-        damage(out, o, "metadata log", off, fmt::format("event format does not parse: {}", ex.what()));
+        damage(out, o, "metadata log", off,
+               fmt::format("event format does not parse: {}", ex.what()));
       }
     } else if (e.kind == static_cast<uint32_t>(flight::MetaKind::cmdline)) {
       if (e.len < 4) {
@@ -265,7 +293,8 @@ void read_meta(const FileView& v, const flight::FileHeader& h, RecoveredTrace& o
 // END word, at `end`, or at zero bytes to the sub-buffer's end.
 // `min_ts`: the stamp of the last record before the gap (stamps never go
 // back on one CPU, the ring's I5).
-bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint64_t S, uint64_t min_ts) {
+bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint64_t S,
+              uint64_t min_ts) {
   const auto rest_zero = [&](uint64_t from) {
     for (uint64_t o = from; o < S; o += 4)
       if (v.u32(page + o, "record") != 0) return false;
@@ -288,7 +317,8 @@ bool chain_ok(const FileView& v, uint64_t page, uint64_t off, uint64_t end, uint
     } else if (bd::stride_for(bd::word_len(word)) != stash) {
       return false;
     }
-    if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0 || stride > S - off) return false;
+    if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0 || stride > S - off)
+      return false;
     off += stride;
   }
   return off == end;
@@ -322,7 +352,8 @@ struct CpuWalk {
   void read_state() {
     const std::string tail_part = fmt::format("cpu {} tail word", c);
     v.need(cb_off, sizeof(CpuBuffer), tail_part.c_str());
-    const uint64_t pos = v.u64(cb_off + offsetof(CpuBuffer, tail) + offsetof(bd::TailWord, pos), tail_part.c_str());
+    const uint64_t pos =
+        v.u64(cb_off + offsetof(CpuBuffer, tail) + offsetof(bd::TailWord, pos), tail_part.c_str());
     const auto counter = [&](size_t field) { return v.u64(cb_off + field, "cpu counters"); };
     rc.counters.overrun = counter(offsetof(CpuBuffer, overrun));
     rc.counters.commit_overrun = counter(offsetof(CpuBuffer, commit_overrun));
@@ -339,9 +370,11 @@ struct CpuWalk {
     tail_off = bd::tail_off(pos) & ~bd::kPausedBit;
     const uint64_t tail_idx = bd::tail_idx(pos);
     if (tail_idx >= P || tail_off > S)
-      throw RecoverError(tail_part, cb_off, fmt::format("tail at sub-buffer {} offset {} is outside {} x {} bytes",
-                                                        tail_idx, tail_off, P, S));
-    tail_seq = bd::tail_lap(pos) * P + tail_idx;  // sequence numbers: lap * P + idx, modulo 2^20 * P
+      throw RecoverError(tail_part, cb_off,
+                         fmt::format("tail at sub-buffer {} offset {} is outside {} x {} bytes",
+                                     tail_idx, tail_off, P, S));
+    tail_seq =
+        bd::tail_lap(pos) * P + tail_idx;  // sequence numbers: lap * P + idx, modulo 2^20 * P
   }
 
   // The LIVE positions, oldest first.
@@ -357,7 +390,8 @@ struct CpuWalk {
         ++rc.damaged;
         continue;
       }
-      if (bd::pw_phase(w) != bd::Phase::live) continue;  // FREE: empty; PREPARING: counted as overrun
+      if (bd::pw_phase(w) != bd::Phase::live)
+        continue;  // FREE: empty; PREPARING: counted as overrun
       const uint64_t seq = bd::pw_lap(w) * P + idx;
       const uint64_t age = (tail_seq + wrap - seq) % wrap;
       if (age >= P) {
@@ -370,19 +404,21 @@ struct CpuWalk {
         }
         if (age != wrap - 1)
           damage(out, o, fmt::format("cpu {} position word {}", c, idx), pw_base + idx * 8,
-                 fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail", bd::pw_lap(w), age));
+                 fmt::format("LIVE sub-buffer of lap {} is {} sub-buffers from the tail",
+                             bd::pw_lap(w), age));
         continue;
       }
       live.push_back({age, idx, w});
     }
-    std::sort(live.begin(), live.end(), [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
+    std::sort(live.begin(), live.end(),
+              [](const Subbuf& a, const Subbuf& b) { return a.age > b.age; });
     return live;
   }
 
   // An uncommitted reservation at `off` (kind none): steps over it, or says
   // where the walk stops. Returns the next offset, or nullopt to stop.
-  std::optional<uint64_t> step_over_uncommitted(const Subbuf& sb, uint64_t page, uint64_t off, uint64_t limit,
-                                                size_t first_record) {
+  std::optional<uint64_t> step_over_uncommitted(const Subbuf& sb, uint64_t page, uint64_t off,
+                                                uint64_t limit, size_t first_record) {
     // Not committed: a reservation whose writer died (or, live, is still
     // writing) between (C) and (E). Its stride, stored at (D), steps over it.
     const uint32_t stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
@@ -398,23 +434,26 @@ struct CpuWalk {
     const uint64_t end = sb.age == 0 ? tail_off : S;
     uint64_t q = off + 8;
     while (q + 8 <= end && v.u64(page + q, "record") == 0) q += 8;
-    if (q + 8 <= end && chain_ok(v, page, q, end, S, rc.records.size() > first_record ? rc.records.back().ts : 0)) {
+    if (q + 8 <= end &&
+        chain_ok(v, page, q, end, S, rc.records.size() > first_record ? rc.records.back().ts : 0)) {
       ++rc.uncommitted;
       return q;
     }
-    if (q >= end && sb.age == 0 && off < tail_off) ++rc.uncommitted;  // reserved to the tail, never stamped
+    if (q >= end && sb.age == 0 && off < tail_off)
+      ++rc.uncommitted;  // reserved to the tail, never stamped
     const std::byte* p = v.at(page + off);
     const uint64_t scan_from = sb.age == 0 ? tail_off : off;
-    if (q < end ? true
-                : std::any_of(v.at(page + scan_from), p + (S - off), [](std::byte b) { return b != std::byte{0}; }))
+    if (q < end ? true : std::any_of(v.at(page + scan_from), p + (S - off), [](std::byte b) {
+          return b != std::byte{0};
+        }))
       ++rc.cut_short;
     return std::nullopt;
   }
 
   // Copies the committed records of one sub-buffer (buffers/cpu_buffer.h:
   // walk_subbuf). Returns where it found the sub-buffer inconsistent, if it did.
-  std::optional<std::pair<uint64_t, std::string>> walk(const Subbuf& sb, uint64_t page, uint64_t read_off,
-                                                       size_t first_record) {
+  std::optional<std::pair<uint64_t, std::string>> walk(const Subbuf& sb, uint64_t page,
+                                                       uint64_t read_off, size_t first_record) {
     const uint64_t limit = sb.age == 0 ? tail_off : S;
     uint64_t off = read_off;
     while (off < limit && off + 4 <= S) {
@@ -422,7 +461,8 @@ struct CpuWalk {
       const uint32_t kind = bd::word_kind(word);
       if (kind == bd::kKindEnd) break;
       if (kind == bd::kKindNone) {
-        const std::optional<uint64_t> next = step_over_uncommitted(sb, page, off, limit, first_record);
+        const std::optional<uint64_t> next =
+            step_over_uncommitted(sb, page, off, limit, first_record);
         if (!next) break;
         off = *next;
         continue;
@@ -430,10 +470,13 @@ struct CpuWalk {
       const uint64_t len = bd::word_len(word);
       const uint64_t stride = bd::stride_for(len);
       if (stride > S - off)
-        return std::pair{page + off, fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S)};
+        return std::pair{
+            page + off, fmt::format("record of {} bytes runs past the {}-byte sub-buffer", len, S)};
       const uint32_t stash = v.u32(page + off + 4, "record");
       if (stash != stride)
-        return std::pair{page + off, fmt::format("record header stride {} does not match its length {}", stash, len)};
+        return std::pair{
+            page + off,
+            fmt::format("record header stride {} does not match its length {}", stash, len)};
       if (kind == bd::kKindData) {
         const uint64_t ts = v.u64(page + off + 8, "record");
         RecoveredRecord r{ts, rc.data.size(), static_cast<uint32_t>(len)};
@@ -518,9 +561,10 @@ struct CpuWalk {
       const uint64_t from = bd::sw_from(w);
       if (slot >= nslots || slot_used[slot] || from > S || from % bd::kRecordAlign != 0) {
         damage(out, o, fmt::format("cpu {} spare word {}", c, i), sw_base + i * 8,
-               slot >= nslots      ? fmt::format("sub-buffer {} of {}", slot, nslots)
-               : slot_used[slot]   ? fmt::format("set-aside sub-buffer {} is also a LIVE position's", slot)
-                                   : fmt::format("resume offset {} in a {}-byte sub-buffer", from, S));
+               slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)
+               : slot_used[slot]
+                   ? fmt::format("set-aside sub-buffer {} is also a LIVE position's", slot)
+                   : fmt::format("resume offset {} in a {}-byte sub-buffer", from, S));
         ++rc.damaged;
         continue;
       }
@@ -537,7 +581,8 @@ struct CpuWalk {
         uint64_t stride;
         if (kind == bd::kKindNone) {
           stride = off + 8 <= S ? v.u32(page + off + 4, "record") : 0;
-          if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0) break;  // end of what was reserved
+          if (stride < bd::kHeaderSize || stride % bd::kRecordAlign != 0)
+            break;  // end of what was reserved
           ++pending;
         } else {
           stride = bd::stride_for(bd::word_len(word));
@@ -574,8 +619,8 @@ void read_cpu(const FileView& v, const flight::FileHeader& h, uint32_t c, Recove
   w.read_subbufs(w.live_subbufs());
   w.count_set_aside();
   if (w.cut_by_end)
-    out.warnings.push_back(fmt::format("cpu {}: sub-buffers past the end of the truncated file ({} bytes) not read",
-                                       c, v.size()));
+    out.warnings.push_back(fmt::format(
+        "cpu {}: sub-buffers past the end of the truncated file ({} bytes) not read", c, v.size()));
   RecoveredCpu& rc = w.rc;
   for (const RecoveredRecord& r : rc.records) {
     if (rc.counters.entries == 0 || r.ts < rc.counters.oldest_ts) rc.counters.oldest_ts = r.ts;
@@ -602,9 +647,10 @@ RecoveredTrace recover_bytes(std::span<const std::byte> file, const RecoverOptio
     try {  // truncated: a CPU whose state lies past the cut has nothing to read
       read_cpu(v, h, c, out, options);
     } catch (const RecoverError& e) {
-      out.warnings.push_back(fmt::format("cpu {}: not read, its {} lies past the end of the truncated file "
-                                         "(offset {}, the file has {} bytes)",
-                                         c, e.part(), e.offset(), v.size()));
+      out.warnings.push_back(
+          fmt::format("cpu {}: not read, its {} lies past the end of the truncated file "
+                      "(offset {}, the file has {} bytes)",
+                      c, e.part(), e.offset(), v.size()));
       RecoveredCpu empty;
       empty.cpu = c;
       out.cpus.push_back(std::move(empty));
@@ -615,12 +661,14 @@ RecoveredTrace recover_bytes(std::span<const std::byte> file, const RecoverOptio
 
 RecoveredTrace recover_file(const std::filesystem::path& path, const RecoverOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path.string());
-  struct stat st{};
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot open " + path.string());
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int e = errno;
     ::close(fd);
-    throw std::system_error(e != 0 ? e : EINVAL, std::generic_category(), path.string() + " is not a regular file");
+    throw std::system_error(e != 0 ? e : EINVAL, std::generic_category(),
+                            path.string() + " is not a regular file");
   }
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) {
@@ -630,7 +678,8 @@ RecoveredTrace recover_file(const std::filesystem::path& path, const RecoverOpti
   void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   const int e = errno;
   ::close(fd);
-  if (m == MAP_FAILED) throw std::system_error(e, std::generic_category(), "cannot map " + path.string());
+  if (m == MAP_FAILED)
+    throw std::system_error(e, std::generic_category(), "cannot map " + path.string());
   struct Unmap {
     void* p;
     size_t n;
@@ -683,8 +732,12 @@ TraceDatWriter make_writer(const RecoveredTrace& t) {
 
 }  // namespace
 
-void write_trace_dat(const RecoveredTrace& trace, const std::filesystem::path& path) { make_writer(trace).write(path); }
+void write_trace_dat(const RecoveredTrace& trace, const std::filesystem::path& path) {
+  make_writer(trace).write(path);
+}
 
-std::vector<std::byte> trace_dat_bytes(const RecoveredTrace& trace) { return make_writer(trace).to_bytes(); }
+std::vector<std::byte> trace_dat_bytes(const RecoveredTrace& trace) {
+  return make_writer(trace).to_bytes();
+}
 
 }  // namespace tracepipe::recover

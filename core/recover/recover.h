@@ -50,9 +50,11 @@ namespace tracepipe::recover {
 /// byte offset in the file: "FILE: header.magic (at offset 0): ...".
 class RecoverError : public std::runtime_error {
  public:
-  RecoverError(std::string part, uint64_t offset, const std::string& why, const std::string& file = "flight file");
+  RecoverError(std::string part, uint64_t offset, const std::string& why,
+               const std::string& file = "flight file");
   /// The same error, naming `file`.
-  RecoverError(const RecoverError& e, const std::string& file) : RecoverError(e.part_, e.offset_, e.why_, file) {}
+  RecoverError(const RecoverError& e, const std::string& file)
+      : RecoverError(e.part_, e.offset_, e.why_, file) {}
   const std::string& part() const noexcept { return part_; }
   uint64_t offset() const noexcept { return offset_; }
   const std::string& why() const noexcept { return why_; }

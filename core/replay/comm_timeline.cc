@@ -162,7 +162,8 @@ CommTimeline::CommTimeline(const TraceDatReader& reader) {
           e.pid = read_pid(r->payload, s.pid[0]);
           if (e.pid <= 0) break;
           std::string_view file = read_string(r->payload, s.name[0]);
-          if (const size_t slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+          if (const size_t slash = file.rfind('/'); slash != std::string_view::npos)
+            file.remove_prefix(slash + 1);
           e.kind = static_cast<uint8_t>(Kind::exec);
           e.half = 0;
           e.has_before = false;
@@ -181,14 +182,16 @@ CommTimeline::CommTimeline(const TraceDatReader& reader) {
   if (stats_.execs_used) entries_.insert(entries_.end(), execs.begin(), execs.end());
 
   auto key = [](const Entry& x) { return std::tie(x.pid, x.ts, x.cpu, x.seq, x.half); };
-  std::sort(entries_.begin(), entries_.end(), [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
+  std::sort(entries_.begin(), entries_.end(),
+            [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
   // Keep what can change an answer: a pid's first observation, every rename
   // and exec, and a state that differs from the name known just before it.
   size_t out = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     const bool first = out == 0 || entries_[out - 1].pid != e.pid;
-    if (first || e.kind != static_cast<uint8_t>(Kind::state) || e.after.view() != entries_[out - 1].after.view())
+    if (first || e.kind != static_cast<uint8_t>(Kind::state) ||
+        e.after.view() != entries_[out - 1].after.view())
       entries_[out++] = e;
   }
   entries_.resize(out);
@@ -203,14 +206,17 @@ CommTimeline::CommTimeline(const TraceDatReader& reader) {
   stats_.pids = pids_.size();
 }
 
-std::optional<std::string_view> CommTimeline::name_at(int32_t pid, const RecordPosition& at) const noexcept {
-  const auto r = std::lower_bound(pids_.begin(), pids_.end(), pid, [](const Range& x, int32_t p) { return x.pid < p; });
+std::optional<std::string_view> CommTimeline::name_at(int32_t pid,
+                                                      const RecordPosition& at) const noexcept {
+  const auto r = std::lower_bound(pids_.begin(), pids_.end(), pid,
+                                  [](const Range& x, int32_t p) { return x.pid < p; });
   if (r == pids_.end() || r->pid != pid) return std::nullopt;
   const Entry* b = entries_.data() + r->begin;
   const Entry* e = entries_.data() + r->end;
   // The last observation that takes effect at or before this record.
   const Entry* p = std::partition_point(b, e, [&](const Entry& x) {
-    return std::tie(x.ts, x.cpu, x.seq, x.half) < std::make_tuple(at.ts, at.cpu, at.seq, uint8_t{1});
+    return std::tie(x.ts, x.cpu, x.seq, x.half) <
+           std::make_tuple(at.ts, at.cpu, at.seq, uint8_t{1});
   });
   if (p == b) return b->has_before ? std::optional(b->before.view()) : std::nullopt;
   return (p - 1)->after.view();

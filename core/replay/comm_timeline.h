@@ -62,8 +62,8 @@ class CommTimeline {
   struct Stats {
     uint64_t observations = 0;  ///< state, rename and exec observations read
     uint64_t renames = 0, execs = 0;
-    bool execs_used = false;    ///< false when task_rename records made them redundant
-    uint64_t kept = 0;          ///< after dropping those that repeat a known name
+    bool execs_used = false;  ///< false when task_rename records made them redundant
+    uint64_t kept = 0;        ///< after dropping those that repeat a known name
     uint64_t pids = 0;
   };
   const Stats& stats() const noexcept { return stats_; }

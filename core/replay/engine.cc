@@ -15,20 +15,20 @@
 #include <mutex>
 #include <system_error>
 
+#include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/subbuf_reader.h"
-#include "tracepipe/buffers/current_cpu.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "tracepipe/core/tracedat/tracedat_writer.h"
+#include "tracepipe/core/files/input_file.h"
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/replay/filter_plan.h"
-#include "tracepipe/core/files/input_file.h"
 #include "tracepipe/core/replay/progress.h"
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/replay/router.h"
 #include "tracepipe/core/replay/symbols.h"
 #include "tracepipe/core/tracedat/trace_symbols.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracepipe/core/triggers/synthetic.h"
 #include "tracepipe/core/triggers/triggers.h"
 
@@ -37,7 +37,8 @@ namespace {
 
 struct Batch {
   std::vector<Rec> recs;
-  std::vector<std::pair<uint32_t, int64_t>> lost;  // (record index, lost_before) from the input pages
+  std::vector<std::pair<uint32_t, int64_t>>
+      lost;  // (record index, lost_before) from the input pages
 };
 
 struct CpuJob {
@@ -57,23 +58,26 @@ class Output {
   // batches of pages are appended to a trace.dat that grows in place
   // (record::TraceFile), written beside `path` and renamed over it at the
   // end (never over the input while it is read). Memory: one batch per CPU.
-  Output(const TraceDatReader& in, uint32_t cpus, uint32_t subbuf_size, const std::filesystem::path& path,
-         std::vector<std::string>& warnings)
+  Output(const TraceDatReader& in, uint32_t cpus, uint32_t subbuf_size,
+         const std::filesystem::path& path, std::vector<std::string>& warnings)
       : pages_per_subbuf_(subbuf_size / in.page_size() + 1),
-        meta_(TraceDatWriterConfig{cpus, in.page_size(), in.clock_name().empty() ? "local" : in.clock_name()}),
+        meta_(TraceDatWriterConfig{cpus, in.page_size(),
+                                   in.clock_name().empty() ? "local" : in.clock_name()}),
         path_(path) {
     for (const EventFormat& f : in.formats()) {
       try {
         meta_.add_format(f);
       } catch (const std::invalid_argument& e) {
-        warnings.push_back(fmt::format("-o: format {}/{} not written: {}", f.system, f.name, e.what()));
+        warnings.push_back(
+            fmt::format("-o: format {}/{} not written: {}", f.system, f.name, e.what()));
       }
     }
     for (const auto& [pid, comm] : in.cmdlines()) meta_.set_cmdline(pid, comm);
     if (!in.kallsyms_text().empty()) meta_.set_kallsyms(std::string(in.kallsyms_text()));
     if (!in.printk_text().empty()) meta_.set_printk(std::string(in.printk_text()));
     for (uint32_t c = 0; c < cpus; ++c)
-      batches_.push_back(std::make_unique<record::PageBatch>(in.page_size(), std::max<uint32_t>(64, 2 * pages_per_subbuf_ + 2)));
+      batches_.push_back(std::make_unique<record::PageBatch>(
+          in.page_size(), std::max<uint32_t>(64, 2 * pages_per_subbuf_ + 2)));
     tmp_ = path_;
     tmp_ += fmt::format(".tracepipe-{}", ::getpid());
     record::TraceFileOptions fo;
@@ -110,7 +114,8 @@ class Output {
     uint64_t kept = 0;
     for (const Rec& r : b.recs) kept += r.result == EmitResult::kept;
     if (sink.n != kept) sink.mismatch("nothing");
-    sink.marks_before(b.recs.size());  // marks before records that were not kept, at the batch's end
+    sink.marks_before(
+        b.recs.size());  // marks before records that were not kept, at the batch's end
     return sink.n;
   }
   // After the pipelines: the last pages, the final headers, the rename.
@@ -156,21 +161,26 @@ class Output {
     void marks_before(size_t at) noexcept {
       while (lost_i < b.lost.size() && b.lost[lost_i].first <= at) {
         const int64_t l = b.lost[lost_i++].second;
-        if (l < 0) pb.mark_missed_unknown();
-        else pb.mark_lost(static_cast<uint64_t>(l));
+        if (l < 0)
+          pb.mark_missed_unknown();
+        else
+          pb.mark_lost(static_cast<uint64_t>(l));
       }
     }
     [[noreturn]] void mismatch(const std::string& got) const {
-      throw std::logic_error(fmt::format("replay: CPU {}: the ring handed out {} where a kept record was expected "
-                                         "(records out of order?)",
-                                         cpu, got));
+      throw std::logic_error(
+          fmt::format("replay: CPU {}: the ring handed out {} where a kept record was expected "
+                      "(records out of order?)",
+                      cpu, got));
     }
     [[gnu::always_inline]] void record(uint64_t, std::span<const std::byte> payload) {
       while (i < b.recs.size() && b.recs[i].result != EmitResult::kept) ++i;
       if (i == b.recs.size()) mismatch(fmt::format("{} bytes more", payload.size()));
       const Rec& r = b.recs[i];
-      if (payload.size() != r.len) mismatch(fmt::format("{} bytes for a record of {}", payload.size(), r.len));
-      if (lost_i < b.lost.size() && b.lost[lost_i].first <= i) [[unlikely]] marks_before(i);
+      if (payload.size() != r.len)
+        mismatch(fmt::format("{} bytes for a record of {}", payload.size(), r.len));
+      if (lost_i < b.lost.size() && b.lost[lost_i].first <= i) [[unlikely]]
+        marks_before(i);
       pb.record(r.ts, payload);
       ++i;
       ++n;
@@ -185,13 +195,14 @@ class Output {
       std::lock_guard lk(mu_);
       err = file_->append(cpu, pb.finished());
     }
-    if (err != 0) throw std::system_error(err, std::generic_category(), "cannot write " + tmp_.string());
+    if (err != 0)
+      throw std::system_error(err, std::generic_category(), "cannot write " + tmp_.string());
     pb.take_finished();
   }
 
   std::mutex mu_;
   uint32_t pages_per_subbuf_ = 1;  // output pages one ring sub-buffer's records can fill
-  TraceDatWriter meta_;  // formats, cmdlines, kallsyms, printk, clock: the headers
+  TraceDatWriter meta_;            // formats, cmdlines, kallsyms, printk, clock: the headers
   std::filesystem::path path_, tmp_;
   std::vector<std::unique_ptr<record::PageBatch>> batches_;
   std::unique_ptr<record::TraceFile> file_;
@@ -203,9 +214,9 @@ uint64_t process_cpu_ns() {
   return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 uint64_t wall_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 // ---- the pipeline of one CPU ----------------------------------------------------
@@ -214,27 +225,36 @@ class CpuPipeline {
  public:
   CpuPipeline(const TraceDatReader& reader, Instance& inst, const Router& router, Output* out,
               ProgressBar& progress, bool timing, CpuJob& job)
-      : reader_(reader), inst_(inst), router_(router), out_(out), progress_(progress), timing_(timing), job_(job),
+      : reader_(reader),
+        inst_(inst),
+        router_(router),
+        out_(out),
+        progress_(progress),
+        timing_(timing),
+        job_(job),
         cursor_(reader.cpu_records(job.data_index)) {
     pool_.reserve(kMaxLiveBatches + 1);  // at most that many batches exist: Recycle never allocates
   }
 
   void run() {
-    auto read = tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
-                                               [this](tbb::flow_control& fc) { return read_batch(fc); });
-    auto filter = tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::serial_in_order, [this](Batch* b) {
-      router_.feed(b->recs, job_.cpu, job_.counters, timing_);
-      return b;
-    });
+    auto read =
+        tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
+                                       [this](tbb::flow_control& fc) { return read_batch(fc); });
+    auto filter =
+        tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::serial_in_order, [this](Batch* b) {
+          router_.feed(b->recs, job_.cpu, job_.counters, timing_);
+          return b;
+        });
     if (out_ != nullptr) {
       // [filter] and [write] in one stage: each batch is drained right after
       // it is fed, so the ring holds one batch at a time (P2, P3).
       buffers::SubbufReader ring(inst_.ring(), job_.cpu);
-      auto filter_write = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
-        Recycle back(*this, b);
-        router_.feed(b->recs, job_.cpu, job_.counters, timing_);
-        job_.written += out_->write_batch(job_.cpu, *b, ring);
-      });
+      auto filter_write = tbb::make_filter<Batch*, void>(
+          tbb::filter_mode::serial_in_order, [this, &ring](Batch* b) {
+            Recycle back(*this, b);
+            router_.feed(b->recs, job_.cpu, job_.counters, timing_);
+            job_.written += out_->write_batch(job_.cpu, *b, ring);
+          });
       tbb::parallel_pipeline(kMaxLiveBatches, read & filter_write);
     } else {
       auto drop = tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order,
@@ -284,8 +304,8 @@ class CpuPipeline {
       if (!r) break;
       if (r->lost_before != 0) [[unlikely]]
         b->lost.emplace_back(static_cast<uint32_t>(b->recs.size()), r->lost_before);
-      b->recs.push_back(
-          Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled, seq_++});
+      b->recs.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()),
+                            EmitResult::disabled, seq_++});
       bytes += r->payload.size();
     }
     const uint64_t pages = cursor_.stats().pages;
@@ -318,7 +338,8 @@ class CpuPipeline {
 // in the order they happened, across CPUs, as the kernel saw them: the
 // records of all CPUs merged by time stamp (ties to the lower CPU, as
 // `trace-cmd report` orders them), fed on one thread in runs of one CPU.
-bool needs_time_order(const ReplayOptions& o, const std::vector<std::pair<std::string, std::string>>& cmds) {
+bool needs_time_order(const ReplayOptions& o,
+                      const std::vector<std::pair<std::string, std::string>>& cmds) {
   if (!o.synthetic_args.empty()) return true;
   for (const auto& [ev, cmd] : cmds)
     if (cmd.find('$') != std::string::npos || cmd.find("onmatch(") != std::string::npos ||
@@ -328,7 +349,8 @@ bool needs_time_order(const ReplayOptions& o, const std::vector<std::pair<std::s
   return false;
 }
 
-void run_ordered(const TraceDatReader& reader, const Router& router, bool timing, std::vector<CpuJob>& jobs) {
+void run_ordered(const TraceDatReader& reader, const Router& router, bool timing,
+                 std::vector<CpuJob>& jobs) {
   std::vector<CpuJob*> by_cpu;
   for (CpuJob& j : jobs) {
     if (by_cpu.size() <= j.cpu) by_cpu.resize(j.cpu + 1, nullptr);
@@ -351,8 +373,8 @@ void run_ordered(const TraceDatReader& reader, const Router& router, bool timing
       flush();
       run_cpu = r->cpu;
     }
-    run.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled,
-                      seq[r->cpu]++});
+    run.push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()),
+                      EmitResult::disabled, seq[r->cpu]++});
   }
   flush();
 }
@@ -392,9 +414,11 @@ ReplayResult run_replay(const ReplayOptions& o) {
       throw ReplayError(e.what());
     }
   }();
-  if (reader.is_latency()) throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
+  if (reader.is_latency())
+    throw ReplayError(o.input.string() + ": a latency-format file has no records to replay");
   // Formats the reader skipped (unparsable text): their records replay as unknown IDs.
-  for (const std::string& w : reader.warnings()) res.warnings.push_back(fmt::format("{}: {}", reader.name(), w));
+  for (const std::string& w : reader.warnings())
+    res.warnings.push_back(fmt::format("{}: {}", reader.name(), w));
 
   // Events of the file, with their kernel IDs.
   Registry registry;
@@ -402,7 +426,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
     try {
       registry.add(f);
     } catch (const std::exception& e) {
-      res.warnings.push_back(fmt::format("format {}/{} (ID {}) not replayable: {}", f.system, f.name, f.id, e.what()));
+      res.warnings.push_back(
+          fmt::format("format {}/{} (ID {}) not replayable: {}", f.system, f.name, f.id, e.what()));
     }
   }
   uint32_t ncpu = std::max<uint32_t>(reader.cpu_count(), 1);
@@ -434,8 +459,9 @@ ReplayResult run_replay(const ReplayOptions& o) {
     }
     in.config = &config->instances.front();
     if (config->instances.size() > 1)
-      res.warnings.push_back(fmt::format("{}: only the main instance is replayed ({} others ignored)",
-                                         o.config->string(), config->instances.size() - 1));
+      res.warnings.push_back(
+          fmt::format("{}: only the main instance is replayed ({} others ignored)",
+                      o.config->string(), config->instances.size() - 1));
   }
   in.only_filtered = o.only_filtered;
   in.compile.nr_cpu_ids = ncpu;
@@ -459,9 +485,11 @@ ReplayResult run_replay(const ReplayOptions& o) {
     std::string cmd = a.substr(c2 + 1);
     cmd.erase(0, cmd.find_first_not_of(" \t"));
     const bool synthetic = a.substr(0, c1) == "synthetic";
-    const EventDesc* ev = synthetic ? nullptr : registry.find(a.substr(0, c1), a.substr(c1 + 1, c2 - c1 - 1));
+    const EventDesc* ev =
+        synthetic ? nullptr : registry.find(a.substr(0, c1), a.substr(c1 + 1, c2 - c1 - 1));
     if (ev == nullptr && !synthetic)
-      throw ReplayError(fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
+      throw ReplayError(
+          fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
     trigger_cmds.emplace_back(a.substr(0, c2), cmd);
     if (ev != nullptr) triggers.emplace_back(ev, std::move(cmd));
   }
@@ -484,13 +512,16 @@ ReplayResult run_replay(const ReplayOptions& o) {
   // Records go to the CPU they were recorded on, written from this thread:
   // only any_cpu writers can do that (cpu_local writes where it runs).
   if (opts.writers == WriterMode::cpu_local)
-    res.warnings.push_back(fmt::format("{}: writers = \"cpu_local\" does not apply to replay, which writes each "
-                                       "record to its recorded CPU; using any_cpu",
-                                       o.config->string()));
+    res.warnings.push_back(
+        fmt::format("{}: writers = \"cpu_local\" does not apply to replay, which writes each "
+                    "record to its recorded CPU; using any_cpu",
+                    o.config->string()));
   opts.writers = WriterMode::any_cpu;
   if (o.staging) opts.staging = *o.staging;
   const uint32_t page_kb = std::max<uint32_t>(4, (reader.page_size() + 1023) / 1024);
-  uint32_t subbuf_kb = o.subbuf_size_kb != 0 ? o.subbuf_size_kb : in.config != nullptr ? opts.subbuf_size_kb : 16;
+  uint32_t subbuf_kb = o.subbuf_size_kb != 0  ? o.subbuf_size_kb
+                       : in.config != nullptr ? opts.subbuf_size_kb
+                                              : 16;
   while (subbuf_kb < 2 * page_kb) subbuf_kb *= 2;  // a kernel record always fits
   opts.subbuf_size_kb = subbuf_kb;
   // Without -o nobody reads the ring: the kernel's default size, as a flight
@@ -513,28 +544,33 @@ ReplayResult run_replay(const ReplayOptions& o) {
   if (in.config != nullptr)  // the config's synthetic_events, after --synthetic
     for (const std::string& def : in.config->synthetic_events)
       if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
-        throw ReplayError(fmt::format("{}: synthetic_events '{}': {}", o.config->string(), def, st.render()));
+        throw ReplayError(
+            fmt::format("{}: synthetic_events '{}': {}", o.config->string(), def, st.render()));
   // In the order given: a trigger may refer to the variables of one before it.
   triggers.clear();
   for (const auto& [name, cmd] : trigger_cmds) {
     const EventDesc* ev = registry.find(name);
     if (ev == nullptr)
-      throw ReplayError(fmt::format("--trigger '{}: {}': no synthetic event {} (define it with --synthetic)", name,
-                                    cmd, name));
+      throw ReplayError(
+          fmt::format("--trigger '{}: {}': no synthetic event {} (define it with --synthetic)",
+                      name, cmd, name));
     if (const TriggerStatus st = set_trigger(inst, *ev, cmd); !st)
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
     triggers.emplace_back(ev, cmd);
   }
-  const bool ordered =
-      needs_time_order(o, trigger_cmds) || (in.config != nullptr && !in.config->synthetic_events.empty());
+  const bool ordered = needs_time_order(o, trigger_cmds) ||
+                       (in.config != nullptr && !in.config->synthetic_events.empty());
   if (ordered && o.output)
-    throw ReplayError("-o cannot be combined with triggers that pair events (variables, onmatch, onmax, onchange, "
-                      "--synthetic): those replay in time order on one thread");
+    throw ReplayError(
+        "-o cannot be combined with triggers that pair events (variables, onmatch, onmax, "
+        "onchange, "
+        "--synthetic): those replay in time order on one thread");
 
   std::unique_ptr<Output> out;
   if (o.output) {
     try {
-      out = std::make_unique<Output>(reader, ncpu, inst.ring().subbuf_size(), *o.output, res.warnings);
+      out = std::make_unique<Output>(reader, ncpu, inst.ring().subbuf_size(), *o.output,
+                                     res.warnings);
     } catch (const std::system_error& e) {
       throw ReplayError(std::string("-o: ") + e.what());
     }
@@ -572,7 +608,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
   res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
   res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
   // rdtsc cycles -> ns, calibrated over the run itself.
-  const double ns_per_cycle = tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
+  const double ns_per_cycle =
+      tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
 
   if (out) {
     out->write();
@@ -585,10 +622,13 @@ ReplayResult run_replay(const ReplayOptions& o) {
     for (size_t s = 0; s < j.counters.size(); ++s) {
       const Counter& c = j.counters[s];
       // Sampled cycles scaled to every record of this event on this CPU.
-      const double cycles =
-          c.samples == 0 ? 0 : static_cast<double>(c.cycles) * static_cast<double>(c.ticks) / static_cast<double>(c.samples);
-      per_event[s] += EventCounts{c.replayed, c.kept, c.discarded, c.lost, c.skipped,
-                                  static_cast<uint64_t>(cycles * ns_per_cycle)};
+      const double cycles = c.samples == 0
+                                ? 0
+                                : static_cast<double>(c.cycles) * static_cast<double>(c.ticks) /
+                                      static_cast<double>(c.samples);
+      per_event[s] +=
+          EventCounts{c.replayed, c.kept,    c.discarded,
+                      c.lost,     c.skipped, static_cast<uint64_t>(cycles * ns_per_cycle)};
     }
     res.input_discarded += j.walk.discarded;
     res.input_lost += j.walk.lost_events;
@@ -608,7 +648,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
     res.events.push_back(std::move(row));
     res.total += c;
   }
-  std::sort(res.events.begin(), res.events.end(), [](const EventRow& a, const EventRow& b) { return a.name < b.name; });
+  std::sort(res.events.begin(), res.events.end(),
+            [](const EventRow& a, const EventRow& b) { return a.name < b.name; });
   res.unknown = per_event[router.unknown_slot()].skipped;
   res.total.ns += per_event[router.unknown_slot()].ns;
   res.ring = inst.cpu_stats();
@@ -634,7 +675,8 @@ ReplayResult run_replay(const ReplayOptions& o) {
       if (std::any_of(res.triggered.begin(), res.triggered.end(),
                       [&](const ReplayResult::Triggered& t) { return t.event == ev->full_name(); }))
         continue;
-      res.triggered.push_back({ev->full_name(), trigger_file(inst, *ev), hist_file(inst, *ev, names)});
+      res.triggered.push_back(
+          {ev->full_name(), trigger_file(inst, *ev), hist_file(inst, *ev, names)});
     }
   }
   return res;

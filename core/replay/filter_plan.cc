@@ -1,9 +1,9 @@
 #include "tracepipe/core/replay/filter_plan.h"
 
 #include <fmt/core.h>
+#include <fnmatch.h>
 
 #include <algorithm>
-#include <fnmatch.h>
 
 #include "tracepipe/filters/parser.h"
 
@@ -19,8 +19,8 @@ std::string_view trim(std::string_view s) {
 }
 
 bool name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '*' ||
-         c == '?' || c == '[' || c == ']' || c == '-' || c == '.' || c == ',';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '*' || c == '?' || c == '[' || c == ']' || c == '-' || c == '.' || c == ',';
 }
 
 bool glob(std::string_view pattern, std::string_view name) {
@@ -64,7 +64,8 @@ class Planner {
       const std::string_view sys = std::string_view(pat).substr(0, colon);
       const std::string_view name = std::string_view(pat).substr(colon + 1);
       for (const EventDesc* d : events_)
-        if (glob(sys, d->system()) && glob(name.empty() ? "*" : name, d->name())) t.events.push_back(d);
+        if (glob(sys, d->system()) && glob(name.empty() ? "*" : name, d->name()))
+          t.events.push_back(d);
     } else {
       for (const EventDesc* d : events_)
         if (glob(pat, d->name())) t.events.push_back(d);
@@ -103,8 +104,8 @@ class Planner {
 
   // The kernel's events/SYSTEM/filter: events that have the fields take the
   // filter, the others become unfiltered; an error only if none takes it.
-  void apply_system(const std::vector<const EventDesc*>& events, std::string_view sys, std::string_view expr,
-                    std::string_view origin) {
+  void apply_system(const std::vector<const EventDesc*>& events, std::string_view sys,
+                    std::string_view expr, std::string_view origin) {
     if (filters::clears_filter(expr)) {  // a blank one is compile()'s EINVAL "Error" at 0
       for (const EventDesc* d : events) clear(plan_[d->index()], origin);
       return;
@@ -121,8 +122,9 @@ class Planner {
       const filters::FilterError& e = compiled.front().error();
       std::string msg = e.render(expr);
       if (!msg.empty() && msg.back() == '\n') msg.pop_back();
-      throw ReplayError(fmt::format("{}: no event of system '{}' accepts the filter (first, {}:)\n{}", origin,
-                                    sys, events.front()->full_name(), msg));
+      throw ReplayError(
+          fmt::format("{}: no event of system '{}' accepts the filter (first, {}:)\n{}", origin,
+                      sys, events.front()->full_name(), msg));
     }
     for (size_t i = 0; i < events.size(); ++i) {
       EventPlan& p = plan_[events[i]->index()];
@@ -130,12 +132,14 @@ class Planner {
         set(p, expr, compiled[i].program(), origin);
       } else {
         clear(p, origin);
-        p.note = fmt::format("unfiltered: system filter not applicable ({})", compiled[i].error().message());
+        p.note = fmt::format("unfiltered: system filter not applicable ({})",
+                             compiled[i].error().message());
       }
     }
   }
 
-  void apply_events(const std::vector<const EventDesc*>& events, std::string_view expr, std::string_view origin) {
+  void apply_events(const std::vector<const EventDesc*>& events, std::string_view expr,
+                    std::string_view origin) {
     if (filters::clears_filter(expr)) {  // a blank one is compile()'s EINVAL "Error" at 0
       for (const EventDesc* d : events) clear(plan_[d->index()], origin);
       return;
@@ -147,7 +151,8 @@ class Planner {
       if (!r.ok()) reject(origin, *d, expr, r.error());
       progs.push_back(r.program());
     }
-    for (size_t i = 0; i < events.size(); ++i) set(plan_[events[i]->index()], expr, progs[i], origin);
+    for (size_t i = 0; i < events.size(); ++i)
+      set(plan_[events[i]->index()], expr, progs[i], origin);
   }
 
   void apply_arg(const FilterArg& f) {
@@ -177,8 +182,8 @@ class Planner {
       events = reg_.match(s.pattern);
     }
     if (events.empty())
-      throw ReplayError(fmt::format("{}: no {} '{}' in the trace file", origin, system ? "system" : "event matches",
-                                    s.pattern));
+      throw ReplayError(fmt::format("{}: no {} '{}' in the trace file", origin,
+                                    system ? "system" : "event matches", s.pattern));
     if (s.filter) {
       const std::string forigin =
           fmt::format("{}:{}: {}", s.filter_where.file, s.filter_where.line, s.filter_where.key);
@@ -218,7 +223,8 @@ FilterArg parse_filter_arg(std::string_view arg) {
     if (end > run && next != std::string_view::npos && arg[next] == ':') c = next;
   }
   if (c == std::string_view::npos || c < run)
-    throw ReplayError(origin + ": expected 'EVENT: FILTER' (e.g. 'sched:sched_switch: prev_pid == 0')");
+    throw ReplayError(origin +
+                      ": expected 'EVENT: FILTER' (e.g. 'sched:sched_switch: prev_pid == 0')");
   std::string events(trim(arg.substr(0, c)));
   if (events.empty()) throw ReplayError(origin + ": no event before ':'");
   // Every item of the list names something: ",,", "a,,b" or "a," would
@@ -226,17 +232,19 @@ FilterArg parse_filter_arg(std::string_view arg) {
   for (std::string_view list = events;;) {
     const size_t comma = list.find(',');
     if (trim(list.substr(0, comma)).empty())
-      throw ReplayError(fmt::format("{}: {} in the event list '{}'", origin,
-                                    events.find_first_not_of(std::string(kSpace) + ",") == std::string::npos
-                                        ? "no event name"
-                                        : "an empty event name",
-                                    events));
+      throw ReplayError(
+          fmt::format("{}: {} in the event list '{}'", origin,
+                      events.find_first_not_of(std::string(kSpace) + ",") == std::string::npos
+                          ? "no event name"
+                          : "an empty event name",
+                      events));
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
   std::string_view rest = arg.substr(c + 1);
   const size_t b = rest.find_first_not_of(kSpace);
-  return FilterArg{std::move(events), std::string(b == std::string_view::npos ? std::string_view() : rest.substr(b)),
+  return FilterArg{std::move(events),
+                   std::string(b == std::string_view::npos ? std::string_view() : rest.substr(b)),
                    origin};
 }
 

@@ -66,10 +66,10 @@ struct EventPlan {
 };
 
 struct PlanInput {
-  std::vector<FilterArg> filters;               ///< in command-line order
-  const InstanceConfig* config = nullptr;       ///< --config: its main instance
-  bool only_filtered = false;                   ///< mirror trace-cmd report -F
-  filters::CompileOptions compile;              ///< nr_cpu_ids, kallsyms of the file
+  std::vector<FilterArg> filters;          ///< in command-line order
+  const InstanceConfig* config = nullptr;  ///< --config: its main instance
+  bool only_filtered = false;              ///< mirror trace-cmd report -F
+  filters::CompileOptions compile;         ///< nr_cpu_ids, kallsyms of the file
 };
 
 /// One EventPlan per registry index. Throws ReplayError on an unknown event

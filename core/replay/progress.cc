@@ -10,9 +10,9 @@ namespace tracepipe::replay {
 namespace {
 
 uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 std::string human_bytes(double b) {
@@ -28,7 +28,10 @@ std::string human_bytes(double b) {
 }  // namespace
 
 ProgressBar::ProgressBar(bool enabled, uint64_t total_bytes, std::FILE* out)
-    : enabled_(enabled), total_(total_bytes == 0 ? 1 : total_bytes), out_(out), start_ns_(now_ns()) {
+    : enabled_(enabled),
+      total_(total_bytes == 0 ? 1 : total_bytes),
+      out_(out),
+      start_ns_(now_ns()) {
   if (enabled_) thread_ = std::thread([this] { loop(); });
 }
 
@@ -63,7 +66,8 @@ void ProgressBar::draw(bool) {
   constexpr int kWidth = 30;
   const int fill = static_cast<int>(frac * kWidth);
   const double secs = static_cast<double>(now_ns() - start_ns_) * 1e-9;
-  const std::string bar = std::string(static_cast<size_t>(fill), '#') + std::string(static_cast<size_t>(kWidth - fill), '.');
+  const std::string bar = std::string(static_cast<size_t>(fill), '#') +
+                          std::string(static_cast<size_t>(kWidth - fill), '.');
   fmt::print(out_, "\rreplay [{}] {:3.0f}%  {} / {}  {:.1f} M events/s\x1b[K", bar, frac * 100,
              human_bytes(static_cast<double>(b)), human_bytes(static_cast<double>(total_)),
              secs > 0 ? static_cast<double>(r) / secs * 1e-6 : 0.0);

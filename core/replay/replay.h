@@ -41,14 +41,14 @@
 #include <string>
 #include <vector>
 
-#include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/config/instance_options.h"
+#include "tracepipe/core/instance/instance.h"
 
 namespace tracepipe::replay {
 
-inline constexpr size_t kBatchRecords = 4096;          ///< records per batch, at most
-inline constexpr size_t kBatchBytes = 256 * 1024;      ///< payload bytes per batch, at most
-inline constexpr size_t kMaxLiveBatches = 4;           ///< batches in flight per CPU
+inline constexpr size_t kBatchRecords = 4096;      ///< records per batch, at most
+inline constexpr size_t kBatchBytes = 256 * 1024;  ///< payload bytes per batch, at most
+inline constexpr size_t kMaxLiveBatches = 4;       ///< batches in flight per CPU
 /// --kallsyms larger than this is refused (a /proc/kallsyms is ~10-20 MiB).
 inline constexpr uint64_t kMaxKallsymsBytes = uint64_t{256} << 20;
 
@@ -56,7 +56,7 @@ enum class ProgressMode : uint8_t { automatic, on, off };
 
 struct ReplayOptions {
   std::filesystem::path input;
-  std::vector<std::string> filter_args;              ///< raw -F arguments
+  std::vector<std::string> filter_args;  ///< raw -F arguments
   /// --trigger 'SYS:EVENT: TRIGGER' (core/triggers/triggers.h syntax): set
   /// on the replay instance before the run; an event with a trigger is
   /// replayed (soft-disabled if nothing else would replay it).
@@ -67,24 +67,25 @@ struct ReplayOptions {
   /// pair events (variables, onmatch/onmax/onchange, enable_hist), the
   /// records replay in time order across CPUs on one thread (no -o).
   std::vector<std::string> synthetic_args;
-  std::optional<std::filesystem::path> config;       ///< --config TOML (its main instance)
-  std::optional<std::filesystem::path> output;       ///< -o OUT.dat
+  std::optional<std::filesystem::path> config;  ///< --config TOML (its main instance)
+  std::optional<std::filesystem::path> output;  ///< -o OUT.dat
   /// --kallsyms, overrides the file's: a regular file of at most
   /// kMaxKallsymsBytes (else ReplayError naming the option and the path).
   std::optional<std::filesystem::path> kallsyms;
-  bool only_filtered = false;                        ///< trace-cmd report -F semantics
+  bool only_filtered = false;  ///< trace-cmd report -F semantics
   /// A dangling "&&" / "||" in -F and config filters: rejected as the kernel
   /// here does, or ignored as an earlier kernel build did (filters/compile.h).
   filters::TrailingOperator trailing_operator = filters::TrailingOperator::reject;
-  std::optional<Staging> staging;                    ///< overrides the config's (default per_thread)
-  uint32_t subbuf_size_kb = 0;                       ///< ring sub-buffer; 0 = automatic
-  uint64_t buffer_size_kb = 0;                       ///< ring per CPU; 0 = automatic (with -o, at least the P3 bound)
-  unsigned threads = 0;                              ///< TBB threads; 0 = all cores
+  std::optional<Staging> staging;  ///< overrides the config's (default per_thread)
+  uint32_t subbuf_size_kb = 0;     ///< ring sub-buffer; 0 = automatic
+  uint64_t buffer_size_kb = 0;     ///< ring per CPU; 0 = automatic (with -o, at least the P3 bound)
+  unsigned threads = 0;            ///< TBB threads; 0 = all cores
   /// Time spent per event: every 16th record of each event (its first
   /// included) is timed with two rdtsc and the sum is scaled to all records;
   /// samples over ~20 us (the thread was preempted) are dropped.
   bool timing = true;
-  ProgressMode progress = ProgressMode::automatic;   ///< bar on stderr (automatic: a tty and a large file)
+  ProgressMode progress =
+      ProgressMode::automatic;  ///< bar on stderr (automatic: a tty and a large file)
 };
 
 /// Counts of one event (or the total).
@@ -94,22 +95,26 @@ struct EventCounts {
   uint64_t discarded = 0;  ///< filter rejects and soft-disabled
   uint64_t lost = 0;       ///< the ring refused them
   uint64_t skipped = 0;    ///< records of an event not replayed (disabled / --only-filtered)
-  uint64_t ns = 0;         ///< time spent in stage/filter/commit for these records (sampled estimate)
+  uint64_t ns = 0;  ///< time spent in stage/filter/commit for these records (sampled estimate)
 
   EventCounts& operator+=(const EventCounts& o) noexcept {
-    replayed += o.replayed; kept += o.kept; discarded += o.discarded; lost += o.lost;
-    skipped += o.skipped; ns += o.ns;
+    replayed += o.replayed;
+    kept += o.kept;
+    discarded += o.discarded;
+    lost += o.lost;
+    skipped += o.skipped;
+    ns += o.ns;
     return *this;
   }
 };
 
 /// How an event's filter runs.
 enum class FilterRoute : uint8_t {
-  none,        ///< no filter: every record is kept (reserve + commit)
-  instance,    ///< the instance's filter: stage → filter → commit (the kernel's path)
-  replay_side, ///< evaluated by replay, then committed unfiltered (see docs/replay.md:
-               ///< COMM, char * strings and .function need the recorded context,
-               ///< which RawEmit::emit cannot take yet)
+  none,         ///< no filter: every record is kept (reserve + commit)
+  instance,     ///< the instance's filter: stage → filter → commit (the kernel's path)
+  replay_side,  ///< evaluated by replay, then committed unfiltered (see docs/replay.md:
+                ///< COMM, char * strings and .function need the recorded context,
+                ///< which RawEmit::emit cannot take yet)
 };
 
 struct EventRow {
@@ -120,7 +125,7 @@ struct EventRow {
   bool soft_disabled = false;
   std::string note;
   EventCounts counts;
-  EventStats path;     ///< the instance's own counters (staged / direct / nested ...)
+  EventStats path;  ///< the instance's own counters (staged / direct / nested ...)
 };
 
 struct ReplayResult {
@@ -131,9 +136,9 @@ struct ReplayResult {
   uint64_t input_lost = 0;       ///< events the input pages say were lost (stored counts)
   uint32_t cpus = 0;
   std::vector<buffers::CpuStats> ring;  ///< per CPU, after the run
-  uint64_t output_records = 0;   ///< written to -o
-  double wall_s = 0;             ///< the pipeline only (setup and output file excluded)
-  double cpu_s = 0;              ///< process CPU time over the same interval
+  uint64_t output_records = 0;          ///< written to -o
+  double wall_s = 0;                    ///< the pipeline only (setup and output file excluded)
+  double cpu_s = 0;                     ///< process CPU time over the same interval
   std::vector<std::string> warnings;
   /// Per event with a --trigger (by name): its trigger file and, when it has
   /// hist triggers, its hist file, read after the run.

@@ -15,9 +15,12 @@ namespace {
 std::string_view route_text(const EventRow& e) {
   if (!e.replayed || e.soft_disabled || e.filter.empty()) return "-";
   switch (e.route) {
-    case FilterRoute::instance: return "instance";
-    case FilterRoute::replay_side: return "replay-side";
-    case FilterRoute::none: break;
+    case FilterRoute::instance:
+      return "instance";
+    case FilterRoute::replay_side:
+      return "replay-side";
+    case FilterRoute::none:
+      break;
   }
   return "-";
 }
@@ -43,22 +46,25 @@ std::string format_result(const ReplayResult& r, bool timing) {
   // show (its records were only routed past the instance).
   auto ns_per = [](const EventCounts& c) {
     const uint64_t n = c.replayed + c.skipped;
-    return c.replayed == 0 ? std::string("-")
-                           : fmt::format("{:.1f}", static_cast<double>(c.ns) / static_cast<double>(n));
+    return c.replayed == 0
+               ? std::string("-")
+               : fmt::format("{:.1f}", static_cast<double>(c.ns) / static_cast<double>(n));
   };
-  out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>6}", "EVENT", wname, "FILTER", wfilter,
-                     "ROUTE", wroute, "REPLAYED", "KEPT", "DISCARDED", "LOST");
+  out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>6}", "EVENT", wname,
+                     "FILTER", wfilter, "ROUTE", wroute, "REPLAYED", "KEPT", "DISCARDED", "LOST");
   if (timing) out += fmt::format("  {:>8}", "NS/EVENT");
   out += '\n';
-  auto row = [&](std::string_view name, std::string_view filter, std::string_view route, const EventCounts& c) {
+  auto row = [&](std::string_view name, std::string_view filter, std::string_view route,
+                 const EventCounts& c) {
     std::string f(filter);
     if (f.size() > wfilter) {
       size_t cut = wfilter - 3;
-      while (cut > 0 && (static_cast<unsigned char>(f[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+      while (cut > 0 && (static_cast<unsigned char>(f[cut]) & 0xC0) == 0x80)
+        --cut;  // not inside a UTF-8 character
       f = f.substr(0, cut) + "...";
     }
-    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>6}", name, wname, f, wfilter, route,
-                       wroute, c.replayed, c.kept, c.discarded, c.lost);
+    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>6}", name, wname, f,
+                       wfilter, route, wroute, c.replayed, c.kept, c.discarded, c.lost);
     if (timing) out += fmt::format("  {:>8}", ns_per(c));
     out += '\n';
   };
@@ -66,16 +72,19 @@ std::string format_result(const ReplayResult& r, bool timing) {
   row("total", "", "", r.total);
 
   const uint64_t read = r.total.replayed + r.total.skipped + r.unknown;
-  out += fmt::format("\n{} records read from {} CPU buffer(s): {} replayed, {} kept, {} discarded, {} lost", read,
-                     r.cpus, r.total.replayed, r.total.kept, r.total.discarded, r.total.lost);
-  if (r.total.skipped != 0) out += fmt::format(", {} records of events not replayed", r.total.skipped);
+  out += fmt::format(
+      "\n{} records read from {} CPU buffer(s): {} replayed, {} kept, {} discarded, {} lost", read,
+      r.cpus, r.total.replayed, r.total.kept, r.total.discarded, r.total.lost);
+  if (r.total.skipped != 0)
+    out += fmt::format(", {} records of events not replayed", r.total.skipped);
   if (r.unknown != 0) out += fmt::format(", {} records of unknown event IDs", r.unknown);
   out += '\n';
-  out += fmt::format("time: {:.3f} ms wall, {:.3f} ms CPU: {:.2f} M events/s (wall)\n", r.wall_s * 1e3,
-                     r.cpu_s * 1e3, r.events_per_s() * 1e-6);
+  out += fmt::format("time: {:.3f} ms wall, {:.3f} ms CPU: {:.2f} M events/s (wall)\n",
+                     r.wall_s * 1e3, r.cpu_s * 1e3, r.events_per_s() * 1e-6);
   if (r.input_discarded != 0 || r.input_lost != 0)
-    out += fmt::format("input: {} discarded records (padding) skipped, {} events lost by the recorder\n",
-                       r.input_discarded, r.input_lost);
+    out += fmt::format(
+        "input: {} discarded records (padding) skipped, {} events lost by the recorder\n",
+        r.input_discarded, r.input_lost);
   for (const EventRow& e : r.events)
     if (!e.note.empty()) out += fmt::format("note: {}: {}\n", e.name, e.note);
   for (const std::string& w : r.warnings) out += fmt::format("warning: {}\n", w);

@@ -1,4 +1,3 @@
-#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/replay/router.h"
 
 #include <fmt/core.h>
@@ -7,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/filters/parser.h"
 
 namespace tracepipe::replay {
@@ -31,7 +31,8 @@ ProgramNeeds needs_of(const filters::Program& p) {
   return n;
 }
 
-filters::ResolvedString resolve_printk(uint64_t address, bool user_space, const void* table) noexcept {
+filters::ResolvedString resolve_printk(uint64_t address, bool user_space,
+                                       const void* table) noexcept {
   if (user_space) return {};  // .ustring reads user memory at event time: not in the file
   const auto s = static_cast<const PrintkTable*>(table)->lookup(address);
   if (!s) return {};
@@ -40,8 +41,8 @@ filters::ResolvedString resolve_printk(uint64_t address, bool user_space, const 
 
 }  // namespace
 
-Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu,
-               filters::TrailingOperator trailing)
+Router::Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan,
+               uint32_t ncpu, filters::TrailingOperator trailing)
     : reader_(reader), inst_(inst), printk_(reader.printk_text()) {
   const Registry& reg = inst.registry();
   unknown_slot_ = reg.size();
@@ -92,9 +93,11 @@ FilterRoute Router::route(const EventDesc& event) const noexcept {
   return event.index() < kinds_.size() ? kinds_[event.index()] : FilterRoute::none;
 }
 
-void Router::feed(std::span<Rec> recs, uint32_t cpu, std::span<Counter> counters, bool timing) const noexcept {
+void Router::feed(std::span<Rec> recs, uint32_t cpu, std::span<Counter> counters,
+                  bool timing) const noexcept {
   if (counters.size() < counter_slots()) return;
-  timing ? feed_impl<true>(recs, cpu, counters.data()) : feed_impl<false>(recs, cpu, counters.data());
+  timing ? feed_impl<true>(recs, cpu, counters.data())
+         : feed_impl<false>(recs, cpu, counters.data());
 }
 
 template <bool kTiming>
@@ -134,10 +137,21 @@ void Router::feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) con
       }
     }
     switch (r.result) {
-      case EmitResult::kept: ++c.replayed; ++c.kept; break;
-      case EmitResult::discarded: ++c.replayed; ++c.discarded; break;
-      case EmitResult::lost: ++c.replayed; ++c.lost; break;
-      case EmitResult::disabled: ++c.skipped; break;
+      case EmitResult::kept:
+        ++c.replayed;
+        ++c.kept;
+        break;
+      case EmitResult::discarded:
+        ++c.replayed;
+        ++c.discarded;
+        break;
+      case EmitResult::lost:
+        ++c.replayed;
+        ++c.lost;
+        break;
+      case EmitResult::disabled:
+        ++c.skipped;
+        break;
     }
   }
 }
@@ -173,7 +187,9 @@ std::string_view Router::comm_of(const Route& rt, std::span<const std::byte> rec
   if (rec.size() < 8) return {};
   int32_t pid;
   std::memcpy(&pid, rec.data() + 4, sizeof pid);
-  if (pid == 0) return at.cpu < swapper_.size() ? std::string_view(swapper_[at.cpu]) : std::string_view("swapper");
+  if (pid == 0)
+    return at.cpu < swapper_.size() ? std::string_view(swapper_[at.cpu])
+                                    : std::string_view("swapper");
   if (const auto name = timeline_.name_at(pid, at)) return *name;
   return reader_.comm(pid).value_or(std::string_view());
 }

@@ -28,12 +28,12 @@
 #include <vector>
 
 #include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/tracedat/trace_symbols.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/replay/comm_timeline.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/replay/symbols.h"
+#include "tracepipe/core/tracedat/trace_symbols.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace tracepipe::replay {
 
@@ -64,8 +64,8 @@ class Router {
   /// builds the routes. `ncpu` is the recorded CPU count (the nr_cpu_ids the
   /// plan was compiled with), `trailing` the plan's dialect for a dangling
   /// "&&" / "||". `reader` must outlive the router.
-  Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan, uint32_t ncpu,
-         filters::TrailingOperator trailing = filters::TrailingOperator::reject);
+  Router(const TraceDatReader& reader, Instance& inst, const std::vector<EventPlan>& plan,
+         uint32_t ncpu, filters::TrailingOperator trailing = filters::TrailingOperator::reject);
 
   /// Counter slots feed() uses: one per registry index, plus unknown_slot().
   size_t counter_slots() const noexcept { return unknown_slot_ + 1; }
@@ -75,7 +75,8 @@ class Router {
 
   /// Sends `recs` (records of `cpu`, in order) through the instance, sets
   /// each Rec::result and counts into counters[slot] (size counter_slots()).
-  void feed(std::span<Rec> recs, uint32_t cpu, std::span<Counter> counters, bool timing) const noexcept;
+  void feed(std::span<Rec> recs, uint32_t cpu, std::span<Counter> counters,
+            bool timing) const noexcept;
 
  private:
   enum class Kind : uint8_t { unknown, skip, emit, replay_side };
@@ -90,8 +91,10 @@ class Router {
   };
   template <bool kTiming>
   void feed_impl(std::span<Rec> recs, uint32_t cpu, Counter* counters) const noexcept;
-  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec, const RecordPosition& at) const noexcept;
-  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec, const RecordPosition& at) const noexcept;
+  EmitResult replay_side(const Route& rt, std::span<const std::byte> rec,
+                         const RecordPosition& at) const noexcept;
+  std::string_view comm_of(const Route& rt, std::span<const std::byte> rec,
+                           const RecordPosition& at) const noexcept;
 
   const TraceDatReader& reader_;
   Instance& inst_;

@@ -22,7 +22,8 @@ SymbolRanges::SymbolRanges(std::string_view text) {
     if (name.empty()) continue;
     syms_.push_back(Sym{addr, std::string(name), type == 't' || type == 'T'});
   }
-  std::stable_sort(syms_.begin(), syms_.end(), [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
+  std::stable_sort(syms_.begin(), syms_.end(),
+                   [](const Sym& a, const Sym& b) { return a.addr < b.addr; });
 }
 
 filters::SymbolRange SymbolRanges::range_at(size_t i) const {
@@ -59,7 +60,8 @@ std::optional<filters::SymbolRange> SymbolRanges::by_address(uint64_t address) c
 
 CommSource comm_source(const EventFormat& format) {
   if (format.name == "sched_switch") {
-    if (const FormatField* f = format.find_field("prev_comm"); f != nullptr && f->is_string() && !f->is_dynamic())
+    if (const FormatField* f = format.find_field("prev_comm");
+        f != nullptr && f->is_string() && !f->is_dynamic())
       return {f->offset, f->size};
   }
   return {};

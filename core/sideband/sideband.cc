@@ -127,7 +127,8 @@ void fan_out(const EventDesc& d, A... a) noexcept {
   const uint32_t size = Decl::record_size(a...);
   auto fill = [&](std::span<std::byte> rec) noexcept { Decl::write_fields(rec.data(), a...); };
   for (uint32_t i = 0; i < subs->count; ++i)
-    detail::InstanceAccess::emit_to_state_in_scope(*subs->states[i], *ctx, scope.depth(), size, fill);
+    detail::InstanceAccess::emit_to_state_in_scope(*subs->states[i], *ctx, scope.depth(), size,
+                                                   fill);
 }
 
 // Emits Decl into one instance.
@@ -144,8 +145,8 @@ SidebandEvents events_for(const Instance& inst) {
 
 // clone(2) flags a thread that is not its group's leader must have been
 // created with (CLONE_THREAD requires CLONE_SIGHAND, which requires CLONE_VM).
-constexpr uint64_t kThreadCloneFlags = 0x00000100 /*CLONE_VM*/ | 0x00000800 /*CLONE_SIGHAND*/ |
-                                       0x00010000 /*CLONE_THREAD*/;
+constexpr uint64_t kThreadCloneFlags =
+    0x00000100 /*CLONE_VM*/ | 0x00000800 /*CLONE_SIGHAND*/ | 0x00010000 /*CLONE_THREAD*/;
 
 }  // namespace
 
@@ -156,8 +157,8 @@ void sideband_thread_registered(ThreadContext& ctx) noexcept {
   const EventDesc& d = SidebandEvents::global().task_comm();
   if (d.subscribers_for_fast_path().load(std::memory_order_relaxed) == nullptr) return;  // S4
   try {
-    SidebandLock lk;         // (H1.a) ordered against renames and synthesis (S2)
-    refresh_thread_comm();   // (H1.b) the name now, under the lock
+    SidebandLock lk;        // (H1.a) ordered against renames and synthesis (S2)
+    refresh_thread_comm();  // (H1.b) the name now, under the lock
     const Comm c = Comm::from(ctx.comm_view());
     remember(ctx.tid, c);
     fan_out<sideband::TaskComm>(d, self_pid(), ctx.tid, c.view(), std::string_view{},
@@ -182,11 +183,14 @@ void sideband_thread_exiting(ThreadContext& ctx) noexcept {
 }
 
 void install_sideband_thread_observer() noexcept {
-  static constexpr detail::ThreadObserver kObserver{&sideband_thread_registered, &sideband_thread_exiting};
+  static constexpr detail::ThreadObserver kObserver{&sideband_thread_registered,
+                                                    &sideband_thread_exiting};
   detail::set_thread_observer(&kObserver);
 }
 
-uint64_t sideband_hook_calls_for_testing() noexcept { return g_hook_calls.load(std::memory_order_relaxed); }
+uint64_t sideband_hook_calls_for_testing() noexcept {
+  return g_hook_calls.load(std::memory_order_relaxed);
+}
 
 #ifdef TRACEPIPE_TEST_HOOKS
 void set_rename_hook_for_testing(std::function<void(RenameStep, int32_t)> hook) {
@@ -213,7 +217,8 @@ std::error_code set_thread_name(std::string_view name) {
   refresh_thread_comm();  // (R-d) tracepipe's cached name: COMM filter, saved_cmdlines
   if (hook) hook(RenameStep::renamed, tid);
   remember(tid, want);
-  fan_out<sideband::TaskComm>(SidebandEvents::global().task_comm(), self_pid(), tid, want.view(), old.view(),
+  fan_out<sideband::TaskComm>(SidebandEvents::global().task_comm(), self_pid(), tid, want.view(),
+                              old.view(),
                               static_cast<uint8_t>(CommReason::rename));  // (R-e)
   if (hook) hook(RenameStep::written, tid);
   return {};
@@ -233,18 +238,20 @@ std::error_code set_thread_name(int32_t tid, std::string_view name) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(tid));
   const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? std::make_error_code(std::errc::no_such_process)
-                                     : std::error_code(errno, std::generic_category());
+  if (fd < 0)
+    return errno == ENOENT ? std::make_error_code(std::errc::no_such_process)
+                           : std::error_code(errno, std::generic_category());
   const std::string_view v = want.view();
   const ssize_t n = ::write(fd, v.data(), v.size());
   const int err = errno;
   ::close(fd);
   if (n < 0 || static_cast<size_t>(n) != v.size())
-    return n < 0 ? std::error_code(err, std::generic_category()) : std::make_error_code(std::errc::io_error);
+    return n < 0 ? std::error_code(err, std::generic_category())
+                 : std::make_error_code(std::errc::io_error);
   if (hook) hook(RenameStep::renamed, tid);
   remember(tid, want);
-  fan_out<sideband::TaskComm>(SidebandEvents::global().task_comm(), self_pid(), tid, want.view(), old->view(),
-                              static_cast<uint8_t>(CommReason::rename));
+  fan_out<sideband::TaskComm>(SidebandEvents::global().task_comm(), self_pid(), tid, want.view(),
+                              old->view(), static_cast<uint8_t>(CommReason::rename));
   if (hook) hook(RenameStep::written, tid);
   return {};
 }
@@ -264,13 +271,15 @@ void announce_thread() {
 void note_mapping(const ProcMapping& m) {
   prepare_thread();
   SidebandLock lk;
-  fan_out<sideband::Mmap>(SidebandEvents::global().mmap(), self_pid(), self_tid(), 0u, m.prot, m.flags, m.maj, m.min,
-                          std::string_view(m.path), m.start, m.len(), m.pgoff, m.ino);
+  fan_out<sideband::Mmap>(SidebandEvents::global().mmap(), self_pid(), self_tid(), 0u, m.prot,
+                          m.flags, m.maj, m.min, std::string_view(m.path), m.start, m.len(),
+                          m.pgoff, m.ino);
 }
 
 // ── Enabling ────────────────────────────────────────────────────────────────────
 
-SynthesisReport enable_sideband(Instance& instance, bool synthesize, const SynthesisOptions& options) {
+SynthesisReport enable_sideband(Instance& instance, bool synthesize,
+                                const SynthesisOptions& options) {
   const SidebandEvents ev = events_for(instance);
   for (const EventDesc* d : ev.by_kind) instance.enable(*d, true);
   if (!synthesize) return {};
@@ -302,18 +311,25 @@ struct Tally {
   EmitResult emit(uint64_t& lost_kind, const EventDesc& d, A... a) {
     if (overwrite) {
       auto& before = overrun_before[current_cpu() % overrun_before.size()];
-      if (!before) before = overrun_of(inst, static_cast<uint32_t>(&before - overrun_before.data()));
+      if (!before)
+        before = overrun_of(inst, static_cast<uint32_t>(&before - overrun_before.data()));
     }
     const EmitResult r = emit_one<Decl>(inst, d, a...);
     ++rep.attempted;
     switch (r) {
-      case EmitResult::kept: ++rep.kept; break;
-      case EmitResult::discarded: ++rep.discarded; break;
+      case EmitResult::kept:
+        ++rep.kept;
+        break;
+      case EmitResult::discarded:
+        ++rep.discarded;
+        break;
       case EmitResult::lost:
         ++rep.lost;
         ++lost_kind;
         break;
-      case EmitResult::disabled: ++rep.disabled; break;
+      case EmitResult::disabled:
+        ++rep.disabled;
+        break;
     }
     return r;
   }
@@ -341,7 +357,8 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   if (o.process) {  // (Y2) the process image
     const std::string exe = read_exe_path();
     if (exe.empty() && rep.error.empty()) rep.error = "cannot read /proc/self/exe";
-    t.emit<ProcessExec>(rep.lost_other, ev.process_exec(), std::string_view(exe), pid, pid, rep.synth);
+    t.emit<ProcessExec>(rep.lost_other, ev.process_exec(), std::string_view(exe), pid, pid,
+                        rep.synth);
   }
 
   if (o.threads) {  // (Y3) one task_newtask per live thread, name read under the lock
@@ -366,8 +383,8 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
       }
       hook(SynthesisStep::comm_read, tid);
       ++rep.threads;
-      t.emit<TaskNewtask>(rep.lost_threads, ev.task_newtask(), pid, tid, int32_t{0}, rep.synth, c->view(),
-                          tid == pid ? uint64_t{0} : kThreadCloneFlags);
+      t.emit<TaskNewtask>(rep.lost_threads, ev.task_newtask(), pid, tid, int32_t{0}, rep.synth,
+                          c->view(), tid == pid ? uint64_t{0} : kThreadCloneFlags);
       remember(tid, *c);
       hook(SynthesisStep::thread_written, tid);
     }
@@ -382,7 +399,8 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
 
   if (o.mappings) {  // (Y4) one mmap per /proc/self/maps line
     const ProcRead pr = read_proc_file("/proc/self/maps");
-    if (pr.error && rep.error.empty()) rep.error = "cannot read /proc/self/maps: " + pr.error.message();
+    if (pr.error && rep.error.empty())
+      rep.error = "cannot read /proc/self/maps: " + pr.error.message();
     const MapsParse mp = parse_proc_maps(pr.text);
     rep.maps_malformed = mp.malformed;
     hook(SynthesisStep::maps_read, 0);
@@ -396,23 +414,24 @@ SynthesisReport synthesize_sideband(Instance& inst, const SynthesisOptions& o) {
   // (Y5) synth_done: what a reader needs to check the round (S3).
   const uint64_t kept_before = rep.kept;
   const uint32_t lost32 = rep.lost > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(rep.lost);
-  rep.done_kept = t.emit<SynthDone>(rep.lost_other, ev.synth_done(), rep.synth, rep.threads, rep.mappings, lost32,
-                                    kept_before) == EmitResult::kept;
+  rep.done_kept = t.emit<SynthDone>(rep.lost_other, ev.synth_done(), rep.synth, rep.threads,
+                                    rep.mappings, lost32, kept_before) == EmitResult::kept;
   hook(SynthesisStep::done_written, 0);
   for (uint32_t c = 0; c < overrun_before.size(); ++c)
     if (overrun_before[c]) rep.overwritten += overrun_of(inst, c) - *overrun_before[c];
   rep.elapsed_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   return rep;
 }
 
 std::string SynthesisReport::summary() const {
   std::string s = "synth " + std::to_string(synth) + ": " + std::to_string(threads) + " threads, " +
-                  std::to_string(mappings) + " mappings; " + std::to_string(kept) + " records kept, " +
-                  std::to_string(lost) + " lost";
+                  std::to_string(mappings) + " mappings; " + std::to_string(kept) +
+                  " records kept, " + std::to_string(lost) + " lost";
   if (lost != 0)
-    s += " (threads " + std::to_string(lost_threads) + ", mappings " + std::to_string(lost_mappings) + ", other " +
-         std::to_string(lost_other) + ")";
+    s += " (threads " + std::to_string(lost_threads) + ", mappings " +
+         std::to_string(lost_mappings) + ", other " + std::to_string(lost_other) + ")";
   if (discarded != 0) s += ", " + std::to_string(discarded) + " discarded by filters";
   if (disabled != 0) s += ", " + std::to_string(disabled) + " not enabled";
   if (overwritten != 0) s += ", " + std::to_string(overwritten) + " overwritten while writing";

@@ -104,28 +104,29 @@ struct SynthesisOptions {
 /// What one synthesis wrote. Record counts include synth_done.
 /// attempted == kept + discarded + lost + disabled.
 struct SynthesisReport {
-  uint32_t synth = 0;      ///< round number: the `synth` field of its records (process-wide, from 1)
-  uint32_t threads = 0;    ///< live threads found (task_newtask records attempted)
-  uint32_t mappings = 0;   ///< mappings found (mmap records attempted)
-  uint32_t threads_gone = 0;   ///< listed, but exited before their name was read (nothing written)
-  uint32_t maps_malformed = 0; ///< /proc/self/maps lines that did not parse (skipped)
+  uint32_t synth = 0;     ///< round number: the `synth` field of its records (process-wide, from 1)
+  uint32_t threads = 0;   ///< live threads found (task_newtask records attempted)
+  uint32_t mappings = 0;  ///< mappings found (mmap records attempted)
+  uint32_t threads_gone = 0;    ///< listed, but exited before their name was read (nothing written)
+  uint32_t maps_malformed = 0;  ///< /proc/self/maps lines that did not parse (skipped)
   uint64_t attempted = 0;
   uint64_t kept = 0;       ///< committed to the ring buffer
   uint64_t discarded = 0;  ///< rejected by a filter set on a sideband event (by the user's choice)
   uint64_t lost = 0;       ///< refused by the ring buffer (full, paused, ...): the loss of S3
   uint64_t lost_threads = 0, lost_mappings = 0, lost_other = 0;  ///< `lost` by record kind
-  uint64_t disabled = 0;   ///< the event is not enabled in this instance (nothing written)
+  uint64_t disabled = 0;  ///< the event is not enabled in this instance (nothing written)
   /// Records overwritten (overrun, overwrite mode) on the CPUs synthesis
   /// wrote to while it ran: some may be its own. Conservative; the reader's
   /// check (S3) is exact.
   uint64_t overwritten = 0;
-  bool done_kept = false;  ///< synth_done made it into the buffer
-  std::string error;       ///< a /proc file could not be read ("" if none)
-  uint64_t elapsed_ns = 0; ///< wall time of the synthesis (lock to unlock)
+  bool done_kept = false;   ///< synth_done made it into the buffer
+  std::string error;        ///< a /proc file could not be read ("" if none)
+  uint64_t elapsed_ns = 0;  ///< wall time of the synthesis (lock to unlock)
 
   /// Everything found was written and nothing was overwritten.
   bool complete() const noexcept {
-    return lost == 0 && discarded == 0 && disabled == 0 && overwritten == 0 && done_kept && error.empty();
+    return lost == 0 && discarded == 0 && disabled == 0 && overwritten == 0 && done_kept &&
+           error.empty();
   }
   /// One line: "synth 3: 12 threads, 40 mappings; 54 records kept, 0 lost, ...".
   std::string summary() const;
@@ -136,7 +137,8 @@ struct SynthesisReport {
 /// false, writes the current state (synthesize_sideband) so that threads
 /// that registered earlier are named too; returns that report (empty
 /// otherwise).
-SynthesisReport enable_sideband(Instance& instance, bool synthesize = true, const SynthesisOptions& options = {});
+SynthesisReport enable_sideband(Instance& instance, bool synthesize = true,
+                                const SynthesisOptions& options = {});
 /// Disables them.
 void disable_sideband(Instance& instance);
 
@@ -173,6 +175,5 @@ void announce_thread();
 /// made or learned about (a JIT's code region, a dlopen), into every instance
 /// recording mmap.
 void note_mapping(const ProcMapping& mapping);
-
 
 }  // namespace tracepipe

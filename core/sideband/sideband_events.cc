@@ -1,16 +1,20 @@
 // Sideband event schemas (see core/sideband/sideband_events.h).
 #include "tracepipe/core/sideband/sideband_events.h"
-#include "tracepipe/core/sideband/sideband_hooks.h"
 
 #include <mutex>
+
+#include "tracepipe/core/sideband/sideband_hooks.h"
 
 namespace tracepipe {
 
 std::string_view to_string(CommReason r) noexcept {
   switch (r) {
-    case CommReason::first_write: return "first_write";
-    case CommReason::rename: return "rename";
-    case CommReason::announce: return "announce";
+    case CommReason::first_write:
+      return "first_write";
+    case CommReason::rename:
+      return "rename";
+    case CommReason::announce:
+      return "announce";
   }
   return "?";
 }
@@ -23,7 +27,8 @@ template <class Decl>
 EventFormat kernel_like(std::string print_fmt) {
   EventFormat f = Decl::make_format();
   for (FormatField& fld : f.fields) {
-    if (fld.type == "s32" && (fld.name == "pid" || fld.name == "tid" || fld.name == "ptid" || fld.name == "old_pid"))
+    if (fld.type == "s32" &&
+        (fld.name == "pid" || fld.name == "tid" || fld.name == "ptid" || fld.name == "old_pid"))
       fld.type = "pid_t";
   }
   f.print_fmt = std::move(print_fmt);
@@ -59,7 +64,8 @@ std::vector<EventFormat> sideband_formats() {
 SidebandEvents SidebandEvents::register_in(Registry& registry) {
   SidebandEvents e;
   std::vector<EventFormat> formats = sideband_formats();
-  for (size_t i = 0; i < formats.size(); ++i) e.by_kind[i] = &registry.add_declared(std::move(formats[i]));
+  for (size_t i = 0; i < formats.size(); ++i)
+    e.by_kind[i] = &registry.add_declared(std::move(formats[i]));
   return e;
 }
 

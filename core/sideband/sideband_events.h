@@ -5,11 +5,13 @@
 // _FINISHED_INIT), in system "tracepipe":
 //
 //   event                   written when                                 kernel / perf model
-//   ─────────────────────── ──────────────────────────────────────────── ─────────────────────────────
-//   tracepipe:task_comm     a thread's first event (core hook), a rename  task:task_rename,
+//   ─────────────────────── ────────────────────────────────────────────
+//   ───────────────────────────── tracepipe:task_comm     a thread's first event (core hook), a
+//   rename  task:task_rename,
 //                           through set_thread_name(), announce_thread()  PERF_RECORD_COMM
 //   tracepipe:task_newtask  state synthesis: one per live thread          task:task_newtask,
-//                                                                         PERF_RECORD_FORK (synthesized)
+//                                                                         PERF_RECORD_FORK
+//                                                                         (synthesized)
 //   tracepipe:task_exit     a registered thread exits (core hook)         sched:sched_process_exit,
 //                                                                         PERF_RECORD_EXIT
 //   tracepipe:process_exec  state synthesis: the process image            sched:sched_process_exec,
@@ -49,9 +51,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/events/registry.h"
+#include "tracepipe/core/instance/event_decl.h"
 
 namespace tracepipe {
 
@@ -82,15 +84,18 @@ using TaskComm = EventDecl<"tracepipe", "task_comm", Int<"pid", int32_t>, Int<"t
 using TaskNewtask = EventDecl<"tracepipe", "task_newtask", Int<"pid", int32_t>, Int<"tid", int32_t>,
                               Int<"ptid", int32_t>, Int<"synth", uint32_t>, Chars<"comm", 16>,
                               Int<"clone_flags", uint64_t>>;
-using TaskExit = EventDecl<"tracepipe", "task_exit", Int<"pid", int32_t>, Int<"tid", int32_t>, Chars<"comm", 16>>;
+using TaskExit = EventDecl<"tracepipe", "task_exit", Int<"pid", int32_t>, Int<"tid", int32_t>,
+                           Chars<"comm", 16>>;
 using ProcessExec = EventDecl<"tracepipe", "process_exec", Str<"filename">, Int<"pid", int32_t>,
                               Int<"old_pid", int32_t>, Int<"synth", uint32_t>>;
-using Mmap = EventDecl<"tracepipe", "mmap", Int<"pid", int32_t>, Int<"tid", int32_t>, Int<"synth", uint32_t>,
-                       Int<"prot", uint32_t>, Int<"flags", uint32_t>, Int<"maj", uint32_t>, Int<"min", uint32_t>,
-                       Str<"filename">, Int<"addr", uint64_t>, Int<"len", uint64_t>, Int<"pgoff", uint64_t>,
-                       Int<"ino", uint64_t>>;
-using SynthDone = EventDecl<"tracepipe", "synth_done", Int<"synth", uint32_t>, Int<"threads", uint32_t>,
-                            Int<"mappings", uint32_t>, Int<"lost", uint32_t>, Int<"records", uint64_t>>;
+using Mmap =
+    EventDecl<"tracepipe", "mmap", Int<"pid", int32_t>, Int<"tid", int32_t>, Int<"synth", uint32_t>,
+              Int<"prot", uint32_t>, Int<"flags", uint32_t>, Int<"maj", uint32_t>,
+              Int<"min", uint32_t>, Str<"filename">, Int<"addr", uint64_t>, Int<"len", uint64_t>,
+              Int<"pgoff", uint64_t>, Int<"ino", uint64_t>>;
+using SynthDone =
+    EventDecl<"tracepipe", "synth_done", Int<"synth", uint32_t>, Int<"threads", uint32_t>,
+              Int<"mappings", uint32_t>, Int<"lost", uint32_t>, Int<"records", uint64_t>>;
 
 static_assert(TaskComm::fixed_size == 52);
 static_assert(TaskNewtask::fixed_size == 48);
@@ -105,7 +110,14 @@ inline constexpr std::string_view kSystem = "tracepipe";
 }  // namespace sideband
 
 /// Which sideband event (index into SidebandEvents::all()).
-enum class SidebandKind : uint8_t { task_comm, task_newtask, task_exit, process_exec, mmap, synth_done };
+enum class SidebandKind : uint8_t {
+  task_comm,
+  task_newtask,
+  task_exit,
+  process_exec,
+  mmap,
+  synth_done
+};
 inline constexpr size_t kSidebandKinds = 6;
 
 /// The six schemas (ID 0: the registry assigns one), in SidebandKind order:
@@ -117,7 +129,9 @@ std::vector<EventFormat> sideband_formats();
 struct SidebandEvents {
   std::array<const EventDesc*, kSidebandKinds> by_kind{};
 
-  const EventDesc& operator[](SidebandKind k) const noexcept { return *by_kind[static_cast<size_t>(k)]; }
+  const EventDesc& operator[](SidebandKind k) const noexcept {
+    return *by_kind[static_cast<size_t>(k)];
+  }
   const EventDesc& task_comm() const noexcept { return (*this)[SidebandKind::task_comm]; }
   const EventDesc& task_newtask() const noexcept { return (*this)[SidebandKind::task_newtask]; }
   const EventDesc& task_exit() const noexcept { return (*this)[SidebandKind::task_exit]; }

@@ -59,21 +59,32 @@ bool take_spaces(std::string_view& s) {
 std::optional<ProcMapping> parse_line(std::string_view s) {
   ProcMapping m;
   uint64_t maj = 0, min = 0;
-  if (!take_hex(s, m.start) || !take_char(s, '-') || !take_hex(s, m.end) || !take_spaces(s)) return std::nullopt;
+  if (!take_hex(s, m.start) || !take_char(s, '-') || !take_hex(s, m.end) || !take_spaces(s))
+    return std::nullopt;
   if (s.size() < 4) return std::nullopt;
   const std::string_view perms = s.substr(0, 4);
   s.remove_prefix(4);
-  if (perms[0] == 'r') m.prot |= MapProt::read;
-  else if (perms[0] != '-') return std::nullopt;
-  if (perms[1] == 'w') m.prot |= MapProt::write;
-  else if (perms[1] != '-') return std::nullopt;
-  if (perms[2] == 'x') m.prot |= MapProt::exec;
-  else if (perms[2] != '-') return std::nullopt;
-  if (perms[3] == 's') m.flags = MapFlags::shared;
-  else if (perms[3] == 'p') m.flags = MapFlags::private_;
-  else return std::nullopt;
+  if (perms[0] == 'r')
+    m.prot |= MapProt::read;
+  else if (perms[0] != '-')
+    return std::nullopt;
+  if (perms[1] == 'w')
+    m.prot |= MapProt::write;
+  else if (perms[1] != '-')
+    return std::nullopt;
+  if (perms[2] == 'x')
+    m.prot |= MapProt::exec;
+  else if (perms[2] != '-')
+    return std::nullopt;
+  if (perms[3] == 's')
+    m.flags = MapFlags::shared;
+  else if (perms[3] == 'p')
+    m.flags = MapFlags::private_;
+  else
+    return std::nullopt;
   if (!take_spaces(s) || !take_hex(s, m.pgoff) || !take_spaces(s)) return std::nullopt;
-  if (!take_hex(s, maj) || !take_char(s, ':') || !take_hex(s, min) || !take_spaces(s)) return std::nullopt;
+  if (!take_hex(s, maj) || !take_char(s, ':') || !take_hex(s, min) || !take_spaces(s))
+    return std::nullopt;
   if (!take_dec(s, m.ino)) return std::nullopt;
   if (maj > UINT32_MAX || min > UINT32_MAX || m.end <= m.start) return std::nullopt;
   m.maj = static_cast<uint32_t>(maj);
@@ -97,8 +108,10 @@ MapsParse parse_proc_maps(std::string_view text) {
     const std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     if (line.empty()) continue;
-    if (auto m = parse_line(line)) out.mappings.push_back(std::move(*m));
-    else ++out.malformed;
+    if (auto m = parse_line(line))
+      out.mappings.push_back(std::move(*m));
+    else
+      ++out.malformed;
   }
   return out;
 }

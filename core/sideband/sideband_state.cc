@@ -12,8 +12,8 @@ namespace tracepipe {
 
 namespace {
 
-constexpr std::string_view kNames[kSidebandKinds] = {"task_comm", "task_newtask", "task_exit",
-                                                     "process_exec", "mmap", "synth_done"};
+constexpr std::string_view kNames[kSidebandKinds] = {"task_comm",    "task_newtask", "task_exit",
+                                                     "process_exec", "mmap",         "synth_done"};
 
 SidebandState::FieldRef ref_of(const EventFormat& f, std::string_view name) {
   SidebandState::FieldRef r;
@@ -54,7 +54,8 @@ int64_t get_int(std::span<const std::byte> rec, const SidebandState::FieldRef& f
       std::memcpy(&v, p, 8);
       return v;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -69,9 +70,11 @@ Comm get_chars(std::span<const std::byte> rec, const SidebandState::FieldRef& f)
 }
 
 // A __data_loc / __rel_loc string; nullopt if the word points outside the record.
-std::optional<std::string_view> get_str(std::span<const std::byte> rec, const SidebandState::FieldRef& f) {
+std::optional<std::string_view> get_str(std::span<const std::byte> rec,
+                                        const SidebandState::FieldRef& f) {
   if (!f.present) return std::string_view{};
-  if (!f.dynamic || f.size != 4 || static_cast<uint64_t>(f.offset) + 4 > rec.size()) return std::nullopt;
+  if (!f.dynamic || f.size != 4 || static_cast<uint64_t>(f.offset) + 4 > rec.size())
+    return std::nullopt;
   uint32_t w;
   std::memcpy(&w, rec.data() + f.offset, 4);
   uint64_t off = w & 0xffffu;
@@ -225,7 +228,8 @@ std::optional<SidebandKind> SidebandState::observe(std::span<const std::byte> re
       return kind;  // not counted in `seen`
     }
   }
-  if (synth != 0 && kind != SidebandKind::task_comm && kind != SidebandKind::task_exit) ++rounds_[synth].seen;
+  if (synth != 0 && kind != SidebandKind::task_comm && kind != SidebandKind::task_exit)
+    ++rounds_[synth].seen;
   ++observed_;
   return kind;
 }
@@ -245,7 +249,8 @@ std::vector<Cmdline> SidebandState::cmdlines() const {
   std::vector<Cmdline> out;
   out.reserve(tasks_.size());
   for (const auto& [tid, t] : tasks_) out.push_back({tid, std::string(t.comm.view())});
-  std::sort(out.begin(), out.end(), [](const Cmdline& a, const Cmdline& b) { return a.pid < b.pid; });
+  std::sort(out.begin(), out.end(),
+            [](const Cmdline& a, const Cmdline& b) { return a.pid < b.pid; });
   return out;
 }
 

@@ -40,9 +40,9 @@
 
 #include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/events/registry.h"
+#include "tracepipe/core/instance/thread_context.h"
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_proc.h"
-#include "tracepipe/core/instance/thread_context.h"
 
 namespace tracepipe {
 
@@ -93,10 +93,10 @@ class SidebandState {
 
   struct Round {
     uint32_t synth = 0;
-    uint64_t seen = 0;     ///< records of this round observed (synth_done excluded)
-    bool done = false;     ///< its synth_done was observed
+    uint64_t seen = 0;  ///< records of this round observed (synth_done excluded)
+    bool done = false;  ///< its synth_done was observed
     uint32_t threads = 0, mappings = 0, lost = 0;  ///< from synth_done
-    uint64_t records = 0;  ///< from synth_done: records kept before it
+    uint64_t records = 0;                          ///< from synth_done: records kept before it
     bool complete() const noexcept { return done && lost == 0 && seen == records; }
   };
   /// Every round seen, by number.
@@ -118,8 +118,8 @@ class SidebandState {
     uint16_t id = 0;
     bool present = false;
     uint32_t fixed_size = 0;
-    FieldRef pid, tid, synth, comm, filename, addr, len, pgoff, ino, prot, flags, maj, min, threads, mappings, lost,
-        records;
+    FieldRef pid, tid, synth, comm, filename, addr, len, pgoff, ino, prot, flags, maj, min, threads,
+        mappings, lost, records;
   };
   void init(std::span<const EventFormat* const> formats);
   void set_comm(int32_t pid, int32_t tid, const Comm& c, bool exited);

@@ -51,13 +51,13 @@ namespace tracepipe::kpage {
 inline constexpr uint32_t kTypeLenBits = 5;
 inline constexpr uint32_t kTsShift = 27;  ///< bits of time_delta in the header word
 inline constexpr uint32_t kTsMask = (1u << kTsShift) - 1;
-inline constexpr uint32_t kTypeDataMax = 28;    ///< RINGBUF_TYPE_DATA_TYPE_LEN_MAX
-inline constexpr uint32_t kTypePadding = 29;    ///< RINGBUF_TYPE_PADDING
-inline constexpr uint32_t kTypeTimeExtend = 30; ///< RINGBUF_TYPE_TIME_EXTEND
-inline constexpr uint32_t kTypeTimeStamp = 31;  ///< RINGBUF_TYPE_TIME_STAMP
-inline constexpr uint32_t kAlignment = 4;       ///< RB_ALIGNMENT
+inline constexpr uint32_t kTypeDataMax = 28;     ///< RINGBUF_TYPE_DATA_TYPE_LEN_MAX
+inline constexpr uint32_t kTypePadding = 29;     ///< RINGBUF_TYPE_PADDING
+inline constexpr uint32_t kTypeTimeExtend = 30;  ///< RINGBUF_TYPE_TIME_EXTEND
+inline constexpr uint32_t kTypeTimeStamp = 31;   ///< RINGBUF_TYPE_TIME_STAMP
+inline constexpr uint32_t kAlignment = 4;        ///< RB_ALIGNMENT
 inline constexpr uint32_t kMaxSmallData = kTypeDataMax * kAlignment;  ///< RB_MAX_SMALL_DATA (112)
-inline constexpr uint32_t kEventHeaderSize = 4;  ///< RB_EVNT_HDR_SIZE
+inline constexpr uint32_t kEventHeaderSize = 4;                       ///< RB_EVNT_HDR_SIZE
 
 // ---- sub-buffer header (kernel/trace/ring_buffer.c: struct buffer_data_page) ----
 inline constexpr uint64_t kCommitMask = (1u << 27) - 1;  ///< length bits of `commit`
@@ -108,12 +108,12 @@ std::string header_event_text();
 /// Why a page was rejected. One table of messages: page_error_text().
 enum class PageErr : uint8_t {
   none,
-  short_page,            ///< fewer bytes than the page header
-  commit_too_large,      ///< committed length exceeds the page's data capacity
-  truncated_header,      ///< a record's 4-byte header word crosses the commit end
-  truncated_length,      ///< a record's length/extend word crosses the commit end
-  bad_length,            ///< type_len 0 or padding length < 4, or not a multiple of 4 where required
-  record_overruns,       ///< record payload extends past the commit end
+  short_page,        ///< fewer bytes than the page header
+  commit_too_large,  ///< committed length exceeds the page's data capacity
+  truncated_header,  ///< a record's 4-byte header word crosses the commit end
+  truncated_length,  ///< a record's length/extend word crosses the commit end
+  bad_length,        ///< type_len 0 or padding length < 4, or not a multiple of 4 where required
+  record_overruns,   ///< record payload extends past the commit end
 };
 
 /// Human-readable text of `e` (one table, static strings).
@@ -137,11 +137,11 @@ struct PageRecord {
 
 /// A page whose header has been validated.
 struct PageView {
-  uint64_t timestamp = 0;              ///< time base of the first record
-  std::span<const std::byte> data;     ///< the committed event stream
-  uint32_t data_offset = 16;           ///< offset of `data` within the page (header size)
-  bool missed_events = false;          ///< RB_MISSED_EVENTS: events were lost before this page
-  std::optional<uint64_t> lost_events; ///< the stored count, when RB_MISSED_STORED is set
+  uint64_t timestamp = 0;               ///< time base of the first record
+  std::span<const std::byte> data;      ///< the committed event stream
+  uint32_t data_offset = 16;            ///< offset of `data` within the page (header size)
+  bool missed_events = false;           ///< RB_MISSED_EVENTS: events were lost before this page
+  std::optional<uint64_t> lost_events;  ///< the stored count, when RB_MISSED_STORED is set
 };
 
 /// Result of parse_page_untrusted: a view, or an error.
@@ -173,8 +173,11 @@ class PageCursor {
  public:
   PageCursor() = default;
   explicit PageCursor(const PageView& page) noexcept
-      : base_(page.data.data()), pos_(0), end_(static_cast<uint32_t>(page.data.size())),
-        data_offset_(page.data_offset), ts_(page.timestamp) {}
+      : base_(page.data.data()),
+        pos_(0),
+        end_(static_cast<uint32_t>(page.data.size())),
+        data_offset_(page.data_offset),
+        ts_(page.timestamp) {}
 
   /// The next data record, or nullopt at the end of the page or on error.
   [[gnu::always_inline]] inline std::optional<PageRecord> next() noexcept {
@@ -186,7 +189,8 @@ class PageCursor {
       if (type_len != 0 && type_len <= kTypeDataMax) [[likely]] {
         const uint32_t len = type_len * kAlignment;
         const uint32_t start = pos_ + kEventHeaderSize;
-        if (start + len > end_) [[unlikely]] return fail(PageErr::record_overruns);
+        if (start + len > end_) [[unlikely]]
+          return fail(PageErr::record_overruns);
         ts_ += delta;
         pos_ = start + len;
         ++counts_.data;

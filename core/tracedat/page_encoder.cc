@@ -34,8 +34,8 @@ uint32_t PageEncoder::max_payload(const PageLayout& layout) noexcept {
 
 namespace detail {
 
-bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running, bool first, uint64_t ts,
-                        const std::byte* payload, uint32_t plen) noexcept {
+bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running,
+                        bool first, uint64_t ts, const std::byte* payload, uint32_t plen) noexcept {
   const uint32_t len = align4(std::max<uint32_t>(plen, 1));
   uint32_t delta = 0;
   enum class Stamp { none, extend, absolute } stamp = Stamp::none;
@@ -79,8 +79,8 @@ bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64
 bool PageEncoder::try_append(uint64_t ts, std::span<const std::byte> payload) noexcept {
   if (payload.size() > max_payload(layout_)) return false;
   const bool first = records_ == 0;
-  if (!encode_record(page_.data() + layout_.header_size(), layout_.data_capacity(), used_, running_, first, ts,
-                     payload.data(), static_cast<uint32_t>(payload.size())))
+  if (!encode_record(page_.data() + layout_.header_size(), layout_.data_capacity(), used_, running_,
+                     first, ts, payload.data(), static_cast<uint32_t>(payload.size())))
     return false;
   if (first) page_ts_ = ts;
   ++records_;

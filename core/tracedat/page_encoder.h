@@ -31,14 +31,15 @@ namespace tracepipe::kpage {
 
 namespace detail {
 // The record that needs a time extend, an absolute stamp or a length word.
-bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running, bool first, uint64_t ts,
-                        const std::byte* payload, uint32_t plen) noexcept;
+bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running,
+                        bool first, uint64_t ts, const std::byte* payload, uint32_t plen) noexcept;
 
 // Copies plen bytes and zero-fills up to len (= plen rounded up to 4, at
 // least 4), with fixed-size moves instead of a call for the small records
 // of a trace: overlapping 16/8/4-byte moves, never reading or writing
 // outside [src, src + plen) and [dst, dst + len).
-[[gnu::always_inline]] inline void copy_payload(std::byte* dst, const std::byte* src, uint32_t plen, uint32_t len) noexcept {
+[[gnu::always_inline]] inline void copy_payload(std::byte* dst, const std::byte* src, uint32_t plen,
+                                                uint32_t len) noexcept {
   if (len != plen) {  // the pad bytes: zero the last word first, the copy overwrites its head
     const uint32_t z = 0;
     std::memcpy(dst + len - 4, &z, 4);
@@ -74,10 +75,12 @@ bool encode_record_slow(std::byte* stream, uint32_t room, uint32_t& used, uint64
 /// The common record (delta < 2^27, payload <= 112 bytes) is inline: one
 /// header word and the copy. No allocation; not thread-safe.
 /// Mirrors kernel/trace/ring_buffer.c: rb_update_event, rb_add_time_stamp.
-[[gnu::always_inline]] inline bool encode_record(std::byte* stream, uint32_t room, uint32_t& used, uint64_t& running,
-                                                 bool first, uint64_t ts, const std::byte* payload, uint32_t plen) noexcept {
+[[gnu::always_inline]] inline bool encode_record(std::byte* stream, uint32_t room, uint32_t& used,
+                                                 uint64_t& running, bool first, uint64_t ts,
+                                                 const std::byte* payload, uint32_t plen) noexcept {
   const uint32_t len = (plen + 3 + (plen == 0 ? 1 : 0)) & ~3u;
-  const uint64_t delta = first ? 0 : ts - running;  // ts < running wraps: the slow path's absolute stamp
+  const uint64_t delta =
+      first ? 0 : ts - running;  // ts < running wraps: the slow path's absolute stamp
   if (len <= kMaxSmallData && delta <= kTsMask) [[likely]] {
     if (used + kEventHeaderSize + len > room) return false;
     std::byte* p = stream + used;

@@ -32,7 +32,9 @@ uint64_t sign_extend(uint64_t v, uint32_t size) {
   return (v ^ m) - m;
 }
 
-uint64_t truncate(uint64_t v, uint32_t size) { return size >= 8 ? v : v & ((uint64_t{1} << (size * 8)) - 1); }
+uint64_t truncate(uint64_t v, uint32_t size) {
+  return size >= 8 ? v : v & ((uint64_t{1} << (size * 8)) - 1);
+}
 
 // Byte size of an array element from its type name ("unsigned long" -> 8).
 uint32_t element_size(const FormatField& f) {
@@ -41,7 +43,8 @@ uint32_t element_size(const FormatField& f) {
   if (t.find('*') != std::string::npos) return 8;
   if (t.find("long") != std::string::npos || t.find("64") != std::string::npos) return 8;
   if (t.find("short") != std::string::npos || t.find("16") != std::string::npos) return 2;
-  if (t.find("char") != std::string::npos || t.find("8") != std::string::npos || t == "bool") return 1;
+  if (t.find("char") != std::string::npos || t.find("8") != std::string::npos || t == "bool")
+    return 1;
   return 4;
 }
 
@@ -91,7 +94,8 @@ std::string bitmask_text(std::span<const std::byte> b) {
 
 class Evaluator {
  public:
-  Evaluator(const PrintProgram& prog, std::span<const std::byte> payload) : prog_(prog), payload_(payload) {}
+  Evaluator(const PrintProgram& prog, std::span<const std::byte> payload)
+      : prog_(prog), payload_(payload) {}
 
   std::optional<Value> eval(const Expr& e) {
     switch (e.kind) {
@@ -104,9 +108,11 @@ class Evaluator {
       case Expr::Kind::index: {
         const auto base = eval(*e.kids[0]);
         const auto idx = eval(*e.kids[1]);
-        if (!base || !idx || base->kind != Value::Kind::bytes || idx->kind != Value::Kind::integer) return std::nullopt;
+        if (!base || !idx || base->kind != Value::Kind::bytes || idx->kind != Value::Kind::integer)
+          return std::nullopt;
         const uint64_t off = idx->bits * base->elem_size;
-        if (idx->bits >= base->bytes.size() || off + base->elem_size > base->bytes.size()) return std::nullopt;
+        if (idx->bits >= base->bytes.size() || off + base->elem_size > base->bytes.size())
+          return std::nullopt;
         uint64_t v = load_le(base->bytes.data() + off, base->elem_size);
         if (base->elem_signed) v = sign_extend(v, base->elem_size);
         return integer(v, base->elem_signed);
@@ -129,7 +135,8 @@ class Evaluator {
         auto a = eval(*e.kids[0]);
         if (!a || a->kind != Value::Kind::integer) return a;  // casting strings/arrays: unchanged
         if (e.cast.is_pointer) return integer(a->bits, false);
-        const uint64_t v = e.cast.is_signed ? sign_extend(a->bits, e.cast.size) : truncate(a->bits, e.cast.size);
+        const uint64_t v =
+            e.cast.is_signed ? sign_extend(a->bits, e.cast.size) : truncate(a->bits, e.cast.size);
         return integer(v, e.cast.is_signed);
       }
       case Expr::Kind::helper:
@@ -189,7 +196,8 @@ class Evaluator {
     switch (e.helper) {
       case Helper::get_str:
       case Helper::get_rel_str: {
-        const auto b = dynamic(prog_.fields[static_cast<size_t>(e.field)], e.helper == Helper::get_rel_str);
+        const auto b =
+            dynamic(prog_.fields[static_cast<size_t>(e.field)], e.helper == Helper::get_rel_str);
         if (!b) return std::nullopt;
         return text(until_nul(*b));
       }
@@ -208,13 +216,15 @@ class Evaluator {
       }
       case Helper::dyn_array_len:
       case Helper::rel_dyn_array_len: {
-        const auto b = dynamic(prog_.fields[static_cast<size_t>(e.field)], e.helper == Helper::rel_dyn_array_len);
+        const auto b = dynamic(prog_.fields[static_cast<size_t>(e.field)],
+                               e.helper == Helper::rel_dyn_array_len);
         if (!b) return std::nullopt;
         return integer(b->size(), false);
       }
       case Helper::bitmask:
       case Helper::rel_bitmask: {
-        const auto b = dynamic(prog_.fields[static_cast<size_t>(e.field)], e.helper == Helper::rel_bitmask);
+        const auto b =
+            dynamic(prog_.fields[static_cast<size_t>(e.field)], e.helper == Helper::rel_bitmask);
         if (!b) return std::nullopt;
         return text(keep(bitmask_text(*b)));
       }
@@ -264,7 +274,8 @@ class Evaluator {
       case Helper::print_hex_str: {
         const auto buf = eval(*e.kids[0]);
         const auto len = eval(*e.kids[1]);
-        if (!buf || !len || buf->kind != Value::Kind::bytes || len->kind != Value::Kind::integer) return std::nullopt;
+        if (!buf || !len || buf->kind != Value::Kind::bytes || len->kind != Value::Kind::integer)
+          return std::nullopt;
         if (len->bits > buf->bytes.size()) return std::nullopt;
         std::string out;
         for (uint64_t i = 0; i < len->bits; ++i) {
@@ -277,8 +288,8 @@ class Evaluator {
         const auto arr = eval(*e.kids[0]);
         const auto count = eval(*e.kids[1]);
         const auto el = eval(*e.kids[2]);
-        if (!arr || !count || !el || arr->kind != Value::Kind::bytes || count->kind != Value::Kind::integer ||
-            el->kind != Value::Kind::integer)
+        if (!arr || !count || !el || arr->kind != Value::Kind::bytes ||
+            count->kind != Value::Kind::integer || el->kind != Value::Kind::integer)
           return std::nullopt;
         const uint64_t es = el->bits;
         if (es != 1 && es != 2 && es != 4 && es != 8) return std::nullopt;
@@ -286,7 +297,8 @@ class Evaluator {
         std::string out = "{";
         for (uint64_t i = 0; i < count->bits; ++i) {
           if (i) out += ',';
-          out += fmt::format("0x{:x}", load_le(arr->bytes.data() + i * es, static_cast<uint32_t>(es)));
+          out +=
+              fmt::format("0x{:x}", load_le(arr->bytes.data() + i * es, static_cast<uint32_t>(es)));
         }
         out += '}';
         return text(keep(std::move(out)));
@@ -307,34 +319,49 @@ class Evaluator {
       return integer(truthy(*b), true);
     }
     const auto b = eval(*e.kids[1]);
-    if (!b || a->kind != Value::Kind::integer || b->kind != Value::Kind::integer) return std::nullopt;
+    if (!b || a->kind != Value::Kind::integer || b->kind != Value::Kind::integer)
+      return std::nullopt;
     const uint64_t x = a->bits, y = b->bits;
     const bool sgn = a->is_signed && b->is_signed;
     const auto sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
     switch (e.op) {
-      case Op::mul: return integer(x * y, sgn);
+      case Op::mul:
+        return integer(x * y, sgn);
       case Op::div:
         if (y == 0 || (sgn && sx == INT64_MIN && sy == -1)) return std::nullopt;
         return integer(sgn ? static_cast<uint64_t>(sx / sy) : x / y, sgn);
       case Op::mod:
         if (y == 0 || (sgn && sx == INT64_MIN && sy == -1)) return std::nullopt;
         return integer(sgn ? static_cast<uint64_t>(sx % sy) : x % y, sgn);
-      case Op::add: return integer(x + y, sgn);
-      case Op::sub: return integer(x - y, sgn);
-      case Op::shl: return integer(y >= 64 ? 0 : x << y, a->is_signed);
+      case Op::add:
+        return integer(x + y, sgn);
+      case Op::sub:
+        return integer(x - y, sgn);
+      case Op::shl:
+        return integer(y >= 64 ? 0 : x << y, a->is_signed);
       case Op::shr:
         if (y >= 64) return integer(a->is_signed && sx < 0 ? ~uint64_t{0} : 0, a->is_signed);
         return integer(a->is_signed ? static_cast<uint64_t>(sx >> y) : x >> y, a->is_signed);
-      case Op::lt: return integer(sgn ? sx < sy : x < y, true);
-      case Op::gt: return integer(sgn ? sx > sy : x > y, true);
-      case Op::le: return integer(sgn ? sx <= sy : x <= y, true);
-      case Op::ge: return integer(sgn ? sx >= sy : x >= y, true);
-      case Op::eq: return integer(x == y, true);
-      case Op::ne: return integer(x != y, true);
-      case Op::band: return integer(x & y, sgn);
-      case Op::bxor: return integer(x ^ y, sgn);
-      case Op::bor: return integer(x | y, sgn);
-      default: return std::nullopt;
+      case Op::lt:
+        return integer(sgn ? sx < sy : x < y, true);
+      case Op::gt:
+        return integer(sgn ? sx > sy : x > y, true);
+      case Op::le:
+        return integer(sgn ? sx <= sy : x <= y, true);
+      case Op::ge:
+        return integer(sgn ? sx >= sy : x >= y, true);
+      case Op::eq:
+        return integer(x == y, true);
+      case Op::ne:
+        return integer(x != y, true);
+      case Op::band:
+        return integer(x & y, sgn);
+      case Op::bxor:
+        return integer(x ^ y, sgn);
+      case Op::bor:
+        return integer(x | y, sgn);
+      default:
+        return std::nullopt;
     }
   }
 
@@ -356,7 +383,9 @@ std::string pointer_text(uint64_t v) { return v ? fmt::format("0x{:x}", v) : std
 
 std::string ip6_text(std::span<const std::byte> b, bool colons, bool compress) {
   uint16_t w[8];
-  for (int i = 0; i < 8; ++i) w[i] = static_cast<uint16_t>((static_cast<uint8_t>(b[2 * i]) << 8) | static_cast<uint8_t>(b[2 * i + 1]));
+  for (int i = 0; i < 8; ++i)
+    w[i] = static_cast<uint16_t>((static_cast<uint8_t>(b[2 * i]) << 8) |
+                                 static_cast<uint8_t>(b[2 * i + 1]));
   std::string out;
   if (!compress) {
     for (int i = 0; i < 8; ++i) {
@@ -385,8 +414,8 @@ std::string ip6_text(std::span<const std::byte> b, bool colons, bool compress) {
 }
 
 // Formats one conversion. Returns false when the argument does not suit it.
-bool convert(const Piece& p, const Value& v, int width, int precision, Evaluator& ev, const PrintContext& ctx,
-             fmt::memory_buffer& out) {
+bool convert(const Piece& p, const Value& v, int width, int precision, Evaluator& ev,
+             const PrintContext& ctx, fmt::memory_buffer& out) {
   std::string spec = "%" + p.flags;
   if (width >= 0) spec += std::to_string(width);
   if (precision >= 0) spec += "." + std::to_string(precision);
@@ -429,7 +458,8 @@ bool convert(const Piece& p, const Value& v, int width, int precision, Evaluator
       } else {
         s = ev.keep(fmt::format("{:x}", v.bits));  // libtraceevent prints an unknown pointer in hex
       }
-      if (precision >= 0 && s.size() > static_cast<size_t>(precision)) s = s.substr(0, static_cast<size_t>(precision));
+      if (precision >= 0 && s.size() > static_cast<size_t>(precision))
+        s = s.substr(0, static_cast<size_t>(precision));
       pad_to(out, s, p, width);
       return true;
     }
@@ -452,14 +482,17 @@ bool convert(const Piece& p, const Value& v, int width, int precision, Evaluator
         if (v.kind != Value::Kind::bytes) return false;
         if (p.pext[1] == '4') {
           if (v.bytes.size() != 4) return out.append(std::string_view("INVALIDIPv4")), true;
-          const auto b = [&](int i) { return static_cast<uint8_t>(v.bytes[static_cast<size_t>(i)]); };
+          const auto b = [&](int i) {
+            return static_cast<uint8_t>(v.bytes[static_cast<size_t>(i)]);
+          };
           out.append(x == 'i' ? fmt::format("{:03}.{:03}.{:03}.{:03}", b(0), b(1), b(2), b(3))
                               : fmt::format("{}.{}.{}.{}", b(0), b(1), b(2), b(3)));
           return true;
         }
         if (p.pext[1] == '6') {
           if (v.bytes.size() != 16) return out.append(std::string_view("INVALIDIPv6")), true;
-          out.append(ip6_text(v.bytes, x == 'I', x == 'I' && p.pext.find('c') != std::string::npos));
+          out.append(
+              ip6_text(v.bytes, x == 'I', x == 'I' && p.pext.find('c') != std::string::npos));
           return true;
         }
         return false;  // %pIS (sockaddr): not supported
@@ -488,8 +521,8 @@ bool convert(const Piece& p, const Value& v, int width, int precision, Evaluator
 namespace detail {
 // Renders the program; false if any argument failed to evaluate or suit its
 // conversion (the caller then prints the fallback).
-bool render_program(const PrintProgram& prog, std::span<const std::byte> payload, const PrintContext& ctx,
-                    fmt::memory_buffer& out) {
+bool render_program(const PrintProgram& prog, std::span<const std::byte> payload,
+                    const PrintContext& ctx, fmt::memory_buffer& out) {
   Evaluator ev(prog, payload);
   size_t arg = 0;
   auto next_int = [&](int& into) {
@@ -522,7 +555,8 @@ bool PrintFmt::ok() const noexcept { return prog_->error.empty(); }
 
 const std::string& PrintFmt::error() const noexcept { return prog_->error; }
 
-void PrintFmt::render(std::span<const std::byte> payload, fmt::memory_buffer& out, const PrintContext& ctx) const {
+void PrintFmt::render(std::span<const std::byte> payload, fmt::memory_buffer& out,
+                      const PrintContext& ctx) const {
   if (ok()) {
     const size_t mark = out.size();
     if (detail::render_program(*prog_, payload, ctx, out)) return;
@@ -538,7 +572,8 @@ std::string PrintFmt::render(std::span<const std::byte> payload, const PrintCont
   return fmt::to_string(b);
 }
 
-void render_field_list(const EventFormat& format, std::span<const std::byte> payload, fmt::memory_buffer& out) {
+void render_field_list(const EventFormat& format, std::span<const std::byte> payload,
+                       fmt::memory_buffer& out) {
   auto it = std::back_inserter(out);
   for (const FormatField& f : format.fields) {
     fmt::format_to(it, " {}=", f.name);
@@ -563,18 +598,21 @@ void render_field_list(const EventFormat& format, std::span<const std::byte> pay
       const auto b = payload.subspan(static_cast<size_t>(off), static_cast<size_t>(len));
       const std::string_view s = until_nul(b);
       const bool printable = std::all_of(s.begin(), s.end(), [](char c) {
-        return std::isprint(static_cast<unsigned char>(c)) || std::isspace(static_cast<unsigned char>(c));
+        return std::isprint(static_cast<unsigned char>(c)) ||
+               std::isspace(static_cast<unsigned char>(c));
       });
       if (f.is_string() && printable) {
         out.append(s);
       } else {
         out.append(std::string_view("ARRAY["));
-        for (size_t i = 0; i < b.size(); ++i) fmt::format_to(it, "{}{:02x}", i ? ", " : "", static_cast<uint8_t>(b[i]));
+        for (size_t i = 0; i < b.size(); ++i)
+          fmt::format_to(it, "{}{:02x}", i ? ", " : "", static_cast<uint8_t>(b[i]));
         out.push_back(']');
       }
       continue;
     }
-    if ((f.size != 1 && f.size != 2 && f.size != 4 && f.size != 8) || uint64_t{f.offset} + f.size > payload.size()) {
+    if ((f.size != 1 && f.size != 2 && f.size != 4 && f.size != 8) ||
+        uint64_t{f.offset} + f.size > payload.size()) {
       out.append(std::string_view("<truncated>"));
       continue;
     }
@@ -583,8 +621,10 @@ void render_field_list(const EventFormat& format, std::span<const std::byte> pay
     if (f.type.find('*') != std::string::npos) {
       fmt::format_to(it, "0x{:x}", v);
     } else if (f.is_signed) {
-      if (f.size == 4 && is_long) fmt::format_to(it, "0x{:x}", static_cast<uint32_t>(v));
-      else fmt::format_to(it, "{}", static_cast<int64_t>(sign_extend(v, f.size)));
+      if (f.size == 4 && is_long)
+        fmt::format_to(it, "0x{:x}", static_cast<uint32_t>(v));
+      else
+        fmt::format_to(it, "{}", static_cast<int64_t>(sign_extend(v, f.size)));
     } else if (is_long) {
       fmt::format_to(it, "0x{:x}", v);
     } else {

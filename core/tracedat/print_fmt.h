@@ -76,7 +76,8 @@ class PrintFmt {
 
   /// Appends the rendered fields of `payload` (which starts at common_type)
   /// to `out`. Never reads outside `payload`.
-  void render(std::span<const std::byte> payload, fmt::memory_buffer& out, const PrintContext& ctx = {}) const;
+  void render(std::span<const std::byte> payload, fmt::memory_buffer& out,
+              const PrintContext& ctx = {}) const;
   std::string render(std::span<const std::byte> payload, const PrintContext& ctx = {}) const;
 
  private:
@@ -88,6 +89,7 @@ class PrintFmt {
 /// ARRAY[..] bytes when unprintable), signed integers in decimal, unsigned
 /// in decimal ("long"-typed fields in hex). Never reads outside `payload`.
 /// Mirrors libtraceevent src/event-parse.c: tep_print_fields.
-void render_field_list(const EventFormat& format, std::span<const std::byte> payload, fmt::memory_buffer& out);
+void render_field_list(const EventFormat& format, std::span<const std::byte> payload,
+                       fmt::memory_buffer& out);
 
 }  // namespace tracepipe

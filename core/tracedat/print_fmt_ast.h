@@ -18,14 +18,43 @@
 namespace tracepipe::detail {
 
 enum class Helper : uint8_t {
-  get_str, get_rel_str, dyn_array, rel_dyn_array, dyn_array_len, rel_dyn_array_len,
-  bitmask, rel_bitmask, print_flags, print_symbolic, print_hex, print_hex_str, print_array,
+  get_str,
+  get_rel_str,
+  dyn_array,
+  rel_dyn_array,
+  dyn_array_len,
+  rel_dyn_array_len,
+  bitmask,
+  rel_bitmask,
+  print_flags,
+  print_symbolic,
+  print_hex,
+  print_hex_str,
+  print_array,
 };
 
 enum class Op : uint8_t {
-  neg, lnot, bnot,                            // unary
-  mul, div, mod, add, sub, shl, shr,          // binary arithmetic
-  lt, gt, le, ge, eq, ne, band, bxor, bor, land, lor,
+  neg,
+  lnot,
+  bnot,  // unary
+  mul,
+  div,
+  mod,
+  add,
+  sub,
+  shl,
+  shr,  // binary arithmetic
+  lt,
+  gt,
+  le,
+  ge,
+  eq,
+  ne,
+  band,
+  bxor,
+  bor,
+  land,
+  lor,
 };
 
 /// A C cast target: integer width/signedness, or a pointer.
@@ -66,12 +95,12 @@ struct Expr {
 struct Piece {
   std::string literal;  ///< text to copy (escapes already decoded); empty for a conversion
   bool is_conversion = false;
-  std::string flags;    ///< subset of "-+ #0"
-  int width = -1;       ///< -1: none; -2: '*' (taken from the argument list)
-  int precision = -1;   ///< -1: none; -2: '*'
-  int8_t length = 0;    ///< -2 hh, -1 h, 0 none, 1 l, 2 ll/L/q/j/z/t (64-bit)
-  char conv = 0;        ///< d i u x X o c s p %
-  std::string pext;     ///< letters after %p: "S", "s", "F", "M", "I4", "I6c"...
+  std::string flags;   ///< subset of "-+ #0"
+  int width = -1;      ///< -1: none; -2: '*' (taken from the argument list)
+  int precision = -1;  ///< -1: none; -2: '*'
+  int8_t length = 0;   ///< -2 hh, -1 h, 0 none, 1 l, 2 ll/L/q/j/z/t (64-bit)
+  char conv = 0;       ///< d i u x X o c s p %
+  std::string pext;    ///< letters after %p: "S", "s", "F", "M", "I4", "I6c"...
 };
 
 struct PrintProgram {

@@ -40,13 +40,20 @@ char decode_escape(std::string_view s, size_t& i) {
   if (i >= s.size()) fail("dangling backslash");
   const char c = s[i++];
   switch (c) {
-    case 'n': return '\n';
-    case 't': return '\t';
-    case 'r': return '\r';
-    case 'a': return '\a';
-    case 'b': return '\b';
-    case 'f': return '\f';
-    case 'v': return '\v';
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case 'r':
+      return '\r';
+    case 'a':
+      return '\a';
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'v':
+      return '\v';
     case 'x': {
       int v = 0, n = 0;
       while (i < s.size() && n < 2 && hexval(s[i]) >= 0) v = v * 16 + hexval(s[i++]), ++n;
@@ -79,8 +86,10 @@ class Lexer {
         if (pos_ >= s_.size()) fail("unterminated string literal");
         const char d = s_[pos_++];
         if (d == '"') break;
-        if (d == '\\') t.text += decode_escape(s_, pos_);
-        else t.text += d;
+        if (d == '\\')
+          t.text += decode_escape(s_, pos_);
+        else
+          t.text += d;
       }
       return t;
     }
@@ -101,28 +110,34 @@ class Lexer {
       std::string_view lit = s_.substr(pos_, e - pos_);
       pos_ = e;
       // Strip integer suffixes (u, l, ul, ull, ...).
-      while (!lit.empty() && (lit.back() == 'u' || lit.back() == 'U' || lit.back() == 'l' || lit.back() == 'L')) {
+      while (!lit.empty() &&
+             (lit.back() == 'u' || lit.back() == 'U' || lit.back() == 'l' || lit.back() == 'L')) {
         if (lit.back() == 'u' || lit.back() == 'U') t.num_unsigned = true;
         lit.remove_suffix(1);
       }
       int base = 10;
-      if (lit.size() > 2 && lit[0] == '0' && (lit[1] == 'x' || lit[1] == 'X')) base = 16, lit.remove_prefix(2);
-      else if (lit.size() > 1 && lit[0] == '0') base = 8, lit.remove_prefix(1);
+      if (lit.size() > 2 && lit[0] == '0' && (lit[1] == 'x' || lit[1] == 'X'))
+        base = 16, lit.remove_prefix(2);
+      else if (lit.size() > 1 && lit[0] == '0')
+        base = 8, lit.remove_prefix(1);
       const auto [p, ec] = std::from_chars(lit.data(), lit.data() + lit.size(), t.num, base);
-      if (ec != std::errc{} || p != lit.data() + lit.size()) fail(fmt::format("bad number '{}'", lit));
+      if (ec != std::errc{} || p != lit.data() + lit.size())
+        fail(fmt::format("bad number '{}'", lit));
       if (t.num > static_cast<uint64_t>(INT64_MAX)) t.num_unsigned = true;
       t.kind = Token::Kind::number;
       return t;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t e = pos_;
-      while (e < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_')) ++e;
+      while (e < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[e])) || s_[e] == '_'))
+        ++e;
       t.kind = Token::Kind::ident;
       t.text = std::string(s_.substr(pos_, e - pos_));
       pos_ = e;
       return t;
     }
-    static constexpr std::array<std::string_view, 9> kTwo = {"->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||"};
+    static constexpr std::array<std::string_view, 9> kTwo = {
+        "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||"};
     for (auto p : kTwo) {
       if (s_.substr(pos_, 2) == p) {
         pos_ += 2;
@@ -156,15 +171,22 @@ std::optional<CastType> cast_type(const std::vector<std::string>& words, bool po
   std::string base;
   for (const auto& w : words) {
     if (w == "const" || w == "volatile") continue;
-    if (w == "unsigned") is_unsigned = true;
-    else if (w == "signed") is_signed_kw = true;
-    else if (w == "long") ++longs;
-    else if (!base.empty()) return std::nullopt;
-    else base = w;
+    if (w == "unsigned")
+      is_unsigned = true;
+    else if (w == "signed")
+      is_signed_kw = true;
+    else if (w == "long")
+      ++longs;
+    else if (!base.empty())
+      return std::nullopt;
+    else
+      base = w;
   }
-  auto mk = [&](uint8_t size, bool sgn) { return CastType{size, is_unsigned ? false : (is_signed_kw || sgn), false}; };
+  auto mk = [&](uint8_t size, bool sgn) {
+    return CastType{size, is_unsigned ? false : (is_signed_kw || sgn), false};
+  };
   if (base.empty() || base == "int") return longs ? mk(8, true) : mk(4, true);
-  if (longs) return std::nullopt;  // "long char"?
+  if (longs) return std::nullopt;          // "long char"?
   if (base == "char") return mk(1, true);  // as libtraceevent evaluates it on x86
   if (base == "short") return mk(2, true);
   if (base == "bool" || base == "_Bool") return CastType{1, false, false};
@@ -173,19 +195,29 @@ std::optional<CastType> cast_type(const std::vector<std::string>& words, bool po
     const char* name;
     uint8_t size;
     bool sgn;
-  } kTypes[] = {{"u8", 1, false},      {"u16", 2, false},     {"u32", 4, false},      {"u64", 8, false},
-                {"s8", 1, true},       {"s16", 2, true},      {"s32", 4, true},       {"s64", 8, true},
-                {"__u8", 1, false},    {"__u16", 2, false},   {"__u32", 4, false},    {"__u64", 8, false},
-                {"__s8", 1, true},     {"__s16", 2, true},    {"__s32", 4, true},     {"__s64", 8, true},
-                {"uint8_t", 1, false}, {"uint16_t", 2, false}, {"uint32_t", 4, false}, {"uint64_t", 8, false},
-                {"int8_t", 1, true},   {"int16_t", 2, true},  {"int32_t", 4, true},   {"int64_t", 8, true},
-                {"size_t", 8, false},  {"ssize_t", 8, true},  {"pid_t", 4, true},     {"gfp_t", 4, false},
-                {"uid_t", 4, false},   {"gid_t", 4, false},   {"dev_t", 4, false},    {"umode_t", 2, false},
-                {"loff_t", 8, true},   {"sector_t", 8, false}, {"ktime_t", 8, true},  {"phys_addr_t", 8, false},
+  } kTypes[] = {{"u8", 1, false},         {"u16", 2, false},
+                {"u32", 4, false},        {"u64", 8, false},
+                {"s8", 1, true},          {"s16", 2, true},
+                {"s32", 4, true},         {"s64", 8, true},
+                {"__u8", 1, false},       {"__u16", 2, false},
+                {"__u32", 4, false},      {"__u64", 8, false},
+                {"__s8", 1, true},        {"__s16", 2, true},
+                {"__s32", 4, true},       {"__s64", 8, true},
+                {"uint8_t", 1, false},    {"uint16_t", 2, false},
+                {"uint32_t", 4, false},   {"uint64_t", 8, false},
+                {"int8_t", 1, true},      {"int16_t", 2, true},
+                {"int32_t", 4, true},     {"int64_t", 8, true},
+                {"size_t", 8, false},     {"ssize_t", 8, true},
+                {"pid_t", 4, true},       {"gfp_t", 4, false},
+                {"uid_t", 4, false},      {"gid_t", 4, false},
+                {"dev_t", 4, false},      {"umode_t", 2, false},
+                {"loff_t", 8, true},      {"sector_t", 8, false},
+                {"ktime_t", 8, true},     {"phys_addr_t", 8, false},
                 {"dma_addr_t", 8, false}, {"resource_size_t", 8, false}};
   for (const auto& t : kTypes)
     if (base == t.name) return CastType{t.size, t.sgn, false};
-  if (base.size() > 2 && base.compare(base.size() - 2, 2, "_t") == 0) return CastType{8, false, false};
+  if (base.size() > 2 && base.compare(base.size() - 2, 2, "_t") == 0)
+    return CastType{8, false, false};
   return std::nullopt;
 }
 
@@ -209,7 +241,8 @@ class Parser {
       advance();
       prog_.args.push_back(expr(0));
     }
-    if (tok_.kind != Token::Kind::end) fail(fmt::format("unexpected '{}' after the arguments", tok_.text));
+    if (tok_.kind != Token::Kind::end)
+      fail(fmt::format("unexpected '{}' after the arguments", tok_.text));
     size_t needed = 0;
     for (const auto& p : prog_.pieces) {
       if (!p.is_conversion || p.conv == '%') continue;
@@ -221,7 +254,9 @@ class Parser {
 
  private:
   void advance() { tok_ = lex_.next(); }
-  bool is_punct(std::string_view p) const { return tok_.kind == Token::Kind::punct && tok_.text == p; }
+  bool is_punct(std::string_view p) const {
+    return tok_.kind == Token::Kind::punct && tok_.text == p;
+  }
   void expect(std::string_view p) {
     if (!is_punct(p)) fail(fmt::format("expected '{}' but found '{}'", p, tok_.text));
     advance();
@@ -246,25 +281,33 @@ class Parser {
       ++i;
       Piece p;
       p.is_conversion = true;
-      while (i < f.size() && std::string_view("-+ #0").find(f[i]) != std::string_view::npos) p.flags += f[i++];
-      if (i < f.size() && f[i] == '*') p.width = -2, ++i;
+      while (i < f.size() && std::string_view("-+ #0").find(f[i]) != std::string_view::npos)
+        p.flags += f[i++];
+      if (i < f.size() && f[i] == '*')
+        p.width = -2, ++i;
       else if (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
         p.width = 0;
-        while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) && p.width < 10000) p.width = p.width * 10 + (f[i++] - '0');
+        while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) && p.width < 10000)
+          p.width = p.width * 10 + (f[i++] - '0');
       }
       if (i < f.size() && f[i] == '.') {
         ++i;
         p.precision = 0;
-        if (i < f.size() && f[i] == '*') p.precision = -2, ++i;
+        if (i < f.size() && f[i] == '*')
+          p.precision = -2, ++i;
         else
-          while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) && p.precision < 10000)
+          while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) &&
+                 p.precision < 10000)
             p.precision = p.precision * 10 + (f[i++] - '0');
       }
       while (i < f.size() && std::string_view("hlLqjzZt").find(f[i]) != std::string_view::npos) {
         const char m = f[i++];
-        if (m == 'h') p.length = static_cast<int8_t>(p.length > 0 ? p.length : p.length - 1);
-        else if (m == 'l') p.length = static_cast<int8_t>(p.length < 0 ? 1 : p.length + 1);
-        else p.length = 2;
+        if (m == 'h')
+          p.length = static_cast<int8_t>(p.length > 0 ? p.length : p.length - 1);
+        else if (m == 'l')
+          p.length = static_cast<int8_t>(p.length < 0 ? 1 : p.length + 1);
+        else
+          p.length = 2;
       }
       if (p.length > 2) p.length = 2;
       if (p.length < -2) p.length = -2;
@@ -275,7 +318,8 @@ class Parser {
       if (p.conv == 'p' && i < f.size() && std::isalnum(static_cast<unsigned char>(f[i]))) {
         p.pext += f[i++];
         // %pI4 %pi6 %pI6c %pISpc: version and modifiers belong to the conversion.
-        if ((p.pext == "I" || p.pext == "i") && i < f.size() && (f[i] == '4' || f[i] == '6' || f[i] == 'S')) {
+        if ((p.pext == "I" || p.pext == "i") && i < f.size() &&
+            (f[i] == '4' || f[i] == '6' || f[i] == 'S')) {
           p.pext += f[i++];
           while (i < f.size() && (f[i] == 'c' || f[i] == 'p')) p.pext += f[i++];
         }
@@ -310,10 +354,10 @@ class Parser {
       const char* p;
       Op op;
       int level;
-    } kOps[] = {{"||", Op::lor, 1}, {"&&", Op::land, 2}, {"|", Op::bor, 3},  {"^", Op::bxor, 4},
-                {"&", Op::band, 5}, {"==", Op::eq, 6},   {"!=", Op::ne, 6},  {"<", Op::lt, 7},
-                {">", Op::gt, 7},   {"<=", Op::le, 7},   {">=", Op::ge, 7},  {"<<", Op::shl, 8},
-                {">>", Op::shr, 8}, {"+", Op::add, 9},   {"-", Op::sub, 9},  {"*", Op::mul, 10},
+    } kOps[] = {{"||", Op::lor, 1}, {"&&", Op::land, 2}, {"|", Op::bor, 3}, {"^", Op::bxor, 4},
+                {"&", Op::band, 5}, {"==", Op::eq, 6},   {"!=", Op::ne, 6}, {"<", Op::lt, 7},
+                {">", Op::gt, 7},   {"<=", Op::le, 7},   {">=", Op::ge, 7}, {"<<", Op::shl, 8},
+                {">>", Op::shr, 8}, {"+", Op::add, 9},   {"-", Op::sub, 9}, {"*", Op::mul, 10},
                 {"/", Op::div, 10}, {"%", Op::mod, 10}};
     for (const auto& o : kOps)
       if (t.text == o.p) {
@@ -373,8 +417,10 @@ class Parser {
       std::vector<std::string> words;
       bool pointer = false, after_struct = false;
       while (tok_.kind == Token::Kind::ident || is_punct("*")) {
-        if (is_punct("*")) pointer = true;
-        else if (pointer) break;  // "(a * b)": not a type
+        if (is_punct("*"))
+          pointer = true;
+        else if (pointer)
+          break;  // "(a * b)": not a type
         else {
           words.push_back(tok_.text);
           after_struct = tok_.text == "struct" || tok_.text == "union" || tok_.text == "enum";
@@ -408,7 +454,8 @@ class Parser {
     for (;;) {
       if (is_punct("->")) {
         advance();
-        if (!(e->kind == Expr::Kind::unknown && e->text == "REC")) fail("'->' on something other than REC");
+        if (!(e->kind == Expr::Kind::unknown && e->text == "REC"))
+          fail("'->' on something other than REC");
         if (tok_.kind != Token::Kind::ident) fail("expected a field name after '->'");
         auto f = make(Expr::Kind::field);
         f->field = field_index(tok_.text);
@@ -499,10 +546,14 @@ class Parser {
       return e;
     }
     int nargs = 0;
-    if (name == "__print_hex") e->helper = Helper::print_hex, nargs = 2;
-    else if (name == "__print_hex_str") e->helper = Helper::print_hex_str, nargs = 2;
-    else if (name == "__print_array") e->helper = Helper::print_array, nargs = 3;
-    else fail(fmt::format("unknown helper '{}'", name));
+    if (name == "__print_hex")
+      e->helper = Helper::print_hex, nargs = 2;
+    else if (name == "__print_hex_str")
+      e->helper = Helper::print_hex_str, nargs = 2;
+    else if (name == "__print_array")
+      e->helper = Helper::print_array, nargs = 3;
+    else
+      fail(fmt::format("unknown helper '{}'", name));
     for (int i = 0; i < nargs; ++i) {
       if (i) expect(",");
       e->kids.push_back(expr(depth + 1));

@@ -17,10 +17,11 @@ bool is_ns_clock(std::string_view clock) {
   return false;
 }
 
-std::optional<uint64_t> read_field(const EventFormat& f, std::span<const std::byte> p, std::string_view name,
-                                   bool sign = false) {
+std::optional<uint64_t> read_field(const EventFormat& f, std::span<const std::byte> p,
+                                   std::string_view name, bool sign = false) {
   const FormatField* fld = f.find_field(name);
-  if (!fld || fld->is_array() || fld->size == 0 || fld->size > 8 || uint64_t{fld->offset} + fld->size > p.size())
+  if (!fld || fld->is_array() || fld->size == 0 || fld->size > 8 ||
+      uint64_t{fld->offset} + fld->size > p.size())
     return std::nullopt;
   uint64_t v = 0;
   std::memcpy(&v, p.data() + fld->offset, fld->size);
@@ -31,7 +32,8 @@ std::optional<uint64_t> read_field(const EventFormat& f, std::span<const std::by
   return v;
 }
 
-std::optional<std::string_view> read_comm(const EventFormat& f, std::span<const std::byte> p, std::string_view name) {
+std::optional<std::string_view> read_comm(const EventFormat& f, std::span<const std::byte> p,
+                                          std::string_view name) {
   const FormatField* fld = f.find_field(name);
   if (!fld || !fld->is_array() || fld->is_dynamic() || uint64_t{fld->offset} + fld->size > p.size())
     return std::nullopt;
@@ -93,7 +95,8 @@ void CommTable::register_comm(int32_t pid, std::string_view comm) {
 
 void CommTable::init() {
   std::reverse(entries_.begin(), entries_.end());  // the list was built newest first
-  std::stable_sort(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(entries_.begin(), entries_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   init_ = true;
 }
 
@@ -104,9 +107,12 @@ const std::pair<int32_t, std::string>* CommTable::search(int32_t pid) const {
   while (l < u) {
     const size_t idx = (l + u) / 2;
     const int32_t p = entries_[idx].first;
-    if (pid < p) u = idx;
-    else if (pid > p) l = idx + 1;
-    else return &entries_[idx];
+    if (pid < p)
+      u = idx;
+    else if (pid > p)
+      l = idx + 1;
+    else
+      return &entries_[idx];
   }
   return nullptr;
 }
@@ -118,7 +124,8 @@ std::string_view CommTable::find(int32_t pid) {
   return e ? std::string_view(e->second) : std::string_view("<...>");
 }
 
-bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt::memory_buffer& out) {
+bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p,
+                         fmt::memory_buffer& out) {
   auto it = std::back_inserter(out);
   if (f.system == "sched" && f.name == "sched_switch") {
     const auto prev_pid = read_field(f, p, "prev_pid", true);
@@ -128,12 +135,16 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
     const auto prev_prio = read_field(f, p, "prev_prio", true);
     const auto next_prio = read_field(f, p, "next_prio", true);
     const auto prev_state = read_field(f, p, "prev_state");
-    if (!prev_pid || !next_pid || !prev_comm || !next_comm || !prev_prio || !next_prio || !prev_state) return false;
+    if (!prev_pid || !next_pid || !prev_comm || !next_comm || !prev_prio || !next_prio ||
+        !prev_state)
+      return false;
     comms_.register_comm(static_cast<int32_t>(*prev_pid), *prev_comm);
     comms_.register_comm(static_cast<int32_t>(*next_pid), *next_comm);
-    fmt::format_to(it, "{}:{} [{}] ", *prev_comm, static_cast<int64_t>(*prev_pid), static_cast<int32_t>(*prev_prio));
+    fmt::format_to(it, "{}:{} [{}] ", *prev_comm, static_cast<int64_t>(*prev_pid),
+                   static_cast<int32_t>(*prev_prio));
     write_state(out, *prev_state);
-    fmt::format_to(it, " ==> {}:{} [{}]", *next_comm, static_cast<int64_t>(*next_pid), static_cast<int32_t>(*next_prio));
+    fmt::format_to(it, " ==> {}:{} [{}]", *next_comm, static_cast<int64_t>(*next_pid),
+                   static_cast<int32_t>(*next_prio));
     return true;
   }
   if (f.system == "sched" && (f.name == "sched_wakeup" || f.name == "sched_wakeup_new")) {
@@ -143,7 +154,8 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
     const auto cpu = read_field(f, p, "target_cpu", true);
     if (!pid || !c || !prio || !cpu) return false;
     comms_.register_comm(static_cast<int32_t>(*pid), *c);
-    fmt::format_to(it, "{}:{} [{}] CPU:{:03}", *c, static_cast<int32_t>(*pid), static_cast<int32_t>(*prio), *cpu);
+    fmt::format_to(it, "{}:{} [{}] CPU:{:03}", *c, static_cast<int32_t>(*pid),
+                   static_cast<int32_t>(*prio), *cpu);
     return true;
   }
   if (f.system == "ftrace" && f.name == "kernel_stack") {
@@ -156,8 +168,10 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
       uint64_t addr;
       std::memcpy(&addr, p.data() + off, 8);
       if (addr == ~uint64_t{0} || static_cast<uint32_t>(addr) == ~uint32_t{0}) break;
-      if (const auto hit = kallsyms_.lookup(addr)) fmt::format_to(it, "\n=> {} ({:x})", hit->name, addr);
-      else fmt::format_to(it, "\n=> {:x}", addr);
+      if (const auto hit = kallsyms_.lookup(addr))
+        fmt::format_to(it, "\n=> {} ({:x})", hit->name, addr);
+      else
+        fmt::format_to(it, "\n=> {:x}", addr);
     }
     return true;
   }
@@ -169,20 +183,26 @@ bool TraceReport::plugin(const EventFormat& f, std::span<const std::byte> p, fmt
     const auto soft = read_field(f, p, "softexpires");
     if (!timer || !function || !expires || !soft) return false;
     fmt::format_to(it, "hrtimer=0x{:x} function=", *timer);
-    if (const auto hit = kallsyms_.lookup(*function)) out.append(hit->name);
-    else fmt::format_to(it, "0x{:08x}", *function);
+    if (const auto hit = kallsyms_.lookup(*function))
+      out.append(hit->name);
+    else
+      fmt::format_to(it, "0x{:08x}", *function);
     fmt::format_to(it, " expires={} softexpires={}", *expires, *soft);
     return true;
   }
   return false;
 }
 
-void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) { format_with(rec, ns_clock_, out); }
+void TraceReport::format(const TraceRecord& rec, fmt::memory_buffer& out) {
+  format_with(rec, ns_clock_, out);
+}
 
 void TraceReport::format_with(const TraceRecord& rec, bool ns_clock, fmt::memory_buffer& out) {
   auto it = std::back_inserter(out);
-  if (rec.lost_before > 0) fmt::format_to(it, "CPU:{} [{} EVENTS DROPPED]\n", rec.cpu, rec.lost_before);
-  else if (rec.lost_before < 0) fmt::format_to(it, "CPU:{} [EVENTS DROPPED]\n", rec.cpu);
+  if (rec.lost_before > 0)
+    fmt::format_to(it, "CPU:{} [{} EVENTS DROPPED]\n", rec.cpu, rec.lost_before);
+  else if (rec.lost_before < 0)
+    fmt::format_to(it, "CPU:{} [EVENTS DROPPED]\n", rec.cpu);
 
   int32_t pid = 0;
   if (rec.payload.size() >= 8) std::memcpy(&pid, rec.payload.data() + 4, 4);
@@ -248,8 +268,10 @@ uint64_t TraceReport::print_all(std::FILE* out) {
         if (head[i] && (best == cur.size() || head[i]->ts < head[best]->ts)) best = i;
       if (best == cur.size()) break;
       if (named) {
-        if (bufs[best].name.empty()) fmt::format_to(std::back_inserter(buf), "{:{}}  ", "", width);
-        else fmt::format_to(std::back_inserter(buf), "{:>{}}: ", bufs[best].name, width);
+        if (bufs[best].name.empty())
+          fmt::format_to(std::back_inserter(buf), "{:{}}  ", "", width);
+        else
+          fmt::format_to(std::back_inserter(buf), "{:>{}}: ", bufs[best].name, width);
       }
       format_with(*head[best], ns[best], buf);
       ++n;

@@ -39,11 +39,13 @@ KallsymsTable::KallsymsTable(std::string_view text) {
     if (name.empty()) return;
     syms_.push_back({*addr, std::string(name)});
   });
-  std::stable_sort(syms_.begin(), syms_.end(), [](const Sym& x, const Sym& y) { return x.addr < y.addr; });
+  std::stable_sort(syms_.begin(), syms_.end(),
+                   [](const Sym& x, const Sym& y) { return x.addr < y.addr; });
 }
 
 std::optional<SymbolHit> KallsymsTable::lookup(uint64_t addr) const noexcept {
-  auto it = std::upper_bound(syms_.begin(), syms_.end(), addr, [](uint64_t a, const Sym& s) { return a < s.addr; });
+  auto it = std::upper_bound(syms_.begin(), syms_.end(), addr,
+                             [](uint64_t a, const Sym& s) { return a < s.addr; });
   if (it == syms_.begin()) return std::nullopt;
   --it;
   return SymbolHit{it->name, addr - it->addr};

@@ -31,7 +31,8 @@ class ByteCursor {
 
   uint64_t pos() const noexcept { return base_ + pos_; }
   void seek(uint64_t pos) {
-    if (pos < base_ || pos - base_ > file_.size()) fail(pos, "offset is beyond the end of the file");
+    if (pos < base_ || pos - base_ > file_.size())
+      fail(pos, "offset is beyond the end of the file");
     pos_ = pos - base_;
   }
   void set_section(std::string s) { section_ = std::move(s); }
@@ -62,13 +63,15 @@ class ByteCursor {
   /// Consumes `magic` exactly or throws "expected <what>".
   void expect(std::string_view magic, std::string_view what) {
     const uint64_t at = pos();
-    if (remaining() < magic.size() || std::memcmp(file_.data() + pos_, magic.data(), magic.size()) != 0)
+    if (remaining() < magic.size() ||
+        std::memcmp(file_.data() + pos_, magic.data(), magic.size()) != 0)
       fail(at, "expected " + std::string(what));
     pos_ += magic.size();
   }
   /// True if the next bytes are `magic` (nothing consumed).
   bool peek(std::string_view magic) const noexcept {
-    return remaining() >= magic.size() && std::memcmp(file_.data() + pos_, magic.data(), magic.size()) == 0;
+    return remaining() >= magic.size() &&
+           std::memcmp(file_.data() + pos_, magic.data(), magic.size()) == 0;
   }
 
   [[noreturn, gnu::cold]] void fail(uint64_t at, const std::string& why) const {
@@ -78,8 +81,8 @@ class ByteCursor {
  private:
   std::span<const std::byte> take(uint64_t n) {
     if (n > remaining())
-      fail(pos(), "truncated: needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
-                     " left in the file");
+      fail(pos(), "truncated: needs " + std::to_string(n) + " bytes, " +
+                      std::to_string(remaining()) + " left in the file");
     const auto s = file_.subspan(static_cast<size_t>(pos_), static_cast<size_t>(n));
     pos_ += n;
     return s;

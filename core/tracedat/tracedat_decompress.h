@@ -21,8 +21,8 @@
 //
 // Thread-safety: stateless free functions; safe from any thread.
 #include <cstddef>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,13 +45,13 @@ Compression compression_from_name(std::string_view name, uint64_t at);
 
 /// A whole compressed section body at file offset `body` with `size`
 /// bytes (u32 csize, u32 usize, data): the decompressed bytes.
-std::vector<std::byte> decompress_section(Compression algo, std::span<const std::byte> file, uint64_t body,
-                                          uint64_t size, const std::string& section);
+std::vector<std::byte> decompress_section(Compression algo, std::span<const std::byte> file,
+                                          uint64_t body, uint64_t size, const std::string& section);
 
 /// A CPU's chunked data starting at file offset `at` and bounded by file
 /// offset `end`: the concatenated decompressed chunks.
-std::vector<std::byte> decompress_chunks(Compression algo, std::span<const std::byte> file, uint64_t at,
-                                         uint64_t end, const std::string& section);
+std::vector<std::byte> decompress_chunks(Compression algo, std::span<const std::byte> file,
+                                         uint64_t at, uint64_t end, const std::string& section);
 
 /// Compresses blocks the way trace-cmd writes them (lib/trace-cmd/
 /// trace-compress-zstd.c: ZSTD_compress2 at zstd's default level, no content

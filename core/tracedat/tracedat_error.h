@@ -19,7 +19,8 @@ namespace tracepipe {
 /// data").
 class TraceDatError : public std::runtime_error {
  public:
-  TraceDatError(std::string section, uint64_t offset, std::string reason, std::string file = "trace.dat");
+  TraceDatError(std::string section, uint64_t offset, std::string reason,
+                std::string file = "trace.dat");
   const std::string& section() const noexcept { return section_; }
   uint64_t offset() const noexcept { return offset_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -28,7 +29,9 @@ class TraceDatError : public std::runtime_error {
   /// what() without the leading "<file>: ".
   std::string detail() const;
   /// The same error, naming `file` instead.
-  TraceDatError with_file(std::string file) const { return TraceDatError(section_, offset_, reason_, std::move(file)); }
+  TraceDatError with_file(std::string file) const {
+    return TraceDatError(section_, offset_, reason_, std::move(file));
+  }
 
  private:
   std::string section_;

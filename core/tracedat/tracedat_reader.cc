@@ -13,8 +13,10 @@
 
 namespace tracepipe {
 
-TraceDatError::TraceDatError(std::string section, uint64_t offset, std::string reason, std::string file)
-    : std::runtime_error(fmt::format("{}: {} at offset {} (0x{:x}): {}", file, section, offset, offset, reason)),
+TraceDatError::TraceDatError(std::string section, uint64_t offset, std::string reason,
+                             std::string file)
+    : std::runtime_error(
+          fmt::format("{}: {} at offset {} (0x{:x}): {}", file, section, offset, offset, reason)),
       section_(std::move(section)),
       offset_(offset),
       reason_(std::move(reason)),
@@ -42,12 +44,14 @@ class TraceDatParser {
 
   void parse() {
     ByteCursor c(file_, 0, "file header");
-    c.expect(std::string_view("\x17\x08\x44tracing", 10), "the trace.dat magic (\\x17\\x08\\x44tracing)");
+    c.expect(std::string_view("\x17\x08\x44tracing", 10),
+             "the trace.dat magic (\\x17\\x08\\x44tracing)");
     const uint64_t vpos = c.pos();
     const std::string_view vs = c.cstr();
     uint32_t version = 0;
     const auto [p, ec] = std::from_chars(vs.data(), vs.data() + vs.size(), version);
-    if (ec != std::errc{} || p != vs.data() + vs.size()) c.fail(vpos, "version is not a decimal number");
+    if (ec != std::errc{} || p != vs.data() + vs.size())
+      c.fail(vpos, "version is not a decimal number");
     if (version < 6 || version > 7)
       c.fail(vpos, fmt::format("version {} is not supported (only 6 and 7)", version));
     r_.version_ = version;
@@ -61,10 +65,13 @@ class TraceDatParser {
       c.fail(lpos, fmt::format("long size {} is neither 4 nor 8", r_.user_long_size_));
     const uint64_t ppos = c.pos();
     r_.page_size_ = c.u32();
-    if (r_.page_size_ < 64 || r_.page_size_ > (1u << 27) || (r_.page_size_ & (r_.page_size_ - 1)) != 0)
+    if (r_.page_size_ < 64 || r_.page_size_ > (1u << 27) ||
+        (r_.page_size_ & (r_.page_size_ - 1)) != 0)
       c.fail(ppos, fmt::format("page size {} is not a power of two in [64, 2^27]", r_.page_size_));
-    if (version == 6) parse_v6(c);
-    else parse_v7(c);
+    if (version == 6)
+      parse_v6(c);
+    else
+      parse_v7(c);
     r_.index_formats();
   }
 
@@ -100,20 +107,27 @@ class TraceDatParser {
       } catch (const FormatError& e) {
         err.fail(at, e.what());
       }
-      if (f.name == "timestamp") info.timestamp = f, ts = true;
-      else if (f.name == "commit") info.commit = f, commit = true;
-      else if (f.name == "overwrite") info.overwrite = f;
-      else if (f.name == "data") info.data = f, data = true;
+      if (f.name == "timestamp")
+        info.timestamp = f, ts = true;
+      else if (f.name == "commit")
+        info.commit = f, commit = true;
+      else if (f.name == "overwrite")
+        info.overwrite = f;
+      else if (f.name == "data")
+        info.data = f, data = true;
     }
-    if (!ts || !commit || !data) err.fail(at, "header_page lacks the timestamp, commit or data field");
+    if (!ts || !commit || !data)
+      err.fail(at, "header_page lacks the timestamp, commit or data field");
     if (info.timestamp.offset != 0 || info.timestamp.size != 8)
       err.fail(at, "header_page timestamp must be a u64 at offset 0");
     if (info.commit.offset != 8 || (info.commit.size != 4 && info.commit.size != 8))
       err.fail(at, "header_page commit must be a 4- or 8-byte long at offset 8");
     if (info.data.offset != 8 + info.commit.size)
-      err.fail(at, fmt::format("header_page data offset {} does not follow commit", info.data.offset));
+      err.fail(at,
+               fmt::format("header_page data offset {} does not follow commit", info.data.offset));
     info.layout = kpage::PageLayout{r_.page_size_, info.commit.size};
-    if (info.layout.header_size() >= r_.page_size_) err.fail(at, "page header is larger than the page");
+    if (info.layout.header_size() >= r_.page_size_)
+      err.fail(at, "page header is larger than the page");
     r_.header_page_ = info;
   }
 
@@ -127,8 +141,8 @@ class TraceDatParser {
       } catch (const FormatError& e) {
         // One bad format must not cost the whole file (libtraceevent warns
         // and goes on): its records then print as an unknown type.
-        r_.warnings_.push_back(
-            fmt::format("{} at offset {} (0x{:x}): {}; format skipped", c.section(), at, at, e.what()));
+        r_.warnings_.push_back(fmt::format("{} at offset {} (0x{:x}): {}; format skipped",
+                                           c.section(), at, at, e.what()));
       }
     }
   }
@@ -169,7 +183,8 @@ class TraceDatParser {
       if (line.empty()) continue;
       const auto sp = line.find(' ');
       int32_t pid = 0;
-      const auto [p, ec] = std::from_chars(line.data(), line.data() + std::min(sp, line.size()), pid);
+      const auto [p, ec] =
+          std::from_chars(line.data(), line.data() + std::min(sp, line.size()), pid);
       if (ec != std::errc{} || sp == std::string_view::npos || p != line.data() + sp)
         c.fail(at + static_cast<uint64_t>(line.data() - r_.cmdlines_text_.data()),
                "cmdline is not '<pid> <comm>'");
@@ -201,7 +216,8 @@ class TraceDatParser {
   }
 
   void apply_option(const TraceDatOption& o) {
-    ByteCursor c = ByteCursor::over(o.data, o.file_offset, fmt::format("option {}", o.id), options_note_);
+    ByteCursor c =
+        ByteCursor::over(o.data, o.file_offset, fmt::format("option {}", o.id), options_note_);
     switch (static_cast<TraceDatOptionId>(o.id)) {
       case TraceDatOptionId::offset: {
         // ASCII number (strtoll base 0 in trace-cmd).
@@ -236,13 +252,13 @@ class TraceDatParser {
       // Chunked data: its length comes from the chunk headers (trace-cmd
       // stores a size 4 bytes short of them), bounded by the end of file.
       if (d.offset >= file_.size())
-        c.fail(at, fmt::format("cpu {} data offset {} lies beyond the end of the file ({} bytes)", d.cpu, d.offset,
-                               file_.size()));
+        c.fail(at, fmt::format("cpu {} data offset {} lies beyond the end of the file ({} bytes)",
+                               d.cpu, d.offset, file_.size()));
       return;
     }
     if (d.offset > file_.size() || d.size > file_.size() - d.offset)
-      c.fail(at, fmt::format("cpu {} data [{}, +{}) lies beyond the end of the file ({} bytes)", d.cpu,
-                             d.offset, d.size, file_.size()));
+      c.fail(at, fmt::format("cpu {} data [{}, +{}) lies beyond the end of the file ({} bytes)",
+                             d.cpu, d.offset, d.size, file_.size()));
     if (d.offset % r_.page_size_ != 0)
       c.fail(at, fmt::format("cpu {} data offset {} is not page aligned", d.cpu, d.offset));
   }
@@ -262,15 +278,17 @@ class TraceDatParser {
     for (auto& [at, d] : table) {
       if (d.size == 0) continue;
       if (d.offset >= end) {
-        r_.warnings_.push_back(fmt::format("truncated: cpu {} data [{}, +{}) lies past the end of the file ({} bytes): "
-                                           "not read",
-                                           d.cpu, d.offset, d.size, end));
+        r_.warnings_.push_back(fmt::format(
+            "truncated: cpu {} data [{}, +{}) lies past the end of the file ({} bytes): "
+            "not read",
+            d.cpu, d.offset, d.size, end));
         d.size = 0;
       } else if (d.size > end - d.offset) {
         const uint64_t keep = (end - d.offset) / r_.page_size_ * r_.page_size_;
-        r_.warnings_.push_back(fmt::format("truncated: cpu {} data [{}, +{}) runs past the end of the file ({} bytes): "
-                                           "read up to byte {} ({} of {} bytes)",
-                                           d.cpu, d.offset, d.size, end, d.offset + keep, keep, d.size));
+        r_.warnings_.push_back(fmt::format(
+            "truncated: cpu {} data [{}, +{}) runs past the end of the file ({} bytes): "
+            "read up to byte {} ({} of {} bytes)",
+            d.cpu, d.offset, d.size, end, d.offset + keep, keep, d.size));
         d.size = keep;
       }
     }
@@ -344,21 +362,25 @@ class TraceDatParser {
     c.u32();  // description string id
     s.size = c.u64();
     s.body = c.pos();
-    if (s.id != want_id) c.fail(at, fmt::format("section id {} where {} was expected", s.id, want_id));
+    if (s.id != want_id)
+      c.fail(at, fmt::format("section id {} where {} was expected", s.id, want_id));
     if ((s.flags & 1) && algo_ == detail::Compression::none)
       c.fail(at, "section is flagged compressed but the file's compression is 'none'");
-    if (s.size > c.remaining()) c.fail(at, fmt::format("section size {} runs past the end of the file", s.size));
+    if (s.size > c.remaining())
+      c.fail(at, fmt::format("section size {} runs past the end of the file", s.size));
     return s;
   }
 
   // The section's body; a compressed one is decompressed into a buffer the
   // reader owns, and errors inside it name offsets within that buffer.
   ByteCursor section_body(const Section& s, std::string name) {
-    if (!(s.flags & 1)) return ByteCursor(file_.first(static_cast<size_t>(s.body + s.size)), s.body, std::move(name));
+    if (!(s.flags & 1))
+      return ByteCursor(file_.first(static_cast<size_t>(s.body + s.size)), s.body, std::move(name));
     r_.owned_.push_back(detail::decompress_section(algo_, file_, s.body, s.size, name));
-    return ByteCursor::over(r_.owned_.back(), 0, std::move(name),
-                            fmt::format("(offset within the decompressed body of the section at file offset {})",
-                                        s.body - 16));
+    return ByteCursor::over(
+        r_.owned_.back(), 0, std::move(name),
+        fmt::format("(offset within the decompressed body of the section at file offset {})",
+                    s.body - 16));
   }
 
   // A new, empty buffer; a second buffer with the same name is refused,
@@ -367,8 +389,9 @@ class TraceDatParser {
     for (const auto& b : r_.buffers_)
       if (b.name == name)
         ByteCursor(file_, 0, "options")
-            .fail(option_at, name.empty() ? std::string("second BUFFER option for the top instance")
-                                          : fmt::format("BUFFER option '{}' repeats an instance name", name));
+            .fail(option_at,
+                  name.empty() ? std::string("second BUFFER option for the top instance")
+                               : fmt::format("BUFFER option '{}' repeats an instance name", name));
     TraceDatBuffer b;
     b.name = std::move(name);
     b.cpu_count = cpus;
@@ -384,11 +407,13 @@ class TraceDatParser {
     const std::string& name = r_.buffers_[bi].name;
     if (algo_ == detail::Compression::none || d.size == 0) {
       d.uncompressed_size = d.size;
-      r_.cpu_bytes_[bi].push_back(file_.subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)));
+      r_.cpu_bytes_[bi].push_back(
+          file_.subspan(static_cast<size_t>(d.offset), static_cast<size_t>(d.size)));
     } else {
       r_.owned_.push_back(detail::decompress_chunks(
           algo_, file_, d.offset, file_.size(),
-          name.empty() ? fmt::format("cpu {} data", d.cpu) : fmt::format("buffer '{}' cpu {} data", name, d.cpu)));
+          name.empty() ? fmt::format("cpu {} data", d.cpu)
+                       : fmt::format("buffer '{}' cpu {} data", name, d.cpu)));
       d.uncompressed_size = r_.owned_.back().size();
       r_.cpu_bytes_[bi].push_back(r_.owned_.back());
     }
@@ -409,8 +434,11 @@ class TraceDatParser {
       std::string name(b.cstr());
       if (name.empty()) b.fail(o.file_offset, "BUFFER option has an empty instance name");
       if (at >= file_.size())
-        b.fail(o.file_offset, fmt::format("BUFFER option '{}': flyrecord offset {} lies beyond the end of the file "
-                                          "({} bytes)", name, at, file_.size()));
+        b.fail(
+            o.file_offset,
+            fmt::format("BUFFER option '{}': flyrecord offset {} lies beyond the end of the file "
+                        "({} bytes)",
+                        name, at, file_.size()));
       const size_t bi = new_buffer(name, o.file_offset, r_.cpu_count_);
       ByteCursor c(file_, 0, fmt::format("buffer '{}' flyrecord", name));
       c.seek(at);
@@ -449,16 +477,23 @@ class TraceDatParser {
     if (b.u32() != r_.page_size_) b.fail(ps_at, "BUFFER page size differs from the file header's");
     const uint64_t cpus_at = b.pos();
     const uint32_t cpus = b.u32();
-    const std::string what = name.empty() ? std::string("BUFFER option") : fmt::format("BUFFER option '{}'", name);
-    if (cpus > b.remaining() / 20) b.fail(cpus_at, fmt::format("{}: {} CPUs do not fit in the option", what, cpus));
+    const std::string what =
+        name.empty() ? std::string("BUFFER option") : fmt::format("BUFFER option '{}'", name);
+    if (cpus > b.remaining() / 20)
+      b.fail(cpus_at, fmt::format("{}: {} CPUs do not fit in the option", what, cpus));
     if (cpus == 0 && !name.empty()) b.fail(cpus_at, fmt::format("{} has 0 CPUs", what));
     if (sect >= file_.size())
-      b.fail(o.file_offset, fmt::format("{}: flyrecord section offset {} lies beyond the end of the file ({} bytes)",
-                                        what, sect, file_.size()));
+      b.fail(
+          o.file_offset,
+          fmt::format("{}: flyrecord section offset {} lies beyond the end of the file ({} bytes)",
+                      what, sect, file_.size()));
     const bool top = name.empty();
     const size_t bi = new_buffer(std::move(name), o.file_offset, cpus);
     r_.buffers_[bi].clock = std::string(clock);
-    read_section_header(sect, top ? std::string("flyrecord") : fmt::format("buffer '{}' flyrecord", r_.buffers_[bi].name), 3);
+    read_section_header(
+        sect,
+        top ? std::string("flyrecord") : fmt::format("buffer '{}' flyrecord", r_.buffers_[bi].name),
+        3);
     for (uint32_t i = 0; i < cpus; ++i) {
       const uint64_t at = b.pos();
       CpuDataInfo d{b.u32(), b.u64(), b.u64()};
@@ -485,16 +520,19 @@ class TraceDatParser {
       if (!seen.insert(opt_at).second) c.fail(opt_at, "options sections form a loop");
       const Section s = read_section_header(opt_at, "options", 0);
       ByteCursor oc = section_body(s, "options");
-      options_note_ = (s.flags & 1) ? fmt::format("(offset within the decompressed options section at file offset {})",
-                                                  opt_at)
-                                    : std::string();
+      options_note_ =
+          (s.flags & 1)
+              ? fmt::format("(offset within the decompressed options section at file offset {})",
+                            opt_at)
+              : std::string();
       opt_at = read_options(oc, true);
     }
     // Sections advertised by options 16..21, visited in trace-cmd's order.
     auto section_at = [&](TraceDatOptionId id) -> std::optional<uint64_t> {
       const TraceDatOption* o = r_.option(id);
       if (!o) return std::nullopt;
-      if (o->data.size() < 8) ByteCursor(file_, 0, "options").fail(o->file_offset, "section option shorter than 8 bytes");
+      if (o->data.size() < 8)
+        ByteCursor(file_, 0, "options").fail(o->file_offset, "section option shorter than 8 bytes");
       uint64_t off;
       std::memcpy(&off, o->data.data(), 8);
       return off;
@@ -572,7 +610,8 @@ TraceDatReader TraceDatReader::open(const std::filesystem::path& path) {
 
 TraceDatReader::TraceDatReader(MappedFile file, std::string name)
     : file_(std::move(file)),
-      name_(std::make_unique<const std::string>(name.empty() ? std::string("trace.dat") : std::move(name))) {
+      name_(std::make_unique<const std::string>(name.empty() ? std::string("trace.dat")
+                                                             : std::move(name))) {
   try {
     TraceDatParser(*this).parse();
   } catch (const TraceDatError& e) {
@@ -595,7 +634,8 @@ void TraceDatReader::index_formats() {
   }
 }
 
-const EventFormat* TraceDatReader::find_format(std::string_view system, std::string_view name) const noexcept {
+const EventFormat* TraceDatReader::find_format(std::string_view system,
+                                               std::string_view name) const noexcept {
   for (const auto& f : formats_)
     if (f.name == name && (system.empty() || f.system == system)) return &f;
   return nullptr;
@@ -616,7 +656,8 @@ const TraceDatOption* TraceDatReader::option(TraceDatOptionId id) const noexcept
 std::string TraceDatReader::clock_name() const {
   const auto open = trace_clock_.find('[');
   const auto close = trace_clock_.find(']', open == std::string_view::npos ? 0 : open);
-  if (open == std::string_view::npos || close == std::string_view::npos) return std::string(buffer_clock_);
+  if (open == std::string_view::npos || close == std::string_view::npos)
+    return std::string(buffer_clock_);
   return std::string(trace_clock_.substr(open + 1, close - open - 1));
 }
 
@@ -634,8 +675,8 @@ CpuRecordCursor TraceDatReader::buffer_cpu_records(size_t buffer, size_t index) 
     throw std::out_of_range(fmt::format("cpu data index {} >= {}", index, b.cpu_data.size()));
   const auto& d = b.cpu_data[index];
   const bool decompressed = d.size != 0 && !compression_.empty() && compression_ != "none";
-  return CpuRecordCursor(cpu_bytes_[buffer][index], decompressed ? 0 : d.offset, d.cpu, header_page_.layout,
-                         ts_offset_, decompressed, b.name, name());
+  return CpuRecordCursor(cpu_bytes_[buffer][index], decompressed ? 0 : d.offset, d.cpu,
+                         header_page_.layout, ts_offset_, decompressed, b.name, name());
 }
 
 CpuRecordCursor TraceDatReader::page_records(std::span<const std::byte> pages, uint32_t cpu) const {
@@ -647,12 +688,15 @@ MergedRecordCursor TraceDatReader::buffer_records(size_t buffer) const {
     throw std::out_of_range(fmt::format("buffer index {} >= {}", buffer, buffers_.size()));
   std::vector<CpuRecordCursor> v;
   v.reserve(buffers_[buffer].cpu_data.size());
-  for (size_t i = 0; i < buffers_[buffer].cpu_data.size(); ++i) v.push_back(buffer_cpu_records(buffer, i));
+  for (size_t i = 0; i < buffers_[buffer].cpu_data.size(); ++i)
+    v.push_back(buffer_cpu_records(buffer, i));
   return MergedRecordCursor(std::move(v));
 }
 
 CpuRecordCursor TraceDatReader::cpu_records(size_t index) const {
-  if (!top_buffer_) throw std::out_of_range(fmt::format("cpu data index {} >= 0 (the file has no top instance)", index));
+  if (!top_buffer_)
+    throw std::out_of_range(
+        fmt::format("cpu data index {} >= 0 (the file has no top instance)", index));
   return buffer_cpu_records(*top_buffer_, index);
 }
 
@@ -663,9 +707,9 @@ MergedRecordCursor TraceDatReader::records() const {
 
 // ---------------------------------------------------------------- cursors
 
-CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                                 kpage::PageLayout layout, int64_t ts_offset, bool decompressed,
-                                 std::string_view buffer, std::string_view file)
+CpuRecordCursor::CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset,
+                                 uint32_t cpu, kpage::PageLayout layout, int64_t ts_offset,
+                                 bool decompressed, std::string_view buffer, std::string_view file)
     : data_(data),
       file_offset_(file_offset),
       cpu_(cpu),
@@ -700,12 +744,14 @@ bool CpuRecordCursor::next_page() {
     const auto parsed = kpage::parse_page_untrusted(data_.subspan(page_start_, len), layout_);
     if (!parsed.page) {
       throw TraceDatError(section_name(), file_offset_ + page_start_ + parsed.error.offset,
-                          std::string(kpage::page_error_text(parsed.error.code)), std::string(file_));
+                          std::string(kpage::page_error_text(parsed.error.code)),
+                          std::string(file_));
     }
     ++done_.pages;
     if (parsed.page->missed_events) {
       ++done_.pages_with_loss;
-      const int64_t n = parsed.page->lost_events ? static_cast<int64_t>(*parsed.page->lost_events) : -1;
+      const int64_t n =
+          parsed.page->lost_events ? static_cast<int64_t>(*parsed.page->lost_events) : -1;
       if (n > 0) done_.lost_events += static_cast<uint64_t>(n);
       pending_lost_ = (n < 0 || pending_lost_ < 0) ? -1 : pending_lost_ + n;
     }

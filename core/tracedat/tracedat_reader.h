@@ -46,19 +46,40 @@
 #include <vector>
 
 #include "tracepipe/core/events/event_format.h"
-#include "tracepipe/core/tracedat/kernel_page.h"
 #include "tracepipe/core/files/mapped_file.h"
+#include "tracepipe/core/tracedat/kernel_page.h"
 #include "tracepipe/core/tracedat/tracedat_error.h"
 
 namespace tracepipe {
 
 /// Option ids known to trace-cmd (lib/trace-cmd/include/private/trace-cmd-private.h).
 enum class TraceDatOptionId : uint16_t {
-  done = 0, date = 1, cpustat = 2, buffer = 3, traceclock = 4, uname = 5, hook = 6,
-  offset = 7, cpucount = 8, version = 9, procmaps = 10, traceid = 11, time_shift = 12,
-  guest = 13, tsc2nsec = 14, strings = 15, header_info = 16, ftrace_events = 17,
-  event_formats = 18, kallsyms = 19, printk = 20, cmdlines = 21, buffer_text = 22,
-  btf_file = 23, last_boot_info = 24, modules_file = 25,
+  done = 0,
+  date = 1,
+  cpustat = 2,
+  buffer = 3,
+  traceclock = 4,
+  uname = 5,
+  hook = 6,
+  offset = 7,
+  cpucount = 8,
+  version = 9,
+  procmaps = 10,
+  traceid = 11,
+  time_shift = 12,
+  guest = 13,
+  tsc2nsec = 14,
+  strings = 15,
+  header_info = 16,
+  ftrace_events = 17,
+  event_formats = 18,
+  kallsyms = 19,
+  printk = 20,
+  cmdlines = 21,
+  buffer_text = 22,
+  btf_file = 23,
+  last_boot_info = 24,
+  modules_file = 25,
 };
 
 /// One option as stored: id, where its data starts in the file, its bytes.
@@ -70,20 +91,20 @@ struct TraceDatOption {
 
 /// Where one CPU's ring-buffer pages lie in the file.
 struct CpuDataInfo {
-  uint32_t cpu;     ///< CPU number
-  uint64_t offset;  ///< byte offset in the file (page aligned)
-  uint64_t size;    ///< bytes as stored (a whole number of pages, normally; for
-                    ///< compressed files the chunk bytes, which trace-cmd
-                    ///< records 4 bytes short)
+  uint32_t cpu;                    ///< CPU number
+  uint64_t offset;                 ///< byte offset in the file (page aligned)
+  uint64_t size;                   ///< bytes as stored (a whole number of pages, normally; for
+                                   ///< compressed files the chunk bytes, which trace-cmd
+                                   ///< records 4 bytes short)
   uint64_t uncompressed_size = 0;  ///< bytes of page data (== size unless compressed)
 };
 
 /// One ring buffer stored in the file: the top instance (name "") or a
 /// named instance (tracefs instances/NAME).
 struct TraceDatBuffer {
-  std::string name;            ///< "" for the top instance
-  std::string clock;           ///< its trace clock ("local"); empty when not recorded
-  uint32_t cpu_count = 0;      ///< CPUs of the buffer (v6: the file header's; v7: its BUFFER option's)
+  std::string name;        ///< "" for the top instance
+  std::string clock;       ///< its trace clock ("local"); empty when not recorded
+  uint32_t cpu_count = 0;  ///< CPUs of the buffer (v6: the file header's; v7: its BUFFER option's)
   uint64_t option_offset = 0;  ///< file offset of its BUFFER option's data (0 for the v6 top table)
   std::vector<CpuDataInfo> cpu_data;  ///< one entry per CPU in file order
 };
@@ -93,14 +114,14 @@ struct HeaderPageInfo {
   FormatField timestamp;
   FormatField commit;  ///< its size is the kernel's long size (4 or 8)
   std::optional<FormatField> overwrite;
-  FormatField data;    ///< offset = page header size
+  FormatField data;  ///< offset = page header size
   kpage::PageLayout layout;
 };
 
 /// One event record of the file.
 struct TraceRecord {
-  uint64_t ts;                         ///< time stamp in trace-clock units (ns for local/global/mono)
-  uint32_t cpu;                        ///< CPU whose buffer held it
+  uint64_t ts;   ///< time stamp in trace-clock units (ns for local/global/mono)
+  uint32_t cpu;  ///< CPU whose buffer held it
   std::span<const std::byte> payload;  ///< starts at common_type; 4-byte padded length
   /// Events lost on this CPU just before this record (the page's
   /// RB_MISSED_EVENTS flag): 0 none, -1 some but the count was not stored,
@@ -114,8 +135,8 @@ struct TraceRecord {
 /// What walking one CPU's data met.
 struct CpuWalkStats {
   uint64_t pages = 0;
-  uint64_t records = 0;        ///< data records returned
-  uint64_t discarded = 0;      ///< padding records with a length (discarded events)
+  uint64_t records = 0;    ///< data records returned
+  uint64_t discarded = 0;  ///< padding records with a length (discarded events)
   uint64_t time_extends = 0;
   uint64_t time_stamps = 0;
   uint64_t pages_with_loss = 0;  ///< pages flagged RB_MISSED_EVENTS
@@ -148,8 +169,8 @@ class CpuRecordCursor {
  private:
   friend class TraceDatReader;
   CpuRecordCursor(std::span<const std::byte> data, uint64_t file_offset, uint32_t cpu,
-                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed, std::string_view buffer,
-                  std::string_view file);
+                  kpage::PageLayout layout, int64_t ts_offset, bool decompressed,
+                  std::string_view buffer, std::string_view file);
   bool next_page();  // false at the end; throws on a bad page
   [[gnu::cold]] std::string section_name() const;
 
@@ -162,9 +183,9 @@ class CpuRecordCursor {
   int64_t pending_lost_ = 0;
   kpage::PageCursor page_;
   size_t page_start_ = 0;
-  CpuWalkStats done_;  // counts of finished pages
-  bool decompressed_ = false;  // data_ is decompressed: offsets are within it
-  std::string_view buffer_;    // instance name for errors ("" = top); owned by the reader
+  CpuWalkStats done_;                    // counts of finished pages
+  bool decompressed_ = false;            // data_ is decompressed: offsets are within it
+  std::string_view buffer_;              // instance name for errors ("" = top); owned by the reader
   std::string_view file_ = "trace.dat";  // TraceDatError's file; owned by the reader
 };
 
@@ -190,8 +211,10 @@ class MergedRecordCursor {
   friend class TraceDatReader;
   explicit MergedRecordCursor(std::vector<CpuRecordCursor> cpus);
   void advance(size_t i) {
-    if (auto r = cpus_[i].next()) heads_[i] = *r;
-    else live_[i] = 0;
+    if (auto r = cpus_[i].next())
+      heads_[i] = *r;
+    else
+      live_[i] = 0;
   }
   std::vector<CpuRecordCursor> cpus_;
   std::vector<TraceRecord> heads_;  // the next record of each CPU (valid where live_)
@@ -235,7 +258,8 @@ class TraceDatReader {
   const std::vector<EventFormat>& formats() const noexcept { return formats_; }
   /// The format whose ID is `id`, or nullptr. O(1).
   const EventFormat* format(uint32_t id) const noexcept {
-    return id < by_id_.size() && by_id_[id] >= 0 ? &formats_[static_cast<size_t>(by_id_[id])] : nullptr;
+    return id < by_id_.size() && by_id_[id] >= 0 ? &formats_[static_cast<size_t>(by_id_[id])]
+                                                 : nullptr;
   }
   /// The format named system/name, or nullptr.
   const EventFormat* find_format(std::string_view system, std::string_view name) const noexcept;
@@ -277,7 +301,8 @@ class TraceDatReader {
   /// Data of the top instance, one entry per CPU in file order (empty when
   /// a v7 file holds only named instances).
   std::span<const CpuDataInfo> cpu_data() const noexcept {
-    return top_buffer_ ? std::span<const CpuDataInfo>(buffers_[*top_buffer_].cpu_data) : std::span<const CpuDataInfo>();
+    return top_buffer_ ? std::span<const CpuDataInfo>(buffers_[*top_buffer_].cpu_data)
+                       : std::span<const CpuDataInfo>();
   }
 
   /// Every buffer of the file in trace-cmd report's order: the top
@@ -345,7 +370,8 @@ class TraceDatReader {
   // Decompressed section bodies and CPU data (compressed v7 files only);
   // the views above point into them. Moving a vector keeps its buffer.
   std::vector<std::vector<std::byte>> owned_;
-  std::vector<std::vector<std::span<const std::byte>>> cpu_bytes_;  // page data per buffer, per cpu_data entry
+  std::vector<std::vector<std::span<const std::byte>>>
+      cpu_bytes_;  // page data per buffer, per cpu_data entry
 };
 
 }  // namespace tracepipe

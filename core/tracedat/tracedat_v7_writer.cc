@@ -1,7 +1,4 @@
 #include "tracepipe/core/tracedat/tracedat_v7_writer.h"
-#include "tracepipe/core/tracedat/byte_out.h"
-
-#include "tracepipe/core/files/output_file.h"
 
 #include <unistd.h>
 
@@ -11,11 +8,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "tracepipe/core/files/output_file.h"
+#include "tracepipe/core/tracedat/byte_out.h"
+
 namespace tracepipe {
 namespace {
 
 // trace-cmd lib/trace-cmd/include/trace-cmd-private.h: option and section ids.
-constexpr uint16_t kOptDone = 0, kOptCpuStat = 2, kOptBuffer = 3, kOptTraceClock = 4, kOptCpuCount = 8;
+constexpr uint16_t kOptDone = 0, kOptCpuStat = 2, kOptBuffer = 3, kOptTraceClock = 4,
+                   kOptCpuCount = 8;
 constexpr uint16_t kSecOptions = 0, kSecBuffer = 3, kSecHeaderInfo = 16;
 constexpr uint16_t kFlagCompressed = 1;
 
@@ -49,13 +50,15 @@ size_t file_header(Out& o, const TraceDatWriter& meta, detail::Compression algo)
 
 // Sections 16..21 appended to `o` (offsets relative to `base`); their
 // offsets in `where[0..5]`.
-void metadata(Out& o, uint64_t base, const TraceDatWriter& meta, detail::BlockCompressor* z, uint64_t where[6]) {
+void metadata(Out& o, uint64_t base, const TraceDatWriter& meta, detail::BlockCompressor* z,
+              uint64_t where[6]) {
   const TraceDatWriter::MetaSections m = meta.meta_sections();
   const std::vector<std::byte>* parts[6] = {&m.header_info, &m.ftrace_events, &m.event_formats,
                                             &m.kallsyms,    &m.printk,        &m.cmdlines};
   for (int i = 0; i < 6; ++i) {
     where[i] = base + o.b.size();
-    const size_t sz = begin_section(o, static_cast<uint16_t>(kSecHeaderInfo + i), z ? kFlagCompressed : 0);
+    const size_t sz =
+        begin_section(o, static_cast<uint16_t>(kSecHeaderInfo + i), z ? kFlagCompressed : 0);
     if (z) {
       const auto c = z->compress(*parts[i]);
       if (c.empty()) throw std::runtime_error("trace.dat v7: compression failed");
@@ -89,7 +92,6 @@ void common_options(Out& o, const TraceDatWriter& meta, const uint64_t where[6])
     o.num<uint64_t>(where[i]);
   }
 }
-
 
 }  // namespace
 
@@ -164,13 +166,16 @@ int write_tracedat_v7(int fd, const TraceDatWriter& meta, detail::Compression al
     }
     {
       const uint64_t body = off - fly_size_off - 8;
-      if (int err = pwrite_all(fd, {reinterpret_cast<const std::byte*>(&body), 8}, fly_size_off); err != 0) return err;
+      if (int err = pwrite_all(fd, {reinterpret_cast<const std::byte*>(&body), 8}, fly_size_off);
+          err != 0)
+        return err;
     }
     // (3) OPTIONS, then its offset in the file header.
     const uint64_t options = off;
     const size_t opt_size_at = begin_section(o, kSecOptions, 0);
     common_options(o, meta, where);
-    Out buf;  // BUFFER: flyrecord offset, name "", clock, page size, cpus, per CPU {id, offset, size}
+    Out buf;  // BUFFER: flyrecord offset, name "", clock, page size, cpus, per CPU {id, offset,
+              // size}
     buf.num<uint64_t>(flyrecord);
     buf.cstr("");
     buf.cstr(meta.clock());

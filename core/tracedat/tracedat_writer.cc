@@ -1,5 +1,4 @@
 #include "tracepipe/core/tracedat/tracedat_writer.h"
-#include "tracepipe/core/tracedat/byte_out.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -14,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include "tracepipe/core/tracedat/byte_out.h"
+
 namespace tracepipe {
 namespace {
 
@@ -26,10 +27,12 @@ bool bad_name(std::string_view s) {
 }  // namespace
 
 TraceDatWriter::TraceDatWriter(TraceDatWriterConfig config) : config_(std::move(config)) {
-  if (config_.cpus == 0 || config_.cpus > 65536) throw std::invalid_argument("trace.dat writer: cpus must be in [1, 65536]");
+  if (config_.cpus == 0 || config_.cpus > 65536)
+    throw std::invalid_argument("trace.dat writer: cpus must be in [1, 65536]");
   const uint32_t ps = config_.page_size;
   if (ps < 256 || ps > (1u << 27) || (ps & (ps - 1)) != 0)
-    throw std::invalid_argument("trace.dat writer: page size must be a power of two in [256, 2^27]");
+    throw std::invalid_argument(
+        "trace.dat writer: page size must be a power of two in [256, 2^27]");
   if (config_.clock.empty() || config_.clock.find_first_of("[] \t\n") != std::string::npos)
     throw std::invalid_argument("trace.dat writer: clock name must be one word");
   layout_ = kpage::PageLayout{ps, 8};
@@ -38,12 +41,16 @@ TraceDatWriter::TraceDatWriter(TraceDatWriterConfig config) : config_(std::move(
 }
 
 void TraceDatWriter::add_format(const EventFormat& f) {
-  if (f.id > 0xffff) throw std::invalid_argument(fmt::format("event {}/{}: ID {} does not fit common_type", f.system, f.name, f.id));
+  if (f.id > 0xffff)
+    throw std::invalid_argument(
+        fmt::format("event {}/{}: ID {} does not fit common_type", f.system, f.name, f.id));
   if (bad_name(f.system) || bad_name(f.name))
-    throw std::invalid_argument(fmt::format("event '{}/{}': system and name must be non-empty words", f.system, f.name));
+    throw std::invalid_argument(
+        fmt::format("event '{}/{}': system and name must be non-empty words", f.system, f.name));
   for (const auto& g : formats_)
     if (g.id == f.id)
-      throw std::invalid_argument(fmt::format("event {}/{}: ID {} already used by {}/{}", f.system, f.name, f.id, g.system, g.name));
+      throw std::invalid_argument(fmt::format("event {}/{}: ID {} already used by {}/{}", f.system,
+                                              f.name, f.id, g.system, g.name));
   formats_.push_back(f);
 }
 
@@ -52,7 +59,9 @@ void TraceDatWriter::set_cmdline(int32_t pid, std::string_view comm) {
   cmdlines_.insert_or_assign(pid, std::move(c));
 }
 
-uint32_t TraceDatWriter::max_payload() const noexcept { return kpage::PageEncoder::max_payload(layout_); }
+uint32_t TraceDatWriter::max_payload() const noexcept {
+  return kpage::PageEncoder::max_payload(layout_);
+}
 
 void TraceDatWriter::finish_page(CpuStream& s) {
   const auto page = s.encoder.finish();
@@ -63,9 +72,11 @@ void TraceDatWriter::finish_page(CpuStream& s) {
 }
 
 void TraceDatWriter::add_record(uint32_t cpu, uint64_t ts, std::span<const std::byte> payload) {
-  if (cpu >= cpus_.size()) throw std::invalid_argument(fmt::format("trace.dat writer: cpu {} >= {}", cpu, cpus_.size()));
+  if (cpu >= cpus_.size())
+    throw std::invalid_argument(fmt::format("trace.dat writer: cpu {} >= {}", cpu, cpus_.size()));
   if (payload.size() < 2 || payload.size() > max_payload())
-    throw std::invalid_argument(fmt::format("trace.dat writer: payload of {} bytes (must be 2..{})", payload.size(), max_payload()));
+    throw std::invalid_argument(fmt::format("trace.dat writer: payload of {} bytes (must be 2..{})",
+                                            payload.size(), max_payload()));
   CpuStream& s = cpus_[cpu];
   if (!s.encoder.try_append(ts, payload)) [[unlikely]] {
     finish_page(s);
@@ -76,7 +87,8 @@ void TraceDatWriter::add_record(uint32_t cpu, uint64_t ts, std::span<const std::
 }
 
 void TraceDatWriter::add_lost(uint32_t cpu, std::optional<uint64_t> count) {
-  if (cpu >= cpus_.size()) throw std::invalid_argument(fmt::format("trace.dat writer: cpu {} >= {}", cpu, cpus_.size()));
+  if (cpu >= cpus_.size())
+    throw std::invalid_argument(fmt::format("trace.dat writer: cpu {} >= {}", cpu, cpus_.size()));
   CpuStream& s = cpus_[cpu];
   if (!s.encoder.empty()) finish_page(s);  // the loss is reported by the next page
   s.encoder.mark_missed(count);
@@ -120,8 +132,10 @@ TraceDatWriter::MetaSections TraceDatWriter::meta_sections() const {
   std::vector<const EventFormat*> ftrace;
   std::vector<std::string> systems;
   for (const auto& f : formats_) {
-    if (f.system == "ftrace") ftrace.push_back(&f);
-    else if (std::find(systems.begin(), systems.end(), f.system) == systems.end()) systems.push_back(f.system);
+    if (f.system == "ftrace")
+      ftrace.push_back(&f);
+    else if (std::find(systems.begin(), systems.end(), f.system) == systems.end())
+      systems.push_back(f.system);
   }
   o.num<uint32_t>(static_cast<uint32_t>(ftrace.size()));
   for (const auto* f : ftrace) {
@@ -159,9 +173,11 @@ TraceDatWriter::MetaSections TraceDatWriter::meta_sections() const {
   return m;
 }
 
-std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset) const {
+std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>& extents,
+                                                    size_t* table_offset) const {
   Out o;
-  // File header. Mirrors trace-cmd lib/trace-cmd/trace-output.c: init_file_state / tracecmd_output_write_headers.
+  // File header. Mirrors trace-cmd lib/trace-cmd/trace-output.c: init_file_state /
+  // tracecmd_output_write_headers.
   o.str(std::string_view("\x17\x08\x44tracing", 10));
   o.cstr("6");
   o.num<uint8_t>(0);  // little endian
@@ -169,7 +185,8 @@ std::vector<std::byte> TraceDatWriter::header_bytes(const std::vector<CpuExtent>
   o.num<uint32_t>(layout_.page_size);
 
   const MetaSections m = meta_sections();
-  for (const auto* part : {&m.header_info, &m.ftrace_events, &m.event_formats, &m.kallsyms, &m.printk, &m.cmdlines})
+  for (const auto* part :
+       {&m.header_info, &m.ftrace_events, &m.event_formats, &m.kallsyms, &m.printk, &m.cmdlines})
     o.raw(part->data(), part->size());
 
   o.num<uint32_t>(config_.cpus);
@@ -242,7 +259,9 @@ void TraceDatWriter::write(const std::filesystem::path& path) const {
     std::filesystem::remove(tmp);
     throw std::system_error(e, std::generic_category(), "cannot create " + tmp.string());
   }
-  auto put = [f](const std::vector<std::byte>& b) { return b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size(); };
+  auto put = [f](const std::vector<std::byte>& b) {
+    return b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size();
+  };
   bool ok = put(head);
   for (size_t i = 0; ok && i < cpus_.size(); ++i) ok = put(cpus_[i].pages) && put(tails[i]);
   const int err = ok ? 0 : errno;

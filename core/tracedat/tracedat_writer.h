@@ -113,7 +113,8 @@ class TraceDatWriter {
   /// data themselves (core/record: a trace.dat that grows while recording).
   /// `table_offset` receives the file offset of the CPU table (cpus x
   /// {u64 offset, u64 size}). Records added with add_record are not used.
-  std::vector<std::byte> header_bytes(const std::vector<CpuExtent>& extents, size_t* table_offset = nullptr) const;
+  std::vector<std::byte> header_bytes(const std::vector<CpuExtent>& extents,
+                                      size_t* table_offset = nullptr) const;
   /// The metadata as trace.dat stores it, one part per version-7 section
   /// (version 6 has them back to back after the file header): header_page
   /// and header_event (16), ftrace formats (17), event formats (18),

@@ -1,20 +1,19 @@
 // Hist triggers: parsing, the lock-free map, the hist file's text.
 #include "tracepipe/core/triggers/hist.h"
 
-#include "tracepipe/core/triggers/hist_expr.h"
-#include "tracepipe/core/triggers/synthetic.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <tuple>
 
-#include <fmt/format.h>
-
 #include "tracepipe/buffers/current_cpu.h"
 #include "tracepipe/buffers/rseq.h"
 #include "tracepipe/core/export/process_symbols.h"
+#include "tracepipe/core/triggers/hist_expr.h"
 #include "tracepipe/core/triggers/stack_trace.h"
+#include "tracepipe/core/triggers/synthetic.h"
 
 namespace tracepipe::triggers {
 
@@ -25,7 +24,6 @@ namespace {
 constexpr const char* kSyscallNames[] = {
 #include "tracepipe/core/triggers/syscall_names_x86_64.inc"
 };
-
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -54,18 +52,25 @@ bool plain_einval(TriggerError& e) {
 std::optional<uint64_t> parse_ull(std::string_view s) {
   if (s.empty()) return std::nullopt;
   int base = 10;
-  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
-  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
+  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    base = 16, s.remove_prefix(2);
+  else if (s.size() > 1 && s[0] == '0')
+    base = 8, s.remove_prefix(1);
   if (s.empty()) return std::nullopt;
   uint64_t v = 0;
   for (char c : s) {
     int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return std::nullopt;
     if (d >= base) return std::nullopt;
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return std::nullopt;
+    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base))
+      return std::nullopt;
     v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
   }
   return v;
@@ -96,13 +101,20 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
   f.name = std::string(name);
   if (dot != std::string_view::npos) {
     const std::string_view mod = str.substr(dot + 1);
-    if (mod == "hex") f.flags |= kHex;
-    else if (mod == "sym") f.flags |= kSym;
-    else if (mod == "symXoffset" || mod == "sym-offset") f.flags |= kSymOffset;
-    else if (mod == "execname" && is_key) f.flags |= kExecname;
-    else if (mod == "syscall") f.flags |= kSyscall;
-    else if (mod == "log2") f.flags |= kLog2;
-    else if (mod == "usecs") f.flags |= kUsecs;
+    if (mod == "hex")
+      f.flags |= kHex;
+    else if (mod == "sym")
+      f.flags |= kSym;
+    else if (mod == "symXoffset" || mod == "sym-offset")
+      f.flags |= kSymOffset;
+    else if (mod == "execname" && is_key)
+      f.flags |= kExecname;
+    else if (mod == "syscall")
+      f.flags |= kSyscall;
+    else if (mod == "log2")
+      f.flags |= kLog2;
+    else if (mod == "usecs")
+      f.flags |= kUsecs;
     else if (mod.starts_with("bucket")) {
       std::string_view m = mod.substr(6);
       if (!m.empty() && m[0] == 's') m.remove_prefix(1);
@@ -158,13 +170,15 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
   f.type = fd->type;
   switch (fd->kind) {
     case filters::FieldKind::integer:
-      if (fd->size != 1 && fd->size != 2 && fd->size != 4 && fd->size != 8) return p.fail(HistErr::field_not_found, name);
+      if (fd->size != 1 && fd->size != 2 && fd->size != 4 && fd->size != 8)
+        return p.fail(HistErr::field_not_found, name);
       f.source = HistSource::field;
       return true;
     case filters::FieldKind::char_array:
     case filters::FieldKind::data_loc_string:
     case filters::FieldKind::rel_loc_string:
-      f.source = fd->kind == filters::FieldKind::char_array ? HistSource::string_field : HistSource::dyn_string;
+      f.source = fd->kind == filters::FieldKind::char_array ? HistSource::string_field
+                                                            : HistSource::dyn_string;
       if (fd->kind == filters::FieldKind::rel_loc_string) f.is_signed = true;  // marks __rel_loc
       return true;
     default:
@@ -174,16 +188,26 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
 
 std::string HistField::print() const {
   std::string s = name;
-  if (flags & kHex) s += ".hex";
-  else if (flags & kSym) s += ".sym";
-  else if (flags & kSymOffset) s += ".sym-offset";
-  else if (flags & kExecname) s += ".execname";
-  else if (flags & kSyscall) s += ".syscall";
-  else if (flags & kLog2) s += ".log2";
-  else if (flags & kBuckets) s += ".buckets";
-  else if (flags & kUsecs) s += ".usecs";
-  else if (flags & kPercent) s += ".percent";
-  else if (flags & kGraph) s += ".graph";
+  if (flags & kHex)
+    s += ".hex";
+  else if (flags & kSym)
+    s += ".sym";
+  else if (flags & kSymOffset)
+    s += ".sym-offset";
+  else if (flags & kExecname)
+    s += ".execname";
+  else if (flags & kSyscall)
+    s += ".syscall";
+  else if (flags & kLog2)
+    s += ".log2";
+  else if (flags & kBuckets)
+    s += ".buckets";
+  else if (flags & kUsecs)
+    s += ".usecs";
+  else if (flags & kPercent)
+    s += ".percent";
+  else if (flags & kGraph)
+    s += ".graph";
   if (flags & kBuckets) s += fmt::format("={}", buckets);
   return s;
 }
@@ -199,14 +223,17 @@ std::string print_value(const HistSpec& spec, const HistField& f) {
 
 std::string print_action(const HistAction& a) {
   std::string s;
-  if (a.handler == HistHandler::onmatch) s = fmt::format(":onmatch({}.{}).", a.match_system, a.match_event);
-  else s = fmt::format(":{}({}).", a.handler == HistHandler::onmax ? "onmax" : "onchange", a.var_str);
+  if (a.handler == HistHandler::onmatch)
+    s = fmt::format(":onmatch({}.{}).", a.match_system, a.match_event);
+  else
+    s = fmt::format(":{}({}).", a.handler == HistHandler::onmax ? "onmax" : "onchange", a.var_str);
   s += a.action_name + "(";
   if (a.kind == HistActionKind::save) {
     for (size_t i = 0; i < a.save.size(); ++i) s += (i ? "," : "") + a.save[i].name;
   } else if (a.kind == HistActionKind::trace) {
     if (a.use_trace_keyword) s += a.synth_name;
-    for (size_t i = 0; i < a.params.size(); ++i) s += (i || a.use_trace_keyword ? "," : "") + a.params[i];
+    for (size_t i = 0; i < a.params.size(); ++i)
+      s += (i || a.use_trace_keyword ? "," : "") + a.params[i];
   }
   return s + ")";
 }
@@ -219,7 +246,8 @@ std::string HistSpec::info() const {
   s += "keys=";
   for (size_t i = 0; i < keys.size(); ++i) s += (i ? "," : "") + print_value(*this, keys[i]);
   s += nohitcount ? ":vals=" : ":vals=hitcount";
-  for (size_t i = 0; i < vals.size(); ++i) s += (i || !nohitcount ? "," : "") + print_value(*this, vals[i]);
+  for (size_t i = 0; i < vals.size(); ++i)
+    s += (i || !nohitcount ? "," : "") + print_value(*this, vals[i]);
   if (!vars.empty()) {
     s += ":";
     for (size_t i = 0; i < vars.size(); ++i) {
@@ -232,7 +260,9 @@ std::string HistSpec::info() const {
   for (size_t i = 0; i < sort.size(); ++i) {
     if (i) s += ",";
     const int f = sort[i].field;
-    s += f == 0 ? std::string("hitcount") : f > 0 ? print_value(*this, vals[f - 1]) : print_value(*this, keys[-1 - f]);
+    s += f == 0  ? std::string("hitcount")
+         : f > 0 ? print_value(*this, vals[f - 1])
+                 : print_value(*this, keys[-1 - f]);
     if (sort[i].descending) s += ".descending";
   }
   s += fmt::format(":size={}", 1u << map_bits);
@@ -248,10 +278,12 @@ bool HistSpec::same_shape(const HistSpec& o) const {
     for (const auto& f : v) s += print_value(sp, f) + ",";
     return s;
   };
-  if (fields(*this, keys) != fields(o, o.keys) || fields(*this, vals) != fields(o, o.vals) || sort.size() != o.sort.size())
+  if (fields(*this, keys) != fields(o, o.keys) || fields(*this, vals) != fields(o, o.vals) ||
+      sort.size() != o.sort.size())
     return false;
   for (size_t i = 0; i < sort.size(); ++i)
-    if (sort[i].field != o.sort[i].field || sort[i].descending != o.sort[i].descending) return false;
+    if (sort[i].field != o.sort[i].field || sort[i].descending != o.sort[i].descending)
+      return false;
   if (vars.size() != o.vars.size() || actions.size() != o.actions.size()) return false;
   for (size_t i = 0; i < vars.size(); ++i)
     if (vars[i].name != o.vars[i].name) return false;
@@ -277,7 +309,8 @@ bool parse_action(HistParser& p, std::string_view str, HistAction& a) {
     if (dot == std::string_view::npos) return p.fail(HistErr::subsys_not_found, match);
     a.match_system = std::string(match.substr(0, dot));
     a.match_event = std::string(match.substr(dot + 1));
-    if (p.env == nullptr || p.env->find_event == nullptr || p.env->find_event(a.match_system, a.match_event) == nullptr)
+    if (p.env == nullptr || p.env->find_event == nullptr ||
+        p.env->find_event(a.match_system, a.match_event) == nullptr)
       return p.fail(HistErr::invalid_subsys_event, a.match_event);
     rest = rest.substr(close + 1);
   } else {
@@ -301,7 +334,9 @@ bool parse_action(HistParser& p, std::string_view str, HistAction& a) {
   a.action_name = std::string(name);
   if (name.starts_with("save") || name.starts_with("snapshot")) {
     const bool save = name.starts_with("save");
-    if (!closed) return save ? p.fail_pos(HistErr::no_save_params, 0) : p.fail(HistErr::no_closing_paren, params);
+    if (!closed)
+      return save ? p.fail_pos(HistErr::no_save_params, 0)
+                  : p.fail(HistErr::no_closing_paren, params);
     if (a.handler == HistHandler::onmatch) return p.fail(HistErr::action_mismatch, name);
     a.kind = save ? HistActionKind::save : HistActionKind::snapshot;
   } else {
@@ -349,7 +384,8 @@ int find_own_var(const HistSpec& spec, std::string_view name) {
 // The variable $name for an expression or a param: this hist's own
 // (`own_ok`), the onmatch event's, or any hist's if unique. -1 and the
 // error set when not found.
-int resolve_var_ref(HistParser& p, std::string_view system, std::string_view event, std::string_view name, bool own_ok) {
+int resolve_var_ref(HistParser& p, std::string_view system, std::string_view event,
+                    std::string_view name, bool own_ok) {
   HistSpec& spec = p.spec;
   if (own_ok && (system.empty() || (system == p.event.system() && event == p.event.name()))) {
     const int v = find_own_var(spec, name);
@@ -368,7 +404,8 @@ int resolve_var_ref(HistParser& p, std::string_view system, std::string_view eve
         if (a.handler != HistHandler::onmatch) continue;
         VarRef r = p.env->find_var(a.match_system, a.match_event, name, p.e);
         if (r.map == nullptr) continue;
-        if (found.map != nullptr && found.map != r.map) return p.fail(HistErr::var_not_unique, name), -1;
+        if (found.map != nullptr && found.map != r.map)
+          return p.fail(HistErr::var_not_unique, name), -1;
         found = std::move(r);
       }
     }
@@ -407,8 +444,8 @@ void var_type(const HistSpec& spec, const VarRef& r, ActionParam& out) {
 // through the variable `synthetic_FIELD` of a hist there whose keys match
 // this hist's (create_field_var_hist, which adds that hist when missing).
 // The error is the last one the kernel logs for the param.
-bool create_field_param(HistParser& p, const HistAction& a, std::string_view system, std::string_view event,
-                        std::string_view field, ActionParam& ap) {
+bool create_field_param(HistParser& p, const HistAction& a, std::string_view system,
+                        std::string_view event, std::string_view field, ActionParam& ap) {
   const TriggerError saved = p.e;
   const bool target = system.empty() || (system == p.event.system() && event == p.event.name());
   if (target) {
@@ -421,12 +458,15 @@ bool create_field_param(HistParser& p, const HistAction& a, std::string_view sys
       ap.type = ap.field.type;
       ap.size = ap.field.size;
       ap.is_signed = ap.field.is_signed;
-      ap.is_string = ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
+      ap.is_string =
+          ap.field.source == HistSource::string_field || ap.field.source == HistSource::dyn_string;
       return true;
     }
     p.e = saved;
-    if (taken) p.fail(HistErr::var_create_find_fail, field);
-    else p.fail(HistErr::field_var_parse_fail, field);
+    if (taken)
+      p.fail(HistErr::var_create_find_fail, field);
+    else
+      p.fail(HistErr::field_var_parse_fail, field);
   }
   if (system.empty() && a.handler == HistHandler::onmatch) {
     system = a.match_system;
@@ -434,7 +474,8 @@ bool create_field_param(HistParser& p, const HistAction& a, std::string_view sys
   }
   if (event.empty()) return false;  // onmax/onchange: this event's fields only
   if (p.env != nullptr && p.env->remove) return p.e = saved, true;
-  if (p.env == nullptr || !p.env->field_var_hist) return p.fail(HistErr::event_file_not_found, field);
+  if (p.env == nullptr || !p.env->field_var_hist)
+    return p.fail(HistErr::event_file_not_found, field);
   FieldVarHist created;
   VarRef r = p.env->field_var_hist(system, event, field, p.spec, p.e, created);
   if (r.map == nullptr) return false;
@@ -519,7 +560,8 @@ bool create_actions(HistParser& p) {
           return p.fail(HistErr::field_var_create_fail, prm);
         }
         const bool str = f.source == HistSource::string_field || f.source == HistSource::dyn_string;
-        const uint32_t bytes = str ? (std::min(f.size == 0 ? kStrVarLenMax : f.size + 1, kStrVarLenMax) + 7) & ~7u : 8;
+        const uint32_t bytes =
+            str ? (std::min(f.size == 0 ? kStrVarLenMax : f.size + 1, kStrVarLenMax) + 7) & ~7u : 8;
         a.save_offset.push_back(spec.save_bytes);
         spec.save_bytes += bytes;
         a.save.push_back(std::move(f));
@@ -532,15 +574,17 @@ bool create_actions(HistParser& p) {
 
 }  // namespace
 
-std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event, TriggerError& e,
-                                   size_t /*text_pos_in_command*/, const HistEnv* env) {
+std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event,
+                                   TriggerError& e, size_t /*text_pos_in_command*/,
+                                   const HistEnv* env) {
   HistSpec spec;
   HistParser p{spec, event, e, env, {}, HistParser::Use::other, {}};
   spec.clock = env != nullptr ? env->clock_name : std::string("global");
   // The kernel turns ".sym-offset" into ".symXoffset" so that its '-' is no
   // operator; the text keeps its length, so caret positions are unchanged.
   std::string text(text_in);
-  for (size_t at = 0; (at = text.find(".sym-offset", at)) != std::string::npos; at += 11) text[at + 4] = 'X';
+  for (size_t at = 0; (at = text.find(".sym-offset", at)) != std::string::npos; at += 11)
+    text[at + 4] = 'X';
 
   std::optional<std::string_view> keys_str, vals_str, sort_str;
   std::vector<std::string_view> assignments, action_strs;
@@ -549,34 +593,47 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     const size_t eq = attr.find('=');
     if (eq != std::string_view::npos) {
       if (eq + 1 == attr.size()) return p.fail(HistErr::empty_assignment, attr), std::nullopt;
-      if (attr.starts_with("keys=") || attr.starts_with("key=")) keys_str = attr.substr(eq + 1);
+      if (attr.starts_with("keys=") || attr.starts_with("key="))
+        keys_str = attr.substr(eq + 1);
       else if (attr.starts_with("vals=") || attr.starts_with("values=") || attr.starts_with("val="))
         vals_str = attr.substr(eq + 1);
-      else if (attr.starts_with("sort=")) sort_str = attr.substr(5);
-      else if (attr.starts_with("name=")) spec.name = std::string(attr.substr(5));
+      else if (attr.starts_with("sort="))
+        sort_str = attr.substr(5);
+      else if (attr.starts_with("name="))
+        spec.name = std::string(attr.substr(5));
       else if (attr.starts_with("clock=")) {
         const std::string_view c = strip(attr.substr(6));
-        if (env != nullptr && c != env->clock_name) return p.fail(HistErr::set_clock_fail, c), std::nullopt;
+        if (env != nullptr && c != env->clock_name)
+          return p.fail(HistErr::set_clock_fail, c), std::nullopt;
         spec.clock = std::string(c);
         clock_given = true;
       } else if (attr.starts_with("size=")) {
         const auto n = parse_ull(attr.substr(5));
         if (!n || *n == 0 || *n > UINT32_MAX) return e.err = EINVAL, std::nullopt;
         spec.map_bits = ilog2_roundup(*n);
-        if (spec.map_bits < kMapBitsMin || spec.map_bits > kMapBitsMax) return e.err = EINVAL, std::nullopt;
+        if (spec.map_bits < kMapBitsMin || spec.map_bits > kMapBitsMax)
+          return e.err = EINVAL, std::nullopt;
       } else {
-        if (assignments.size() == kMaxVars) return p.fail(HistErr::too_many_vars, attr), std::nullopt;
+        if (assignments.size() == kMaxVars)
+          return p.fail(HistErr::too_many_vars, attr), std::nullopt;
         assignments.push_back(attr);
       }
-    } else if (attr == "pause") spec.pause = true;
-    else if (attr == "cont" || attr == "continue") spec.cont = true;
-    else if (attr == "clear") spec.clear = true;
-    else if (attr == "nohitcount" || attr == "NOHC") spec.nohitcount = true;
-    else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") || attr.starts_with("onchange(")) {
+    } else if (attr == "pause")
+      spec.pause = true;
+    else if (attr == "cont" || attr == "continue")
+      spec.cont = true;
+    else if (attr == "clear")
+      spec.clear = true;
+    else if (attr == "nohitcount" || attr == "NOHC")
+      spec.nohitcount = true;
+    else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") ||
+             attr.starts_with("onchange(")) {
       if (action_strs.size() == kMaxActions) return e.err = EINVAL, std::nullopt;
       action_strs.push_back(attr);
-    } else if (attr.empty()) continue;
-    else return e.err = EINVAL, std::nullopt;
+    } else if (attr.empty())
+      continue;
+    else
+      return e.err = EINVAL, std::nullopt;
   }
   (void)clock_given;
   if (!keys_str) return e.err = EINVAL, std::nullopt;
@@ -592,8 +649,10 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
   for (std::string_view as : assignments) {
     for (std::string_view def : split(as, ',')) {
       const size_t eq = def.find('=');
-      if (eq == std::string_view::npos) return p.fail(HistErr::malformed_assignment, def), std::nullopt;
-      if (p.var_defs.size() == kMaxVars) return p.fail(HistErr::too_many_vars, def.substr(0, eq)), std::nullopt;
+      if (eq == std::string_view::npos)
+        return p.fail(HistErr::malformed_assignment, def), std::nullopt;
+      if (p.var_defs.size() == kMaxVars)
+        return p.fail(HistErr::too_many_vars, def.substr(0, eq)), std::nullopt;
       p.var_defs.emplace_back(std::string(def.substr(0, eq)), std::string(def.substr(eq + 1)));
     }
   }
@@ -612,8 +671,9 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       if (root < 0) return std::nullopt;
       const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
       // __create_val_field: these modifiers are for keys.
-      if (node.op == ExprOp::value && ((node.leaf.flags & (kLog2 | kBuckets | kSym | kSymOffset | kSyscall)) ||
-                                       node.leaf.source == HistSource::stacktrace))
+      if (node.op == ExprOp::value &&
+          ((node.leaf.flags & (kLog2 | kBuckets | kSym | kSymOffset | kSyscall)) ||
+           node.leaf.source == HistSource::stacktrace))
         return p.fail(HistErr::bad_field_modifier, v), std::nullopt;
       if (node.is_string) return e.err = EINVAL, std::nullopt;  // strings are keys only
       if (node.op == ExprOp::value) {
@@ -649,7 +709,8 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     const ExprNode& vn = spec.nodes[static_cast<size_t>(root)];
     if (vn.op == ExprOp::value && (vn.leaf.flags & (kLog2 | kBuckets)))  // __create_val_field
       return p.fail(HistErr::bad_field_modifier, expr), std::nullopt;
-    if (vn.op == ExprOp::value && vn.leaf.source == HistSource::stacktrace)  // stacktrace variables: not here
+    if (vn.op == ExprOp::value &&
+        vn.leaf.source == HistSource::stacktrace)  // stacktrace variables: not here
       return e.err = EINVAL, std::nullopt;
     spec.vars.push_back({name, root, expr});
   }
@@ -696,9 +757,12 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       spec.has_expr_vals = true;
     }
     f.key_offset = off;
-    if (f.source == HistSource::string_field) f.key_size = (std::min(f.size + 1, kMaxStringKey) + 7) & ~7u;
-    else if (f.source == HistSource::dyn_string) f.key_size = kMaxStringKey;
-    else f.key_size = 8;
+    if (f.source == HistSource::string_field)
+      f.key_size = (std::min(f.size + 1, kMaxStringKey) + 7) & ~7u;
+    else if (f.source == HistSource::dyn_string)
+      f.key_size = kMaxStringKey;
+    else
+      f.key_size = 8;
     off += f.key_size;
     spec.keys.push_back(std::move(f));
   }
@@ -706,25 +770,29 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
   // A .usecs time stamp anywhere puts every time stamp of the hist in usecs.
   bool usecs = false;
   for (const ExprNode& n : spec.nodes)
-    usecs |= n.op == ExprOp::value && n.leaf.source == HistSource::timestamp && (n.leaf.flags & kUsecs);
+    usecs |=
+        n.op == ExprOp::value && n.leaf.source == HistSource::timestamp && (n.leaf.flags & kUsecs);
   for (const auto& f : spec.keys) usecs |= f.source == HistSource::timestamp && (f.flags & kUsecs);
   if (usecs) {
     for (ExprNode& n : spec.nodes)
-      if (n.op == ExprOp::value && n.leaf.source == HistSource::timestamp) n.leaf.flags |= kTsInUsecs;
+      if (n.op == ExprOp::value && n.leaf.source == HistSource::timestamp)
+        n.leaf.flags |= kTsInUsecs;
     for (auto* fs : {&spec.keys, &spec.vals})
       for (HistField& f : *fs)
         if (f.source == HistSource::timestamp) f.flags |= kTsInUsecs;
   }
   if (sort_str) {
     const auto list = split(*sort_str, ',');
-    if (list.size() > kMaxSortKeys) return p.fail(HistErr::too_many_sort_fields, "sort="), std::nullopt;
+    if (list.size() > kMaxSortKeys)
+      return p.fail(HistErr::too_many_sort_fields, "sort="), std::nullopt;
     for (std::string_view s : list) {
       if (s.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
       const size_t dot = s.find('.');
       const std::string_view name = s.substr(0, dot);
       if (name.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
       HistSortKey sk;
-      const std::string_view mod = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+      const std::string_view mod =
+          dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
       auto descending = [&](std::string_view m) -> int {
         if (m.empty()) return 0;
         if (m == "descending") return 1;
@@ -756,7 +824,8 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     }
     spec.var_leaves.push_back(n.leaf);
   }
-  if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields) return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
+  if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields)
+    return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
   return spec;
 }
 
@@ -767,7 +836,8 @@ namespace {
 uint32_t per_cpu_slots(uint32_t max_entries, bool wanted) {
   if (!wanted || !buffers::detail::rseq_usable()) return 0;
   const uint32_t n = buffers::possible_cpus();
-  if (uint64_t{n} * max_entries * sizeof(std::atomic<uint64_t>) * (1 + kMaxVals) > kPerCpuBytesMax) return 0;
+  if (uint64_t{n} * max_entries * sizeof(std::atomic<uint64_t>) * (1 + kMaxVals) > kPerCpuBytesMax)
+    return 0;
   return n;
 }
 
@@ -785,8 +855,10 @@ HistMap::HistMap(const HistSpec& spec, bool per_cpu_counters)
       sums_(new Sums[size_t{max_entries_} * (ncpu_ + 1)]) {
   nvars_ = spec.map_vars();
   if (nvars_ != 0) vars_.reset(new VarSlot[size_t{max_entries_} * nvars_]);
-  if (spec.save_bytes != 0) save_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * (spec.save_bytes / 8)]);
-  one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8 && spec.keys[0].source != HistSource::string_field &&
+  if (spec.save_bytes != 0)
+    save_.reset(new std::atomic<uint64_t>[size_t{max_entries_} * (spec.save_bytes / 8)]);
+  one_word_ = spec.keys.size() == 1 && spec.key_bytes == 8 &&
+              spec.keys[0].source != HistSource::string_field &&
               spec.keys[0].source != HistSource::dyn_string;
   clear();
 }
@@ -839,16 +911,18 @@ uint32_t HistMap::insert(Bucket& b, const std::byte* key, uint64_t key0, uint32_
 
 uint64_t HistMap::sum(uint32_t ent, uint32_t word) const noexcept {
   uint64_t v = 0;
-  for (uint32_t s = 0; s <= ncpu_; ++s) v += sums_[size_t{s} * max_entries_ + ent].v[word].load(std::memory_order_relaxed);
+  for (uint32_t s = 0; s <= ncpu_; ++s)
+    v += sums_[size_t{s} * max_entries_ + ent].v[word].load(std::memory_order_relaxed);
   return v;
 }
 
-void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts,
-                       HistKey& k) const noexcept {
+void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
+                       uint64_t ts, HistKey& k) const noexcept {
   if (one_word_) {
     const HistField& f = fields.keys[0];
-    const uint64_t v =
-        f.source == HistSource::expr ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr) : read_hist_value(f, rec, cpu, ts);
+    const uint64_t v = f.source == HistSource::expr
+                           ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr)
+                           : read_hist_value(f, rec, cpu, ts);
     std::memcpy(k.bytes, &v, 8);
     k.key0 = v;
     k.hash = one_word_hash(v);
@@ -870,8 +944,10 @@ void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, u
         size_t start = loc & 0xffff;
         len = loc >> 16;
         if (f.is_signed) start += f.offset + 4;  // __rel_loc: from the end of the field
-        if (start + len <= rec.size()) s = rec.data() + start;
-        else len = 0;
+        if (start + len <= rec.size())
+          s = rec.data() + start;
+        else
+          len = 0;
       }
       len = std::min(len, size_t{f.key_size - 1});
       for (size_t i = 0; i < len && s[i] != std::byte{0}; ++i) kp[i] = s[i];
@@ -882,8 +958,9 @@ void HistMap::make_key(const HistSpec& fields, std::span<const std::byte> rec, u
       const uint32_t n = capture_stack(tl_hist_stack_cfa, frames, kHistStackDepth);
       std::memcpy(kp, frames, n * sizeof(uint64_t));
     } else {
-      const uint64_t v =
-          f.source == HistSource::expr ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr) : read_hist_value(f, rec, cpu, ts);
+      const uint64_t v = f.source == HistSource::expr
+                             ? eval_expr(fields, f.expr, rec, cpu, ts, nullptr)
+                             : read_hist_value(f, rec, cpu, ts);
       std::memcpy(kp, &v, 8);
     }
   }
@@ -913,7 +990,8 @@ uint32_t HistMap::lookup(const HistKey& k) const noexcept {
   return UINT32_MAX;
 }
 
-void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
+void HistMap::update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
+                              uint64_t ts) noexcept {
   HistKey k;
   make_key(fields, rec, cpu, ts, k);
   const uint32_t ent = find_or_insert<false>(k.bytes, k.key0, k.hash);
@@ -930,7 +1008,8 @@ std::vector<HistMap::Row> HistMap::rows() const {
     r.key = keys_.get() + size_t{ent - 1} * spec_.key_bytes;
     r.entry = ent - 1;
     r.hitcount = sum(ent - 1, 0);
-    for (size_t v = 0; v < spec_.vals.size(); ++v) r.vals[v] = sum(ent - 1, static_cast<uint32_t>(1 + v));
+    for (size_t v = 0; v < spec_.vals.size(); ++v)
+      r.vals[v] = sum(ent - 1, static_cast<uint32_t>(1 + v));
     out.push_back(r);
   }
   return out;
@@ -948,11 +1027,12 @@ uint64_t key_u64(const std::byte* key, const HistField& f) {
 
 // <0, 0, >0 as the kernel's tracing_map_cmp_* of the field.
 int cmp_key(const std::byte* a, const std::byte* b, const HistField& f) {
-  if (f.source == HistSource::stacktrace)  // tracing_map_cmp_none; ties by the words, for a stable text
+  if (f.source ==
+      HistSource::stacktrace)  // tracing_map_cmp_none; ties by the words, for a stable text
     return std::memcmp(a + f.key_offset, b + f.key_offset, f.key_size);
   if (f.source == HistSource::string_field || f.source == HistSource::dyn_string)
-    return std::strncmp(reinterpret_cast<const char*>(a + f.key_offset), reinterpret_cast<const char*>(b + f.key_offset),
-                        f.key_size);
+    return std::strncmp(reinterpret_cast<const char*>(a + f.key_offset),
+                        reinterpret_cast<const char*>(b + f.key_offset), f.key_size);
   const uint64_t x = key_u64(a, f), y = key_u64(b, f);
   if (f.is_signed && (f.flags & (kLog2 | kBuckets)) == 0) {
     const auto sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
@@ -971,7 +1051,8 @@ uint32_t percentage(uint64_t val, uint64_t total) {
 
 }  // namespace
 
-std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total, uint64_t max) {
+std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total,
+                            uint64_t max) {
   if (flags & kPercent) {
     const uint32_t pc = percentage(val, total);
     return pc == UINT32_MAX ? fmt::format(" {} (%):[ERROR]", name)
@@ -993,7 +1074,9 @@ std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val,
 std::string format_hist(const HistMap& map, const std::string& info, const HistNames& names) {
   const HistSpec& spec = map.spec();
   std::vector<HistMap::Row> rows = map.rows();
-  auto value_of = [&](const HistMap::Row& r, int field) { return field == 0 ? r.hitcount : r.vals[field - 1]; };
+  auto value_of = [&](const HistMap::Row& r, int field) {
+    return field == 0 ? r.hitcount : r.vals[field - 1];
+  };
   // Sort keys in order; ties by the keys in order, so the output is stable
   // (the kernel's sort leaves ties in map order).
   auto less = [&](const HistMap::Row& a, const HistMap::Row& b) {
@@ -1033,7 +1116,8 @@ std::string format_hist(const HistMap& map, const std::string& info, const HistN
     if (!spec.nohitcount) out += fmt::format(" hitcount: {:>10}", r.hitcount);
     for (size_t v = 0; v < spec.vals.size(); ++v) {
       const HistField& f = spec.vals[v];
-      if (f.source == HistSource::expr && spec.nodes[static_cast<size_t>(f.expr)].op != ExprOp::ref) continue;
+      if (f.source == HistSource::expr && spec.nodes[static_cast<size_t>(f.expr)].op != ExprOp::ref)
+        continue;
       out += ' ';
       out += format_hist_val(f.name, f.flags, r.vals[v], stats[v].total, stats[v].max);
     }
@@ -1041,7 +1125,8 @@ std::string format_hist(const HistMap& map, const std::string& info, const HistN
     out += '\n';
   }
   if (!spec.actions.empty()) out += format_hist_snapshot(map, names);
-  out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits, rows.size(), map.dropped());
+  out += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: {}\n", hits,
+                     rows.size(), map.dropped());
   return out;
 }
 
@@ -1077,12 +1162,15 @@ std::string format_hist_key(const HistSpec& spec, const std::byte* key, const Hi
       const bool off = (f.flags & kSymOffset) != 0;
       std::optional<std::string> s = names.sym ? names.sym(v, off) : std::nullopt;
       const std::string text = s ? *s : fmt::format("0x{:x}", v);
-      out += off ? fmt::format("{}: [{:x}] {:<55}", n, v, text) : fmt::format("{}: [{:x}] {:<45}", n, v, text);
+      out += off ? fmt::format("{}: [{:x}] {:<55}", n, v, text)
+                 : fmt::format("{}: [{:x}] {:<45}", n, v, text);
     } else if (f.flags & kExecname) {
-      const std::string comm = names.comm ? names.comm(static_cast<int32_t>(v)) : std::string("<...>");
+      const std::string comm =
+          names.comm ? names.comm(static_cast<int32_t>(v)) : std::string("<...>");
       out += fmt::format("{}: {:<16}[{:>10}]", n, comm, v);
     } else if (f.flags & kSyscall) {
-      const char* sc = v < std::size(kSyscallNames) && kSyscallNames[v][0] != '\0' ? kSyscallNames[v] : nullptr;
+      const char* sc =
+          v < std::size(kSyscallNames) && kSyscallNames[v][0] != '\0' ? kSyscallNames[v] : nullptr;
       const std::string text = sc ? fmt::format("sys_{}", sc) : std::string("unknown_syscall");
       out += fmt::format("{}: {:<30}[{:>3}]", n, text, v);
     } else if (f.flags & kLog2) {

@@ -49,8 +49,8 @@
 
 namespace tracepipe::triggers {
 
-inline constexpr uint32_t kMaxKeys = 3;       ///< TRACING_MAP_KEYS_MAX
-inline constexpr uint32_t kMaxVals = 3;       ///< TRACING_MAP_VALS_MAX, hitcount aside
+inline constexpr uint32_t kMaxKeys = 3;  ///< TRACING_MAP_KEYS_MAX
+inline constexpr uint32_t kMaxVals = 3;  ///< TRACING_MAP_VALS_MAX, hitcount aside
 inline constexpr uint32_t kMaxSortKeys = 2;
 inline constexpr uint32_t kMapBitsDefault = 11;  ///< size=2048
 inline constexpr uint32_t kMapBitsMin = 7, kMapBitsMax = 17;
@@ -85,16 +85,25 @@ enum HistFlag : uint32_t {
 /// ns2usecs(): nanoseconds to microseconds, rounded to the nearest.
 inline constexpr uint64_t ns2usecs(uint64_t ns) noexcept { return (ns + 500) / 1000; }
 
-inline constexpr uint32_t kMaxVars = 16;        ///< TRACING_MAP_VARS_MAX
-inline constexpr uint32_t kMaxActions = 8;      ///< HIST_ACTIONS_MAX
-inline constexpr uint32_t kMaxSynthFields = 64; ///< SYNTH_FIELDS_MAX
-inline constexpr uint32_t kStrVarLenMax = 256;  ///< STR_VAR_LEN_MAX (= MAX_FILTER_STR_VAL)
+inline constexpr uint32_t kMaxVars = 16;         ///< TRACING_MAP_VARS_MAX
+inline constexpr uint32_t kMaxActions = 8;       ///< HIST_ACTIONS_MAX
+inline constexpr uint32_t kMaxSynthFields = 64;  ///< SYNTH_FIELDS_MAX
+inline constexpr uint32_t kStrVarLenMax = 256;   ///< STR_VAR_LEN_MAX (= MAX_FILTER_STR_VAL)
 inline constexpr uint32_t kMaxSubexprs = 3;
 
 /// Where a hist field's value comes from.
 /// hitcount: 1 per hit (`hitcount.percent` as a val); stacktrace: the
 /// emitting thread's call chain, a key of kHistStackDepth words.
-enum class HistSource : uint8_t { field, string_field, dyn_string, timestamp, cpu, expr, hitcount, stacktrace };
+enum class HistSource : uint8_t {
+  field,
+  string_field,
+  dyn_string,
+  timestamp,
+  cpu,
+  expr,
+  hitcount,
+  stacktrace
+};
 
 inline constexpr uint32_t kHistStackDepth = 16;  ///< HIST_STACKTRACE_DEPTH
 
@@ -107,29 +116,41 @@ struct SynthEvent;
 
 /// One key or val: the field it reads and how.
 struct HistField {
-  std::string name;          ///< as written, without modifiers ("common_pid")
+  std::string name;  ///< as written, without modifiers ("common_pid")
   HistSource source = HistSource::field;
   uint32_t offset = 0, size = 0;  ///< in the record (field, string_field, dyn_string)
   bool is_signed = false;
-  uint32_t flags = 0;        ///< HistFlag
-  uint64_t buckets = 0;      ///< .buckets=N
+  uint32_t flags = 0;                     ///< HistFlag
+  uint64_t buckets = 0;                   ///< .buckets=N
   uint32_t key_offset = 0, key_size = 0;  ///< in the compound key (keys only)
-  std::string type;          ///< the field's C type ("pid_t", "u64"), for synthetic params
-  int expr = -1;             ///< source expr: the root in HistSpec::nodes (vals and variables)
+  std::string type;  ///< the field's C type ("pid_t", "u64"), for synthetic params
+  int expr = -1;     ///< source expr: the root in HistSpec::nodes (vals and variables)
   /// "common_pid.execname", "bytes_req.buckets=100": as the trigger info prints it.
   std::string print() const;
 };
 
 /// One node of an expression (hist_expr.h).
-enum class ExprOp : uint8_t { value, constant, ref, plus, minus, mult, div, div_pow2, div_const, div_mult_shift, uminus };
+enum class ExprOp : uint8_t {
+  value,
+  constant,
+  ref,
+  plus,
+  minus,
+  mult,
+  div,
+  div_pow2,
+  div_const,
+  div_mult_shift,
+  uminus
+};
 struct ExprNode {
   ExprOp op = ExprOp::value;
-  int a = -1, b = -1;        ///< operands (indices in HistSpec::nodes)
-  HistField leaf;            ///< op == value
-  uint64_t constant = 0;     ///< op == constant; the divisor of div_pow2 / div_const / div_mult_shift
-  uint64_t mult = 0;         ///< div_mult_shift: 2^20 / divisor
-  uint32_t ref = 0;          ///< op == ref: index in HistSpec::refs
-  bool usecs = false;        ///< a time stamp in microseconds (operands must agree)
+  int a = -1, b = -1;     ///< operands (indices in HistSpec::nodes)
+  HistField leaf;         ///< op == value
+  uint64_t constant = 0;  ///< op == constant; the divisor of div_pow2 / div_const / div_mult_shift
+  uint64_t mult = 0;      ///< div_mult_shift: 2^20 / divisor
+  uint32_t ref = 0;       ///< op == ref: index in HistSpec::refs
+  bool usecs = false;     ///< a time stamp in microseconds (operands must agree)
   bool is_string = false;
   std::string type = "u64";  ///< the value's C type (the first operand's)
   uint32_t size = 8;
@@ -139,28 +160,28 @@ struct ExprNode {
 /// `name=expr`: one variable of the hist, stored per entry of its map.
 struct HistVar {
   std::string name;
-  int expr = -1;             ///< root node
-  std::string text;          ///< as written after '='
+  int expr = -1;     ///< root node
+  std::string text;  ///< as written after '='
 };
 
 /// A `$name` reference: the variable of another hist (read by key before
 /// the entry is updated) or of this one (`self`, read after).
 struct VarRef {
   std::string name, system, event;  ///< system/event: "" unless qualified
-  bool read_once = false;    ///< an operand of an expression: unset once read
+  bool read_once = false;           ///< an operand of an expression: unset once read
   bool self = false;
   std::shared_ptr<HistMap> map;  ///< the defining hist's map (null when self)
-  uint32_t var = 0;          ///< index of the variable in that hist
+  uint32_t var = 0;              ///< index of the variable in that hist
 };
 
 /// onmatch / onmax / onchange and their action (histogram.rst 2.2.3).
 enum class HistHandler : uint8_t { onmatch, onmax, onchange };
 enum class HistActionKind : uint8_t { trace, save, snapshot };
 struct ActionParam {
-  bool is_ref = false;       ///< a variable (refs[ref]) or a field of this event
+  bool is_ref = false;  ///< a variable (refs[ref]) or a field of this event
   uint32_t ref = 0;
   HistField field;
-  std::string type;          ///< for the synthetic field type check
+  std::string type;  ///< for the synthetic field type check
   uint32_t size = 8;
   bool is_signed = false;
   bool is_string = false;
@@ -169,14 +190,14 @@ struct HistAction {
   HistHandler handler = HistHandler::onmatch;
   HistActionKind kind = HistActionKind::trace;
   std::string match_system, match_event;  ///< onmatch(system.event)
-  std::string var_str;       ///< onmax($x) / onchange($x): "$x" as written
-  uint32_t track_ref = 0;    ///< refs[] index of $x
-  uint32_t track_var = 0;    ///< the hidden __max / __change variable (index in the map's variables)
-  std::string action_name;   ///< "trace", "save", "snapshot" or the synthetic event's name
-  std::string synth_name;    ///< trace(): the synthetic event
+  std::string var_str;                    ///< onmax($x) / onchange($x): "$x" as written
+  uint32_t track_ref = 0;                 ///< refs[] index of $x
+  uint32_t track_var = 0;   ///< the hidden __max / __change variable (index in the map's variables)
+  std::string action_name;  ///< "trace", "save", "snapshot" or the synthetic event's name
+  std::string synth_name;   ///< trace(): the synthetic event
   bool use_trace_keyword = false;
-  std::vector<std::string> params;    ///< as written
-  std::vector<ActionParam> args;      ///< trace(): one per synthetic field
+  std::vector<std::string> params;  ///< as written
+  std::vector<ActionParam> args;    ///< trace(): one per synthetic field
   std::shared_ptr<const SynthEvent> synth;
   /// save(): the fields of this event saved with each new max/change, and
   /// where in the entry's save area (bytes).
@@ -217,12 +238,14 @@ struct HistSpec {
   /// vars[i]'s node when it is one field or time stamp (else empty): what
   /// HistMap::update_vars reads.
   std::vector<HistField> var_leaves;
-  bool stack_key = false;   ///< a key is the stack trace (common_stacktrace)
+  bool stack_key = false;                     ///< a key is the stack trace (common_stacktrace)
   std::vector<FieldVarHist> field_var_hists;  ///< hists this one added on other events
   /// Variables the map stores per entry: vars, then one per onmax/onchange.
   uint32_t map_vars() const noexcept;
   /// True when the plain update (keys, numeric vals) is all there is.
-  bool simple() const noexcept { return vars.empty() && refs.empty() && actions.empty() && !has_expr_vals; }
+  bool simple() const noexcept {
+    return vars.empty() && refs.empty() && actions.empty() && !has_expr_vals;
+  }
   bool has_expr_vals = false;
   /// "hist:[NAME:]keys=...:vals=hitcount,...:sort=...:size=N": the trigger info
   /// line without the filter and state.
@@ -238,7 +261,8 @@ struct HistEnv {
   /// The variable `name` (on system:event when given, else unique among
   /// the instance's hists, as the kernel's find_var_file), or map == null.
   /// Sets e.message/pos for VAR_NOT_UNIQUE.
-  std::function<VarRef(std::string_view system, std::string_view event, std::string_view name, TriggerError& e)>
+  std::function<VarRef(std::string_view system, std::string_view event, std::string_view name,
+                       TriggerError& e)>
       find_var;
   std::function<std::shared_ptr<const SynthEvent>(std::string_view name)> find_synth;
   std::function<const EventDesc*(std::string_view system, std::string_view event)> find_event;
@@ -266,7 +290,7 @@ struct HistParser {
   /// does (there the kernel passes HIST_FIELD_FL_KEY / _VAR to the atom).
   enum class Use : uint8_t { other, key, val, var } use = Use::other;
   std::string_view use_text;
-  bool fail(HistErr code, std::string_view at);                ///< sets the error; returns false
+  bool fail(HistErr code, std::string_view at);  ///< sets the error; returns false
   bool fail_pos(HistErr code, int pos);
   int errpos(std::string_view what) const;
 };
@@ -275,15 +299,17 @@ struct HistParser {
 /// event's fields. On error: the kernel's errno, message and caret position
 /// in `text`. `env` may be null (no variables of other events, no
 /// synthetic events).
-std::optional<HistSpec> parse_hist(std::string_view text, const EventDesc& event, TriggerError& error,
-                                   size_t text_pos_in_command, const HistEnv* env = nullptr);
+std::optional<HistSpec> parse_hist(std::string_view text, const EventDesc& event,
+                                   TriggerError& error, size_t text_pos_in_command,
+                                   const HistEnv* env = nullptr);
 
 /// One field (key, val or expression operand) "name[.modifier]".
 bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistField& f);
 
 /// Reads one numeric key or val from the record (or the time stamp, the
 /// CPU), with .log2 / .buckets applied. Write path.
-[[gnu::always_inline]] inline uint64_t read_hist_value(const HistField& f, std::span<const std::byte> rec, uint32_t cpu,
+[[gnu::always_inline]] inline uint64_t read_hist_value(const HistField& f,
+                                                       std::span<const std::byte> rec, uint32_t cpu,
                                                        uint64_t ts) noexcept {
   uint64_t v = 0;
   if (f.source == HistSource::field) [[likely]] {
@@ -291,10 +317,27 @@ bool parse_hist_field(HistParser& p, std::string_view str, bool is_key, HistFiel
       return 0;
     const std::byte* p = rec.data() + f.offset;
     switch (f.size) {
-      case 1: { int8_t x; std::memcpy(&x, p, 1); v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint8_t>(x); break; }
-      case 2: { int16_t x; std::memcpy(&x, p, 2); v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint16_t>(x); break; }
-      case 4: { int32_t x; std::memcpy(&x, p, 4); v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint32_t>(x); break; }
-      default: std::memcpy(&v, p, 8); break;
+      case 1: {
+        int8_t x;
+        std::memcpy(&x, p, 1);
+        v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint8_t>(x);
+        break;
+      }
+      case 2: {
+        int16_t x;
+        std::memcpy(&x, p, 2);
+        v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint16_t>(x);
+        break;
+      }
+      case 4: {
+        int32_t x;
+        std::memcpy(&x, p, 4);
+        v = f.is_signed ? static_cast<uint64_t>(x) : static_cast<uint32_t>(x);
+        break;
+      }
+      default:
+        std::memcpy(&v, p, 8);
+        break;
     }
   } else if (f.source == HistSource::timestamp) {
     v = (f.flags & (kUsecs | kTsInUsecs)) ? ns2usecs(ts) : ts;
@@ -334,8 +377,8 @@ class HistMap {
   /// event's own offsets; a named map is shared by events of one shape) and
   /// adds one hit and the vals. Write path; inline for one numeric key (the
   /// common `keys=field`), out of line for compound and string keys.
-  [[gnu::always_inline]] void update(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
-                                     uint64_t ts) noexcept {
+  [[gnu::always_inline]] void update(const HistSpec& fields, std::span<const std::byte> rec,
+                                     uint32_t cpu, uint64_t ts) noexcept {
     if (!one_word_) [[unlikely]]
       return update_compound(fields, rec, cpu, ts);
     // One numeric key: no key buffer, one multiply for the hash (Fibonacci
@@ -349,10 +392,11 @@ class HistMap {
   /// update() and the variables, for a one-numeric-key hist whose variables
   /// are plain fields or time stamps, with no references or handlers
   /// (vars_only()): the common "save a stamp per key" half of a recipe.
-  [[gnu::always_inline]] void update_vars(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
-                                          uint64_t ts) noexcept {
+  [[gnu::always_inline]] void update_vars(const HistSpec& fields, std::span<const std::byte> rec,
+                                          uint32_t cpu, uint64_t ts) noexcept {
     const uint64_t v = read_hist_value(fields.keys[0], rec, cpu, ts);
-    const uint32_t ent = find_or_insert<true>(reinterpret_cast<const std::byte*>(&v), v, one_word_hash(v));
+    const uint32_t ent =
+        find_or_insert<true>(reinterpret_cast<const std::byte*>(&v), v, one_word_hash(v));
     if (ent == UINT32_MAX) [[unlikely]]
       return;
     add(ent, fields, rec, cpu, ts);
@@ -364,7 +408,8 @@ class HistMap {
   }
   /// True when update_vars() is all a record needs.
   bool vars_only() const noexcept {
-    if (!one_word_ || !spec_.refs.empty() || !spec_.actions.empty() || spec_.has_expr_vals) return false;
+    if (!one_word_ || !spec_.refs.empty() || !spec_.actions.empty() || spec_.has_expr_vals)
+      return false;
     for (const HistVar& v : spec_.vars) {
       const ExprNode& n = spec_.nodes[static_cast<size_t>(v.expr)];
       if (n.op != ExprOp::value || n.is_string) return false;
@@ -384,13 +429,15 @@ class HistMap {
   uint32_t lookup(const HistKey& k) const noexcept;
   /// The entry holding `k`, inserted if new; UINT32_MAX when full (Dropped).
   uint32_t insert(const HistKey& k) noexcept {
-    return one_word_ ? find_or_insert<true>(k.bytes, k.key0, k.hash) : find_or_insert<false>(k.bytes, k.key0, k.hash);
+    return one_word_ ? find_or_insert<true>(k.bytes, k.key0, k.hash)
+                     : find_or_insert<false>(k.bytes, k.key0, k.hash);
   }
   /// Adds the hit and the numeric vals (expression vals: `vals` holds them).
   void add_counts(uint32_t ent, const uint64_t* vals) noexcept {
     const uint64_t stride = uint64_t{max_entries_} * sizeof(Sums);
     add_word(ent, 0, 1, stride);
-    for (size_t i = 0; i < spec_.vals.size(); ++i) add_word(ent, static_cast<uint32_t>(1 + i), vals[i], stride);
+    for (size_t i = 0; i < spec_.vals.size(); ++i)
+      add_word(ent, static_cast<uint32_t>(1 + i), vals[i], stride);
   }
   /// tracing_map_set_var: the value, then its set flag (release).
   void set_var(uint32_t ent, uint32_t var, uint64_t v) noexcept {
@@ -413,11 +460,15 @@ class HistMap {
     return vars_[size_t{ent} * nvars_ + var].value.load(std::memory_order_relaxed);
   }
   /// The save() area of an entry, in 8-byte words stored one at a time.
-  std::atomic<uint64_t>* save_area(uint32_t ent) noexcept { return save_.get() + size_t{ent} * (spec_.save_bytes / 8); }
+  std::atomic<uint64_t>* save_area(uint32_t ent) noexcept {
+    return save_.get() + size_t{ent} * (spec_.save_bytes / 8);
+  }
   const std::atomic<uint64_t>* save_area(uint32_t ent) const noexcept {
     return save_.get() + size_t{ent} * (spec_.save_bytes / 8);
   }
-  const std::byte* key_of(uint32_t ent) const noexcept { return keys_.get() + size_t{ent} * spec_.key_bytes; }
+  const std::byte* key_of(uint32_t ent) const noexcept {
+    return keys_.get() + size_t{ent} * spec_.key_bytes;
+  }
 
   /// snapshot(): the hist-wide max or change that last took a snapshot,
   /// and its key (the kernel's cond_snapshot track_data).
@@ -443,13 +494,15 @@ class HistMap {
   struct Bucket {
     std::atomic<uint32_t> hash{0};
     std::atomic<uint32_t> entry{0};  ///< index + 1; 0 while being set
-    std::atomic<uint64_t> key0{0};   ///< the key's first 8 bytes, stored before `entry` is published
+    std::atomic<uint64_t> key0{0};  ///< the key's first 8 bytes, stored before `entry` is published
   };
   struct Sums {
     std::atomic<uint64_t> v[1 + kMaxVals];  ///< hitcount, vals
   };
   std::byte* key_at(uint32_t i) noexcept { return keys_.get() + size_t{i} * spec_.key_bytes; }
-  const std::byte* key_at(uint32_t i) const noexcept { return keys_.get() + size_t{i} * spec_.key_bytes; }
+  const std::byte* key_at(uint32_t i) const noexcept {
+    return keys_.get() + size_t{i} * spec_.key_bytes;
+  }
   static uint32_t one_word_hash(uint64_t v) noexcept {
     return static_cast<uint32_t>((v * 0x9e3779b97f4a7c15ULL) >> 32) | 1u;
   }
@@ -457,7 +510,8 @@ class HistMap {
   /// Entry index or UINT32_MAX (Dropped). kOneWord: the key is one u64,
   /// compared with the bucket's key0 (no load of the key array).
   template <bool kOneWord>
-  [[gnu::always_inline]] uint32_t find_or_insert(const std::byte* key, uint64_t key0, uint32_t hash) noexcept {
+  [[gnu::always_inline]] uint32_t find_or_insert(const std::byte* key, uint64_t key0,
+                                                 uint32_t hash) noexcept {
     const uint32_t mask = nbuckets_ - 1;
     uint32_t i = hash & mask;
     uint32_t looks = 0;
@@ -473,7 +527,7 @@ class HistMap {
         const bool same = b.key0.load(std::memory_order_relaxed) == key0 &&
                           (kOneWord || std::memcmp(key_at(ent - 1), key, spec_.key_bytes) == 0);
         if (same) [[likely]]
-          return ent - 1;  // (M1)
+          return ent - 1;   // (M1)
       } else if (h == 0) {  // (M3)
         const uint32_t n = insert(b, key, key0, hash);
         if (n == kLost) continue;  // look at the bucket again: it may now hold our key
@@ -489,21 +543,26 @@ class HistMap {
   static constexpr uint32_t kLost = UINT32_MAX - 1, kFull = UINT32_MAX;
   /// (M3) on a free bucket: the new entry, kLost when another writer took
   /// the bucket first, kFull when no entry is left (the bucket is freed).
-  [[gnu::noinline, gnu::cold]] uint32_t insert(Bucket& b, const std::byte* key, uint64_t key0, uint32_t hash) noexcept;
+  [[gnu::noinline, gnu::cold]] uint32_t insert(Bucket& b, const std::byte* key, uint64_t key0,
+                                               uint32_t hash) noexcept;
 
-  [[gnu::always_inline]] void add(uint32_t ent, const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
+  [[gnu::always_inline]] void add(uint32_t ent, const HistSpec& fields,
+                                  std::span<const std::byte> rec, uint32_t cpu,
                                   uint64_t ts) noexcept {
     const uint64_t stride = uint64_t{max_entries_} * sizeof(Sums);
     add_word(ent, 0, 1, stride);
     for (size_t i = 0; i < fields.vals.size(); ++i)
-      add_word(ent, static_cast<uint32_t>(1 + i), read_hist_value(fields.vals[i], rec, cpu, ts), stride);
+      add_word(ent, static_cast<uint32_t>(1 + i), read_hist_value(fields.vals[i], rec, cpu, ts),
+               stride);
   }
-  [[gnu::always_inline]] void add_word(uint32_t ent, uint32_t w, uint64_t v, uint64_t stride) noexcept {
+  [[gnu::always_inline]] void add_word(uint32_t ent, uint32_t w, uint64_t v,
+                                       uint64_t stride) noexcept {
     if (buffers::detail::add_local_percpu(&sums_[ent].v[w], stride, ncpu_, v)) [[likely]]
       return;
     sums_[size_t{ncpu_} * max_entries_ + ent].v[w].fetch_add(v, std::memory_order_relaxed);
   }
-  void update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept;
+  void update_compound(const HistSpec& fields, std::span<const std::byte> rec, uint32_t cpu,
+                       uint64_t ts) noexcept;
 
   uint64_t sum(uint32_t ent, uint32_t word) const noexcept;
 
@@ -519,8 +578,8 @@ class HistMap {
     std::atomic<uint64_t> value{0};
     std::atomic<uint64_t> set{0};
   };
-  std::unique_ptr<VarSlot[]> vars_;  ///< [entry * nvars_ + var]
-  std::unique_ptr<std::atomic<uint64_t>[]> save_;    ///< [entry * save_bytes/8 + word]
+  std::unique_ptr<VarSlot[]> vars_;                ///< [entry * nvars_ + var]
+  std::unique_ptr<std::atomic<uint64_t>[]> save_;  ///< [entry * save_bytes/8 + word]
   SnapshotInfo snap_;
   bool one_word_ = false;  ///< one numeric key: the fast path of update()
   std::atomic<uint32_t> next_entry_{0};
@@ -531,8 +590,8 @@ class HistMap {
 /// (hist_actions.cc): the kernel's event_hist_trigger. `inst` receives the
 /// synthetic events of trace() and the snapshot of snapshot().
 /// Write path: no allocation, lock or system call.
-void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std::span<const std::byte> rec,
-                      uint32_t cpu, uint64_t ts) noexcept;
+void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst,
+                      std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept;
 
 /// The lines print_actions() adds to an entry (max:/changed: and saved fields).
 std::string format_hist_actions(const HistMap& map, uint32_t entry);
@@ -541,7 +600,8 @@ std::string format_hist_snapshot(const HistMap& map, const HistNames& names);
 /// One value as hist_trigger_print_val prints it, with its leading blank:
 /// " name: N", " name: hex" (.hex), " name (%): PP.pp" (.percent of
 /// `total`), " name: ####      " (.graph: 20 columns scaled to `max`).
-std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total, uint64_t max);
+std::string format_hist_val(std::string_view name, uint32_t flags, uint64_t val, uint64_t total,
+                            uint64_t max);
 /// One key as hist_trigger_print_key prints it ("{ next_pid:       2103 }").
 std::string format_hist_key(const HistSpec& spec, const std::byte* key, const HistNames& names);
 

@@ -15,13 +15,13 @@
 //
 // No allocation, lock or system call: the key, the reference values and a
 // synthetic record live on the stack; the map is tracing_map's (hist.h).
-#include <cstring>
-
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/triggers/hist.h"
 #include "tracepipe/core/triggers/hist_expr.h"
-#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/triggers/synthetic.h"
 
 namespace tracepipe::triggers {
@@ -45,8 +45,10 @@ std::string_view record_string(const HistField& f, std::span<const std::byte> re
     size_t start = loc & 0xffff;
     len = loc >> 16;
     if (f.is_signed) start += f.offset + 4;
-    if (start + len <= rec.size()) s = rec.data() + start;
-    else len = 0;
+    if (start + len <= rec.size())
+      s = rec.data() + start;
+    else
+      len = 0;
   }
   if (s == nullptr) return {};
   const auto* c = reinterpret_cast<const char*>(s);
@@ -60,8 +62,8 @@ void store_num(std::byte* slot, uint32_t size, uint64_t v) noexcept {
 
 // trace_event_raw_event_synth(): the record from the params, emitted on the
 // triggering record's CPU with its common header.
-void emit_synth(const HistAction& a, Instance& inst, std::span<const std::byte> rec,
-                uint32_t cpu, uint64_t ts, const uint64_t* refv) noexcept {
+void emit_synth(const HistAction& a, Instance& inst, std::span<const std::byte> rec, uint32_t cpu,
+                uint64_t ts, const uint64_t* refv) noexcept {
   const SynthEvent& se = *a.synth;
   if (se.desc == nullptr || tl_synth_depth >= kMaxSynthDepth) return;
   alignas(8) std::byte buf[kSynthMaxRecord];
@@ -101,15 +103,16 @@ void emit_synth(const HistAction& a, Instance& inst, std::span<const std::byte> 
 }
 
 // save(): the fields of this record into the entry's save area.
-void save_fields(const HistAction& a, HistMap& map, uint32_t ent, std::span<const std::byte> rec, uint32_t cpu,
-                 uint64_t ts) noexcept {
+void save_fields(const HistAction& a, HistMap& map, uint32_t ent, std::span<const std::byte> rec,
+                 uint32_t cpu, uint64_t ts) noexcept {
   std::atomic<uint64_t>* area = map.save_area(ent);
   for (size_t i = 0; i < a.save.size(); ++i) {
     const HistField& f = a.save[i];
     std::atomic<uint64_t>* w = area + a.save_offset[i] / 8;
     if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
       const std::string_view s = record_string(f, rec);
-      const size_t cap = (i + 1 < a.save.size() ? a.save_offset[i + 1] : map.spec().save_bytes) - a.save_offset[i];
+      const size_t cap =
+          (i + 1 < a.save.size() ? a.save_offset[i + 1] : map.spec().save_bytes) - a.save_offset[i];
       for (size_t o = 0; o < cap; o += 8) {  // one word at a time: a reader never sees a torn word
         uint64_t word = 0;
         if (o < s.size()) std::memcpy(&word, s.data() + o, std::min<size_t>(8, s.size() - o));
@@ -124,8 +127,8 @@ void save_fields(const HistAction& a, HistMap& map, uint32_t ent, std::span<cons
 
 }  // namespace
 
-void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std::span<const std::byte> rec,
-                      uint32_t cpu, uint64_t ts) noexcept {
+void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst,
+                      std::span<const std::byte> rec, uint32_t cpu, uint64_t ts) noexcept {
   HistKey key;
   map.make_key(fields, rec, cpu, ts, key);  // (1)
   uint64_t refv[kMaxVars * 2 + kMaxSynthFields];
@@ -147,8 +150,9 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
   map.add_counts(ent, vals);
   for (size_t v = 0; v < fields.vars.size(); ++v) {
     const ExprNode& n = fields.nodes[static_cast<size_t>(fields.vars[v].expr)];
-    const uint64_t x = n.op == ExprOp::value && !n.is_string ? read_hist_value(n.leaf, rec, cpu, ts)
-                                                             : eval_expr(fields, fields.vars[v].expr, rec, cpu, ts, refv);
+    const uint64_t x = n.op == ExprOp::value && !n.is_string
+                           ? read_hist_value(n.leaf, rec, cpu, ts)
+                           : eval_expr(fields, fields.vars[v].expr, rec, cpu, ts, refv);
     map.set_var(ent, static_cast<uint32_t>(v), x);
   }
   for (size_t i = 0; i < nrefs; ++i) {  // (5)
@@ -163,7 +167,8 @@ void hist_update_full(const HistSpec& fields, HistMap& map, Instance& inst, std:
     const uint64_t val = refv[a.track_ref];
     uint64_t cur = 0;
     map.read_var(ent, a.track_var, false, cur);
-    if (a.handler == HistHandler::onmax ? val <= cur : val == cur) continue;  // check_track_val_max / _changed
+    if (a.handler == HistHandler::onmax ? val <= cur : val == cur)
+      continue;  // check_track_val_max / _changed
     map.set_var(ent, a.track_var, val);
     switch (a.kind) {
       case HistActionKind::save:
@@ -211,7 +216,8 @@ std::string format_hist_actions(const HistMap& map, uint32_t ent) {
       const HistField& f = a.save[i];
       const std::atomic<uint64_t>* w = area + a.save_offset[i] / 8;
       if (f.source == HistSource::string_field || f.source == HistSource::dyn_string) {
-        const size_t cap = (i + 1 < a.save.size() ? a.save_offset[i + 1] : spec.save_bytes) - a.save_offset[i];
+        const size_t cap =
+            (i + 1 < a.save.size() ? a.save_offset[i + 1] : spec.save_bytes) - a.save_offset[i];
         std::string s(cap, '\0');
         for (size_t o = 0; o < cap; o += 8) {
           const uint64_t word = w[o / 8].load(std::memory_order_relaxed);
@@ -236,8 +242,9 @@ std::string format_hist_snapshot(const HistMap& map, const HistNames& names) {
   if (snap == nullptr || !s.updated.load(std::memory_order_acquire)) return {};
   const uint32_t ent = s.entry.load(std::memory_order_relaxed);
   std::string out = "\nSnapshot taken (see tracing/snapshot).  Details:\n";
-  out += fmt::format("\ttriggering value {{ {}({}) }}: {:>10}", snap->handler == HistHandler::onmax ? "onmax" : "onchange",
-                     snap->var_str, s.value.load(std::memory_order_relaxed));
+  out += fmt::format("\ttriggering value {{ {}({}) }}: {:>10}",
+                     snap->handler == HistHandler::onmax ? "onmax" : "onchange", snap->var_str,
+                     s.value.load(std::memory_order_relaxed));
   out += "\ttriggered by event with key: " + format_hist_key(spec, map.key_of(ent), names) + "\n";
   return out;
 }

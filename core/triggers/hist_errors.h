@@ -116,6 +116,8 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(HistErr::count
     "Non-hitcount value is required for 'nohitcount'",
 };
 
-inline constexpr std::string_view hist_err_text(HistErr e) noexcept { return kHistErrText[static_cast<size_t>(e)]; }
+inline constexpr std::string_view hist_err_text(HistErr e) noexcept {
+  return kHistErrText[static_cast<size_t>(e)];
+}
 
 }  // namespace tracepipe::triggers

@@ -1,10 +1,10 @@
 // Hist expressions: parsing (the kernel's parse_expr), evaluation and text.
 #include "tracepipe/core/triggers/hist_expr.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cerrno>
-
-#include <fmt/format.h>
 
 namespace tracepipe::triggers {
 
@@ -65,7 +65,8 @@ int parse_atom(HistParser& p, std::string_view str) {
     return add_node(spec, std::move(n));
   }
   std::string_view system, event, var = str;
-  if (const size_t d1 = str.find('.'); d1 != std::string_view::npos && str.find('.', d1 + 1) != std::string_view::npos) {
+  if (const size_t d1 = str.find('.');
+      d1 != std::string_view::npos && str.find('.', d1 + 1) != std::string_view::npos) {
     system = str.substr(0, d1);
     const std::string_view rest = str.substr(d1 + 1);
     const size_t d2 = rest.find('.');
@@ -77,12 +78,14 @@ int parse_atom(HistParser& p, std::string_view str) {
   if (var.size() >= 2 && var[0] == '$') {
     // local_field_var_ref: $x for this hist's x = a plain field.
     std::optional<std::string_view> local;
-    const bool this_event = system.empty() || (system == p.event.system() && event == p.event.name());
+    const bool this_event =
+        system.empty() || (system == p.event.system() && event == p.event.name());
     if (this_event)
       for (const auto& [name, expr] : p.var_defs)
         if (name == var.substr(1)) {
           size_t at = 0;
-          if (root_operator(expr, at) == ExprOp::value && !(expr.size() >= 2 && expr[0] == '$')) local = expr;
+          if (root_operator(expr, at) == ExprOp::value && !(expr.size() >= 2 && expr[0] == '$'))
+            local = expr;
           break;
         }
     if (!local) {
@@ -104,7 +107,8 @@ int parse_atom(HistParser& p, std::string_view str) {
   ExprNode n;
   if (!parse_hist_field(p, field, true, n.leaf)) return -1;
   n.usecs = n.leaf.source == HistSource::timestamp && (n.leaf.flags & kUsecs);
-  n.is_string = n.leaf.source == HistSource::string_field || n.leaf.source == HistSource::dyn_string;
+  n.is_string =
+      n.leaf.source == HistSource::string_field || n.leaf.source == HistSource::dyn_string;
   n.type = n.leaf.type;
   n.size = n.leaf.size;
   n.is_signed = n.leaf.is_signed;
@@ -135,8 +139,10 @@ int parse_unary(HistParser& p, std::string_view str, int& n_sub) {
   const std::string_view inner = str.substr(0, close);
   const int a = parse_hist_expr(p, inner, n_sub);
   if (a < 0) return -1;
-  if (p.spec.nodes[static_cast<size_t>(a)].is_string) return p.fail(HistErr::invalid_str_operand, inner), -1;
-  if (p.spec.nodes[static_cast<size_t>(a)].op == ExprOp::ref) p.spec.refs[p.spec.nodes[static_cast<size_t>(a)].ref].read_once = true;
+  if (p.spec.nodes[static_cast<size_t>(a)].is_string)
+    return p.fail(HistErr::invalid_str_operand, inner), -1;
+  if (p.spec.nodes[static_cast<size_t>(a)].op == ExprOp::ref)
+    p.spec.refs[p.spec.nodes[static_cast<size_t>(a)].ref].read_once = true;
   ExprNode n = p.spec.nodes[static_cast<size_t>(a)];
   n.op = ExprOp::uminus;
   n.a = a;
@@ -159,13 +165,16 @@ int parse_hist_expr(HistParser& p, std::string_view str, int& n_sub) {
   HistSpec& spec = p.spec;
   const int a = parse_hist_expr(p, s1, n_sub);
   if (a < 0) return -1;
-  if (spec.nodes[static_cast<size_t>(a)].is_string) return p.fail(HistErr::invalid_str_operand, s1), -1;
+  if (spec.nodes[static_cast<size_t>(a)].is_string)
+    return p.fail(HistErr::invalid_str_operand, s1), -1;
   const int b = parse_hist_expr(p, s2, n_sub);
   if (b < 0) return -1;
-  if (spec.nodes[static_cast<size_t>(b)].is_string) return p.fail(HistErr::invalid_str_operand, s2), -1;
+  if (spec.nodes[static_cast<size_t>(b)].is_string)
+    return p.fail(HistErr::invalid_str_operand, s2), -1;
   const ExprNode& na = spec.nodes[static_cast<size_t>(a)];
   const ExprNode& nb = spec.nodes[static_cast<size_t>(b)];
-  if (node_usecs(spec, na) != node_usecs(spec, nb)) return p.fail_pos(HistErr::timestamp_mismatch, 0), -1;
+  if (node_usecs(spec, na) != node_usecs(spec, nb))
+    return p.fail_pos(HistErr::timestamp_mismatch, 0), -1;
   uint64_t ca = 0, cb = 0;
   const bool const_a = node_const(spec, na, ca), const_b = node_const(spec, nb, cb);
   for (const ExprNode* x : {&na, &nb})
@@ -181,9 +190,12 @@ int parse_hist_expr(HistParser& p, std::string_view str, int& n_sub) {
   if (op == ExprOp::div && const_b) {
     if (cb == 0) return p.fail(HistErr::division_by_zero, s2), -1;
     n.constant = cb;
-    if ((cb & (cb - 1)) == 0) n.op = ExprOp::div_pow2;
-    else if (cb > (uint64_t{1} << kDivShift)) n.op = ExprOp::div_const;
-    else n.op = ExprOp::div_mult_shift, n.mult = (uint64_t{1} << kDivShift) / cb;
+    if ((cb & (cb - 1)) == 0)
+      n.op = ExprOp::div_pow2;
+    else if (cb > (uint64_t{1} << kDivShift))
+      n.op = ExprOp::div_const;
+    else
+      n.op = ExprOp::div_mult_shift, n.mult = (uint64_t{1} << kDivShift) / cb;
   }
   if (const_a && const_b) {  // both constant: fold
     const uint64_t v = eval_expr(spec, add_node(spec, n), {}, 0, 0, nullptr);
@@ -196,8 +208,8 @@ int parse_hist_expr(HistParser& p, std::string_view str, int& n_sub) {
   return add_node(spec, std::move(n));
 }
 
-uint64_t eval_expr(const HistSpec& spec, int idx, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts,
-                   const uint64_t* refv) noexcept {
+uint64_t eval_expr(const HistSpec& spec, int idx, std::span<const std::byte> rec, uint32_t cpu,
+                   uint64_t ts, const uint64_t* refv) noexcept {
   const ExprNode& n = spec.nodes[static_cast<size_t>(idx)];
   switch (n.op) {
     case ExprOp::value:
@@ -223,7 +235,8 @@ uint64_t eval_expr(const HistSpec& spec, int idx, std::span<const std::byte> rec
     case ExprOp::div_const:
       return x / n.constant;
     case ExprOp::div_mult_shift:
-      if (x < (uint64_t{1} << kDivShift)) return (x * n.mult + ((uint64_t{1} << kDivShift) - 1)) >> kDivShift;
+      if (x < (uint64_t{1} << kDivShift))
+        return (x * n.mult + ((uint64_t{1} << kDivShift) - 1)) >> kDivShift;
       return x / n.constant;
     default:
       break;
@@ -256,7 +269,8 @@ std::string expr_text(const HistSpec& spec, int idx) {
         return fmt::format("{}", o.constant);
       case ExprOp::ref: {
         const VarRef& r = spec.refs[o.ref];
-        return r.system.empty() ? "$" + r.name : fmt::format("${}.{}.{}", r.system, r.event, r.name);
+        return r.system.empty() ? "$" + r.name
+                                : fmt::format("${}.{}.{}", r.system, r.event, r.name);
       }
       default:
         return expr_text(spec, i);

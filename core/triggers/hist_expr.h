@@ -27,9 +27,9 @@
 // Mirrors kernel/trace/trace_events_hist.c: parse_expr, parse_unary,
 // parse_atom, contains_operator, expr_str, hist_field_div and friends.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
-#include <optional>
 #include <string_view>
 
 #include "tracepipe/core/triggers/hist.h"
@@ -42,8 +42,8 @@ std::optional<uint64_t> parse_ull(std::string_view s);
 
 /// Evaluates node `n` of `spec` on the record. `refv[i]` is the value of
 /// spec.refs[i] (read by the caller). Write path: no allocation.
-uint64_t eval_expr(const HistSpec& spec, int n, std::span<const std::byte> rec, uint32_t cpu, uint64_t ts,
-                   const uint64_t* refv) noexcept;
+uint64_t eval_expr(const HistSpec& spec, int n, std::span<const std::byte> rec, uint32_t cpu,
+                   uint64_t ts, const uint64_t* refv) noexcept;
 
 /// Parses `str` (an expression as written in the command) into spec.nodes;
 /// returns the root node, or -1 with the error set. `var_name` is the name
@@ -56,8 +56,8 @@ int find_own_var(const HistSpec& spec, std::string_view name);
 /// Adds (or finds) the reference to variable `name`: this hist's own when
 /// `own_ok`, else the onmatch event's, else the one hist that defines it.
 /// Returns its index in spec.refs, or -1 with the error set.
-int resolve_var_ref(HistParser& p, std::string_view system, std::string_view event, std::string_view name,
-                    bool own_ok);
+int resolve_var_ref(HistParser& p, std::string_view system, std::string_view event,
+                    std::string_view name, bool own_ok);
 
 /// expr_str(): the text of an expression node as the trigger info prints
 /// it ("common_timestamp.usecs-$ts0").

@@ -1,11 +1,11 @@
 // The snapshot file (snapshot.h) over the instance's spare ring.
 #include "tracepipe/core/triggers/snapshot.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <mutex>
 #include <new>
-
-#include <fmt/format.h>
 
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/export/process_symbols.h"
@@ -23,7 +23,8 @@ TriggerStatus triggers::snapshot_allocate_locked(Instance& instance) {
     TriggerError e;
     e.err = EBUSY;
     e.location = "snapshot";
-    e.message = "Snapshot is not supported on a flight-recorder instance (its ring buffer is its file)";
+    e.message =
+        "Snapshot is not supported on a flight-recorder instance (its ring buffer is its file)";
     e.pos = 0;
     return TriggerStatus(std::move(e));
   }

@@ -24,8 +24,10 @@ constexpr std::string_view kKernelStackFormat =
     "\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n"
     "\n"
     "print fmt: \"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n\" \"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n\" "
-    "\"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], (void *)REC->caller[1], (void *)REC->caller[2], "
-    "(void *)REC->caller[3], (void *)REC->caller[4], (void *)REC->caller[5], (void *)REC->caller[6], "
+    "\"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], (void *)REC->caller[1], (void "
+    "*)REC->caller[2], "
+    "(void *)REC->caller[3], (void *)REC->caller[4], (void *)REC->caller[5], (void "
+    "*)REC->caller[6], "
     "(void *)REC->caller[7]\n";
 
 struct Walk {

@@ -2,12 +2,12 @@
 // removal) and their formats.
 #include "tracepipe/core/triggers/synthetic.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cerrno>
 #include <map>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/triggers/hist.h"
@@ -61,7 +61,9 @@ State& state() {
 // lived at the same address (their events are not in this one). Under mu.
 std::map<std::string, Def, std::less<>>& defs_of(State& st, const Registry& registry) {
   auto& defs = st.defs[&registry];
-  std::erase_if(defs, [&](const auto& kv) { return registry.find("synthetic", kv.first) != kv.second.event->desc; });
+  std::erase_if(defs, [&](const auto& kv) {
+    return registry.find("synthetic", kv.first) != kv.second.event->desc;
+  });
   return defs;
 }
 
@@ -75,9 +77,10 @@ bool good_name(std::string_view s) {
 // synth_field_size(): 0 for a dynamic string or stack, -1 invalid.
 int field_size(std::string_view type) {
   static constexpr std::pair<std::string_view, int> kSizes[] = {
-      {"s64", 8},  {"u64", 8},           {"s32", 4},          {"u32", 4},  {"s16", 2},  {"u16", 2},
-      {"s8", 1},   {"u8", 1},            {"char", 1},         {"unsigned char", 1},    {"int", 4},
-      {"unsigned int", 4}, {"long", 8},  {"unsigned long", 8}, {"bool", 1}, {"pid_t", 4}, {"gfp_t", 4},
+      {"s64", 8},   {"u64", 8},          {"s32", 4},  {"u32", 4},           {"s16", 2},
+      {"u16", 2},   {"s8", 1},           {"u8", 1},   {"char", 1},          {"unsigned char", 1},
+      {"int", 4},   {"unsigned int", 4}, {"long", 8}, {"unsigned long", 8}, {"bool", 1},
+      {"pid_t", 4}, {"gfp_t", 4},
   };
   for (const auto& [t, n] : kSizes)
     if (type == t) return n;
@@ -101,9 +104,14 @@ int field_size(std::string_view type) {
 // synth_field_fmt()
 std::string_view field_fmt(std::string_view type) {
   static constexpr std::pair<std::string_view, std::string_view> kFmts[] = {
-      {"s64", "%lld"}, {"u64", "%llu"}, {"s32", "%d"}, {"u32", "%u"}, {"s16", "%d"}, {"u16", "%u"},
-      {"s8", "%d"}, {"u8", "%u"}, {"char", "%d"}, {"unsigned char", "%u"}, {"int", "%d"},
-      {"unsigned int", "%u"}, {"long", "%ld"}, {"unsigned long", "%lu"}, {"bool", "%d"}, {"pid_t", "%d"},
+      {"s64", "%lld"}, {"u64", "%llu"},
+      {"s32", "%d"},   {"u32", "%u"},
+      {"s16", "%d"},   {"u16", "%u"},
+      {"s8", "%d"},    {"u8", "%u"},
+      {"char", "%d"},  {"unsigned char", "%u"},
+      {"int", "%d"},   {"unsigned int", "%u"},
+      {"long", "%ld"}, {"unsigned long", "%lu"},
+      {"bool", "%d"},  {"pid_t", "%d"},
       {"gfp_t", "%x"},
   };
   for (const auto& [t, f] : kFmts)
@@ -127,7 +135,8 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-TriggerError synth_error(const std::string& cmd, SynthErr code, std::string_view at, int err = EINVAL) {
+TriggerError synth_error(const std::string& cmd, SynthErr code, std::string_view at,
+                         int err = EINVAL) {
   TriggerError e;
   e.err = err;
   e.location = "synthetic_events";
@@ -147,11 +156,16 @@ EventFormat make_format(const SynthEvent& se) {
   for (size_t i = 0; i < se.fields.size(); ++i) {
     const SynthField& sf = se.fields[i];
     f.fields.push_back({sf.type, sf.name, sf.offset, sf.size, sf.is_signed});
-    fmt_str += fmt::format("{}={}{}", sf.name, field_fmt(sf.type.starts_with("__data_loc ") ? sf.type.substr(11) : sf.type),
-                           i + 1 == se.fields.size() ? "" : ", ");
-    if (sf.is_string && sf.is_dynamic) args += fmt::format(", __get_str({})", sf.name);
-    else if (sf.is_stack) args += fmt::format(", __get_stacktrace({})", sf.name);
-    else args += fmt::format(", REC->{}", sf.name);
+    fmt_str +=
+        fmt::format("{}={}{}", sf.name,
+                    field_fmt(sf.type.starts_with("__data_loc ") ? sf.type.substr(11) : sf.type),
+                    i + 1 == se.fields.size() ? "" : ", ");
+    if (sf.is_string && sf.is_dynamic)
+      args += fmt::format(", __get_str({})", sf.name);
+    else if (sf.is_stack)
+      args += fmt::format(", __get_stacktrace({})", sf.name);
+    else
+      args += fmt::format(", REC->{}", sf.name);
   }
   f.print_fmt = fmt_str + "\"" + args;
   return f;
@@ -174,14 +188,16 @@ bool synth_param_fits(const SynthEvent& se, size_t pos, const ActionParam& p) {
   if (pos >= se.fields.size()) return false;
   const SynthField& f = se.fields[pos];
   if (f.is_stack) return false;  // stacktrace variables are not supported
-  if (f.is_string) return p.is_string && !p.is_ref;  // strings come from a string field of the event
+  if (f.is_string)
+    return p.is_string && !p.is_ref;  // strings come from a string field of the event
   if (p.is_string) return false;
   std::string_view ft = f.type;
   if (ft == p.type) return true;
   return f.size == p.size && f.is_signed == p.is_signed;
 }
 
-std::shared_ptr<const SynthEvent> find_synthetic_event(const Registry& registry, std::string_view name) {
+std::shared_ptr<const SynthEvent> find_synthetic_event(const Registry& registry,
+                                                       std::string_view name) {
   State& st = state();
   const std::lock_guard lk(st.mu);
   auto& defs = defs_of(st, registry);
@@ -215,7 +231,8 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
   const bool remove = cmd[0] == '!';
   std::string_view body = std::string_view(cmd).substr(remove ? 1 : 0);
   size_t name_end = 0;
-  while (name_end < body.size() && !std::isspace(static_cast<unsigned char>(body[name_end]))) ++name_end;
+  while (name_end < body.size() && !std::isspace(static_cast<unsigned char>(body[name_end])))
+    ++name_end;
   const std::string_view name = body.substr(0, name_end);
   std::string_view rest = body.substr(name_end);
   Registry& registry = instance.registry();
@@ -240,7 +257,8 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
   }
   if (name.empty()) return TriggerStatus(synth_error(cmd, SynthErr::invalid_cmd, {}));
   if (!good_name(name)) return TriggerStatus(synth_error(cmd, SynthErr::bad_name, name));
-  if (defs.count(name) != 0) return TriggerStatus(synth_error(cmd, SynthErr::event_exists, name, EEXIST));
+  if (defs.count(name) != 0)
+    return TriggerStatus(synth_error(cmd, SynthErr::event_exists, name, EEXIST));
 
   auto se = std::make_shared<SynthEvent>();
   se->name = std::string(name);
@@ -254,27 +272,32 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
       std::string prefix;
       std::string_view ftype = argv[consumed], fname;
       if (ftype == "unsigned") {
-        if (argv.size() - consumed < 3) return TriggerStatus(synth_error(cmd, SynthErr::incomplete_type, ftype));
+        if (argv.size() - consumed < 3)
+          return TriggerStatus(synth_error(cmd, SynthErr::incomplete_type, ftype));
         prefix = "unsigned ";
         ftype = argv[consumed + 1];
         fname = argv[consumed + 2];
         consumed += 3;
       } else {
-        if (argv.size() - consumed < 2) return TriggerStatus(synth_error(cmd, SynthErr::invalid_field, ftype));
+        if (argv.size() - consumed < 2)
+          return TriggerStatus(synth_error(cmd, SynthErr::invalid_field, ftype));
         fname = argv[consumed + 1];
         consumed += 2;
       }
-      if (se->fields.size() == kMaxSynthFields) return TriggerStatus(synth_error(cmd, SynthErr::too_many_fields, {}));
+      if (se->fields.size() == kMaxSynthFields)
+        return TriggerStatus(synth_error(cmd, SynthErr::too_many_fields, {}));
       const size_t bracket = fname.find('[');
-      const std::string_view array = bracket == std::string_view::npos ? std::string_view() : fname.substr(bracket);
+      const std::string_view array =
+          bracket == std::string_view::npos ? std::string_view() : fname.substr(bracket);
       SynthField f;
       f.name = std::string(fname.substr(0, bracket));
       if (!good_name(f.name)) return TriggerStatus(synth_error(cmd, SynthErr::bad_name, fname));
       f.type = prefix + std::string(ftype) + std::string(array);
       const int size = field_size(f.type);
       if (size < 0)
-        return TriggerStatus(synth_error(cmd, !array.empty() ? SynthErr::invalid_array_spec : SynthErr::invalid_type,
-                                         !array.empty() ? fname : ftype));
+        return TriggerStatus(
+            synth_error(cmd, !array.empty() ? SynthErr::invalid_array_spec : SynthErr::invalid_type,
+                        !array.empty() ? fname : ftype));
       f.is_string = f.type.find("char[") != std::string::npos;
       f.is_stack = !f.is_string && f.type.find("long[") != std::string::npos;
       if (size == 0) {
@@ -285,7 +308,8 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
         f.size = static_cast<uint32_t>(size);
       }
       f.is_signed = !(f.type.starts_with("u") || f.type == "gfp_t");
-      if (f.is_string && !f.is_dynamic) f.is_signed = true;  // as synth_field_signed() says of "char[..]"
+      if (f.is_string && !f.is_dynamic)
+        f.is_signed = true;  // as synth_field_signed() says of "char[..]"
       f.offset = offset;
       offset += f.is_string && !f.is_dynamic ? kStrVarLenMax : 8;
       se->fields.push_back(std::move(f));
@@ -312,7 +336,8 @@ std::string synthetic_events(const Instance& instance) {
   triggers::State& st = triggers::state();
   const std::lock_guard lk(st.mu);
   std::string out;
-  for (const auto& [n, d] : triggers::defs_of(st, instance.registry())) out += d.event->definition() + "\n";
+  for (const auto& [n, d] : triggers::defs_of(st, instance.registry()))
+    out += d.event->definition() + "\n";
   return out;
 }
 

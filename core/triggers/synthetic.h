@@ -42,10 +42,10 @@
 namespace tracepipe::triggers {
 
 struct SynthField {
-  std::string type;        ///< as the format file shows it ("u64", "char[16]", "__data_loc char[]")
+  std::string type;  ///< as the format file shows it ("u64", "char[16]", "__data_loc char[]")
   std::string name;
-  uint32_t size = 0;       ///< format size
-  uint32_t offset = 0;     ///< in the record (common fields included)
+  uint32_t size = 0;    ///< format size
+  uint32_t offset = 0;  ///< in the record (common fields included)
   bool is_signed = false;
   bool is_string = false;
   bool is_dynamic = false;
@@ -56,7 +56,7 @@ struct SynthEvent {
   std::string name;
   std::vector<SynthField> fields;
   const EventDesc* desc = nullptr;
-  uint32_t fixed_size = 0;   ///< common fields and slots, bytes
+  uint32_t fixed_size = 0;  ///< common fields and slots, bytes
   /// The line `cat synthetic_events` shows.
   std::string definition() const;
 };
@@ -66,7 +66,8 @@ struct ActionParam;
 bool synth_param_fits(const SynthEvent& se, size_t pos, const ActionParam& p);
 
 /// The definition named `name` on this registry, or null.
-std::shared_ptr<const SynthEvent> find_synthetic_event(const Registry& registry, std::string_view name);
+std::shared_ptr<const SynthEvent> find_synthetic_event(const Registry& registry,
+                                                       std::string_view name);
 /// Marks a definition used by (true) or no longer by (false) a trigger.
 void synthetic_event_ref(const SynthEvent& se, bool get);
 

@@ -3,15 +3,14 @@
 // map and text are in hist.cc.
 #include "tracepipe/core/triggers/triggers.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
-
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "tracepipe/core/triggers/hist.h"
 #include "tracepipe/core/triggers/stack_trace.h"
@@ -35,10 +34,20 @@ namespace {
 constexpr uint64_t kUnlimited = UINT64_MAX;
 constexpr size_t kMaxTriggers = 32;  // bits of TriggersFired::mask
 
-enum class Kind : uint8_t { traceon, traceoff, snapshot, stacktrace, enable_event, disable_event, hist, enable_hist,
-                            disable_hist };
-constexpr std::string_view kNames[] = {"traceon", "traceoff", "snapshot", "stacktrace", "enable_event",
-                                       "disable_event", "hist", "enable_hist", "disable_hist"};
+enum class Kind : uint8_t {
+  traceon,
+  traceoff,
+  snapshot,
+  stacktrace,
+  enable_event,
+  disable_event,
+  hist,
+  enable_hist,
+  disable_hist
+};
+constexpr std::string_view kNames[] = {"traceon",    "traceoff",     "snapshot",
+                                       "stacktrace", "enable_event", "disable_event",
+                                       "hist",       "enable_hist",  "disable_hist"};
 constexpr int kNumKinds = 9;
 
 // The kernel's trigger types: traceon and traceoff are one (ETT_TRACE_ONOFF).
@@ -49,7 +58,9 @@ int type_of(Kind k) {
   if (k == Kind::disable_hist) k = Kind::enable_hist;
   return static_cast<int>(k);
 }
-bool is_post(Kind k) { return k == Kind::traceon || k == Kind::traceoff || k == Kind::snapshot || k == Kind::stacktrace; }
+bool is_post(Kind k) {
+  return k == Kind::traceon || k == Kind::traceoff || k == Kind::snapshot || k == Kind::stacktrace;
+}
 
 struct Trigger {
   Kind kind{};
@@ -66,8 +77,8 @@ struct Trigger {
   bool needs_ts = false;
   bool needs_cpu = false;
   bool needs_stack = false;  // a stacktrace key: the CFA of this frame for the unwinder
-  bool full = false;       // variables, references or handlers: hist_update_full
-  bool vars_only = false;  // ... only plain variables: HistMap::update_vars
+  bool full = false;         // variables, references or handlers: hist_update_full
+  bool vars_only = false;    // ... only plain variables: HistMap::update_vars
   // stacktrace
   const EventDesc* stack_event = nullptr;
   std::atomic<uint64_t> fired{0};  // snapshots taken / stacks written
@@ -139,7 +150,8 @@ class TriggerList final : public detail::TriggerHook {
 
  private:
   static filters::EvalContext context(const detail::TriggerCall& c) noexcept {
-    return {c.cpu_unknown ? current_cpu() : c.cpu, c.thread != nullptr ? c.thread->comm_view() : std::string_view()};
+    return {c.cpu_unknown ? current_cpu() : c.cpu,
+            c.thread != nullptr ? c.thread->comm_view() : std::string_view()};
   }
 
   // The kernel_stack record: the call chain above `cfa`, with the emitting
@@ -170,7 +182,8 @@ class TriggerList final : public detail::TriggerHook {
   [[gnu::always_inline]] void update_hist(Trigger& t, const detail::TriggerCall& c) noexcept {
     const uint64_t ts = t.needs_ts ? (clock != nullptr ? clock() : detail::tl_external_ts) : 0;
     const uint32_t cpu = !t.needs_cpu ? 0 : c.cpu_unknown ? current_cpu() : c.cpu;
-    if (t.needs_stack) [[unlikely]]  // inlined into call(): the frames above are the emitting code's
+    if (t.needs_stack)
+        [[unlikely]]  // inlined into call(): the frames above are the emitting code's
       tl_hist_stack_cfa = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
     if (t.full) [[unlikely]] {
       if (t.vars_only) return t.map->update_vars(t.spec, c.record, cpu, ts);
@@ -196,7 +209,8 @@ class TriggerList final : public detail::TriggerHook {
         // The live ring becomes the snapshot and the spare (allocated when
         // the trigger was added) takes its place: tracing goes on.
         if (!t.take()) return;
-        if (detail::InstanceAccess::live_ring(*instance).swap()) t.fired.fetch_add(1, std::memory_order_relaxed);
+        if (detail::InstanceAccess::live_ring(*instance).swap())
+          t.fired.fetch_add(1, std::memory_order_relaxed);
         return;
       case Kind::stacktrace: {
         if (!t.take() || c.thread == nullptr) return;
@@ -208,7 +222,8 @@ class TriggerList final : public detail::TriggerHook {
       case Kind::disable_hist: {
         // The target's hist triggers pause or continue (hist_enable_trigger).
         const bool enable = t.kind == Kind::enable_hist;
-        auto* list = static_cast<TriggerList*>(t.target_state->triggers.load(std::memory_order_acquire));
+        auto* list =
+            static_cast<TriggerList*>(t.target_state->triggers.load(std::memory_order_acquire));
         if (list == nullptr || !t.take()) return;
         for (Trigger* x : list->raw)
           if (x->kind == Kind::hist) x->paused.store(!enable, std::memory_order_relaxed);
@@ -218,11 +233,14 @@ class TriggerList final : public detail::TriggerHook {
       case Kind::disable_event: {
         const bool enable = t.kind == Kind::enable_event;
         auto& flags = t.target_state->flags;
-        const bool soft = (flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0;
+        const bool soft =
+            (flags.load(std::memory_order_relaxed) & detail::EventState::kSoftDisabled) != 0;
         if (enable == !soft) return;  // already so: the count is kept, as the kernel
         if (!t.take()) return;
-        if (enable) flags.fetch_and(~detail::EventState::kSoftDisabled, std::memory_order_release);
-        else flags.fetch_or(detail::EventState::kSoftDisabled, std::memory_order_release);
+        if (enable)
+          flags.fetch_and(~detail::EventState::kSoftDisabled, std::memory_order_release);
+        else
+          flags.fetch_or(detail::EventState::kSoftDisabled, std::memory_order_release);
         return;
       }
     }
@@ -273,17 +291,23 @@ int parse_count(std::string_view s, uint64_t& out) {
   if (!s.empty() && s[0] == '+') s.remove_prefix(1);
   if (s.empty()) return EINVAL;
   int base = 10;
-  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, s.remove_prefix(2);
-  else if (s.size() > 1 && s[0] == '0') base = 8, s.remove_prefix(1);
+  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    base = 16, s.remove_prefix(2);
+  else if (s.size() > 1 && s[0] == '0')
+    base = 8, s.remove_prefix(1);
   if (s.empty()) return EINVAL;
   unsigned __int128 v = 0;
   bool range = false;
   for (char ch : s) {
     int d;
-    if (ch >= '0' && ch <= '9') d = ch - '0';
-    else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
-    else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
-    else return EINVAL;
+    if (ch >= '0' && ch <= '9')
+      d = ch - '0';
+    else if (ch >= 'a' && ch <= 'f')
+      d = ch - 'a' + 10;
+    else if (ch >= 'A' && ch <= 'F')
+      d = ch - 'A' + 10;
+    else
+      return EINVAL;
     if (d >= base) return EINVAL;
     v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
     if (v > UINT64_MAX) range = true, v = UINT64_MAX;
@@ -345,7 +369,8 @@ void release(Instance& inst, const Trigger& t) {
   for (const HistAction& a : t.spec.actions)
     if (a.synth) synthetic_event_ref(*a.synth, false);
   for (const FieldVarHist& h : t.spec.field_var_hists)
-    if (const EventDesc* d = inst.registry().find(h.system, h.event)) (void)process_hist(inst, *d, true, h.cmd);
+    if (const EventDesc* d = inst.registry().find(h.system, h.event))
+      (void)process_hist(inst, *d, true, h.cmd);
 }
 
 // Every hist trigger of the instance, with its event.
@@ -361,8 +386,8 @@ void for_each_hist(const Instance& inst, F&& f) {
 
 // find_var_file / find_file_var: variable `name` of a hist on
 // system:event, or on the one event that defines it.
-VarRef find_hist_var(const Instance& inst, std::string_view system, std::string_view event, std::string_view name,
-                     TriggerError& e) {
+VarRef find_hist_var(const Instance& inst, std::string_view system, std::string_view event,
+                     std::string_view name, TriggerError& e) {
   VarRef found;
   const EventDesc* where = nullptr;
   bool not_unique = false;
@@ -412,8 +437,9 @@ bool compatible_keys(const HistSpec& target, const HistSpec& h) {
 
 // create_field_var_hist(): see HistEnv::field_var_hist. The errors and their
 // carets are the kernel's, placed in the command being parsed.
-VarRef field_var_hist(Instance& inst, std::string_view system, std::string_view event, std::string_view field,
-                      const HistSpec& target, TriggerError& e, FieldVarHist& created) {
+VarRef field_var_hist(Instance& inst, std::string_view system, std::string_view event,
+                      std::string_view field, const HistSpec& target, TriggerError& e,
+                      FieldVarHist& created) {
   auto fail = [&](HistErr code) {
     e.err = EINVAL;
     e.message = std::string(hist_err_text(code));
@@ -426,13 +452,15 @@ VarRef field_var_hist(Instance& inst, std::string_view system, std::string_view 
   const auto cur = current(inst, *d);
   const Trigger* compat = nullptr;  // find_compatible_hist: the first in list order
   for (size_t i = 0; cur && compat == nullptr && i < cur->list.size(); ++i)
-    if (cur->list[i]->kind == Kind::hist && compatible_keys(target, cur->list[i]->spec)) compat = cur->list[i].get();
+    if (cur->list[i]->kind == Kind::hist && compatible_keys(target, cur->list[i]->spec))
+      compat = cur->list[i].get();
   if (compat == nullptr) return fail(HistErr::hist_not_found);
   const std::string var = "synthetic_" + std::string(field);
   TriggerError probe = e;
   if (VarRef r = find_hist_var(inst, system, event, var, probe); r.map != nullptr) return r;
   std::string cmd = "keys=";
-  for (size_t i = 0; i < compat->spec.keys.size(); ++i) cmd += (i ? "," : "") + compat->spec.keys[i].name;
+  for (size_t i = 0; i < compat->spec.keys.size(); ++i)
+    cmd += (i ? "," : "") + compat->spec.keys[i].name;
   cmd += fmt::format(":{}={}", var, field);
   if (compat->filter) cmd += " if " + compat->filter_text;
   if (!process_hist(inst, *d, false, cmd)) return fail(HistErr::hist_create_fail);
@@ -448,16 +476,20 @@ HistEnv hist_env(Instance& inst) {
                                const HistSpec& target, TriggerError& e, FieldVarHist& created) {
     return field_var_hist(inst, sys, ev, field, target, e, created);
   };
-  env.find_var = [&inst](std::string_view sys, std::string_view ev, std::string_view name, TriggerError& e) {
-    return find_hist_var(inst, sys, ev, name, e);
+  env.find_var = [&inst](std::string_view sys, std::string_view ev, std::string_view name,
+                         TriggerError& e) { return find_hist_var(inst, sys, ev, name, e); };
+  env.find_synth = [&inst](std::string_view name) {
+    return find_synthetic_event(inst.registry(), name);
   };
-  env.find_synth = [&inst](std::string_view name) { return find_synthetic_event(inst.registry(), name); };
-  env.find_event = [&inst](std::string_view sys, std::string_view ev) { return inst.registry().find(sys, ev); };
+  env.find_event = [&inst](std::string_view sys, std::string_view ev) {
+    return inst.registry().find(sys, ev);
+  };
   env.clock_name = std::string(inst.clock().name);
   return env;
 }
 
-TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std::string_view rest) {
+TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
+                           std::string_view rest) {
   TriggerError e;
   e.location = fmt::format("hist:{}:{}", ev.system(), ev.name());
   e.command = fmt::format("hist:{}", rest);
@@ -485,11 +517,13 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     bool keep = false;
     ~Rollback() {
       for (auto it = made.rbegin(); !keep && it != made.rend(); ++it)
-        if (const EventDesc* d = inst.registry().find(it->system, it->event)) (void)process_hist(inst, *d, true, it->cmd);
+        if (const EventDesc* d = inst.registry().find(it->system, it->event))
+          (void)process_hist(inst, *d, true, it->cmd);
     }
   } rollback{inst, made};
-  env.field_var_hist = [&inst, &made](std::string_view sys, std::string_view evn, std::string_view field,
-                                      const HistSpec& target, TriggerError& err, FieldVarHist& created) {
+  env.field_var_hist = [&inst, &made](std::string_view sys, std::string_view evn,
+                                      std::string_view field, const HistSpec& target,
+                                      TriggerError& err, FieldVarHist& created) {
     VarRef r = field_var_hist(inst, sys, evn, field, target, err, created);
     if (!created.cmd.empty()) made.push_back(created);
     return r;
@@ -507,7 +541,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     for (const auto& f : *fs) t->needs_cpu |= f.source == HistSource::cpu;
 
   const auto old = current(inst, ev);
-  std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
+  std::vector<std::shared_ptr<Trigger>> list =
+      old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
   auto same = [&](const Trigger& x, bool with_filter) {
     return x.kind == Kind::hist && x.spec.same_shape(*spec) && x.spec.name == spec->name &&
            (!with_filter || x.filter_text == t->filter_text);
@@ -526,8 +561,10 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
   }
   for (auto& x : list) {
     if (!same(*x, false)) continue;
-    if (spec->pause) x->paused.store(true);
-    else if (spec->cont) x->paused.store(false);
+    if (spec->pause)
+      x->paused.store(true);
+    else if (spec->cont)
+      x->paused.store(false);
     if (spec->clear) {
       // A fresh map in a new trigger, published in place of the old one: no
       // writer updates the map being cleared.
@@ -580,7 +617,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove, std
     if (auto m = slot.lock()) {
       bool ok = m->spec().same_shape(*spec) && m->spec().key_bytes == spec->key_bytes;
       for (size_t i = 0; ok && i < spec->keys.size(); ++i)
-        ok = m->spec().keys[i].key_size == spec->keys[i].key_size && m->spec().keys[i].is_signed == spec->keys[i].is_signed;
+        ok = m->spec().keys[i].key_size == spec->keys[i].key_size &&
+             m->spec().keys[i].is_signed == spec->keys[i].is_signed;
       if (!ok) {
         e.message = "Named hist trigger doesn't match existing named trigger (includes variables)";
         e.err = EINVAL;
@@ -629,8 +667,8 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
 
   // event_trigger_separate_filter: an optional count (digits first) or, for
   // enable/disable_event, the required SYS:EVENT[:count]; then the filter.
-  const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event || kind == Kind::enable_hist ||
-                           kind == Kind::disable_hist;
+  const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event ||
+                           kind == Kind::enable_hist || kind == Kind::disable_hist;
   std::optional<std::string_view> param, filter;
   if (!next) {
     if (needs_param) return TriggerStatus(plain(EINVAL));
@@ -655,14 +693,18 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
     p.remove_prefix(c1 + 1);
     const size_t c2 = p.find(':');
     const std::string_view name = p.substr(0, c2);
-    param = c2 == std::string_view::npos ? std::nullopt : std::optional<std::string_view>(p.substr(c2 + 1));
+    param = c2 == std::string_view::npos ? std::nullopt
+                                         : std::optional<std::string_view>(p.substr(c2 + 1));
     t->target = sys.empty() || name.empty() ? nullptr : inst.registry().find(sys, name);
     if (t->target == nullptr) return TriggerStatus(plain(EINVAL));
   }
 
   const auto old = current(inst, ev);
-  std::vector<std::shared_ptr<Trigger>> list = old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
-  auto same = [&](const Trigger& x) { return type_of(x.kind) == type_of(kind) && x.target == t->target; };
+  std::vector<std::shared_ptr<Trigger>> list =
+      old ? old->list : std::vector<std::shared_ptr<Trigger>>{};
+  auto same = [&](const Trigger& x) {
+    return type_of(x.kind) == type_of(kind) && x.target == t->target;
+  };
   if (remove) {
     for (auto it = list.begin(); it != list.end(); ++it)
       if (same(**it)) {
@@ -744,7 +786,8 @@ std::string trigger_file(const Instance& instance, const EventDesc& event) {
   const std::lock_guard lk(triggers::control_mutex());
   const auto cur = triggers::current(instance, event);
   if (!cur || cur->list.empty())
-    return "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist "
+    return "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event "
+           "disable_event enable_hist "
            "disable_hist hist\n";
   std::string out;
   for (const auto& t : cur->list) out += t->print() + "\n";
@@ -781,9 +824,11 @@ std::string hist_file(const Instance& instance, const EventDesc& event, const Hi
 
 void apply_triggers(Instance& instance, const InstanceConfig& config) {
   for (const std::string& def : config.synthetic_events) {
-    if (const auto* w = &config.synthetic_where; synthetic_event(instance, def.substr(0, def.find_first_of(" \t"))) == nullptr)
+    if (const auto* w = &config.synthetic_where;
+        synthetic_event(instance, def.substr(0, def.find_first_of(" \t"))) == nullptr)
       if (const TriggerStatus st = set_synthetic_event(instance, def); !st)
-        throw ConfigError(w->file, w->line, w->key, fmt::format("synthetic event '{}' rejected: {}", def, st.render()));
+        throw ConfigError(w->file, w->line, w->key,
+                          fmt::format("synthetic event '{}' rejected: {}", def, st.render()));
   }
   // The instance enabled and filtered the events before they existed:
   // apply those keys to the synthetic events now.
@@ -791,7 +836,8 @@ void apply_triggers(Instance& instance, const InstanceConfig& config) {
     for (const EventSettings& s : config.events) {
       const auto events = instance.registry().match(s.pattern);
       if (events.empty() && split_event_name(s.pattern).system == "synthetic")
-        throw ConfigError(s.where.file, s.where.line, s.where.key, "no event matches '" + s.pattern + "'");
+        throw ConfigError(s.where.file, s.where.line, s.where.key,
+                          "no event matches '" + s.pattern + "'");
       for (const EventDesc* d : events) {
         if (d->system() != "synthetic") continue;
         if (s.filter) {
@@ -808,8 +854,9 @@ void apply_triggers(Instance& instance, const InstanceConfig& config) {
       for (const EventDesc* d : instance.registry().match(s.pattern)) {
         const TriggerStatus st = set_trigger(instance, *d, cmd);
         if (!st)
-          throw ConfigError(s.trigger_where.file, s.trigger_where.line, s.trigger_where.key,
-                            fmt::format("trigger '{}' rejected for {}: {}", cmd, d->full_name(), st.render()));
+          throw ConfigError(
+              s.trigger_where.file, s.trigger_where.line, s.trigger_where.key,
+              fmt::format("trigger '{}' rejected for {}: {}", cmd, d->full_name(), st.render()));
       }
     }
   }

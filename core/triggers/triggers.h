@@ -52,11 +52,11 @@ namespace tracepipe {
 /// A refused trigger command: the errno the kernel's write returns and,
 /// where the kernel logs one, its error_log entry (message and caret).
 struct TriggerError {
-  int err = 0;                ///< EINVAL, EEXIST, ENOENT, ERANGE, ...
-  std::string message;        ///< error_log message ("" when the kernel logs none)
-  std::string location;       ///< "event filter parse error" or "hist:SYS:EVENT"
-  std::string command;        ///< error_log's Command: text (the filter, or the hist spec)
-  int pos = -1;               ///< caret position in `command`, -1 if none
+  int err = 0;           ///< EINVAL, EEXIST, ENOENT, ERANGE, ...
+  std::string message;   ///< error_log message ("" when the kernel logs none)
+  std::string location;  ///< "event filter parse error" or "hist:SYS:EVENT"
+  std::string command;   ///< error_log's Command: text (the filter, or the hist spec)
+  int pos = -1;          ///< caret position in `command`, -1 if none
   /// error_log's three lines (without the time stamp), or the errno's
   /// strerror text when the kernel logs nothing.
   std::string render() const;
@@ -106,12 +106,13 @@ struct HistNames {
 /// entry in sort order, then Totals: Hits, Entries, Dropped). Empty when the
 /// event has no hist trigger. Reads the maps while writers update them
 /// (each counter is read atomically; an entry being inserted may be missed).
-std::string hist_file(const Instance& instance, const EventDesc& event, const HistNames& names = {});
+std::string hist_file(const Instance& instance, const EventDesc& event,
+                      const HistNames& names = {});
 
 /// Counters of an event's triggers, for tests and tools.
 struct TriggerCounts {
-  uint64_t snapshots = 0;     ///< snapshots taken (swaps of the live ring with the spare)
-  uint64_t stacktraces = 0;   ///< kernel_stack records written (kept or lost)
+  uint64_t snapshots = 0;    ///< snapshots taken (swaps of the live ring with the spare)
+  uint64_t stacktraces = 0;  ///< kernel_stack records written (kept or lost)
 };
 TriggerCounts trigger_counts(const Instance& instance, const EventDesc& event);
 

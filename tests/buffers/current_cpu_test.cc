@@ -1,15 +1,16 @@
 // The current CPU (rseq, one load) and the number of possible CPUs.
-#include <catch2/catch.hpp>
+#include "tracepipe/buffers/current_cpu.h"
+
 #include <sched.h>
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <optional>
 
-#include "tracepipe/buffers/sysfs_cpus.h"
-#include "tracepipe/buffers/current_cpu.h"
 #include "test_support.h"
+#include "tracepipe/buffers/sysfs_cpus.h"
 
 using namespace tracepipe;
 using namespace tracepipe::buffers;
@@ -29,10 +30,11 @@ TEST_CASE("current_cpu: reads rseq and agrees with sched_getcpu", "[buffers][cpu
   FAIL("current_cpu() never agreed with sched_getcpu() in 1000 tries");
 }
 
-TEST_CASE("possible_cpus: per-CPU structures are sized by nr_cpu_ids, not by a CPU count", "[buffers][cpu]") {
+TEST_CASE("possible_cpus: per-CPU structures are sized by nr_cpu_ids, not by a CPU count",
+          "[buffers][cpu]") {
   // The rule: the highest possible CPU + 1, never below get_nprocs_conf().
-  static_assert(detail::cpu_slots(5u, 3) == 5);   // possible "0,2,4": CPU 4 exists, a count says 3
-  static_assert(detail::cpu_slots(64u, 2) == 64); // hot-pluggable: 2 present, 64 possible
+  static_assert(detail::cpu_slots(5u, 3) == 5);    // possible "0,2,4": CPU 4 exists, a count says 3
+  static_assert(detail::cpu_slots(64u, 2) == 64);  // hot-pluggable: 2 present, 64 possible
   static_assert(detail::cpu_slots(2u, 2) == 2);
   static_assert(detail::cpu_slots(std::nullopt, 8) == 8);  // no sysfs: the count
   static_assert(detail::cpu_slots(std::nullopt, -1) == 1);

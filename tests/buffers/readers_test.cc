@@ -2,7 +2,6 @@
 // merge by time stamp, and the waiter's immediate cases (the blocking cases
 // run with threads in ring_buffer_interleave_test.cc).
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <stdexcept>
 
@@ -51,7 +50,8 @@ TEST_CASE("readers: the iterator does not consume", "[buffers][readers][iterator
   CHECK(rb.stats(0).conserved(12));
 }
 
-TEST_CASE("readers: the iterator starts at the oldest surviving sub-buffer", "[buffers][readers][iterator]") {
+TEST_CASE("readers: the iterator starts at the oldest surviving sub-buffer",
+          "[buffers][readers][iterator]") {
   OverwriteRingBuffer rb(kSmall);
   for (int i = 0; i < 100; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   Iterator it(rb, 0);
@@ -59,7 +59,8 @@ TEST_CASE("readers: the iterator starts at the oldest surviving sub-buffer", "[b
   CHECK(rb.stats(0).conserved(100));
 }
 
-TEST_CASE("readers: snapshot of a paused overwrite buffer, oldest and newest first", "[buffers][readers][snapshot]") {
+TEST_CASE("readers: snapshot of a paused overwrite buffer, oldest and newest first",
+          "[buffers][readers][snapshot]") {
   OverwriteRingBuffer rb(kSmall);
   for (int i = 0; i < 100; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   CHECK_FALSE(Snapshot::take(rb, 0));  // not paused
@@ -70,7 +71,8 @@ TEST_CASE("readers: snapshot of a paused overwrite buffer, oldest and newest fir
     REQUIRE(snap->size() == 16);
     std::vector<int> oldest, newest;
     for (const RecordView& v : snap->records()) oldest.push_back(static_cast<int>(v.payload[0]));
-    for (const RecordView& v : snap->newest_first()) newest.push_back(static_cast<int>(v.payload[0]));
+    for (const RecordView& v : snap->newest_first())
+      newest.push_back(static_cast<int>(v.payload[0]));
     CHECK(oldest == range(84, 100));
     std::vector<int> rev(oldest.rbegin(), oldest.rend());
     CHECK(newest == rev);
@@ -144,7 +146,8 @@ TEST_CASE("readers: merge of all CPUs by time stamp", "[buffers][readers][merge]
   CHECK(rb.stats(1).conserved(3));
 }
 
-TEST_CASE("readers: wait returns at once when data is there, times out when not", "[buffers][readers][wait]") {
+TEST_CASE("readers: wait returns at once when data is there, times out when not",
+          "[buffers][readers][wait]") {
   DropNewestRingBuffer rb(kSmall);
   ConsumingReader reader(rb, 0);
   const auto t0 = std::chrono::steady_clock::now();

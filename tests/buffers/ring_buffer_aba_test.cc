@@ -9,14 +9,14 @@
 // finish its iterations (a watchdog pauses the buffer, which unsticks a
 // livelocked writer, and fails the test instead of hanging) and the counts
 // must be conserved. Label "concurrency".
-#include <catch2/catch.hpp>
+#include <sched.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <random>
-#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -105,15 +105,17 @@ void run_stale_claim(int laps) {
   }
   read_all();
   const CpuStats s = rb.stats(0);
-  INFO("laps " << laps << " read " << s.read << " overrun " << s.overrun << " lost " << s.lost() << " (busy "
-               << s.lost_busy << " commit_overrun " << s.commit_overrun << " full " << s.lost_full << ")");
+  INFO("laps " << laps << " read " << s.read << " overrun " << s.overrun << " lost " << s.lost()
+               << " (busy " << s.lost_busy << " commit_overrun " << s.commit_overrun << " full "
+               << s.lost_full << ")");
   CHECK(s.lost() == 0);
   CHECK(s.conserved(attempts));
   REQUIRE(seen.size() >= 2);
   // The newest records, in order, end with the last two written.
   CHECK(seen[seen.size() - 2] == 100 + 2 * P - 2);
   CHECK(seen.back() == 100 + 2 * P - 1);
-  if constexpr (M == OverflowMode::drop_newest) CHECK(read == attempts);  // a reader kept up: nothing lost
+  if constexpr (M == OverflowMode::drop_newest)
+    CHECK(read == attempts);  // a reader kept up: nothing lost
 }
 
 }  // namespace
@@ -192,8 +194,10 @@ void run_progress() {
   std::thread reader([&] {
     ConsumingReader cr(rb, 0);
     while (!stop_reader.load(std::memory_order_acquire)) {
-      if (cr.next()) reader_got.fetch_add(1, std::memory_order_relaxed);
-      else std::this_thread::yield();
+      if (cr.next())
+        reader_got.fetch_add(1, std::memory_order_relaxed);
+      else
+        std::this_thread::yield();
     }
   });
   // Watchdog: no writer progress for 10 s (generous for TSan on 2 shared
@@ -231,10 +235,11 @@ void run_progress() {
     CHECK(done_iters[t].load() == kProgressIterations);
   }
   const CpuStats s = rb.stats(0);
-  INFO("writers " << writers << " attempts " << attempts.load() << " read " << s.read << " overrun " << s.overrun
-                  << " lost " << s.lost() << " (busy " << s.lost_busy << " commit_overrun " << s.commit_overrun
-                  << " full " << s.lost_full << ") discarded " << s.discarded << " entries " << s.entries
-                  << " switches " << s.subbuf_switches);
+  INFO("writers " << writers << " attempts " << attempts.load() << " read " << s.read << " overrun "
+                  << s.overrun << " lost " << s.lost() << " (busy " << s.lost_busy
+                  << " commit_overrun " << s.commit_overrun << " full " << s.lost_full
+                  << ") discarded " << s.discarded << " entries " << s.entries << " switches "
+                  << s.subbuf_switches);
   CHECK(s.entries == 0);
   CHECK(s.read == reader_got.load());
   CHECK(s.conserved(attempts.load()));
@@ -340,7 +345,8 @@ TEST_CASE("recycle: pins while it walks, and leaves no pin on any outcome", "[bu
     CHECK(word_of(rb, 0) == make_pw(Phase::live, 0, 0, 0));
   }
   // Whatever happened above, the ring keeps working for two laps.
-  for (int i = 0; i < 2 * static_cast<int>(rb.nr_subbufs()); ++i) CHECK(put(rb, 0, full, static_cast<uint8_t>(50 + i)));
+  for (int i = 0; i < 2 * static_cast<int>(rb.nr_subbufs()); ++i)
+    CHECK(put(rb, 0, full, static_cast<uint8_t>(50 + i)));
   for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) {
     INFO("position " << idx);
     CHECK(pw_pins(word_of(rb, idx)) == 0);
@@ -365,7 +371,8 @@ TEST_CASE("recycle stress: walks of long sub-buffers against a consuming reader 
 #else
   constexpr int kIters = 400000;
 #endif
-  OverwriteRingBuffer rb(RingBufferConfig{.cpus = 1, .size_per_cpu = 16 * 4096, .subbuf_size = 4096});
+  OverwriteRingBuffer rb(
+      RingBufferConfig{.cpus = 1, .size_per_cpu = 16 * 4096, .subbuf_size = 4096});
   REQUIRE(rb.nr_subbufs() == 17);
   constexpr int kWriters = 3;
   std::atomic<int> finished{0};
@@ -413,13 +420,14 @@ TEST_CASE("recycle stress: walks of long sub-buffers against a consuming reader 
   for (auto& t : ts) t.join();
   reader.join();
   const CpuStats s = rb.stats(0);
-  INFO("attempts " << attempts.load() << " read " << s.read << " overrun " << s.overrun << " lost " << s.lost()
-                   << " (busy " << s.lost_busy << " commit_overrun " << s.commit_overrun << ") entries " << s.entries
-                   << " switches " << s.subbuf_switches);
+  INFO("attempts " << attempts.load() << " read " << s.read << " overrun " << s.overrun << " lost "
+                   << s.lost() << " (busy " << s.lost_busy << " commit_overrun " << s.commit_overrun
+                   << ") entries " << s.entries << " switches " << s.subbuf_switches);
   CHECK(torn.load() == 0);
   CHECK(s.entries == 0);
   CHECK(s.read == reader_got.load());
-  CHECK(s.overrun > 0);  // the writers did recycle unread sub-buffers (the reader's start makes this hold)
+  CHECK(s.overrun >
+        0);  // the writers did recycle unread sub-buffers (the reader's start makes this hold)
   CHECK(s.conserved(attempts.load()));
   for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) {
     INFO("position " << idx);

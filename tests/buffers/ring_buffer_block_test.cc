@@ -1,9 +1,8 @@
 // Blocking mode of a drop-newest ring (ring_buffer.h, "Blocking"): a writer
 // that finds its buffer full waits for the reader up to the bound instead of
 // dropping; what it still drops is counted by cause.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -49,11 +48,14 @@ struct Seqs {
   void rollback() { v.resize(mark); }
 };
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 }  // namespace
 
-TEST_CASE("ring blocking: a slow reader loses nothing, the writer waits for it", "[buffers][block]") {
+TEST_CASE("ring blocking: a slow reader loses nothing, the writer waits for it",
+          "[buffers][block]") {
   DropNewestRingBuffer rb(small());
   rb.set_block_timeout(RingBufferBase::kBlockForever);
   constexpr uint32_t kN = 3000;
@@ -72,8 +74,10 @@ TEST_CASE("ring blocking: a slow reader loses nothing, the writer waits for it",
   while (!done || got.v.size() < kN) {
     got.mark = got.v.size();
     const Taken t = rd.consume(got, done.load());
-    if (t != Taken::none) rb.wake_blocked(0);
-    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (t != Taken::none)
+      rb.wake_blocked(0);
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     if (done && t == Taken::none && got.v.size() >= kN) break;
   }
   w.join();
@@ -92,7 +96,8 @@ TEST_CASE("ring blocking: a slow reader loses nothing, the writer waits for it",
   CHECK(s.read == kN);
 }
 
-TEST_CASE("ring blocking: the bound is honoured, then the record is dropped and counted", "[buffers][block]") {
+TEST_CASE("ring blocking: the bound is honoured, then the record is dropped and counted",
+          "[buffers][block]") {
   DropNewestRingBuffer rb(small());
   const uint32_t n = fill(rb);  // blocking off: the refusal is immediate
   REQUIRE(n > 0);
@@ -130,7 +135,8 @@ TEST_CASE("ring blocking: a writer the policy refuses drops at once", "[buffers]
   CHECK(rb.stats(0).lost_full == 2);
 }
 
-TEST_CASE("ring blocking: setting the timeout to 0 releases a writer waiting forever", "[buffers][block]") {
+TEST_CASE("ring blocking: setting the timeout to 0 releases a writer waiting forever",
+          "[buffers][block]") {
   DropNewestRingBuffer rb(small());
   (void)fill(rb);
   rb.set_block_timeout(RingBufferBase::kBlockForever);
@@ -141,7 +147,8 @@ TEST_CASE("ring blocking: setting the timeout to 0 releases a writer waiting for
   });
   // Wait until it waits (bounded: 5 s).
   const auto t0 = Clock::now();
-  while (rb.block_stats(0).waits == 0 && ms_since(t0) < 5000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (rb.block_stats(0).waits == 0 && ms_since(t0) < 5000)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(rb.block_stats(0).waits == 1);
   CHECK(result == -1);
   rb.set_block_timeout(0);
@@ -150,7 +157,8 @@ TEST_CASE("ring blocking: setting the timeout to 0 releases a writer waiting for
   CHECK(rb.block_stats(0).timed_out == 1);
 }
 
-TEST_CASE("ring blocking: a waiting writer reserves as soon as the reader frees a sub-buffer", "[buffers][block]") {
+TEST_CASE("ring blocking: a waiting writer reserves as soon as the reader frees a sub-buffer",
+          "[buffers][block]") {
   DropNewestRingBuffer rb(small());
   const uint32_t n = fill(rb);
   rb.set_block_timeout(RingBufferBase::kBlockForever);
@@ -161,7 +169,8 @@ TEST_CASE("ring blocking: a waiting writer reserves as soon as the reader frees 
     result = rb.write(0, p) ? 1 : 0;
   });
   const auto t0 = Clock::now();
-  while (rb.block_stats(0).waits == 0 && ms_since(t0) < 5000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (rb.block_stats(0).waits == 0 && ms_since(t0) < 5000)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(rb.block_stats(0).waits == 1);
   SubbufReader rd(rb, 0);
   Seqs got;

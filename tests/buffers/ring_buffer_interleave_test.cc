@@ -4,7 +4,6 @@
 // writer thread that writes only while the waiter is blocked (it watches
 // the waiter's sleep slices, CpuBuffer::wait_polls). Label "concurrency".
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <csignal>
 #include <functional>
@@ -99,7 +98,8 @@ TEST_CASE("interleave: nested writer after (C) lands after, hidden until the out
   CHECK(rb.stats(0).conserved(2));
 }
 
-TEST_CASE("interleave: outer discard after a nested record becomes padding", "[buffers][interleave][discard]") {
+TEST_CASE("interleave: outer discard after a nested record becomes padding",
+          "[buffers][interleave][discard]") {
   Nest nest;
   HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
   once_at(nest, Step::reserved, [&] { REQUIRE(put(rb, 0, 16, 2)); });
@@ -114,7 +114,8 @@ TEST_CASE("interleave: outer discard after a nested record becomes padding", "[b
   CHECK(rb.stats(0).conserved(2));
 }
 
-TEST_CASE("interleave: a nested reserve+discard leaves the outer record last", "[buffers][interleave][discard]") {
+TEST_CASE("interleave: a nested reserve+discard leaves the outer record last",
+          "[buffers][interleave][discard]") {
   Nest nest;
   HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
   once_at(nest, Step::reserved, [&] {
@@ -132,8 +133,9 @@ TEST_CASE("interleave: a nested reserve+discard leaves the outer record last", "
   CHECK(rb.stats(0).conserved(3));
 }
 
-TEST_CASE("interleave: a nested writer that reserves while we reclaim turns our discard into padding",
-          "[buffers][interleave][discard]") {
+TEST_CASE(
+    "interleave: a nested writer that reserves while we reclaim turns our discard into padding",
+    "[buffers][interleave][discard]") {
   Nest nest;
   HookRB<OverflowMode::drop_newest> rb(kSmall, &fake_clock, TestHooks{&nest});
   Reservation outer = rb.reserve(0, 40);
@@ -150,13 +152,14 @@ TEST_CASE("interleave: a nested writer that reserves while we reclaim turns our 
   CHECK(rb.stats(0).conserved(2));
 }
 
-TEST_CASE("interleave: nested writers during a sub-buffer switch", "[buffers][interleave][switch]") {
+TEST_CASE("interleave: nested writers during a sub-buffer switch",
+          "[buffers][interleave][switch]") {
   SECTION("before the claim: the nested record still fits the old sub-buffer") {
     Nest nest;
     HookRB<OverflowMode::overwrite> rb(kSmall, &fake_clock, TestHooks{&nest});
-    REQUIRE(put(rb, 0, 200, 1));  // 216 used, 40 left
+    REQUIRE(put(rb, 0, 200, 1));                                          // 216 used, 40 left
     once_at(nest, Step::switching, [&] { REQUIRE(put(rb, 0, 16, 2)); });  // 32 bytes: fits
-    REQUIRE(put(rb, 0, 48, 3));  // needs the switch
+    REQUIRE(put(rb, 0, 48, 3));                                           // needs the switch
     CHECK(rb.stats(0).subbuf_switches == 1);
     ConsumingReader reader(rb, 0);
     CHECK(tags(drain(reader)) == std::vector<int>{1, 2, 3});
@@ -189,7 +192,8 @@ TEST_CASE("interleave: nested writers during a sub-buffer switch", "[buffers][in
   }
 }
 
-TEST_CASE("interleave: a record reserved on one thread is committed from another", "[buffers][interleave]") {
+TEST_CASE("interleave: a record reserved on one thread is committed from another",
+          "[buffers][interleave]") {
   OverwriteRingBuffer rb(kSmall);
   Reservation r = rb.reserve(0, 8);
   REQUIRE(r);
@@ -215,7 +219,8 @@ bool until_polled(const detail::CpuBuffer& cb, uint64_t n, const std::atomic<boo
 }
 }  // namespace
 
-TEST_CASE("interleave: a blocked waiter returns once a writer thread reaches its watermark", "[buffers][wait]") {
+TEST_CASE("interleave: a blocked waiter returns once a writer thread reaches its watermark",
+          "[buffers][wait]") {
   DropNewestRingBuffer rb(kSmall);  // 4 data sub-buffers + 1 spare, 256 bytes each
   ConsumingReader reader(rb, 0);
   std::atomic<bool> done{false};
@@ -263,7 +268,8 @@ void write_in_handler(int) {  // async-signal-safe: no allocation
 }
 }  // namespace
 
-TEST_CASE("interleave: a real signal handler writing between reserve and commit", "[buffers][interleave][signal]") {
+TEST_CASE("interleave: a real signal handler writing between reserve and commit",
+          "[buffers][interleave][signal]") {
   OverwriteRingBuffer rb(kSmall);
   g_sig_rb = &rb;
   auto old = std::signal(SIGUSR2, write_in_handler);

@@ -3,9 +3,8 @@
 // discards and a reader draining the same CPU buffer. The single-threaded
 // model, which checks every byte and the exact overrun, is
 // ring_buffer_model_test.cc.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <random>
@@ -17,7 +16,9 @@
 using namespace tp_buffers_test;
 
 namespace {
-std::byte pattern(uint64_t seq, size_t i) { return std::byte(static_cast<uint8_t>(seq * 131 + i * 7 + 1)); }
+std::byte pattern(uint64_t seq, size_t i) {
+  return std::byte(static_cast<uint8_t>(seq * 131 + i * 7 + 1));
+}
 }  // namespace
 
 // The same records from several writers on one CPU buffer (any_cpu rings
@@ -25,12 +26,13 @@ std::byte pattern(uint64_t seq, size_t i) { return std::byte(static_cast<uint8_t
 // record read is whole and in each writer's order, and the loss accounting
 // closes. Under TSan this checks the recycle walk's loads against writers
 // and the reader.
-TEST_CASE("ring buffer model: concurrent writers with random lengths and discards, a reader draining",
-          "[buffers][overwrite][model][concurrency]") {
+TEST_CASE(
+    "ring buffer model: concurrent writers with random lengths and discards, a reader draining",
+    "[buffers][overwrite][model][concurrency]") {
   const uint32_t subbuf = GENERATE(256u, 4096u, 16384u);
   INFO("subbuf " << subbuf);
-  OverwriteRingBuffer rb(RingBufferConfig{.cpus = 1, .size_per_cpu = uint64_t{subbuf} * 4,
-                                          .subbuf_size = subbuf});
+  OverwriteRingBuffer rb(
+      RingBufferConfig{.cpus = 1, .size_per_cpu = uint64_t{subbuf} * 4, .subbuf_size = subbuf});
   constexpr int kWriters = 2;
   constexpr int kEach = 30000;
   std::atomic<int> done{0};
@@ -41,7 +43,10 @@ TEST_CASE("ring buffer model: concurrent writers with random lengths and discard
     uint64_t a = 0, c = 0;
     for (uint32_t i = 1; i <= kEach; ++i) {
       const uint32_t k = rng() % 100;
-      uint32_t len = k < 60 ? 12 : k < 70 ? 8 : k < 75 ? std::min<uint32_t>(maxp, 8 + rng() % 300) : 8 + rng() % 40;
+      uint32_t len = k < 60   ? 12
+                     : k < 70 ? 8
+                     : k < 75 ? std::min<uint32_t>(maxp, 8 + rng() % 300)
+                              : 8 + rng() % 40;
       if (len < 8) len = 8;
       ++a;
       Reservation r = rb.reserve(0, len);
@@ -72,11 +77,17 @@ TEST_CASE("ring buffer model: concurrent writers with random lengths and discard
     while (auto v = rd.next()) {
       ++reads;
       uint32_t tag = 0, len = 0;
-      if (v->payload.size() < 8) { ok = false; continue; }
+      if (v->payload.size() < 8) {
+        ok = false;
+        continue;
+      }
       std::memcpy(&tag, v->payload.data(), 4);
       std::memcpy(&len, v->payload.data() + 4, 4);
       const uint32_t id = tag >> 24, i = tag & 0xffffff;
-      if (id >= kWriters || len != v->payload.size() || i <= last[id]) { ok = false; continue; }
+      if (id >= kWriters || len != v->payload.size() || i <= last[id]) {
+        ok = false;
+        continue;
+      }
       last[id] = i;
       for (size_t j = 8; j < v->payload.size(); ++j)
         if (v->payload[j] != pattern(tag, j)) ok = false;

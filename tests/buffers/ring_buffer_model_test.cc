@@ -6,9 +6,8 @@
 // where the prefetch bursts run). Every record read back is checked against
 // a model of what was committed (stamp, length, every byte), and overrun
 // must equal exactly the committed records never read.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <random>
@@ -23,7 +22,9 @@ namespace {
 
 using OwRB = RingBuffer<OverflowMode::overwrite, FunctionClock>;
 
-std::byte pattern(uint64_t seq, size_t i) { return std::byte(static_cast<uint8_t>(seq * 131 + i * 7 + 1)); }
+std::byte pattern(uint64_t seq, size_t i) {
+  return std::byte(static_cast<uint8_t>(seq * 131 + i * 7 + 1));
+}
 
 struct Committed {
   size_t len;
@@ -35,9 +36,10 @@ struct Committed {
 // names it.
 void run_model(uint64_t subbuf, uint64_t nsub, uint32_t seed, int ops) {
   INFO("subbuf " << subbuf << " x " << nsub << ", seed " << seed);
-  OwRB rb(RingBufferConfig{.cpus = 1, .size_per_cpu = subbuf * nsub,
-                           .subbuf_size = static_cast<uint32_t>(subbuf)},
-          &fake_clock);
+  OwRB rb(
+      RingBufferConfig{
+          .cpus = 1, .size_per_cpu = subbuf * nsub, .subbuf_size = static_cast<uint32_t>(subbuf)},
+      &fake_clock);
   const uint32_t maxp = rb.max_payload();
   std::mt19937 rng(seed);
   std::map<uint64_t, Committed> committed;  // stamp -> record
@@ -129,7 +131,7 @@ void run_model(uint64_t subbuf, uint64_t nsub, uint32_t seed, int ops) {
   for (const auto& [ts, c] : committed) unread += !c.read;
   CHECK(s.entries == 0);
   CHECK(s.read == reads);
-  CHECK(s.overrun > 0);  // the ring wrapped: recycle_overwrite walked
+  CHECK(s.overrun > 0);        // the ring wrapped: recycle_overwrite walked
   CHECK(s.overrun == unread);  // every committed record never read was counted overrun, once
   CHECK(s.lost() == refused);
   CHECK(s.conserved(attempts));
@@ -149,4 +151,3 @@ TEST_CASE("ring buffer model: random lengths, discards and partial reads in an o
     run_model(65536, 3, seed, 20000);
   }
 }
-

@@ -29,7 +29,9 @@ constexpr Writers Local = Writers::cpu_local;
 template <OverflowMode M, class Hooks = NoHooks>
 using LocalRB = RingBuffer<M, FunctionClock, Hooks, Local>;
 
-uint32_t online_cpus() { return static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))); }
+uint32_t online_cpus() {
+  return static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
 
 bool pin_to(uint32_t cpu) {
   cpu_set_t s;
@@ -46,7 +48,8 @@ void unpin() {
 
 void require_rseq() {
 #if TRACEPIPE_TSAN
-  if (!detail::rseq_registered()) TP_SKIP("rseq unavailable on this machine (or disabled by GLIBC_TUNABLES)");
+  if (!detail::rseq_registered())
+    TP_SKIP("rseq unavailable on this machine (or disabled by GLIBC_TUNABLES)");
 #else
   if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable on this machine");
 #endif
@@ -79,7 +82,8 @@ struct TestHooks {
 }  // namespace
 
 #if !TRACEPIPE_TSAN
-TEST_CASE("rseq: cas16_local stores only on its CPU and only over the expected value", "[buffers][rseq]") {
+TEST_CASE("rseq: cas16_local stores only on its CPU and only over the expected value",
+          "[buffers][rseq]") {
   require_rseq();
   const uint32_t n = online_cpus();
   REQUIRE(pin_to(0));
@@ -92,14 +96,16 @@ TEST_CASE("rseq: cas16_local stores only on its CPU and only over the expected v
   CHECK(t.pos == 180);
   CHECK(t.ts == 9);
   if (n > 1) {
-    CHECK(detail::cas16_local(&t, 1, 180, 9, 260, 10) == detail::LocalCas::migrated);  // not on CPU 1
+    CHECK(detail::cas16_local(&t, 1, 180, 9, 260, 10) ==
+          detail::LocalCas::migrated);  // not on CPU 1
     CHECK(t.pos == 180);
   }
   unpin();
 }
 #endif
 
-TEST_CASE("rseq: a cpu_local writer's record lands in the buffer of the CPU it runs on", "[buffers][rseq]") {
+TEST_CASE("rseq: a cpu_local writer's record lands in the buffer of the CPU it runs on",
+          "[buffers][rseq]") {
   require_rseq();
   const uint32_t n = online_cpus();
   LocalRB<OverflowMode::drop_newest> rb(config_for_all_cpus(8192, 1024));
@@ -121,8 +127,10 @@ TEST_CASE("rseq: a cpu_local writer's record lands in the buffer of the CPU it r
   unpin();
 }
 
-TEST_CASE("rseq: a writer nested between the load and the CAS lands first, reclaim and padding still work",
-          "[buffers][rseq]") {
+TEST_CASE(
+    "rseq: a writer nested between the load and the CAS lands first, reclaim and padding still "
+    "work",
+    "[buffers][rseq]") {
   require_rseq();
   REQUIRE(pin_to(0));
   Nest nest;
@@ -160,12 +168,14 @@ TEST_CASE("rseq: a writer nested between the load and the CAS lands first, recla
   unpin();
 }
 
-TEST_CASE("rseq: a cpu_local writer on a CPU without a buffer is counted bad_cpu and writes nowhere",
-          "[buffers][rseq]") {
+TEST_CASE(
+    "rseq: a cpu_local writer on a CPU without a buffer is counted bad_cpu and writes nowhere",
+    "[buffers][rseq]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second CPU");
   // One buffer on a machine with more CPUs: the writer on CPU 1 has none.
-  LocalRB<OverflowMode::drop_newest> rb(RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024});
+  LocalRB<OverflowMode::drop_newest> rb(
+      RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024});
   REQUIRE(pin_to(1));
   for (uint32_t i = 0; i < 5; ++i) {
     const Reservation r = rb.reserve(0, 16);  // the cpu argument does not matter: CPU 1 decides
@@ -192,8 +202,8 @@ namespace {
 
 // pause()'s fences, replaced through the Hooks policy (ring_buffer.h: NoHooks).
 struct FenceCtl {
-  bool membarrier_works = true;   // false: rseq_fence() fails as if the system call was refused
-  bool visits_work = true;        // false: run_on_cpu() fails for every CPU
+  bool membarrier_works = true;  // false: rseq_fence() fails as if the system call was refused
+  bool visits_work = true;       // false: run_on_cpu() fails for every CPU
   std::atomic<uint32_t> fences{0};
   std::atomic<uint32_t> visits[64] = {};
   std::atomic<int32_t> ran_on[64] = {};
@@ -254,7 +264,8 @@ uint64_t pause_race(RB& rb, std::vector<PauseFence>* results = nullptr, int roun
           rb.commit(r);
           writes.fetch_add(1, std::memory_order_relaxed);
           // Paused before we started and still the same pause: we must have failed.
-          if ((g & 1) == 1 && generation.load(std::memory_order_acquire) == g) violations.fetch_add(1);
+          if ((g & 1) == 1 && generation.load(std::memory_order_acquire) == g)
+            violations.fetch_add(1);
         }
       }
     });
@@ -293,7 +304,8 @@ uint64_t pause_race(RB& rb, std::vector<PauseFence>* results = nullptr, int roun
 
 }  // namespace
 
-TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU", "[buffers][rseq][concurrency]") {
+TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
+          "[buffers][rseq][concurrency]") {
   require_rseq();
   LocalRB<OverflowMode::overwrite> rb(config_for_all_cpus(64 * 1024, 1024));
   std::vector<PauseFence> results;
@@ -305,13 +317,15 @@ TEST_CASE("rseq: once pause() returns no cpu_local writer reserves, on any CPU",
 }
 
 #if !TRACEPIPE_TSAN
-TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU, no writer reserves after it",
-          "[buffers][rseq][concurrency]") {
+TEST_CASE(
+    "rseq: pause() whose membarrier fails fences by visiting every CPU, no writer reserves after "
+    "it",
+    "[buffers][rseq][concurrency]") {
   require_rseq();
   FenceCtl ctl;
   ctl.membarrier_works = false;
-  LocalRB<OverflowMode::overwrite, FenceHooks> rb(config_for_all_cpus(64 * 1024, 1024), FunctionClock{},
-                                                  FenceHooks{&ctl});
+  LocalRB<OverflowMode::overwrite, FenceHooks> rb(config_for_all_cpus(64 * 1024, 1024),
+                                                  FunctionClock{}, FenceHooks{&ctl});
   std::vector<PauseFence> results;
   CHECK(pause_race(rb, &results, 100) == 0);
   CHECK(std::count(results.begin(), results.end(), PauseFence::cpu_visits) == 100);
@@ -321,11 +335,13 @@ TEST_CASE("rseq: pause() whose membarrier fails fences by visiting every CPU, no
   for (uint32_t c = 0; c < online_cpus() && c < 64; ++c) CHECK(ctl.visits[c].load() >= 100);
 }
 
-TEST_CASE("rseq: the CPU visits run on each CPU, skip offline ones and restore the caller's affinity",
-          "[buffers][rseq]") {
+TEST_CASE(
+    "rseq: the CPU visits run on each CPU, skip offline ones and restore the caller's affinity",
+    "[buffers][rseq]") {
   require_rseq();
   const uint32_t n = online_cpus();
-  REQUIRE(n == static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));  // no offline CPU below n here
+  REQUIRE(n ==
+          static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)));  // no offline CPU below n here
   FenceCtl ctl;
   ctl.membarrier_works = false;
   // Two more buffers than CPUs: CPUs n and n+1 do not exist (offline), so
@@ -357,8 +373,8 @@ TEST_CASE("rseq: pause() that can fence neither way says so and counts it", "[bu
   FenceCtl ctl;
   ctl.membarrier_works = false;
   ctl.visits_work = false;
-  LocalRB<OverflowMode::drop_newest, FenceHooks> rb(config_for_all_cpus(8192, 1024), FunctionClock{},
-                                                    FenceHooks{&ctl});
+  LocalRB<OverflowMode::drop_newest, FenceHooks> rb(config_for_all_cpus(8192, 1024),
+                                                    FunctionClock{}, FenceHooks{&ctl});
   REQUIRE(pin_to(0));
   const std::vector<uint32_t> before = affinity_of_this_thread();
   CHECK(rb.pause() == PauseFence::failed);
@@ -381,8 +397,9 @@ TEST_CASE("rseq: pause() that can fence neither way says so and counts it", "[bu
 
 TEST_CASE("rseq: an any_cpu buffer's pause() needs no fence", "[buffers][rseq]") {
   FenceCtl ctl;
-  RingBuffer<OverflowMode::drop_newest, FunctionClock, FenceHooks> rb(RingBufferConfig{.cpus = 2, .size_per_cpu = 4096, .subbuf_size = 1024},
-                                                                     FunctionClock{}, FenceHooks{&ctl});
+  RingBuffer<OverflowMode::drop_newest, FunctionClock, FenceHooks> rb(
+      RingBufferConfig{.cpus = 2, .size_per_cpu = 4096, .subbuf_size = 1024}, FunctionClock{},
+      FenceHooks{&ctl});
   CHECK(rb.pause() == PauseFence::not_needed);
   CHECK(ctl.fences.load() == 0);
   CHECK(rb.pause_unfenced() == 0);
@@ -399,7 +416,9 @@ struct Rec {
   uint64_t sum;
   uint8_t fill[16];
 };
-uint64_t checksum(uint32_t w, uint32_t s) { return (uint64_t{w} << 32 | s) * 0x9E3779B97F4A7C15ull; }
+uint64_t checksum(uint32_t w, uint32_t s) {
+  return (uint64_t{w} << 32 | s) * 0x9E3779B97F4A7C15ull;
+}
 
 LocalRB<OverflowMode::drop_newest>* g_rb = nullptr;
 std::atomic<uint32_t> g_sig_seq{0};
@@ -419,12 +438,15 @@ void on_signal(int) {
 
 }  // namespace
 
-TEST_CASE("rseq: migrating writers and signal handlers — no torn or duplicated record, conservation exact",
-          "[buffers][rseq][concurrency]") {
+TEST_CASE(
+    "rseq: migrating writers and signal handlers — no torn or duplicated record, conservation "
+    "exact",
+    "[buffers][rseq][concurrency]") {
   require_rseq();
   LocalRB<OverflowMode::drop_newest> rb(config_for_all_cpus(256 * 1024, 1024));
   g_rb = &rb;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -465,7 +487,8 @@ TEST_CASE("rseq: migrating writers and signal handlers — no torn or duplicated
   uint64_t read = 0, torn = 0, dup = 0, back = 0;
   std::vector<uint64_t> last_ts(rb.cpus(), 0);
   std::vector<std::unique_ptr<ConsumingReader>> readers;
-  for (uint32_t c = 0; c < rb.cpus(); ++c) readers.push_back(std::make_unique<ConsumingReader>(rb, c));
+  for (uint32_t c = 0; c < rb.cpus(); ++c)
+    readers.push_back(std::make_unique<ConsumingReader>(rb, c));
   auto consume = [&] {
     for (uint32_t c = 0; c < rb.cpus(); ++c) {
       while (auto v = readers[c]->next()) {

@@ -9,11 +9,11 @@
 // commit_overrun, the drop at a switch, stays 0),
 // conservation exact. Then a bounded stress of many writers per CPU buffer
 // that yield between reserve and commit. Label "concurrency".
-#include <catch2/catch.hpp>
+#include <sched.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <functional>
-#include <sched.h>
 #include <span>
 #include <thread>
 #include <vector>
@@ -73,7 +73,8 @@ std::vector<Got> read_checked(StallRB& rb) {
 
 uint32_t empty_spares(const CpuBuffer& cb) {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < cb.nr_spares; ++i) n += sw_state(cb.spares[i].load()) == SpareState::empty ? 1 : 0;
+  for (uint32_t i = 0; i < cb.nr_spares; ++i)
+    n += sw_state(cb.spares[i].load()) == SpareState::empty ? 1 : 0;
   return n;
 }
 
@@ -94,13 +95,14 @@ Stalled g_stalled;
 
 }  // namespace
 
-TEST_CASE("set aside: a writer stalled at Step::reserved costs only its own record", "[buffers][overwrite][set_aside]") {
+TEST_CASE("set aside: a writer stalled at Step::reserved costs only its own record",
+          "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
   StallRB rb(kRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
   CpuBuffer& cb = rb.cpu_buffer(0);
   int tag = 0;
-  REQUIRE(write_n(rb, 2, tag) == 2);  // the stalled record is the third of its sub-buffer
+  REQUIRE(write_n(rb, 2, tag) == 2);   // the stalled record is the third of its sub-buffer
   constexpr int kNested = 20 * 5 * 4;  // 20 laps of the ring while the writer is stalled
   int nested_ok = 0;
   nested = [&] { nested_ok = write_n(rb, kNested, tag); };
@@ -157,7 +159,8 @@ TEST_CASE("set aside: the stalled writer discards instead: counted discarded, no
 // the walk stops there and those neighbours are counted by the reclaim
 // (lost_set_aside). Either way the discard finds the tail moved, leaves
 // padding, and every record is counted once.
-TEST_CASE("set aside: the swap's walk meets a record its writer is discarding", "[buffers][overwrite][set_aside]") {
+TEST_CASE("set aside: the swap's walk meets a record its writer is discarding",
+          "[buffers][overwrite][set_aside]") {
   const Step at = GENERATE(Step::discarding, Step::reclaiming);
   INFO("laps run at step " << static_cast<int>(at));
   std::function<void()> nested;
@@ -184,8 +187,10 @@ TEST_CASE("set aside: the swap's walk meets a record its writer is discarding", 
   CHECK(empty_spares(rb.cpu_buffer(0)) == rb.cpu_buffer(0).nr_spares);
 }
 
-TEST_CASE("set aside: a writer stalled between (C) and (D) (no stride yet) loses only records of its sub-buffer",
-          "[buffers][overwrite][set_aside]") {
+TEST_CASE(
+    "set aside: a writer stalled between (C) and (D) (no stride yet) loses only records of its "
+    "sub-buffer",
+    "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
   StallRB rb(kRing, &fake_clock, StallHooks{Step::reserving, &nested, &in_nested});
@@ -210,8 +215,9 @@ TEST_CASE("set aside: a writer stalled between (C) and (D) (no stride yet) loses
   CHECK(rb.stats(0).conserved(82));
 }
 
-TEST_CASE("set aside: a switcher stalled between (S2) and (S3) writes its END into the set-aside memory",
-          "[buffers][overwrite][set_aside]") {
+TEST_CASE(
+    "set aside: a switcher stalled between (S2) and (S3) writes its END into the set-aside memory",
+    "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
   StallRB rb(kRing, &fake_clock, StallHooks{Step::switched, &nested, &in_nested});
@@ -220,7 +226,9 @@ TEST_CASE("set aside: a switcher stalled between (S2) and (S3) writes its END in
   // fit, so its writer switches and must close position 0 with an END at 192.
   REQUIRE(write_n(rb, 3, tag) == 3);
   const uint32_t big = 100;  // stride 120: does not fit the 64 bytes left
-  nested = [&] { CHECK(write_n(rb, 60, tag) == 60); };  // 3 laps: position 0 (no END yet) is set aside
+  nested = [&] {
+    CHECK(write_n(rb, 60, tag) == 60);
+  };  // 3 laps: position 0 (no END yet) is set aside
   g_fake_now.fetch_add(1);
   REQUIRE(rb.write(0, bytes_of(big, 0xAB)));
   const CpuStats s = rb.stats(0);
@@ -268,7 +276,8 @@ TEST_CASE("set aside: a fast-path writer whose view went stale before (C) resolv
   CHECK(s.conserved(1 + 1 + 60 + 1));
 }
 
-TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", "[buffers][overwrite][set_aside]") {
+TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook",
+          "[buffers][overwrite][set_aside]") {
   OverwriteRingBuffer rb(kRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   const uint32_t full = rb.max_payload();
@@ -276,15 +285,17 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
   REQUIRE(put(rb, 0, 32, 2));
   Reservation pending = rb.reserve(0, 32);
   REQUIRE(pending);
-  REQUIRE(put(rb, 0, 32, 3));     // a neighbour committed after it, same sub-buffer
-  REQUIRE(put(rb, 0, full, 4));   // the tail moves to position 1
+  REQUIRE(put(rb, 0, 32, 3));    // a neighbour committed after it, same sub-buffer
+  REQUIRE(put(rb, 0, full, 4));  // the tail moves to position 1
   static Reservation* g_pending = nullptr;
   static OverwriteRingBuffer* g_rb = nullptr;
   g_pending = &pending;
   g_rb = &rb;
   const HookReset<swap_test_hook> reset;
 
-  SECTION("a reader pins between the walk and the CAS: the swap gives the spare back, no pin of ours left") {
+  SECTION(
+      "a reader pins between the walk and the CAS: the swap gives the spare back, no pin of ours "
+      "left") {
     swap_test_hook.store([](CpuBuffer& c, uint64_t idx) { REQUIRE(pin(c, idx, 0)); });
     CHECK(recycle_overwrite(cb, 0, 0) == Recycle::raced);
     swap_test_hook.store(nullptr);
@@ -299,7 +310,8 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
     CHECK(s.lost_set_aside == 1);
     CHECK(s.conserved(5));
   }
-  SECTION("the pending record commits between the walk and the CAS: set aside anyway, counted once") {
+  SECTION(
+      "the pending record commits between the walk and the CAS: set aside anyway, counted once") {
     swap_test_hook.store([](CpuBuffer&, uint64_t) { g_rb->commit(*g_pending); });
     CHECK(recycle_overwrite(cb, 0, 0) == Recycle::recycled);
     swap_test_hook.store(nullptr);
@@ -314,26 +326,31 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook", 
     swap_test_hook.store([](CpuBuffer& c, uint64_t) {
       for (uint32_t i = 0; i < c.nr_spares; ++i) {
         uint64_t w = c.spares[i].load();
-        if (sw_state(w) == SpareState::empty) c.spares[i].compare_exchange_strong(w, make_sw(SpareState::taken, sw_slot(w), 0));
+        if (sw_state(w) == SpareState::empty)
+          c.spares[i].compare_exchange_strong(w, make_sw(SpareState::taken, sw_slot(w), 0));
       }
     });
     CHECK(recycle_overwrite(cb, 0, 0) == Recycle::recycled);
     swap_test_hook.store(nullptr);
     uint32_t aside = 0;
-    for (uint32_t i = 0; i < cb.nr_spares; ++i) aside += sw_state(cb.spares[i].load()) == SpareState::aside ? 1 : 0;
+    for (uint32_t i = 0; i < cb.nr_spares; ++i)
+      aside += sw_state(cb.spares[i].load()) == SpareState::aside ? 1 : 0;
     CHECK(aside == 1);
     for (uint32_t i = 0; i < cb.nr_spares; ++i) {
       const uint64_t w = cb.spares[i].load();
-      if (sw_state(w) == SpareState::taken) cb.spares[i].store(make_sw(SpareState::empty, sw_slot(w), 0));
+      if (sw_state(w) == SpareState::taken)
+        cb.spares[i].store(make_sw(SpareState::empty, sw_slot(w), 0));
     }
     rb.commit(pending);
     CHECK(rb.stats(0).conserved(5));
   }
   // Whatever happened, the ring keeps working for many laps, and readers see whole records.
-  for (int i = 0; i < 4 * static_cast<int>(rb.nr_subbufs()); ++i) CHECK(put(rb, 0, full, static_cast<uint8_t>(50 + i)));
+  for (int i = 0; i < 4 * static_cast<int>(rb.nr_subbufs()); ++i)
+    CHECK(put(rb, 0, full, static_cast<uint8_t>(50 + i)));
   ConsumingReader reader(rb, 0);
   for (const Got& g : drain(reader)) CHECK(g.uniform);
-  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) CHECK(pw_pins(cb.positions[idx].load()) == 0);
+  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx)
+    CHECK(pw_pins(cb.positions[idx].load()) == 0);
   CHECK(empty_spares(cb) == cb.nr_spares);
 }
 
@@ -348,8 +365,9 @@ TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbo
   OverwriteRingBuffer rb(kRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   g_stalled = Stalled{&rb};
-  for (int i = 0; i < 4; ++i, ++g_stalled.written) REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));  // position 0 full
-  REQUIRE(put(rb, 0, rb.max_payload(), 5));  // the tail moves to position 1
+  for (int i = 0; i < 4; ++i, ++g_stalled.written)
+    REQUIRE(put(rb, 0, kLen, static_cast<uint8_t>(1 + i)));  // position 0 full
+  REQUIRE(put(rb, 0, rb.max_payload(), 5));                  // the tail moves to position 1
   ++g_stalled.written;
   const HookReset<recycle_test_hook> reset;
   recycle_test_hook.store([](CpuBuffer& c, uint64_t idx) {
@@ -388,7 +406,8 @@ TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbo
   REQUIRE(!got.empty());
   for (const Got& g : got) CHECK(g.uniform);
   CHECK(got.back().tag == 10 + 14);  // the newest record
-  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) CHECK(pw_holders(cb.positions[idx].load()) == 0);
+  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx)
+    CHECK(pw_holders(cb.positions[idx].load()) == 0);
 }
 
 // The same takeover when the stalled recycler had found a pending record and
@@ -411,7 +430,8 @@ TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over
     if (g_stalled.in || idx != 0) return;
     g_stalled.in = true;
     CHECK(pw_holders(c.positions[0].load()) == 1);
-    for (int i = 0; i < 15; ++i, ++g_stalled.written) CHECK(put(*g_stalled.rb, 0, g_stalled.rb->max_payload(), static_cast<uint8_t>(10 + i)));
+    for (int i = 0; i < 15; ++i, ++g_stalled.written)
+      CHECK(put(*g_stalled.rb, 0, g_stalled.rb->max_payload(), static_cast<uint8_t>(10 + i)));
     CHECK(c.set_aside.load() == 1);  // by the writer that took over
     CHECK(c.walkers[0].load() == 1);
   });
@@ -462,7 +482,7 @@ TEST_CASE("set aside: more stalled writers than spares: the rest drop as before,
   CpuStats s = rb.stats(0);
   CHECK(s.set_aside == cb.nr_spares);
   CHECK(empty_spares(cb) == 0);
-  CHECK(s.commit_overrun > 0);  // dropped at the switch: no spare left
+  CHECK(s.commit_overrun > 0);   // dropped at the switch: no spare left
   CHECK(s.lost_set_aside == 0);  // none of the stalled records is committed yet
   for (Reservation& r : held) {
     std::memset(r.payload().data(), 0xEE, kLen);
@@ -492,7 +512,8 @@ TEST_CASE("set aside stress: 12 writers on one CPU buffer yield between reserve 
   constexpr int kIters = 40000;
 #endif
   constexpr int kWriters = 12;
-  OverwriteRingBuffer rb(RingBufferConfig{.cpus = 1, .size_per_cpu = 2048, .subbuf_size = 256}, &fake_clock);
+  OverwriteRingBuffer rb(RingBufferConfig{.cpus = 1, .size_per_cpu = 2048, .subbuf_size = 256},
+                         &fake_clock);
   std::atomic<bool> done{false};
   std::atomic<uint64_t> torn{0}, read{0};
   std::thread reader([&] {
@@ -530,7 +551,8 @@ TEST_CASE("set aside stress: 12 writers on one CPU buffer yield between reserve 
   const CpuStats s = rb.stats(0);
   CHECK(s.conserved(uint64_t{kWriters} * kIters));
   CHECK(s.read == read.load());
-  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx) CHECK(pw_pins(rb.cpu_buffer(0).positions[idx].load()) == 0);
+  for (uint64_t idx = 0; idx < rb.nr_subbufs(); ++idx)
+    CHECK(pw_pins(rb.cpu_buffer(0).positions[idx].load()) == 0);
   CHECK(empty_spares(rb.cpu_buffer(0)) == rb.cpu_buffer(0).nr_spares);
 }
 

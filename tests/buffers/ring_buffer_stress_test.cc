@@ -7,12 +7,11 @@
 // back, each writer's records on a CPU in its order. At the end the
 // conservation law holds exactly per CPU. Bounded by iteration counts (CI
 // runs it under TSan and ASan+UBSan). Label "concurrency".
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -105,8 +104,8 @@ void signal_write(uint32_t cpu, uint32_t writer, uint32_t seq) {
 
 // Checks every record the reader gets.
 struct Checker {
-  std::vector<std::vector<uint8_t>> seen;           // [writer][seq]
-  std::vector<std::vector<int64_t>> last_seq;       // [writer][cpu]
+  std::vector<std::vector<uint8_t>> seen;      // [writer][seq]
+  std::vector<std::vector<int64_t>> last_seq;  // [writer][cpu]
   uint64_t last_ts[kCpus]{};
   uint64_t records = 0, torn = 0, dup = 0, backwards = 0, misorder = 0, wrong_cpu = 0;
 
@@ -269,7 +268,8 @@ void run_stress() {
     drain_all();
   });
 
-  while (shared.writers_finished.load(std::memory_order_acquire) != kWriters) std::this_thread::yield();
+  while (shared.writers_finished.load(std::memory_order_acquire) != kWriters)
+    std::this_thread::yield();
   shared.writers_done.store(true, std::memory_order_release);
   signaller.join();
   shared.release_writers.store(true, std::memory_order_release);
@@ -288,10 +288,11 @@ void run_stress() {
   uint64_t read = 0;
   for (uint32_t c = 0; c < kCpus; ++c) {
     const CpuStats s = rb.stats(c);
-    INFO("cpu " << c << " attempts " << shared.attempts[c].load() << " read " << s.read << " overrun " << s.overrun
-                << " lost " << s.lost() << " (full " << s.lost_full << " busy " << s.lost_busy << " commit_overrun "
-                << s.commit_overrun << ") discarded " << s.discarded << " reclaimed " << s.reclaimed
-                << " entries " << s.entries << " switches " << s.subbuf_switches);
+    INFO("cpu " << c << " attempts " << shared.attempts[c].load() << " read " << s.read
+                << " overrun " << s.overrun << " lost " << s.lost() << " (full " << s.lost_full
+                << " busy " << s.lost_busy << " commit_overrun " << s.commit_overrun
+                << ") discarded " << s.discarded << " reclaimed " << s.reclaimed << " entries "
+                << s.entries << " switches " << s.subbuf_switches);
     CHECK(s.entries == 0);  // drained
     CHECK(s.conserved(shared.attempts[c].load()));
     CHECK(s.discarded > 0);

@@ -2,7 +2,6 @@
 // test ends with the conservation check (written = read + overrun + lost +
 // discarded + entries).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "buffer_test_util.h"
@@ -21,12 +20,16 @@ using FakeRB = RingBuffer<M, FunctionClock>;
 
 TEST_CASE("ring buffer: config is validated with a clear message", "[buffers][config]") {
   using RB = OverwriteRingBuffer;
-  CHECK_THROWS_WITH(RB(RingBufferConfig{.cpus = 0}), Catch::Contains("cpus must be in [1, 65536], got 0"));
+  CHECK_THROWS_WITH(RB(RingBufferConfig{.cpus = 0}),
+                    Catch::Contains("cpus must be in [1, 65536], got 0"));
   CHECK_THROWS_WITH(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1000}),
                     Catch::Contains("subbuf_size must be a power of two"));
-  CHECK_THROWS_AS(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 32}), ConfigError);
-  CHECK_THROWS_AS(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 1 << 23, .subbuf_size = 1 << 23}), ConfigError);
-  CHECK_THROWS_WITH(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 0}), Catch::Contains("size_per_cpu"));
+  CHECK_THROWS_AS(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 32}),
+                  ConfigError);
+  CHECK_THROWS_AS(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 1 << 23, .subbuf_size = 1 << 23}),
+                  ConfigError);
+  CHECK_THROWS_WITH(RB(RingBufferConfig{.cpus = 1, .size_per_cpu = 0}),
+                    Catch::Contains("size_per_cpu"));
 }
 
 TEST_CASE("ring buffer: geometry follows the kernel defaults", "[buffers][config]") {
@@ -57,7 +60,8 @@ TEMPLATE_TEST_CASE_SIG("ring buffer: reserve, fill, commit, read back", "[buffer
   REQUIRE(v);
   CHECK(v->ts == 1000);
   CHECK(v->cpu == 1);
-  CHECK(std::string(reinterpret_cast<const char*>(v->payload.data()), v->payload.size()) == "hello");
+  CHECK(std::string(reinterpret_cast<const char*>(v->payload.data()), v->payload.size()) ==
+        "hello");
   CHECK_FALSE(reader.next());
   CHECK(rb.stats(1).read == 1);
   CHECK(rb.stats(1).conserved(1));
@@ -74,7 +78,8 @@ TEST_CASE("ring buffer: a zero-length record is a record", "[buffers][reserve]")
   CHECK(rb.stats(0).conserved(1));
 }
 
-TEST_CASE("ring buffer: bad cpu and too-big records are refused and counted", "[buffers][reserve]") {
+TEST_CASE("ring buffer: bad cpu and too-big records are refused and counted",
+          "[buffers][reserve]") {
   OverwriteRingBuffer rb(kSmall);
   Reservation r = rb.reserve(2, 8);
   CHECK_FALSE(r);
@@ -86,7 +91,7 @@ TEST_CASE("ring buffer: bad cpu and too-big records are refused and counted", "[
   CHECK_FALSE(rb.reserve(0, UINT32_MAX));
   CHECK(rb.stats(0).lost_too_big == 2);
   CHECK(to_string(ReserveError::too_big) == "record larger than a sub-buffer");
-  rb.commit(big);   // empty reservations: no-ops
+  rb.commit(big);  // empty reservations: no-ops
   rb.discard(big);
   CHECK(rb.stats(0).conserved(2));  // the bad-cpu attempt is counted in lost_bad_cpu()
 }
@@ -107,7 +112,8 @@ TEST_CASE("ring buffer: the largest record exactly fills a sub-buffer", "[buffer
   CHECK(rb.stats(0).conserved(3));
 }
 
-TEST_CASE("ring buffer: records whose strides sum to the sub-buffer size fill it exactly", "[buffers][reserve]") {
+TEST_CASE("ring buffer: records whose strides sum to the sub-buffer size fill it exactly",
+          "[buffers][reserve]") {
   DropNewestRingBuffer rb(kSmall);
   for (int i = 0; i < 4; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));  // 4 x 64 = 256
   CHECK(rb.stats(0).subbuf_switches == 0);
@@ -118,7 +124,8 @@ TEST_CASE("ring buffer: records whose strides sum to the sub-buffer size fill it
   CHECK(rb.stats(0).conserved(5));
 }
 
-TEST_CASE("ring buffer: overwrite keeps the newest sub-buffers and counts overrun", "[buffers][overwrite]") {
+TEST_CASE("ring buffer: overwrite keeps the newest sub-buffers and counts overrun",
+          "[buffers][overwrite]") {
   OverwriteRingBuffer rb(kSmall);
   for (int i = 0; i < 100; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   // 4 records per sub-buffer; the tail is in the 25th; 4 data sub-buffers
@@ -138,7 +145,8 @@ TEST_CASE("ring buffer: overwrite keeps the newest sub-buffers and counts overru
 // (walk_subbuf): a mix of lengths, zero-length records and padding must
 // still be walked record by record, every unread data record counted as
 // overrun once and no padding counted.
-TEST_CASE("ring buffer: overwrite with mixed lengths and padding counts overrun exactly", "[buffers][overwrite]") {
+TEST_CASE("ring buffer: overwrite with mixed lengths and padding counts overrun exactly",
+          "[buffers][overwrite]") {
   OverwriteRingBuffer rb(kSmall);
   constexpr size_t kLens[] = {8, 8, 8, 40, 8, 0, 100, 8, 24, 24, 24, 56};
   std::vector<Got> committed;  // what the writer committed, in order
@@ -169,7 +177,8 @@ TEST_CASE("ring buffer: overwrite with mixed lengths and padding counts overrun 
   REQUIRE(!got.empty());
   REQUIRE(got.size() < committed.size());
   CHECK(s.entries == got.size());
-  CHECK(s.overrun == committed.size() - got.size());  // every record not read was overwritten, and only those
+  CHECK(s.overrun ==
+        committed.size() - got.size());  // every record not read was overwritten, and only those
   for (size_t k = 0; k < got.size(); ++k) {  // what is left is the newest records, whole
     const Got& want = committed[committed.size() - got.size() + k];
     if (want.len != 0) CHECK(got[k].tag == want.tag);  // a zero-length record has no tag byte
@@ -179,7 +188,8 @@ TEST_CASE("ring buffer: overwrite with mixed lengths and padding counts overrun 
   CHECK(rb.stats(0).conserved(attempts));
 }
 
-TEST_CASE("ring buffer: drop-newest refuses when full, and accepts again once read", "[buffers][drop]") {
+TEST_CASE("ring buffer: drop-newest refuses when full, and accepts again once read",
+          "[buffers][drop]") {
   DropNewestRingBuffer rb(kSmall);
   int ok = 0, attempts = 0;
   for (int i = 0; i < 30; ++i, ++attempts) ok += put(rb, 0, 48, static_cast<uint8_t>(i));
@@ -212,12 +222,14 @@ TEST_CASE("ring buffer: drop-newest refuses when full, and accepts again once re
   CHECK(rb.stats(0).conserved(attempts));
 }
 
-TEST_CASE("ring buffer: wrap-around many laps with a reader keeping up", "[buffers][drop][overwrite]") {
+TEST_CASE("ring buffer: wrap-around many laps with a reader keeping up",
+          "[buffers][drop][overwrite]") {
   DropNewestRingBuffer rb(kSmall);
   ConsumingReader reader(rb, 1);
   int next = 0;
   for (int lap = 0; lap < 200; ++lap) {
-    for (int i = 0; i < 7; ++i) REQUIRE(put(rb, 1, 8 + (lap + i) % 60, static_cast<uint8_t>((lap * 7 + i) & 0xff)));
+    for (int i = 0; i < 7; ++i)
+      REQUIRE(put(rb, 1, 8 + (lap + i) % 60, static_cast<uint8_t>((lap * 7 + i) & 0xff)));
     for (int i = 0; i < 7; ++i) {
       auto v = reader.next();
       REQUIRE(v);
@@ -256,7 +268,8 @@ TEST_CASE("ring buffer: discard of the last record reclaims its space", "[buffer
   CHECK(rb.stats(0).conserved(2));
 }
 
-TEST_CASE("ring buffer: discard of a record that is not last leaves padding", "[buffers][discard]") {
+TEST_CASE("ring buffer: discard of a record that is not last leaves padding",
+          "[buffers][discard]") {
   DropNewestRingBuffer rb(kSmall);
   Reservation a = rb.reserve(0, 40);
   Reservation b = rb.reserve(0, 16);
@@ -327,7 +340,8 @@ TEST_CASE("ring buffer: pause drops and counts, resume restarts", "[buffers][pau
   CHECK(rb.stats(1).conserved(1));
 }
 
-TEST_CASE("ring buffer: discard while paused pads instead of reclaiming", "[buffers][pause][discard]") {
+TEST_CASE("ring buffer: discard while paused pads instead of reclaiming",
+          "[buffers][pause][discard]") {
   OverwriteRingBuffer rb(kSmall);
   Reservation a = rb.reserve(0, 8);
   rb.pause();
@@ -352,7 +366,8 @@ TEST_CASE("ring buffer: stamps never go back even when the clock does", "[buffer
   CHECK(rb.stats(0).conserved(6));
 }
 
-TEST_CASE("ring buffer: stats report entries, bytes and the oldest and newest stamps", "[buffers][stats]") {
+TEST_CASE("ring buffer: stats report entries, bytes and the oldest and newest stamps",
+          "[buffers][stats]") {
   FakeRB<OverflowMode::drop_newest> rb(kSmall, &fake_clock);
   g_fake_now = 10;
   REQUIRE(put(rb, 0, 30, 1));
@@ -375,7 +390,8 @@ TEST_CASE("ring buffer: stats report entries, bytes and the oldest and newest st
   CHECK(rb.stats(5).entries == 0);  // unknown cpu: empty stats
 }
 
-TEST_CASE("ring buffer: only an overwrite ring has spare sub-buffers", "[buffers][set_aside][memory]") {
+TEST_CASE("ring buffer: only an overwrite ring has spare sub-buffers",
+          "[buffers][set_aside][memory]") {
   const RingMemoryLayout ow = ring_memory_layout(kSmall, OverflowMode::overwrite);
   const RingMemoryLayout dn = ring_memory_layout(kSmall, OverflowMode::drop_newest);
   CHECK(ow.nr_spares == 8);  // the default spare_subbufs
@@ -399,9 +415,11 @@ TEST_CASE("ring buffer: only an overwrite ring has spare sub-buffers", "[buffers
 // Without spares (spare_subbufs = 0) a pending record blocks its sub-buffer;
 // with them (the default) the sub-buffer is set aside instead:
 // ring_buffer_set_aside_test.cc.
-constexpr RingBufferConfig kSmallNoSpares{.cpus = 2, .size_per_cpu = 1024, .subbuf_size = 256, .spare_subbufs = 0};
+constexpr RingBufferConfig kSmallNoSpares{
+    .cpus = 2, .size_per_cpu = 1024, .subbuf_size = 256, .spare_subbufs = 0};
 
-TEST_CASE("ring buffer: a stalled writer hides later records and blocks recycling", "[buffers][overwrite][stall]") {
+TEST_CASE("ring buffer: a stalled writer hides later records and blocks recycling",
+          "[buffers][overwrite][stall]") {
   OverwriteRingBuffer rb(kSmallNoSpares);
   Reservation stalled = rb.reserve(0, 48);  // first record of the first sub-buffer
   REQUIRE(stalled);
@@ -425,7 +443,8 @@ TEST_CASE("ring buffer: a stalled writer hides later records and blocks recyclin
   CHECK(rb.stats(0).conserved(41));
 }
 
-TEST_CASE("ring buffer: once the stalled record commits, its sub-buffer is recycled", "[buffers][overwrite][stall]") {
+TEST_CASE("ring buffer: once the stalled record commits, its sub-buffer is recycled",
+          "[buffers][overwrite][stall]") {
   OverwriteRingBuffer rb(kSmallNoSpares);
   Reservation stalled = rb.reserve(0, 48);
   for (int i = 0; i < 40; ++i) (void)put(rb, 0, 48, static_cast<uint8_t>(i));

@@ -1,17 +1,17 @@
 // buffers/sysfs_cpus.h: nr_cpu_ids from /sys/devices/system/cpu/possible and
 // a CPU's online state, against the one CPU-list parser (filters/cpulist.h).
+#include "tracepipe/buffers/sysfs_cpus.h"
+
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
-#include "tracepipe/buffers/sysfs_cpus.h"
-#include "tracepipe/filters/cpulist.h"
 #include "test_support.h"
+#include "tracepipe/filters/cpulist.h"
 
 using namespace tracepipe::buffers;
 
@@ -31,7 +31,8 @@ TEST_CASE("sysfs cpus: the last CPU of a list as the kernel prints it", "[buffer
 TEST_CASE("sysfs cpus: reading a file, with a bound", "[buffers][cpu_list]") {
   char buf[16];
   CHECK_FALSE(read_sysfs_file("/nonexistent/cpu/possible", buf, sizeof buf));
-  const std::string path = std::string(TP_BINARY_DIR) + "/sysfs_cpus_test_" + std::to_string(getpid());
+  const std::string path =
+      std::string(TP_BINARY_DIR) + "/sysfs_cpus_test_" + std::to_string(getpid());
   std::ofstream(path) << "0-3,8\n";
   const auto text = read_sysfs_file(path.c_str(), buf, sizeof buf);
   REQUIRE(text);

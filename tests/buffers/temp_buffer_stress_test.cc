@@ -1,20 +1,19 @@
 // Stress of the temp buffer: threads claim per-CPU slots (and per-thread
 // slots) at random; a slot is never held by two claimers at once, every
 // claim is released, and the fallbacks are counted. Label "concurrency".
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "tracepipe/buffers/temp_buffer.h"
 #include "test_support.h"
+#include "tracepipe/buffers/temp_buffer.h"
 
 using namespace tracepipe::buffers;
 
@@ -26,7 +25,8 @@ constexpr int kIterations = 100000;
 #endif
 }  // namespace
 
-TEST_CASE("temp buffer stress: one holder per slot, every busy claim counted", "[buffers][temp][stress]") {
+TEST_CASE("temp buffer stress: one holder per slot, every busy claim counted",
+          "[buffers][temp][stress]") {
   constexpr uint32_t kCpus = 2;
   constexpr int kThreads = 4;
   TempBuffer tb(TempBufferConfig{.cpus = kCpus, .slot_size = 512});
@@ -103,7 +103,8 @@ std::atomic<uint64_t> g_handler_claims{0}, g_handler_busy{0}, g_handler_violatio
 
 // Claims `len` bytes on the CPU it runs on, checks it is the only holder of
 // that slot, fills and checks the record, releases. Returns false if busy.
-bool claim_check_release(TempBuffer& tb, int who, uint32_t len, bool yield_inside, std::atomic<uint64_t>& violations) {
+bool claim_check_release(TempBuffer& tb, int who, uint32_t len, bool yield_inside,
+                         std::atomic<uint64_t>& violations) {
   StagedRecord h = tb.try_claim_local(len);
   if (!h) {
     if (h.error() != StageError::busy) violations.fetch_add(1);
@@ -130,9 +131,11 @@ void local_claim_in_handler(int) {
 }
 }  // namespace
 
-TEST_CASE("temp buffer stress: cpu_local claims from migrating threads and signal handlers never collide",
-          "[buffers][temp][stress][rseq]") {
-  if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
+TEST_CASE(
+    "temp buffer stress: cpu_local claims from migrating threads and signal handlers never collide",
+    "[buffers][temp][stress][rseq]") {
+  if (!detail::rseq_usable())
+    TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
   const auto cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   REQUIRE(cpus <= 1024);
   TempBuffer tb(TempBufferConfig{.cpus = cpus, .slot_size = 512, .writers = Writers::cpu_local});
@@ -175,7 +178,8 @@ TEST_CASE("temp buffer stress: cpu_local claims from migrating threads and signa
   std::signal(SIGUSR2, old);
   CHECK(violations == 0);
   CHECK(g_handler_violations == 0);
-  CHECK(g_handler_claims + g_handler_busy > 0);  // the handlers did run (the midpoint wait makes this hold)
+  CHECK(g_handler_claims + g_handler_busy >
+        0);  // the handlers did run (the midpoint wait makes this hold)
   CHECK(claims + busy == uint64_t{4} * kIterations);
   uint64_t counted = 0;
   for (uint32_t c = 0; c < cpus; ++c) {

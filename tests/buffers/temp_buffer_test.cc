@@ -1,21 +1,22 @@
 // Unit tests of the temp buffer (staging): claim, nesting, size boundary,
 // migration between claim and release, per-thread variant, the rseq
 // (cpu_local) claim.
-#include <catch2/catch.hpp>
+#include "tracepipe/buffers/temp_buffer.h"
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstring>
 #include <thread>
 
-#include "tracepipe/buffers/temp_buffer.h"
 #include "test_support.h"
 
 using namespace tracepipe::buffers;
 
 TEST_CASE("temp buffer: config is validated", "[buffers][temp]") {
-  CHECK_THROWS_WITH(TempBuffer(TempBufferConfig{.cpus = 0}), Catch::Contains("cpus must be in [1, 65536], got 0"));
+  CHECK_THROWS_WITH(TempBuffer(TempBufferConfig{.cpus = 0}),
+                    Catch::Contains("cpus must be in [1, 65536], got 0"));
   CHECK_THROWS_WITH(TempBuffer(TempBufferConfig{.cpus = 1, .slot_size = 32}),
                     Catch::Contains("slot_size must be in [64, 1048576], got 32"));
   CHECK_THROWS_AS(PerThreadTempBuffer(8192), ConfigError);
@@ -67,7 +68,8 @@ TEST_CASE("temp buffer: the capacity boundary", "[buffers][temp]") {
   CHECK(tb.bad_cpu_fallbacks() == 1);  // counted under its own cause, not busy or too_big
 }
 
-TEST_CASE("temp buffer: release after migrating frees the slot that was claimed", "[buffers][temp]") {
+TEST_CASE("temp buffer: release after migrating frees the slot that was claimed",
+          "[buffers][temp]") {
   TempBuffer tb(TempBufferConfig{.cpus = 2, .slot_size = 256});
   StagedRecord h = tb.try_claim(0, 16);  // claimed "on CPU 0"
   REQUIRE(h);
@@ -112,7 +114,8 @@ void claim_in_handler(int) {
 }
 }  // namespace
 
-TEST_CASE("temp buffer: a signal handler that runs during a claim falls back", "[buffers][temp][signal]") {
+TEST_CASE("temp buffer: a signal handler that runs during a claim falls back",
+          "[buffers][temp][signal]") {
   TempBuffer tb(TempBufferConfig{.cpus = 1, .slot_size = 128});
   PerThreadTempBuffer ptb(128);
   auto old = std::signal(SIGUSR2, claim_in_handler);
@@ -136,12 +139,14 @@ TEST_CASE("temp buffer: a signal handler that runs during a claim falls back", "
 
 namespace {
 void require_rseq() {
-  if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
+  if (!detail::rseq_usable())
+    TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
 }
 uint32_t online_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
 }  // namespace
 
-TEST_CASE("temp buffer: cpu_local claims the slot of the CPU the caller runs on", "[buffers][temp][rseq]") {
+TEST_CASE("temp buffer: cpu_local claims the slot of the CPU the caller runs on",
+          "[buffers][temp][rseq]") {
   require_rseq();
   const uint32_t cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   TempBuffer tb(TempBufferConfig{.cpus = cpus, .slot_size = 256, .writers = Writers::cpu_local});
@@ -171,8 +176,9 @@ TEST_CASE("temp buffer: cpu_local claims the slot of the CPU the caller runs on"
   }
 }
 
-TEST_CASE("temp buffer: cpu_local refuses another CPU's slot, and a migrated owner releases its own",
-          "[buffers][temp][rseq]") {
+TEST_CASE(
+    "temp buffer: cpu_local refuses another CPU's slot, and a migrated owner releases its own",
+    "[buffers][temp][rseq]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
   TempBuffer tb(TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)),

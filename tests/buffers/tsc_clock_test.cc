@@ -2,22 +2,24 @@
 // fixed shift, equal to the variable-shift conversion it replaced at every
 // end of the signed range), the calibration's mult bound, and FunctionClock
 // reading it without calling its function.
-#include <catch2/catch.hpp>
+#include "tracepipe/buffers/tsc_clock.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 
+#include "test_support.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/ring_buffer.h"
-#include "tracepipe/buffers/tsc_clock.h"
-#include "test_support.h"
 
 using namespace tracepipe::buffers;
 
 namespace {
 std::atomic<uint64_t> g_calls{0};
-uint64_t counting_clock() noexcept { return 1000 + g_calls.fetch_add(1, std::memory_order_relaxed); }
+uint64_t counting_clock() noexcept {
+  return 1000 + g_calls.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 TEST_CASE("tsc_clock: scale_tsc maps cycles to ns, signed around the base", "[buffers][clock]") {
@@ -38,7 +40,8 @@ TEST_CASE("tsc_clock: scale_tsc maps cycles to ns, signed around the base", "[bu
   CHECK(scale_tsc(one, 0) == 200);
 }
 
-TEST_CASE("tsc_clock: FunctionClock with a scale reads the TSC inline, without its function", "[buffers][clock]") {
+TEST_CASE("tsc_clock: FunctionClock with a scale reads the TSC inline, without its function",
+          "[buffers][clock]") {
   const FunctionClock plain(&counting_clock);
   const uint64_t calls = g_calls.load();
   CHECK(plain() == 1000 + calls);
@@ -81,22 +84,25 @@ TEST_CASE("tsc_clock: FunctionClock with a scale reads the TSC inline, without i
 namespace {
 // The conversion written the plain way (mult zero-extended to 128 bits, a
 // variable shift), as the trace clock once computed it: an independent reference.
-uint64_t old_tsc_to_ns(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint32_t shift, uint64_t tsc) {
+uint64_t old_tsc_to_ns(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint32_t shift,
+                       uint64_t tsc) {
   const auto delta = static_cast<__int128>(static_cast<int64_t>(tsc - base_tsc));
   const auto scaled = static_cast<int64_t>((delta * static_cast<__int128>(mult)) >> shift);
   return base_ns + static_cast<uint64_t>(scaled);
 }
 // core/clock/trace_clock.cc: calibrate()
 uint64_t mult_for(uint64_t hz) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << TscScale::kShift) / hz);
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000u) << TscScale::kShift) /
+                               hz);
 }
 }  // namespace
 
-TEST_CASE("tsc_clock: the calibration's mult is below 2^63 for any counter of >= 1 Hz", "[buffers][clock]") {
+TEST_CASE("tsc_clock: the calibration's mult is below 2^63 for any counter of >= 1 Hz",
+          "[buffers][clock]") {
   CHECK(mult_for(1) == uint64_t{1000000000} << 32);
   CHECK(mult_for(1) < (uint64_t{1} << 63));
-  for (uint64_t hz : {uint64_t{2}, uint64_t{1000}, uint64_t{24000000}, uint64_t{1000000000}, uint64_t{2994383000},
-                      uint64_t{10000000000}})
+  for (uint64_t hz : {uint64_t{2}, uint64_t{1000}, uint64_t{24000000}, uint64_t{1000000000},
+                      uint64_t{2994383000}, uint64_t{10000000000}})
     CHECK(mult_for(hz) < mult_for(1));
 }
 
@@ -107,13 +113,26 @@ TEST_CASE("tsc_clock: scale_tsc equals the previous conversion at the ends of th
   for (uint64_t hz : hzs) {
     const uint64_t mult = mult_for(hz);
     for (int b = 0; b < 8; ++b) {
-      const uint64_t base_tsc = b == 0 ? 0 : b == 1 ? ~uint64_t{0} : b == 2 ? uint64_t{1} << 63 : rng();
+      const uint64_t base_tsc = b == 0   ? 0
+                                : b == 1 ? ~uint64_t{0}
+                                : b == 2 ? uint64_t{1} << 63
+                                         : rng();
       const uint64_t base_ns = b < 3 ? uint64_t{123456789} : rng();
       const TscScale s{base_tsc, base_ns, mult};
-      const uint64_t deltas[] = {0, 1, ~uint64_t{0} /* -1 */, uint64_t{1} << 31, uint64_t{1} << 32,
-                                 (uint64_t{1} << 32) - 1, uint64_t{1} << 62, (uint64_t{1} << 63) - 1,
-                                 uint64_t{1} << 63 /* INT64_MIN */, (uint64_t{1} << 63) + 1, hz, 0 - hz,
-                                 hz * 3600, 0 - hz * 3600};
+      const uint64_t deltas[] = {0,
+                                 1,
+                                 ~uint64_t{0} /* -1 */,
+                                 uint64_t{1} << 31,
+                                 uint64_t{1} << 32,
+                                 (uint64_t{1} << 32) - 1,
+                                 uint64_t{1} << 62,
+                                 (uint64_t{1} << 63) - 1,
+                                 uint64_t{1} << 63 /* INT64_MIN */,
+                                 (uint64_t{1} << 63) + 1,
+                                 hz,
+                                 0 - hz,
+                                 hz * 3600,
+                                 0 - hz * 3600};
       for (uint64_t d : deltas) {
         const uint64_t t = base_tsc + d;
         INFO("hz " << hz << " base_tsc " << base_tsc << " delta " << d);
@@ -128,7 +147,8 @@ TEST_CASE("tsc_clock: scale_tsc equals the previous conversion at the ends of th
   // Hand-computed at a realistic rate: 3 GHz, one second and one hour either side.
   const TscScale g3{1'000'000'000'000, 7'000'000'000, mult_for(3'000'000'000)};
   CHECK(mult_for(3'000'000'000) == 1431655765);
-  CHECK(scale_tsc(g3, 1'000'000'000'000 + 3'000'000'000) == 7'000'000'000 + 999'999'999);  // 0.99999999977 s
+  CHECK(scale_tsc(g3, 1'000'000'000'000 + 3'000'000'000) ==
+        7'000'000'000 + 999'999'999);  // 0.99999999977 s
   CHECK(scale_tsc(g3, 1'000'000'000'000 - 3'000'000'000) == 7'000'000'000 - 1'000'000'000);
   CHECK(scale_tsc(g3, 1'000'000'000'000 + 10'800'000'000'000) == 7'000'000'000 + 3'599'999'999'161);
 }

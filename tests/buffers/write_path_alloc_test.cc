@@ -2,17 +2,16 @@
 // counted in this executable (tests/support/alloc_counter.h) while reserve/commit/discard/write,
 // sub-buffer switches, overwrite recycling, drop-newest losses, pause, and
 // temp-buffer claims run. (Readers may allocate; they are not counted.)
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
-#include "tracepipe/buffers/ring_buffer.h"
-#include "tracepipe/buffers/temp_buffer.h"
 #include "alloc_counter.h"
 #include "test_support.h"
+#include "tracepipe/buffers/ring_buffer.h"
+#include "tracepipe/buffers/temp_buffer.h"
 
 namespace {
 uint64_t allocs() noexcept { return tp_test::alloc_counter::count(); }

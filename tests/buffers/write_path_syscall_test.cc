@@ -9,7 +9,6 @@
 // The buffers' clock is a counter here: the clock is the caller's choice, and
 // CLOCK_MONOTONIC through the vDSO may fall back to a system call on some
 // clock sources (tests/core/instance/noalloc_test.cc covers the default clock).
-#include <catch2/catch.hpp>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -20,15 +19,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <thread>
 
-#include "tracepipe/buffers/readers.h"
-#include "tracepipe/buffers/ring_buffer.h"
 #include "syscall_jail.h"
 #include "test_support.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 using namespace tracepipe::buffers;
 
@@ -42,15 +42,16 @@ using tp_test::enter_syscall_jail;  // tests/support/syscall_jail.h
 
 // What the child reports through the pipe.
 struct Report {
-  uint32_t stage = 0;          // last stage reached (for the failure message)
-  uint32_t wait_result[2] = {9, 9};  // WaitResult of the two waits (9: none)
+  uint32_t stage = 0;                          // last stage reached (for the failure message)
+  uint32_t wait_result[2] = {9, 9};            // WaitResult of the two waits (9: none)
   uint64_t commits_while_waiting[2] = {0, 0};  // commits made while each waiter was inside wait()
   uint64_t attempts[2] = {0, 0};  // write attempts on the overwrite / drop-newest buffer
   uint64_t accounted[2] = {0, 0};
   uint64_t overrun = 0, reclaimed = 0, padded = 0, lost_full = 0, lost_paused = 0, switches = 0;
 };
 
-constexpr RingBufferConfig kCfg{.cpus = 1, .size_per_cpu = 2048, .subbuf_size = 256};  // 8 + 1 sub-buffers
+constexpr RingBufferConfig kCfg{
+    .cpus = 1, .size_per_cpu = 2048, .subbuf_size = 256};  // 8 + 1 sub-buffers
 constexpr auto kTimeout = std::chrono::seconds(30);
 
 // Spins (no system call) until the waiter has ended `n` more sleep slices
@@ -137,7 +138,10 @@ bool until_polled(const detail::CpuBuffer& cb, uint64_t n, const std::atomic<boo
           rb.resume();
         }
       };
-      if (m == 0) step(over); else step(drop);
+      if (m == 0)
+        step(over);
+      else
+        step(drop);
     }
   }
   rep.stage = 5;
@@ -160,7 +164,8 @@ bool until_polled(const detail::CpuBuffer& cb, uint64_t n, const std::atomic<boo
 }  // namespace
 #endif
 
-TEST_CASE("write path: no system call, even with a reader blocked in wait()", "[buffers][syscall][wait]") {
+TEST_CASE("write path: no system call, even with a reader blocked in wait()",
+          "[buffers][syscall][wait]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("sanitizer runtimes make system calls of their own");
 #else

@@ -3,15 +3,14 @@
 // evaluate records (fitting, short, with out-of-bounds __data_loc). The RE2
 // extension is measured separately (RE2 may grow its DFA cache; see
 // docs/filters.md).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
-#include "test_events.h"
 #include "alloc_counter.h"
+#include "test_events.h"
 #include "test_support.h"
 
 namespace {
@@ -38,7 +37,9 @@ TEST_CASE("alloc: match() never allocates, for every predicate kind", "[filters]
   const auto fields = tp_test::all_kinds_fields();
   CompileOptions opt;
   opt.nr_cpu_ids = 4;
-  opt.symbol_by_name = [](std::string_view) -> std::optional<SymbolRange> { return SymbolRange{0x100, 0x10}; };
+  opt.symbol_by_name = [](std::string_view) -> std::optional<SymbolRange> {
+    return SymbolRange{0x100, 0x10};
+  };
   const char* exprs[] = {
       "s8 == -1 || u8 != 2 && s16 < 3 || u16 <= 4 && s32 > 5 || u32 >= 6 && s64 & 7 || u64 == 8",
       "arr == \"abc\" || arr ~ \"ab*\" || arr ~ \"*bc*\" || arr ~ \"*c\" || arr ~ \"a?[b-c]\"",
@@ -84,15 +85,18 @@ TEST_CASE("alloc: the counter sees allocations (the hooks are live)", "[filters]
   CHECK(allocs() > before);
 }
 
-TEST_CASE("alloc: RE2 predicates, after the first matches, do not allocate either", "[filters][alloc]") {
+TEST_CASE("alloc: RE2 predicates, after the first matches, do not allocate either",
+          "[filters][alloc]") {
 #if defined(TRACEPIPE_SANITIZED)
   TP_SKIP("allocation hooks are disabled under sanitizers");
 #endif
-  const auto prog = tp_test::must_compile("dyn =~ \"^k(worker|softirqd)/[0-9]+\"", tp_test::all_kinds_fields());
+  const auto prog =
+      tp_test::must_compile("dyn =~ \"^k(worker|softirqd)/[0-9]+\"", tp_test::all_kinds_fields());
   Record a(96), b(96);
   a.data_loc(48, "kworker/12:1");
   b.data_loc(48, "ksoftirqd/3");
-  for (int i = 0; i < 100; ++i) (void)(prog->match(a.span()) + prog->match(b.span()));  // warm RE2's DFA
+  for (int i = 0; i < 100; ++i)
+    (void)(prog->match(a.span()) + prog->match(b.span()));  // warm RE2's DFA
   REQUIRE(tp_test::alloc_counter::probe() == 2);
   const uint64_t before = allocs();
   size_t hits = 0;

@@ -1,7 +1,7 @@
 // CPUS{...} lists: lib/bitmap-str.c bitmap_parselist semantics.
-#include <catch2/catch.hpp>
-
 #include "tracepipe/filters/cpulist.h"
+
+#include <catch2/catch.hpp>
 
 using namespace tracepipe::filters;
 
@@ -39,8 +39,8 @@ TEST_CASE("cpulist: numbers, ranges, groups, N and all", "[filters][cpulist]") {
 }
 
 TEST_CASE("cpulist: what the kernel rejects", "[filters][cpulist]") {
-  for (const char* bad : {"a", "1-", "-1", "2-1", "4", "0-4", "1:1/2", "0-3:3/2", "0-3:1/0", "0-3:1", "1 - 2",
-                          "99999999999", "1.5", "0x1", "allx", "N-1"}) {
+  for (const char* bad : {"a", "1-", "-1", "2-1", "4", "0-4", "1:1/2", "0-3:3/2", "0-3:1/0",
+                          "0-3:1", "1 - 2", "99999999999", "1.5", "0x1", "allx", "N-1"}) {
     INFO(bad);
     CHECK_FALSE(parse_cpulist(bad, 4));
   }

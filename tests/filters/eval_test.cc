@@ -1,9 +1,8 @@
 // Evaluation: every operator on every integer width and signedness, the
 // string kinds, CPU/COMM, cpumasks, .function, and records that are short or
 // malformed. Expected values are the kernel's (see each comment).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -24,7 +23,8 @@ const std::vector<FieldDesc>& K() {
 
 constexpr size_t kFixed = 96;
 
-bool eval(std::string_view expr, const Record& rec, const EvalContext& ctx = {}, CompileOptions opt = {}) {
+bool eval(std::string_view expr, const Record& rec, const EvalContext& ctx = {},
+          CompileOptions opt = {}) {
   return must_compile(expr, K(), opt)->match(rec.span(), ctx);
 }
 
@@ -52,11 +52,12 @@ TEST_CASE("eval: == and != compare the field's bits at its width", "[filters][ev
   CHECK(eval("u64 == 01777777777777777777777", with<uint64_t>(32, UINT64_MAX)));  // octal
 }
 
-TEST_CASE("eval: literals are truncated to the field width (kernel: (u##size)pred->val)", "[filters][eval]") {
+TEST_CASE("eval: literals are truncated to the field width (kernel: (u##size)pred->val)",
+          "[filters][eval]") {
   CHECK(eval("u8 == 256", with<uint8_t>(9, 0)));
   CHECK(eval("u32 == 0x100000000", with<uint32_t>(20, 0)));  // oracle 030
   CHECK(eval("s8 == 255", with<int8_t>(8, -1)));
-  CHECK_FALSE(eval("u8 < 0x100", with<uint8_t>(9, 0)));   // oracle 033: x < 0 never
+  CHECK_FALSE(eval("u8 < 0x100", with<uint8_t>(9, 0)));  // oracle 033: x < 0 never
   CHECK_FALSE(eval("s8 < 128", with<int8_t>(8, -128)));  // (s8)128 == -128
   CHECK(eval("s16 > 65535", with<int16_t>(10, 0)));      // (s16)65535 == -1
   CHECK_FALSE(eval("s32 == -0x1", with<int32_t>(16, 0)));
@@ -84,12 +85,25 @@ TEST_CASE("eval: every width x signedness x operator against a model", "[filters
     uint32_t off, size;
     bool is_signed;
   };
-  const F fs[] = {{"s8", 8, 1, true},   {"u8", 9, 1, false},  {"s16", 10, 2, true}, {"u16", 12, 2, false},
-                  {"s32", 16, 4, true}, {"u32", 20, 4, false}, {"s64", 24, 8, true}, {"u64", 32, 8, false}};
-  const int64_t values[] = {0, 1, -1, 2, 127, 128, -128, 255, 32767, -32768, 65535, INT32_MAX, INT32_MIN,
-                            INT64_MAX, INT64_MIN};
-  const char* lits[] = {"0", "1", "2", "127", "128", "255", "-1", "-128", "0x7fff", "0xffff", "-2147483648",
-                        "4294967295", "0x8000000000000000", "9223372036854775807"};
+  const F fs[] = {{"s8", 8, 1, true},    {"u8", 9, 1, false},  {"s16", 10, 2, true},
+                  {"u16", 12, 2, false}, {"s32", 16, 4, true}, {"u32", 20, 4, false},
+                  {"s64", 24, 8, true},  {"u64", 32, 8, false}};
+  const int64_t values[] = {0,     1,      -1,    2,         127,       128,       -128,     255,
+                            32767, -32768, 65535, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
+  const char* lits[] = {"0",
+                        "1",
+                        "2",
+                        "127",
+                        "128",
+                        "255",
+                        "-1",
+                        "-128",
+                        "0x7fff",
+                        "0xffff",
+                        "-2147483648",
+                        "4294967295",
+                        "0x8000000000000000",
+                        "9223372036854775807"};
   const char* ops[] = {"==", "!=", "<", "<=", ">", ">=", "&"};
   int checked = 0;
   for (const F& f : fs) {
@@ -98,7 +112,8 @@ TEST_CASE("eval: every width x signedness x operator against a model", "[filters
       const std::string l = lit;
       const bool neg = l[0] == '-';
       if (neg && !f.is_signed) continue;
-      const uint64_t raw = neg ? static_cast<uint64_t>(std::stoll(l, nullptr, 0)) : std::stoull(l, nullptr, 0);
+      const uint64_t raw =
+          neg ? static_cast<uint64_t>(std::stoll(l, nullptr, 0)) : std::stoull(l, nullptr, 0);
       if (f.is_signed && !neg && raw > INT64_MAX) continue;
       for (const char* op : ops) {
         const std::string expr = std::string(f.name) + " " + op + " " + lit;
@@ -112,13 +127,17 @@ TEST_CASE("eval: every width x signedness x operator against a model", "[filters
           const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
           const uint64_t fu = static_cast<uint64_t>(v) & mask, lu = raw & mask;
           auto sx = [&](uint64_t x) {
-            return bits == 64 ? static_cast<int64_t>(x) : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
+            return bits == 64 ? static_cast<int64_t>(x)
+                              : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
           };
           bool want;
           const std::string o = op;
-          if (o == "==") want = fu == lu;
-          else if (o == "!=") want = fu != lu;
-          else if (o == "&") want = (fu & lu) != 0;
+          if (o == "==")
+            want = fu == lu;
+          else if (o == "!=")
+            want = fu != lu;
+          else if (o == "&")
+            want = (fu & lu) != 0;
           else if (f.is_signed) {
             const int64_t a = sx(fu), b = sx(lu);
             want = o == "<" ? a < b : o == "<=" ? a <= b : o == ">" ? a > b : a >= b;
@@ -162,7 +181,7 @@ TEST_CASE("eval: char[N] strings, including the kernel's length quirks", "[filte
   CHECK(eval("arr ~ \"a?c\"", r));
   CHECK(eval("arr ~ \"[a-c]bc\"", r));
   CHECK_FALSE(eval("arr ~ \"abc?\"", r));
-  CHECK(eval("arr ~ \"!x*\"", r));     // leading '!' inverts (oracle 013)
+  CHECK(eval("arr ~ \"!x*\"", r));          // leading '!' inverts (oracle 013)
   CHECK_FALSE(eval("arr == \"abc*\"", r));  // == never globs (oracle 014)
   // "*suffix" compares the bytes [N-1-len, N-1): only N-1 character strings match (oracle 009).
   CHECK_FALSE(eval("arr ~ \"*abc\"", r));
@@ -175,9 +194,9 @@ TEST_CASE("eval: char[N] strings, including the kernel's length quirks", "[filte
   full8.chars(40, "abcdefgh");
   CHECK(eval("arr == \"abcdefgh\"", full8));
   CHECK(eval("arr == \"abcdefghXYZ\"", full8));  // strncmp(str, pattern, N): only N bytes compared
-  CHECK_FALSE(eval("arr ~ \"*fgh\"", full8));     // compares [4,7) = "efg"
+  CHECK_FALSE(eval("arr ~ \"*fgh\"", full8));    // compares [4,7) = "efg"
   CHECK(eval("arr ~ \"*efg\"", full8));
-  CHECK(eval("arr ~ \"abc*h\"", full8));          // the glob stops at the array's end
+  CHECK(eval("arr ~ \"abc*h\"", full8));  // the glob stops at the array's end
   CHECK_FALSE(eval("arr ~ \"abc*h?\"", full8));
   CHECK(eval("arr ~ \"*gh*\"", full8));
   // Empty strings.
@@ -217,11 +236,14 @@ TEST_CASE("eval: __data_loc and __rel_loc strings", "[filters][eval]") {
   Record e(kFixed);
   e.data_loc(48, "");
   CHECK(eval("dyn == \"\"", e));
-  CHECK_FALSE(eval("dyn ~ \"*\"", Record(kFixed).data_loc(48, "", false)));  // len 0: end match needs len >= 1
-  CHECK(eval("dyn == \"\"", Record(kFixed).data_loc(48, "", false)));  // len 0: strcmp on the bytes there
+  CHECK_FALSE(eval("dyn ~ \"*\"",
+                   Record(kFixed).data_loc(48, "", false)));  // len 0: end match needs len >= 1
+  CHECK(eval("dyn == \"\"",
+             Record(kFixed).data_loc(48, "", false)));  // len 0: strcmp on the bytes there
 }
 
-TEST_CASE("eval: a __data_loc pointing outside the record reads as an empty string", "[filters][eval]") {
+TEST_CASE("eval: a __data_loc pointing outside the record reads as an empty string",
+          "[filters][eval]") {
   Record r(kFixed);
   r.set<uint32_t>(48, (5u << 16) | 4000u);  // offset 4000, len 5: beyond the 96-byte record
   CHECK(eval("dyn == \"\"", r));
@@ -239,8 +261,10 @@ TEST_CASE("eval: a __data_loc pointing outside the record reads as an empty stri
   CHECK_FALSE(eval("dyn ~ \"*abcd\"", cut));  // the suffix window lies outside the record
 }
 
-TEST_CASE("eval: char * strings go through the resolver, unknown is false even for !=", "[filters][eval]") {
-  static const std::map<uint64_t, std::string> strings = {{0x1000, "Start context switch"}, {0x2000, "End"}};
+TEST_CASE("eval: char * strings go through the resolver, unknown is false even for !=",
+          "[filters][eval]") {
+  static const std::map<uint64_t, std::string> strings = {{0x1000, "Start context switch"},
+                                                          {0x2000, "End"}};
   auto resolve = [](uint64_t a, bool, const void*) noexcept -> ResolvedString {
     auto it = strings.find(a);
     return it == strings.end() ? ResolvedString{} : ResolvedString{it->second, true};
@@ -273,7 +297,7 @@ TEST_CASE("eval: COMM/comm come from the context with TASK_COMM_LEN semantics", 
   CHECK(eval("comm ~ \"hack*\"", r, ctx));
   CHECK(eval("comm != \"sh\"", r, ctx));
   CHECK_FALSE(eval("comm ~ \"*bench\"", r, ctx));  // suffix only for 15-character comms
-  ctx.comm = "kcap_xhackbench";                   // 15 characters (oracle 009)
+  ctx.comm = "kcap_xhackbench";                    // 15 characters (oracle 009)
   CHECK(eval("comm ~ \"*bench\"", r, ctx));
   ctx.comm = "a_very_long_name_beyond_16";  // the kernel's comm has at most 15 bytes
   CHECK(eval("comm == \"a_very_long_nam\"", r, ctx));
@@ -289,7 +313,7 @@ TEST_CASE("eval: CPU, cpu and common_cpu are the context's CPU", "[filters][eval
   CHECK(eval("cpu != 0", r, ctx));
   CHECK(eval("common_cpu >= 1 && common_cpu < 2", r, ctx));
   CHECK(eval("CPU > -1", r, ctx));
-  CHECK_FALSE(eval("CPU & 1", r, ctx));  // accepted by the kernel, never true
+  CHECK_FALSE(eval("CPU & 1", r, ctx));       // accepted by the kernel, never true
   CHECK(eval("CPU == 0x100000001", r, ctx));  // compared as int
   CHECK(eval("CPU & CPUS{1}", r, ctx));       // one CPU: == (oracle 026)
   CHECK_FALSE(eval("CPU & CPUS{0}", r, ctx));
@@ -313,7 +337,8 @@ TEST_CASE("eval: integer fields against CPUS{...}", "[filters][eval]") {
   CHECK(eval("u32 != CPUS{1-2}", with<uint32_t>(20, 3)));
   CHECK_FALSE(eval("u32 == CPUS{1-2}", with<uint32_t>(20, 1)));
   CHECK(eval("u64 & CPUS{0,3}", with<uint64_t>(32, 3)));
-  CHECK_FALSE(eval("u64 & CPUS{0,3}", with<uint64_t>(32, (uint64_t{1} << 32) | 7)));  // truncated to 7
+  CHECK_FALSE(
+      eval("u64 & CPUS{0,3}", with<uint64_t>(32, (uint64_t{1} << 32) | 7)));  // truncated to 7
   CHECK(eval("u8 & CPUS{2-3}", with<uint8_t>(9, 2)));
   CHECK(eval("u16 == CPUS{2}", with<uint16_t>(12, 2)));
   CHECK(must_fail("arr & CPUS{1}", K()).message() == "Illegal operation for field type");
@@ -351,17 +376,23 @@ TEST_CASE("eval: FIELD.function is a range test on the symbol", "[filters][eval]
     return std::nullopt;
   };
   opt.symbol_by_address = [](uint64_t a) -> std::optional<SymbolRange> {
-    if (a >= 0xffffffff81e3d520ull && a < 0xffffffff81e3d6c0ull) return SymbolRange{0xffffffff81e3d520ull, 0x1a0};
+    if (a >= 0xffffffff81e3d520ull && a < 0xffffffff81e3d6c0ull)
+      return SymbolRange{0xffffffff81e3d520ull, 0x1a0};
     return std::nullopt;
   };
-  CHECK(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d520ull), {}, opt));
-  CHECK(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d6bfull), {}, opt));
-  CHECK_FALSE(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d6c0ull), {}, opt));
+  CHECK(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d520ull), {},
+             opt));
+  CHECK(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d6bfull), {},
+             opt));
+  CHECK_FALSE(eval("call_site.function == __alloc_skb", with<uint64_t>(88, 0xffffffff81e3d6c0ull),
+                   {}, opt));
   CHECK(eval("call_site.function != __alloc_skb", with<uint64_t>(88, 1), {}, opt));
-  CHECK(eval("call_site.function == 0xffffffff81e3d600", with<uint64_t>(88, 0xffffffff81e3d530ull), {}, opt));
+  CHECK(eval("call_site.function == 0xffffffff81e3d600", with<uint64_t>(88, 0xffffffff81e3d530ull),
+             {}, opt));
   CHECK(must_fail("call_site.function == kfree", K(), opt).message() == "Function not found");
   CHECK(must_fail("call_site.function > __alloc_skb", K(), opt).message() == "Invalid operator");
-  CHECK(must_fail("u32.function == __alloc_skb", K(), opt).message() == "Illegal operation for field type");
+  CHECK(must_fail("u32.function == __alloc_skb", K(), opt).message() ==
+        "Illegal operation for field type");
 }
 
 TEST_CASE("eval: predicates the kernel accepts but never makes true", "[filters][eval]") {
@@ -396,14 +427,15 @@ TEST_CASE("eval: regular expressions (tracepipe extension =~ and !~)", "[filters
 TEST_CASE("eval: records shorter than the program's fields", "[filters][eval]") {
   const auto prog = must_compile("u64 == 0 || s8 == 0", K());
   CHECK(prog->min_record_size() == 40);
-  Record shorter(16);  // s8 (offset 8) present, u64 (offset 32) cut off
+  Record shorter(16);                  // s8 (offset 8) present, u64 (offset 32) cut off
   CHECK(prog->match(shorter.span()));  // u64 == 0 is false, s8 == 0 true
   shorter.set<int8_t>(8, 5);
   CHECK_FALSE(prog->match(shorter.span()));
   CHECK(must_compile("!(u64 == 0)", K())->match(shorter.span()));
   CHECK_FALSE(must_compile("u64 != 0", K())->match(shorter.span()));
   CHECK_FALSE(must_compile("arr == \"\"", K())->match(Record(44).span()));  // char[8] cut off
-  CHECK_FALSE(must_compile("dyn == \"\"", K())->match(Record(50).span()));  // __data_loc word cut off
+  CHECK_FALSE(
+      must_compile("dyn == \"\"", K())->match(Record(50).span()));  // __data_loc word cut off
   CHECK_FALSE(prog->match(std::span<const std::byte>()));
 }
 
@@ -413,26 +445,33 @@ TEST_CASE("eval: records shorter than the program's fields", "[filters][eval]") 
 // of 0..20 bytes in every mode, and field contents with and without a NUL.
 TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][eval]") {
   uint64_t seed = 42;
-  auto rnd = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33; };
+  auto rnd = [&] {
+    return seed = seed * 6364136223846793005ull + 1442695040888963407ull, seed >> 33;
+  };
   const std::string alphabet = "ab";
   int checked = 0, inline_paths = 0, value_form = 0;
   for (uint32_t n : {1u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 24u}) {
     for (uint32_t off : {8u, 13u}) {
-      const std::vector<FieldDesc> fields = {make_field("char[" + std::to_string(n) + "]", "s", off, n, false)};
+      const std::vector<FieldDesc> fields = {
+          make_field("char[" + std::to_string(n) + "]", "s", off, n, false)};
       for (int k = 0; k < 60; ++k) {
         std::string pat;
         const size_t plen = rnd() % 21;
         for (size_t i = 0; i < plen; ++i) pat += alphabet[rnd() % 2];
-        for (const std::string& expr : {"s == \"" + pat + "\"", "s != \"" + pat + "\"", "s ~ \"" + pat + "*\"",
-                                        "s ~ \"!" + pat + "*\"", "s ~ \"" + pat + "\""}) {
+        for (const std::string& expr :
+             {"s == \"" + pat + "\"", "s != \"" + pat + "\"", "s ~ \"" + pat + "*\"",
+              "s ~ \"!" + pat + "*\"", "s ~ \"" + pat + "\""}) {
           const CompileResult c = compile(expr, fields);
           REQUIRE(c.ok());
           for (int r = 0; r < 12; ++r) {
             std::vector<std::byte> rec(off + n + 16, std::byte{0});
             const size_t fill = rnd() % (n + 1);  // then NULs: with and without a terminator
-            for (size_t i = 0; i < fill; ++i) rec[off + i] = static_cast<std::byte>(alphabet[rnd() % 2]);
-            if (r % 3 == 0 && fill > 0) rec[off + rnd() % fill] = static_cast<std::byte>('a' + (r % 5 == 0));
-            for (size_t i = off + n; i < rec.size(); ++i) rec[i] = static_cast<std::byte>('a');  // after the field
+            for (size_t i = 0; i < fill; ++i)
+              rec[off + i] = static_cast<std::byte>(alphabet[rnd() % 2]);
+            if (r % 3 == 0 && fill > 0)
+              rec[off + rnd() % fill] = static_cast<std::byte>('a' + (r % 5 == 0));
+            for (size_t i = off + n; i < rec.size(); ++i)
+              rec[i] = static_cast<std::byte>('a');  // after the field
             for (size_t len : {rec.size(), size_t{off + n}, size_t{off + n} + 7, size_t{off + 1}}) {
               const std::span<const std::byte> view(rec.data(), std::min(len, rec.size()));
               INFO(expr << " n=" << n << " off=" << off << " len=" << view.size());
@@ -471,9 +510,11 @@ TEST_CASE("eval: one char[N] predicate inline agrees with the walk", "[filters][
 TEST_CASE("eval: one CPU compare inline agrees with the walk", "[filters][eval]") {
   const Record rec(kFixed);
   const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
-  const char* lits[] = {"-2147483648", "-2147483647", "-2", "-1", "0", "1", "2", "3",
-                        "2147483646", "2147483647", "0x100000001", "0xffffffff"};
-  const uint32_t cpus[] = {0, 1, 2, 3, 4, 0x7ffffffe, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff};
+  const char* lits[] = {"-2147483648", "-2147483647", "-2",          "-1",
+                        "0",           "1",           "2",           "3",
+                        "2147483646",  "2147483647",  "0x100000001", "0xffffffff"};
+  const uint32_t cpus[] = {0,          1,          2,          3,          4,         0x7ffffffe,
+                           0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff};
   int checked = 0, trues = 0;
   for (const char* op : ops) {
     for (const char* lit : lits) {

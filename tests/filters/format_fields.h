@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tracepipe/filters/field.h"
 #include "test_support.h"
+#include "tracepipe/filters/field.h"
 
 namespace tp_test {
 
@@ -40,8 +40,8 @@ inline std::vector<tracepipe::filters::FieldDesc> fields_from_format_text(const 
     const size_t sp = decl.find_last_of(" *");
     std::string name = decl.substr(sp + 1);
     std::string type = decl.substr(0, decl[sp] == '*' ? sp + 1 : sp) + dim;
-    out.push_back(tracepipe::filters::make_field(type, name, number(line, "offset:"), number(line, "size:"),
-                                                 number(line, "signed:") != 0));
+    out.push_back(tracepipe::filters::make_field(
+        type, name, number(line, "offset:"), number(line, "size:"), number(line, "signed:") != 0));
   }
   return out;
 }
@@ -50,7 +50,8 @@ inline std::vector<tracepipe::filters::FieldDesc> fields_from_format_text(const 
 inline std::vector<tracepipe::filters::FieldDesc> kernel_fields(std::string_view event) {
   std::string file(event);
   file.replace(file.find(':'), 1, "__");
-  return fields_from_format_text(read_file(shared_data_or_skip("kernel/formats/" + file + ".format")));
+  return fields_from_format_text(
+      read_file(shared_data_or_skip("kernel/formats/" + file + ".format")));
 }
 
 }  // namespace tp_test

@@ -1,9 +1,8 @@
 // The kernel's glob_match (lib/glob.c), on bounded strings.
-#include <catch2/catch.hpp>
-
-#include <cstring>
-
 #include "tracepipe/filters/glob.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
 
 using namespace tracepipe::filters;
 
@@ -29,8 +28,8 @@ TEST_CASE("glob: wildcards and classes", "[filters][glob]") {
   CHECK(g("[a-e]x", "cx"));
   CHECK(g("[!a-e]x", "fx"));
   CHECK_FALSE(g("[!a-e]x", "ax"));
-  CHECK(g("[]]", "]"));        // ']' first in a class is literal
-  CHECK(g("[a-]", "-"));       // '-' before ']' is literal
+  CHECK(g("[]]", "]"));          // ']' first in a class is literal
+  CHECK(g("[a-]", "-"));         // '-' before ']' is literal
   CHECK_FALSE(g("[z-a]", "m"));  // an empty range
   CHECK(g("\\*", "*"));
   CHECK_FALSE(g("\\*", "a"));

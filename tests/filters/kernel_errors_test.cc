@@ -2,13 +2,12 @@
 // every rejected expression must be rejected with the kernel's message,
 // caret, errno and error_log text; every accepted one (index.tsv) must compile.
 #include <catch2/catch.hpp>
-
 #include <cerrno>
 #include <map>
 #include <sstream>
 
-#include "tracepipe/filters/compile.h"
 #include "format_fields.h"
+#include "tracepipe/filters/compile.h"
 
 using namespace tracepipe::filters;
 
@@ -43,8 +42,11 @@ std::vector<std::string> split_tabs(const std::string& line) {
 }
 
 std::string errno_name(int e) {
-  static const std::map<int, std::string> names = {
-      {EINVAL, "EINVAL"}, {EPERM, "EPERM"}, {ENOENT, "ENOENT"}, {ESRCH, "ESRCH"}, {ENOMEM, "ENOMEM"}};
+  static const std::map<int, std::string> names = {{EINVAL, "EINVAL"},
+                                                   {EPERM, "EPERM"},
+                                                   {ENOENT, "ENOENT"},
+                                                   {ESRCH, "ESRCH"},
+                                                   {ENOMEM, "ENOMEM"}};
   auto it = names.find(e);
   return it == names.end() ? std::to_string(e) : it->second;
 }
@@ -52,14 +54,16 @@ std::string errno_name(int e) {
 CompileOptions reference_vm() {
   CompileOptions o;
   o.nr_cpu_ids = 2;  // the VM that produced the oracle had 2 CPUs
-  o.trailing_operator = TrailingOperator::ignore;  // its kernel build (v657) accepted 024's "prev_pid == 0 &&"
+  o.trailing_operator =
+      TrailingOperator::ignore;  // its kernel build (v657) accepted 024's "prev_pid == 0 &&"
   return o;
 }
 
 }  // namespace
 
-TEST_CASE("kernel errors: every rejected expression of invalid.tsv, message, caret, errno, error_log",
-          "[filters][kernel]") {
+TEST_CASE(
+    "kernel errors: every rejected expression of invalid.tsv, message, caret, errno, error_log",
+    "[filters][kernel]") {
   const auto path = tp_test::shared_data_or_skip("kernel/filter-oracle/invalid.tsv");
   std::istringstream in(tp_test::read_file(path));
   std::string line;
@@ -90,7 +94,8 @@ TEST_CASE("kernel errors: every rejected expression of invalid.tsv, message, car
   }
   CHECK(cases == 60);
   CHECK(matched == cases);
-  WARN("invalid.tsv: " << matched << "/" << cases << " rejected with the kernel's message, caret, errno and log");
+  WARN("invalid.tsv: " << matched << "/" << cases
+                       << " rejected with the kernel's message, caret, errno and log");
 }
 
 TEST_CASE("kernel errors: every accepted expression of index.tsv compiles", "[filters][kernel]") {

@@ -11,13 +11,12 @@
 // (data/kernel_verdicts.tsv, probed on an earlier build), the difference is
 // reported with the build that answered (uname -r and -v), and compile() is
 // held to the live answer.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -25,8 +24,8 @@
 #include <random>
 #include <sstream>
 
-#include "tracepipe/filters/compile.h"
 #include "format_fields.h"
+#include "tracepipe/filters/compile.h"
 
 using namespace tracepipe::filters;
 namespace fs = std::filesystem;
@@ -53,7 +52,8 @@ class Instance {
     int caret = -1;
   };
   Verdict probe(const std::string& event, const std::string& expr) {
-    const std::string sys = event.substr(0, event.find(':')), name = event.substr(event.find(':') + 1);
+    const std::string sys = event.substr(0, event.find(':')),
+                      name = event.substr(event.find(':') + 1);
     const fs::path filter = dir_ / "events" / sys / name / "filter";
     write_file(dir_ / "error_log", "");
     Verdict v;
@@ -86,8 +86,10 @@ class Instance {
 };
 
 std::vector<FieldDesc> live_fields(const std::string& event) {
-  const std::string sys = event.substr(0, event.find(':')), name = event.substr(event.find(':') + 1);
-  return tp_test::fields_from_format_text(tp_test::read_file(kTracefs / "events" / sys / name / "format"));
+  const std::string sys = event.substr(0, event.find(':')),
+                    name = event.substr(event.find(':') + 1);
+  return tp_test::fields_from_format_text(
+      tp_test::read_file(kTracefs / "events" / sys / name / "format"));
 }
 
 // Expressions from a small grammar with random damage (drop, duplicate or
@@ -100,15 +102,19 @@ std::string generate(std::mt19937& rng) {
   };
   auto pred = [&]() {
     const int k = static_cast<int>(rng() % 5);
-    if (k == 0) return pick({"prev_comm", "next_comm", "COMM", "comm"}) + " " + pick({"==", "!=", "~", "<"}) + " " +
-                       pick({"\"sh\"", "'h*'", "\"*ack*\"", "\"[a-z]?\"", "\"!sw*\"", "sh", "\"\"", "1"});
-    if (k == 1) return pick({"CPU", "cpu", "prev_pid", "common_flags"}) + " " + pick({"&", "==", "!="}) + " " +
-                       pick({"CPUS{0}", "CPUS{0-1}", "CPUS{}", "CPUS{all}", "CPUS{9}", "CPUS{1"});
-    return pick({"prev_pid", "next_pid", "prev_prio", "prev_state", "common_pid", "common_preempt_count", "CPU",
-                 "stacktrace", "nosuch"}) +
-           pick({" ", "", "  "}) + pick({"==", "!=", "<", "<=", ">", ">=", "&", "~", "=", "=>"}) + pick({" ", ""}) +
-           pick({"0", "1", "-1", "0x10", "0777", "4294967296", "-9223372036854775808", "1.5", "0x", "abc", "\"1\"",
-                 "18446744073709551616"});
+    if (k == 0)
+      return pick({"prev_comm", "next_comm", "COMM", "comm"}) + " " + pick({"==", "!=", "~", "<"}) +
+             " " +
+             pick({"\"sh\"", "'h*'", "\"*ack*\"", "\"[a-z]?\"", "\"!sw*\"", "sh", "\"\"", "1"});
+    if (k == 1)
+      return pick({"CPU", "cpu", "prev_pid", "common_flags"}) + " " + pick({"&", "==", "!="}) +
+             " " + pick({"CPUS{0}", "CPUS{0-1}", "CPUS{}", "CPUS{all}", "CPUS{9}", "CPUS{1"});
+    return pick({"prev_pid", "next_pid", "prev_prio", "prev_state", "common_pid",
+                 "common_preempt_count", "CPU", "stacktrace", "nosuch"}) +
+           pick({" ", "", "  "}) + pick({"==", "!=", "<", "<=", ">", ">=", "&", "~", "=", "=>"}) +
+           pick({" ", ""}) +
+           pick({"0", "1", "-1", "0x10", "0777", "4294967296", "-9223372036854775808", "1.5", "0x",
+                 "abc", "\"1\"", "18446744073709551616"});
   };
   std::string e;
   const int n = 1 + static_cast<int>(rng() % 4);
@@ -132,9 +138,15 @@ std::string generate(std::mt19937& rng) {
   if (rng() % 6 == 0 && !e.empty()) {  // damage
     const size_t at = rng() % e.size();
     switch (rng() % 3) {
-      case 0: e.erase(at, 1); break;
-      case 1: e.insert(at, 1, e[at]); break;
-      default: std::swap(e[at], e[(at + 1) % e.size()]); break;
+      case 0:
+        e.erase(at, 1);
+        break;
+      case 1:
+        e.insert(at, 1, e[at]);
+        break;
+      default:
+        std::swap(e[at], e[(at + 1) % e.size()]);
+        break;
     }
   }
   return e;
@@ -146,17 +158,24 @@ std::string generate(std::mt19937& rng) {
 bool kernel_warns(const std::string& e) {
   std::string t = e;
   while (!t.empty() && (t.back() == ' ' || t.back() == '!' || t.back() == '\t')) t.pop_back();
-  return t.size() >= 2 && t.compare(t.size() - 2, 2, "&&") == 0 && e.find("||") != std::string::npos;
+  return t.size() >= 2 && t.compare(t.size() - 2, 2, "&&") == 0 &&
+         e.find("||") != std::string::npos;
 }
 
 std::string errno_name(int e) {
   switch (e) {
-    case EINVAL: return "EINVAL";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case ESRCH: return "ESRCH";
-    case ENOMEM: return "ENOMEM";
-    default: return std::to_string(e);
+    case EINVAL:
+      return "EINVAL";
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case ESRCH:
+      return "ESRCH";
+    case ENOMEM:
+      return "ENOMEM";
+    default:
+      return std::to_string(e);
   }
 }
 
@@ -203,7 +222,8 @@ struct Recorded {
 };
 std::map<std::pair<std::string, std::string>, Recorded> recorded_verdicts() {
   std::map<std::pair<std::string, std::string>, Recorded> out;
-  std::istringstream in(tp_test::read_file(fs::path(TP_SOURCE_DIR) / "tests/filters/data/kernel_verdicts.tsv"));
+  std::istringstream in(
+      tp_test::read_file(fs::path(TP_SOURCE_DIR) / "tests/filters/data/kernel_verdicts.tsv"));
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
@@ -230,8 +250,9 @@ std::map<std::pair<std::string, std::string>, Recorded> recorded_verdicts() {
 // (filters/compile.h): asked once, with an expression that is harmless to both.
 TrailingOperator g_trailing = TrailingOperator::reject;
 
-Instance::Verdict compare(Instance& inst, const std::string& event, const std::vector<FieldDesc>& fields,
-                          const std::string& expr, int& agree, int& total) {
+Instance::Verdict compare(Instance& inst, const std::string& event,
+                          const std::vector<FieldDesc>& fields, const std::string& expr, int& agree,
+                          int& total) {
   CompileOptions opt;
   opt.extensions = false;
   opt.trailing_operator = g_trailing;
@@ -246,8 +267,8 @@ Instance::Verdict compare(Instance& inst, const std::string& event, const std::v
     CHECK(errno_name(r.error().errno_value()) == errno_name(k.err));
     CHECK(std::string(r.error().message()) == k.message);
     CHECK(r.error().caret() == k.caret);
-    same = errno_name(r.error().errno_value()) == errno_name(k.err) && r.error().message() == k.message &&
-           r.error().caret() == k.caret;
+    same = errno_name(r.error().errno_value()) == errno_name(k.err) &&
+           r.error().message() == k.message && r.error().caret() == k.caret;
   }
   CHECK(k.accepted == r.ok());
   agree += same;
@@ -256,9 +277,12 @@ Instance::Verdict compare(Instance& inst, const std::string& event, const std::v
 
 }  // namespace
 
-TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdict", "[filters][kernel][live]") {
-  if (!tp_test::tracefs_writable()) TP_SKIP("tracefs is not writable (needs root and /sys/kernel/tracing)");
-  if (!fs::exists(kTracefs / "events/sched/sched_switch/format")) TP_SKIP("no sched:sched_switch event");
+TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdict",
+          "[filters][kernel][live]") {
+  if (!tp_test::tracefs_writable())
+    TP_SKIP("tracefs is not writable (needs root and /sys/kernel/tracing)");
+  if (!fs::exists(kTracefs / "events/sched/sched_switch/format"))
+    TP_SKIP("no sched:sched_switch event");
   Instance inst;
   int agree = 0, total = 0;
   const std::string build = kernel_build();
@@ -270,12 +294,14 @@ TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdic
   REQUIRE(and_ok == or_ok);  // compile() has one dialect for both
   g_trailing = and_ok ? TrailingOperator::ignore : TrailingOperator::reject;
   WARN("live kernel (" << build << "): a trailing && or || is "
-                       << (g_trailing == TrailingOperator::ignore ? "ignored (TrailingOperator::ignore)"
-                                                                  : "rejected (TrailingOperator::reject)"));
+                       << (g_trailing == TrailingOperator::ignore
+                               ? "ignored (TrailingOperator::ignore)"
+                               : "rejected (TrailingOperator::reject)"));
   const auto recorded = recorded_verdicts();
   int differ = 0, compared = 0;
   // The probed corpus, re-asked (events missing on this kernel are skipped).
-  std::istringstream corpus(tp_test::read_file(fs::path(TP_SOURCE_DIR) / "tests/filters/data/kernel_corpus.tsv"));
+  std::istringstream corpus(
+      tp_test::read_file(fs::path(TP_SOURCE_DIR) / "tests/filters/data/kernel_corpus.tsv"));
   std::string line;
   while (std::getline(corpus, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -287,12 +313,18 @@ TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdic
     for (size_t i = 0; i < raw.size(); ++i) {  // the corpus escapes
       if (raw[i] == '\\' && i + 1 < raw.size()) {
         const char c = raw[++i];
-        if (c == 'n') expr += '\n';
-        else if (c == 't') expr += '\t';
-        else if (c == 'v') expr += '\v';
-        else if (c == '\\') expr += '\\';
-        else if (c == 'x') expr += static_cast<char>(std::stoi(raw.substr(i + 1, 2), nullptr, 16)), i += 2;
-        else expr += '\\', expr += c;
+        if (c == 'n')
+          expr += '\n';
+        else if (c == 't')
+          expr += '\t';
+        else if (c == 'v')
+          expr += '\v';
+        else if (c == '\\')
+          expr += '\\';
+        else if (c == 'x')
+          expr += static_cast<char>(std::stoi(raw.substr(i + 1, 2), nullptr, 16)), i += 2;
+        else
+          expr += '\\', expr += c;
       } else {
         expr += raw[i];
       }
@@ -304,15 +336,18 @@ TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdic
     ++compared;
     const Recorded& rec = it->second;
     const bool same = rec.accepted == live.accepted &&
-                      (live.accepted || (rec.err == errno_name(live.err) && rec.message == live.message &&
-                                         rec.caret == live.caret));
+                      (live.accepted || (rec.err == errno_name(live.err) &&
+                                         rec.message == live.message && rec.caret == live.caret));
     if (!same) {
       ++differ;
-      WARN("the recorded verdict differs from the live kernel's, which decides (" << build << "): " << event << " | "
-           << raw << " | recorded " << (rec.accepted ? "accepted" : rec.err + " " + rec.message + " @" +
-                                                                       std::to_string(rec.caret))
-           << ", live " << (live.accepted ? "accepted" : errno_name(live.err) + " " + live.message + " @" +
-                                                            std::to_string(live.caret)));
+      WARN("the recorded verdict differs from the live kernel's, which decides ("
+           << build << "): " << event << " | " << raw << " | recorded "
+           << (rec.accepted ? "accepted"
+                            : rec.err + " " + rec.message + " @" + std::to_string(rec.caret))
+           << ", live "
+           << (live.accepted ? "accepted"
+                             : errno_name(live.err) + " " + live.message + " @" +
+                                   std::to_string(live.caret)));
     }
   }
   WARN("live kernel (" << build << "): " << differ << " of " << compared
@@ -335,15 +370,18 @@ TEST_CASE("live kernel: corpus and generated expressions get the kernel's verdic
   CHECK(agree == total);
 }
 
-TEST_CASE("live kernel: the filter oracle's expressions, re-asked, the live kernel decides", "[filters][kernel][live]") {
-  if (!tp_test::tracefs_writable()) TP_SKIP("tracefs is not writable (needs root and /sys/kernel/tracing)");
+TEST_CASE("live kernel: the filter oracle's expressions, re-asked, the live kernel decides",
+          "[filters][kernel][live]") {
+  if (!tp_test::tracefs_writable())
+    TP_SKIP("tracefs is not writable (needs root and /sys/kernel/tracing)");
   const fs::path root = tp_test::shared_data_or_skip("kernel/filter-oracle");
   // Every expression of the oracle was accepted by the build that captured it
   // (its README names it); the kernel here may answer otherwise.
   Instance inst;
   const std::string build = kernel_build();
-  g_trailing = inst.probe("sched:sched_switch", "prev_pid == 0 &&").accepted ? TrailingOperator::ignore
-                                                                             : TrailingOperator::reject;
+  g_trailing = inst.probe("sched:sched_switch", "prev_pid == 0 &&").accepted
+                   ? TrailingOperator::ignore
+                   : TrailingOperator::reject;
   int agree = 0, total = 0, now_rejected = 0;
   for (const auto& entry : fs::directory_iterator(root)) {
     if (!fs::exists(entry.path() / "expr.txt")) continue;
@@ -351,19 +389,23 @@ TEST_CASE("live kernel: the filter oracle's expressions, re-asked, the live kern
     if (!expr.empty() && expr.back() == '\n') expr.pop_back();
     std::string event = tp_test::read_file(entry.path() / "event.txt");
     event = event.substr(0, event.find('\n'));
-    if (!fs::exists(kTracefs / "events" / event.substr(0, event.find(':')) / event.substr(event.find(':') + 1)))
+    if (!fs::exists(kTracefs / "events" / event.substr(0, event.find(':')) /
+                    event.substr(event.find(':') + 1)))
       continue;
     if (g_trailing == TrailingOperator::ignore && kernel_warns(expr)) continue;
     const Instance::Verdict live = compare(inst, event, live_fields(event), expr, agree, total);
     if (!live.accepted) {
       ++now_rejected;
-      WARN("filter-oracle " << entry.path().filename().string() << " (" << expr << "): recorded accepted, the live "
-                            << "kernel (" << build << ") says " << errno_name(live.err) << " " << live.message
-                            << " @" << live.caret << "; compile() follows the live kernel");
+      WARN("filter-oracle " << entry.path().filename().string() << " (" << expr
+                            << "): recorded accepted, the live "
+                            << "kernel (" << build << ") says " << errno_name(live.err) << " "
+                            << live.message << " @" << live.caret
+                            << "; compile() follows the live kernel");
     }
   }
-  WARN("live kernel (" << build << "): " << agree << "/" << total << " filter-oracle expressions got its verdict; "
-                       << now_rejected << " it now rejects");
+  WARN("live kernel (" << build << "): " << agree << "/" << total
+                       << " filter-oracle expressions got its verdict; " << now_rejected
+                       << " it now rejects");
   CHECK(total == 69);
   CHECK(agree == total);
 }

@@ -1,9 +1,8 @@
 // Integer literals: lib/kstrtox.c semantics.
-#include <catch2/catch.hpp>
-
-#include <climits>
-
 #include "tracepipe/filters/number.h"
+
+#include <catch2/catch.hpp>
+#include <climits>
 
 using namespace tracepipe::filters;
 
@@ -23,7 +22,7 @@ TEST_CASE("number: kstrtoull bases and prefixes", "[filters][number]") {
 TEST_CASE("number: kstrtoull rejections", "[filters][number]") {
   CHECK_FALSE(kstrtoull(""));
   CHECK_FALSE(kstrtoull("-1"));
-  CHECK_FALSE(kstrtoull("0x"));     // base 8, then 'x' is left over
+  CHECK_FALSE(kstrtoull("0x"));  // base 8, then 'x' is left over
   CHECK_FALSE(kstrtoull("08"));
   CHECK_FALSE(kstrtoull("12abc"));
   CHECK_FALSE(kstrtoull("1 "));

@@ -1,14 +1,14 @@
 // Parser: acceptance, errors and carets as the kernel decides them (a frozen
 // table probed on Linux 6.18, data/kernel_verdicts.tsv), error_log rendering,
 // the "0" and length rules, and pathological inputs.
-#include <catch2/catch.hpp>
+#include "tracepipe/filters/parser.h"
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <map>
 #include <sstream>
 
-#include "tracepipe/filters/parser.h"
 #include "format_fields.h"
 #include "test_events.h"
 
@@ -27,10 +27,14 @@ std::string unescape(std::string_view s) {
       continue;
     }
     const char c = s[++i];
-    if (c == 'n') o += '\n';
-    else if (c == 't') o += '\t';
-    else if (c == 'v') o += '\v';
-    else if (c == '\\') o += '\\';
+    if (c == 'n')
+      o += '\n';
+    else if (c == 't')
+      o += '\t';
+    else if (c == 'v')
+      o += '\v';
+    else if (c == '\\')
+      o += '\\';
     else if (c == 'x') {
       o += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
       i += 2;
@@ -43,8 +47,11 @@ std::string unescape(std::string_view s) {
 }
 
 std::string errno_name(int e) {
-  static const std::map<int, std::string> n = {
-      {EINVAL, "EINVAL"}, {EPERM, "EPERM"}, {ENOENT, "ENOENT"}, {ESRCH, "ESRCH"}, {ENOMEM, "ENOMEM"}};
+  static const std::map<int, std::string> n = {{EINVAL, "EINVAL"},
+                                               {EPERM, "EPERM"},
+                                               {ENOENT, "ENOENT"},
+                                               {ESRCH, "ESRCH"},
+                                               {ENOMEM, "ENOMEM"}};
   auto it = n.find(e);
   return it == n.end() ? std::to_string(e) : it->second;
 }
@@ -52,8 +59,10 @@ std::string errno_name(int e) {
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> cols(1);
   for (char c : line) {
-    if (c == '\t') cols.emplace_back();
-    else cols.back() += c;
+    if (c == '\t')
+      cols.emplace_back();
+    else
+      cols.back() += c;
   }
   return cols;
 }
@@ -68,8 +77,8 @@ TEST_CASE("parser: the kernel's verdict, errno, message and caret for 130 probed
   std::getline(in, line);
   int n = 0;
   CompileOptions opt;
-  opt.nr_cpu_ids = 2;        // the probing VM
-  opt.extensions = false;    // strict kernel syntax
+  opt.nr_cpu_ids = 2;      // the probing VM
+  opt.extensions = false;  // strict kernel syntax
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     const auto c = split_tabs(line);
@@ -103,10 +112,12 @@ TEST_CASE("parser: render() is the kernel's error_log entry", "[filters][parser]
   const FilterError err = must_fail("== 0", f);
   CHECK(err.message() == "Error");
   CHECK(err.errno_value() == EPERM);
-  CHECK(err.render("== 0") == "event filter parse error: error: Error\n  Command: == 0\n           ^\n");
+  CHECK(err.render("== 0") ==
+        "event filter parse error: error: Error\n  Command: == 0\n           ^\n");
 }
 
-TEST_CASE("parser: a dangling operator is \"Meaningless filter expression\" at the end", "[filters][parser]") {
+TEST_CASE("parser: a dangling operator is \"Meaningless filter expression\" at the end",
+          "[filters][parser]") {
   const auto f = tp_test::sched_switch_fields();
   // Asked of the kernel here (6.18.44 build v1045): the caret is the end of
   // the command as the kernel keeps it (trailing whitespace stripped).
@@ -140,8 +151,9 @@ TEST_CASE("parser: a dangling operator is \"Meaningless filter expression\" at t
   CHECK(must_fail("(prev_pid == 0 ||)", f).message() == "Error");
 }
 
-TEST_CASE("parser: TrailingOperator::ignore drops a dangling operator, as the oracle's kernel build did",
-          "[filters][parser]") {
+TEST_CASE(
+    "parser: TrailingOperator::ignore drops a dangling operator, as the oracle's kernel build did",
+    "[filters][parser]") {
   const auto f = tp_test::sched_switch_fields();
   CompileOptions old;
   old.trailing_operator = TrailingOperator::ignore;
@@ -151,8 +163,9 @@ TEST_CASE("parser: TrailingOperator::ignore drops a dangling operator, as the or
   CHECK(must_compile("(prev_pid == 0 || next_pid == 0) &&", f, old)->predicate_count() == 2);
   // A trailing "&&" with a top-level "||": that kernel indexes before its
   // program array, WARNs and rejects with "Error" (EINVAL).
-  for (const char* e : {"prev_pid == 0 || next_pid == 0 &&", "prev_pid == 0 || next_pid == 0 && prev_prio == 1 &&",
-                        "prev_pid == 0 && next_pid == 0 || prev_prio == 1 && !"}) {
+  for (const char* e :
+       {"prev_pid == 0 || next_pid == 0 &&", "prev_pid == 0 || next_pid == 0 && prev_prio == 1 &&",
+        "prev_pid == 0 && next_pid == 0 || prev_prio == 1 && !"}) {
     INFO(e);
     const FilterError err = must_fail(e, f, old);
     CHECK(err.code == FilterErr::errno_error);
@@ -160,7 +173,8 @@ TEST_CASE("parser: TrailingOperator::ignore drops a dangling operator, as the or
   }
 }
 
-TEST_CASE("parser: write-level rules: \"0\", trailing whitespace, NUL, 4095 bytes", "[filters][parser]") {
+TEST_CASE("parser: write-level rules: \"0\", trailing whitespace, NUL, 4095 bytes",
+          "[filters][parser]") {
   const auto f = tp_test::sched_switch_fields();
   CHECK(must_compile(" 0 \n", f)->predicate_count() == 0);
   CHECK(must_compile("prev_pid == 0 \n\t ", f)->predicate_count() == 1);
@@ -204,7 +218,11 @@ TEST_CASE("parser: deep nesting and long chains never recurse or hang", "[filter
 
 TEST_CASE("parser: Latin-1 whitespace and letters are the kernel's", "[filters][parser]") {
   const auto f = tp_test::sched_switch_fields();
-  CHECK(must_compile("prev_pid\xa0==\xa0" "0", f)->predicate_count() == 1);  // 0xA0 is a space
-  CHECK(must_fail("prev_pid == 1\xe9", f).message() == "Illegal integer value");  // 0xE9 is a letter
+  CHECK(must_compile("prev_pid\xa0==\xa0"
+                     "0",
+                     f)
+            ->predicate_count() == 1);  // 0xA0 is a space
+  CHECK(must_fail("prev_pid == 1\xe9", f).message() ==
+        "Illegal integer value");  // 0xE9 is a letter
   CHECK(must_fail("pr\xe9v == 1", f).message() == "Field not found");
 }

@@ -1,15 +1,14 @@
 // The compiled program: the worked example of filters/program.h, jump
 // targets, and short-circuiting (which predicates run, not only the verdict).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
 
-#include "tracepipe/filters/codegen.h"
-#include "tracepipe/filters/parser.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/filters/codegen.h"
+#include "tracepipe/filters/parser.h"
 
 using namespace tracepipe::filters;
 using tp_test::Record;
@@ -18,7 +17,8 @@ namespace {
 
 // The listing in filters/program.h, between the expression and "(the kernel's".
 std::string listing_from_header() {
-  const std::string h = tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "filters/program.h");
+  const std::string h =
+      tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "filters/program.h");
   const size_t a = h.find("//   0: ");
   const size_t b = h.find("//   F: return false");
   REQUIRE(a != std::string::npos);
@@ -67,9 +67,11 @@ TEST_CASE("program: the worked example has the kernel's branch structure", "[fil
 
 TEST_CASE("program: targets always move forward and stay in [i+1, N+1]", "[filters][program]") {
   const auto fields = tp_test::sched_switch_fields();
-  for (const char* expr : {"prev_pid == 1", "!(prev_pid == 1)", "prev_pid == 1 || next_pid == 2 && prev_prio == 3",
-                           "!(!(!(prev_pid == 1 && (next_pid == 2 || !(prev_prio == 3)))))",
-                           "((prev_pid == 1 || next_pid == 2) && (prev_prio == 3 || next_prio == 4)) || prev_state == 5"}) {
+  for (const char* expr :
+       {"prev_pid == 1", "!(prev_pid == 1)", "prev_pid == 1 || next_pid == 2 && prev_prio == 3",
+        "!(!(!(prev_pid == 1 && (next_pid == 2 || !(prev_prio == 3)))))",
+        "((prev_pid == 1 || next_pid == 2) && (prev_prio == 3 || next_prio == 4)) || prev_state == "
+        "5"}) {
     INFO(expr);
     const auto prog = tp_test::must_compile(expr, fields);
     const auto e = prog->entries();
@@ -102,7 +104,8 @@ TEST_CASE("program: short-circuit visits only the predicates it must", "[filters
       {"!!(prev_pid == 1)", 1, 0, 0, true, {0}},
   };
   for (const Row& r : rows) {
-    INFO(r.expr << " prev_pid=" << r.prev_pid << " next_pid=" << r.next_pid << " prev_prio=" << r.prev_prio);
+    INFO(r.expr << " prev_pid=" << r.prev_pid << " next_pid=" << r.next_pid
+                << " prev_prio=" << r.prev_prio);
     const auto prog = tp_test::must_compile(r.expr, fields);
     Record rec(64);
     rec.set<int32_t>(24, r.prev_pid).set<int32_t>(56, r.next_pid).set<int32_t>(28, r.prev_prio);
@@ -113,7 +116,8 @@ TEST_CASE("program: short-circuit visits only the predicates it must", "[filters
   }
 }
 
-TEST_CASE("program: flat program equals the tree on every assignment of 5 predicates", "[filters][program]") {
+TEST_CASE("program: flat program equals the tree on every assignment of 5 predicates",
+          "[filters][program]") {
   // Each predicate pN is "prev_state & (1 << N)"; the record's prev_state
   // enumerates all 32 truth assignments.
   const auto fields = tp_test::sched_switch_fields();
@@ -121,8 +125,10 @@ TEST_CASE("program: flat program equals the tree on every assignment of 5 predic
   opt.nr_cpu_ids = 4;
   const char* exprs[] = {
       "prev_state & 1 && prev_state & 2 || prev_state & 4 && !(prev_state & 8 || prev_state & 16)",
-      "!(prev_state & 1 || !(prev_state & 2 && !(prev_state & 4))) || prev_state & 8 && prev_state & 16",
-      "((prev_state & 1)) && (prev_state & 2 || prev_state & 4) && !(!(prev_state & 8)) || !prev_state & 16",
+      "!(prev_state & 1 || !(prev_state & 2 && !(prev_state & 4))) || prev_state & 8 && prev_state "
+      "& 16",
+      "((prev_state & 1)) && (prev_state & 2 || prev_state & 4) && !(!(prev_state & 8)) || "
+      "!prev_state & 16",
       "prev_state & 1 || prev_state & 2 || prev_state & 4 || prev_state & 8 || prev_state & 16",
       "!(prev_state & 1 && prev_state & 2 && prev_state & 4 && prev_state & 8 && prev_state & 16)",
   };
@@ -139,7 +145,8 @@ TEST_CASE("program: flat program equals the tree on every assignment of 5 predic
   }
 }
 
-TEST_CASE("program: \"0\" clears the filter: no predicates, every record matches", "[filters][program]") {
+TEST_CASE("program: \"0\" clears the filter: no predicates, every record matches",
+          "[filters][program]") {
   const auto fields = tp_test::sched_switch_fields();
   for (const char* expr : {"0", " 0 ", "0\n", "\t0"}) {
     const auto prog = tp_test::must_compile(expr, fields);
@@ -177,7 +184,8 @@ TEST_CASE("program: many threads evaluate one program at once", "[filters][progr
   CompileOptions opt;
   opt.nr_cpu_ids = 4;
   const auto prog = tp_test::must_compile(
-      "(u32 > 10 && arr ~ \"ab*\") || dyn =~ \"^k.*[0-9]$\" || (mask & CPUS{1,3} && CPU != 2)", fields, opt);
+      "(u32 > 10 && arr ~ \"ab*\") || dyn =~ \"^k.*[0-9]$\" || (mask & CPUS{1,3} && CPU != 2)",
+      fields, opt);
   Record a(96), b(96);
   a.set<uint32_t>(20, 11).chars(40, "abc").data_loc(48, "zz");
   b.set<uint32_t>(20, 1).chars(40, "abc").data_loc(48, "kworker/1");

@@ -9,9 +9,9 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "tracepipe/filters/string_match.h"
 #include "single_step.h"
 #include "test_support.h"
+#include "tracepipe/filters/string_match.h"
 
 using tracepipe::filters::CString;
 using tracepipe::filters::StringMatcher;
@@ -30,15 +30,19 @@ void nested_match() {
 
 }  // namespace
 
-TEST_CASE("regex: a signal handler's =~ inside an RE2 match on the same thread is refused and counted",
-          "[filters][regex]") {
+TEST_CASE(
+    "regex: a signal handler's =~ inside an RE2 match on the same thread is refused and counted",
+    "[filters][regex]") {
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define TP_TEST_SANITIZED 1
 #endif
 #endif
-#if !defined(__x86_64__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(TP_TEST_SANITIZED)
-  TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
+#if !defined(__x86_64__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || \
+    defined(TP_TEST_SANITIZED)
+  TP_SKIP(
+      "single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their "
+      "runtime)");
 #else
   std::string err;
   const auto re = StringMatcher::regex("^hack[a-z]+-[0-9]+$", err);
@@ -48,9 +52,10 @@ TEST_CASE("regex: a signal handler's =~ inside an RE2 match on the same thread i
   const uint64_t before = tracepipe::filters::regex_reentries();
   const bool outer = tp_test::single_stepped(nested_match, [&] { return re->match(kS, 0); });
   const uint64_t refused = tracepipe::filters::regex_reentries() - before;
-  CHECK(outer);                      // the interrupted match still answers right
-  CHECK(refused > 0);                // some handlers ran while inside RE2 ...
-  CHECK(g_nested_true + static_cast<long>(refused) == g_nested);  // ... exactly those read "no match"
-  CHECK(g_nested_true > 0);          // handlers outside RE2 matched normally
+  CHECK(outer);        // the interrupted match still answers right
+  CHECK(refused > 0);  // some handlers ran while inside RE2 ...
+  CHECK(g_nested_true + static_cast<long>(refused) ==
+        g_nested);           // ... exactly those read "no match"
+  CHECK(g_nested_true > 0);  // handlers outside RE2 matched normally
 #endif
 }

@@ -11,7 +11,6 @@
 // values with random bytes around the field. 1-byte fields: exhaustive
 // (every literal in [-300, 300] and every field value).
 #include <catch2/catch.hpp>
-
 #include <cerrno>
 #include <cinttypes>
 #include <cstdlib>
@@ -40,31 +39,48 @@ constexpr uint32_t kRecSize = 96;
 
 const std::vector<F>& fields_spec() {
   static const std::vector<F> fs = {
-      {"unsigned short", "common_type", 0, 2, false}, {"unsigned char", "common_flags", 2, 1, false},
-      {"unsigned char", "common_preempt_count", 3, 1, false}, {"int", "common_pid", 4, 4, true},
+      {"unsigned short", "common_type", 0, 2, false},
+      {"unsigned char", "common_flags", 2, 1, false},
+      {"unsigned char", "common_preempt_count", 3, 1, false},
+      {"int", "common_pid", 4, 4, true},
       // packed, unaligned
-      {"s8", "a_s8", 8, 1, true}, {"u8", "a_u8", 9, 1, false}, {"s16", "a_s16", 11, 2, true},
-      {"u16", "a_u16", 13, 2, false}, {"s32", "a_s32", 15, 4, true}, {"u32", "a_u32", 19, 4, false},
-      {"s64", "a_s64", 23, 8, true}, {"u64", "a_u64", 31, 8, false},
+      {"s8", "a_s8", 8, 1, true},
+      {"u8", "a_u8", 9, 1, false},
+      {"s16", "a_s16", 11, 2, true},
+      {"u16", "a_u16", 13, 2, false},
+      {"s32", "a_s32", 15, 4, true},
+      {"u32", "a_u32", 19, 4, false},
+      {"s64", "a_s64", 23, 8, true},
+      {"u64", "a_u64", 31, 8, false},
       // aligned, kernel type names
-      {"char", "b_char", 39, 1, true}, {"bool", "b_bool", 40, 1, false}, {"short", "b_s16", 42, 2, true},
-      {"unsigned short", "b_u16", 44, 2, false}, {"pid_t", "b_pid", 48, 4, true},
-      {"unsigned int", "b_u32", 52, 4, false}, {"long", "b_long", 56, 8, true},
-      {"unsigned long", "b_ulong", 64, 8, false}, {"gfp_t", "b_gfp", 72, 4, false},
-      {"long long", "b_s64", 80, 8, true}, {"u64", "b_u64", 88, 8, false},
+      {"char", "b_char", 39, 1, true},
+      {"bool", "b_bool", 40, 1, false},
+      {"short", "b_s16", 42, 2, true},
+      {"unsigned short", "b_u16", 44, 2, false},
+      {"pid_t", "b_pid", 48, 4, true},
+      {"unsigned int", "b_u32", 52, 4, false},
+      {"long", "b_long", 56, 8, true},
+      {"unsigned long", "b_ulong", 64, 8, false},
+      {"gfp_t", "b_gfp", 72, 4, false},
+      {"long long", "b_s64", 80, 8, true},
+      {"u64", "b_u64", 88, 8, false},
   };
   return fs;
 }
 
 std::vector<FieldDesc> make_fields() {
   std::vector<FieldDesc> v;
-  for (const F& f : fields_spec()) v.push_back(make_field(f.type, f.name, f.off, f.size, f.is_signed));
+  for (const F& f : fields_spec())
+    v.push_back(make_field(f.type, f.name, f.off, f.size, f.is_signed));
   return v;
 }
 
-uint64_t mask_of(unsigned bytes) { return bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1; }
+uint64_t mask_of(unsigned bytes) {
+  return bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
+}
 int64_t sx(uint64_t x, unsigned bits) {
-  return bits == 64 ? static_cast<int64_t>(x) : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
+  return bits == 64 ? static_cast<int64_t>(x)
+                    : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
 }
 
 // The kernel's literal: kstrtoll (signed field) or kstrtoull (unsigned), base 0.
@@ -112,7 +128,8 @@ std::string oct(uint64_t v) {
 
 // Literal texts around the edges of every width.
 std::vector<std::string> literal_texts() {
-  std::vector<std::string> out = {"0", "1", "-1", "2", "-2", "00", "0x0", "-0", "010", "-010", "0x10"};
+  std::vector<std::string> out = {"0",   "1",  "-1",  "2",    "-2",  "00",
+                                  "0x0", "-0", "010", "-010", "0x10"};
   for (unsigned bytes : {1u, 2u, 4u, 8u}) {
     const unsigned bits = 8 * bytes;
     const uint64_t m = mask_of(bytes);
@@ -137,8 +154,8 @@ std::vector<std::string> literal_texts() {
     }
     for (int64_t s : {smin, smin + 1, smin + 2, smax, smax - 1}) out.push_back(std::to_string(s));
   }
-  out.push_back("18446744073709551616");   // 2^64: refused by kstrtoull
-  out.push_back("-9223372036854775809");   // refused by kstrtoll
+  out.push_back("18446744073709551616");  // 2^64: refused by kstrtoull
+  out.push_back("-9223372036854775809");  // refused by kstrtoll
   out.push_back("0x10000000000000000");
   return out;
 }
@@ -146,11 +163,35 @@ std::vector<std::string> literal_texts() {
 std::vector<uint64_t> field_values(const F& f, uint64_t lit_raw, std::mt19937_64& rng) {
   const uint64_t m = mask_of(f.size);
   const uint64_t sign = uint64_t{1} << (8 * f.size - 1);
-  std::vector<uint64_t> v = {0,        1,        2,        m,    m - 1,        m - 2,        sign,
-                             sign - 1, sign + 1, sign - 2, 127,  128,          255,          256,
-                             0x7fff,   0x8000,   0xffff,   0x10000, 0x7fffffff, 0x80000000, 0xffffffff,
-                             lit_raw,  lit_raw + 1, lit_raw - 1, lit_raw + 2, lit_raw - 2, lit_raw ^ sign,
-                             (lit_raw ^ sign) + 1, (lit_raw ^ sign) - 1};
+  std::vector<uint64_t> v = {0,
+                             1,
+                             2,
+                             m,
+                             m - 1,
+                             m - 2,
+                             sign,
+                             sign - 1,
+                             sign + 1,
+                             sign - 2,
+                             127,
+                             128,
+                             255,
+                             256,
+                             0x7fff,
+                             0x8000,
+                             0xffff,
+                             0x10000,
+                             0x7fffffff,
+                             0x80000000,
+                             0xffffffff,
+                             lit_raw,
+                             lit_raw + 1,
+                             lit_raw - 1,
+                             lit_raw + 2,
+                             lit_raw - 2,
+                             lit_raw ^ sign,
+                             (lit_raw ^ sign) + 1,
+                             (lit_raw ^ sign) - 1};
   for (int k = 0; k < 4; ++k) v.push_back(rng());
   return v;
 }
@@ -159,7 +200,7 @@ struct Sense {
   const char* shape;
   bool inverts;
 };
-const Sense kSenses[] = {{"%", false},     {"!(%)", true},      {"!!(%)", false}, {"(%)", false},
+const Sense kSenses[] = {{"%", false},     {"!(%)", true},       {"!!(%)", false},   {"(%)", false},
                          {"!((%))", true}, {"!(!(!(%)))", true}, {" ! ( % ) ", true}};
 const char* const kOps[] = {"==", "!=", "<", "<=", ">", ">=", "&"};
 
@@ -167,14 +208,15 @@ struct Tally {
   uint64_t programs = 0, checks = 0, refused = 0, mismatches = 0, parse_disagree = 0;
 };
 
-void check_program(const F& f, const std::string& expr, const Ast* ast, const Program& prog, const std::string& op,
-                   uint64_t lit_raw, bool inverts, const std::vector<uint64_t>& vals, std::mt19937_64& rng,
-                   Tally& t) {
+void check_program(const F& f, const std::string& expr, const Ast* ast, const Program& prog,
+                   const std::string& op, uint64_t lit_raw, bool inverts,
+                   const std::vector<uint64_t>& vals, std::mt19937_64& rng, Tally& t) {
   std::vector<std::byte> rec(kRecSize);
   for (auto& b : rec) b = static_cast<std::byte>(rng());  // neighbours hold noise
   size_t k = 0;
   for (uint64_t v : vals) {
-    if ((++k & 63) == 0) rec[rng() % kRecSize] = static_cast<std::byte>(rng());  // and change now and then
+    if ((++k & 63) == 0)
+      rec[rng() % kRecSize] = static_cast<std::byte>(rng());  // and change now and then
     std::memcpy(rec.data() + f.off, &v, f.size);
     const std::span<const std::byte> s(rec);
     const bool want = model(f, op, v, lit_raw) != inverts;
@@ -184,17 +226,19 @@ void check_program(const F& f, const std::string& expr, const Ast* ast, const Pr
     ++t.checks;
     if (got != want || lazy != want || ref != want) {
       if (++t.mismatches <= 20)
-        UNSCOPED_INFO("MISMATCH: '" << expr << "' field " << f.name << " (" << f.type << ", " << f.size
-                                    << " bytes, " << (f.is_signed ? "signed" : "unsigned") << ") bits "
-                                    << hex(v & mask_of(f.size)) << ": match " << got << " lazy " << lazy
-                                    << " reference " << ref << " kernel " << want);
+        UNSCOPED_INFO("MISMATCH: '" << expr << "' field " << f.name << " (" << f.type << ", "
+                                    << f.size << " bytes, " << (f.is_signed ? "signed" : "unsigned")
+                                    << ") bits " << hex(v & mask_of(f.size)) << ": match " << got
+                                    << " lazy " << lazy << " reference " << ref << " kernel "
+                                    << want);
     }
   }
 }
 
 }  // namespace
 
-TEST_CASE("single lane diff: every width, signedness, operator, sense and edge literal", "[filters][eval][single_lane]") {
+TEST_CASE("single lane diff: every width, signedness, operator, sense and edge literal",
+          "[filters][eval][single_lane]") {
   const auto fields = make_fields();
   CompileOptions opt;
   opt.nr_cpu_ids = 4;
@@ -220,7 +264,7 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
             // Not the change under review, but worth knowing.
             if (++t.parse_disagree <= 20)
               UNSCOPED_INFO("kernel literal rule differs on '" << expr << "' (" << f.type
-                                                                 << "): ours " << parsed.ok());
+                                                               << "): ours " << parsed.ok());
           }
           if (!parsed.ok() || !kernel_ok) {
             ++t.refused;
@@ -232,7 +276,8 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
           const auto vals = field_values(f, lit_raw, rng);
           check_program(f, expr, &parsed.ast(), *prog, op, lit_raw, sn.inverts, vals, rng, t);
           if (compiled.ok())
-            check_program(f, expr, nullptr, *compiled.program(), op, lit_raw, sn.inverts, vals, rng, t);
+            check_program(f, expr, nullptr, *compiled.program(), op, lit_raw, sn.inverts, vals, rng,
+                          t);
         }
       }
     }
@@ -245,9 +290,9 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
 
 // Every operator, plain and negated, of `f` against the literal `ls`, on
 // every value in `all`.
-static void check_every_operator(const F& f, const std::vector<FieldDesc>& fields, const CompileOptions& opt,
-                          const std::string& ls, uint64_t lit_raw, const std::vector<uint64_t>& all,
-                          std::mt19937_64& rng, Tally& t) {
+static void check_every_operator(const F& f, const std::vector<FieldDesc>& fields,
+                                 const CompileOptions& opt, const std::string& ls, uint64_t lit_raw,
+                                 const std::vector<uint64_t>& all, std::mt19937_64& rng, Tally& t) {
   for (const char* op : kOps)
     for (bool neg : {false, true}) {
       const std::string expr = neg ? "!(" + std::string(f.name) + " " + op + " " + ls + ")"
@@ -262,7 +307,8 @@ static void check_every_operator(const F& f, const std::vector<FieldDesc>& field
     }
 }
 
-TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every value", "[filters][eval][single_lane]") {
+TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every value",
+          "[filters][eval][single_lane]") {
   const auto fields = make_fields();
   CompileOptions opt;
   opt.nr_cpu_ids = 4;
@@ -282,7 +328,8 @@ TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every
   CHECK(t.mismatches == 0);
 }
 
-TEST_CASE("single lane diff: 2-byte fields, every value for edge literals", "[filters][eval][single_lane]") {
+TEST_CASE("single lane diff: 2-byte fields, every value for edge literals",
+          "[filters][eval][single_lane]") {
   const auto fields = make_fields();
   CompileOptions opt;
   opt.nr_cpu_ids = 4;
@@ -290,7 +337,8 @@ TEST_CASE("single lane diff: 2-byte fields, every value for edge literals", "[fi
   Tally t;
   std::vector<uint64_t> all(65536);
   for (uint64_t i = 0; i < 65536; ++i) all[i] = i;
-  const char* lits[] = {"0", "1", "-1", "32767", "32768", "-32768", "-32769", "65535", "65536", "0x7ffe", "-32767"};
+  const char* lits[] = {"0",      "1",     "-1",    "32767",  "32768", "-32768",
+                        "-32769", "65535", "65536", "0x7ffe", "-32767"};
   for (const F& f : fields_spec()) {
     if (f.size != 2 || (f.name != std::string("a_s16") && f.name != std::string("a_u16"))) continue;
     for (const char* ls : lits) {

@@ -1,14 +1,17 @@
 // Pattern classification (filter_parse_regex) and the regex_match_* functions.
+#include "tracepipe/filters/string_match.h"
+
 #include <catch2/catch.hpp>
 
-#include "tracepipe/filters/string_match.h"
 #include "test_events.h"
 
 using namespace tracepipe::filters;
 using namespace std::literals;
 
 namespace {
-CString cs(std::string_view s) { return CString{reinterpret_cast<const unsigned char*>(s.data()), s.size()}; }
+CString cs(std::string_view s) {
+  return CString{reinterpret_cast<const unsigned char*>(s.data()), s.size()};
+}
 }  // namespace
 
 TEST_CASE("string match: '~' patterns pick the kernel's match mode", "[filters][string]") {
@@ -19,14 +22,14 @@ TEST_CASE("string match: '~' patterns pick the kernel's match mode", "[filters][
     bool inverted;
   };
   const Row rows[] = {
-      {"abc", MatchMode::full, "abc", false},     {"abc*", MatchMode::front, "abc", false},
-      {"*abc", MatchMode::end, "abc", false},     {"*abc*", MatchMode::middle, "abc", false},
-      {"*", MatchMode::end, "", false},           {"**", MatchMode::middle, "", false},
-      {"a*c", MatchMode::glob, "a*c", false},     {"*a*c", MatchMode::glob, "*a*c", false},
-      {"a?c", MatchMode::glob, "a?c", false},     {"[ab]", MatchMode::glob, "[ab]", false},
-      {"a\\*", MatchMode::glob, "a\\*", false},   {"!abc*", MatchMode::front, "abc", true},
-      {"1*", MatchMode::full, "1*", false},       {"!1a?", MatchMode::full, "1a?", true},
-      {"", MatchMode::full, "", false},           {"!", MatchMode::full, "", true},
+      {"abc", MatchMode::full, "abc", false},   {"abc*", MatchMode::front, "abc", false},
+      {"*abc", MatchMode::end, "abc", false},   {"*abc*", MatchMode::middle, "abc", false},
+      {"*", MatchMode::end, "", false},         {"**", MatchMode::middle, "", false},
+      {"a*c", MatchMode::glob, "a*c", false},   {"*a*c", MatchMode::glob, "*a*c", false},
+      {"a?c", MatchMode::glob, "a?c", false},   {"[ab]", MatchMode::glob, "[ab]", false},
+      {"a\\*", MatchMode::glob, "a\\*", false}, {"!abc*", MatchMode::front, "abc", true},
+      {"1*", MatchMode::full, "1*", false},     {"!1a?", MatchMode::full, "1a?", true},
+      {"", MatchMode::full, "", false},         {"!", MatchMode::full, "", true},
   };
   for (const Row& r : rows) {
     INFO(r.pat);
@@ -50,7 +53,7 @@ TEST_CASE("string match: len semantics of each mode", "[filters][string]") {
   CHECK(front->match(cs("abcd"), 5));
   CHECK_FALSE(front->match(cs("abcd"), 2));  // len < pattern length
   const auto mid = StringMatcher::kernel("*cd*", true);
-  CHECK(mid->match(cs("ab\0cd"sv), 5));  // strnstr looks past NULs
+  CHECK(mid->match(cs("ab\0cd"sv), 5));        // strnstr looks past NULs
   CHECK_FALSE(mid->match(cs("ab\0cd"sv), 0));  // strstr stops at the NUL
   CHECK_FALSE(mid->match(cs("abcd"), 3));
   const auto end = StringMatcher::kernel("*cd", true);
@@ -80,8 +83,8 @@ TEST_CASE("string match: RE2 extension", "[filters][string]") {
 namespace {
 
 enum Kind { kStatic, kDataLoc, kRelLoc, kPtr, kComm, kKinds };
-const char* const kKindName[kKinds] = {"s4 (char[4])", "dstr (__data_loc)", "rstr (__rel_loc)", "pstr (char *)",
-                                       "COMM"};
+const char* const kKindName[kKinds] = {"s4 (char[4])", "dstr (__data_loc)", "rstr (__rel_loc)",
+                                       "pstr (char *)", "COMM"};
 const char* const kField[kKinds] = {"s4", "dstr", "rstr", "pstr", "COMM"};
 
 std::vector<FieldDesc> bounds_fields() {
@@ -123,7 +126,8 @@ struct Bounded {
 
 }  // namespace
 
-TEST_CASE("string match: every operator on every string kind reads only the field's bytes", "[filters][string]") {
+TEST_CASE("string match: every operator on every string kind reads only the field's bytes",
+          "[filters][string]") {
   const auto fields = bounds_fields();
   const Bounded garbage("XYZ\0"sv), zeros("\0\0\0\0"sv);
   REQUIRE(garbage.text.size() == 8);
@@ -138,7 +142,8 @@ TEST_CASE("string match: every operator on every string kind reads only the fiel
   const Row rows[] = {
       {"== \"abcd\"", {true, true, true, true, true}},
       {"!= \"abcd\"", {false, false, false, false, false}},
-      {"== \"abcdX\"", {true, true, true, false, false}},  // strncmp(str, "abcdX", 4) on 4-byte fields
+      {"== \"abcdX\"",
+       {true, true, true, false, false}},  // strncmp(str, "abcdX", 4) on 4-byte fields
       {"!= \"abcdX\"", {false, false, false, true, true}},
       {"== \"abc\"", {false, false, false, false, false}},
       {"~ \"abcd\"", {true, true, true, true, true}},
@@ -173,7 +178,8 @@ TEST_CASE("string match: every operator on every string kind reads only the fiel
   CHECK(cells == 22 * kKinds);
 }
 
-TEST_CASE("string match: a glob on a __data_loc string stops at the string's length", "[filters][string]") {
+TEST_CASE("string match: a glob on a __data_loc string stops at the string's length",
+          "[filters][string]") {
   // The example record: dstr says 4 bytes, "abcd", then "XYZ" and a NUL.
   const auto fields = bounds_fields();
   const Bounded r("XYZ\0"sv);

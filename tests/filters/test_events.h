@@ -103,7 +103,8 @@ class Record {
 /// compile() with a fixed nr_cpu_ids (tests must not depend on the machine);
 /// throws with the rendered error if it fails.
 inline std::shared_ptr<const tracepipe::filters::Program> must_compile(
-    std::string_view expr, std::span<const FieldDesc> fields, tracepipe::filters::CompileOptions opt = {}) {
+    std::string_view expr, std::span<const FieldDesc> fields,
+    tracepipe::filters::CompileOptions opt = {}) {
   if (opt.nr_cpu_ids == 0) opt.nr_cpu_ids = 4;
   auto r = tracepipe::filters::compile(expr, fields, opt);
   if (!r.ok()) throw std::runtime_error(r.error().render(expr));
@@ -111,7 +112,8 @@ inline std::shared_ptr<const tracepipe::filters::Program> must_compile(
 }
 
 /// compile() expected to fail: the error.
-inline tracepipe::filters::FilterError must_fail(std::string_view expr, std::span<const FieldDesc> fields,
+inline tracepipe::filters::FilterError must_fail(std::string_view expr,
+                                                 std::span<const FieldDesc> fields,
                                                  tracepipe::filters::CompileOptions opt = {}) {
   if (opt.nr_cpu_ids == 0) opt.nr_cpu_ids = 4;
   auto r = tracepipe::filters::compile(expr, fields, opt);

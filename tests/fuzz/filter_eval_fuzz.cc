@@ -15,6 +15,11 @@
 //
 // The filter sources are compiled into this file so that they carry the
 // fuzzer's coverage instrumentation and ASan checks.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "../filters/test_events.h"
 #include "tracepipe/filters/ast.cc"
 #include "tracepipe/filters/codegen.cc"
 #include "tracepipe/filters/compile.cc"
@@ -27,12 +32,6 @@
 #include "tracepipe/filters/pred_parser.cc"
 #include "tracepipe/filters/program.cc"
 #include "tracepipe/filters/string_match.cc"
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-
-#include "../filters/test_events.h"
 
 namespace {
 
@@ -61,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t expr_len = z ? static_cast<size_t>(static_cast<const char*>(z) - text) : rest;
   const std::string_view expr(text, expr_len);
   const size_t rec_off = z ? expr_len + 1 : rest;
-  const std::span<const std::byte> record(reinterpret_cast<const std::byte*>(text) + rec_off, rest - rec_off);
+  const std::span<const std::byte> record(reinterpret_cast<const std::byte*>(text) + rec_off,
+                                          rest - rec_off);
 
   CompileOptions opt;
   opt.nr_cpu_ids = 1 + (ctl >> 5);  // 1..8
@@ -73,9 +73,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const CompileResult r = compile(expr, fields, opt);
   if (!r.ok()) {
     const FilterError& e = r.error();
-    if (e.caret() < 0 || static_cast<size_t>(e.caret()) > kernel_command(expr).size() + 2) fail("caret out of range");
+    if (e.caret() < 0 || static_cast<size_t>(e.caret()) > kernel_command(expr).size() + 2)
+      fail("caret out of range");
     const int er = e.errno_value();
-    if (er != EINVAL && er != EPERM && er != ENOENT && er != ESRCH && er != ENOMEM) fail("unexpected errno");
+    if (er != EINVAL && er != EPERM && er != ENOENT && er != ESRCH && er != ENOMEM)
+      fail("unexpected errno");
     if (e.message().empty() || e.render(expr).empty()) fail("empty error text");
     return 0;
   }
@@ -97,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (m != ex.matched || m != t) fail("match, explain and the tree disagree");
     for (size_t i = 1; i < ex.visited.size(); ++i)
       if (ex.visited[i] <= ex.visited[i - 1]) fail("the walk went backwards");
-    if (len + 16 < record.size()) len = std::min(len, size_t{96});  // long records: prefixes near the fields only
+    if (len + 16 < record.size())
+      len = std::min(len, size_t{96});  // long records: prefixes near the fields only
   }
   return 0;
 }

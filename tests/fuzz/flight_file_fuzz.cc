@@ -9,13 +9,13 @@
 //
 // The recovery source is compiled into this file so that it carries the
 // fuzzer's instrumentation (the libraries linked next to it do not).
-#include "tracepipe/core/recover/recover.cc"
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "tracepipe/core/recover/recover.cc"
 
 namespace {
 
@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   run(bytes);
   using tracepipe::flight::FileHeader;
   if (size >= sizeof(FileHeader)) {
-    const uint32_t crc = tracepipe::flight::crc32_bytes(bytes.data(), offsetof(FileHeader, header_crc));
+    const uint32_t crc =
+        tracepipe::flight::crc32_bytes(bytes.data(), offsetof(FileHeader, header_crc));
     std::memcpy(bytes.data() + offsetof(FileHeader, header_crc), &crc, sizeof crc);
     run(bytes);
   }

@@ -9,15 +9,15 @@
 //
 // The sources are compiled in so they carry coverage and ASan checks (see
 // tracedat_reader_fuzz.cc).
-#include "tracepipe/core/events/event_format.cc"
-#include "tracepipe/core/tracedat/print_fmt.cc"
-#include "tracepipe/core/tracedat/print_fmt_parse.cc"
-#include "tracepipe/core/tracedat/trace_symbols.cc"
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
+
+#include "tracepipe/core/events/event_format.cc"
+#include "tracepipe/core/tracedat/print_fmt.cc"
+#include "tracepipe/core/tracedat/print_fmt_parse.cc"
+#include "tracepipe/core/tracedat/trace_symbols.cc"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tracepipe;
@@ -46,8 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   EventFormat f = base;
   f.print_fmt.assign(text, fmt_len);
-  const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(data) + std::min(size, fmt_len + 1),
-                                           size - std::min(size, fmt_len + 1));
+  const std::span<const std::byte> payload(
+      reinterpret_cast<const std::byte*>(data) + std::min(size, fmt_len + 1),
+      size - std::min(size, fmt_len + 1));
   static const KallsymsTable ks("ffffffff81000000 T _stext\nffffffff81001000 t other\n");
   static const PrintkTable pk("0xffffffff82000000 : \"str\"\n");
   const PrintFmt p(f);

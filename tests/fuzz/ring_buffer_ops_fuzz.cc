@@ -36,8 +36,8 @@ struct Input {
   bool empty() const { return n == 0; }
 };
 
-#define FUZZ_CHECK(c) \
-  do {                \
+#define FUZZ_CHECK(c)  \
+  do {                 \
     if (!(c)) abort(); \
   } while (0)
 
@@ -50,14 +50,16 @@ std::optional<uint32_t> check(std::span<const std::byte> s) {
   if (s.size() < 4) return std::nullopt;  // too short to carry an id: skip the identity checks
   uint32_t id;
   std::memcpy(&id, s.data(), 4);
-  for (size_t i = 4; i < s.size(); ++i) FUZZ_CHECK(s[i] == static_cast<std::byte>((id * 31 + i) & 0xff));
+  for (size_t i = 4; i < s.size(); ++i)
+    FUZZ_CHECK(s[i] == static_cast<std::byte>((id * 31 + i) & 0xff));
   return id;
 }
 
 template <OverflowMode M>
 void run(Input in) {
   constexpr uint32_t kCpus = 2;
-  RingBuffer<M> rb(RingBufferConfig{.cpus = kCpus, .size_per_cpu = 256, .subbuf_size = 128}, &fuzz_clock);
+  RingBuffer<M> rb(RingBufferConfig{.cpus = kCpus, .size_per_cpu = 256, .subbuf_size = 128},
+                   &fuzz_clock);
   struct Pending {
     Reservation r;
     uint32_t id;
@@ -94,7 +96,7 @@ void run(Input in) {
     const uint32_t cpu = (op >> 4) & 1;
     switch (op & 0x0f) {
       case 0:
-      case 1: {  // reserve (stays outstanding)
+      case 1: {                                // reserve (stays outstanding)
         const uint32_t len = in.byte() % 130;  // up to just past the largest record (112)
         ++attempts[cpu];
         Reservation r = rb.reserve(cpu, len);

@@ -9,15 +9,15 @@
 // fuzzer's coverage instrumentation and ASan checks (the tracepipe
 // libraries linked next to it are built without them). The linker then
 // never pulls these objects from libtracepipe_core.a.
-#include "tracepipe/core/events/event_format.cc"
-#include "tracepipe/core/tracedat/kernel_page.cc"
-#include "tracepipe/core/files/mapped_file.cc"
-#include "tracepipe/core/tracedat/tracedat_decompress.cc"
-#include "tracepipe/core/tracedat/tracedat_reader.cc"
-
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "tracepipe/core/events/event_format.cc"
+#include "tracepipe/core/files/mapped_file.cc"
+#include "tracepipe/core/tracedat/kernel_page.cc"
+#include "tracepipe/core/tracedat/tracedat_decompress.cc"
+#include "tracepipe/core/tracedat/tracedat_reader.cc"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tracepipe;

@@ -14,14 +14,17 @@
 namespace tp_test {
 
 /// s after one reject.
-inline int64_t rule_reject_step(int64_t s) { return s - (s + 31) / 32; }  // s - ceil(s/32) = floor(31s/32)
+inline int64_t rule_reject_step(int64_t s) {
+  return s - (s + 31) / 32;
+}  // s - ceil(s/32) = floor(31s/32)
 
 /// s after a run of k accepts.
 inline int64_t rule_after_accepts(int64_t s, uint64_t k) {
   static const std::vector<uint64_t> factor = [] {
     std::vector<uint64_t> f;
     for (int i = 0;; ++i) {
-      const auto v = static_cast<uint64_t>(std::llround(std::pow(31.0L / 32.0L, i) * 2147483648.0L));
+      const auto v =
+          static_cast<uint64_t>(std::llround(std::pow(31.0L / 32.0L, i) * 2147483648.0L));
       if ((65536 * v) >> 31 == 0) break;  // from here on every distance is 0
       f.push_back(v);
     }

@@ -75,7 +75,9 @@ void* operator new(size_t n, const std::nothrow_t&) noexcept {
   counted();
   return __libc_malloc(n != 0 ? n : 1);
 }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return operator new(n, std::nothrow); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept {
+  return operator new(n, std::nothrow);
+}
 void operator delete(void* p) noexcept { __libc_free(p); }
 void operator delete[](void* p) noexcept { __libc_free(p); }
 void operator delete(void* p, size_t) noexcept { __libc_free(p); }

@@ -32,7 +32,8 @@ inline void on_trap(int, siginfo_t*, void* ctx) {
 /// instructions; returns what f returns.
 template <class F>
 [[gnu::noinline]] auto single_stepped(StepFn on_step, F&& f) {
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_sigaction = detail::on_trap;
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);

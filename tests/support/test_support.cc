@@ -20,13 +20,12 @@ void skip(const std::string& reason) {
 std::filesystem::path shared_data_or_skip(const std::string& rel) {
   std::filesystem::path p = std::filesystem::path(TP_SHARED_DATA) / rel;
   if (!std::filesystem::exists(p))
-    skip("shared data absent: " + p.string() + " (configure with -DTP_SHARED_DATA=<dir> to use a copy kept elsewhere)");
+    skip("shared data absent: " + p.string() +
+         " (configure with -DTP_SHARED_DATA=<dir> to use a copy kept elsewhere)");
   return p;
 }
 
-bool tracefs_writable() {
-  return access("/sys/kernel/tracing/tracing_on", W_OK) == 0;
-}
+bool tracefs_writable() { return access("/sys/kernel/tracing/tracing_on", W_OK) == 0; }
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -48,8 +47,8 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& scratch_dir,
-                          int timeout_s) {
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::filesystem::path& scratch_dir, int timeout_s) {
   const std::filesystem::path out = scratch_dir / "cmd.stdout", err = scratch_dir / "cmd.stderr";
   std::string cmd = "timeout " + std::to_string(timeout_s);
   for (const std::string& a : argv) cmd += " " + shell_quote(a);

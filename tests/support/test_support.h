@@ -39,8 +39,8 @@ std::string shell_quote(const std::string& s);
 /// Runs argv (no shell interpretation of the arguments) with stdin from
 /// /dev/null under `timeout timeout_s`, capturing stdout and stderr in
 /// files under `scratch_dir`.
-CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& scratch_dir,
-                          int timeout_s = 120);
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::filesystem::path& scratch_dir, int timeout_s = 120);
 
 /// Pins the calling thread to one CPU for the scope (ok() says whether the
 /// kernel agreed); the destructor puts the previous mask back.

@@ -1,18 +1,17 @@
 // The `tracepipe` command on bad input: a clear error that names the option
 // (or file) and the problem, a non-zero exit, and never a hang - every run is
 // under `timeout`, whose exit 124 fails the checks.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/replay/replay_test_util.h"
@@ -33,7 +32,8 @@ struct Scratch {
     fs::create_directories(dir);
     dat = dir / "in.dat";
     tracepipe::TraceDatWriter w = replay_test::make_writer(2);
-    for (uint64_t i = 0; i < 10; ++i) w.add_record(static_cast<uint32_t>(i % 2), 1000 + i, replay_test::kmalloc(1, i, i));
+    for (uint64_t i = 0; i < 10; ++i)
+      w.add_record(static_cast<uint32_t>(i % 2), 1000 + i, replay_test::kmalloc(1, i, i));
     w.write(dat);
   }
   ~Scratch() {
@@ -45,7 +45,9 @@ struct Scratch {
     REQUIRE(mkfifo(p.c_str(), 0600) == 0);
     return p;
   }
-  fs::path sparse(const std::string& name, uint64_t size) const { return tp_test::sparse_file(dir / name, size); }
+  fs::path sparse(const std::string& name, uint64_t size) const {
+    return tp_test::sparse_file(dir / name, size);
+  }
   // `tracepipe ARGS...` with a 60 s limit.
   Run run(std::vector<std::string> args) const {
     args.insert(args.begin(), TP_TRACEPIPE_EXE);
@@ -67,7 +69,8 @@ std::pair<uint64_t, uint64_t> counts_of(const std::string& table, const std::str
 
 }  // namespace
 
-TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge files", "[tools][cli]") {
+TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge files",
+          "[tools][cli]") {
   Scratch s;
   // The trace itself replays fine.
   Run r = s.replay({s.dat.string()});
@@ -81,12 +84,14 @@ TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge fi
 
   r = s.replay({s.dat.string(), "--kallsyms", "/dev/zero"});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: --kallsyms: /dev/zero: not a regular file (a character device)\n");
+  CHECK(r.err ==
+        "tracepipe replay: --kallsyms: /dev/zero: not a regular file (a character device)\n");
 
   const fs::path fifo = s.fifo("syms");
   r = s.replay({s.dat.string(), "--kallsyms", fifo.string()});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: --kallsyms: " + fifo.string() + ": not a regular file (a FIFO)\n");
+  CHECK(r.err ==
+        "tracepipe replay: --kallsyms: " + fifo.string() + ": not a regular file (a FIFO)\n");
   r = s.replay({s.dat.string(), "--config", fifo.string()});
   CHECK(r.status == 2);
   CHECK(r.err == "tracepipe replay: " + fifo.string() + ": not a regular file (a FIFO)\n");
@@ -94,7 +99,8 @@ TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge fi
   const fs::path big = s.sparse("big_kallsyms", (uint64_t{256} << 20) + 1);
   r = s.replay({s.dat.string(), "--kallsyms", big.string()});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: --kallsyms: " + big.string() + ": 268435457 bytes is over the limit of 256 MiB\n");
+  CHECK(r.err == "tracepipe replay: --kallsyms: " + big.string() +
+                     ": 268435457 bytes is over the limit of 256 MiB\n");
   const fs::path big_config = s.sparse("big.toml", (uint64_t{64} << 20) + 1);
   r = s.replay({s.dat.string(), "--config", big_config.string()});
   CHECK(r.status == 2);
@@ -109,17 +115,21 @@ TEST_CASE("cli: replay -F with an empty event name list is an error naming the o
   Scratch s;
   Run r = s.replay({s.dat.string(), "-F", ",,: bytes_req > 1"});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: -F ',,: bytes_req > 1': no event name in the event list ',,'\n");
+  CHECK(r.err ==
+        "tracepipe replay: -F ',,: bytes_req > 1': no event name in the event list ',,'\n");
   CHECK(r.out.empty());
 
   r = s.replay({s.dat.string(), "-F", "kmalloc,,kmalloc: bytes_req > 1"});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: -F 'kmalloc,,kmalloc: bytes_req > 1': an empty event name in the event list "
-                 "'kmalloc,,kmalloc'\n");
+  CHECK(r.err ==
+        "tracepipe replay: -F 'kmalloc,,kmalloc: bytes_req > 1': an empty event name in the event "
+        "list "
+        "'kmalloc,,kmalloc'\n");
   r = s.replay({s.dat.string(), "-F", "kmalloc,: bytes_req > 1"});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: -F 'kmalloc,: bytes_req > 1': an empty event name in the event list "
-                 "'kmalloc,'\n");
+  CHECK(r.err ==
+        "tracepipe replay: -F 'kmalloc,: bytes_req > 1': an empty event name in the event list "
+        "'kmalloc,'\n");
 
   // The well-formed list still works: 5 of the 10 records have bytes_req > 4.
   r = s.replay({s.dat.string(), "-F", "kmalloc,kmem:kmalloc: bytes_req > 4"});
@@ -164,11 +174,13 @@ TEST_CASE("cli: report and replay refuse a FIFO or a device as the input trace, 
   INFO(r.err);
   REQUIRE(r.status == 0);
   size_t lines = 0;
-  for (size_t p = r.out.find("kmalloc:"); p != std::string::npos; p = r.out.find("kmalloc:", p + 1)) ++lines;
+  for (size_t p = r.out.find("kmalloc:"); p != std::string::npos; p = r.out.find("kmalloc:", p + 1))
+    ++lines;
   CHECK(lines == 10);
 }
 
-TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and the range", "[tools][cli]") {
+TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and the range",
+          "[tools][cli]") {
   Scratch s;
   struct Case {
     std::vector<std::string> args;
@@ -177,24 +189,34 @@ TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and t
   const std::string dat = s.dat.string();
   const std::vector<Case> cases = {
       // replay: 0 meant "automatic" inside and was taken silently.
-      {{"replay", dat, "--buffer-size-kb", "0"}, "--buffer-size-kb: Value 0 not in range 1 to 1048576"},
-      {{"replay", dat, "--buffer-size-kb", "1048577"}, "--buffer-size-kb: Value 1048577 not in range 1 to 1048576"},
-      {{"replay", dat, "--subbuf-size-kb", "0"}, "--subbuf-size-kb: Value 0 is not a power of two in 4 to 1024"},
-      {{"replay", dat, "--subbuf-size-kb", "12"}, "--subbuf-size-kb: Value 12 is not a power of two in 4 to 1024"},
-      {{"replay", dat, "--subbuf-size-kb", "2048"}, "--subbuf-size-kb: Value 2048 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "--buffer-size-kb", "0"},
+       "--buffer-size-kb: Value 0 not in range 1 to 1048576"},
+      {{"replay", dat, "--buffer-size-kb", "1048577"},
+       "--buffer-size-kb: Value 1048577 not in range 1 to 1048576"},
+      {{"replay", dat, "--subbuf-size-kb", "0"},
+       "--subbuf-size-kb: Value 0 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "--subbuf-size-kb", "12"},
+       "--subbuf-size-kb: Value 12 is not a power of two in 4 to 1024"},
+      {{"replay", dat, "--subbuf-size-kb", "2048"},
+       "--subbuf-size-kb: Value 2048 is not a power of two in 4 to 1024"},
       {{"replay", dat, "-j", "0"}, "--threads: Value 0 not in range 1 to 1024"},
       {{"replay", dat, "--threads", "-1"}, "--threads: Value -1 not in range 1 to 1024"},
       {{"replay", dat, "--bench", "--reps", "0"}, "--reps: Value 0 not in range 1 to 1000"},
       // bench: unbounded counts (a run of 2^64 events) and an unreadable range message.
       {{"bench", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
-      {{"bench", "--perf-events", "1000000001"}, "--perf-events: Value 1000000001 not in range 0 to 1000000000"},
+      {{"bench", "--perf-events", "1000000001"},
+       "--perf-events: Value 1000000001 not in range 0 to 1000000000"},
       {{"bench", "--warn-spread", "0"}, "--warn-spread: Value 0 not in range 0.01 to 1000"},
       // bench's buffer bound is the config file's and replay's (kMaxBufferSizeKb, 1 GiB).
       {{"bench", "-b", "0"}, "--buffer-kb: Value 0 not in range 8 to 1048576"},
-      {{"bench", "--buffer-size-kb", "1048577"}, "--buffer-kb: Value 1048577 not in range 8 to 1048576"},
-      {{"bench", "--mode", "drop-newest"}, "--mode: drop-newest not in {overwrite,drop_newest,drop}"},
-      {{"bench-peers", "--overwrite-kb", "1048577"}, "--overwrite-kb: Value 1048577 not in range 64 to 1048576"},
-      {{"bench-peers", "--buffer-kb", "1048577"}, "--buffer-kb: Value 1048577 not in range 0 to 1048576"},
+      {{"bench", "--buffer-size-kb", "1048577"},
+       "--buffer-kb: Value 1048577 not in range 8 to 1048576"},
+      {{"bench", "--mode", "drop-newest"},
+       "--mode: drop-newest not in {overwrite,drop_newest,drop}"},
+      {{"bench-peers", "--overwrite-kb", "1048577"},
+       "--overwrite-kb: Value 1048577 not in range 64 to 1048576"},
+      {{"bench-peers", "--buffer-kb", "1048577"},
+       "--buffer-kb: Value 1048577 not in range 0 to 1048576"},
       {{"bench-peers", "-l", "0"}, "--loops: Value 0 not in range 1 to 1000000"},
   };
   for (const Case& c : cases) {
@@ -220,7 +242,8 @@ TEST_CASE("cli: out-of-range sizes and counts are errors naming the option and t
   }
 }
 
-TEST_CASE("cli: a malformed input trace is named by the path given, not as 'trace.dat'", "[tools][cli]") {
+TEST_CASE("cli: a malformed input trace is named by the path given, not as 'trace.dat'",
+          "[tools][cli]") {
   Scratch s;
   const std::string magic_error = ": file header at offset 0 (0x0): expected the trace.dat magic";
   // Not a trace.dat at all (a TOML file), and a trace cut short, called s6.dat.
@@ -256,11 +279,14 @@ TEST_CASE("cli: a malformed input trace is named by the path given, not as 'trac
   CHECK(r.err.find("trace.dat:") == std::string::npos);
 }
 
-TEST_CASE("cli: replay --staging with an unknown mode is a usage error like replay's others", "[tools][cli]") {
+TEST_CASE("cli: replay --staging with an unknown mode is a usage error like replay's others",
+          "[tools][cli]") {
   Scratch s;
   Run r = s.replay({s.dat.string(), "--staging", "bogus"});
   CHECK(r.status == 2);
-  CHECK(r.err == "tracepipe replay: --staging 'bogus': expected off, per_cpu (or on), per_thread or adaptive\n");
+  CHECK(r.err ==
+        "tracepipe replay: --staging 'bogus': expected off, per_cpu (or on), per_thread or "
+        "adaptive\n");
   CHECK(r.out.empty());
   // Every documented spelling runs.
   for (const char* mode : {"off", "per_cpu", "on", "per_thread", "adaptive"}) {
@@ -279,7 +305,8 @@ TEST_CASE("cli: bare tracepipe prints the usage with the subcommands and exits 2
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::Contains("Usage:"));
   CHECK_THAT(r.err, Catch::Contains("Subcommands:"));
-  for (const char* sub : {"report", "replay", "bench"}) CHECK_THAT(r.err, Catch::Contains(std::string("\n  ") + sub));
+  for (const char* sub : {"report", "replay", "bench"})
+    CHECK_THAT(r.err, Catch::Contains(std::string("\n  ") + sub));
   // Help asked for is not an error, and an unknown option stays CLI11's.
   const Run h = s.run({"--help"});
   CHECK(h.status == 0);

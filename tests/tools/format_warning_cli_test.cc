@@ -1,10 +1,9 @@
 // `tracepipe report` and `tracepipe replay` on a trace.dat holding one event
 // format that does not parse: the file still opens, the format is named in a
 // warning, and that event's records print as an unknown type.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -32,7 +31,8 @@ struct Scratch {
     bad.fields = {{"int", "x", 8, 4, true}};
     bad.print_fmt = "\"x=%d\", REC->x\nstray";
     w.add_format(bad);
-    for (uint64_t i = 0; i < 4; ++i) w.add_record(static_cast<uint32_t>(i % 2), 1000 + i, replay_test::kmalloc(1, i, i));
+    for (uint64_t i = 0; i < 4; ++i)
+      w.add_record(static_cast<uint32_t>(i % 2), 1000 + i, replay_test::kmalloc(1, i, i));
     std::vector<std::byte> rec(12);
     const uint16_t id = 4000;
     std::memcpy(rec.data(), &id, 2);
@@ -57,14 +57,18 @@ TEST_CASE("cli: report and replay skip an unparsable format with a warning", "[t
   INFO("stdout:\n" << rep.out << "\nstderr:\n" << rep.err);
   CHECK(rep.status == 0);
   // Named by the path given, as errors are.
-  CHECK_THAT(rep.err, Catch::StartsWith("tracepipe report: warning: " + s.dat.string() + ": event formats at offset "));
-  CHECK_THAT(rep.err, Catch::Contains("bad/broken: format line 12: text after 'print fmt:': 'stray'; format skipped\n"));
+  CHECK_THAT(rep.err, Catch::StartsWith("tracepipe report: warning: " + s.dat.string() +
+                                        ": event formats at offset "));
+  CHECK_THAT(rep.err,
+             Catch::Contains(
+                 "bad/broken: format line 12: text after 'print fmt:': 'stray'; format skipped\n"));
   CHECK_THAT(rep.out, Catch::Contains("kmalloc:"));
   CHECK_THAT(rep.out, Catch::Contains("[UNKNOWN TYPE 4000]\n"));
 
   const auto rp = s.run({"replay", "--no-progress", "--no-timing", s.dat.string()});
   INFO("replay stdout:\n" << rp.out << "\nstderr:\n" << rp.err);
   CHECK(rp.status == 0);
-  CHECK_THAT(rp.out + rp.err, Catch::Contains("warning: " + s.dat.string() + ": event formats at offset "));
+  CHECK_THAT(rp.out + rp.err,
+             Catch::Contains("warning: " + s.dat.string() + ": event formats at offset "));
   CHECK_THAT(rp.out + rp.err, Catch::Contains("bad/broken: format line 12"));
 }

@@ -1,18 +1,18 @@
 // `tracepipe recover`: a running process's file is refused without --live
 // and snapshotted with it; after the process is killed the file becomes a
 // trace.dat; --list; a damaged file is an error naming the part.
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
+#include "test_support.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 namespace fs = std::filesystem;
@@ -89,7 +89,8 @@ TEST_CASE("recover cli: --live on a running process, then the crashed file", "[r
   REQUIRE(waitpid(child, nullptr, 0) == child);
   reaper.pid = 0;
   fs::remove(dat);
-  r = tp_test::run_command({exe, "recover", dir.string(), "--pid", std::to_string(child), "-o", dat.string()}, dir);
+  r = tp_test::run_command(
+      {exe, "recover", dir.string(), "--pid", std::to_string(child), "-o", dat.string()}, dir);
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(records_in(dat) == 500);
@@ -106,8 +107,8 @@ TEST_CASE("recover cli: --live on a running process, then the crashed file", "[r
   r = tp_test::run_command({exe, "recover", file.string(), "-o", dat.string()}, dir);
   INFO(r.err);
   CHECK(r.status == 0);
-  CHECK(r.err.find("tracepipe recover: warning: " + file.string() + ": truncated: the header says") !=
-        std::string::npos);
+  CHECK(r.err.find("tracepipe recover: warning: " + file.string() +
+                   ": truncated: the header says") != std::string::npos);
   CHECK(records_in(dat) <= 500);
   close(ready[0]);
   close(ready[1]);

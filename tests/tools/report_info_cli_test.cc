@@ -1,15 +1,14 @@
 // `tracepipe report --info` on a file with named instances (trace-cmd
 // record/extract -B): each instance is listed after the top one, with its
 // clock, CPU count and per-CPU data, and its record counts are the reader's.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "test_support.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace {
 
@@ -27,7 +26,8 @@ uint64_t count(const tracepipe::TraceDatReader& r, size_t b, size_t i) {
 
 TEST_CASE("cli: report --info lists every instance buffer of the file", "[tools][cli][tracedat]") {
   const fs::path dat = fs::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/instances_zstd.dat";
-  const auto res = tp_test::run_command({TP_TRACEPIPE_EXE, "report", "--info", dat.string()}, fs::temp_directory_path(), 60);
+  const auto res = tp_test::run_command({TP_TRACEPIPE_EXE, "report", "--info", dat.string()},
+                                        fs::temp_directory_path(), 60);
   INFO("stdout:\n" << res.out << "\nstderr:\n" << res.err);
   REQUIRE(res.status == 0);
   const auto r = tracepipe::TraceDatReader::open(dat);
@@ -44,15 +44,18 @@ TEST_CASE("cli: report --info lists every instance buffer of the file", "[tools]
     for (size_t i = 0; i < buf.cpu_data.size(); ++i) {
       const uint64_t n = count(r, b, i);
       named_records += n;
-      const std::string line = fmt::format("  cpu {}: offset {} size {} pages ", buf.cpu_data[i].cpu,
-                                           buf.cpu_data[i].offset, buf.cpu_data[i].size);
+      const std::string line =
+          fmt::format("  cpu {}: offset {} size {} pages ", buf.cpu_data[i].cpu,
+                      buf.cpu_data[i].offset, buf.cpu_data[i].size);
       const size_t l = res.out.find(line, head);
       REQUIRE(l != std::string::npos);
-      CHECK(res.out.substr(l, res.out.find('\n', l) - l).find(fmt::format(" records {} ", n)) != std::string::npos);
+      CHECK(res.out.substr(l, res.out.find('\n', l) - l).find(fmt::format(" records {} ", n)) !=
+            std::string::npos);
     }
   }
   uint64_t top_records = 0;
   for (size_t i = 0; i < r.buffers()[0].cpu_data.size(); ++i) top_records += count(r, 0, i);
   CHECK(named_records > 0);
-  CHECK(top_records + named_records == 37 + 11 + 28);  // what trace-cmd report prints (instances compat test)
+  CHECK(top_records + named_records ==
+        37 + 11 + 28);  // what trace-cmd report prints (instances compat test)
 }

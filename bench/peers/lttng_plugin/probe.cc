@@ -2,9 +2,8 @@
 // (see peer_plugin.h). Defines the tracepoint provider and the probe loop.
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
 #define LTTNG_UST_TRACEPOINT_DEFINE
-#include "tracepipe/bench/peers/lttng_plugin/tracepoint_provider.h"
-
 #include "tracepipe/bench/peers/lttng_plugin/peer_plugin.h"
+#include "tracepipe/bench/peers/lttng_plugin/tracepoint_provider.h"
 
 extern "C" {
 
@@ -17,11 +16,12 @@ extern "C" {
 // Kept out of line and identical in shape to tracepipe's loop
 // (bench/peers/tracepipe_side.cc): one call site, fields from `ev`, prev_pid
 // from the iteration number.
-[[gnu::visibility("default"), gnu::noinline]] void tp_peer_lttng_emit_loop(const struct tp_peer_event* ev,
-                                                                           uint64_t n) {
+[[gnu::visibility("default"), gnu::noinline]] void tp_peer_lttng_emit_loop(
+    const struct tp_peer_event* ev, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) {
-    lttng_ust_tracepoint(tracepipe_peer, sched_switch, ev->prev_comm, static_cast<int32_t>(i & 0x7fffffff),
-                         ev->prev_prio, ev->prev_state, ev->next_comm, ev->next_pid, ev->next_prio);
+    lttng_ust_tracepoint(tracepipe_peer, sched_switch, ev->prev_comm,
+                         static_cast<int32_t>(i & 0x7fffffff), ev->prev_prio, ev->prev_state,
+                         ev->next_comm, ev->next_pid, ev->next_prio);
   }
 }
 

@@ -31,12 +31,14 @@ using detail::EmitStep;
 
 /// Instance::emit_fill, with `hooks(EmitStep)` called at each step of the lane.
 template <class Fill, class Hooks>
-EmitResult emit_fill(Instance& instance, const EventDesc& event, uint32_t size, Fill&& fill, Hooks hooks) noexcept {
+EmitResult emit_fill(Instance& instance, const EventDesc& event, uint32_t size, Fill&& fill,
+                     Hooks hooks) noexcept {
   return detail::InstanceTesting::emit_fill(instance, event, size, fill, hooks);
 }
 /// RawEmit::emit, with `hooks(EmitStep)` called at each step of the lane.
 template <class Hooks>
-EmitResult emit_raw(Instance& instance, std::span<const std::byte> record, uint32_t cpu, Hooks hooks) noexcept {
+EmitResult emit_raw(Instance& instance, std::span<const std::byte> record, uint32_t cpu,
+                    Hooks hooks) noexcept {
   return detail::InstanceTesting::emit_raw(instance, record, cpu, hooks);
 }
 

@@ -90,11 +90,13 @@ TEST_CASE("bench cli: tiny run, JSON shape and consistent counts", "[tools][benc
       const std::string cell = kase + "/" + staging;
       bool listed = false;
       for (const auto& w : doc["warnings"].array())
-        if (w.str().find("not significant") != std::string::npos && w.str().find(cell) != std::string::npos)
+        if (w.str().find("not significant") != std::string::npos &&
+            w.str().find(cell) != std::string::npos)
           listed = true;
       CHECK(listed);
     }
-    if (kase != "off" && c["ns_per_event_measured"].number() <= 0) CHECK_FALSE(c["significant"].boolean());
+    if (kase != "off" && c["ns_per_event_measured"].number() <= 0)
+      CHECK_FALSE(c["significant"].boolean());
     CHECK(c["conserved"].boolean());
     const double events = c["events"].number();
     const double accepted = c["accepted"].number();
@@ -197,23 +199,28 @@ TEST_CASE("bench cli: --help documents the options, bad options fail", "[tools][
     CHECK(h.out.find(opt) != std::string::npos);
   // The config file's spellings, next to bench's own (docs/bench.md).
   CHECK(h.out.find("-b,--buffer-kb,--buffer-size-kb") != std::string::npos);
-  CHECK(h.out.find("overwrite, or drop_newest (the config file's name) = drop") != std::string::npos);
-  CHECK(h.out.find("on or per_cpu (per-CPU temp buffer, the config file's name)") != std::string::npos);
+  CHECK(h.out.find("overwrite, or drop_newest (the config file's name) = drop") !=
+        std::string::npos);
+  CHECK(h.out.find("on or per_cpu (per-CPU temp buffer, the config file's name)") !=
+        std::string::npos);
   CHECK(run_tracepipe("bench --cases sometimes").status != 0);
   CHECK(run_tracepipe("bench --staging per_cpuu -q -r 1 -l 1").status != 0);
   CHECK(run_tracepipe("bench --mode sideways").status != 0);
   CHECK(run_tracepipe("bench -q --clock sundial -r 1 -l 1").status == 1);
 }
 
-TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest and per_cpu", "[tools][bench]") {
+TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest and per_cpu",
+          "[tools][bench]") {
   // The same run spelt both ways reports the same configuration, in bench's
   // names, except that per-CPU staging keeps the name it was asked by.
   for (const auto& [args, staging] :
-       {std::pair<const char*, const char*>{"--buffer-size-kb 64 -m drop_newest --staging per_cpu", "per_cpu"},
+       {std::pair<const char*, const char*>{"--buffer-size-kb 64 -m drop_newest --staging per_cpu",
+                                            "per_cpu"},
         {"-b 64 -m drop --staging on", "on"},
         {"--buffer-kb=64 --mode=drop_newest --staging=per_cpu", "per_cpu"}}) {
     INFO(args);
-    Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 --no-warmup --mix-rounds 0 --json ") +
+    Run r = run_tracepipe(std::string("bench -q -g 1 -f 1 -l 2 -r 1 --cases all --perf-events 0 "
+                                      "--no-warmup --mix-rounds 0 --json ") +
                           args);
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -226,7 +233,9 @@ TEST_CASE("bench cli: the config file's spellings --buffer-size-kb, drop_newest 
     CHECK(cases[1]["staging"].str() == staging);
   }
   // The table too: the cell's staging column and its progress/warning label.
-  Run r = run_tracepipe("bench -q -g 1 -f 1 -l 2 -r 1 --cases reject --perf-events 0 --no-warmup --mix-rounds 0 --staging per_cpu");
+  Run r = run_tracepipe(
+      "bench -q -g 1 -f 1 -l 2 -r 1 --cases reject --perf-events 0 --no-warmup --mix-rounds 0 "
+      "--staging per_cpu");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find(" per_cpu ") != std::string::npos);
@@ -251,11 +260,13 @@ TEST_CASE("bench cli: the replayed-mix table comes first and once, --table picks
       "--staging on,off");
   INFO(m.err);
   REQUIRE(m.status == 0);
-  CHECK(m.out.find("discarding against committing (reject / all): staging on ") != std::string::npos);
+  CHECK(m.out.find("discarding against committing (reject / all): staging on ") !=
+        std::string::npos);
   CHECK(m.out.find("hackbench -g") == std::string::npos);
   CHECK(m.out.find("half filter (per event)") == std::string::npos);  // no half case asked
-  Run h = run_tracepipe("bench -q --table mix --mix-rounds 2 --mix-events 50 --mix embedded "
-                        "--cases half --staging on");
+  Run h = run_tracepipe(
+      "bench -q --table mix --mix-rounds 2 --mix-events 50 --mix embedded "
+      "--cases half --staging on");
   REQUIRE(h.status == 0);
   CHECK(h.out.find("half filter (per event):") != std::string::npos);
   CHECK(m.out.find("perf overwrite series") == std::string::npos);

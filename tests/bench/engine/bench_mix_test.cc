@@ -1,9 +1,8 @@
 // bench/engine/mix: the replayed event mix (a kernel capture or the embedded
 // pattern) and the paired, interleaved block order.
 #include <catch2/catch.hpp>
-
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -108,16 +107,19 @@ TEST_CASE("bench mix: the kernel capture's four kinds, per CPU, with their paylo
   CHECK(find_mix(path.string(), 2).records() == m.records());
 }
 
-TEST_CASE("bench mix: a missing default capture falls back to the embedded mix, a named one "
-          "that cannot be read is an error",
-          "[tools][bench]") {
+TEST_CASE(
+    "bench mix: a missing default capture falls back to the embedded mix, a named one "
+    "that cannot be read is an error",
+    "[tools][bench]") {
   const EventMix e = find_mix("embedded", 2);
   CHECK(e.source == "embedded");
   CHECK(e.fallback_reason.empty());
   // The default: the capture if it is there, else the embedded mix saying why.
   const EventMix d = find_mix("", 2);
-  if (d.source == "embedded") CHECK_FALSE(d.fallback_reason.empty());
-  else CHECK(d.fallback_reason.empty());
+  if (d.source == "embedded")
+    CHECK_FALSE(d.fallback_reason.empty());
+  else
+    CHECK(d.fallback_reason.empty());
   CHECK(d.records() > 0);
   const auto dir = std::filesystem::temp_directory_path() / "tp_bench_mix_test";
   std::filesystem::create_directories(dir);

@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <string>
 
-#include "tracepipe/core/events/event_format.h"
 #include "test_support.h"
 #include "tracepipe/bench/engine/records.h"
+#include "tracepipe/core/events/event_format.h"
 
 using namespace tracepipe::bench;
 

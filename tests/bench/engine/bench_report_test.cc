@@ -45,8 +45,8 @@ BenchReport sample_report() {
   PerfResult ow;
   ow.kase = PerfCase::overwrite;
   ow.seconds.assign(7, 1.5);
-  ow.counts = {{97, 3, 40, 0, 0}, {100, 0, 42, 0, 0}, {99, 1, 41, 0, 0}, {99, 1, 41, 0, 0},
-               {100, 0, 42, 0, 0}, {98, 2, 40, 0, 0}, {99, 1, 41, 0, 0}};
+  ow.counts = {{97, 3, 40, 0, 0},  {100, 0, 42, 0, 0}, {99, 1, 41, 0, 0}, {99, 1, 41, 0, 0},
+               {100, 0, 42, 0, 0}, {98, 2, 40, 0, 0},  {99, 1, 41, 0, 0}};
   ow.events = 100;
   r.perf.push_back(ow);
   return r;
@@ -80,7 +80,7 @@ TEST_CASE("bench report: medians, ratios and ns per event", "[tools][bench]") {
 TEST_CASE("bench report: warnings for spread, noise and contradicting counts", "[tools][bench]") {
   BenchReport r = sample_report();
   r.cases[1].seconds = {1.0, 1.5, 2.0, 1.0, 1.5, 2.0, 1.5};  // ±27%
-  r.cases[2].counts[1].accepted = 3;     // a reject-all filter let 3 through
+  r.cases[2].counts[1].accepted = 3;                         // a reject-all filter let 3 through
   r.cases[3].seconds = {0.79, 0.80, 0.78, 0.79, 0.80, 0.78, 0.79};
   finalize(r, 5.0);
   auto has = [&](const std::string& s) {
@@ -92,8 +92,9 @@ TEST_CASE("bench report: warnings for spread, noise and contradicting counts", "
   CHECK(has("reject/on: the reject-all filter accepted 3 events"));
   // all/on's paired costs spread from 0.2 to 1.2 us: positive, but the
   // interval is far wider than ±10%; reject/off is no slower than off.
-  CHECK(has("end to end: ns/event not significant (95% interval of the paired runs reaching 0 or "
-            "wider than ±10%, or too few runs; shown as n.s.): all/on (CI > ±10%), reject/off (≈ 0)"));
+  CHECK(has(
+      "end to end: ns/event not significant (95% interval of the paired runs reaching 0 or "
+      "wider than ±10%, or too few runs; shown as n.s.): all/on (CI > ±10%), reject/off (≈ 0)"));
   CHECK(r.cases[1].verdict == Verdict::wide);
   CHECK_FALSE(r.cases[3].significant);
   CHECK(r.cases[3].verdict == Verdict::not_positive);
@@ -123,8 +124,8 @@ TEST_CASE("bench report: lost events and a lopsided half filter are reported", "
   CHECK(h.lost_set_aside == 2);
   // Each cause on its own in the table, the preempted writers' own records too.
   const std::string t = format_table(r);
-  CHECK(t.find("half    on         commit_overrun      150  lost_busy       50  lost_set_aside      2") !=
-        std::string::npos);
+  CHECK(t.find("half    on         commit_overrun      150  lost_busy       50  lost_set_aside     "
+               " 2") != std::string::npos);
   CHECK(to_json(r).find("\"lost_commit_overrun\": 150, \"lost_busy\": 50, \"lost_set_aside\": 2") !=
         std::string::npos);
   CHECK_FALSE(has("the half filter passed"));
@@ -188,7 +189,8 @@ TEST_CASE("bench report: the table shows every row and the warnings", "[tools][b
   CHECK(t.find("1,000") != std::string::npos);
 }
 
-TEST_CASE("bench report: a negative or in-spread cost is n.s. in the table, null in the JSON", "[tools][bench]") {
+TEST_CASE("bench report: a negative or in-spread cost is n.s. in the table, null in the JSON",
+          "[tools][bench]") {
   BenchReport r = sample_report();
   // reject/on faster than off by far more than the spread: a negative cost
   // (the noise of a short run), not a figure.
@@ -206,7 +208,8 @@ TEST_CASE("bench report: a negative or in-spread cost is n.s. in the table, null
   CHECK_FALSE(r.perf[1].significant);
   bool listed = false;
   for (const auto& w : r.warnings)
-    if (w.find("shown as n.s.): reject/on (≈ 0), reject/off (≈ 0), overwrite (≈ 0)") != std::string::npos)
+    if (w.find("shown as n.s.): reject/on (≈ 0), reject/off (≈ 0), overwrite (≈ 0)") !=
+        std::string::npos)
       listed = true;
   CHECK(listed);
 
@@ -235,7 +238,8 @@ TEST_CASE("bench report: a negative or in-spread cost is n.s. in the table, null
   CHECK(perf[1]["ns_per_event_measured"].number() == Approx(-0.1 * 1e9 / 100));
 }
 
-TEST_CASE("bench report: per-CPU staging is printed by the name it was asked by", "[tools][bench]") {
+TEST_CASE("bench report: per-CPU staging is printed by the name it was asked by",
+          "[tools][bench]") {
   BenchReport r = sample_report();
   r.staging_on_name = "per_cpu";
   r.cases[2].counts[1].accepted = 3;
@@ -244,7 +248,8 @@ TEST_CASE("bench report: per-CPU staging is printed by the name it was asked by"
   CHECK(t.find("common_preempt_count==20   per_cpu") != std::string::npos);
   bool named = false;
   for (const auto& w : r.warnings)
-    if (w.find("reject/per_cpu: the reject-all filter accepted 3 events") != std::string::npos) named = true;
+    if (w.find("reject/per_cpu: the reject-all filter accepted 3 events") != std::string::npos)
+      named = true;
   CHECK(named);
   mini_json::Value doc = mini_json::parse(to_json(r));
   CHECK(doc["cases"].array()[1]["staging"].str() == "per_cpu");
@@ -277,13 +282,16 @@ BenchReport mix_report() {
   r.mix.block_events = 100;
   // all: 3200 ns over 200 events above the base's 200: 15 ns/event +- 0.1.
   r.mix_cases.push_back(mix_row(Case::all, Staging::per_cpu,
-                                {3200, 3180, 3220, 3200, 3200, 3210, 3190, 3200}, {1600, 1600, 0, 0}));
+                                {3200, 3180, 3220, 3200, 3200, 3210, 3190, 3200},
+                                {1600, 1600, 0, 0}));
   // reject staged: 4 ns/event, tight.
   r.mix_cases.push_back(mix_row(Case::reject, Staging::per_cpu,
-                                {1000, 1002, 998, 1000, 1000, 1001, 999, 1000}, {1600, 0, 1600, 0}));
+                                {1000, 1002, 998, 1000, 1000, 1001, 999, 1000},
+                                {1600, 0, 1600, 0}));
   // reject direct: paired costs spread 2..14 ns: wide.
   r.mix_cases.push_back(mix_row(Case::reject, Staging::off,
-                                {600, 3000, 1000, 2000, 1400, 2600, 800, 1800}, {1600, 0, 1600, 0}));
+                                {600, 3000, 1000, 2000, 1400, 2600, 800, 1800},
+                                {1600, 0, 1600, 0}));
   // accept: no slower than the base: the interval reaches 0.
   r.mix_cases.push_back(mix_row(Case::accept, Staging::per_cpu,
                                 {190, 210, 200, 205, 195, 200, 202, 198}, {1600, 1600, 0, 0}));
@@ -316,8 +324,9 @@ TEST_CASE("bench report: the replayed mix's costs, intervals and verdicts", "[to
       if (w.find(s) != std::string::npos) return true;
     return false;
   };
-  CHECK(has("replayed mix: ns/event not significant (95% interval reaching 0 or wider than ±10%, "
-            "marked *): reject/off (CI > ±10%), accept/on (≈ 0)"));
+  CHECK(
+      has("replayed mix: ns/event not significant (95% interval reaching 0 or wider than ±10%, "
+          "marked *): reject/off (CI > ±10%), accept/on (≈ 0)"));
   // Discarding against committing, per staging mode with both cells.
   const auto dvc = discard_vs_commit(r);
   REQUIRE(dvc.size() == 1);
@@ -331,8 +340,8 @@ TEST_CASE("bench report: the replayed mix's costs, intervals and verdicts", "[to
   CHECK(has("replayed mix all/on: 1599 events reached the engine, expected 1600"));
   // A half filter far from 50% in the replayed mix (one CPU: the default
   // common_pid & 1 is the one replaying thread's parity) is reported too.
-  r.mix_cases.push_back(mix_row(Case::half, Staging::per_cpu, std::vector<double>(8, 2200.0),
-                                {1600, 1600, 0, 0}));
+  r.mix_cases.push_back(
+      mix_row(Case::half, Staging::per_cpu, std::vector<double>(8, 2200.0), {1600, 1600, 0, 0}));
   finalize(r, 5.0);
   CHECK(has("the half filter passed replayed mix half/on 100.0% of the events"));
 }
@@ -341,7 +350,8 @@ TEST_CASE("bench report: the replayed-mix table and its JSON", "[tools][bench]")
   BenchReport r = mix_report();
   finalize(r, 5.0);
   const std::string t = format_mix_table(r);
-  CHECK(t.find("replayed kernel event mix (hackbench.dat: 1,000 of its 1,500 records") != std::string::npos);
+  CHECK(t.find("replayed kernel event mix (hackbench.dat: 1,000 of its 1,500 records") !=
+        std::string::npos);
   CHECK(t.find("staging on") != std::string::npos);
   auto row_of = [&](const std::string& start) {
     const size_t p = t.find(start);
@@ -352,7 +362,8 @@ TEST_CASE("bench report: the replayed-mix table and its JSON", "[tools][bench]")
   CHECK(row_of("reject ").find("4.00 ±0.01 ") != std::string::npos);
   CHECK(row_of("reject ").find("*") != std::string::npos);  // reject/off is wide
   CHECK(row_of("off     tracing off").find("1.00 ±0.00 ns/event") != std::string::npos);
-  CHECK(t.find("discarding against committing (reject / all): staging on 0.27") != std::string::npos);
+  CHECK(t.find("discarding against committing (reject / all): staging on 0.27") !=
+        std::string::npos);
   CHECK(t.find("half") == std::string::npos);  // no half cells: no row
   // format_table prints it first unless told not to.
   CHECK(format_table(r).find(t) == 0);

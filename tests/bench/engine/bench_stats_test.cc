@@ -1,6 +1,6 @@
 // bench/engine/stats: the numbers every table row is made of.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "tracepipe/bench/engine/stats.h"

@@ -1,11 +1,10 @@
 // The microbench's judge of the emit targets (bench/micro/emit_targets.h): which
 // cases each target reads, its bound, and that a target whose cases did not
 // run is left out.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "tracepipe/bench/micro/emit_targets.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using tracepipe::bench::emit_case_key;
 using tracepipe::bench::emit_targets;
@@ -92,7 +91,8 @@ TEST_CASE("emit targets: the bounds are inclusive and a miss is reported", "[ben
   CHECK(text.find(std::to_string(met) + " of 8 targets met") != std::string::npos);
 }
 
-TEST_CASE("emit targets: the commit target shows the host's clock read and floor where they ran", "[bench]") {
+TEST_CASE("emit targets: the commit target shows the host's clock read and floor where they ran",
+          "[bench]") {
   auto v = emit_targets({{"no_filter", 33.99}, {"floor/clock", 20.5}, {"floor/commit", 32.6}});
   REQUIRE(v.size() == 1);
   CHECK(v[0].detail == "no_filter; clock read 20.50; floor/commit 32.60 ns");
@@ -104,7 +104,8 @@ TEST_CASE("emit targets: the commit target shows the host's clock read and floor
 }
 
 TEST_CASE("emit targets: a target whose cases did not all run is left out", "[bench]") {
-  const auto v = emit_targets({{"no_filter", 13.0}, {"adaptive/accept_97", 14.0}, {"direct_97", 13.5}});
+  const auto v =
+      emit_targets({{"no_filter", 13.0}, {"adaptive/accept_97", 14.0}, {"direct_97", 13.5}});
   REQUIRE(v.size() == 1);
   CHECK(v[0].what == "commit (ns)");
   CHECK(emit_targets({}).empty());
@@ -114,12 +115,18 @@ TEST_CASE("emit targets: a target whose cases did not all run is left out", "[be
 
 TEST_CASE("emit targets: ratio targets read the paired counters where they ran", "[bench]") {
   const std::map<std::string, double> paired = {
-      {"staged_commit/no_filter", 1.044},    {"staged_commit/no_filter_p25", 1.038},
-      {"staged_commit/no_filter_p75", 1.050}, {"adaptive_100/no_filter", 1.061},
-      {"adaptive_100/no_filter_p25", 1.05},   {"adaptive_100/no_filter_p75", 1.07},
-      {"adaptive_0/better", 1.002},           {"adaptive_0/better_p25", 0.998},
-      {"adaptive_0/better_p75", 1.004},       {"adaptive_0_ns", 4.04},
-      {"staged_discard_ns", 4.03},            {"direct_discard_ns", 13.9},
+      {"staged_commit/no_filter", 1.044},
+      {"staged_commit/no_filter_p25", 1.038},
+      {"staged_commit/no_filter_p75", 1.050},
+      {"adaptive_100/no_filter", 1.061},
+      {"adaptive_100/no_filter_p25", 1.05},
+      {"adaptive_100/no_filter_p75", 1.07},
+      {"adaptive_0/better", 1.002},
+      {"adaptive_0/better_p25", 0.998},
+      {"adaptive_0/better_p75", 1.004},
+      {"adaptive_0_ns", 4.04},
+      {"staged_discard_ns", 4.03},
+      {"direct_discard_ns", 13.9},
       // adaptive_97/better without its quartiles: not a complete paired
       // measurement, so the single cases' medians are used.
       {"adaptive_97/better", 0.5}};
@@ -134,7 +141,8 @@ TEST_CASE("emit targets: ratio targets read the paired counters where they ran",
   CHECK_FALSE(c->met);
   c = find(v, "adaptive 0% kept / better policy");
   CHECK(c->value == 1.002);
-  CHECK(c->detail.find("adaptive_0 4.04, staged_discard 4.03, direct_discard 13.90 ns") != std::string::npos);
+  CHECK(c->detail.find("adaptive_0 4.04, staged_discard 4.03, direct_discard 13.90 ns") !=
+        std::string::npos);
   c = find(v, "adaptive 97% kept / better policy");
   CHECK(c->value == Approx(14.6 / 14.0));
   CHECK(c->detail.find("paired") == std::string::npos);

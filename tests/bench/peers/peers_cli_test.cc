@@ -2,13 +2,12 @@
 // the skip lines of unavailable peers, and that the kernel instance and the
 // LTTng daemon are gone afterwards. Timing figures are not checked here
 // (targets live in the bench's own report, never in tests).
-#include <catch2/catch.hpp>
-
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -29,8 +28,9 @@ Run run_peers(const std::string& args, const std::string& env = "") {
   const auto dir = std::filesystem::temp_directory_path();
   const auto out = dir / ("tp_peers_out_" + std::to_string(getpid()));
   const auto err = dir / ("tp_peers_err_" + std::to_string(getpid()));
-  const std::string cmd = env + (env.empty() ? "" : " ") + "'" + TP_TRACEPIPE_EXE + "' bench-peers " + args + " >'" +
-                          out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd = env + (env.empty() ? "" : " ") + "'" + TP_TRACEPIPE_EXE +
+                          "' bench-peers " + args + " >'" + out.string() + "' 2>'" + err.string() +
+                          "'";
   const int rc = std::system(cmd.c_str());
   Run r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -41,7 +41,9 @@ Run run_peers(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 /// Lines of `text` that start with `prefix`.
 std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
@@ -77,28 +79,34 @@ int count_processes(const std::string& comm) {
 }
 
 bool lttng_usable() {
-  return std::filesystem::exists(std::filesystem::path(TP_TRACEPIPE_EXE).parent_path() / "libtracepipe_peer_lttng.so") &&
-         std::system("command -v lttng-sessiond >/dev/null 2>&1 && command -v lttng >/dev/null 2>&1") == 0;
+  return std::filesystem::exists(std::filesystem::path(TP_TRACEPIPE_EXE).parent_path() /
+                                 "libtracepipe_peer_lttng.so") &&
+         std::system(
+             "command -v lttng-sessiond >/dev/null 2>&1 && command -v lttng >/dev/null 2>&1") == 0;
 }
 
 }  // namespace
 
 TEST_CASE("bench-peers: forced-unavailable peers are skipped with one line each", "[peers][cli]") {
-  Run r = run_peers("-q -n 2000 -r 2 -t 1 --cases disabled,enabled,reject-int -g 1 -f 2 -l 5 --hb-runs 1",
-                    "TRACEPIPE_PEERS_UNAVAILABLE=lttng,kernel");
+  Run r = run_peers(
+      "-q -n 2000 -r 2 -t 1 --cases disabled,enabled,reject-int -g 1 -f 2 -l 5 --hb-runs 1",
+      "TRACEPIPE_PEERS_UNAVAILABLE=lttng,kernel");
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const auto skips = lines_starting(r.out, "peer ");
   REQUIRE(skips.size() == 2);
   CHECK(std::count(skips.begin(), skips.end(),
-                   "peer lttng-ust: skipped: marked unavailable (--unavailable lttng or TRACEPIPE_PEERS_UNAVAILABLE)") == 1);
+                   "peer lttng-ust: skipped: marked unavailable (--unavailable lttng or "
+                   "TRACEPIPE_PEERS_UNAVAILABLE)") == 1);
   CHECK(std::count(skips.begin(), skips.end(),
-                   "peer kernel: skipped: marked unavailable (--unavailable kernel or TRACEPIPE_PEERS_UNAVAILABLE)") == 1);
+                   "peer kernel: skipped: marked unavailable (--unavailable kernel or "
+                   "TRACEPIPE_PEERS_UNAVAILABLE)") == 1);
   // tracepipe is still measured, alone: one row per case, figures, no peer column.
   CHECK(contains(r.out, "Table 1:"));
   CHECK_FALSE(contains(r.out, "Table 2:"));  // the kernel's tables
   CHECK_FALSE(contains(r.out, "Table 3:"));
-  const std::regex row(R"((disabled|enabled|reject-int) +1 +[0-9.]+ \[[0-9.]+ [0-9.]+\] +[0-9]+/[0-9]+)");
+  const std::regex row(
+      R"((disabled|enabled|reject-int) +1 +[0-9.]+ \[[0-9.]+ [0-9.]+\] +[0-9]+/[0-9]+)");
   int rows = 0;
   for (const std::string& l : lines_starting(r.out, "")) rows += std::regex_search(l, row) ? 1 : 0;
   CHECK(rows == 3);
@@ -109,9 +117,11 @@ TEST_CASE("bench-peers: forced-unavailable peers are skipped with one line each"
   CHECK_FALSE(contains(r.out, "[MET]"));
 }
 
-TEST_CASE("bench-peers: the --unavailable option and a missing plugin give skip lines", "[peers][cli]") {
+TEST_CASE("bench-peers: the --unavailable option and a missing plugin give skip lines",
+          "[peers][cli]") {
   Run r = run_peers(
-      "-q -n 1000 -r 1 -t 1 --cases enabled --table loop --unavailable kernel --lttng-plugin /nonexistent/libx.so");
+      "-q -n 1000 -r 1 -t 1 --cases enabled --table loop --unavailable kernel --lttng-plugin "
+      "/nonexistent/libx.so");
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   CHECK(contains(r.out, "peer lttng-ust: skipped: plugin /nonexistent/libx.so does not exist\n"));
@@ -136,7 +146,8 @@ TEST_CASE("bench-peers: bad options fail with a message", "[peers][cli]") {
   CHECK(big.out.empty());
 }
 
-TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards", "[peers][cli][lttng]") {
+TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards",
+          "[peers][cli][lttng]") {
   if (!lttng_usable()) {
     // Then the bench must say why it skips LTTng.
     Run r = run_peers("-q -n 1000 -r 1 -t 1 --cases enabled --table loop --unavailable kernel");
@@ -146,8 +157,9 @@ TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards", 
     TP_SKIP("LTTng-UST plugin or lttng-tools absent (the skip line was checked)");
   }
   const int daemons_before = count_processes("lttng-sessiond");
-  Run r = run_peers("-q --json -n 3000 -r 2 -t 1 --cases disabled,enabled,reject-int,reject-glob,overwrite "
-                    "--table loop --unavailable kernel");
+  Run r = run_peers(
+      "-q --json -n 3000 -r 2 -t 1 --cases disabled,enabled,reject-int,reject-glob,overwrite "
+      "--table loop --unavailable kernel");
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   // Only the peer this test turned off is skipped.
@@ -158,21 +170,29 @@ TEST_CASE("bench-peers: LTTng-UST side by side (JSON), daemon gone afterwards", 
   // Five cells, each with both sides measured twice.
   const std::regex cell(R"re(\{"case":"([a-z-]+)","threads":1,"events":([0-9]+),"sides":\[)re");
   int cells = 0;
-  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), cell); it != std::sregex_iterator(); ++it) ++cells;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), cell);
+       it != std::sregex_iterator(); ++it)
+    ++cells;
   CHECK(cells == 5);
-  const std::regex side(R"re(\{"side":"(tracepipe|lttng-ust)","ns":\[[0-9.e+-]+,[0-9.e+-]+\],"wall_ns":\[[0-9.e+-]+,[0-9.e+-]+\],"median":[0-9.e+-]+)re");
+  const std::regex side(
+      R"re(\{"side":"(tracepipe|lttng-ust)","ns":\[[0-9.e+-]+,[0-9.e+-]+\],"wall_ns":\[[0-9.e+-]+,[0-9.e+-]+\],"median":[0-9.e+-]+)re");
   int sides = 0;
-  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), side); it != std::sregex_iterator(); ++it) ++sides;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), side);
+       it != std::sregex_iterator(); ++it)
+    ++sides;
   CHECK(sides == 10);
   // Nothing lost on either side in the discard-mode cases (the buffers hold
   // a round), and LTTng recorded bytes only when it committed.
   CHECK_FALSE(std::regex_search(r.out, std::regex(R"re("lost":[1-9])re")));
-  const std::regex lt_bytes(R"re("case":"([a-z-]+)"[^\]]*\{"side":"lttng-ust"[^}]*"bytes":([0-9]+))re");
-  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), lt_bytes); it != std::sregex_iterator(); ++it) {
+  const std::regex lt_bytes(
+      R"re("case":"([a-z-]+)"[^\]]*\{"side":"lttng-ust"[^}]*"bytes":([0-9]+))re");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), lt_bytes);
+       it != std::sregex_iterator(); ++it) {
     const std::string kase = (*it)[1];
     const uint64_t bytes = std::stoull((*it)[2]);
     INFO(kase << " bytes " << bytes);
-    if (kase == "enabled") CHECK(bytes >= 3000ull * 56);  // every event of every round reached the trace
+    if (kase == "enabled")
+      CHECK(bytes >= 3000ull * 56);  // every event of every round reached the trace
     if (kase == "reject-int" || kase == "reject-glob") CHECK(bytes < 3000ull * 56 / 10);
   }
   CHECK(contains(r.out, "\"verdict\":"));
@@ -189,10 +209,14 @@ TEST_CASE("bench-peers: the kernel's tables, instance removed afterwards", "[pee
     TP_SKIP("tracefs not writable (the skip line was checked)");
   }
   SECTION("table 2: the kernel's event loop") {
-    Run r = run_peers("-q --table loop --unavailable lttng -n 2000 -r 2 -t 1 --cases disabled,enabled,reject-int,reject-glob");
+    Run r = run_peers(
+        "-q --table loop --unavailable lttng -n 2000 -r 2 -t 1 --cases "
+        "disabled,enabled,reject-int,reject-glob");
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    CHECK(contains(r.out, "Table 2: the kernel's own cost per event: raw_syscalls:sys_enter (64-byte record)"));
+    CHECK(contains(
+        r.out,
+        "Table 2: the kernel's own cost per event: raw_syscalls:sys_enter (64-byte record)"));
     // Rows: label, threads, ns/syscall [min max], ns/event, recorded.
     const std::regex row(R"(^([a-z-]+) +1 +[0-9.]+ \[[0-9.]+ [0-9.]+\] +(-|-?[0-9.]+) +([0-9]+)$)");
     std::map<std::string, uint64_t> recorded;
@@ -202,7 +226,8 @@ TEST_CASE("bench-peers: the kernel's tables, instance removed afterwards", "[pee
     }
     REQUIRE(recorded.size() == 5);  // off, ignored, and the three cases other than disabled
     CHECK(recorded["off"] == 0);
-    CHECK(recorded["enabled"] >= 2000);        // every getppid() of the round (and the worker's futex calls)
+    CHECK(recorded["enabled"] >=
+          2000);  // every getppid() of the round (and the worker's futex calls)
     CHECK(recorded["enabled"] < 2000 + 100);
     CHECK(recorded["reject-int"] == 0);
     CHECK(recorded["reject-glob"] == 0);
@@ -214,8 +239,10 @@ TEST_CASE("bench-peers: the kernel's tables, instance removed afterwards", "[pee
     REQUIRE(r.status == 0);
     CHECK(contains(r.out, "Table 3:"));
     // Rows: case, tp median, rsd, ns/event, events/run, kernel median, rsd, ns/event, recorded.
-    const std::regex row(R"(^(off|all|reject|accept|half) +[0-9.]+ +[0-9.]+ +(-|-?[0-9.]+) +([0-9]+) +[0-9.]+ +[0-9.]+ +(-|-?[0-9.]+) +([0-9]+)$)");
-    std::map<std::string, std::pair<uint64_t, uint64_t>> got;  // case -> (tp events, kernel recorded)
+    const std::regex row(
+        R"(^(off|all|reject|accept|half) +[0-9.]+ +[0-9.]+ +(-|-?[0-9.]+) +([0-9]+) +[0-9.]+ +[0-9.]+ +(-|-?[0-9.]+) +([0-9]+)$)");
+    std::map<std::string, std::pair<uint64_t, uint64_t>>
+        got;  // case -> (tp events, kernel recorded)
     for (const std::string& l : lines_starting(r.out, "")) {
       std::smatch m;
       if (std::regex_match(l, m, row)) got[m[1]] = {std::stoull(m[3]), std::stoull(m[5])};

@@ -1,11 +1,10 @@
 // Pieces of `tracepipe bench-peers` that need no peer: the interleaved
 // runner over fake sides, the pinned pool, and the parsers of LTTng's MI
 // listing and the kernel's per_cpu stats.
-#include <catch2/catch.hpp>
-
 #include <sched.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <ctime>
 #include <mutex>
@@ -36,7 +35,8 @@ std::vector<int> allowed_cpus() {
 /// A side that records what the runner asks of it.
 class FakeSide final : public MicroSide {
  public:
-  FakeSide(std::string name, std::vector<std::string>& log, std::mutex& mu) : name_(std::move(name)), log_(log), mu_(mu) {}
+  FakeSide(std::string name, std::vector<std::string>& log, std::mutex& mu)
+      : name_(std::move(name)), log_(log), mu_(mu) {}
   std::string_view name() const override { return name_; }
   void begin_case(const MicroSetup& s) override {
     if (fail_begin) throw std::runtime_error("cannot begin");
@@ -98,13 +98,13 @@ TEST_CASE("peers: the emitted event has the kernel's sched_switch payload", "[pe
   CHECK(e.prev_prio == 120);
   CHECK(e.next_prio == 120);
   // 16 + 4 + 4 + 8 + 16 + 4 + 4 bytes of payload on both sides.
-  CHECK(sizeof e.prev_comm + sizeof(int32_t) + sizeof e.prev_prio + sizeof e.prev_state + sizeof e.next_comm +
-            sizeof e.next_pid + sizeof e.next_prio ==
+  CHECK(sizeof e.prev_comm + sizeof(int32_t) + sizeof e.prev_prio + sizeof e.prev_state +
+            sizeof e.next_comm + sizeof e.next_pid + sizeof e.next_prio ==
         56);
 }
 
 TEST_CASE("peers: a round's buffer holds every record of the round", "[peers]") {
-  CHECK(round_buffer_kb(1) == 1024);                  // floor
+  CHECK(round_buffer_kb(1) == 1024);  // floor
   CHECK(round_buffer_kb(200'000) * 1024 >= 200'000ull * 64 * 2);
   CHECK(round_buffer_kb(200'000) * 1024 < 200'000ull * 64 * 2 + 1024);
 }
@@ -124,12 +124,12 @@ TEST_CASE("peers: run_micro interleaves sides A B A B and pins threads", "[peers
   const std::vector<MicroCell> cells = run_micro(o, {&a, &b}, cpus, skipped);
   REQUIRE(cells.size() == 1);
   CHECK(skipped.empty());
-  const std::vector<std::string> want{"A begin", "B begin",                                  // untimed set-up
-                                      "A emit 10", "A after", "B emit 10", "B after",        // warm-up
-                                      "A emit 100", "A after", "B emit 100", "B after",      // round 1
-                                      "A emit 100", "A after", "B emit 100", "B after",      // round 2
-                                      "A emit 100", "A after", "B emit 100", "B after",      // round 3
-                                      "A end", "B end"};
+  const std::vector<std::string> want{"A begin",    "B begin",  // untimed set-up
+                                      "A emit 10",  "A after", "B emit 10",  "B after",  // warm-up
+                                      "A emit 100", "A after", "B emit 100", "B after",  // round 1
+                                      "A emit 100", "A after", "B emit 100", "B after",  // round 2
+                                      "A emit 100", "A after", "B emit 100", "B after",  // round 3
+                                      "A end",      "B end"};
   CHECK(log == want);
   REQUIRE(cells[0].sides.size() == 2);
   for (const SideResult& s : cells[0].sides) {
@@ -146,7 +146,8 @@ TEST_CASE("peers: run_micro interleaves sides A B A B and pins threads", "[peers
   for (int cpu : a.cpus_seen) CHECK(cpu == cpus[0]);
 }
 
-TEST_CASE("peers: run_micro runs T threads on T CPUs and scales the disabled case", "[peers][concurrency]") {
+TEST_CASE("peers: run_micro runs T threads on T CPUs and scales the disabled case",
+          "[peers][concurrency]") {
   const std::vector<int> cpus = allowed_cpus();
   std::vector<std::string> log;
   std::mutex mu;
@@ -214,7 +215,8 @@ TEST_CASE("peers: PinnedPool times wall and CPU time apart", "[peers][concurrenc
   const std::vector<int> cpus = allowed_cpus();
   PinnedPool pool({cpus[0]});
   // Sleeping takes wall time, not CPU time.
-  const auto slept = pool.run(1, [](uint32_t) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
+  const auto slept =
+      pool.run(1, [](uint32_t) { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
   REQUIRE(slept.size() == 1);
   CHECK(slept[0].wall >= 30'000'000u);
   CHECK(slept[0].cpu < 10'000'000u);
@@ -234,7 +236,9 @@ TEST_CASE("peers: PinnedPool times wall and CPU time apart", "[peers][concurrenc
 
 TEST_CASE("peers: LTTng MI listing gives the discarded and lost counters", "[peers][parser]") {
   const std::string xml =
-      "<?xml version=\"1.0\"?><command><name>list</name><output><sessions><session><name>s</name><domains>"
+      "<?xml "
+      "version=\"1.0\"?><command><name>list</name><output><sessions><session><name>s</"
+      "name><domains>"
       "<domain><type>UST</type><channels>"
       "<channel><name>ch</name><attributes><discarded_events>923631</discarded_events>"
       "<lost_packets>2</lost_packets></attributes></channel>"
@@ -245,7 +249,8 @@ TEST_CASE("peers: LTTng MI listing gives the discarded and lost counters", "[pee
   CHECK(s.discarded_events == 923640);
   CHECK(s.lost_packets == 2);
   CHECK_THROWS_AS(parse_mi_channel_stats("<command><output/></command>"), std::runtime_error);
-  CHECK_THROWS_AS(parse_mi_channel_stats("<discarded_events>x</discarded_events>"), std::runtime_error);
+  CHECK_THROWS_AS(parse_mi_channel_stats("<discarded_events>x</discarded_events>"),
+                  std::runtime_error);
 }
 
 TEST_CASE("peers: the kernel's per_cpu stats are summed", "[peers][parser]") {

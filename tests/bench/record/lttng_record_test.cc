@@ -1,10 +1,11 @@
 // tracepipe_record_bench's LTTng-UST side: one short run with a real session
 // daemon and consumer daemon, its counts checked against the trace; and the
 // packet-index reader on an index built byte by byte.
-#include <catch2/catch.hpp>
+#include "tracepipe/bench/record/lttng_record.h"
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,6 @@
 
 #include "test_support.h"
 #include "tracepipe/bench/peers/lttng_index.h"
-#include "tracepipe/bench/record/lttng_record.h"
 
 using namespace tracepipe;
 namespace fs = std::filesystem;
@@ -34,8 +34,8 @@ void write_index(const fs::path& p, const std::vector<std::pair<uint64_t, uint64
   put_be(b, 72, 4);
   uint64_t off = 0;
   for (const auto& [content_bits, discarded] : packets) {
-    for (uint64_t w : {off, uint64_t{4096 * 8}, content_bits, uint64_t{100}, uint64_t{200}, discarded, uint64_t{0},
-                       uint64_t{0}, uint64_t{7}})
+    for (uint64_t w : {off, uint64_t{4096 * 8}, content_bits, uint64_t{100}, uint64_t{200},
+                       discarded, uint64_t{0}, uint64_t{0}, uint64_t{7}})
       put_be(b, w, 8);
     off += 4096;
   }
@@ -58,7 +58,8 @@ TEST_CASE("record bench: the LTTng packet index gives each stream's last discard
   CHECK(s.events_discarded == 15);
   CHECK(s.content_bytes == (8000 + 16000 + 800 + 4000) / 8);
   std::ofstream(dir / "index" / "bad.idx", std::ios::binary) << std::string(20, 'x');
-  CHECK_THROWS_WITH(peers::read_lttng_index(dir), Catch::Contains("bad.idx: not an LTTng packet index"));
+  CHECK_THROWS_WITH(peers::read_lttng_index(dir),
+                    Catch::Contains("bad.idx: not an LTTng packet index"));
   fs::remove_all(dir);
 }
 

@@ -4,8 +4,9 @@
 
 #include <cstdio>
 
-using RequestDone = tracepipe::EventDecl<"app", "request_done", tracepipe::Int<"latency_us", uint32_t>,
-                                         tracepipe::Str<"path">>;
+using RequestDone =
+    tracepipe::EventDecl<"app", "request_done", tracepipe::Int<"latency_us", uint32_t>,
+                         tracepipe::Str<"path">>;
 
 int main() {
   tracepipe::Instance inst;
@@ -15,6 +16,7 @@ int main() {
   RequestDone::emit(inst, 20, "/fast");
   const auto s = inst.event_stats(RequestDone::desc());
   std::printf("tracepipe %s kept=%llu discarded=%llu\n", tracepipe::version(),
-              static_cast<unsigned long long>(s.kept), static_cast<unsigned long long>(s.discarded));
+              static_cast<unsigned long long>(s.kept),
+              static_cast<unsigned long long>(s.discarded));
   return 0;
 }

@@ -17,31 +17,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <tracepipe/tracepipe_c.h>
 
-#define EARLY 8  /* threads started before the dlopen() */
-#define LATE 8   /* ... and after it */
-#define N 1000   /* events of each kind per thread */
+#define EARLY 8   /* threads started before the dlopen() */
+#define LATE 8    /* ... and after it */
+#define N 1000    /* events of each kind per thread */
 #define LIMIT 600 /* fixed's filter: seq < LIMIT */
 
 /* The functions used, looked up with dlsym(). */
-#define FUNCS(X)                                                                                   \
-  X(tracepipe_last_error) X(tracepipe_event_declare) X(tracepipe_instance_create)                 \
-  X(tracepipe_instance_enable) X(tracepipe_instance_set_filter) X(tracepipe_trace)                \
-  X(tracepipe_trace_values) X(tracepipe_instance_event_stats) X(tracepipe_instance_trace_text)   \
-  X(tracepipe_instance_destroy)
+#define FUNCS(X)                                                                       \
+  X(tracepipe_last_error)                                                              \
+  X(tracepipe_event_declare) X(tracepipe_instance_create) X(tracepipe_instance_enable) \
+      X(tracepipe_instance_set_filter) X(tracepipe_trace) X(tracepipe_trace_values)    \
+          X(tracepipe_instance_event_stats) X(tracepipe_instance_trace_text)           \
+              X(tracepipe_instance_destroy)
 #define DECLARE(f) static __typeof__(&f) p_##f;
 FUNCS(DECLARE)
 
 static int failures;
-#define CHECK(cond)                                                                                        \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond,             \
-              p_tracepipe_last_error != NULL ? p_tracepipe_last_error() : "");                            \
-      ++failures;                                                                                          \
-    }                                                                                                      \
+#define CHECK(cond)                                                                           \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              p_tracepipe_last_error != NULL ? p_tracepipe_last_error() : "");                \
+      ++failures;                                                                             \
+    }                                                                                         \
   } while (0)
 
 struct body {
@@ -50,7 +50,9 @@ struct body {
   uint32_t check;
   char tag[4];
 };
-static uint32_t check_of(uint32_t seq, uint32_t thread) { return (seq * 2654435761u) ^ (thread << 20); }
+static uint32_t check_of(uint32_t seq, uint32_t thread) {
+  return (seq * 2654435761u) ^ (thread << 20);
+}
 
 static tracepipe_tracepoint tp_fixed, tp_direct, tp_text;
 static tracepipe_event *fixed, *direct, *text;
@@ -61,7 +63,9 @@ static tracepipe_event* declare(const char* name, tracepipe_tracepoint* tp, int 
       {.name = "seq", .kind = TRACEPIPE_FIELD_INT, .size = 4},
       {.name = "thread", .kind = TRACEPIPE_FIELD_INT, .size = 4},
       {.name = "check", .kind = TRACEPIPE_FIELD_INT, .size = 4},
-      {.name = "tag", .kind = dynamic ? TRACEPIPE_FIELD_STRING : TRACEPIPE_FIELD_CHARS, .array_len = 4},
+      {.name = "tag",
+       .kind = dynamic ? TRACEPIPE_FIELD_STRING : TRACEPIPE_FIELD_CHARS,
+       .array_len = 4},
   };
   tracepipe_event_spec s = TRACEPIPE_EVENT_SPEC_INIT;
   s.system = "dl";
@@ -78,13 +82,16 @@ static void* writer(void* arg) {
   if (t < EARLY) pthread_barrier_wait(&loaded); /* started before the library was there */
   for (uint32_t i = 0; i < N; ++i) {
     const struct body b = {i, t, check_of(i, t), "dl"};
-    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_fixed)) p_tracepipe_trace(fixed, &b, sizeof b);   /* stack lane */
-    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_direct)) p_tracepipe_trace(direct, &b, sizeof b); /* direct */
+    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_fixed))
+      p_tracepipe_trace(fixed, &b, sizeof b); /* stack lane */
+    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_direct))
+      p_tracepipe_trace(direct, &b, sizeof b); /* direct */
     char msg[32];
     snprintf(msg, sizeof msg, "%s %u", i % 2 == 0 ? "keep" : "drop", i);
-    const tracepipe_value v[4] = {{.num = i}, {.num = t}, {.num = check_of(i, t)},
-                                  {.data = msg, .len = TRACEPIPE_STRLEN}};
-    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_text)) p_tracepipe_trace_values(text, v, 4); /* staging slot */
+    const tracepipe_value v[4] = {
+        {.num = i}, {.num = t}, {.num = check_of(i, t)}, {.data = msg, .len = TRACEPIPE_STRLEN}};
+    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_text))
+      p_tracepipe_trace_values(text, v, 4); /* staging slot */
   }
   return NULL;
 }
@@ -109,13 +116,14 @@ static void check_records(const char* txt) {
       unsigned seq, thread, check;
       char word[8];
       unsigned again;
-      int ok = sscanf(at + strlen(names[k]), "seq=%u thread=%u check=%u", &seq, &thread, &check) == 3 &&
-               thread < EARLY + LATE && seq < N && check == check_of(seq, thread);
+      int ok =
+          sscanf(at + strlen(names[k]), "seq=%u thread=%u check=%u", &seq, &thread, &check) == 3 &&
+          thread < EARLY + LATE && seq < N && check == check_of(seq, thread);
       if (k == 0) ok = ok && seq < LIMIT && strstr(at, "tag=dl") != NULL;
       if (k == 2) {
         const char* tag = strstr(at, "tag=");
-        ok = ok && tag != NULL && sscanf(tag, "tag=%7s %u", word, &again) == 2 && strcmp(word, "keep") == 0 &&
-             again == seq;
+        ok = ok && tag != NULL && sscanf(tag, "tag=%7s %u", word, &again) == 2 &&
+             strcmp(word, "keep") == 0 && again == seq;
       }
       if (!ok && failures < 10) fprintf(stderr, "bad record: %s\n", buf);
       failures += !ok;
@@ -126,8 +134,8 @@ static void check_records(const char* txt) {
   CHECK(seen[0] == threads * LIMIT);
   CHECK(seen[1] == threads * N);
   CHECK(seen[2] == threads * N / 2);
-  printf("c_api_dlopen_test: %u + %u + %u records read back, every field as written\n", seen[0], seen[1],
-         seen[2]);
+  printf("c_api_dlopen_test: %u + %u + %u records read back, every field as written\n", seen[0],
+         seen[1], seen[2]);
 }
 
 int main(int argc, char** argv) {
@@ -149,14 +157,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dlopen: %s\n", dlerror());
     return 1;
   }
-#define LOOKUP(f)                                      \
-  {                                                    \
-    void* sym = dlsym(lib, #f);                        \
-    if (sym == NULL) {                                 \
+#define LOOKUP(f)                                       \
+  {                                                     \
+    void* sym = dlsym(lib, #f);                         \
+    if (sym == NULL) {                                  \
       fprintf(stderr, "dlsym %s: %s\n", #f, dlerror()); \
-      return 1;                                        \
-    }                                                  \
-    memcpy(&p_##f, &sym, sizeof sym);                  \
+      return 1;                                         \
+    }                                                   \
+    memcpy(&p_##f, &sym, sizeof sym);                   \
   }
   FUNCS(LOOKUP)
 
@@ -164,7 +172,7 @@ int main(int argc, char** argv) {
   direct = declare("direct", &tp_direct, 0);
   text = declare("text", &tp_text, 1);
   tracepipe_instance_options o = TRACEPIPE_INSTANCE_OPTIONS_INIT;
-  o.buffer_size_kb = 2048;  /* every record stays: nothing overwritten */
+  o.buffer_size_kb = 2048; /* every record stays: nothing overwritten */
   o.mode = TRACEPIPE_MODE_DROP_NEWEST;
   o.staging = TRACEPIPE_STAGING_PER_THREAD;
   tracepipe_instance* inst = NULL;
@@ -188,7 +196,7 @@ int main(int argc, char** argv) {
   CHECK(st.kept == threads * N && st.discarded == 0 && st.lost == 0);
   CHECK(p_tracepipe_instance_event_stats(inst, text, &st) == TRACEPIPE_OK);
   CHECK(st.kept == threads * N / 2 && st.discarded == threads * N / 2 && st.lost == 0);
-  CHECK(st.staged == threads * N);  /* every one built in the thread's slot */
+  CHECK(st.staged == threads * N); /* every one built in the thread's slot */
 
   const size_t len = p_tracepipe_instance_trace_text(inst, NULL, 0);
   char* txt = malloc(len + 1);
@@ -201,6 +209,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "c_api_dlopen_test: %d failures\n", failures);
     return 1;
   }
-  printf("c_api_dlopen_test: dlopen() with %d threads (%d started before it): ok\n", EARLY + LATE, EARLY);
+  printf("c_api_dlopen_test: dlopen() with %d threads (%d started before it): ok\n", EARLY + LATE,
+         EARLY);
   return 0;
 }

@@ -16,9 +16,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
 #include <tracepipe/tracepipe_c.h>
+#include <unistd.h>
 
 extern void* __libc_malloc(size_t);
 extern void* __libc_calloc(size_t, size_t);
@@ -71,7 +70,9 @@ static tracepipe_tracepoint tp_fixed, tp_dyn, tp_off, tp_plain;
 static tracepipe_event* declare(const char* name, tracepipe_tracepoint* tp, int dynamic) {
   const tracepipe_field f[] = {
       {.name = "seq", .kind = TRACEPIPE_FIELD_INT, .size = 4},
-      {.name = "tag", .kind = dynamic ? TRACEPIPE_FIELD_STRING : TRACEPIPE_FIELD_CHARS, .array_len = 12},
+      {.name = "tag",
+       .kind = dynamic ? TRACEPIPE_FIELD_STRING : TRACEPIPE_FIELD_CHARS,
+       .array_len = 12},
   };
   tracepipe_event_spec s = TRACEPIPE_EVENT_SPEC_INIT;
   s.system = "noalloc";
@@ -79,7 +80,8 @@ static tracepipe_event* declare(const char* name, tracepipe_tracepoint* tp, int 
   s.fields = f;
   s.field_count = 2;
   tracepipe_event* e = NULL;
-  if (tracepipe_event_declare(&s, tp, &e) != TRACEPIPE_OK) fprintf(stderr, "%s\n", tracepipe_last_error());
+  if (tracepipe_event_declare(&s, tp, &e) != TRACEPIPE_OK)
+    fprintf(stderr, "%s\n", tracepipe_last_error());
   return e;
 }
 
@@ -91,9 +93,11 @@ static unsigned emit_all(tracepipe_instance* a, tracepipe_event* fixed, tracepip
     struct fixed b = {i, "tag"};
     TRACEPIPE_C_TRACE(tp_fixed, fixed, &b, sizeof b); /* lane: integer compare, reject or accept */
     TRACEPIPE_C_TRACE(tp_plain, plain, &b, sizeof b); /* lane: unfiltered, straight into the ring */
-    const tracepipe_value v[2] = {{.num = i}, {.data = i % 2 ? "odd" : "even", .len = TRACEPIPE_STRLEN}};
-    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_dyn)) tracepipe_trace_values(dyn, v, 2); /* staged slot, string filter */
-    kept += tracepipe_emit(a, fixed, &b, sizeof b) == TRACEPIPE_EMIT_KEPT;      /* one instance */
+    const tracepipe_value v[2] = {{.num = i},
+                                  {.data = i % 2 ? "odd" : "even", .len = TRACEPIPE_STRLEN}};
+    if (TRACEPIPE_TRACEPOINT_ENABLED(tp_dyn))
+      tracepipe_trace_values(dyn, v, 2); /* staged slot, string filter */
+    kept += tracepipe_emit(a, fixed, &b, sizeof b) == TRACEPIPE_EMIT_KEPT; /* one instance */
     kept += tracepipe_emit_values(a, dyn, v, 2) == TRACEPIPE_EMIT_KEPT;
     TRACEPIPE_C_TRACE(tp_off, off, &b, sizeof b); /* disabled */
     tracepipe_trace(off, &b, sizeof b);
@@ -129,15 +133,16 @@ int main(void) {
     const unsigned kept = emit_all(a, fixed, dyn, off, plain, 1000);
     counting = 0;
     char msg[96];
-    const int len = snprintf(msg, sizeof msg, "jailed: %u kept, %lu allocations\n", kept, allocations);
+    const int len =
+        snprintf(msg, sizeof msg, "jailed: %u kept, %lu allocations\n", kept, allocations);
     if (write(1, msg, (size_t)len) < 0) _exit(4);
     syscall(__NR_exit_group, allocations == 0 && kept == 100 + 500 ? 0 : 5);
   }
   int ws = 0;
   waitpid(pid, &ws, 0);
   if (WIFSIGNALED(ws)) {
-    printf("the child was killed by signal %d (%s): a system call on the write path\n", WTERMSIG(ws),
-           strsignal(WTERMSIG(ws)));
+    printf("the child was killed by signal %d (%s): a system call on the write path\n",
+           WTERMSIG(ws), strsignal(WTERMSIG(ws)));
     return 1;
   }
   printf("child exit %d\n", WEXITSTATUS(ws));

@@ -19,22 +19,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <tracepipe/tracepipe_c.h>
 #include <unistd.h>
 
-#include <tracepipe/tracepipe_c.h>
-
 #define THREADS 4
-#define TICKS 2000 /* per thread */
+#define TICKS 2000      /* per thread */
 #define TICK_LIMIT 1000 /* filter: seq < 1000 */
 
 static int failures;
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, \
-              __LINE__, #cond, tracepipe_last_error());                       \
-      ++failures;                                                             \
-    }                                                                         \
+#define CHECK(cond)                                                                           \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              tracepipe_last_error());                                                        \
+      ++failures;                                                                             \
+    }                                                                                         \
   } while (0)
 #define OK(call) CHECK((call) == TRACEPIPE_OK)
 
@@ -126,8 +125,7 @@ static void bad_filters(tracepipe_instance* inst) {
     if (line2 != NULL) {
       const char* caret = strchr(line2 + 1, '^');
       CHECK(caret != NULL);
-      if (caret != NULL)
-        CHECK(caret - (line2 + 1) == strchr(cmd, '>') - line1);
+      if (caret != NULL) CHECK(caret - (line2 + 1) == strchr(cmd, '>') - line1);
     }
   }
   CHECK(tracepipe_instance_set_filter(inst, request, "id == ") == TRACEPIPE_EFILTER);
@@ -206,10 +204,12 @@ static void* writer(void* arg) {
       char path[32];
       snprintf(path, sizeof path, "/t%u/%u", t, i);
       const uint16_t vals[4] = {1, 2, 3, (uint16_t)t};
-      const tracepipe_value v[6] = {
-          {.num = i}, {.num = (uint64_t)(int64_t)-5}, {.num = (uint64_t)i * 10},
-          {.data = method_of(i), .len = TRACEPIPE_STRLEN}, {.data = vals, .len = 4},
-          {.data = path, .len = TRACEPIPE_STRLEN}};
+      const tracepipe_value v[6] = {{.num = i},
+                                    {.num = (uint64_t)(int64_t)-5},
+                                    {.num = (uint64_t)i * 10},
+                                    {.data = method_of(i), .len = TRACEPIPE_STRLEN},
+                                    {.data = vals, .len = 4},
+                                    {.data = path, .len = TRACEPIPE_STRLEN}};
       tracepipe_trace_values(request, v, 6);
     }
   }
@@ -314,7 +314,8 @@ int main(int argc, char** argv) {
   FILE* f = fopen(path, "w");
   CHECK(f != NULL);
   if (f != NULL) {
-    fputs("buffer_size_kb = 256\n[events.\"capi:tick\"]\nenable = true\nfilter = \"seq >= 1990\"\n", f);
+    fputs("buffer_size_kb = 256\n[events.\"capi:tick\"]\nenable = true\nfilter = \"seq >= 1990\"\n",
+          f);
     fclose(f);
   }
   tracepipe_instance* cfg = NULL;
@@ -328,7 +329,8 @@ int main(int argc, char** argv) {
   }
   tracepipe_instance* bad_cfg = NULL;
   CHECK(tracepipe_instance_from_config(bad_path, NULL, &bad_cfg) == TRACEPIPE_ECONFIG);
-  CHECK(strstr(tracepipe_last_error(), "bad.toml:3") != NULL && strchr(tracepipe_last_error(), '^') != NULL);
+  CHECK(strstr(tracepipe_last_error(), "bad.toml:3") != NULL &&
+        strchr(tracepipe_last_error(), '^') != NULL);
 
   /* Record while four threads write. */
   snprintf(path, sizeof path, "%s/record.dat", out);
@@ -337,7 +339,8 @@ int main(int argc, char** argv) {
   tracepipe_recorder* recorder = NULL;
   OK(tracepipe_recorder_start(rec_inst, &rop, &recorder));
   pthread_t th[THREADS];
-  for (uintptr_t t = 0; t < THREADS; ++t) CHECK(pthread_create(&th[t], NULL, writer, (void*)t) == 0);
+  for (uintptr_t t = 0; t < THREADS; ++t)
+    CHECK(pthread_create(&th[t], NULL, writer, (void*)t) == 0);
   for (int t = 0; t < THREADS; ++t) pthread_join(th[t], NULL);
 
   /* One packed record with its string, into one instance. */
@@ -390,8 +393,10 @@ int main(int argc, char** argv) {
   tracepipe_instance_destroy(rec_inst);
   CHECK(!TRACEPIPE_TRACEPOINT_ENABLED(tp_tick));
 
-  printf("ticks=%u requests=%u snapshot=%llu flight=100 request_line=%s\n", ticks_kept, requests_kept,
-         (unsigned long long)bs.entries, /* trace-cmd (libtraceevent) prints __print_array as its elements apart */
+  printf("ticks=%u requests=%u snapshot=%llu flight=100 request_line=%s\n", ticks_kept,
+         requests_kept,
+         (unsigned long long)
+             bs.entries, /* trace-cmd (libtraceevent) prints __print_array as its elements apart */
          "id=1800 delta=-5 latency_ns=18000 method=GET vals=1 2 3 2 path=/t2/1800");
   if (hist[0] == '\0') fprintf(stderr, "empty hist\n");
   if (failures != 0) {

@@ -1,37 +1,41 @@
 // Trace clocks: names as the kernel's trace_clock file, ns units, no syscall.
-#include <catch2/catch.hpp>
-#include <utility>
+#include "tracepipe/core/clock/trace_clock.h"
+
+#include <sys/sysinfo.h>
 #include <time.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <sys/sysinfo.h>
-
-#include "tracepipe/core/instance/raw_emit.h"
-#include "tracepipe/core/instance/instance.h"
-#include "tracepipe/core/clock/trace_clock.h"
 #include "../instance/test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/raw_emit.h"
 
 using namespace tracepipe;
 
-TEST_CASE("trace_clock: kernel names round-trip and the list matches the kernel's layout", "[core][clock]") {
+TEST_CASE("trace_clock: kernel names round-trip and the list matches the kernel's layout",
+          "[core][clock]") {
   std::set<std::string> names;
   for (const TraceClock& c : trace_clocks()) {
     names.insert(std::string(c.name));
     REQUIRE(parse_trace_clock(c.name) == c.id);
     REQUIRE(trace_clock_name(c.id) == c.name);
   }
-  for (const char* required : {"local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai", "x86-tsc"})
+  for (const char* required : {"local", "global", "counter", "uptime", "perf", "mono", "mono_raw",
+                               "boot", "tai", "x86-tsc"})
     CHECK(names.count(required) == 1);
   CHECK_FALSE(parse_trace_clock("jiffies").has_value());
   CHECK_FALSE(parse_trace_clock("").has_value());
   // The kernel's /sys/kernel/tracing/trace_clock on 6.18, selected clock in brackets.
-  CHECK(trace_clock_list(ClockId::local) == "[local] global counter uptime perf mono mono_raw boot tai x86-tsc");
-  CHECK(trace_clock_list(ClockId::x86_tsc) == "local global counter uptime perf mono mono_raw boot tai [x86-tsc]");
+  CHECK(trace_clock_list(ClockId::local) ==
+        "[local] global counter uptime perf mono mono_raw boot tai x86-tsc");
+  CHECK(trace_clock_list(ClockId::x86_tsc) ==
+        "local global counter uptime perf mono mono_raw boot tai [x86-tsc]");
 }
 
 namespace {
@@ -103,21 +107,23 @@ TEST_CASE("trace_clock: local is TSC calibrated to ns and tracks mono_raw", "[co
 }
 
 TEST_CASE("trace_clock: the inline TSC scale is local's own conversion", "[core][clock]") {
-  for (ClockId id : {ClockId::global, ClockId::counter, ClockId::uptime, ClockId::mono, ClockId::mono_raw,
-                     ClockId::boot, ClockId::tai, ClockId::x86_tsc})
+  for (ClockId id : {ClockId::global, ClockId::counter, ClockId::uptime, ClockId::mono,
+                     ClockId::mono_raw, ClockId::boot, ClockId::tai, ClockId::x86_tsc})
     CHECK_FALSE(tracepipe::detail::inline_tsc_scale(id).has_value());
   const TscCalibration& cal = tsc_calibration();
   const bool inline_expected = buffers::kHaveTsc && cal.invariant_tsc;
   REQUIRE(tracepipe::detail::inline_tsc_scale(ClockId::local).has_value() == inline_expected);
   REQUIRE(tracepipe::detail::inline_tsc_scale(ClockId::perf).has_value() == inline_expected);
   // ring_clock: what an Instance stamps with, and tools that build rings.
-  for (ClockId id : {ClockId::local, ClockId::perf, ClockId::mono, ClockId::counter, ClockId::x86_tsc}) {
+  for (ClockId id :
+       {ClockId::local, ClockId::perf, ClockId::mono, ClockId::counter, ClockId::x86_tsc}) {
     const buffers::FunctionClock rc = tracepipe::detail::ring_clock(id);
     INFO(trace_clock_name(id));
     CHECK(rc.fn == trace_clock(id).read);
     CHECK(rc.inline_tsc == (inline_expected && (id == ClockId::local || id == ClockId::perf)));
   }
-  if (!inline_expected) TP_SKIP("no invariant TSC here: local and perf read mono_raw through their function");
+  if (!inline_expected)
+    TP_SKIP("no invariant TSC here: local and perf read mono_raw through their function");
   const buffers::TscScale s = *tracepipe::detail::inline_tsc_scale(ClockId::local);
   CHECK(cal.shift == buffers::TscScale::kShift);
   CHECK(s.mult < (uint64_t{1} << 63));
@@ -141,7 +147,8 @@ std::vector<std::byte> sample_record(uint32_t value) {
 }
 }  // namespace
 
-TEST_CASE("trace_clock: an external_time instance on local keeps the caller's stamps", "[core][clock]") {
+TEST_CASE("trace_clock: an external_time instance on local keeps the caller's stamps",
+          "[core][clock]") {
   for (ClockId id : {ClockId::local, ClockId::perf, ClockId::global}) {
     InstanceOptions o = tp_core_test::small_options(Staging::per_thread);
     o.clock = id;
@@ -149,7 +156,9 @@ TEST_CASE("trace_clock: an external_time instance on local keeps the caller's st
     Instance inst(o);
     inst.enable(tp_core_test::Sample::desc());
     const uint64_t stamps[] = {5, 424242, 424243, uint64_t{1} << 40};
-    for (uint32_t i = 0; i < 4; ++i) REQUIRE(tracepipe::RawEmit::emit_at(inst, sample_record(i), 0, stamps[i]) == EmitResult::kept);
+    for (uint32_t i = 0; i < 4; ++i)
+      REQUIRE(tracepipe::RawEmit::emit_at(inst, sample_record(i), 0, stamps[i]) ==
+              EmitResult::kept);
     const auto recs = tp_core_test::drain_cpu(inst, 0);
     REQUIRE(recs.size() == 4);
     for (uint32_t i = 0; i < 4; ++i) CHECK(recs[i].ts == stamps[i]);
@@ -169,7 +178,8 @@ Bracketed emit_bracketed(ClockId id) {
   inst.enable(tp_core_test::Sample::desc());
   const TraceClock& c = trace_clock(id);
   Bracketed b{c.read(), 0, {}};
-  for (uint32_t i = 0; i < 5; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
+  for (uint32_t i = 0; i < 5; ++i)
+    REQUIRE(tp_core_test::Sample::emit(inst, i, i, "x") == EmitResult::kept);
   b.after = c.read();
   b.recs = tp_core_test::drain(inst);
   REQUIRE(b.recs.size() == 5);
@@ -177,7 +187,8 @@ Bracketed emit_bracketed(ClockId id) {
 }
 }  // namespace
 
-TEST_CASE("trace_clock: instances on other clocks stamp with that clock, not the TSC", "[core][clock]") {
+TEST_CASE("trace_clock: instances on other clocks stamp with that clock, not the TSC",
+          "[core][clock]") {
   // counter: every read is a new value, so the stamps lie strictly inside.
   const Bracketed cb = emit_bracketed(ClockId::counter);
   for (const auto& r : cb.recs) {
@@ -194,7 +205,8 @@ TEST_CASE("trace_clock: instances on other clocks stamp with that clock, not the
   }
 }
 
-TEST_CASE("trace_clock: each warm emit on local is stamped between the local reads around it", "[core][clock]") {
+TEST_CASE("trace_clock: each warm emit on local is stamped between the local reads around it",
+          "[core][clock]") {
   // Each warm emit on its own: a bracket around several emits, the first of
   // which registers the thread (microseconds), would pass a ring scale whose
   // base is off by a few hundred ns.
@@ -203,7 +215,8 @@ TEST_CASE("trace_clock: each warm emit on local is stamped between the local rea
   Instance inst(o);
   inst.enable(tp_core_test::Sample::desc());
   const TraceClock& local = trace_clock(ClockId::local);
-  for (uint32_t i = 0; i < 100; ++i) REQUIRE(tp_core_test::Sample::emit(inst, i, i, "warm") == EmitResult::kept);
+  for (uint32_t i = 0; i < 100; ++i)
+    REQUIRE(tp_core_test::Sample::emit(inst, i, i, "warm") == EmitResult::kept);
   tp_core_test::drain(inst);
   std::vector<std::pair<uint64_t, uint64_t>> brackets;
   for (uint32_t i = 0; i < 200; ++i) {

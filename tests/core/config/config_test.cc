@@ -1,16 +1,16 @@
 // TOML configuration: values, defaults, and errors naming file, line and key.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/config/config.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
 
 #include "tracepipe/buffers/rseq.h"
-#include "tracepipe/core/config/config.h"
-#include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/config/key_suggest.h"
+#include "tracepipe/core/instance/instance.h"
 
 using namespace tracepipe;
 
@@ -123,9 +123,10 @@ struct ErrorRow {
 
 TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive", "[core][config]") {
   CHECK(kMaxBufferSizeKb == 1048576);  // 1 GiB per CPU, as tracepipe replay --buffer-size-kb
-  const Config cfg = parse_config("buffer_size_kb = 1048576\nsubbuf_size_kb = 1024\ncpus = 4096\n"
-                                  "[instances.small]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 0\n",
-                                  "b.toml");
+  const Config cfg = parse_config(
+      "buffer_size_kb = 1048576\nsubbuf_size_kb = 1024\ncpus = 4096\n"
+      "[instances.small]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 0\n",
+      "b.toml");
   REQUIRE(cfg.instances.size() == 2);
   CHECK(cfg.instances[0].options.buffer_size_kb == 1048576);
   CHECK(cfg.instances[0].options.subbuf_size_kb == 1024);
@@ -138,49 +139,64 @@ TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive",
 TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]") {
   // Where rseq is unusable, cpu_local is a parse error (next test cases).
   if (buffers::detail::rseq_usable())
-    CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers == WriterMode::cpu_local);
-  CHECK(parse_config("writers = \"any-cpu\"\n", "w.toml").instances[0].options.writers == WriterMode::any_cpu);
-  CHECK(parse_config("writers = \"auto\"\n", "w.toml").instances[0].options.writers == WriterMode::automatic);
+    CHECK(parse_config("writers = \"cpu_local\"\n", "w.toml").instances[0].options.writers ==
+          WriterMode::cpu_local);
+  CHECK(parse_config("writers = \"any-cpu\"\n", "w.toml").instances[0].options.writers ==
+        WriterMode::any_cpu);
+  CHECK(parse_config("writers = \"auto\"\n", "w.toml").instances[0].options.writers ==
+        WriterMode::automatic);
   CHECK(parse_config("", "w.toml").instances[0].options.writers == WriterMode::automatic);
 }
 
 TEST_CASE("config: errors name the file, the line and the key", "[core][config]") {
   const ErrorRow rows[] = {
-      {"buffer_size_kb = 0\n", 1, "buffer_size_kb", "bad.toml:1: buffer_size_kb: value 0 is outside 1..1048576"},
+      {"buffer_size_kb = 0\n", 1, "buffer_size_kb",
+       "bad.toml:1: buffer_size_kb: value 0 is outside 1..1048576"},
       // The CLI's bound (--buffer-size-kb): 1 GiB per CPU, not 4 TiB.
       {"\nbuffer_size_kb = 1048577\n", 2, "buffer_size_kb",
        "bad.toml:2: buffer_size_kb: value 1048577 is outside 1..1048576"},
       {"[instances.x]\nbuffer_size_kb = 4294967296\n", 2, "instances.x.buffer_size_kb",
        "bad.toml:2: instances.x.buffer_size_kb: value 4294967296 is outside 1..1048576"},
-      {"subbuf_size_kb = 2048\n", 1, "subbuf_size_kb", "bad.toml:1: subbuf_size_kb: value 2048 is outside 4..1024"},
-      {"subbuf_size_kb = 2\n", 1, "subbuf_size_kb", "bad.toml:1: subbuf_size_kb: value 2 is outside 4..1024"},
+      {"subbuf_size_kb = 2048\n", 1, "subbuf_size_kb",
+       "bad.toml:1: subbuf_size_kb: value 2048 is outside 4..1024"},
+      {"subbuf_size_kb = 2\n", 1, "subbuf_size_kb",
+       "bad.toml:1: subbuf_size_kb: value 2 is outside 4..1024"},
       {"cpus = 4097\n", 1, "cpus", "bad.toml:1: cpus: value 4097 is outside 0..4096"},
       {"cpus = -1\n", 1, "cpus", "bad.toml:1: cpus: value -1 is outside 0..4096"},
       {"adaptive_threshold = -0.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
-      {"\nsubbuf_size_kb = 6\n", 2, "subbuf_size_kb", "bad.toml:2: subbuf_size_kb: must be a power of two (4, 8, 16, ...)"},
+      {"\nsubbuf_size_kb = 6\n", 2, "subbuf_size_kb",
+       "bad.toml:2: subbuf_size_kb: must be a power of two (4, 8, 16, ...)"},
       {"mode = 3\n", 1, "mode", "bad.toml:1: mode: expected a string"},
-      {"mode = \"ring\"\n", 1, "mode", "bad.toml:1: mode: unknown mode 'ring' (expected overwrite or drop_newest)"},
+      {"mode = \"ring\"\n", 1, "mode",
+       "bad.toml:1: mode: unknown mode 'ring' (expected overwrite or drop_newest)"},
       {"clock = \"jiffies\"\n", 1, "clock",
-       "bad.toml:1: clock: unknown clock 'jiffies' (expected one of: [local] global counter uptime perf mono "
+       "bad.toml:1: clock: unknown clock 'jiffies' (expected one of: [local] global counter uptime "
+       "perf mono "
        "mono_raw boot tai x86-tsc)"},
       {"staging = \"maybe\"\n", 1, "staging",
-       "bad.toml:1: staging: unknown staging 'maybe' (expected on, off, per_cpu, per_thread or adaptive)"},
+       "bad.toml:1: staging: unknown staging 'maybe' (expected on, off, per_cpu, per_thread or "
+       "adaptive)"},
       {"writers = \"mine\"\n", 1, "writers",
        "bad.toml:1: writers: unknown writers 'mine' (expected auto, any_cpu or cpu_local)"},
       {"adaptive_threshold = 1.5\n", 1, "adaptive_threshold",
        "bad.toml:1: adaptive_threshold: expected a number between 0 and 1"},
       {"buffer_sise_kb = 4\n", 1, "buffer_sise_kb",
-       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, synthetic_events, systems, events, recording or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer_sise_kb: unknown key (expected buffer_size_kb, subbuf_size_kb, mode, "
+       "clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, "
+       "synthetic_events, systems, events, recording or instances); did you mean "
+       "'buffer_size_kb'?"},
       {"[events.\"a:b\"]\nenable = \"yes\"\n", 2, "events.\"a:b\".enable",
        "bad.toml:2: events.\"a:b\".enable: expected a boolean (true or false)"},
       {"[events.\"a:b\"]\n\nfiltre = \"x\"\n", 3, "events.\"a:b\".filtre",
-       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter, soft_disable or trigger); did you mean "
+       "bad.toml:3: events.\"a:b\".filtre: unknown key (expected enable, filter, soft_disable or "
+       "trigger); did you mean "
        "'filter'?"},
       {"[systems.sched]\nsoft_disable = true\n", 2, "systems.sched.soft_disable",
        "bad.toml:2: systems.sched.soft_disable: unknown key (expected enable or filter)"},
       {"[systems.sched]\nfilters = \"x\"\n", 2, "systems.sched.filters",
-       "bad.toml:2: systems.sched.filters: unknown key (expected enable or filter); did you mean 'filter'?"},
+       "bad.toml:2: systems.sched.filters: unknown key (expected enable or filter); did you mean "
+       "'filter'?"},
       {"events = 3\n", 1, "events", "bad.toml:1: events: expected a table"},
       {"[instances.main]\n", 1, "instances.main",
        "bad.toml:1: instances.main: 'main' is the top level of the file; choose another name"},
@@ -197,39 +213,51 @@ TEST_CASE("config: errors name the file, the line and the key", "[core][config]"
   }
 }
 
-TEST_CASE("config: every unknown key or table lists the valid keys of its table", "[core][config]") {
+TEST_CASE("config: every unknown key or table lists the valid keys of its table",
+          "[core][config]") {
   const std::string top =
-      "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, flight_recorder, flight_dir, synthetic_events, systems";
+      "buffer_size_kb, subbuf_size_kb, mode, clock, staging, writers, adaptive_threshold, cpus, "
+      "flight_recorder, flight_dir, synthetic_events, systems";
   const ErrorRow rows[] = {
       // The reported case: a prefix of a valid key.
       {"buffer_size = 4\n", 1, "buffer_size",
-       "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events, recording or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer_size: unknown key (expected BUILTIN, events, recording or instances); "
+       "did you mean 'buffer_size_kb'?"},
       // A misspelt table at the top level, at its header's line.
       {"mode = \"overwrite\"\n\n[event.\"x:y\"]\nenable = true\n", 3, "event",
-       "bad.toml:3: event: unknown key (expected BUILTIN, events, recording or instances); did you mean 'events'?"},
+       "bad.toml:3: event: unknown key (expected BUILTIN, events, recording or instances); did you "
+       "mean 'events'?"},
       {"[instance.errors]\n", 1, "instance",
-       "bad.toml:1: instance: unknown key (expected BUILTIN, events, recording or instances); did you mean 'instances'?"},
+       "bad.toml:1: instance: unknown key (expected BUILTIN, events, recording or instances); did "
+       "you mean 'instances'?"},
       // The CLI's spelling with '-' is one fold away.
       {"buffer-size-kb = 4\n", 1, "buffer-size-kb",
-       "bad.toml:1: buffer-size-kb: unknown key (expected BUILTIN, events, recording or instances); did you mean 'buffer_size_kb'?"},
+       "bad.toml:1: buffer-size-kb: unknown key (expected BUILTIN, events, recording or "
+       "instances); did you mean 'buffer_size_kb'?"},
       // Nothing close: the list alone.
-      {"verbose = true\n", 1, "verbose", "bad.toml:1: verbose: unknown key (expected BUILTIN, events, recording or instances)"},
+      {"verbose = true\n", 1, "verbose",
+       "bad.toml:1: verbose: unknown key (expected BUILTIN, events, recording or instances)"},
       // [instances.NAME]: the same keys but instances (they do not nest).
       {"[instances.x]\nbufer_size_kb = 4\n", 2, "instances.x.bufer_size_kb",
-       "bad.toml:2: instances.x.bufer_size_kb: unknown key (expected BUILTIN or events); did you mean 'buffer_size_kb'?"},
+       "bad.toml:2: instances.x.bufer_size_kb: unknown key (expected BUILTIN or events); did you "
+       "mean 'buffer_size_kb'?"},
       {"[instances.x.instances.y]\n", 1, "instances.x.instances",
        "bad.toml:1: instances.x.instances: unknown key (expected BUILTIN or events)"},
       {"[instances.x.sytems.sched]\nenable = true\n", 1, "instances.x.sytems",
-       "bad.toml:1: instances.x.sytems: unknown key (expected BUILTIN or events); did you mean 'systems'?"},
+       "bad.toml:1: instances.x.sytems: unknown key (expected BUILTIN or events); did you mean "
+       "'systems'?"},
       // [systems.X] and [events."X"], inside an instance too.
       {"[systems.sched]\nenabled = true\n", 2, "systems.sched.enabled",
-       "bad.toml:2: systems.sched.enabled: unknown key (expected enable or filter); did you mean 'enable'?"},
+       "bad.toml:2: systems.sched.enabled: unknown key (expected enable or filter); did you mean "
+       "'enable'?"},
       {"[instances.x.systems.sched]\nfoo = 1\n", 2, "instances.x.systems.sched.foo",
        "bad.toml:2: instances.x.systems.sched.foo: unknown key (expected enable or filter)"},
       {"[events.\"myapp:job\"]\nenabled = true\n", 2, "events.\"myapp:job\".enabled",
-       "bad.toml:2: events.\"myapp:job\".enabled: unknown key (expected enable, filter, soft_disable or trigger); did you "
+       "bad.toml:2: events.\"myapp:job\".enabled: unknown key (expected enable, filter, "
+       "soft_disable or trigger); did you "
        "mean 'enable'?"},
-      {"[instances.x.events.\"a:b\"]\nsoft-disable = true\n", 2, "instances.x.events.\"a:b\".soft-disable",
+      {"[instances.x.events.\"a:b\"]\nsoft-disable = true\n", 2,
+       "instances.x.events.\"a:b\".soft-disable",
        "bad.toml:2: instances.x.events.\"a:b\".soft-disable: unknown key (expected enable, filter, "
        "soft_disable or trigger); did you mean 'soft_disable'?"},
   };
@@ -245,17 +273,18 @@ TEST_CASE("config: every unknown key or table lists the valid keys of its table"
 }
 
 TEST_CASE("config: closest_name suggests one close key, never a tie", "[core][config]") {
-  constexpr std::string_view keys[] = {"enable", "filter", "soft_disable", "events", "cpus", "clock"};
-  CHECK(closest_name("filtre", keys) == "filter");       // distance 2
-  CHECK(closest_name("FILTER", keys) == "filter");       // case folded
+  constexpr std::string_view keys[] = {"enable", "filter", "soft_disable",
+                                       "events", "cpus",   "clock"};
+  CHECK(closest_name("filtre", keys) == "filter");  // distance 2
+  CHECK(closest_name("FILTER", keys) == "filter");  // case folded
   CHECK(closest_name("soft-disable", keys) == "soft_disable");
-  CHECK(closest_name("soft", keys) == "soft_disable");   // a prefix of 4
-  CHECK(closest_name("cpus_max", keys) == "cpus");       // a key is its prefix
-  CHECK(closest_name("cpu", keys) == "cpus");            // distance 1
+  CHECK(closest_name("soft", keys) == "soft_disable");  // a prefix of 4
+  CHECK(closest_name("cpus_max", keys) == "cpus");      // a key is its prefix
+  CHECK(closest_name("cpu", keys) == "cpus");           // distance 1
   CHECK(closest_name("eventz", keys) == "events");
   CHECK(!closest_name("zzz", keys));
-  CHECK(!closest_name("x", keys));                       // nothing within 2 edits
-  CHECK(!closest_name("en", keys));                      // too short for a prefix hint
+  CHECK(!closest_name("x", keys));   // nothing within 2 edits
+  CHECK(!closest_name("en", keys));  // too short for a prefix hint
   CHECK(!closest_name("c", keys));
   // Equally close to two keys: no guess.
   constexpr std::string_view two[] = {"mode", "node"};
@@ -265,7 +294,8 @@ TEST_CASE("config: closest_name suggests one close key, never a tie", "[core][co
   CHECK(either_of(std::span<const std::string_view>(keys, 2)) == "enable or filter");
   CHECK(either_of(keys) == "enable, filter, soft_disable, events, cpus or clock");
   CHECK(unknown_key_message("cpu", keys) ==
-        "unknown key (expected enable, filter, soft_disable, events, cpus or clock); did you mean 'cpus'?");
+        "unknown key (expected enable, filter, soft_disable, events, cpus or clock); did you mean "
+        "'cpus'?");
 }
 
 TEST_CASE("config: TOML syntax errors carry the line", "[core][config]") {
@@ -280,28 +310,34 @@ TEST_CASE("config: load_config names an unreadable file", "[core][config]") {
     load_config("/nonexistent/tracepipe.toml");
     FAIL("no error");
   } catch (const ConfigError& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/tracepipe.toml: cannot open it: No such file or directory");
+    CHECK(std::string(e.what()) ==
+          "/nonexistent/tracepipe.toml: cannot open it: No such file or directory");
   }
 }
 
-TEST_CASE("config: writers = cpu_local with cpus set is an error at the writers line", "[core][config]") {
+TEST_CASE("config: writers = cpu_local with cpus set is an error at the writers line",
+          "[core][config]") {
   // Either order in the file; the message names the cpus line too.
   const ConfigError a = error_of("writers = \"cpu_local\"\ncpus = 2\n");
   CHECK(a.line() == 1);
   CHECK(a.key() == "writers");
   CHECK(std::string(a.what()) ==
-        "bad.toml:1: writers: cpu_local needs one buffer per possible CPU, but cpus = 2 is set at line 2 "
+        "bad.toml:1: writers: cpu_local needs one buffer per possible CPU, but cpus = 2 is set at "
+        "line 2 "
         "(remove cpus, or use writers = \"any_cpu\")");
   const ConfigError b = error_of("mode = \"overwrite\"\ncpus = 8\n\nwriters = \"cpu-local\"\n");
   CHECK(std::string(b.what()) ==
-        "bad.toml:4: writers: cpu_local needs one buffer per possible CPU, but cpus = 8 is set at line 2 "
+        "bad.toml:4: writers: cpu_local needs one buffer per possible CPU, but cpus = 8 is set at "
+        "line 2 "
         "(remove cpus, or use writers = \"any_cpu\")");
   const ConfigError c = error_of("[instances.x]\ncpus = 1\nwriters = \"cpu_local\"\n");
   CHECK(std::string(c.what()) ==
-        "bad.toml:3: instances.x.writers: cpu_local needs one buffer per possible CPU, but cpus = 1 is set at "
+        "bad.toml:3: instances.x.writers: cpu_local needs one buffer per possible CPU, but cpus = "
+        "1 is set at "
         "line 2 (remove cpus, or use writers = \"any_cpu\")");
   // cpus = 0 (one buffer per possible CPU) is no conflict; any_cpu with cpus is fine.
-  const Config ok = parse_config("cpus = 2\nwriters = \"any_cpu\"\n[instances.y]\ncpus = 0\nwriters = \"auto\"\n", "ok.toml");
+  const Config ok = parse_config(
+      "cpus = 2\nwriters = \"any_cpu\"\n[instances.y]\ncpus = 0\nwriters = \"auto\"\n", "ok.toml");
   CHECK(ok.instances[0].options.cpus == 2);
   CHECK(ok.instances[0].writers_where.line == 2);
   CHECK(ok.instances[1].writers_where.key == "instances.y.writers");
@@ -321,7 +357,8 @@ TEST_CASE("config: Instance::from_config names the file and the writers line for
     FAIL("no error");
   } catch (const ConfigError& e) {
     CHECK(std::string(e.what()) ==
-          "h.toml:7: instances.x.writers: writers = cpu_local needs one buffer per possible CPU (cpus = 0)");
+          "h.toml:7: instances.x.writers: writers = cpu_local needs one buffer per possible CPU "
+          "(cpus = 0)");
   }
   InstanceConfig bad;
   bad.file = "h.toml";
@@ -339,17 +376,20 @@ TEST_CASE("config: Instance::from_config names the file and the writers line for
 TEST_CASE("config: writers = cpu_local without rseq (child process)", "[.][config_rseq_off]") {
   REQUIRE_FALSE(buffers::detail::rseq_usable());
   const ConfigError e = error_of("mode = \"overwrite\"\nwriters = \"cpu_local\"\n");
-  CHECK(std::string(e.what()) ==
-        "bad.toml:2: writers: cpu_local needs rseq and membarrier RSEQ, unavailable in this process "
-        "(use writers = \"auto\" or \"any_cpu\")");
+  CHECK(
+      std::string(e.what()) ==
+      "bad.toml:2: writers: cpu_local needs rseq and membarrier RSEQ, unavailable in this process "
+      "(use writers = \"auto\" or \"any_cpu\")");
   const ConfigError n = error_of("[instances.x]\nwriters = \"cpu_local\"\n");
   CHECK(n.key() == "instances.x.writers");
   CHECK(n.line() == 2);
   // auto falls back to any_cpu silently; it is no error.
-  CHECK(parse_config("writers = \"auto\"\n", "ok.toml").instances[0].options.writers == WriterMode::automatic);
+  CHECK(parse_config("writers = \"auto\"\n", "ok.toml").instances[0].options.writers ==
+        WriterMode::automatic);
 }
 
-TEST_CASE("config: writers = cpu_local where rseq is unusable is an error at the writers line", "[core][config]") {
+TEST_CASE("config: writers = cpu_local where rseq is unusable is an error at the writers line",
+          "[core][config]") {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -368,12 +408,16 @@ TEST_CASE("config: a table defined twice names the file, the second header's lin
   // toml++ alone says "cannot redefine existing table 'events."scsched:...'"
   // (the key garbled); the message is rebuilt from the header line.
   const ConfigError a = error_of(
-      "[events.\"sched:sched_switch\"]\nenable = true\n\n[events.\"sched:sched_switch\"]\nfilter = \"x\"\n");
+      "[events.\"sched:sched_switch\"]\nenable = true\n\n[events.\"sched:sched_switch\"]\nfilter = "
+      "\"x\"\n");
   CHECK(a.line() == 4);
   CHECK(a.key() == "events.\"sched:sched_switch\"");
-  CHECK(std::string(a.what()) == "bad.toml:4: events.\"sched:sched_switch\": table defined twice (first at line 1)");
+  CHECK(std::string(a.what()) ==
+        "bad.toml:4: events.\"sched:sched_switch\": table defined twice (first at line 1)");
 
-  const ConfigError b = error_of("mode = \"overwrite\"\n[instances.x]\ncpus = 1\n[systems.sched]\n  [ instances . 'x' ]  # again\n");
+  const ConfigError b = error_of(
+      "mode = \"overwrite\"\n[instances.x]\ncpus = 1\n[systems.sched]\n  [ instances . 'x' ]  # "
+      "again\n");
   CHECK(std::string(b.what()) == "bad.toml:5: instances.x: table defined twice (first at line 2)");
 
   // Other TOML errors keep toml++'s text at their line.

@@ -17,7 +17,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -42,10 +43,12 @@ std::vector<std::string_view> lines_of(const std::string& text) {
   return out;
 }
 
-std::string run_or_throw(const std::vector<std::string>& argv, const std::filesystem::path& scratch) {
+std::string run_or_throw(const std::vector<std::string>& argv,
+                         const std::filesystem::path& scratch) {
   const auto r = tp_test::run_command(argv, scratch, 300);
   if (r.status != 0)
-    throw std::runtime_error(fmt::format("{} exited {}: {}", argv[0], r.status, r.err.substr(0, 2000)));
+    throw std::runtime_error(
+        fmt::format("{} exited {}: {}", argv[0], r.status, r.err.substr(0, 2000)));
   return r.out;
 }
 
@@ -59,9 +62,15 @@ std::string unescape(std::string_view s) {
     }
     const char c = s[++i];
     switch (c) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
       case 'x': {
         int v = 0, k = 0;
         while (k < 2 && i + 1 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1]))) {
@@ -177,7 +186,8 @@ bool list_equals_array(std::string_view array, std::string_view list) {
   for (size_t k = 0; k < elems.size(); ++k) {
     uint64_t v = 0;
     for (size_t b = 0; b < es; ++b) v |= static_cast<uint64_t>(bytes[k * es + b]) << (8 * b);
-    const int64_t sv = es < 8 && (v >> (8 * es - 1)) ? static_cast<int64_t>(v | (~0ull << (8 * es))) : static_cast<int64_t>(v);
+    const int64_t sv = es < 8 && (v >> (8 * es - 1)) ? static_cast<int64_t>(v | (~0ull << (8 * es)))
+                                                     : static_cast<int64_t>(v);
     if (elems[k] != std::to_string(v) && elems[k] != std::to_string(sv)) return false;
   }
   return true;
@@ -201,11 +211,13 @@ bool value_equals(const std::string& want, const std::string& got) {
   }
   // libtraceevent prints an s8/s16 field through "%d" without sign
   // extension (-127 as 129): the same bits.
-  if (all_of_set(want, "0123456789") && got.starts_with("-") && all_of_set(got.substr(1), "0123456789")) {
+  if (all_of_set(want, "0123456789") && got.starts_with("-") &&
+      all_of_set(got.substr(1), "0123456789")) {
     const uint64_t w = std::stoull(want);
     const int64_t g = std::stoll(got);
     for (const unsigned bits : {8u, 16u})
-      if (w < (1ull << bits) && g >= -(1ll << (bits - 1)) && w == (static_cast<uint64_t>(g) & ((1ull << bits) - 1)))
+      if (w < (1ull << bits) && g >= -(1ll << (bits - 1)) &&
+          w == (static_cast<uint64_t>(g) & ((1ull << bits) - 1)))
         return true;
   }
   return false;
@@ -213,7 +225,8 @@ bool value_equals(const std::string& want, const std::string& got) {
 
 }  // namespace
 
-std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::filesystem::path& scratch) {
+std::vector<Rec> tracecmd_records(const std::filesystem::path& dat,
+                                  const std::filesystem::path& scratch) {
   const auto reader = tracepipe::TraceDatReader::open(dat);
   std::unordered_map<std::string, const tracepipe::EventFormat*> by_name;
   for (const auto& f : reader.formats()) by_name.emplace(f.name, &f);
@@ -221,7 +234,8 @@ std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::f
   std::vector<Rec> recs;
   for (std::string_view line : lines_of(out)) {
     const size_t br = line.find(" [");
-    if (br == std::string_view::npos || line.starts_with("cpus=") || line.starts_with("CPU:")) continue;
+    if (br == std::string_view::npos || line.starts_with("cpus=") || line.starts_with("CPU:"))
+      continue;
     const size_t close = line.find("] ", br);
     if (close == std::string_view::npos) continue;
     Rec r;
@@ -232,26 +246,32 @@ std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::f
     const size_t colon = rest.find(": ");
     const std::string_view ts = rest.substr(0, colon);
     const size_t dot = ts.find('.');
-    r.ts = std::stoull(std::string(ts.substr(0, dot))) * 1000000000ull + std::stoull(std::string(ts.substr(dot + 1)));
+    r.ts = std::stoull(std::string(ts.substr(0, dot))) * 1000000000ull +
+           std::stoull(std::string(ts.substr(dot + 1)));
     rest = rest.substr(colon + 2);
     const size_t ec = rest.find(':');
     r.event = std::string(rest.substr(0, ec));
     rest = trim(rest.substr(ec + 1));
     const auto it = by_name.find(r.event);
-    if (it == by_name.end()) throw std::runtime_error("trace-cmd printed an event without a format: " + r.event);
+    if (it == by_name.end())
+      throw std::runtime_error("trace-cmd printed an event without a format: " + r.event);
     const auto& fs = it->second->fields;
     size_t pos = 0;
     for (size_t k = 0; k < fs.size(); ++k) {
       const std::string key = fs[k].name + "=";
       if (rest.compare(pos, key.size(), key) != 0)
-        throw std::runtime_error(fmt::format("trace-cmd -R line: expected '{}' at {}: {}", key, pos, line));
+        throw std::runtime_error(
+            fmt::format("trace-cmd -R line: expected '{}' at {}: {}", key, pos, line));
       const size_t vb = pos + key.size();
       size_t ve = rest.size();
       if (k + 1 < fs.size()) ve = rest.find(" " + fs[k + 1].name + "=", vb);
-      if (ve == std::string_view::npos) throw std::runtime_error("trace-cmd -R line: " + std::string(line));
+      if (ve == std::string_view::npos)
+        throw std::runtime_error("trace-cmd -R line: " + std::string(line));
       const std::string_view v = rest.substr(vb, ve - vb);
       const bool text = fs[k].is_string();
-      r.fields.emplace_back(fs[k].name, text ? std::string(v) : (v.starts_with("ARRAY[") ? std::string(v) : canon_num(v)));
+      r.fields.emplace_back(
+          fs[k].name,
+          text ? std::string(v) : (v.starts_with("ARRAY[") ? std::string(v) : canon_num(v)));
       pos = ve + 1;
     }
     recs.push_back(std::move(r));
@@ -259,17 +279,22 @@ std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::f
   return recs;
 }
 
-std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std::filesystem::path& scratch,
+std::vector<Rec> babeltrace_records(const std::filesystem::path& dir,
+                                    const std::filesystem::path& scratch,
                                     std::vector<std::pair<uint32_t, uint64_t>>* lost) {
-  const auto r = tp_test::run_command({"babeltrace2", "--clock-cycles", "--no-delta", dir.string()}, scratch, 300);
+  const auto r = tp_test::run_command({"babeltrace2", "--clock-cycles", "--no-delta", dir.string()},
+                                      scratch, 300);
   if (r.status != 0)
-    throw std::runtime_error(fmt::format("babeltrace2 exited {}: {}", r.status, r.err.substr(0, 3000)));
+    throw std::runtime_error(
+        fmt::format("babeltrace2 exited {}: {}", r.status, r.err.substr(0, 3000)));
   if (lost) {
-    // "WARNING: Tracer discarded 3 events between [...] and [...] in trace ... (CPU 1)": parse count and CPU.
+    // "WARNING: Tracer discarded 3 events between [...] and [...] in trace ... (CPU 1)": parse
+    // count and CPU.
     for (std::string_view line : lines_of(r.err)) {
       const size_t d = line.find("discarded ");
       // "may have discarded events": a count the reader could not tell (none here).
-      if (d == std::string_view::npos || line.find("may have discarded") != std::string_view::npos) continue;
+      if (d == std::string_view::npos || line.find("may have discarded") != std::string_view::npos)
+        continue;
       const uint64_t n = std::stoull(std::string(line.substr(d + 10)));
       uint32_t cpu = UINT32_MAX;
       if (const size_t c = line.find("CPU "); c != std::string_view::npos)
@@ -277,7 +302,8 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
       if (const size_t c = line.find("cpu_id = "); c != std::string_view::npos)
         cpu = static_cast<uint32_t>(std::stoul(std::string(line.substr(c + 9))));
       // babeltrace2 2.0 names the stream only: "within stream \".../channel0_1\"".
-      if (const size_t c = line.find("/channel0_"); cpu == UINT32_MAX && c != std::string_view::npos)
+      if (const size_t c = line.find("/channel0_");
+          cpu == UINT32_MAX && c != std::string_view::npos)
         cpu = static_cast<uint32_t>(std::stoul(std::string(line.substr(c + 10))));
       lost->emplace_back(cpu, n);
     }
@@ -291,7 +317,8 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
     const size_t nb = cb + 2;
     const size_t ne = line.find(": {", nb);
     rec.event = std::string(line.substr(nb, ne - nb));
-    if (const size_t colon = rec.event.find(':'); colon != std::string::npos) rec.event = rec.event.substr(colon + 1);
+    if (const size_t colon = rec.event.find(':'); colon != std::string::npos)
+      rec.event = rec.event.substr(colon + 1);
     BtParser p{line, ne + 2};
     const auto ctx = p.fields();
     for (const auto& [k, v] : ctx)
@@ -305,7 +332,8 @@ std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std:
       if (k.starts_with("_") && k.ends_with("_length")) {
         const std::string of = k.substr(1, k.size() - 8);
         bool seq = false;
-        for (const auto& f : payload) seq |= f.first == of && (f.second.starts_with("LIST:") || f.second.empty());
+        for (const auto& f : payload)
+          seq |= f.first == of && (f.second.starts_with("LIST:") || f.second.empty());
         if (seq) continue;
       }
       rec.fields.emplace_back(k, v);
@@ -321,18 +349,20 @@ void babeltrace_or_skip() {
 }
 
 std::filesystem::path perfetto_proto_or_skip() {
-  const auto p = std::filesystem::path(TP_SHARED_DATA) / ".." / "reference" / "perfetto" / "perfetto_trace.proto";
+  const auto p = std::filesystem::path(TP_SHARED_DATA) / ".." / "reference" / "perfetto" /
+                 "perfetto_trace.proto";
   if (!std::filesystem::exists(p)) tp_test::skip("Perfetto's schema is absent: " + p.string());
-  if (std::system("command -v protoc >/dev/null 2>&1") != 0) tp_test::skip("protoc is not installed (protobuf-compiler)");
+  if (std::system("command -v protoc >/dev/null 2>&1") != 0)
+    tp_test::skip("protoc is not installed (protobuf-compiler)");
   return p;
 }
 
-std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::filesystem::path& scratch,
-                                PerfettoExtras* extras) {
+std::vector<Rec> protoc_records(const std::filesystem::path& trace,
+                                const std::filesystem::path& scratch, PerfettoExtras* extras) {
   const auto proto = perfetto_proto_or_skip();
-  const std::string cmd = fmt::format("protoc --proto_path={} --decode=perfetto.protos.Trace perfetto_trace.proto < {}",
-                                      tp_test::shell_quote(proto.parent_path().string()),
-                                      tp_test::shell_quote(trace.string()));
+  const std::string cmd = fmt::format(
+      "protoc --proto_path={} --decode=perfetto.protos.Trace perfetto_trace.proto < {}",
+      tp_test::shell_quote(proto.parent_path().string()), tp_test::shell_quote(trace.string()));
   const std::string out = run_or_throw({"sh", "-c", cmd}, scratch);
   PerfettoExtras local;
   PerfettoExtras& ex = extras ? *extras : local;
@@ -381,7 +411,8 @@ std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::f
     if (colon == std::string_view::npos) continue;
     const std::string key(line.substr(0, colon));
     std::string_view val = line.substr(colon + 2);
-    const std::string value = val.starts_with("\"") ? unescape(val.substr(1, val.size() - 2)) : std::string(val);
+    const std::string value =
+        val.starts_with("\"") ? unescape(val.substr(1, val.size() - 2)) : std::string(val);
     const std::string& where = stack.empty() ? std::string() : stack.back();
     if (where == "ftrace_events") {
       if (key == "cpu") bundle_cpu = static_cast<uint32_t>(std::stoul(value));
@@ -393,8 +424,10 @@ std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::f
     } else if (where == "generic" && cur) {
       if (key == "event_name") cur->event = value;
     } else if (where == "field" && cur) {
-      if (key == "name") field_name = value;
-      else field_value = value;
+      if (key == "name")
+        field_name = value;
+      else
+        field_value = value;
     } else if (cur && stack.size() >= 2 && stack[stack.size() - 2] == "event") {
       // A typed message's field: repeated ones become a list.
       if (!cur->fields.empty() && cur->fields.back().first == key) {
@@ -410,7 +443,8 @@ std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::f
       if (key == "phase") end_stats = value == "END_OF_TRACE";
     } else if (where == "cpu_stats" && end_stats) {
       if (key == "cpu") stats_cpu = std::stoull(value);
-      if (key == "overrun") ex.overrun.emplace_back(static_cast<uint32_t>(stats_cpu), std::stoull(value));
+      if (key == "overrun")
+        ex.overrun.emplace_back(static_cast<uint32_t>(stats_cpu), std::stoull(value));
     } else if (where == "threads") {
       if (key == "tid") tid = std::stoll(value);
       if (key == "tgid") tgid = std::stoll(value);
@@ -420,7 +454,8 @@ std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::f
   return recs;
 }
 
-std::string compare(const std::vector<Rec>& expected, const std::vector<Rec>& actual, uint64_t* stale_empty) {
+std::string compare(const std::vector<Rec>& expected, const std::vector<Rec>& actual,
+                    uint64_t* stale_empty) {
   std::map<uint32_t, std::vector<const Rec*>> want, got;
   for (const auto& r : expected) want[r.cpu].push_back(&r);
   for (const auto& r : actual) got[r.cpu].push_back(&r);
@@ -428,28 +463,33 @@ std::string compare(const std::vector<Rec>& expected, const std::vector<Rec>& ac
     return fmt::format("{} records expected, {} read", expected.size(), actual.size());
   for (const auto& [cpu, w] : want) {
     const auto& g = got[cpu];
-    if (w.size() != g.size()) return fmt::format("cpu {}: {} records expected, {} read", cpu, w.size(), g.size());
+    if (w.size() != g.size())
+      return fmt::format("cpu {}: {} records expected, {} read", cpu, w.size(), g.size());
     for (size_t i = 0; i < w.size(); ++i) {
       const Rec& a = *w[i];
       const Rec& b = *g[i];
       const auto where = fmt::format("cpu {} record {} ({} at {})", cpu, i, a.event, a.ts);
       if (a.ts != b.ts) return fmt::format("{}: time stamp {} read as {}", where, a.ts, b.ts);
       if (a.event != b.event) return fmt::format("{}: event read as {}", where, b.event);
-      if (a.pid >= 0 && b.pid >= 0 && a.pid != b.pid) return fmt::format("{}: pid {} read as {}", where, a.pid, b.pid);
+      if (a.pid >= 0 && b.pid >= 0 && a.pid != b.pid)
+        return fmt::format("{}: pid {} read as {}", where, a.pid, b.pid);
       if (a.fields.size() != b.fields.size())
-        return fmt::format("{}: {} fields expected, {} read", where, a.fields.size(), b.fields.size());
+        return fmt::format("{}: {} fields expected, {} read", where, a.fields.size(),
+                           b.fields.size());
       for (size_t k = 0; k < a.fields.size(); ++k) {
         // By name: protoc prints a typed message's fields in field-number order.
         const std::pair<std::string, std::string>* m = nullptr;
         for (const auto& f : b.fields)
           if (f.first == a.fields[k].first) m = &f;
         if (!m) return fmt::format("{}: field {} missing", where, a.fields[k].first);
-        if (stale_empty && a.fields[k].second.empty() && !m->second.empty() && !m->second.starts_with("LIST:")) {
+        if (stale_empty && a.fields[k].second.empty() && !m->second.empty() &&
+            !m->second.starts_with("LIST:")) {
           ++*stale_empty;  // babeltrace2 2.0's stale empty string (see convert_check.h)
           continue;
         }
         if (!value_equals(a.fields[k].second, m->second))
-          return fmt::format("{}: {}={} read as {}", where, a.fields[k].first, a.fields[k].second, m->second);
+          return fmt::format("{}: {}={} read as {}", where, a.fields[k].first, a.fields[k].second,
+                             m->second);
       }
     }
   }

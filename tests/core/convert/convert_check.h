@@ -26,10 +26,12 @@ struct Rec {
 };
 
 /// trace-cmd report -R -t of `dat`, fields split with the file's formats.
-std::vector<Rec> tracecmd_records(const std::filesystem::path& dat, const std::filesystem::path& scratch);
+std::vector<Rec> tracecmd_records(const std::filesystem::path& dat,
+                                  const std::filesystem::path& scratch);
 /// babeltrace2 --clock-cycles of a CTF directory. `lost` receives the
 /// discarded-events notices babeltrace2 printed (per CPU: count, summed).
-std::vector<Rec> babeltrace_records(const std::filesystem::path& dir, const std::filesystem::path& scratch,
+std::vector<Rec> babeltrace_records(const std::filesystem::path& dir,
+                                    const std::filesystem::path& scratch,
                                     std::vector<std::pair<uint32_t, uint64_t>>* lost = nullptr);
 /// skip() when babeltrace2 is not installed.
 void babeltrace_or_skip();
@@ -46,7 +48,8 @@ struct PerfettoExtras {
   std::vector<std::string> clocks;    ///< ftrace_clock of each bundle
   uint64_t packets = 0;
 };
-std::vector<Rec> protoc_records(const std::filesystem::path& trace, const std::filesystem::path& scratch,
+std::vector<Rec> protoc_records(const std::filesystem::path& trace,
+                                const std::filesystem::path& scratch,
                                 PerfettoExtras* extras = nullptr);
 
 /// Compares per CPU, in order: same count, time stamps, events, fields (and

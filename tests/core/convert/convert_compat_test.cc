@@ -1,12 +1,12 @@
 // tracepipe's own recordings, a recovered flight file, a damaged file and
 // losses, converted and read back by the real readers (babeltrace2, protoc
 // with Perfetto's schema), every record compared with trace-cmd report -R.
+#include <tracepipe/tracepipe.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
-#include <tracepipe/tracepipe.h>
 
 #include "convert_check.h"
 #include "convert_test_util.h"
@@ -73,7 +73,9 @@ TEST_CASE("a recovered flight file: every record and field in CTF and Perfetto")
   check_both(dat, s, false);
 }
 
-TEST_CASE("a damaged page: the error names the file and offset, what came before is converted and valid") {
+TEST_CASE(
+    "a damaged page: the error names the file and offset, what came before is converted and "
+    "valid") {
   Scratch s("damaged");
   const fs::path dat = record_declared(s, 4000);
   babeltrace_or_skip();
@@ -108,14 +110,17 @@ TEST_CASE("a damaged page: the error names the file and offset, what came before
       CHECK(e.offset() == at + 8);
       CHECK(what.find("cpu") != std::string::npos);
     }
-    const auto recs = f == cv::Format::ctf ? babeltrace_records(out, s.dir) : protoc_records(out, s.dir);
+    const auto recs =
+        f == cv::Format::ctf ? babeltrace_records(out, s.dir) : protoc_records(out, s.dir);
     uint64_t cpu0 = 0;
     for (const auto& r : recs) cpu0 += r.cpu == reader0.cpu_data()[ci].cpu;
     CHECK(cpu0 == before);
   }
 }
 
-TEST_CASE("losses trace.dat marks: lost_events bundles and overrun in Perfetto, discarded events in CTF") {
+TEST_CASE(
+    "losses trace.dat marks: lost_events bundles and overrun in Perfetto, discarded events in "
+    "CTF") {
   Scratch s("lost");
   const fs::path src = record_declared(s, 4000);
   babeltrace_or_skip();
@@ -144,7 +149,9 @@ TEST_CASE("losses trace.dat marks: lost_events bundles and overrun in Perfetto, 
     auto c = r.cpu_records(1);
     while (auto rec = c.next()) {
       if (rec->lost_before) ++marks;
-      expect += rec->lost_before > 0 ? static_cast<uint64_t>(rec->lost_before) : rec->lost_before ? 1 : 0;
+      expect += rec->lost_before > 0 ? static_cast<uint64_t>(rec->lost_before)
+                : rec->lost_before   ? 1
+                                     : 0;
     }
   }
   REQUIRE(marks == 2);
@@ -174,24 +181,28 @@ TEST_CASE("the CLI: a summary line, --to required, a damaged file named with its
   const fs::path dat = record_declared(s, 500);
   const std::string tp = std::string(TP_BINARY_DIR) + "/tools/tracepipe";
   if (!fs::exists(tp)) tp_test::skip("build/tools/tracepipe is not built");
-  auto r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "x.pftrace").string(), "--to", "perfetto"},
-                                s.dir);
+  auto r = tp_test::run_command(
+      {tp, "convert", dat.string(), "-o", (s / "x.pftrace").string(), "--to", "perfetto"}, s.dir);
   CHECK(r.status == 0);
   CHECK(r.err.find("records from") != std::string::npos);
   r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "y").string()}, s.dir);
   CHECK(r.status != 0);
   poke_u64(dat, page_offset(dat, busiest_cpu(dat), 1) + 8, 0x7ffffff);
-  r = tp_test::run_command({tp, "convert", dat.string(), "-o", (s / "z.ctf").string(), "--to", "ctf"}, s.dir);
+  r = tp_test::run_command(
+      {tp, "convert", dat.string(), "-o", (s / "z.ctf").string(), "--to", "ctf"}, s.dir);
   CHECK(r.status == 1);
   CHECK(r.err.find(dat.string() + ": cpu") != std::string::npos);
   CHECK(r.err.find("offset") != std::string::npos);
 }
 
-TEST_CASE("a trace-cmd version 7 file (zstd) converts to the same Perfetto trace as its version 6 original") {
+TEST_CASE(
+    "a trace-cmd version 7 file (zstd) converts to the same Perfetto trace as its version 6 "
+    "original") {
   const fs::path v6 = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   Scratch s("v7");
-  const auto r = tp_test::run_command(
-      {"trace-cmd", "convert", "-i", v6.string(), "--file-version", "7", "-o", (s / "v7.dat").string()}, s.dir);
+  const auto r = tp_test::run_command({"trace-cmd", "convert", "-i", v6.string(), "--file-version",
+                                       "7", "-o", (s / "v7.dat").string()},
+                                      s.dir);
   REQUIRE(r.status == 0);
   REQUIRE(tracepipe::TraceDatReader::open(s / "v7.dat").compression() == "zstd");
   const auto a = convert_to(v6, s / "v6.pftrace", cv::Format::perfetto);
@@ -246,7 +257,9 @@ std::string common_text() {
 }
 }  // namespace
 
-TEST_CASE("dynamic and fixed arrays, __rel_loc, and ftrace print's char buf[]: every field in CTF and Perfetto") {
+TEST_CASE(
+    "dynamic and fixed arrays, __rel_loc, and ftrace print's char buf[]: every field in CTF and "
+    "Perfetto") {
   babeltrace_or_skip();
   perfetto_proto_or_skip();
   Scratch s("arrays");
@@ -275,8 +288,10 @@ TEST_CASE("dynamic and fixed arrays, __rel_loc, and ftrace print's char buf[]: e
     const std::string note = i % 3 ? "note " + std::to_string(i) : "";
     const size_t ids_at = 64, note_at = ids_at + 4 * nids;
     put_at<uint32_t>(b, 0, static_cast<uint32_t>((4 * nids) << 16 | ids_at));
-    for (uint32_t k = 0; k < 4; ++k) put_at<uint64_t>(b, 8 + 8 * k, 0xffffffff81000000ull + i * 16 + k);
-    for (uint32_t k = 0; k < 3; ++k) put_at<int16_t>(b, 40 + 2 * k, static_cast<int16_t>(k == 1 ? -static_cast<int>(i) : i));
+    for (uint32_t k = 0; k < 4; ++k)
+      put_at<uint64_t>(b, 8 + 8 * k, 0xffffffff81000000ull + i * 16 + k);
+    for (uint32_t k = 0; k < 3; ++k)
+      put_at<int16_t>(b, 40 + 2 * k, static_cast<int16_t>(k == 1 ? -static_cast<int>(i) : i));
     // __rel_loc: offset from the end of the word (at 56, so from 60).
     put_at<uint32_t>(b, 48, static_cast<uint32_t>((note.size() + 1) << 16 | (note_at - 60)));
     put_at<int32_t>(b, 52, -static_cast<int32_t>(i));

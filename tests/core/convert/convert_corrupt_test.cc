@@ -2,12 +2,12 @@
 // (record headers, lengths, __data_loc words, strings) is converted to both
 // formats. The converter either finishes or throws TraceDatError naming an
 // offset; it never reads outside the file (run under ASan as "parser").
+#include <tracepipe/tracepipe.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
-#include <tracepipe/tracepipe.h>
 
 #include "test_support.h"
 #include "tracepipe/core/convert/converter.h"
@@ -16,12 +16,16 @@ namespace fs = std::filesystem;
 namespace cv = tracepipe::convert;
 
 namespace {
-using Ev = tracepipe::EventDecl<"fuzz", "ev", tracepipe::Int<"a", int16_t>, tracepipe::Chars<"name", 8>,
-                                tracepipe::Str<"path">, tracepipe::Int<"b", uint64_t>>;
+using Ev =
+    tracepipe::EventDecl<"fuzz", "ev", tracepipe::Int<"a", int16_t>, tracepipe::Chars<"name", 8>,
+                         tracepipe::Str<"path">, tracepipe::Int<"b", uint64_t>>;
 }
 
-TEST_CASE("corrupted page data: both writers finish or report the damage, never read outside the records") {
-  const fs::path dir = fs::temp_directory_path() / ("tp-convert-corrupt-" + std::to_string(getpid()));
+TEST_CASE(
+    "corrupted page data: both writers finish or report the damage, never read outside the "
+    "records") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("tp-convert-corrupt-" + std::to_string(getpid()));
   fs::create_directories(dir);
   {
     tracepipe::Instance inst;

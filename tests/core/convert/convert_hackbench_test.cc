@@ -13,9 +13,11 @@ namespace fs = std::filesystem;
 using namespace tp_convert_test;
 namespace cv = tracepipe::convert;
 
-TEST_CASE("hackbench.dat to CTF: babeltrace2 reads every record, fields equal to trace-cmd report -R") {
+TEST_CASE(
+    "hackbench.dat to CTF: babeltrace2 reads every record, fields equal to trace-cmd report -R") {
   const fs::path dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
-  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0) tp_test::skip("babeltrace2 is not installed");
+  if (std::system("command -v babeltrace2 >/dev/null 2>&1") != 0)
+    tp_test::skip("babeltrace2 is not installed");
   Scratch s("hb-ctf");
   const auto reader = tracepipe::TraceDatReader::open(dat);
   cv::ConvertOptions o;
@@ -27,7 +29,8 @@ TEST_CASE("hackbench.dat to CTF: babeltrace2 reads every record, fields equal to
   CHECK(compare(want, babeltrace_records(s / "hb.ctf", s.dir)) == "");
 }
 
-TEST_CASE("hackbench.dat to Perfetto: protoc decodes every record, fields equal to trace-cmd report -R") {
+TEST_CASE(
+    "hackbench.dat to Perfetto: protoc decodes every record, fields equal to trace-cmd report -R") {
   const fs::path dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   Scratch s("hb-pf");
   perfetto_proto_or_skip();
@@ -40,6 +43,7 @@ TEST_CASE("hackbench.dat to Perfetto: protoc decodes every record, fields equal 
   CHECK(compare(want, got) == "");
   // The clock is declared on every bundle; saved_cmdlines name the threads.
   REQUIRE(!ex.clocks.empty());
-  CHECK(std::all_of(ex.clocks.begin(), ex.clocks.end(), [](const auto& c) { return c == "FTRACE_CLOCK_LOCAL"; }));
+  CHECK(std::all_of(ex.clocks.begin(), ex.clocks.end(),
+                    [](const auto& c) { return c == "FTRACE_CLOCK_LOCAL"; }));
   CHECK(ex.threads.size() == reader.cmdlines().size());
 }

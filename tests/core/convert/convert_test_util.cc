@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <tracepipe/tracepipe.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
-#include <tracepipe/tracepipe.h>
 
 #include "tracepipe/core/recover/recover.h"
 #include "tracepipe/core/sideband/sideband.h"
@@ -15,11 +15,13 @@
 namespace tp_convert_test {
 namespace fs = std::filesystem;
 
-using Mixed = tracepipe::EventDecl<"app", "mixed", tracepipe::Int<"small", int8_t>, tracepipe::Int<"port", uint16_t>,
-                                   tracepipe::Int<"delta", int32_t>, tracepipe::Int<"bytes", uint64_t>,
-                                   tracepipe::Int<"offset", int64_t>, tracepipe::Chars<"name", 16>,
-                                   tracepipe::Str<"path">>;
-using Tick = tracepipe::EventDecl<"app", "tick", tracepipe::Int<"seq", uint32_t>, tracepipe::Int<"level", int16_t>>;
+using Mixed =
+    tracepipe::EventDecl<"app", "mixed", tracepipe::Int<"small", int8_t>,
+                         tracepipe::Int<"port", uint16_t>, tracepipe::Int<"delta", int32_t>,
+                         tracepipe::Int<"bytes", uint64_t>, tracepipe::Int<"offset", int64_t>,
+                         tracepipe::Chars<"name", 16>, tracepipe::Str<"path">>;
+using Tick = tracepipe::EventDecl<"app", "tick", tracepipe::Int<"seq", uint32_t>,
+                                  tracepipe::Int<"level", int16_t>>;
 
 Scratch::Scratch(const std::string& name)
     : dir(fs::temp_directory_path() / ("tp-convert-" + name + "-" + std::to_string(getpid()))) {
@@ -33,13 +35,15 @@ Scratch::~Scratch() {
 }
 
 static void emit_all(tracepipe::Instance& inst, uint32_t count) {
-  static const char* const kPaths[] = {"/", "/usr/lib/x86_64-linux-gnu/libc.so.6", "", "a \"quoted\" path"};
+  static const char* const kPaths[] = {"/", "/usr/lib/x86_64-linux-gnu/libc.so.6", "",
+                                       "a \"quoted\" path"};
   for (uint32_t i = 0; i < count; ++i) {
     if (i % 3 == 0) {
       Tick::emit(inst, i, static_cast<int16_t>(-static_cast<int>(i % 300)));
     } else {
-      Mixed::emit(inst, static_cast<int8_t>(-128 + static_cast<int>(i % 256)), static_cast<uint16_t>(i * 7),
-                  -static_cast<int32_t>(i) * 1000, uint64_t{0xfedcba9876543210ull} + i, -static_cast<int64_t>(i) << 33,
+      Mixed::emit(inst, static_cast<int8_t>(-128 + static_cast<int>(i % 256)),
+                  static_cast<uint16_t>(i * 7), -static_cast<int32_t>(i) * 1000,
+                  uint64_t{0xfedcba9876543210ull} + i, -static_cast<int64_t>(i) << 33,
                   i % 2 ? "worker" : "a-longer-name-1", kPaths[i % 4]);
     }
   }
@@ -72,7 +76,8 @@ fs::path recover_flight(const Scratch& s, uint32_t count) {
   }
   int status = 0;
   waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("flight child failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("flight child failed");
   const auto files = tracepipe::recover::find_flight_files(dir);
   if (files.size() != 1) throw std::runtime_error("expected one flight file");
   const auto trace = tracepipe::recover::recover_file(files.front());

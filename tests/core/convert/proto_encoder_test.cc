@@ -1,12 +1,13 @@
 // The protobuf encoder's bytes, the field layouts both writers read records
 // with (bounds included), and TSDL names.
+#include "tracepipe/core/convert/proto_encoder.h"
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
 
 #include "tracepipe/core/convert/ctf_writer.h"
 #include "tracepipe/core/convert/event_layout.h"
-#include "tracepipe/core/convert/proto_encoder.h"
 
 namespace cv = tracepipe::convert;
 
@@ -27,12 +28,13 @@ TEST_CASE("proto encoder: varints, negative int64, strings") {
   b.field_varint(1, 300);
   b.field_int(2, -1);
   b.field_string(3, "hi");
-  const std::vector<uint8_t> want = {0x08, 0xac, 0x02, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                     0xff, 0x01, 0x1a, 0x02, 'h', 'i'};
+  const std::vector<uint8_t> want = {0x08, 0xac, 0x02, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0xff, 0xff, 0xff, 0x01, 0x1a, 0x02, 'h',  'i'};
   CHECK(std::vector<uint8_t>(b.data(), b.data() + b.size()) == want);
 }
 
-TEST_CASE("proto encoder: a nested message's length is back-patched, widened past 127 and 16383 bytes") {
+TEST_CASE(
+    "proto encoder: a nested message's length is back-patched, widened past 127 and 16383 bytes") {
   for (const size_t body : {0u, 1u, 127u, 128u, 200u, 16383u, 16384u, 70000u}) {
     cv::ProtoBuffer b;
     b.field_varint(1, 7);
@@ -46,7 +48,8 @@ TEST_CASE("proto encoder: a nested message's length is back-patched, widened pas
     CHECK(read_varint(p) == 7);
     CHECK(read_varint(p) == ((2u << 3) | 2));
     const uint64_t len = read_varint(p);
-    const size_t expect_len = body >= 3 ? 1 + (s.size() >= 128 ? (s.size() >= 16384 ? 3 : 2) : 1) + s.size() : 0;
+    const size_t expect_len =
+        body >= 3 ? 1 + (s.size() >= 128 ? (s.size() >= 16384 ? 3 : 2) : 1) + s.size() : 0;
     CHECK(len == expect_len);
     p += len;
     CHECK(read_varint(p) == ((3u << 3) | 0));

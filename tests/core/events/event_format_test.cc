@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/events/event_format.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "tracepipe/core/events/event_format.h"
 #include "test_support.h"
 
 using namespace tracepipe;
@@ -84,7 +84,8 @@ TEST_CASE("event_format: every captured kernel format file round-trips byte-exac
 TEST_CASE("event_format: header_page field lines parse", "[events][format]") {
   const auto f = parse_format_field("\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;");
   CHECK(f == FormatField{"local_t", "commit", 8, 8, true});
-  const auto g = parse_format_field("field: char data;\toffset:16;\tsize:4080;");  // old kernels: no signed
+  const auto g =
+      parse_format_field("field: char data;\toffset:16;\tsize:4080;");  // old kernels: no signed
   CHECK(g == FormatField{"char", "data", 16, 4080, false});
 }
 

@@ -2,7 +2,6 @@
 // file and keep IDs clear of kernel IDs; kernel format files load with their
 // IDs, conflicts are refused, and instances filter on their real fields.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <span>
 #include <string>
@@ -18,18 +17,21 @@ TEST_CASE("events: a declared event prints a kernel format file", "[core][event]
   const EventDesc& d = Other::desc();
   CHECK(d.full_name() == "tptest:other");
   CHECK(d.origin() == EventOrigin::declared);
-  CHECK(d.format_text() == "name: other\n"
-                           "ID: " + std::to_string(d.id()) + "\n"
-                           "format:\n"
-                           "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-                           "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-                           "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-                           "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-                           "\n"
-                           "\tfield:s16 level;\toffset:8;\tsize:2;\tsigned:1;\n"
-                           "\tfield:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;\n"
-                           "\n"
-                           "print fmt: \"level=%d msg=%s\", REC->level, __get_str(msg)\n");
+  CHECK(d.format_text() ==
+        "name: other\n"
+        "ID: " +
+            std::to_string(d.id()) +
+            "\n"
+            "format:\n"
+            "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+            "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+            "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+            "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+            "\n"
+            "\tfield:s16 level;\toffset:8;\tsize:2;\tsigned:1;\n"
+            "\tfield:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;\n"
+            "\n"
+            "print fmt: \"level=%d msg=%s\", REC->level, __get_str(msg)\n");
   // Re-registering the same declaration is idempotent; the format parses back.
   CHECK(&Registry::global().add_declared(Other::make_format()) == &d);
   CHECK(parse_event_format(d.format_text(), "tptest") == d.format());
@@ -47,8 +49,9 @@ TEST_CASE("events: a declared event prints a kernel format file", "[core][event]
   CHECK(level == -2);
 }
 
-TEST_CASE("events: declared IDs stay in 16384..32767, clear of kernel IDs taken in the same registry",
-          "[core][event]") {
+TEST_CASE(
+    "events: declared IDs stay in 16384..32767, clear of kernel IDs taken in the same registry",
+    "[core][event]") {
   // Every reader keeps the ID: KernelShark in an int16_t, so 32767 at most.
   CHECK(Other::desc().id() >= 16384);
   CHECK(Other::desc().id() <= 32767);
@@ -77,7 +80,8 @@ TEST_CASE("events: declared IDs stay in 16384..32767, clear of kernel IDs taken 
   }
 }
 
-TEST_CASE("events: kernel format files load with their IDs, conflicts are refused", "[core][event]") {
+TEST_CASE("events: kernel format files load with their IDs, conflicts are refused",
+          "[core][event]") {
   const auto dir = tp_test::shared_data_or_skip("kernel/formats");
   Registry reg;
   const auto events = reg.add_format_dir(dir).events;

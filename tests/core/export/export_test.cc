@@ -1,40 +1,41 @@
 // Output: the kernel's `trace` layout, trace.dat export (read back by our
 // reader and by trace-cmd), config-built instances, and replay of kernel
 // records through the fast path against the kernel's own filter decisions.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
-#include "tracepipe/core/instance/raw_emit.h"
-#include "tracepipe/core/export/instance_export.h"
-#include "tracepipe/core/export/text_output.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/export/instance_export.h"
+#include "tracepipe/core/export/text_output.h"
+#include "tracepipe/core/instance/raw_emit.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
 
-TEST_CASE("text: latency columns decode common_flags and preempt count like the kernel", "[core][text]") {
+TEST_CASE("text: latency columns decode common_flags and preempt count like the kernel",
+          "[core][text]") {
   CHECK(latency_columns(0, 0) == ".....");
-  CHECK(latency_columns(0x01, 0x02) == "d..2.");          // irqs off, preempt depth 2
-  CHECK(latency_columns(0x01 | 0x08, 0) == "d.h..");      // hardirq
-  CHECK(latency_columns(0x08, 1) == "..h1.");             // tracepipe: nested emit in a signal handler
-  CHECK(latency_columns(0x81, 0) == "D....");             // irqs and BH off
+  CHECK(latency_columns(0x01, 0x02) == "d..2.");      // irqs off, preempt depth 2
+  CHECK(latency_columns(0x01 | 0x08, 0) == "d.h..");  // hardirq
+  CHECK(latency_columns(0x08, 1) == "..h1.");         // tracepipe: nested emit in a signal handler
+  CHECK(latency_columns(0x81, 0) == "D....");         // irqs and BH off
   CHECK(latency_columns(0x80, 0) == "b....");
   CHECK(latency_columns(0x04 | 0x20, 0) == ".N...");
   CHECK(latency_columns(0x04, 0) == ".n...");
   CHECK(latency_columns(0x20, 0) == ".p...");
-  CHECK(latency_columns(0x02, 0) == ".l...");             // lazy
+  CHECK(latency_columns(0x02, 0) == ".l...");  // lazy
   CHECK(latency_columns(0x02 | 0x20, 0) == ".L...");
   CHECK(latency_columns(0x02 | 0x04, 0) == ".b...");
   CHECK(latency_columns(0x02 | 0x04 | 0x20, 0) == ".B...");
@@ -42,7 +43,7 @@ TEST_CASE("text: latency columns decode common_flags and preempt count like the 
   CHECK(latency_columns(0x18, 0) == "..H..");
   CHECK(latency_columns(0x40, 0) == "..z..");
   CHECK(latency_columns(0x48, 0) == "..Z..");
-  CHECK(latency_columns(0, 0x1f) == "...f1");             // migrate-disable in the high nibble
+  CHECK(latency_columns(0, 0x1f) == "...f1");  // migrate-disable in the high nibble
 }
 
 TEST_CASE("text: the header is the kernel's, byte for byte", "[core][text]") {
@@ -90,12 +91,14 @@ TEST_CASE("text: lines of an instance in the trace layout", "[core][text]") {
   std::string l1, l2;
   std::getline(in, l1);
   std::getline(in, l2);
-  const std::string prefix = fmt::format("{:>16}-{:<7} [{:03}] ..... {:>5}.{:06}: ", "tp-text", tid, cpu,
-                                         (ts + 500) / 1000 / 1000000, (ts + 500) / 1000 % 1000000);
+  const std::string prefix =
+      fmt::format("{:>16}-{:<7} [{:03}] ..... {:>5}.{:06}: ", "tp-text", tid, cpu,
+                  (ts + 500) / 1000 / 1000000, (ts + 500) / 1000 % 1000000);
   CHECK(l1 == prefix + "sample: value=7 seq=42 pad=hello");
   CHECK(l2.find("other: level=-3 msg=a message") != std::string::npos);
   // The fields style is the kernel's options/fields layout.
-  const std::string fields = trace_text(inst, {.consume = false, .header = false, .style = FieldStyle::fields});
+  const std::string fields =
+      trace_text(inst, {.consume = false, .header = false, .style = FieldStyle::fields});
   CHECK(fields.find("sample: value=0x7 (7) seq=0x2a (42) pad=hello") != std::string::npos);
   CHECK(fields.find("other: level=0xfffd (-3) msg=a message") != std::string::npos);
   // With the header: the counts are the buffer's.
@@ -106,24 +109,29 @@ TEST_CASE("text: lines of an instance in the trace layout", "[core][text]") {
   std::vector<std::byte> rec(64);
   CommonHeader h{Sample::desc().id(), 0, 0, 0};
   std::memcpy(rec.data(), &h, sizeof h);
-  CHECK(f.format(1, 1500000000, rec).rfind("          <idle>-0       [001] .....     1.500000: sample: ", 0) == 0);
+  CHECK(f.format(1, 1500000000, rec)
+            .rfind("          <idle>-0       [001] .....     1.500000: sample: ", 0) == 0);
   h.common_pid = 999999;
   std::memcpy(rec.data(), &h, sizeof h);
-  CHECK(f.format(1, 0, rec).rfind("           <...>-999999  [001] .....     0.000000: sample: ", 0) == 0);
+  CHECK(f.format(1, 0, rec).rfind("           <...>-999999  [001] .....     0.000000: sample: ",
+                                  0) == 0);
   h.common_type = 65535;
   std::memcpy(rec.data(), &h, sizeof h);
   CHECK(f.format(0, 0, rec).find("Unknown type 65535") != std::string::npos);
-  CHECK(f.format(0, 0, std::span(rec).first(3)).find("<...>") != std::string::npos);  // short: no overread
+  CHECK(f.format(0, 0, std::span(rec).first(3)).find("<...>") !=
+        std::string::npos);  // short: no overread
 }
 
-TEST_CASE("export: trace.dat round-trips through our reader and trace-cmd report", "[core][export]") {
+TEST_CASE("export: trace.dat round-trips through our reader and trace-cmd report",
+          "[core][export]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
   inst.enable(Other::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value >= 2").ok());
   for (uint32_t i = 0; i < 50; ++i) Sample::emit(inst, i % 4, i, "x");
   REQUIRE(Other::emit(inst, 5, "with a string") == EmitResult::kept);
-  const auto dir = std::filesystem::temp_directory_path() / ("tp-core-export-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tp-core-export-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / "trace.dat";
   write_trace_dat(inst, path);
@@ -171,7 +179,8 @@ TEST_CASE("export: trace.dat round-trips through our reader and trace-cmd report
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("config: an instance built from TOML applies systems, events and filters", "[core][config]") {
+TEST_CASE("config: an instance built from TOML applies systems, events and filters",
+          "[core][config]") {
   const Config cfg = parse_config(R"(
 staging = "per_cpu"
 buffer_size_kb = 128
@@ -207,29 +216,37 @@ soft_disable = true
     return "no error";
   };
   CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \"valu == 3\"\n") ==
-        "bad.toml:3: events.\"tptest:sample\".filter: filter rejected for tptest:sample: parse_error: Field not "
-        "found\nevent filter parse error: error: Field not found\n  Command: valu == 3\n                ^\n");
+        "bad.toml:3: events.\"tptest:sample\".filter: filter rejected for tptest:sample: "
+        "parse_error: Field not "
+        "found\nevent filter parse error: error: Field not found\n  Command: valu == 3\n           "
+        "     ^\n");
   // A blank filter is the kernel's EINVAL "Error", not a silent clear (only
   // "0" clears).
-  CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \"  \"\n").rfind(
-            "bad.toml:3: events.\"tptest:sample\".filter: filter rejected for tptest:sample: parse_error: Error", 0) == 0);
+  CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \"  \"\n")
+            .rfind("bad.toml:3: events.\"tptest:sample\".filter: filter rejected for "
+                   "tptest:sample: parse_error: Error",
+                   0) == 0);
   CHECK(error_of("[events.\"tptest:sample\"]\nenable = true\nfilter = \" 0 \"\n") == "no error");
   CHECK(error_of("\n[events.\"nosuch:event\"]\nenable = true\n") ==
         "bad.toml:2: events.\"nosuch:event\": no event matches 'nosuch:event'");
-  CHECK(error_of("[systems.nosys]\nenable = true\n") == "bad.toml:1: systems.nosys: no events in system 'nosys'");
+  CHECK(error_of("[systems.nosys]\nenable = true\n") ==
+        "bad.toml:1: systems.nosys: no events in system 'nosys'");
   // A system filter no event of the system accepts: a typo, refused with
   // the first event's error (the kernel would take the write and leave
   // every event unfiltered).
   const std::string none = error_of("[systems.tptest]\nenable = true\nfilter = \"nope == 1\"\n");
-  CHECK(none.rfind("bad.toml:3: systems.tptest.filter: no event of system 'tptest' accepts the filter (first, tptest:",
+  CHECK(none.rfind("bad.toml:3: systems.tptest.filter: no event of system 'tptest' accepts the "
+                   "filter (first, tptest:",
                    0) == 0);
   CHECK(none.find("parse_error: Field not found)\n") != std::string::npos);
   CHECK(none.find("  Command: nope == 1\n") != std::string::npos);
-  CHECK(error_of("[systems.tptest]\nfilter = \"value == \"\n").find("accepts the filter") != std::string::npos);
+  CHECK(error_of("[systems.tptest]\nfilter = \"value == \"\n").find("accepts the filter") !=
+        std::string::npos);
   // One that some events accept: those get it, the others stay unfiltered
   // with the error kept for them, as in the kernel.
-  auto partial = Instance::from_config(parse_config("[systems.tptest]\nenable = true\nfilter = \"value == 3\"\n",
-                                                    "part.toml").instances[0]);
+  auto partial = Instance::from_config(
+      parse_config("[systems.tptest]\nenable = true\nfilter = \"value == 3\"\n", "part.toml")
+          .instances[0]);
   CHECK(partial->filter(Sample::desc()) == "value == 3");
   CHECK(partial->filter(Other::desc()) == "none");
   CHECK(Sample::emit(*partial, 4, 0, "") == EmitResult::discarded);
@@ -237,7 +254,8 @@ soft_disable = true
 }
 
 TEST_CASE("config: the sample file in examples/ loads", "[core][config]") {
-  const Config cfg = load_config(std::filesystem::path(TP_SOURCE_DIR) / "examples" / "tracepipe.toml");
+  const Config cfg =
+      load_config(std::filesystem::path(TP_SOURCE_DIR) / "examples" / "tracepipe.toml");
   REQUIRE(cfg.instances.size() >= 1);
 }
 
@@ -276,7 +294,8 @@ std::string first_line(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("replay: kernel records through the fast path keep exactly the kernel's events", "[core][replay]") {
+TEST_CASE("replay: kernel records through the fast path keep exactly the kernel's events",
+          "[core][replay]") {
   const auto oracle = tp_test::shared_data_or_skip("kernel/filter-oracle");
   // A few cases across event kinds: numeric, string, dynamic string, several events.
   for (const char* id : {"001", "002", "004", "010", "020", "030", "040", "050", "060"}) {

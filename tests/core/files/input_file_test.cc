@@ -2,20 +2,20 @@
 // (--config) and read_regular_file (--kallsyms) refuse FIFOs and devices
 // without blocking and refuse text over their size limit, naming the path and
 // the limit. A hang is a failure: every case runs under an alarm.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/files/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "tracepipe/core/config/config.h"
 #include "test_support.h"
-#include "tracepipe/core/files/input_file.h"
+#include "tracepipe/core/config/config.h"
 
 namespace {
 
@@ -49,7 +49,9 @@ struct Scratch {
     return p;
   }
   // A sparse file of `size` bytes (costs no disk space).
-  fs::path sparse(const std::string& name, uint64_t size) const { return tp_test::sparse_file(dir / name, size); }
+  fs::path sparse(const std::string& name, uint64_t size) const {
+    return tp_test::sparse_file(dir / name, size);
+  }
 };
 
 std::string config_error(const fs::path& p) {
@@ -72,7 +74,8 @@ std::string input_error(const fs::path& p, uint64_t max) {
 
 }  // namespace
 
-TEST_CASE("load_config: a FIFO, a device or a directory is refused without blocking", "[tools][config]") {
+TEST_CASE("load_config: a FIFO, a device or a directory is refused without blocking",
+          "[tools][config]") {
   Scratch s;
   const fs::path fifo = s.fifo();
   // With a blocking open this would wait forever for a writer.
@@ -87,9 +90,12 @@ TEST_CASE("load_config: a FIFO, a device or a directory is refused without block
 TEST_CASE("load_config: a file over 64 MiB is refused, naming the limit", "[tools][config]") {
   Scratch s;
   const fs::path big = s.sparse("big.toml", (uint64_t{64} << 20) + 1);
-  CHECK(config_error(big) == big.string() + ": 67108865 bytes is over the limit of 64 MiB for a config file");
+  CHECK(config_error(big) ==
+        big.string() + ": 67108865 bytes is over the limit of 64 MiB for a config file");
   // A regular file under the limit still loads, through a symbolic link too.
-  const fs::path ok = s.write("ok.toml", "buffer_size_kb = 64\n[events.\"sched:sched_switch\"]\nfilter = \"prev_pid == 0\"\n");
+  const fs::path ok =
+      s.write("ok.toml",
+              "buffer_size_kb = 64\n[events.\"sched:sched_switch\"]\nfilter = \"prev_pid == 0\"\n");
   fs::create_symlink(ok, s.dir / "link.toml");
   const tracepipe::Config c = tracepipe::load_config(s.dir / "link.toml");
   REQUIRE(c.instances.size() == 1);
@@ -98,7 +104,8 @@ TEST_CASE("load_config: a file over 64 MiB is refused, naming the limit", "[tool
   CHECK(c.instances[0].events[0].filter == "prev_pid == 0");
 }
 
-TEST_CASE("read_regular_file: FIFOs and devices refused, the limit named, content exact", "[tools][input]") {
+TEST_CASE("read_regular_file: FIFOs and devices refused, the limit named, content exact",
+          "[tools][input]") {
   Scratch s;
   const fs::path fifo = s.fifo();
   CHECK(input_error(fifo, 1 << 20) == fifo.string() + ": not a regular file (a FIFO)");
@@ -108,7 +115,8 @@ TEST_CASE("read_regular_file: FIFOs and devices refused, the limit named, conten
   CHECK_NOTHROW(require_regular_file(s.write("x", "x")));
 
   const fs::path big = s.sparse("big", (uint64_t{256} << 20) + 1);
-  CHECK(input_error(big, uint64_t{256} << 20) == big.string() + ": 268435457 bytes is over the limit of 256 MiB");
+  CHECK(input_error(big, uint64_t{256} << 20) ==
+        big.string() + ": 268435457 bytes is over the limit of 256 MiB");
 
   // The limit is inclusive, and a limit that is no whole MiB is given in bytes.
   const fs::path ten = s.write("ten", "0123456789");

@@ -5,12 +5,13 @@
 // A blocking open is a failure, not a hang: the open runs on a thread that
 // the test waits for with a timeout; if it is stuck, the test opens the FIFO
 // for writing to release it and fails.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/files/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,6 @@
 #include <thread>
 
 #include "tracepipe/core/files/input_file.h"
-#include "tracepipe/core/files/mapped_file.h"
 
 namespace {
 
@@ -65,17 +65,20 @@ std::string open_error(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("mapped_file: a FIFO without a writer is refused at once, not waited on", "[core][mapped_file]") {
+TEST_CASE("mapped_file: a FIFO without a writer is refused at once, not waited on",
+          "[core][mapped_file]") {
   Scratch s;
   const fs::path fifo = s.dir / "trace.dat";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(open_error(fifo) == fifo.string() + ": not a regular file (a FIFO)");
   // Through a symbolic link too: the descriptor is checked, not the name.
   fs::create_symlink(fifo, s.dir / "link.dat");
-  CHECK(open_error(s.dir / "link.dat") == (s.dir / "link.dat").string() + ": not a regular file (a FIFO)");
+  CHECK(open_error(s.dir / "link.dat") ==
+        (s.dir / "link.dat").string() + ": not a regular file (a FIFO)");
 }
 
-TEST_CASE("mapped_file: directories and devices are refused, naming the kind", "[core][mapped_file]") {
+TEST_CASE("mapped_file: directories and devices are refused, naming the kind",
+          "[core][mapped_file]") {
   Scratch s;
   CHECK(open_error(s.dir) == s.dir.string() + ": not a regular file (a directory)");
   CHECK(open_error("/dev/null") == "/dev/null: not a regular file (a character device)");

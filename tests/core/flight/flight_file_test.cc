@@ -2,18 +2,19 @@
 // and removed after; the write path into one makes no system call; the
 // config keys; a forked child's copy leaves the parent's file. What is in a
 // file is read back through core/recover.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/flight/flight_file.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 
-#include "tracepipe/core/flight/flight_file.h"
-#include "tracepipe/core/recover/recover.h"
 #include "../instance/test_events.h"
 #include "syscall_jail.h"
 #include "test_support.h"
+#include "tracepipe/core/recover/recover.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("tp-flight-" + std::to_string(getpid()) + "-" + name);
+  const fs::path d =
+      fs::temp_directory_path() / ("tp-flight-" + std::to_string(getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -37,7 +39,8 @@ InstanceOptions flight_options(const fs::path& dir, BufferMode mode = BufferMode
 
 }  // namespace
 
-TEST_CASE("flight: the file is created, live while the instance lives, and removed after", "[flight]") {
+TEST_CASE("flight: the file is created, live while the instance lives, and removed after",
+          "[flight]") {
   const fs::path dir = scratch("life");
   fs::path path;
   {
@@ -62,8 +65,9 @@ TEST_CASE("flight: the file is created, live while the instance lives, and remov
   fs::remove_all(dir);
 }
 
-TEST_CASE("flight: the write path into a flight file makes no system call, through wraps and recycles",
-          "[flight]") {
+TEST_CASE(
+    "flight: the write path into a flight file makes no system call, through wraps and recycles",
+    "[flight]") {
   const fs::path dir = scratch("jail");
   constexpr uint32_t kRecords = 20000;  // a 16 KiB ring per CPU wraps many times
   const pid_t child = fork();
@@ -115,7 +119,8 @@ TEST_CASE("flight: the config keys flight_recorder and flight_dir", "[flight][co
     CHECK(inst->flight_path().parent_path() == dir);
     CHECK(fs::exists(inst->flight_path()));
   }
-  CHECK_THROWS_WITH(parse_config("flight_dir = \"\"\n"), Catch::Contains("flight_dir") && Catch::Contains("must name a directory"));
+  CHECK_THROWS_WITH(parse_config("flight_dir = \"\"\n"),
+                    Catch::Contains("flight_dir") && Catch::Contains("must name a directory"));
   CHECK_THROWS_WITH(parse_config("flight_recorder = 3\n"), Catch::Contains("flight_recorder"));
   // A directory that cannot be created: the constructor names it.
   InstanceOptions o = flight_options("/proc/no-such-dir/x");
@@ -123,7 +128,8 @@ TEST_CASE("flight: the config keys flight_recorder and flight_dir", "[flight][co
   fs::remove_all(dir);
 }
 
-TEST_CASE("flight: a forked child that destroys its copy of the instance leaves the parent's file", "[flight]") {
+TEST_CASE("flight: a forked child that destroys its copy of the instance leaves the parent's file",
+          "[flight]") {
   const fs::path dir = scratch("fork");
   Instance inst(flight_options(dir));
   inst.enable(Sample::desc());

@@ -5,29 +5,31 @@
 // per emit (docs/instance.md, "Adaptive staging"): the catch-up is the exact
 // decay rounded once, and a whole instance takes, emit by emit, the path a
 // model that counts each emit predicts (tests/core/instance/adaptive_model.h).
-#include <catch2/catch.hpp>
+#include "tracepipe/core/instance/adaptive_average.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <random>
 
-#include "tracepipe/core/instance/adaptive_average.h"
-#include "tracepipe/core/instance/instance.h"
 #include "adaptive_model.h"
 #include "test_events.h"
+#include "tracepipe/core/instance/instance.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
 
-TEST_CASE("adaptive average: a run of n accepts decays the distance to 65536 by (31/32)^n, rounded once",
-          "[core][adaptive]") {
+TEST_CASE(
+    "adaptive average: a run of n accepts decays the distance to 65536 by (31/32)^n, rounded once",
+    "[core][adaptive]") {
   // The table against the real powers.
   for (uint32_t k = 0; k < detail::kAdaptiveDecayLen; ++k) {
     const long double want = std::pow(31.0L / 32.0L, static_cast<long double>(k)) * 2147483648.0L;
     INFO("k " << k);
     REQUIRE(std::fabs(static_cast<long double>(detail::kAdaptiveDecay.v[k]) - want) <= 0.5L);
   }
-  const uint64_t ns[] = {0, 1, 2, 31, 32, 33, 100, 200, 259, 300, 348, 349, 350, 351, 352, 353, 1000};
+  const uint64_t ns[] = {0,   1,   2,   31,  32,  33,  100, 200, 259,
+                         300, 348, 349, 350, 351, 352, 353, 1000};
   uint64_t checks = 0;
   int64_t widest = 0;  // how far above single steps the run's one rounding leaves s
   for (int64_t s0 = 0; s0 <= 65536; ++s0) {
@@ -41,9 +43,11 @@ TEST_CASE("adaptive average: a run of n accepts decays the distance to 65536 by 
         const long double exact = d * std::pow(31.0L / 32.0L, static_cast<long double>(n));
         const long double dist = static_cast<long double>(65536 - s);
         // floor(exact), up to the table's 2^-31 rounding times d < 2^-15.
-        if (!(dist > exact - 1.0L && dist <= exact + 0x1p-15L) || s < stepped || s < prev || s > 65536) {
-          INFO("s0 " << s0 << " n " << n << " s " << s << " exact distance " << static_cast<double>(exact)
-                     << " single steps " << stepped << " previous n " << prev);
+        if (!(dist > exact - 1.0L && dist <= exact + 0x1p-15L) || s < stepped || s < prev ||
+            s > 65536) {
+          INFO("s0 " << s0 << " n " << n << " s " << s << " exact distance "
+                     << static_cast<double>(exact) << " single steps " << stepped << " previous n "
+                     << prev);
           REQUIRE(false);
         }
         widest = std::max(widest, s - stepped);
@@ -60,7 +64,8 @@ TEST_CASE("adaptive average: a run of n accepts decays the distance to 65536 by 
   CHECK(widest == 31);
   CHECK(detail::adaptive_average_after_accepts(12345, 0) == 12345);
   CHECK(detail::adaptive_average_after_accepts(0, 1) == 2048);  // one accept: exactly a step
-  CHECK(detail::adaptive_average_after_accepts(40000, 1) == detail::adaptive_average_step(40000, true));
+  CHECK(detail::adaptive_average_after_accepts(40000, 1) ==
+        detail::adaptive_average_step(40000, true));
   // From 0, 350 accepts are the first that leave no distance.
   CHECK(detail::adaptive_average_after_accepts(0, 349) == 65535);
   CHECK(detail::adaptive_average_after_accepts(0, 350) == 65536);
@@ -74,21 +79,24 @@ TEST_CASE("adaptive average: a run of n accepts decays the distance to 65536 by 
   CHECK(detail::adaptive_average_step(0, true) == 2048);
 }
 
-TEST_CASE("adaptive average: the score word packs s, the count's mark and the period", "[core][adaptive]") {
+TEST_CASE("adaptive average: the score word packs s, the count's mark and the period",
+          "[core][adaptive]") {
   using detail::AdaptiveScore;
   const uint64_t w = AdaptiveScore::pack(65536, (uint64_t{1} << 31) + 5, 0x12345);
   const AdaptiveScore a = AdaptiveScore::unpack(w);
   CHECK(a.s == 65536);
-  CHECK(a.mark == 5);          // mod 2^31
-  CHECK(a.period == 0x2345);   // mod 2^16
+  CHECK(a.mark == 5);         // mod 2^31
+  CHECK(a.period == 0x2345);  // mod 2^16
   CHECK(AdaptiveScore::unpack(AdaptiveScore::pack(0, 0, 0)).s == 0);
-  CHECK(AdaptiveScore::unpack(AdaptiveScore::pack(0x1ffff, ~uint64_t{0}, ~uint64_t{0})).mark == (uint64_t{1} << 31) - 1);
+  CHECK(AdaptiveScore::unpack(AdaptiveScore::pack(0x1ffff, ~uint64_t{0}, ~uint64_t{0})).mark ==
+        (uint64_t{1} << 31) - 1);
 
   // A reject: the accepts since the mark caught up, then one reject step;
   // the new word's mark is the count given.
   const uint64_t w0 = AdaptiveScore::pack(40000, 100, 7);
   const AdaptiveScore r = AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 7));
-  CHECK(r.s == detail::adaptive_average_step(detail::adaptive_average_after_accepts(40000, 31), false));
+  CHECK(r.s ==
+        detail::adaptive_average_step(detail::adaptive_average_after_accepts(40000, 31), false));
   CHECK(r.mark == 131);
   CHECK(r.period == 7);
   // No accept since: the reject alone.
@@ -97,14 +105,15 @@ TEST_CASE("adaptive average: the score word packs s, the count's mark and the pe
   // Another period (also one that differs only above bit 15 is the same):
   // start again at 65536.
   CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 8)).s == 63488);
-  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 7 + 0x10000)).s ==
-        r.s);
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(w0, 131, 7 + 0x10000)).s == r.s);
   // The count wrapped past 2^31 since the mark: still the right difference.
   const uint64_t wm = AdaptiveScore::pack(40000, (uint64_t{1} << 31) - 3, 7);
-  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(wm, (uint64_t{1} << 31) + 28, 7)).s == r.s);
+  CHECK(AdaptiveScore::unpack(detail::adaptive_score_after_reject(wm, (uint64_t{1} << 31) + 28, 7))
+            .s == r.s);
 }
 
-TEST_CASE("adaptive average: every emit takes the path the per-emit model predicts", "[core][adaptive]") {
+TEST_CASE("adaptive average: every emit takes the path the per-emit model predicts",
+          "[core][adaptive]") {
   const double threshold = GENERATE(0.9, 0.5, 0.97, 0.0);
   const uint64_t seed = GENERATE(1u, 2u, 3u);
   CAPTURE(threshold, seed);
@@ -145,7 +154,8 @@ TEST_CASE("adaptive average: every emit takes the path the per-emit model predic
         // policy's evidence, so it must not count as an accept of the next
         // direct period's average.
         if (!m.direct && i % 37 == 0) {
-          buffers::StagedRecord held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
+          buffers::StagedRecord held =
+              tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
           REQUIRE(held);
           const EmitResult rn = emit_sample(inst, 1, 0, "");
           buffers::PerThreadTempBuffer::release(held);

@@ -34,7 +34,8 @@ struct Model {
       const bool acc = accept && !soft;
       const bool same = t.sgen == gen;
       if (acc) {
-        if (same) ++t.run;  // an accept of another period is not caught up: the reject starts at 65536
+        if (same)
+          ++t.run;  // an accept of another period is not caught up: the reject starts at 65536
       } else {
         const int64_t s0 = same ? tp_test::rule_after_accepts(t.s, t.run) : 65536;
         t.s = tp_test::rule_reject_step(s0);
@@ -48,7 +49,9 @@ struct Model {
       }
       return {true, acc ? tracepipe::EmitResult::kept : tracepipe::EmitResult::discarded};
     }
-    if (big) return {true, accept && !soft ? tracepipe::EmitResult::kept : tracepipe::EmitResult::discarded};
+    if (big)
+      return {true,
+              accept && !soft ? tracepipe::EmitResult::kept : tracepipe::EmitResult::discarded};
     if (soft || !accept) {
       ++t.rejected_staged;
       return {false, tracepipe::EmitResult::discarded};

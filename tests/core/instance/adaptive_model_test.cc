@@ -7,8 +7,11 @@
 // moves its average at its rejects) with shared flags and period and
 // per-thread scores: the instance, which derives each thread's run from its
 // counters and a mark, must flip at the same emits.
+#include "adaptive_model.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -16,13 +19,11 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <cstring>
 
-#include "tracepipe/core/instance/raw_emit.h"
+#include "test_events.h"
 #include "tracepipe/core/instance/adaptive_average.h"
 #include "tracepipe/core/instance/instance.h"
-#include "adaptive_model.h"
-#include "test_events.h"
+#include "tracepipe/core/instance/raw_emit.h"
 
 namespace {
 using namespace tracepipe;
@@ -123,9 +124,10 @@ TEST_CASE("adaptive: threads taking turns flip where a per-emit model does", "[c
         if (went_direct != want.first || r != want.second) {
           ++mism;
           if (mism < 10)
-            UNSCOPED_INFO("emit " << emits << " thread " << t << " accept " << accept << " big " << big << " soft "
-                                  << m.soft << ": direct " << went_direct << " want " << want.first << " result "
-                                  << static_cast<int>(r) << " want " << static_cast<int>(want.second));
+            UNSCOPED_INFO("emit " << emits << " thread " << t << " accept " << accept << " big "
+                                  << big << " soft " << m.soft << ": direct " << went_direct
+                                  << " want " << want.first << " result " << static_cast<int>(r)
+                                  << " want " << static_cast<int>(want.second));
           if (mism > 20) break;
         }
         if (went_direct != last) ++flips;
@@ -133,7 +135,8 @@ TEST_CASE("adaptive: threads taking turns flip where a per-emit model does", "[c
       }
       if (mism > 20) break;
     }
-  INFO("emits " << emits << " exits " << exits << " soft toggles " << softs << " big " << bigs << " flips " << flips);
+  INFO("emits " << emits << " exits " << exits << " soft toggles " << softs << " big " << bigs
+                << " flips " << flips);
   CHECK(mism == 0);
   CHECK(flips > 4);
   CHECK(exits > 0);

@@ -7,19 +7,19 @@
 // started a new emit after it, the change is in force); every emit is
 // counted once, on one path; the ring's conservation holds; per_thread
 // instances never go direct.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
 
-#include "tracepipe/core/config/config.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/config/config.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -33,10 +33,18 @@ struct alignas(64) WriterTally {
 
 void tally(WriterTally& t, EmitResult r) {
   switch (r) {
-    case EmitResult::kept: t.kept.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::discarded: t.discarded.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::lost: t.lost.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::disabled: t.disabled.fetch_add(1, std::memory_order_relaxed); break;
+    case EmitResult::kept:
+      t.kept.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::discarded:
+      t.discarded.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::lost:
+      t.lost.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::disabled:
+      t.disabled.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
 }
 
@@ -44,17 +52,22 @@ void tally(WriterTally& t, EmitResult r) {
 // 100%, 0%, 50%, 95%.
 uint32_t value_of(int id, uint64_t i) {
   switch (id) {
-    case 0: return 1;
-    case 1: return 0;
-    case 2: return static_cast<uint32_t>(i & 1);
-    default: return i % 20 != 0 ? 1 : 0;
+    case 0:
+      return 1;
+    case 1:
+      return 0;
+    case 2:
+      return static_cast<uint32_t>(i & 1);
+    default:
+      return i % 20 != 0 ? 1 : 0;
   }
 }
 
 }  // namespace
 
-TEST_CASE("adaptive: flips by disagreeing writers never undo filter, soft-disable or enable changes",
-          "[core][adaptive][concurrency]") {
+TEST_CASE(
+    "adaptive: flips by disagreeing writers never undo filter, soft-disable or enable changes",
+    "[core][adaptive][concurrency]") {
   const BufferMode mode = GENERATE(BufferMode::overwrite, BufferMode::drop_newest);
   CAPTURE(static_cast<int>(mode));
   InstanceOptions o = small_options(Staging::adaptive, mode);
@@ -122,11 +135,21 @@ TEST_CASE("adaptive: flips by disagreeing writers never undo filter, soft-disabl
     wait_emits(300);
     const uint32_t op = rng() % 5;
     switch (op) {
-      case 0: inst.set_soft_disabled(Sample::desc(), true); break;
-      case 1: soft_via_config(true); break;
-      case 2: REQUIRE(inst.set_filter(Sample::desc(), "value > 1000").ok()); break;
-      case 3: inst.enable(Sample::desc(), false); break;
-      case 4: inst.clear_filter(Sample::desc()); break;
+      case 0:
+        inst.set_soft_disabled(Sample::desc(), true);
+        break;
+      case 1:
+        soft_via_config(true);
+        break;
+      case 2:
+        REQUIRE(inst.set_filter(Sample::desc(), "value > 1000").ok());
+        break;
+      case 3:
+        inst.enable(Sample::desc(), false);
+        break;
+      case 4:
+        inst.clear_filter(Sample::desc());
+        break;
     }
     wait_emits(2);
     const uint64_t k0 = kept_now(), e0 = enabled_returns();
@@ -150,11 +173,19 @@ TEST_CASE("adaptive: flips by disagreeing writers never undo filter, soft-disabl
     CHECK(inst.soft_disabled(Sample::desc()) == (op <= 1));
     // Back to normal.
     switch (op) {
-      case 0: inst.set_soft_disabled(Sample::desc(), false); break;
-      case 1: soft_via_config(false); break;
+      case 0:
+        inst.set_soft_disabled(Sample::desc(), false);
+        break;
+      case 1:
+        soft_via_config(false);
+        break;
       case 2:
-      case 4: REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok()); break;
-      case 3: inst.enable(Sample::desc(), true); break;
+      case 4:
+        REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
+        break;
+      case 3:
+        inst.enable(Sample::desc(), true);
+        break;
     }
     CHECK(inst.enabled(Sample::desc()));
     CHECK(!inst.soft_disabled(Sample::desc()));
@@ -168,8 +199,10 @@ TEST_CASE("adaptive: flips by disagreeing writers never undo filter, soft-disabl
   uint64_t undone = 0;
   for (int k = 0; k < 100000; ++k) {
     const bool on = (k & 1) == 0;
-    if (k % 4 < 2) inst.set_soft_disabled(Sample::desc(), on);
-    else inst.enable(Sample::desc(), !on);
+    if (k % 4 < 2)
+      inst.set_soft_disabled(Sample::desc(), on);
+    else
+      inst.enable(Sample::desc(), !on);
     for (int spin = 0; spin < 200; ++spin) asm volatile("" ::: "memory");
     if (inst.soft_disabled(Sample::desc()) != (k % 4 == 0)) ++undone;
     if (inst.enabled(Sample::desc()) != (k % 4 != 2)) ++undone;
@@ -203,8 +236,12 @@ TEST_CASE("adaptive: flips by disagreeing writers never undo filter, soft-disabl
   for (uint32_t i = 0; i < 2000; ++i) {
     const uint32_t v = (i / 100) % 2;  // runs of 100 accepted, 100 rejected: flips both ways
     const EmitResult r = Sample::emit(inst, v, i, "");
-    if (v != 0) REQUIRE((r == EmitResult::kept || (mode == BufferMode::drop_newest && r == EmitResult::lost)));
-    else REQUIRE((r == EmitResult::discarded || (mode == BufferMode::drop_newest && r == EmitResult::lost)));
+    if (v != 0)
+      REQUIRE(
+          (r == EmitResult::kept || (mode == BufferMode::drop_newest && r == EmitResult::lost)));
+    else
+      REQUIRE((r == EmitResult::discarded ||
+               (mode == BufferMode::drop_newest && r == EmitResult::lost)));
   }
 }
 
@@ -232,7 +269,8 @@ TEST_CASE("adaptive: a signal handler emitting the same event during flips is co
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
   g_sig_inst = &inst;
   for (auto& c : g_sig_counts) c = 0;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_sigusr1;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -258,8 +296,10 @@ TEST_CASE("adaptive: a signal handler emitting the same event during flips is co
   while (!started) std::this_thread::yield();
   std::thread control([&] {
     for (int k = 0; !stop.load(std::memory_order_relaxed); ++k) {
-      if (k % 2) (void)inst.set_filter(Sample::desc(), "value != 0");
-      else (void)inst.set_filter(Sample::desc(), "value == 1 || seq == 4294967295");
+      if (k % 2)
+        (void)inst.set_filter(Sample::desc(), "value != 0");
+      else
+        (void)inst.set_filter(Sample::desc(), "value == 1 || seq == 4294967295");
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
@@ -283,7 +323,7 @@ TEST_CASE("adaptive: a signal handler emitting the same event during flips is co
   INFO("signals sent " << sent << ", handled " << g_sig_seq.load() << ", outer emits "
                        << outer[0] + outer[1] + outer[2]);
   CHECK(g_sig_seq.load() >= kMinHandled);  // the loop above makes this hold
-  CHECK(g_sig_counts[3] == 0);  // never disabled
+  CHECK(g_sig_counts[3] == 0);             // never disabled
   CHECK(outer[3] == 0);
   const EventStats s = inst.event_stats(Sample::desc());
   CHECK(s.kept == outer[0] + sig_kept);
@@ -341,9 +381,12 @@ TEST_CASE("adaptive: writers that come and go during flips, counts exact across 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> kept{0}, discarded{0}, lost{0}, steady_emits{0};
   auto add = [&](EmitResult r) {
-    if (r == EmitResult::kept) ++kept;
-    else if (r == EmitResult::discarded) ++discarded;
-    else if (r == EmitResult::lost) ++lost;
+    if (r == EmitResult::kept)
+      ++kept;
+    else if (r == EmitResult::discarded)
+      ++discarded;
+    else if (r == EmitResult::lost)
+      ++lost;
   };
   std::thread steady([&] {
     for (uint32_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
@@ -362,7 +405,8 @@ TEST_CASE("adaptive: writers that come and go during flips, counts exact across 
       while (steady_emits.load(std::memory_order_acquire) < e0 + 66) std::this_thread::yield();
     }
     std::thread a([&, round] {
-      for (uint32_t i = 0; i < 2000; ++i) add(Sample::emit(inst, (i + round) % 3 == 0 ? 1 : 0, i, ""));
+      for (uint32_t i = 0; i < 2000; ++i)
+        add(Sample::emit(inst, (i + round) % 3 == 0 ? 1 : 0, i, ""));
     });
     std::thread b([&, round] {
       for (uint32_t i = 0; i < 2000; ++i) add(Sample::emit(inst, (i / 40 + round) % 2, i, ""));

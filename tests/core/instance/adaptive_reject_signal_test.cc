@@ -23,11 +23,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "tracepipe/core/instance/adaptive_average.h"
-#include "tracepipe/core/instance/instance.h"
 #include "single_step.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/instance/adaptive_average.h"
+#include "tracepipe/core/instance/instance.h"
 
 namespace {
 using namespace tracepipe;
@@ -58,7 +58,8 @@ bool goes_direct(Instance& inst) {
 }
 }  // namespace
 
-TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct reject", "[core][adaptive][signal]") {
+TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct reject",
+          "[core][adaptive][signal]") {
 #if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build");
 #else
@@ -85,7 +86,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct re
       s = detail::adaptive_average_step(s, false);
     }
     if (scenario == 0) {
-      for (uint32_t i = 0; i < 31; ++i) REQUIRE(Sample::emit(*inst, 1, i, "pre") == EmitResult::kept);
+      for (uint32_t i = 0; i < 31; ++i)
+        REQUIRE(Sample::emit(*inst, 1, i, "pre") == EmitResult::kept);
       // Admissible outcomes all stay above the threshold:
       const int64_t c = detail::adaptive_average_after_accepts(s, 31);
       REQUIRE(detail::adaptive_average_step(detail::adaptive_average_step(c, false), false) > thr);
@@ -96,7 +98,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct re
     g_at = k;
     g_emitted = false;
     g_scenario = scenario;
-    const EmitResult r = tp_test::single_stepped(on_step, [&] { return Sample::emit(*inst, 0, 777, "outer"); });
+    const EmitResult r =
+        tp_test::single_stepped(on_step, [&] { return Sample::emit(*inst, 0, 777, "outer"); });
     if (!g_emitted) break;
     ++runs;
     REQUIRE(r == EmitResult::discarded);
@@ -105,8 +108,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a direct re
     if (direct != want_direct) {
       ++bad;
       if (first_bad == UINT64_MAX) first_bad = k;
-      UNSCOPED_INFO("scenario " << scenario << " step " << k << ": direct " << direct << ", per-emit rule says "
-                                << want_direct);
+      UNSCOPED_INFO("scenario " << scenario << " step " << k << ": direct " << direct
+                                << ", per-emit rule says " << want_direct);
     }
     if (bad > 10) break;
   }

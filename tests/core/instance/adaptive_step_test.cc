@@ -15,11 +15,11 @@
 #include <memory>
 #include <vector>
 
-#include "tracepipe/buffers/sanitizers.h"
-#include "tracepipe/core/instance/instance.h"
 #include "single_step.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/buffers/sanitizers.h"
+#include "tracepipe/core/instance/instance.h"
 
 namespace {
 
@@ -49,7 +49,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
 #if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
   TP_SKIP("single-stepping needs x86-64 and an uninstrumented build");
 #else
-  const Scenario sc = GENERATE(Scenario::check_flips_direct, Scenario::first_direct, Scenario::back_to_staging);
+  const Scenario sc =
+      GENERATE(Scenario::check_flips_direct, Scenario::first_direct, Scenario::back_to_staging);
   const uint32_t hvalue = GENERATE(0u, 1u);
   CAPTURE(static_cast<int>(sc), hvalue);
   prepare_thread();
@@ -63,7 +64,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
     inst->enable(Sample::desc());
     REQUIRE(inst->set_filter(Sample::desc(), "value != 0").ok());
     uint64_t pre_kept = 0, pre_disc = 0;
-    for (uint32_t i = 0; i < 31; ++i, ++pre_kept) REQUIRE(Sample::emit(*inst, 1, i, "pre") == EmitResult::kept);
+    for (uint32_t i = 0; i < 31; ++i, ++pre_kept)
+      REQUIRE(Sample::emit(*inst, 1, i, "pre") == EmitResult::kept);
     uint32_t outer_value = 1;
     if (sc != Scenario::check_flips_direct) {
       REQUIRE(Sample::emit(*inst, 1, 31, "pre") == EmitResult::kept);  // the 32nd: direct now
@@ -72,7 +74,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
     if (sc == Scenario::back_to_staging) {
       REQUIRE(Sample::emit(*inst, 1, 32, "pre") == EmitResult::kept);
       ++pre_kept;
-      for (uint32_t i = 0; i < 3; ++i, ++pre_disc) REQUIRE(Sample::emit(*inst, 0, 40 + i, "pre") == EmitResult::discarded);
+      for (uint32_t i = 0; i < 3; ++i, ++pre_disc)
+        REQUIRE(Sample::emit(*inst, 0, 40 + i, "pre") == EmitResult::discarded);
       outer_value = 0;  // the 4th reject turns staging back on
     }
     g_inst = inst.get();
@@ -81,7 +84,8 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
     g_value = hvalue;
     g_emitted = false;
     g_result = EmitResult::disabled;
-    const EmitResult r = tp_test::single_stepped(on_step, [&] { return Sample::emit(*inst, outer_value, 777, "outer"); });
+    const EmitResult r = tp_test::single_stepped(
+        on_step, [&] { return Sample::emit(*inst, outer_value, 777, "outer"); });
     if (!g_emitted) break;  // k is past the last instruction
     ++runs;
     const EventStats s = inst->event_stats(Sample::desc());
@@ -90,13 +94,15 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
                     s.kept == pre_kept + (outer_value != 0) + (hvalue != 0) &&
                     s.discarded == pre_disc + (outer_value == 0) + (hvalue == 0) && s.lost == 0 &&
                     s.unfiltered + s.staged + s.direct == s.emitted() &&
-                    s.adaptive_direct + s.nested == s.direct && total_accounted(*inst) == inst->ring_attempts();
+                    s.adaptive_direct + s.nested == s.direct &&
+                    total_accounted(*inst) == inst->ring_attempts();
     if (!ok) {
       ++bad;
-      UNSCOPED_INFO("step " << k << ": outer " << static_cast<int>(r) << " handler " << static_cast<int>(g_result)
-                            << " kept " << s.kept << " discarded " << s.discarded << " staged " << s.staged
-                            << " direct " << s.direct << " nested " << s.nested << " accounted "
-                            << total_accounted(*inst) << " attempts " << inst->ring_attempts());
+      UNSCOPED_INFO("step " << k << ": outer " << static_cast<int>(r) << " handler "
+                            << static_cast<int>(g_result) << " kept " << s.kept << " discarded "
+                            << s.discarded << " staged " << s.staged << " direct " << s.direct
+                            << " nested " << s.nested << " accounted " << total_accounted(*inst)
+                            << " attempts " << inst->ring_attempts());
     }
     // The records: the pre ones, the outer (if kept), the handler's (if kept), whole.
     const auto recs = tp_core_test::drain(*inst);
@@ -112,10 +118,11 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
         if (std::memcmp(rec.bytes.data() + 16, "handler", 8) != 0) ++bad;
       }
     }
-    if (recs.size() != s.kept || outer_seen != (outer_value != 0) || handler_seen != (hvalue != 0)) {
+    if (recs.size() != s.kept || outer_seen != (outer_value != 0) ||
+        handler_seen != (hvalue != 0)) {
       ++bad;
-      UNSCOPED_INFO("step " << k << ": records " << recs.size() << " outer " << outer_seen << " handler "
-                            << handler_seen);
+      UNSCOPED_INFO("step " << k << ": records " << recs.size() << " outer " << outer_seen
+                            << " handler " << handler_seen);
     }
     // Still whole: 64 accepts then 8 rejects, exact outcomes, exact counts.
     for (uint32_t i = 0; i < 64; ++i)
@@ -123,7 +130,9 @@ TEST_CASE("adaptive: a same-event handler emit at any instruction of a flipping 
     for (uint32_t i = 0; i < 8; ++i)
       if (Sample::emit(*inst, 0, i, "") != EmitResult::discarded) ++bad;
     const EventStats e = inst->event_stats(Sample::desc());
-    if (e.unfiltered + e.staged + e.direct != e.emitted() || total_accounted(*inst) != inst->ring_attempts()) ++bad;
+    if (e.unfiltered + e.staged + e.direct != e.emitted() ||
+        total_accounted(*inst) != inst->ring_attempts())
+      ++bad;
     if (bad > 20) break;
   }
   INFO("runs " << runs);

@@ -12,10 +12,10 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
-#include "tracepipe/buffers/sanitizers.h"
-#include "tracepipe/core/instance/thread_context.h"
 #include "single_step.h"
 #include "test_support.h"
+#include "tracepipe/buffers/sanitizers.h"
+#include "tracepipe/core/instance/thread_context.h"
 
 namespace {
 
@@ -32,7 +32,9 @@ void handler_increment() {
 TEST_CASE("counters: a signal handler's increments between any two instructions are never lost",
           "[core][counters][concurrency]") {
 #if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
-  TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
+  TP_SKIP(
+      "single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their "
+      "runtime)");
 #else
   g_counter.store(0);
   g_handler_adds = 0;

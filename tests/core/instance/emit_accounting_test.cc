@@ -9,20 +9,20 @@
 // handler), too-big (for staging and for the ring) and ring-full emits;
 // threads emitting into an adaptive drop-newest ring drained by a consumer;
 // per_cpu staging with soft-disable and the filter toggled concurrently.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "test_events.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/instance/fast_path.h"
-#include "test_events.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -30,8 +30,10 @@ using namespace tp_core_test;
 namespace {
 
 // 5016 bytes: too big for a staging slot (4088), fits an 8 KiB sub-buffer.
-using Big = EventDecl<"tpacct", "big", Int<"value", uint32_t>, Chars<"pad", 4096>, Chars<"pad2", 904>>;
-[[gnu::noinline]] EmitResult emit_big(Instance& inst, uint32_t value, std::string_view pad, std::string_view pad2) {
+using Big =
+    EventDecl<"tpacct", "big", Int<"value", uint32_t>, Chars<"pad", 4096>, Chars<"pad2", 904>>;
+[[gnu::noinline]] EmitResult emit_big(Instance& inst, uint32_t value, std::string_view pad,
+                                      std::string_view pad2) {
   return Big::emit(inst, value, pad, pad2);
 }
 static_assert(Big::fixed_size > kMaxStagedRecord && Big::fixed_size < 8000);
@@ -40,10 +42,18 @@ struct Tally {
   uint64_t kept = 0, discarded = 0, lost = 0, disabled = 0;
   void add(EmitResult r) {
     switch (r) {
-      case EmitResult::kept: ++kept; break;
-      case EmitResult::discarded: ++discarded; break;
-      case EmitResult::lost: ++lost; break;
-      case EmitResult::disabled: ++disabled; break;
+      case EmitResult::kept:
+        ++kept;
+        break;
+      case EmitResult::discarded:
+        ++discarded;
+        break;
+      case EmitResult::lost:
+        ++lost;
+        break;
+      case EmitResult::disabled:
+        ++disabled;
+        break;
     }
   }
   uint64_t counted() const { return kept + discarded + lost; }
@@ -57,10 +67,18 @@ struct ATally {
   std::atomic<uint64_t> kept{0}, discarded{0}, lost{0}, disabled{0};
   void add(EmitResult r) {
     switch (r) {
-      case EmitResult::kept: kept.fetch_add(1, std::memory_order_relaxed); break;
-      case EmitResult::discarded: discarded.fetch_add(1, std::memory_order_relaxed); break;
-      case EmitResult::lost: lost.fetch_add(1, std::memory_order_relaxed); break;
-      case EmitResult::disabled: disabled.fetch_add(1, std::memory_order_relaxed); break;
+      case EmitResult::kept:
+        kept.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case EmitResult::discarded:
+        discarded.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case EmitResult::lost:
+        lost.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case EmitResult::disabled:
+        disabled.fetch_add(1, std::memory_order_relaxed);
+        break;
     }
   }
   Tally get() const { return {kept.load(), discarded.load(), lost.load(), disabled.load()}; }
@@ -68,10 +86,14 @@ struct ATally {
 
 const char* staging_name(Staging s) {
   switch (s) {
-    case Staging::off: return "off";
-    case Staging::per_cpu: return "per_cpu";
-    case Staging::per_thread: return "per_thread";
-    default: return "adaptive";
+    case Staging::off:
+      return "off";
+    case Staging::per_cpu:
+      return "per_cpu";
+    case Staging::per_thread:
+      return "per_thread";
+    default:
+      return "adaptive";
   }
 }
 
@@ -95,7 +117,8 @@ void check_stats(Instance& inst, const EventDesc& d, const Tally& t) {
 }
 
 // An emit whose fill emits `inner` more Sample events (nested: depth 1).
-EmitResult emit_nesting(Instance& inst, uint32_t value, int inner, Tally& t_inner, uint32_t inner_value) {
+EmitResult emit_nesting(Instance& inst, uint32_t value, int inner, Tally& t_inner,
+                        uint32_t inner_value) {
   auto fill = [&](std::span<std::byte> rec) noexcept {
     for (int k = 0; k < inner; ++k) t_inner.add(emit_sample(inst, inner_value, 7, ""));
     Sample::write_fields(rec.data(), value, 1, "outer");
@@ -105,9 +128,11 @@ EmitResult emit_nesting(Instance& inst, uint32_t value, int inner, Tally& t_inne
 
 }  // namespace
 
-TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", "[core][accounting][accounting]") {
+TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full",
+          "[core][accounting][accounting]") {
   prepare_thread();
-  const Staging staging = GENERATE(Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive);
+  const Staging staging =
+      GENERATE(Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive);
   const BufferMode mode = GENERATE(BufferMode::drop_newest, BufferMode::overwrite);
   const uint32_t subbuf = GENERATE(4u, 8u);
   CAPTURE(staging_name(staging), static_cast<int>(mode), subbuf);
@@ -118,18 +143,28 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
   inst.enable(Sample::desc());
   inst.enable(Big::desc());
   Tally ts, tb;
-  std::mt19937 rng(static_cast<uint32_t>(staging) * 100 + static_cast<uint32_t>(mode) * 10 + subbuf);
+  std::mt19937 rng(static_cast<uint32_t>(staging) * 100 + static_cast<uint32_t>(mode) * 10 +
+                   subbuf);
   const std::string pad(5000, 'x');
   uint64_t emits = 0;
   for (int phase = 0; phase < 12; ++phase) {
     switch (phase % 6) {
-      case 0: inst.clear_filter(Sample::desc()); inst.clear_filter(Big::desc()); break;
+      case 0:
+        inst.clear_filter(Sample::desc());
+        inst.clear_filter(Big::desc());
+        break;
       case 1:
         REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
         REQUIRE(inst.set_filter(Big::desc(), "value != 0").ok());
         break;
-      case 2: inst.set_soft_disabled(Sample::desc(), true); inst.set_soft_disabled(Big::desc(), true); break;
-      case 3: inst.clear_filter(Sample::desc()); inst.clear_filter(Big::desc()); break;  // soft, unfiltered
+      case 2:
+        inst.set_soft_disabled(Sample::desc(), true);
+        inst.set_soft_disabled(Big::desc(), true);
+        break;
+      case 3:
+        inst.clear_filter(Sample::desc());
+        inst.clear_filter(Big::desc());
+        break;  // soft, unfiltered
       case 4:
         inst.set_soft_disabled(Sample::desc(), false);
         inst.set_soft_disabled(Big::desc(), false);
@@ -143,7 +178,10 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
     // Acceptance: mostly 100% with stretches of 0% and 50%, so adaptive flips.
     for (int i = 0; i < 3000; ++i) {
       const int stretch = (i / 200) % 4;
-      const uint32_t v = stretch == 0 ? 1 : stretch == 1 ? 0 : stretch == 2 ? (rng() & 1) : (rng() % 20 != 0);
+      const uint32_t v = stretch == 0   ? 1
+                         : stretch == 1 ? 0
+                         : stretch == 2 ? (rng() & 1)
+                                        : (rng() % 20 != 0);
       const uint32_t what = rng() % 16;
       if (what == 0) {
         tb.add(emit_big(inst, v, pad, pad));
@@ -178,7 +216,8 @@ TEST_CASE("accounting: every staging mode x filtered/soft/nested/too-big/full", 
 // Adaptive, drop-newest, small ring: writers with different acceptance rates
 // fill it while a consumer drains it, so the event flips between staging and
 // direct on full-ring losses and on its averages.
-TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently", "[core][accounting][concurrency]") {
+TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently",
+          "[core][accounting][concurrency]") {
   const int kWriters = 4;
   constexpr uint64_t kIters = 60000;  // every phase, several times over, per writer
   const WriterMode writers = GENERATE(WriterMode::automatic, WriterMode::any_cpu);
@@ -200,7 +239,8 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
     while (!writers_done.load(std::memory_order_acquire)) {
       for (auto& rd : rds)
         while (rd.next()) ++n;
-      if (++loops % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500 + rng() % 1500));  // let it fill
+      if (++loops % 64 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(500 + rng() % 1500));  // let it fill
     }
     for (auto& rd : rds)
       while (rd.next()) ++n;
@@ -224,7 +264,10 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
         emits[id].fetch_add(1, std::memory_order_relaxed);
         // Phases of 100%, 97%, 50%, 0% acceptance, different per writer.
         const uint64_t phase = (i / 5000 + id) % 4;
-        const uint32_t v = phase == 0 ? 1 : phase == 1 ? (rng() % 32 != 0) : phase == 2 ? (rng() & 1) : 0;
+        const uint32_t v = phase == 0   ? 1
+                           : phase == 1 ? (rng() % 32 != 0)
+                           : phase == 2 ? (rng() & 1)
+                                        : 0;
         t[id].add(emit_sample(inst, v, static_cast<uint32_t>(i), ""));
       }
     });
@@ -250,16 +293,26 @@ TEST_CASE("accounting: adaptive drop-newest ring filled and drained concurrently
 
 namespace {
 Instance* g_sig_inst = nullptr;
-std::atomic<uint64_t> g_sig_kept{0}, g_sig_discarded{0}, g_sig_lost{0}, g_sig_disabled{0}, g_sig_calls{0};
+std::atomic<uint64_t> g_sig_kept{0}, g_sig_discarded{0}, g_sig_lost{0}, g_sig_disabled{0},
+    g_sig_calls{0};
 void on_sigusr1(int) {
   const int saved = errno;
   g_sig_calls.fetch_add(1, std::memory_order_relaxed);
-  const EmitResult r = emit_sample(*g_sig_inst, g_sig_calls.load(std::memory_order_relaxed) & 1, 99, "sig");
+  const EmitResult r =
+      emit_sample(*g_sig_inst, g_sig_calls.load(std::memory_order_relaxed) & 1, 99, "sig");
   switch (r) {
-    case EmitResult::kept: g_sig_kept.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::discarded: g_sig_discarded.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::lost: g_sig_lost.fetch_add(1, std::memory_order_relaxed); break;
-    case EmitResult::disabled: g_sig_disabled.fetch_add(1, std::memory_order_relaxed); break;
+    case EmitResult::kept:
+      g_sig_kept.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::discarded:
+      g_sig_discarded.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::lost:
+      g_sig_lost.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case EmitResult::disabled:
+      g_sig_disabled.fetch_add(1, std::memory_order_relaxed);
+      break;
   }
   errno = saved;
 }
@@ -268,8 +321,10 @@ void on_sigusr1(int) {
 // per_cpu (and the other modes): writers, a signal handler that emits the
 // same event inside their emits, and a control thread toggling soft-disable
 // and setting/clearing the filter, all at once; the counts stay exact.
-TEST_CASE("accounting: control toggles, signals and writers on every staging mode", "[core][accounting][concurrency]") {
-  const Staging staging = GENERATE(Staging::per_cpu, Staging::off, Staging::per_thread, Staging::adaptive);
+TEST_CASE("accounting: control toggles, signals and writers on every staging mode",
+          "[core][accounting][concurrency]") {
+  const Staging staging =
+      GENERATE(Staging::per_cpu, Staging::off, Staging::per_thread, Staging::adaptive);
   CAPTURE(staging_name(staging));
   const int kWriters = 3;
   constexpr uint64_t kIters = 60000;  // every phase, several times over, per writer
@@ -335,11 +390,21 @@ TEST_CASE("accounting: control toggles, signals and writers on every staging mod
   uint64_t toggles = 0;
   while (running.load() > 0) {
     switch (rng() % 5) {
-      case 0: inst.set_soft_disabled(Sample::desc(), true); break;
-      case 1: inst.set_soft_disabled(Sample::desc(), false); break;
-      case 2: REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok()); break;
-      case 3: inst.clear_filter(Sample::desc()); break;
-      case 4: REQUIRE(inst.set_filter(Sample::desc(), "!(value == 0)").ok()); break;
+      case 0:
+        inst.set_soft_disabled(Sample::desc(), true);
+        break;
+      case 1:
+        inst.set_soft_disabled(Sample::desc(), false);
+        break;
+      case 2:
+        REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
+        break;
+      case 3:
+        inst.clear_filter(Sample::desc());
+        break;
+      case 4:
+        REQUIRE(inst.set_filter(Sample::desc(), "!(value == 0)").ok());
+        break;
     }
     ++toggles;
     std::this_thread::sleep_for(std::chrono::microseconds(5));
@@ -376,7 +441,8 @@ void go_direct(Instance& inst) {
 // emit is lost and the event stages; its rejects are then discarded in the
 // slot (never reach the ring); accepts while paused are lost staged; after
 // resume, 32 kept staged accepts send it direct again.
-TEST_CASE("accounting: a paused ring sends an adaptive event back to staging", "[core][accounting][adaptive]") {
+TEST_CASE("accounting: a paused ring sends an adaptive event back to staging",
+          "[core][accounting][adaptive]") {
   prepare_thread();
   const BufferMode mode = GENERATE(BufferMode::drop_newest, BufferMode::overwrite);
   InstanceOptions o = small_options(Staging::adaptive, mode);
@@ -391,7 +457,8 @@ TEST_CASE("accounting: a paused ring sends an adaptive event back to staging", "
   inst.pause();
   CHECK(emit_sample(inst, 1, 0, "") == EmitResult::lost);  // direct, refused: flips
   for (int i = 0; i < 100; ++i) CHECK(emit_sample(inst, 0, 0, "") == EmitResult::discarded);
-  for (int i = 0; i < 10; ++i) CHECK(emit_sample(inst, 1, 0, "") == EmitResult::lost);  // staged, paused
+  for (int i = 0; i < 10; ++i)
+    CHECK(emit_sample(inst, 1, 0, "") == EmitResult::lost);  // staged, paused
   s = inst.event_stats(Sample::desc());
   CHECK(s.adaptive_direct == 2);
   CHECK(s.ring_discards == 0);
@@ -412,7 +479,8 @@ TEST_CASE("accounting: a paused ring sends an adaptive event back to staging", "
 
 // A record too big for the ring (and for a slot) is refused by size and
 // does not send a direct adaptive event back to staging.
-TEST_CASE("accounting: a too-big refusal keeps an adaptive event direct", "[core][accounting][adaptive]") {
+TEST_CASE("accounting: a too-big refusal keeps an adaptive event direct",
+          "[core][accounting][adaptive]") {
   prepare_thread();
   InstanceOptions o = small_options(Staging::adaptive, BufferMode::drop_newest);
   o.subbuf_size_kb = 4;  // Big (5004 bytes) does not fit a sub-buffer
@@ -442,7 +510,8 @@ TEST_CASE("accounting: a too-big refusal keeps an adaptive event direct", "[core
 // Sample::trace() into three instances at once (adaptive drop-newest, per_cpu,
 // off; each its own filter) from several threads while one consumer drains
 // the adaptive one: each instance counts every trace() exactly once.
-TEST_CASE("accounting: trace() fans out to adaptive, per_cpu and off instances", "[core][accounting][concurrency]") {
+TEST_CASE("accounting: trace() fans out to adaptive, per_cpu and off instances",
+          "[core][accounting][concurrency]") {
   const int kWriters = 3;
   InstanceOptions oa = small_options(Staging::adaptive, BufferMode::drop_newest);
   oa.buffer_size_kb = 16;
@@ -476,7 +545,9 @@ TEST_CASE("accounting: trace() fans out to adaptive, per_cpu and off instances",
       std::mt19937 rng(id + 100);
       for (uint64_t i = 0; i < 36000; ++i) {  // three rounds of the three phases
         const uint64_t phase = (i / 4000 + id) % 3;
-        const uint32_t v = phase == 0 ? 1 + (rng() & 1) : phase == 1 ? (rng() % 16 != 0) * (1 + (rng() & 3)) : 0;
+        const uint32_t v = phase == 0   ? 1 + (rng() & 1)
+                           : phase == 1 ? (rng() % 16 != 0) * (1 + (rng() & 3))
+                                        : 0;
         Sample::trace(v, static_cast<uint32_t>(i), "");
         calls.fetch_add(1, std::memory_order_relaxed);
       }

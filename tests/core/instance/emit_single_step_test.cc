@@ -18,12 +18,12 @@
 #include <cstring>
 #include <vector>
 
-#include "tracepipe/buffers/sanitizers.h"
-#include "tracepipe/buffers/temp_buffer.h"
-#include "tracepipe/core/instance/instance.h"
 #include "single_step.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/buffers/sanitizers.h"
+#include "tracepipe/buffers/temp_buffer.h"
+#include "tracepipe/core/instance/instance.h"
 
 namespace {
 
@@ -59,7 +59,8 @@ void on_step() {
     ++g_handler_emits;
   }
   const Snapshot after = snap();
-  if (after.epoch != before.epoch || after.nesting != before.nesting || after.busy != before.busy) ++g_changed;
+  if (after.epoch != before.epoch || after.nesting != before.nesting || after.busy != before.busy)
+    ++g_changed;
 }
 
 // The sequence is 0...0 X...X 0...0: opened once, closed once, never reopened.
@@ -102,7 +103,8 @@ struct Stepped {
     o.staging = Staging::per_thread;
     return o;
   }
-  explicit Stepped(Staging staging) : inst(options(staging)), handler_inst(handler_options(staging)) {
+  explicit Stepped(Staging staging)
+      : inst(options(staging)), handler_inst(handler_options(staging)) {
     inst.enable(Sample::desc());
     handler_inst.enable(Nested::desc());
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
@@ -125,10 +127,13 @@ struct Stepped {
 
 }  // namespace
 
-TEST_CASE("emit: a handler that emits between any two instructions of a filtered emit leaves it intact",
-          "[core][staging][signal][concurrency]") {
+TEST_CASE(
+    "emit: a handler that emits between any two instructions of a filtered emit leaves it intact",
+    "[core][staging][signal][concurrency]") {
 #if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
-  TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
+  TP_SKIP(
+      "single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their "
+      "runtime)");
 #else
   // Not per_cpu: its claim is an rseq section, which every trap restarts.
   const Staging staging = GENERATE(Staging::per_thread, Staging::adaptive, Staging::off);
@@ -152,7 +157,8 @@ TEST_CASE("emit: a handler that emits between any two instructions of a filtered
   uint64_t busy_steps = 0;
   for (const Snapshot& s : g_steps) {
     busy_steps += s.busy;
-    if (s.busy) CHECK((s.epoch != 0 && s.nesting != 0));  // the slot is held only inside the section
+    if (s.busy)
+      CHECK((s.epoch != 0 && s.nesting != 0));  // the slot is held only inside the section
   }
   if (staging == Staging::per_thread || staging == Staging::adaptive) CHECK(busy_steps > 0);
   if (staging == Staging::off) CHECK(busy_steps == 0);
@@ -178,10 +184,13 @@ TEST_CASE("emit: a handler that emits between any two instructions of a filtered
 #endif
 }
 
-TEST_CASE("trace: a handler that emits between any two instructions of the stack lane leaves it intact",
-          "[core][staging][signal][concurrency]") {
+TEST_CASE(
+    "trace: a handler that emits between any two instructions of the stack lane leaves it intact",
+    "[core][staging][signal][concurrency]") {
 #if !defined(__x86_64__) || TRACEPIPE_TSAN || TRACEPIPE_ASAN
-  TP_SKIP("single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their runtime)");
+  TP_SKIP(
+      "single-stepping needs x86-64 and an uninstrumented build (sanitizers step through their "
+      "runtime)");
 #else
   // TRACEPIPE_TRACE into one instance, filter "value == 1" (one compare of a
   // 4-byte field): the reject-first step decides on the argument (value 0:
@@ -200,7 +209,8 @@ TEST_CASE("trace: a handler that emits between any two instructions of the stack
   Stepped st(staging);
   Instance& inst = st.inst;
   Instance& handler_inst = st.handler_inst;
-  if (glob) REQUIRE(inst.set_filter(Sample::desc(), value == 1 ? "pad ~ \"out*\"" : "pad ~ \"zz*\"").ok());
+  if (glob)
+    REQUIRE(inst.set_filter(Sample::desc(), value == 1 ? "pad ~ \"out*\"" : "pad ~ \"zz*\"").ok());
   st.arm();
   tp_test::single_stepped(on_step, [&] {
     TRACEPIPE_TRACE(Sample, value, 7u, "outer");

@@ -2,25 +2,24 @@
 // subscribed instance) under control-plane churn, signal handlers that trace
 // the same event, and pause()/resume() racing writers and a consuming reader.
 // Every test checks exact counts (EventStats, CpuStats conservation).
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "test_support.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/instance/thread_context.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -79,8 +78,10 @@ TEST_CASE("fan-out: counts stay exact while other instances churn", "[fanout][br
   while (running.load() != 0) {
     auto x = std::make_unique<Instance>(opts(kinds[rounds % 4]));
     x->enable(Fan::desc());
-    REQUIRE(x->set_filter(Fan::desc(), rounds % 2 ? "CPU == 0 && value > 10" : "comm ~ \"*\"").ok());
-    REQUIRE(base.set_filter(Fan::desc(), rounds % 2 ? "value & 1 && value < 1000000" : "value & 1").ok());
+    REQUIRE(
+        x->set_filter(Fan::desc(), rounds % 2 ? "CPU == 0 && value > 10" : "comm ~ \"*\"").ok());
+    REQUIRE(base.set_filter(Fan::desc(), rounds % 2 ? "value & 1 && value < 1000000" : "value & 1")
+                .ok());
     x->enable(Fan::desc(), false);
     x->enable(Fan::desc(), true);
     (void)x->pause();
@@ -113,7 +114,8 @@ void on_usr1(int) {
 }
 }  // namespace
 
-TEST_CASE("fan-out: signal handlers tracing the same event get 'h' and the nesting depth", "[fanout][breakit]") {
+TEST_CASE("fan-out: signal handlers tracing the same event get 'h' and the nesting depth",
+          "[fanout][breakit]") {
   constexpr uint32_t kOuter = 200000;
   g_handled = 0;
   struct sigaction sa {};

@@ -1,30 +1,32 @@
 // The write path: stage -> filter -> commit or discard, per staging policy.
-#include <catch2/catch.hpp>
-#include <unistd.h>
 #include <sched.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <numeric>
 #include <string>
 #include <thread>
-#include <atomic>
 
-#include "tracepipe/core/instance/raw_emit.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/instance/raw_emit.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
 
 namespace {
 
-const Staging kAllStaging[] = {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive};
+const Staging kAllStaging[] = {Staging::off, Staging::per_cpu, Staging::per_thread,
+                               Staging::adaptive};
 
 std::string pad_of(uint32_t i) { return "p" + std::to_string(i); }
 
 }  // namespace
 
-TEST_CASE("fast path: an unfiltered event lands with the common header filled in", "[core][fastpath]") {
+TEST_CASE("fast path: an unfiltered event lands with the common header filled in",
+          "[core][fastpath]") {
   Instance inst(small_options(Staging::per_thread));
   CHECK(emit_sample(inst, 1, 2, "x") == EmitResult::disabled);  // not enabled yet
   inst.enable(Sample::desc());
@@ -51,7 +53,8 @@ TEST_CASE("fast path: an unfiltered event lands with the common header filled in
   CHECK(r.ts > 0);
 }
 
-TEST_CASE("fast path: filtered events per staging policy (counts, paths, records)", "[core][fastpath]") {
+TEST_CASE("fast path: filtered events per staging policy (counts, paths, records)",
+          "[core][fastpath]") {
   for (Staging st : kAllStaging) {
     INFO("staging " << to_string(st));
     Instance inst(small_options(st));
@@ -96,7 +99,8 @@ TEST_CASE("fast path: filtered events per staging policy (counts, paths, records
     for (const Rec& r : recs) {
       CHECK(r.at<uint32_t>(8) > 10);
       CHECK(r.at<uint32_t>(12) != 3);
-      CHECK(std::string(reinterpret_cast<const char*>(r.bytes.data() + 16)) == pad_of(r.at<uint32_t>(12)));
+      CHECK(std::string(reinterpret_cast<const char*>(r.bytes.data() + 16)) ==
+            pad_of(r.at<uint32_t>(12)));
     }
     // Conservation across the ring buffer: every reserve attempt accounted.
     CHECK(total_accounted(inst) == inst.ring_attempts());
@@ -104,7 +108,8 @@ TEST_CASE("fast path: filtered events per staging policy (counts, paths, records
   }
 }
 
-TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is an error", "[core][fastpath][filter]") {
+TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is an error",
+          "[core][fastpath][filter]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
@@ -112,7 +117,8 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == filters::FilterErr::field_not_found);
   CHECK(bad.render() ==
-        "event filter parse error: error: Field not found\n  Command: valu == 1\n                ^\n");
+        "event filter parse error: error: Field not found\n  Command: valu == 1\n                "
+        "^\n");
   CHECK(inst.filter(Sample::desc()) == "value == 1");  // still in force
   // Blank is not a clear: the kernel's EINVAL "Error" at 0 (only "0" clears).
   for (const char* blank : {"", "   ", "\n"}) {
@@ -135,8 +141,9 @@ TEST_CASE("fast path: a failed filter keeps the previous one, 0 clears, blank is
   CHECK(emit_sample(inst, 2, 0, "") == EmitResult::kept);
 }
 
-TEST_CASE("fast path: filter() shows the kernel's text, and every form of \"0\" the kernel takes clears",
-          "[core][fastpath][filter]") {
+TEST_CASE(
+    "fast path: filter() shows the kernel's text, and every form of \"0\" the kernel takes clears",
+    "[core][fastpath][filter]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
   // Asked of the kernel: cut at a NUL, trailing whitespace (\v, \f, 0xA0
@@ -151,8 +158,8 @@ TEST_CASE("fast path: filter() shows the kernel's text, and every form of \"0\" 
     CHECK(inst.filter(Sample::desc()) == out);
   }
   // Each clears: the event goes back to the unfiltered path.
-  for (const std::string& z : {std::string("0\v"), std::string("\f0"), std::string("0\xa0"),
-                              std::string("0\0junk", 6)}) {
+  for (const std::string& z :
+       {std::string("0\v"), std::string("\f0"), std::string("0\xa0"), std::string("0\0junk", 6)}) {
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
     const uint64_t before = inst.event_stats(Sample::desc()).unfiltered;
     REQUIRE(inst.set_filter(Sample::desc(), z).ok());
@@ -162,8 +169,10 @@ TEST_CASE("fast path: filter() shows the kernel's text, and every form of \"0\" 
   }
 }
 
-TEST_CASE("fast path: an event's program is never null, and a writer that saw kFiltered after a clear accepts",
-          "[core][fastpath][filter]") {
+TEST_CASE(
+    "fast path: an event's program is never null, and a writer that saw kFiltered after a clear "
+    "accepts",
+    "[core][fastpath][filter]") {
   for (Staging stg : kAllStaging) {
     INFO("staging " << to_string(stg));
     Instance inst(small_options(stg));
@@ -204,7 +213,8 @@ void use_accept_all_at_exit() {
 }
 }  // namespace
 
-TEST_CASE("fast path: the accept-all program outlives static destructors", "[core][fastpath][filter]") {
+TEST_CASE("fast path: the accept-all program outlives static destructors",
+          "[core][fastpath][filter]") {
   REQUIRE(std::atexit(use_accept_all_at_exit) == 0);
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());  // the first event state: the program's first use
@@ -230,7 +240,8 @@ TEST_CASE("fast path: soft-disabled events are staged and always discarded", "[c
   }
 }
 
-TEST_CASE("fast path: the staging boundary is the slot minus header and length word", "[core][fastpath]") {
+TEST_CASE("fast path: the staging boundary is the slot minus header and length word",
+          "[core][fastpath]") {
   for (Staging st : {Staging::per_cpu, Staging::per_thread}) {
     INFO("staging " << to_string(st));
     // 8 KiB sub-buffers, so that the ring takes records on both sides of the
@@ -267,7 +278,8 @@ TEST_CASE("fast path: a busy staging slot sends the event direct", "[core][fastp
     Instance inst(small_options(Staging::per_thread));
     inst.enable(Sample::desc());
     REQUIRE(inst.set_filter(Sample::desc(), "value == 1").ok());
-    auto held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);  // force busy
+    auto held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(
+        0, 8);  // force busy
     REQUIRE(held);
     CHECK(emit_sample(inst, 1, 1, "") == EmitResult::kept);
     CHECK(emit_sample(inst, 2, 2, "") == EmitResult::discarded);
@@ -339,7 +351,8 @@ TEST_CASE("fast path: adaptive staging goes direct for accepted events and stage
   // A busy slot sends an event direct too, but that is nesting, not the
   // policy's choice: adaptive_direct leaves it out.
   const uint64_t chosen = s.adaptive_direct;
-  buffers::StagedRecord held = tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
+  buffers::StagedRecord held =
+      tracepipe::detail::InstanceAccess::stager(inst).thread_slots().try_claim(0, 8);
   REQUIRE(held);
   CHECK(emit_sample(inst, 0, 1, "") == EmitResult::discarded);
   buffers::PerThreadTempBuffer::release(held);
@@ -388,7 +401,8 @@ TEST_CASE("fast path: adaptive threads that disagree flip the event's choice, co
 // window it judges restarts when staging comes back: it must hold at least
 // 32 accepts, or one accept right after a flip back would send the event
 // direct again (seen with thread B at ~23% kept).
-TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes back", "[core][fastpath][adaptive]") {
+TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes back",
+          "[core][fastpath][adaptive]") {
   Instance inst(small_options(Staging::adaptive));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
@@ -408,8 +422,9 @@ TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes ba
     for (uint32_t i = 0; i < 100; ++i) (void)emit_sample(inst, 0, i, "");  // 100 staged rejects
     b_phase = 1;
     while (!b_go.load()) std::this_thread::yield();
-    for (uint32_t i = 0; i < 4; ++i) (void)emit_sample(inst, 0, i, "");  // direct: the 4th brings staging back
-    (void)emit_sample(inst, 1, 0, "");  // B's 32nd accept of its lifetime, 1st of the new window
+    for (uint32_t i = 0; i < 4; ++i)
+      (void)emit_sample(inst, 0, i, "");  // direct: the 4th brings staging back
+    (void)emit_sample(inst, 1, 0, "");    // B's 32nd accept of its lifetime, 1st of the new window
     b_phase = 2;
     while (!b_next.load()) std::this_thread::yield();
     for (uint32_t i = 0; i < 4; ++i) (void)emit_sample(inst, 0, i, "");  // must still stage
@@ -417,7 +432,8 @@ TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes ba
   });
   while (b_phase.load() != 1) std::this_thread::yield();
   on_thread([&] {
-    for (uint32_t i = 0; i < 40; ++i) (void)emit_sample(inst, 1, i, "");  // A: 32 staged, then 8 direct
+    for (uint32_t i = 0; i < 40; ++i)
+      (void)emit_sample(inst, 1, i, "");  // A: 32 staged, then 8 direct
   });
   EventStats s = inst.event_stats(Sample::desc());
   CHECK(s.staged == 31 + 100 + 32);
@@ -440,7 +456,8 @@ TEST_CASE("fast path: adaptive judges at least 32 accepts after staging comes ba
 // so that while the ring stays full its rejects are discarded in the slot
 // instead of being refused by the ring and counted lost. Once the ring has
 // room, kept accepts send it direct again.
-TEST_CASE("fast path: a full ring sends an adaptive event back to staging", "[core][fastpath][adaptive]") {
+TEST_CASE("fast path: a full ring sends an adaptive event back to staging",
+          "[core][fastpath][adaptive]") {
   Instance inst(small_options(Staging::adaptive));
   inst.enable(Sample::desc());
   REQUIRE(inst.set_filter(Sample::desc(), "value != 0").ok());
@@ -487,8 +504,8 @@ TEST_CASE("fast path: emit_raw replays kernel-layout records unchanged", "[core]
   const auto recs = drain_cpu(inst, 1 % inst.cpus());
   REQUIRE(recs.size() == 2);
   const CommonHeader got = recs[0].header();
-  CHECK(got.common_pid == 4242);       // recorded pid kept
-  CHECK(got.common_flags == 0x09);     // recorded flags kept
+  CHECK(got.common_pid == 4242);    // recorded pid kept
+  CHECK(got.common_flags == 0x09);  // recorded flags kept
   CHECK(got.common_preempt_count == 0x21);
   CHECK(recs[0].at<uint32_t>(8) == 1);
   CHECK(recs[1].at<uint32_t>(8) == 3);
@@ -528,7 +545,8 @@ TEST_CASE("fast path: emit_raw's filter sees the CPU as given, also at or above 
   CHECK(recs[1].at<uint32_t>(8) == 1);
 }
 
-TEST_CASE("fast path: several instances record one event with different filters", "[core][fastpath][instances]") {
+TEST_CASE("fast path: several instances record one event with different filters",
+          "[core][fastpath][instances]") {
   Instance a(small_options(Staging::per_thread));
   Instance b(small_options(Staging::per_cpu));
   Instance c(small_options(Staging::off));  // never enabled
@@ -549,7 +567,8 @@ TEST_CASE("fast path: several instances record one event with different filters"
   CHECK(drain(b).size() == 1);
 }
 
-TEST_CASE("fast path: system filters apply to the events that have the fields", "[core][fastpath][filter]") {
+TEST_CASE("fast path: system filters apply to the events that have the fields",
+          "[core][fastpath][filter]") {
   Instance inst(small_options(Staging::per_thread));
   REQUIRE(inst.enable("tptest:*") == 2);
   const SystemFilterResult r = inst.set_system_filter("tptest", "value == 3");
@@ -600,7 +619,8 @@ TEST_CASE("fast path: drop-newest loses when full and counts it, pause drops", "
   CHECK(cs.conserved(inst.ring_attempts()));
   const auto recs = drain(inst);
   REQUIRE(recs.size() == kept);
-  for (size_t i = 0; i < recs.size(); ++i) CHECK(recs[i].at<uint32_t>(12) == i);  // the oldest survive
+  for (size_t i = 0; i < recs.size(); ++i)
+    CHECK(recs[i].at<uint32_t>(12) == i);  // the oldest survive
   inst.pause();
   CHECK(emit_sample(inst, 1, 1, "") == EmitResult::lost);
   CHECK(inst.cpu_stats(0).lost_paused == 1);
@@ -632,7 +652,8 @@ TEST_CASE("fast path: writers are cpu_local by default, any_cpu when cpus or ext
 
   // Each record lands in the buffer of the CPU its writer runs on.
   inst.enable(Sample::desc());
-  const uint32_t n = std::min<uint32_t>(inst.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  const uint32_t n =
+      std::min<uint32_t>(inst.cpus(), static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
   for (uint32_t cpu = 0; cpu < n && cpu < 4; ++cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);

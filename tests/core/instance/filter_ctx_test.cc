@@ -3,12 +3,11 @@
 // to CPUs and renamed. Each filter lives in its own instance; all instances
 // subscribe to one event (the TRACEPIPE_TRACE fan-out), so one loop checks
 // every filter's verdicts against the kernel's semantics.
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,11 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "test_support.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/instance/thread_context.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -46,13 +45,17 @@ const std::vector<Case>& cases() {
       {"cpu == 1 && value > 5", [](const Who& w, uint32_t v) { return w.cpu == 1 && v > 5; }},
       {"comm == \"foo\"", [](const Who& w, uint32_t) { return w.comm == "foo"; }},
       {"COMM ~ \"ab*\"", [](const Who& w, uint32_t) { return w.comm.rfind("ab", 0) == 0; }},
-      {"comm != \"foo\" || value < 3", [](const Who& w, uint32_t v) { return w.comm != "foo" || v < 3; }},
+      {"comm != \"foo\" || value < 3",
+       [](const Who& w, uint32_t v) { return w.comm != "foo" || v < 3; }},
       {"(CPU == 1 && comm == \"abc\") || (value == 7 && CPU == 0)",
-       [](const Who& w, uint32_t v) { return (w.cpu == 1 && w.comm == "abc") || (v == 7 && w.cpu == 0); }},
+       [](const Who& w, uint32_t v) {
+         return (w.cpu == 1 && w.comm == "abc") || (v == 7 && w.cpu == 0);
+       }},
       {"value > 2 && value < 8 && comm ~ \"f*\"",
        [](const Who& w, uint32_t v) { return v > 2 && v < 8 && w.comm.rfind("f", 0) == 0; }},
       {"CPU & CPUS{1}", [](const Who& w, uint32_t) { return w.cpu == 1; }},
-      {"value & 1 && !(CPU == 0)", [](const Who& w, uint32_t v) { return (v & 1) != 0 && w.cpu != 0; }},
+      {"value & 1 && !(CPU == 0)",
+       [](const Who& w, uint32_t v) { return (v & 1) != 0 && w.cpu != 0; }},
       {"seq >= 0 && CPU <= 0", [](const Who& w, uint32_t) { return w.cpu == 0; }},
   };
   return c;
@@ -118,13 +121,15 @@ void run_matrix(Staging staging, WriterMode writers, bool via_trace) {
       std::memcpy(&h, r->payload.data(), sizeof h);
       uint32_t value = 0;
       std::memcpy(&value, r->payload.data() + 8, 4);
-      const auto it = std::find_if(ts.begin(), ts.end(), [&](const Thread& t) { return t.tid == h.common_pid; });
+      const auto it = std::find_if(ts.begin(), ts.end(),
+                                   [&](const Thread& t) { return t.tid == h.common_pid; });
       REQUIRE(it != ts.end());
       CHECK(c.expect(it->who, value));
       CHECK(r->cpu == it->who.cpu);
       ++got[h.common_pid];
     }
-    INFO("filter " << c.expr << " staging " << to_string(staging) << " writers " << to_string(writers));
+    INFO("filter " << c.expr << " staging " << to_string(staging) << " writers "
+                   << to_string(writers));
     CHECK(got == want);
     const EventStats s = insts[k]->event_stats(Ev::desc());
     CHECK(s.emitted() == ts.size() * kRounds * 10);
@@ -137,16 +142,22 @@ void run_matrix(Staging staging, WriterMode writers, bool via_trace) {
 
 }  // namespace
 
-TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (fan-out)", "[filter_ctx][breakit]") {
+TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (fan-out)",
+          "[filter_ctx][breakit]") {
   for (Staging s : {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive})
     for (WriterMode w : {WriterMode::any_cpu, WriterMode::automatic}) {
-      DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) { run_matrix(s, w, true); }
+      DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) {
+        run_matrix(s, w, true);
+      }
     }
 }
 
-TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (emit per instance)", "[filter_ctx][breakit]") {
+TEST_CASE("filter context: CPU/comm filters give the kernel's verdicts (emit per instance)",
+          "[filter_ctx][breakit]") {
   for (Staging s : {Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive})
     for (WriterMode w : {WriterMode::any_cpu, WriterMode::automatic}) {
-      DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) { run_matrix(s, w, false); }
+      DYNAMIC_SECTION("staging " << to_string(s) << " writers " << to_string(w)) {
+        run_matrix(s, w, false);
+      }
     }
 }

@@ -1,15 +1,16 @@
 // Per-thread contexts, exact per-thread counters and grace periods.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/instance/grace_period.h"
+
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "tracepipe/core/instance/grace_period.h"
 #include "tracepipe/core/instance/thread_context.h"
 
 using namespace tracepipe;
@@ -74,7 +75,8 @@ TEST_CASE("counters: exact sums over live and exited threads", "[core][thread][c
   free_counter_group(g2);
 }
 
-TEST_CASE("grace period: synchronize waits for a scope opened before it", "[core][rcu][concurrency]") {
+TEST_CASE("grace period: synchronize waits for a scope opened before it",
+          "[core][rcu][concurrency]") {
   std::atomic<int> stage{0};
   std::thread reader([&] {
     ThreadContext& c = *thread_context();
@@ -110,7 +112,7 @@ TEST_CASE("thread_context: a signal handler never registers its thread", "[core]
   std::thread t([] {
     const uint64_t before = unregistered_drops();
     {
-      SignalScope in_handler;  // as a handler would open it
+      SignalScope in_handler;              // as a handler would open it
       CHECK(thread_context() == nullptr);  // no malloc or mutex inside a handler
     }
     CHECK(unregistered_drops() == before);  // refusing to register is not itself a drop
@@ -163,7 +165,8 @@ TEST_CASE("grace period: a signal handler nests inside a scope and restores it",
   sigaction(SIGUSR1, &old, nullptr);
 }
 
-TEST_CASE("grace period: readers never see a freed object (swap, synchronize, free)", "[core][rcu][concurrency]") {
+TEST_CASE("grace period: readers never see a freed object (swap, synchronize, free)",
+          "[core][rcu][concurrency]") {
   struct Obj {
     uint64_t magic;
     uint64_t value;
@@ -187,7 +190,8 @@ TEST_CASE("grace period: readers never see a freed object (swap, synchronize, fr
       }
     });
   }
-  while (reads[0].load() == 0 || reads[1].load() == 0) std::this_thread::yield();  // both readers started
+  while (reads[0].load() == 0 || reads[1].load() == 0)
+    std::this_thread::yield();  // both readers started
   for (uint64_t i = 1; i <= 300; ++i) {
     // Started is not reading: a loaded machine may run the 300 swaps before
     // either reader's first section. Halfway, wait for a whole section of

@@ -9,20 +9,22 @@
 #include <cstdint>
 #include <span>
 
-#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/fast_path.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/raw_emit.h"
 
 namespace tp_link_test {
 
-using Ev = tracepipe::EventDecl<"tplink", "ev", tracepipe::Int<"tu", uint32_t>, tracepipe::Int<"n", uint32_t>>;
+using Ev = tracepipe::EventDecl<"tplink", "ev", tracepipe::Int<"tu", uint32_t>,
+                                tracepipe::Int<"n", uint32_t>>;
 
 inline tracepipe::EmitResult emit_ev(tracepipe::Instance& inst, uint32_t tu, uint32_t n) {
   return Ev::emit(inst, tu, n);
 }
 
-inline tracepipe::EmitResult emit_raw_ev(tracepipe::Instance& inst, std::span<const std::byte> rec) {
+inline tracepipe::EmitResult emit_raw_ev(tracepipe::Instance& inst,
+                                         std::span<const std::byte> rec) {
   return tracepipe::RawEmit::emit(inst, rec, 0);
 }
 

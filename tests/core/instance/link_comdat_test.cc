@@ -6,13 +6,12 @@
 // units' emits record, through the rseq claim of a per-CPU staging slot
 // and the rseq reserve of a cpu_local ring.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <vector>
 
-#include "tracepipe/buffers/readers.h"
 #include "link_comdat_emit.h"
 #include "test_support.h"
+#include "tracepipe/buffers/readers.h"
 
 using namespace tracepipe;
 using namespace tp_link_test;
@@ -23,7 +22,8 @@ TEST_CASE("link: emits inlined at -O0 in two translation units link and record",
   o.buffer_size_kb = 64;
   Instance inst(o);
   inst.enable(Ev::desc());
-  REQUIRE(inst.set_filter(Ev::desc(), "n != 1000000").ok());  // filtered: the staging slot's claim runs
+  REQUIRE(
+      inst.set_filter(Ev::desc(), "n != 1000000").ok());  // filtered: the staging slot's claim runs
   constexpr uint32_t kEach = 200;
   for (uint32_t i = 0; i < kEach; ++i) REQUIRE(emit_ev(inst, 1, i) == EmitResult::kept);
   emit_from_other_tu(inst, kEach);

@@ -10,7 +10,6 @@
 //    that kills it on any system call other than read/write/exit. (Strict
 //    mode would do, but it also disables rdtsc, which the `local` clock and
 //    the vDSO need.)
-#include <catch2/catch.hpp>
 #include <dlfcn.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -23,15 +22,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdlib>
 
-#include "tracepipe/core/instance/raw_emit.h"
-#include "test_events.h"
-#include "syscall_jail.h"
 #include "alloc_counter.h"
+#include "syscall_jail.h"
+#include "test_events.h"
 #include "test_support.h"
-
+#include "tracepipe/core/instance/raw_emit.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -45,7 +44,8 @@ using tp_test::enter_syscall_jail;  // tests/support/syscall_jail.h
 // general evaluator (filter_from_stack), and the reject-first step on the
 // argument (a one-compare filter of a 4-byte field: no record built).
 using Lone = EventDecl<"tpnoalloc", "lone", Int<"value", uint32_t>, Chars<"name", 16>>;
-using LoneGeneral = EventDecl<"tpnoalloc", "lone_general", Int<"value", uint32_t>, Chars<"name", 16>>;
+using LoneGeneral =
+    EventDecl<"tpnoalloc", "lone_general", Int<"value", uint32_t>, Chars<"name", 16>>;
 using LoneFirst = EventDecl<"tpnoalloc", "lone_first", Chars<"name", 16>, Int<"value", int32_t>>;
 
 // A set of instances that exercises every path of the write path.
@@ -89,22 +89,24 @@ struct Rig {
     std::memcpy(raw, &h, sizeof h);
     for (uint32_t i = 0; i < n; ++i) {
       for (Instance* inst : {&unfiltered, &per_thread, &per_cpu, &off, &adaptive}) {
-        Sample::emit(*inst, i, i, "padding text");               // accepted half the time
+        Sample::emit(*inst, i, i, "padding text");                   // accepted half the time
         Other::emit(*inst, 1, (i & 2) ? "keep this" : "drop this");  // dynamic string + glob
         std::memcpy(raw + 8, &i, 4);
-        tracepipe::RawEmit::emit(*inst, raw, i % inst->cpus());                   // replay path
+        tracepipe::RawEmit::emit(*inst, raw, i % inst->cpus());  // replay path
         count += 3;
       }
-      Nested::trace(i);  // tracepoint fan-out (no instance has it enabled: one load)
+      Nested::trace(i);                // tracepoint fan-out (no instance has it enabled: one load)
       Sample::trace(i, i, "fan out");  // into all five instances
-      TRACEPIPE_TRACE(Sample, i, i + 1, "macro");  // the same through the macro
+      TRACEPIPE_TRACE(Sample, i, i + 1, "macro");                  // the same through the macro
       TRACEPIPE_TRACE(Lone, i, (i & 2) ? "keep" : "drop");         // stack lane, inline verdict
       TRACEPIPE_TRACE(LoneGeneral, i, (i & 4) ? "keep" : "drop");  // stack lane, general evaluator
-      TRACEPIPE_TRACE(LoneFirst, "first", static_cast<int32_t>(i % 8));  // reject-first, kept 3 in 8
+      TRACEPIPE_TRACE(LoneFirst, "first",
+                      static_cast<int32_t>(i % 8));  // reject-first, kept 3 in 8
       count += 10;
       if (i % 64 == 0) {
         // Force the nested fallback: hold this thread's slot, emit, release.
-        auto held = tracepipe::detail::InstanceAccess::stager(per_thread).thread_slots().try_claim(0, 8);
+        auto held =
+            tracepipe::detail::InstanceAccess::stager(per_thread).thread_slots().try_claim(0, 8);
         Sample::emit(per_thread, 1, i, "nested");
         buffers::PerThreadTempBuffer::release(held);
         count += 1;
@@ -142,8 +144,9 @@ TEST_CASE("noalloc: the write path allocates nothing and takes no lock", "[core]
   CHECK(rig.per_cpu.event_stats(Other::desc()).staged > 0);
   CHECK(rig.unfiltered.event_stats(Sample::desc()).unfiltered > 0);
   // The stack lane: kept and rejected, both verdict kinds, nothing direct.
-  for (const EventStats& s : {rig.per_thread.event_stats(Lone::desc()), rig.adaptive.event_stats(LoneGeneral::desc()),
-                              rig.per_thread.event_stats(LoneFirst::desc())}) {
+  for (const EventStats& s :
+       {rig.per_thread.event_stats(Lone::desc()), rig.adaptive.event_stats(LoneGeneral::desc()),
+        rig.per_thread.event_stats(LoneFirst::desc())}) {
     CHECK(s.kept > 0);
     CHECK(s.discarded > 0);
     CHECK(s.staged == s.emitted());

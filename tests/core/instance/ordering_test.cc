@@ -1,21 +1,21 @@
 // Ordering semantics of the fast path, pinned exactly (design.md "The fast
 // path"): nesting, busy slots, migration, per-CPU time order, no loss or
 // duplicate under concurrent writers, signals and filter swaps.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <set>
 #include <thread>
 #include <vector>
 
-#include "tracepipe/core/instance/testing/emit_hooks.h"
 #include "test_events.h"
 #include "test_support.h"
+#include "tracepipe/core/instance/testing/emit_hooks.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -60,7 +60,9 @@ struct RaiseAt {
 };
 
 EmitResult emit_sample(Instance& inst, uint32_t value, uint32_t seq, RaiseAt hooks) {
-  auto fill = [&](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), value, seq, "outer"); };
+  auto fill = [&](std::span<std::byte> rec) noexcept {
+    Sample::write_fields(rec.data(), value, seq, "outer");
+  };
   return tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, hooks);
 }
 
@@ -84,7 +86,8 @@ uint64_t sum_discarded(const Instance& inst, uint64_t buffers::CpuStats::*field)
 
 }  // namespace
 
-TEST_CASE("ordering: a nested accepted event lands before the staged outer one", "[core][ordering][concurrency]") {
+TEST_CASE("ordering: a nested accepted event lands before the staged outer one",
+          "[core][ordering][concurrency]") {
   SignalHandler h(emit_nested);
   for (Staging st : {Staging::per_thread, Staging::per_cpu, Staging::adaptive}) {
     INFO("staging " << to_string(st));
@@ -119,8 +122,10 @@ TEST_CASE("ordering: a nested accepted event lands before the staged outer one",
   }
 }
 
-TEST_CASE("ordering: a thread preempted holding its CPU's slot sends the others there direct, counted as contended",
-          "[core][ordering][concurrency]") {
+TEST_CASE(
+    "ordering: a thread preempted holding its CPU's slot sends the others there direct, counted as "
+    "contended",
+    "[core][ordering][concurrency]") {
   // Thread A stages on CPU c and, with the slot held, blocks (the hook joins
   // thread B); B, pinned to the same CPU, runs meanwhile, finds the slot
   // busy and reserves directly. The kernel cannot see this (it stages with
@@ -145,9 +150,11 @@ TEST_CASE("ordering: a thread preempted holding its CPU's slot sends the others 
       }).join();
     }
   };
-  auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 1, "holder"); };
-  REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, RunOtherThread{&inst, cpu, &b_result}) ==
-          EmitResult::kept);
+  auto fill = [](std::span<std::byte> rec) noexcept {
+    Sample::write_fields(rec.data(), 1, 1, "holder");
+  };
+  REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill,
+                                        RunOtherThread{&inst, cpu, &b_result}) == EmitResult::kept);
   CHECK(b_result == EmitResult::kept);
   const EventStats s = inst.event_stats(Sample::desc());
   CHECK(s.contended == 1);
@@ -163,7 +170,8 @@ TEST_CASE("ordering: a thread preempted holding its CPU's slot sends the others 
   CHECK(recs[0].ts <= recs[1].ts);
 }
 
-TEST_CASE("ordering: a nested rejected event is reclaimed, the outer one still lands", "[core][ordering][concurrency]") {
+TEST_CASE("ordering: a nested rejected event is reclaimed, the outer one still lands",
+          "[core][ordering][concurrency]") {
   SignalHandler h(emit_nested);
   const uint32_t cpu = current_cpu();
   Pin pin(cpu);
@@ -181,8 +189,9 @@ TEST_CASE("ordering: a nested rejected event is reclaimed, the outer one still l
   CHECK(sum_discarded(s.inst, &buffers::CpuStats::reclaimed) == 1);
 }
 
-TEST_CASE("ordering: staging off — the outer reservation comes first, a rejected outer becomes padding",
-          "[core][ordering][concurrency]") {
+TEST_CASE(
+    "ordering: staging off — the outer reservation comes first, a rejected outer becomes padding",
+    "[core][ordering][concurrency]") {
   SignalHandler h(emit_nested);
   const uint32_t cpu = current_cpu();
   Pin pin(cpu);
@@ -241,8 +250,11 @@ TEST_CASE("ordering: a thread that migrates between claim and commit releases it
         sched_setaffinity(0, sizeof one, &one);  // moves us to `to` before it returns
       }
     };
-    auto fill = [](std::span<std::byte> rec) noexcept { Sample::write_fields(rec.data(), 1, 7, "moved"); };
-    REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill, Migrate{to}) == EmitResult::kept);
+    auto fill = [](std::span<std::byte> rec) noexcept {
+      Sample::write_fields(rec.data(), 1, 7, "moved");
+    };
+    REQUIRE(tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill,
+                                          Migrate{to}) == EmitResult::kept);
     REQUIRE(current_cpu() == to);
     // The record entered the ring of the CPU we ran on at copy time.
     CHECK(drain_cpu(inst, from).empty());
@@ -251,7 +263,8 @@ TEST_CASE("ordering: a thread that migrates between claim and commit releases it
     CHECK(moved[0].at<uint32_t>(12) == 7);
     // The slot claimed (on `from`) is free again.
     if (st == Staging::per_cpu) {
-      CHECK_FALSE(tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().busy_for_testing(from));
+      CHECK_FALSE(
+          tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().busy_for_testing(from));
       CHECK_FALSE(tracepipe::detail::InstanceAccess::stager(inst).cpu_slots().busy_for_testing(to));
       // And it can be claimed again, by a thread on `from`.
       Pin back(from);
@@ -279,8 +292,10 @@ void emit_nested_counted(int) {
 
 }  // namespace
 
-TEST_CASE("ordering: concurrent writers and signal handlers — per-CPU time order, nothing lost or duplicated",
-          "[core][ordering][concurrency]") {
+TEST_CASE(
+    "ordering: concurrent writers and signal handlers — per-CPU time order, nothing lost or "
+    "duplicated",
+    "[core][ordering][concurrency]") {
   for (Staging st : {Staging::per_cpu, Staging::per_thread, Staging::adaptive, Staging::off}) {
     INFO("staging " << to_string(st));
     SignalHandler h(emit_nested_counted);

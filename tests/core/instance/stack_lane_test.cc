@@ -5,11 +5,11 @@
 // the path it replaces (the thread's staging slot, which EventDecl::emit
 // still takes): the same records byte for byte, the same counts, and nesting
 // from a signal handler raised in the middle of the lane's build.
-#include <catch2/catch.hpp>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,28 +26,36 @@ namespace {
 // Alignment gaps (after `flag`, after `name`), a short and a long char
 // array, signed and unsigned integers: 8 + 1 + 1 (gap) + 2 + 4 + 16 + 5 + 3
 // (gap) + 8 + 24 = 72 bytes.
-using Wide = EventDecl<"tplane", "wide", Int<"flag", uint8_t>, Int<"code", int16_t>, Int<"id", uint32_t>,
-                       Chars<"name", 16>, Chars<"tag", 5>, Int<"big", int64_t>, Chars<"text", 24>>;
+using Wide =
+    EventDecl<"tplane", "wide", Int<"flag", uint8_t>, Int<"code", int16_t>, Int<"id", uint32_t>,
+              Chars<"name", 16>, Chars<"tag", 5>, Int<"big", int64_t>, Chars<"text", 24>>;
 static_assert(Wide::fixed_size == 72);
 
 // The texts cover each branch of load_short / copy_short: empty, 1..3, 4..7,
 // 8, 9..16, longer than the field.
-const std::vector<std::string> kTexts = {"",        "a",        "ab",        "abc",     "abcd",
-                                         "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
+const std::vector<std::string> kTexts = {"",
+                                         "a",
+                                         "ab",
+                                         "abc",
+                                         "abcd",
+                                         "abcdefg",
+                                         "abcdefgh",
+                                         "abcdefghi",
+                                         "abcdefghijklmnop",
                                          "abcdefghijklmnopqrstuvwxyz0123456789"};
 
 void trace_wide(uint32_t i) {
   const std::string& t = kTexts[i % kTexts.size()];
   const std::string& u = kTexts[(i / 3) % kTexts.size()];
-  TRACEPIPE_TRACE(Wide, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i, t, u,
-                  static_cast<int64_t>(i) * -1000003, u + t);
+  TRACEPIPE_TRACE(Wide, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i,
+                  t, u, static_cast<int64_t>(i) * -1000003, u + t);
 }
 
 [[gnu::noinline]] void emit_wide(Instance& inst, uint32_t i) {
   const std::string& t = kTexts[i % kTexts.size()];
   const std::string& u = kTexts[(i / 3) % kTexts.size()];
-  (void)Wide::emit(inst, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i, t, u,
-                   static_cast<int64_t>(i) * -1000003, u + t);
+  (void)Wide::emit(inst, static_cast<uint8_t>(i), static_cast<int16_t>(-static_cast<int32_t>(i)), i,
+                   t, u, static_cast<int64_t>(i) * -1000003, u + t);
 }
 
 // Records without their time stamps, in buffer order.
@@ -66,17 +74,17 @@ TEST_CASE("stack lane: accepted records are byte-identical to the slot's, reject
   // evaluator (filter_from_stack) or the context, each accepting some
   // records and rejecting others.
   const std::vector<std::string> filters = {
-      "id & 1",                                      // one integer compare
-      "id < 7",                                      // one 4-byte compare: the reject-first step
-      "id != 3",                                     // reject-first, accepting all but one
-      "id > 150",                                    // reject-first
-      "common_pid != 0 && id < 7",                   // the header (common_pid) and a field: truth table
-      "name ~ \"abc*\"",                             // char[16] prefix (inline string path)
-      "tag == \"abcd\"",                             // char[5] whole string
-      "text ~ \"*mno*\"",                            // general evaluator (filter_from_stack)
-      "big < -5000000 || name == \"abcdefgh\"",      // general: integer or string
-      "flag == 3 || code == -4 || id == 9",          // three lanes
-      "CPU >= 0 && id != 2",                         // reads the CPU from the context
+      "id & 1",                                  // one integer compare
+      "id < 7",                                  // one 4-byte compare: the reject-first step
+      "id != 3",                                 // reject-first, accepting all but one
+      "id > 150",                                // reject-first
+      "common_pid != 0 && id < 7",               // the header (common_pid) and a field: truth table
+      "name ~ \"abc*\"",                         // char[16] prefix (inline string path)
+      "tag == \"abcd\"",                         // char[5] whole string
+      "text ~ \"*mno*\"",                        // general evaluator (filter_from_stack)
+      "big < -5000000 || name == \"abcdefgh\"",  // general: integer or string
+      "flag == 3 || code == -4 || id == 9",      // three lanes
+      "CPU >= 0 && id != 2",                     // reads the CPU from the context
       "comm != \"no such thread\" && big > -9000000",  // comm from the context
   };
   for (const std::string& f : filters) {
@@ -141,14 +149,16 @@ namespace {
 std::atomic<bool> g_armed{false};
 template <FixedString Name>
 struct RaisingInt : Int<Name, uint32_t> {
-  [[gnu::noinline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn, uint32_t v) noexcept {
+  [[gnu::noinline]] static void put(std::byte* rec, uint32_t off, uint32_t& dyn,
+                                    uint32_t v) noexcept {
     if (g_armed.exchange(false)) raise(SIGUSR1);
     Int<Name, uint32_t>::put(rec, off, dyn, v);
   }
 };
 // value in chunk 1 (bytes 8..16), probe in chunk 3 (24..32): a filter on
 // one does not build the other before it decides.
-using Outer = EventDecl<"tplane", "outer", Int<"value", uint32_t>, Chars<"pad", 16>, RaisingInt<"probe">>;
+using Outer =
+    EventDecl<"tplane", "outer", Int<"value", uint32_t>, Chars<"pad", 16>, RaisingInt<"probe">>;
 using Inner = EventDecl<"tplane", "inner", Int<"value", uint32_t>, Chars<"pad", 16>>;
 
 void handler(int) { TRACEPIPE_TRACE(Inner, 1u, "nested"); }
@@ -166,7 +176,8 @@ struct Handler {
 
 }  // namespace
 
-TEST_CASE("stack lane: an event from a signal handler in the middle of the lane", "[core][stack_lane]") {
+TEST_CASE("stack lane: an event from a signal handler in the middle of the lane",
+          "[core][stack_lane]") {
   // "probe == 7": the signal comes while the lane builds the filter's
   // fields; "value == 7": after the filter accepted, while it builds the rest.
   for (const char* f : {"probe == 7", "value == 7"}) {
@@ -243,8 +254,8 @@ struct CountingInt : Int<Name, T> {
 enum class Mode : uint32_t { idle = 0, busy = 7, gone = 0xfffffff0u };
 // lo 8, pid 12 (chunk 1); hi 16, mode 20 (chunk 2); big 24 (chunk 3); comm 32.
 using Signed = EventDecl<"tplane", "signed", CountingInt<"lo", uint16_t>, Int<"pid", int32_t>,
-                         CountingInt<"hi", uint16_t>, Int<"mode", Mode>, CountingInt<"big", int64_t>,
-                         Chars<"comm", 16>>;
+                         CountingInt<"hi", uint16_t>, Int<"mode", Mode>,
+                         CountingInt<"big", int64_t>, Chars<"comm", 16>>;
 static_assert(Signed::offsets[1] == 12 && Signed::offsets[3] == 20 && Signed::offsets[4] == 24);
 
 void trace_signed(int32_t pid, Mode m) {
@@ -256,15 +267,18 @@ void emit_signed(Instance& inst, int32_t pid, Mode m) {
 
 }  // namespace
 
-TEST_CASE("stack lane: the reject-first step decides on the argument, as the filter on the record would",
-          "[core][stack_lane]") {
+TEST_CASE(
+    "stack lane: the reject-first step decides on the argument, as the filter on the record would",
+    "[core][stack_lane]") {
   // Signed and unsigned (enum) 4-byte fields, each compare operator, values
   // around the sign bit and both ends of the range.
-  const std::vector<int32_t> pids = {0, 1, -1, 2, -2, 100, -100, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
+  const std::vector<int32_t> pids = {
+      0, 1, -1, 2, -2, 100, -100, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
   const std::vector<Mode> modes = {Mode::idle, Mode::busy, Mode::gone};
-  const std::vector<std::string> filters = {"pid < 0",   "pid >= 0",   "pid == -1",    "pid != 2", "pid <= -100",
-                                            "pid > 1",   "mode == 7",  "mode > 7",     "mode < 8", "pid == 2147483647",
-                                            "pid < -2147483647", "mode != 4294967280"};
+  const std::vector<std::string> filters = {
+      "pid < 0",     "pid >= 0",          "pid == -1",         "pid != 2",
+      "pid <= -100", "pid > 1",           "mode == 7",         "mode > 7",
+      "mode < 8",    "pid == 2147483647", "pid < -2147483647", "mode != 4294967280"};
   for (const std::string& f : filters) {
     SECTION(f) {
       Instance lane(small_options(Staging::per_thread));
@@ -282,7 +296,8 @@ TEST_CASE("stack lane: the reject-first step decides on the argument, as the fil
           const uint64_t before_kept = lane.event_stats(Signed::desc()).kept;
           const uint32_t puts = g_puts.load();
           trace_signed(p, m);
-          if (lane.event_stats(Signed::desc()).kept == before_kept) rejected_puts += g_puts.load() - puts;
+          if (lane.event_stats(Signed::desc()).kept == before_kept)
+            rejected_puts += g_puts.load() - puts;
         }
       const auto a = bytes_of(lane), b = bytes_of(slot);
       CHECK(a == b);
@@ -299,8 +314,9 @@ TEST_CASE("stack lane: the reject-first step decides on the argument, as the fil
   }
 }
 
-TEST_CASE("stack lane: the reject-first step leaves other filters, nesting and fan-out to the record",
-          "[core][stack_lane]") {
+TEST_CASE(
+    "stack lane: the reject-first step leaves other filters, nesting and fan-out to the record",
+    "[core][stack_lane]") {
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Signed::desc());
   SECTION("an 8-byte field: the record is built and filtered") {
@@ -372,7 +388,8 @@ struct UpperChars : Chars<Name, N> {  // ASCII upper case
   static void put(std::byte* rec, uint32_t off, uint32_t& dyn, std::string_view v) noexcept {
     char up[N];
     const size_t n = std::min<size_t>(v.size(), N);
-    for (size_t i = 0; i < n; ++i) up[i] = (v[i] >= 'a' && v[i] <= 'z') ? static_cast<char>(v[i] - 32) : v[i];
+    for (size_t i = 0; i < n; ++i)
+      up[i] = (v[i] >= 'a' && v[i] <= 'z') ? static_cast<char>(v[i] - 32) : v[i];
     Chars<Name, N>::put(rec, off, dyn, std::string_view(up, n));
   }
 };
@@ -385,7 +402,8 @@ const std::vector<std::string> kCmds = {"get", "GET", "put", "post"};
 
 }  // namespace
 
-TEST_CASE("stack lane: a field type of its own is filtered on what its put() stored", "[core][stack_lane]") {
+TEST_CASE("stack lane: a field type of its own is filtered on what its put() stored",
+          "[core][stack_lane]") {
   // Each filter accepts an argument whose raw value it would reject (and
   // rejects one it would accept): a verdict on the raw argument differs.
   struct Row {
@@ -393,12 +411,11 @@ TEST_CASE("stack lane: a field type of its own is filtered on what its put() sto
     uint32_t kept;  // of kPorts x kLows x kCmds (64 events)
   };
   const std::vector<Row> rows = {
-      {"port == 8080", 16},       // only bswap(8080) is stored as 8080
-      {"port != 8080", 48},
-      {"low == 5", 48},           // 5, 0x105 and -251 are stored as 5
-      {"low < 4", 16},            // 0x200 is stored as 0
-      {"cmd == \"GET\"", 32},     // "get" and "GET"
-      {"cmd ~ \"PO*\"", 16},      // "post"
+      {"port == 8080", 16},                      // only bswap(8080) is stored as 8080
+      {"port != 8080", 48},   {"low == 5", 48},  // 5, 0x105 and -251 are stored as 5
+      {"low < 4", 16},                           // 0x200 is stored as 0
+      {"cmd == \"GET\"", 32},                    // "get" and "GET"
+      {"cmd ~ \"PO*\"", 16},                     // "post"
       {"cmd != \"PUT\"", 48},
   };
   for (const Row& row : rows) {
@@ -406,7 +423,8 @@ TEST_CASE("stack lane: a field type of its own is filtered on what its put() sto
       Instance slot(small_options(Staging::per_thread));   // EventDecl::emit: the record's verdict
       Instance macro(small_options(Staging::per_thread));  // TRACEPIPE_TRACE
       Instance fn(small_options(Staging::per_thread));     // EventDecl::trace()
-      for (Instance* i : {&slot, &macro, &fn}) REQUIRE(i->set_filter(Custom::desc(), row.filter).ok());
+      for (Instance* i : {&slot, &macro, &fn})
+        REQUIRE(i->set_filter(Custom::desc(), row.filter).ok());
       const auto each = [&](auto&& call) {
         for (uint32_t p : kPorts)
           for (int32_t l : kLows)

@@ -10,8 +10,6 @@
 // "concurrency". Needs rseq: skips when buffers::detail::rseq_usable() is
 // false (ThreadSanitizer builds, GLIBC_TUNABLES=glibc.pthread.rseq=0);
 // staging_fallback_test.cc covers that case.
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "tracepipe/buffers/temp_buffer.h"
 #include "test_support.h"
+#include "tracepipe/buffers/temp_buffer.h"
 
 using namespace tracepipe::buffers;
 
@@ -37,7 +36,8 @@ constexpr int kNoOwner = -1;
 constexpr uint32_t kMaxCpus = 1024;
 
 void require_rseq() {
-  if (!detail::rseq_usable()) TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
+  if (!detail::rseq_usable())
+    TP_SKIP("rseq or membarrier RSEQ unavailable here (or a ThreadSanitizer build)");
 }
 uint32_t conf_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF)); }
 uint32_t online_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
@@ -113,8 +113,10 @@ std::thread affinity_flipper(std::vector<pthread_t>& threads, std::atomic<bool>&
 
 }  // namespace
 
-TEST_CASE("staging claim: cpu_local slots stay exclusive under oversubscribed threads whose affinity flips",
-          "[staging][rseq][breakit]") {
+TEST_CASE(
+    "staging claim: cpu_local slots stay exclusive under oversubscribed threads whose affinity "
+    "flips",
+    "[staging][rseq][breakit]") {
   require_rseq();
   const uint32_t cpus = conf_cpus();
   REQUIRE(cpus <= kMaxCpus);
@@ -155,8 +157,8 @@ TEST_CASE("staging claim: cpu_local slots stay exclusive under oversubscribed th
         }
         if (h.data().size() != len) owners.violations.fetch_add(1);
         owners.take(h, me);
-        if (i % 2 == 0) sched_yield();   // held while another thread runs here
-        if (i % 512 == 0) usleep(50);    // held while asleep: likely migrated, released elsewhere
+        if (i % 2 == 0) sched_yield();  // held while another thread runs here
+        if (i % 512 == 0) usleep(50);   // held while asleep: likely migrated, released elsewhere
         owners.give(h, me);
       }
       attempts.fetch_add(static_cast<uint64_t>(i));
@@ -181,7 +183,7 @@ TEST_CASE("staging claim: cpu_local slots stay exclusive under oversubscribed th
   CHECK(sum_busy(tb) == tally.busy);  // every refusal counted once, on some CPU
   CHECK(tally.ok > 0);
   CHECK(tally.busy > 0);  // holders were preempted: the contention did happen
-  CHECK(flips >= 2);  // the midpoint wait above makes this hold
+  CHECK(flips >= 2);      // the midpoint wait above makes this hold
   for (uint32_t c = 0; c < cpus; ++c) CHECK_FALSE(tb.busy_for_testing(c));
 }
 
@@ -225,8 +227,9 @@ void nodefer_handler(int sig) {
 }
 }  // namespace
 
-TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread holds a slot are refused",
-          "[staging][rseq][signal][breakit]") {
+TEST_CASE(
+    "staging claim: SA_NODEFER handlers that claim while their own thread holds a slot are refused",
+    "[staging][rseq][signal][breakit]") {
   require_rseq();
   const uint32_t cpus = conf_cpus();
   REQUIRE(cpus <= kMaxCpus);
@@ -238,7 +241,8 @@ TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread 
   g_tally = &tally;
   g_nested_on_held = 0;
   g_handler_runs = 0;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = nodefer_handler;
   sa.sa_flags = SA_NODEFER | SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -288,7 +292,8 @@ TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread 
       // (a loaded machine may start the signaller late) and a handler has
       // nested over a held slot (checked below).
       for (int i = 0;
-           i < kIters || ((g_handler_runs.load() < kMinRuns || g_nested_on_held.load() < 2) && i < 200 * kIters);
+           i < kIters ||
+           ((g_handler_runs.load() < kMinRuns || g_nested_on_held.load() < 2) && i < 200 * kIters);
            ++i) {
         const StagedRecord h = tb.try_claim_local(1 + rng() % tb.capacity());
         tally.count(h);
@@ -322,11 +327,11 @@ TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread 
   for (auto& w : workers) w.join();
   sigaction(SIGUSR1, &old, nullptr);
 
-  INFO("handler runs " << g_handler_runs << " nested-on-held " << g_nested_on_held << " ok " << tally.ok
-                       << " busy " << tally.busy);
+  INFO("handler runs " << g_handler_runs << " nested-on-held " << g_nested_on_held << " ok "
+                       << tally.ok << " busy " << tally.busy);
   CHECK(owners.violations == 0);
   CHECK(g_handler_runs >= kMinRuns);  // the storm reached the workers
-  CHECK(g_nested_on_held > 1);        // nesting over a held slot happened in the storm too (1 in part 1)
+  CHECK(g_nested_on_held > 1);  // nesting over a held slot happened in the storm too (1 in part 1)
   CHECK(tally.bad_cpu == 0);
   CHECK(tb.bad_cpu_fallbacks() == 0);
   CHECK(sum_busy(tb) == tally.busy);  // handlers' refusals counted too
@@ -336,11 +341,14 @@ TEST_CASE("staging claim: SA_NODEFER handlers that claim while their own thread 
   g_tally = nullptr;
 }
 
-TEST_CASE("staging claim: a cpu_local slot held across sleep refuses its CPU's other threads, then frees from elsewhere",
-          "[staging][rseq][breakit]") {
+TEST_CASE(
+    "staging claim: a cpu_local slot held across sleep refuses its CPU's other threads, then frees "
+    "from elsewhere",
+    "[staging][rseq][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
-  TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
+  TempBuffer tb(
+      TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
   constexpr int kRounds = 6;
   constexpr int kHammers = 3;
   std::atomic<int> held{0};  // round number while the holder holds CPU 0's slot, else 0
@@ -376,8 +384,10 @@ TEST_CASE("staging claim: a cpu_local slot held across sleep refuses its CPU's o
       tp_test::PinToCpu on0(0);
       REQUIRE(on0.ok());
       h = tb.try_claim_local(64);  // the hammers hold it briefly too
-      if (!h) sched_yield();
-      else held.store(round);
+      if (!h)
+        sched_yield();
+      else
+        held.store(round);
     }
     REQUIRE(h);
     REQUIRE(h.cpu() == 0);
@@ -399,7 +409,8 @@ TEST_CASE("staging claim: a cpu_local slot held across sleep refuses its CPU's o
   }
   // Free now: the hammers must get the slot (up to 10 s: a loaded machine
   // may have given them no turn in the 2 ms gaps above).
-  for (int i = 0; i < 10000 && won_free.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 10000 && won_free.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop = true;
   for (auto& t : hammers) t.join();
   INFO("refused while held " << refused_while_held << ", won when free " << won_free);
@@ -410,8 +421,10 @@ TEST_CASE("staging claim: a cpu_local slot held across sleep refuses its CPU's o
   CHECK_FALSE(tb.busy_for_testing(0));
 }
 
-TEST_CASE("staging claim: a cpu_local buffer with fewer slots than CPUs refuses the others as bad_cpu, never out of range",
-          "[staging][rseq][breakit]") {
+TEST_CASE(
+    "staging claim: a cpu_local buffer with fewer slots than CPUs refuses the others as bad_cpu, "
+    "never out of range",
+    "[staging][rseq][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
   TempBuffer tb(TempBufferConfig{.cpus = 1, .slot_size = 64, .writers = Writers::cpu_local});
@@ -421,7 +434,8 @@ TEST_CASE("staging claim: a cpu_local buffer with fewer slots than CPUs refuses 
     const StagedRecord a = tb.try_claim_local(8);
     CHECK(a.error() == StageError::bad_cpu);
     CHECK(tb.bad_cpu_fallbacks() == 1);
-    CHECK(tb.try_claim(0, 8).error() == StageError::bad_cpu);  // slot 0 exists, but we are not on CPU 0
+    CHECK(tb.try_claim(0, 8).error() ==
+          StageError::bad_cpu);  // slot 0 exists, but we are not on CPU 0
     CHECK(tb.bad_cpu_fallbacks() == 2);
     CHECK(tb.try_claim(1, 8).error() == StageError::bad_cpu);  // no slot 1
     CHECK(tb.bad_cpu_fallbacks() == 3);
@@ -457,7 +471,8 @@ TEST_CASE("staging claim: a cpu_local buffer with fewer slots than CPUs refuses 
       }
     }
     worker_done = true;
-    while (!flipper_stopped.load()) std::this_thread::yield();  // the flipper still names this thread
+    while (!flipper_stopped.load())
+      std::this_thread::yield();  // the flipper still names this thread
     // One claim on each CPU for sure, whatever the flipper left us: a
     // loaded machine may have kept the loop above on one CPU.
     for (uint32_t cpu : {0u, 1u}) {
@@ -502,11 +517,14 @@ int wait_child(pid_t pid, int seconds) {
 }
 }  // namespace
 
-TEST_CASE("staging claim: fork while another thread holds a cpu_local slot: the child's slot stays busy, no hang",
-          "[staging][rseq][fork][breakit]") {
+TEST_CASE(
+    "staging claim: fork while another thread holds a cpu_local slot: the child's slot stays busy, "
+    "no hang",
+    "[staging][rseq][fork][breakit]") {
   require_rseq();
   if (online_cpus() < 2) TP_SKIP("needs a second online CPU");
-  TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
+  TempBuffer tb(
+      TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
   tp_test::PinToCpu on0(0);
   REQUIRE(on0.ok());
   std::atomic<int> phase{0};
@@ -549,14 +567,17 @@ TEST_CASE("staging claim: fork while another thread holds a cpu_local slot: the 
   holder.join();
   INFO("child status " << child << " (-1: hung and killed, -2: crashed, 10..17: failed step)");
   CHECK(child == 0);
-  CHECK_FALSE(tb.busy_for_testing(0));  // the parent's holder released
+  CHECK_FALSE(tb.busy_for_testing(0));     // the parent's holder released
   CHECK(tb.stats(0).busy_fallbacks == 0);  // the child's refusal was counted in the child only
 }
 
-TEST_CASE("staging claim: fork while the forking thread holds a cpu_local slot: the child owns and releases its copy",
-          "[staging][rseq][fork][breakit]") {
+TEST_CASE(
+    "staging claim: fork while the forking thread holds a cpu_local slot: the child owns and "
+    "releases its copy",
+    "[staging][rseq][fork][breakit]") {
   require_rseq();
-  TempBuffer tb(TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
+  TempBuffer tb(
+      TempBufferConfig{.cpus = conf_cpus(), .slot_size = 128, .writers = Writers::cpu_local});
   tp_test::PinToCpu on0(0);
   REQUIRE(on0.ok());
   const StagedRecord h = tb.try_claim_local(16);

@@ -12,8 +12,6 @@
 // Also checks adaptive staging's score and the derived
 // adaptive_direct against an exact simulation of the score.
 // Label "concurrency".
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +20,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -32,12 +31,12 @@
 #include <vector>
 
 #include "adaptive_rule.h"
+#include "test_support.h"
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/buffers/temp_buffer.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/instance/thread_context.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -48,8 +47,12 @@ using Claimed = EventDecl<"tpbreak", "claimed", Int<"value", uint32_t>, Int<"tag
                           Int<"check", uint32_t>, Chars<"pad", kPad>>;
 constexpr uint32_t kHandlerTag = 0xFFFFu;
 
-uint32_t check_of(uint32_t value, uint32_t tag) { return value * 2654435761u ^ (tag << 7) ^ 0x5bd1e995u; }
-char pad_of(uint32_t value, uint32_t tag) { return static_cast<char>(((value * 31 + tag) & 0x7f) | 1); }
+uint32_t check_of(uint32_t value, uint32_t tag) {
+  return value * 2654435761u ^ (tag << 7) ^ 0x5bd1e995u;
+}
+char pad_of(uint32_t value, uint32_t tag) {
+  return static_cast<char>(((value * 31 + tag) & 0x7f) | 1);
+}
 
 [[gnu::always_inline]] inline void trace_one(uint32_t value, uint32_t tag) {
   char pad[kPad];
@@ -69,11 +72,13 @@ void trace_in_handler(int sig) {
     ++t_depth;
     {
       SignalScope scope;
-      const uint32_t v = g_handler_seq.fetch_add(1, std::memory_order_relaxed) * 2 + 1;  // odd: kept
+      const uint32_t v =
+          g_handler_seq.fetch_add(1, std::memory_order_relaxed) * 2 + 1;  // odd: kept
       trace_one(v, kHandlerTag);
       g_handled.fetch_add(1, std::memory_order_relaxed);
     }
-    if (t_depth == 1 && (g_handler_seq.load(std::memory_order_relaxed) % 4) == 0) raise(sig);  // nest
+    if (t_depth == 1 && (g_handler_seq.load(std::memory_order_relaxed) % 4) == 0)
+      raise(sig);  // nest
     --t_depth;
   }
   errno = saved;
@@ -99,7 +104,8 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
 
   g_handler_seq = 0;
   g_handled = 0;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = trace_in_handler;
   sa.sa_flags = SA_NODEFER | SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -157,8 +163,9 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
   const uint64_t handled = g_handled.load();
   const uint64_t emitted = uint64_t{nthreads} * iters + handled;
   const EventStats es = inst.event_stats(Claimed::desc());
-  INFO("cpu_local " << (slots.writers() == buffers::Writers::cpu_local) << " handled " << handled << " staged " << es.staged << " direct "
-                  << es.direct << " nested " << es.nested << " contended " << es.contended << " kept " << es.kept << " lost " << es.lost);
+  INFO("cpu_local " << (slots.writers() == buffers::Writers::cpu_local) << " handled " << handled
+                    << " staged " << es.staged << " direct " << es.direct << " nested " << es.nested
+                    << " contended " << es.contended << " kept " << es.kept << " lost " << es.lost);
   CHECK(es.emitted() == emitted);
   CHECK(es.kept + es.discarded + es.lost == emitted);
   CHECK(es.unfiltered == 0);
@@ -195,7 +202,8 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
     std::memcpy(&check, r->payload.data() + Claimed::offsets[2], 4);
     bool whole = check == check_of(value, tag);
     for (uint32_t k = 0; k < kPad; ++k)
-      if (static_cast<char>(r->payload[Claimed::offsets[3] + k]) != pad_of(value, tag)) whole = false;
+      if (static_cast<char>(r->payload[Claimed::offsets[3] + k]) != pad_of(value, tag))
+        whole = false;
     if (!whole) {
       ++torn;
       continue;
@@ -244,12 +252,15 @@ TEST_CASE("per-CPU staging without rseq: the claim is the locked exchange and st
   REQUIRE(__rseq_size == 0);  // glibc registered no rseq area
   CHECK_FALSE(buffers::detail::rseq_usable());
   CHECK_FALSE(buffers::detail::rseq_registered());
-  CHECK_THROWS_AS(buffers::TempBuffer(buffers::TempBufferConfig{.cpus = 2, .writers = buffers::Writers::cpu_local}),
+  CHECK_THROWS_AS(buffers::TempBuffer(
+                      buffers::TempBufferConfig{.cpus = 2, .writers = buffers::Writers::cpu_local}),
                   buffers::ConfigError);
-  CHECK_THROWS_WITH(buffers::TempBuffer(buffers::TempBufferConfig{.cpus = 2, .writers = buffers::Writers::cpu_local}),
+  CHECK_THROWS_WITH(buffers::TempBuffer(buffers::TempBufferConfig{
+                        .cpus = 2, .writers = buffers::Writers::cpu_local}),
                     Catch::Contains("cpu_local needs rseq"));
   // any_cpu: try_claim_local reads the CPU with sched_getcpu().
-  buffers::TempBuffer tb(buffers::TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF))});
+  buffers::TempBuffer tb(
+      buffers::TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF))});
   CHECK(tb.writers() == buffers::Writers::any_cpu);
   for (uint32_t c = 0; c < online_cpus() && c < 4; ++c) {
     tp_test::PinToCpu pin(c);
@@ -266,8 +277,9 @@ TEST_CASE("per-CPU staging without rseq: the claim is the locked exchange and st
   storm_and_check(2 * online_cpus() + 1, 10000);
 }
 
-TEST_CASE("per-CPU staging: a process started without rseq stages with the locked exchange, no hang",
-          "[staging][core][norseq][breakit]") {
+TEST_CASE(
+    "per-CPU staging: a process started without rseq stages with the locked exchange, no hang",
+    "[staging][core][norseq][breakit]") {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
   const std::filesystem::path scratch =
       std::filesystem::temp_directory_path() / ("tp-breakclaim-norseq-" + std::to_string(getpid()));
@@ -330,7 +342,8 @@ struct Model {
       ++direct;
       ++chosen;
       if (accept) {
-        if (s_gen == gen) ++run;  // another period's run is not caught up: the reject starts at 65536
+        if (s_gen == gen)
+          ++run;  // another period's run is not caught up: the reject starts at 65536
       } else {
         s = tp_test::rule_reject_step(s_gen == gen ? tp_test::rule_after_accepts(s, run) : 65536);
         s_gen = gen;
@@ -347,7 +360,8 @@ struct Model {
 };
 }  // namespace
 
-TEST_CASE("adaptive staging: counts match an exact model of its score", "[staging][adaptive][breakit]") {
+TEST_CASE("adaptive staging: counts match an exact model of its score",
+          "[staging][adaptive][breakit]") {
   InstanceOptions o;
   o.staging = Staging::adaptive;
   o.mode = BufferMode::overwrite;

@@ -12,7 +12,7 @@
 namespace tp_core_test {
 
 /// 64-byte record: 8 common + 8 + 48 (the benchmark's event size).
-using Sample = tracepipe::EventDecl<"tptest", "sample",             //
+using Sample = tracepipe::EventDecl<"tptest", "sample",                 //
                                     tracepipe::Int<"value", uint32_t>,  //
                                     tracepipe::Int<"seq", uint32_t>,    //
                                     tracepipe::Chars<"pad", 48>>;
@@ -31,8 +31,8 @@ using Nested = tracepipe::EventDecl<"tpnest", "inner", tracepipe::Int<"seq", uin
 /// an executable of several test files holds COMDAT copies the linker
 /// discards but one of (buffers/rseq.h keeps each rseq section in its
 /// function's group; tests/core/instance/link_comdat_test.cc).
-[[gnu::noinline, maybe_unused]] inline tracepipe::EmitResult emit_sample(tracepipe::Instance& inst, uint32_t value, uint32_t seq,
-                                                    std::string_view pad) noexcept {
+[[gnu::noinline, maybe_unused]] inline tracepipe::EmitResult emit_sample(
+    tracepipe::Instance& inst, uint32_t value, uint32_t seq, std::string_view pad) noexcept {
   return Sample::emit(inst, value, seq, pad);
 }
 
@@ -70,8 +70,8 @@ inline std::vector<Rec> drain_cpu(tracepipe::Instance& inst, uint32_t cpu) {
   return out;
 }
 
-inline tracepipe::InstanceOptions small_options(tracepipe::Staging staging,
-                                                tracepipe::BufferMode mode = tracepipe::BufferMode::drop_newest) {
+inline tracepipe::InstanceOptions small_options(
+    tracepipe::Staging staging, tracepipe::BufferMode mode = tracepipe::BufferMode::drop_newest) {
   tracepipe::InstanceOptions o;
   o.buffer_size_kb = 256;
   o.staging = staging;

@@ -13,7 +13,6 @@
 // (std::optional to a bool field, a class with an explicit operator int).
 // Each of those is a row below.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,11 +51,17 @@ struct ExplicitView {
 
 // What TRACEPIPE_TRACE(E, a...) calls once E::enabled() is true.
 template <class E, class... A>
-concept MacroTakes = requires(A&&... a) { detail::DeclAccess::trace_call<E>::run(std::forward<A>(a)...); };
+concept MacroTakes = requires(A&&... a) {
+  detail::DeclAccess::trace_call<E>::run(std::forward<A>(a)...);
+};
 template <class E, class... A>
-concept TraceTakes = requires(A&&... a) { E::trace(std::forward<A>(a)...); };
+concept TraceTakes = requires(A&&... a) {
+  E::trace(std::forward<A>(a)...);
+};
 template <class E, class... A>
-concept EmitTakes = requires(Instance& i, A&&... a) { E::emit(i, std::forward<A>(a)...); };
+concept EmitTakes = requires(Instance& i, A&&... a) {
+  E::emit(i, std::forward<A>(a)...);
+};
 
 template <class E, class... A>
 concept AllTake = MacroTakes<E, A...> && TraceTakes<E, A...> && EmitTakes<E, A...>;
@@ -66,12 +71,14 @@ concept NoneTakes = !MacroTakes<E, A...> && !TraceTakes<E, A...> && !EmitTakes<E
 // The tuple's constructor (what f0c5507's macro used) took every refusal
 // below: these show that the rows test something.
 template <class E, class... A>
-concept TupleTakes = requires(A&&... a) { static_cast<void>(typename E::Args{std::forward<A>(a)...}); };
+concept TupleTakes = requires(A&&... a) {
+  static_cast<void>(typename E::Args{std::forward<A>(a)...});
+};
 
 // ---- refused: arity --------------------------------------------------------
 static_assert(NoneTakes<Three>);  // TRACEPIPE_TRACE(Three): no arguments
 static_assert(TupleTakes<Three>);
-static_assert(NoneTakes<Three, uint32_t, bool>);  // one short
+static_assert(NoneTakes<Three, uint32_t, bool>);                    // one short
 static_assert(NoneTakes<Three, uint32_t, bool, const char*, int>);  // one too many
 static_assert(NoneTakes<OneInt>);
 static_assert(TupleTakes<OneInt>);
@@ -124,18 +131,19 @@ static_assert(AllTake<OneStr, std::string&&>);
 // initialisation: no narrowing, no explicit constructor).
 static_assert(requires { detail::DeclAccess::trace_call<OneInt>::run({}); });
 static_assert(requires { detail::DeclAccess::trace_call<Two>::run({1}, {2}); });
-static_assert(requires(Instance& i) { Two::emit(i, {1}, {2}); });
+static_assert(requires(Instance & i) { Two::emit(i, {1}, {2}); });
 
 }  // namespace
 
-TEST_CASE("TRACEPIPE_TRACE: implicitly converted arguments record what emit() records", "[core][trace_macro]") {
+TEST_CASE("TRACEPIPE_TRACE: implicitly converted arguments record what emit() records",
+          "[core][trace_macro]") {
   Instance traced(small_options(Staging::per_thread));
   Instance emitted(small_options(Staging::per_thread));
   traced.enable(Three::desc());
   emitted.enable(Three::desc());
   // Three::emit first (trace() would fan out to both while both listen).
   const std::string text = "abcdefghij";  // longer than the field: 8 bytes kept
-  int64_t big = (int64_t{1} << 32) + 7;  // to uint32_t: 7 (not const: no -Woverflow)
+  int64_t big = (int64_t{1} << 32) + 7;   // to uint32_t: 7 (not const: no -Woverflow)
   (void)Three::emit(emitted, big, 2, text);
   (void)Three::emit(emitted, 9u, static_cast<void*>(nullptr), "xy");
   (void)Three::emit(emitted, ImplicitInt{}, true, std::string_view("tag"));
@@ -149,7 +157,8 @@ TEST_CASE("TRACEPIPE_TRACE: implicitly converted arguments record what emit() re
   for (size_t k = 0; k < 3; ++k) CHECK(rt[k].bytes == re[k].bytes);
   CHECK(rt[0].at<uint32_t>(Three::offsets[0]) == 7);
   CHECK(rt[0].at<uint8_t>(Three::offsets[1]) == 1);
-  CHECK(std::string(reinterpret_cast<const char*>(rt[0].bytes.data()) + Three::offsets[2], 8) == "abcdefgh");
+  CHECK(std::string(reinterpret_cast<const char*>(rt[0].bytes.data()) + Three::offsets[2], 8) ==
+        "abcdefgh");
   CHECK(rt[1].at<uint32_t>(Three::offsets[0]) == 9);
   CHECK(rt[1].at<uint8_t>(Three::offsets[1]) == 0);
   CHECK(std::string(reinterpret_cast<const char*>(rt[1].bytes.data()) + Three::offsets[2]) == "xy");

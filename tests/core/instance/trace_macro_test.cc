@@ -3,7 +3,6 @@
 // call, and a declaration that shares another's descriptor ((D2) in
 // core/instance/event_decl.h) still records.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,7 +35,8 @@ std::string_view counted_label() {
 
 }  // namespace
 
-TEST_CASE("TRACEPIPE_TRACE: no argument is evaluated while no instance listens", "[core][trace_macro]") {
+TEST_CASE("TRACEPIPE_TRACE: no argument is evaluated while no instance listens",
+          "[core][trace_macro]") {
   evaluations = 0;
   Instance idle(small_options(Staging::per_thread));  // exists, event not enabled
   REQUIRE_FALSE(Counted::enabled());
@@ -46,7 +46,8 @@ TEST_CASE("TRACEPIPE_TRACE: no argument is evaluated while no instance listens",
   CHECK(idle.event_stats(Counted::desc()).kept == 0);
 }
 
-TEST_CASE("TRACEPIPE_TRACE: arguments are evaluated once per call when instances listen", "[core][trace_macro]") {
+TEST_CASE("TRACEPIPE_TRACE: arguments are evaluated once per call when instances listen",
+          "[core][trace_macro]") {
   evaluations = 0;
   Instance a(small_options(Staging::per_thread));
   Instance b(small_options(Staging::per_cpu));
@@ -89,16 +90,19 @@ TEST_CASE("EventDecl::trace() records like the macro and checks first", "[core][
   a.enable(Counted::desc(), false);
 }
 
-TEST_CASE("TRACEPIPE_TRACE: a declaration sharing another's descriptor still records", "[core][trace_macro]") {
+TEST_CASE("TRACEPIPE_TRACE: a declaration sharing another's descriptor still records",
+          "[core][trace_macro]") {
   // Whichever type registered first owns the descriptor's word; the other
   // holds the always-check sentinel (D2). Either way both must record.
   const EventDesc& d = Shared::desc();
   REQUIRE(&SharedAlias::desc() == &d);
-  CHECK((Shared::enabled() != SharedAlias::enabled()));  // exactly one is the sentinel while disabled
+  CHECK(
+      (Shared::enabled() != SharedAlias::enabled()));  // exactly one is the sentinel while disabled
 
   Instance inst(small_options(Staging::per_thread));
   evaluations = 0;
-  TRACEPIPE_TRACE(SharedAlias, static_cast<Code>(counted_value(1)));  // sentinel or not: nothing recorded
+  TRACEPIPE_TRACE(SharedAlias,
+                  static_cast<Code>(counted_value(1)));  // sentinel or not: nothing recorded
   TRACEPIPE_TRACE(Shared, counted_value(2));
   CHECK(evaluations == 1);  // only the sentinel holder evaluates its argument
   CHECK(drain(inst).empty());
@@ -123,7 +127,8 @@ namespace {
 using DescOnly = EventDecl<"tpstartup", "desc_only", Int<"x", int32_t>>;
 }  // namespace
 
-TEST_CASE("EventDecl: a declaration used only through desc() is registered before main", "[core][trace_macro]") {
+TEST_CASE("EventDecl: a declaration used only through desc() is registered before main",
+          "[core][trace_macro]") {
   // Looked up by name first: only static initialisation can have put it
   // there (a config file applied at the top of main() relies on this).
   const EventDesc* by_name = Registry::global().find("tpstartup:desc_only");

@@ -2,30 +2,29 @@
 // Helpers of the recorder's output tests; the network sink's tests record to
 // a real `trace-cmd listen` (record::LocalCollector).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstdio>
-#include <thread>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "tracepipe/core/record/local_collector.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
+#include "tracepipe/core/record/local_collector.h"
 
 namespace tp_record_test {
 
@@ -49,7 +48,8 @@ inline uint64_t emit_range(tracepipe::Instance& inst, uint32_t from, uint32_t to
     CPU_ZERO(&set);
     CPU_SET(cpu % static_cast<int>(std::thread::hardware_concurrency()), &set);
     (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    for (uint32_t i = from; i < to; ++i) kept += tp_core_test::emit_sample(inst, 7, i, "net") == tracepipe::EmitResult::kept;
+    for (uint32_t i = from; i < to; ++i)
+      kept += tp_core_test::emit_sample(inst, 7, i, "net") == tracepipe::EmitResult::kept;
   });
   t.join();
   return kept;
@@ -78,6 +78,5 @@ inline tracepipe::InstanceOptions big_options() {
   o.buffer_size_kb = 4096;  // holds every event of a test: nothing drops however slow the recorder
   return o;
 }
-
 
 }  // namespace tp_record_test

@@ -1,21 +1,22 @@
 // record::LocalCollector: the trace-cmd listen that tests, the record bench
 // and examples/record_collector.cc start; its failure to start is reported,
 // its directory is kept or removed as documented, and kill() ends it.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/record/local_collector.h"
 
 #include <signal.h>
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
-#include "tracepipe/core/record/local_collector.h"
 #include "test_support.h"
 
 using tracepipe::record::LocalCollector;
 
 TEST_CASE("local collector: listens on its port, and kill() ends it", "[record][net]") {
-  if (!LocalCollector::available()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  if (!LocalCollector::available())
+    TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   std::filesystem::path dir;
   {
     LocalCollector col;
@@ -36,8 +37,10 @@ TEST_CASE("local collector: listens on its port, and kill() ends it", "[record][
 }
 
 TEST_CASE("local collector: a directory given by the caller is kept", "[record][net]") {
-  if (!LocalCollector::available()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tp_lc_kept_" + std::to_string(::getpid()));
+  if (!LocalCollector::available())
+    TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tp_lc_kept_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   {
     LocalCollector col(dir);
@@ -48,7 +51,8 @@ TEST_CASE("local collector: a directory given by the caller is kept", "[record][
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("local collector: trace-cmd missing from PATH is reported, not hung on", "[record][net]") {
+TEST_CASE("local collector: trace-cmd missing from PATH is reported, not hung on",
+          "[record][net]") {
   const char* old = ::getenv("PATH");
   const std::string saved = old ? old : "";
   ::setenv("PATH", "/nonexistent", 1);

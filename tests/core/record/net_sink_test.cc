@@ -3,38 +3,35 @@
 // trace-cmd report with a local recording of the same events; the collector
 // killed mid-run and unreachable at the start; a name whose nameserver
 // never answers.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/record/net_sink.h"
 
+#include <fmt/format.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netdb.h>
-#include <sched.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
-
-#include <functional>
-#include <fmt/format.h>
-#include <pthread.h>
-#include <sched.h>
-
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
-#include "tracepipe/core/record/net_sink.h"
-#include "tracepipe/core/record/recorder.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "collector.h"
 #include "test_support.h"
+#include "tracepipe/core/record/recorder.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -65,7 +62,8 @@ struct Failures {
   }
 };
 
-TEST_CASE("net sink: collector addresses are spelled as trace-cmd record -N takes them", "[record][net]") {
+TEST_CASE("net sink: collector addresses are spelled as trace-cmd record -N takes them",
+          "[record][net]") {
   auto a = record::parse_collector("example.org:1234");
   REQUIRE(a);
   CHECK(a->host == "example.org");
@@ -96,7 +94,8 @@ TEST_CASE("net sink: collector addresses are spelled as trace-cmd record -N take
   CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
 }
 
-TEST_CASE("net sink: trace-cmd listen writes the same records as a local recording", "[record][net]") {
+TEST_CASE("net sink: trace-cmd listen writes the same records as a local recording",
+          "[record][net]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
@@ -109,7 +108,8 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
     record::Recorder rec(inst, ro);
     REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
     uint64_t kept = 0;
-    for (uint32_t at = 0; at < n; at += 1000) kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
+    for (uint32_t at = 0; at < n; at += 1000)
+      kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
     const record::RecorderStats s = rec.stop();
     REQUIRE(!rec.error());
     CHECK(kept == n);
@@ -137,7 +137,8 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
   CHECK(got.front().find("seq=0 ") != std::string::npos);
 }
 
-TEST_CASE("net sink: an empty recording reaches the collector as a valid trace.dat", "[record][net]") {
+TEST_CASE("net sink: an empty recording reaches the collector as a valid trace.dat",
+          "[record][net]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
@@ -155,8 +156,10 @@ TEST_CASE("net sink: an empty recording reaches the collector as a valid trace.d
   CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", file->string())));
 }
 
-TEST_CASE("net sink: the collector killed mid-run is reported once with its cause, the application goes on",
-          "[record][net][fault]") {
+TEST_CASE(
+    "net sink: the collector killed mid-run is reported once with its cause, the application goes "
+    "on",
+    "[record][net][fault]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
@@ -218,16 +221,20 @@ TEST_CASE("net sink: a collector unreachable at the start is reported once, ever
   const uint64_t kept = emit_range(inst, 0, 10000);
   const auto s = rec.stop();
   REQUIRE(failures.reports.load() == 1);
-  CHECK(failures.message() == fmt::format("recording to collector 127.0.0.1:{}: connecting to 127.0.0.1:{}: Connection refused", port,
-                           port));
+  CHECK(failures.message() ==
+        fmt::format(
+            "recording to collector 127.0.0.1:{}: connecting to 127.0.0.1:{}: Connection refused",
+            port, port));
   CHECK(s.failed);
   CHECK(s.records == 0);
   CHECK(s.unwritten == kept);
   CHECK(kept == 10000);
 }
 
-TEST_CASE("net sink: a collector that stops reading fails the sink after the timeout, nothing waits longer",
-          "[record][net][fault]") {
+TEST_CASE(
+    "net sink: a collector that stops reading fails the sink after the timeout, nothing waits "
+    "longer",
+    "[record][net][fault]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
@@ -272,16 +279,17 @@ TEST_CASE("net sink: a collector that stops reading fails the sink after the tim
 // lookup must give up at its timeout, with the step and the bound in its
 // message. Exit codes: 0 ok, 77 no namespaces (not root), 78 the resolver
 // answered at once (nothing to bound here), others a failed check.
-TEST_CASE("net sink: a name whose nameserver never answers fails at the timeout, not glibc's retries",
-          "[record][net][fault]") {
-  const auto conf = std::filesystem::temp_directory_path() / fmt::format("tp_resolv_{}.conf", getpid());
-  {
-    std::ofstream(conf) << "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n";
-  }
+TEST_CASE(
+    "net sink: a name whose nameserver never answers fails at the timeout, not glibc's retries",
+    "[record][net][fault]") {
+  const auto conf =
+      std::filesystem::temp_directory_path() / fmt::format("tp_resolv_{}.conf", getpid());
+  { std::ofstream(conf) << "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n"; }
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+    if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         mount(conf.c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0)
       _exit(77);
     const int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -294,7 +302,8 @@ TEST_CASE("net sink: a name whose nameserver never answers fails at the timeout,
     a.sin_family = AF_INET;
     a.sin_port = htons(53);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(77);  // the silent nameserver
+    if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      _exit(77);  // the silent nameserver
     using Clock = std::chrono::steady_clock;
     // The precondition: unbounded, the lookup takes glibc's timeout (2 s).
     auto t0 = Clock::now();
@@ -312,7 +321,8 @@ TEST_CASE("net sink: a name whose nameserver never answers fails at the timeout,
     const int err = sink.connect(headers);
     const auto took = Clock::now() - t0;
     if (err != ETIMEDOUT) _exit(11);
-    if (sink.stage() != "resolving collector.tracepipe-test.invalid" || sink.cause() != "no answer within 200 ms")
+    if (sink.stage() != "resolving collector.tracepipe-test.invalid" ||
+        sink.cause() != "no answer within 200 ms")
       _exit(12);
     // Bounded by the sink's 200 ms, well under the resolver's 2 s (a loose
     // bound that says "not glibc's", not a performance figure).
@@ -323,7 +333,9 @@ TEST_CASE("net sink: a name whose nameserver never answers fails at the timeout,
   REQUIRE(waitpid(child, &status, 0) == child);
   std::filesystem::remove(conf);
   REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) TP_SKIP("cannot make private mount and network namespaces (needs root)");
-  if (WEXITSTATUS(status) == 78) TP_SKIP("the resolver answered a silent nameserver at once: nothing to bound");
+  if (WEXITSTATUS(status) == 77)
+    TP_SKIP("cannot make private mount and network namespaces (needs root)");
+  if (WEXITSTATUS(status) == 78)
+    TP_SKIP("the resolver answered a silent nameserver at once: nothing to bound");
   CHECK(WEXITSTATUS(status) == 0);
 }

@@ -13,6 +13,7 @@
 // program exits normally.
 #include <signal.h>
 #include <time.h>
+#include <tracepipe/tracepipe.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,11 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include <tracepipe/tracepipe.h>
-
-using Request = tracepipe::EventDecl<"app", "request", tracepipe::Int<"id", uint32_t>,
-                                     tracepipe::Int<"latency_us", uint32_t>, tracepipe::Str<"path">>;
-using Note = tracepipe::EventDecl<"app", "note", tracepipe::Int<"level", int32_t>, tracepipe::Str<"text">>;
+using Request =
+    tracepipe::EventDecl<"app", "request", tracepipe::Int<"id", uint32_t>,
+                         tracepipe::Int<"latency_us", uint32_t>, tracepipe::Str<"path">>;
+using Note =
+    tracepipe::EventDecl<"app", "note", tracepipe::Int<"level", int32_t>, tracepipe::Str<"text">>;
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -42,12 +43,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "0";
-    if (a == "--events") events = std::strtoull(v, nullptr, 10), ++i;
-    else if (a == "--threads") threads = static_cast<unsigned>(std::strtoul(v, nullptr, 10)), ++i;
-    else if (a == "--seconds") seconds = std::strtod(v, nullptr), ++i;
-    else if (a == "--pace-us") pace_us = std::strtol(v, nullptr, 10), ++i;
-    else if (a == "--handler") ::signal(SIGINT, on_sigint);
-    else return std::fprintf(stderr, "record_app: unknown argument %s\n", a.c_str()), 2;
+    if (a == "--events")
+      events = std::strtoull(v, nullptr, 10), ++i;
+    else if (a == "--threads")
+      threads = static_cast<unsigned>(std::strtoul(v, nullptr, 10)), ++i;
+    else if (a == "--seconds")
+      seconds = std::strtod(v, nullptr), ++i;
+    else if (a == "--pace-us")
+      pace_us = std::strtol(v, nullptr, 10), ++i;
+    else if (a == "--handler")
+      ::signal(SIGINT, on_sigint);
+    else
+      return std::fprintf(stderr, "record_app: unknown argument %s\n", a.c_str()), 2;
   }
   std::atomic<uint64_t> requests{0}, notes{0};
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -56,7 +63,8 @@ int main(int argc, char** argv) {
     ts.emplace_back([&, t] {
       uint64_t r = 0, n = 0;
       const auto one = [&](uint64_t i) {
-        TRACEPIPE_TRACE(Request, static_cast<uint32_t>(t * 1'000'000'000ull + i), static_cast<uint32_t>(i % 5000),
+        TRACEPIPE_TRACE(Request, static_cast<uint32_t>(t * 1'000'000'000ull + i),
+                        static_cast<uint32_t>(i % 5000),
                         i % 2 ? "/api/items" : "/api/users/profile");
         ++r;
         if (i % 8 == 7) {
@@ -65,7 +73,8 @@ int main(int argc, char** argv) {
         }
       };
       if (seconds > 0) {
-        for (uint64_t i = 0; !g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until;) {
+        for (uint64_t i = 0;
+             !g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until;) {
           for (int k = 0; k < 64; ++k) one(i++);
           if (pace_us > 0) {
             const timespec pause{0, pace_us * 1000};
@@ -80,7 +89,8 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& th : ts) th.join();
-  std::printf("emitted %llu requests, %llu notes\n", static_cast<unsigned long long>(requests.load()),
+  std::printf("emitted %llu requests, %llu notes\n",
+              static_cast<unsigned long long>(requests.load()),
               static_cast<unsigned long long>(notes.load()));
   return 0;
 }

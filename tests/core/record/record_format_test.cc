@@ -6,6 +6,8 @@
 // same in the three, and kept + marked losses = emitted, per CPU.
 #include <pthread.h>
 #include <sched.h>
+#include <tracepipe/core/sideband/sideband.h>
+#include <tracepipe/tracepipe.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <tracepipe/tracepipe.h>
 
 #include "../convert/convert_check.h"
 #include "../convert/convert_test_util.h"
@@ -28,8 +29,8 @@ using namespace tp_convert_test;
 
 namespace {
 
-using Job = EventDecl<"app", "job", Int<"seq", uint32_t>, Int<"worker", int16_t>, Int<"value", int64_t>,
-                      Chars<"name", 16>, Str<"path">>;
+using Job = EventDecl<"app", "job", Int<"seq", uint32_t>, Int<"worker", int16_t>,
+                      Int<"value", int64_t>, Chars<"name", 16>, Str<"path">>;
 
 using tp_record_test::Stall;
 
@@ -39,10 +40,11 @@ void emit_jobs(Instance& inst, int cpu, uint32_t from, uint32_t to) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    static const char* const kPaths[] = {"/", "/usr/lib/x86_64-linux-gnu/libc.so.6", "", "a \"quoted\" path"};
+    static const char* const kPaths[] = {"/", "/usr/lib/x86_64-linux-gnu/libc.so.6", "",
+                                         "a \"quoted\" path"};
     for (uint32_t i = from; i < to; ++i)
-      Job::emit(inst, i, static_cast<int16_t>(cpu), -static_cast<int64_t>(i) << 20, i % 2 ? "w" : "a-longer-name-1",
-                kPaths[i % 4]);
+      Job::emit(inst, i, static_cast<int16_t>(cpu), -static_cast<int64_t>(i) << 20,
+                i % 2 ? "w" : "a-longer-name-1", kPaths[i % 4]);
   });
   t.join();
 }
@@ -79,7 +81,8 @@ Run record_jobs(const fs::path& out, record::OutputFormat format) {
     for (const auto& s : inst.cpu_stats()) n += s.entries;
     return n;
   };
-  for (int i = 0; i < 2000 && kept() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && kept() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   emit_jobs(inst, 0, 2 * n1, 2 * n1 + n2);
   emit_jobs(inst, cpu1, 2 * n1 + n2, 2 * n1 + 2 * n2);
   Run r;
@@ -97,12 +100,14 @@ std::vector<Rec> jobs_only(const std::vector<Rec>& in) {
     r.pid = -1;
     out.push_back(std::move(r));
   }
-  std::stable_sort(out.begin(), out.end(), [](const Rec& a, const Rec& b) { return a.cpu < b.cpu; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Rec& a, const Rec& b) { return a.cpu < b.cpu; });
   return out;
 }
 
 uint64_t count_event(const std::vector<Rec>& v, std::string_view name) {
-  return static_cast<uint64_t>(std::count_if(v.begin(), v.end(), [&](const Rec& r) { return r.event == name; }));
+  return static_cast<uint64_t>(
+      std::count_if(v.begin(), v.end(), [&](const Rec& r) { return r.event == name; }));
 }
 
 // The recording's accounting: written + dropped = emitted, and something was dropped.
@@ -123,14 +128,17 @@ Reference reference(const Scratch& s) {
   r.run = record_jobs(s / "jobs.dat", record::OutputFormat::tracedat);
   check_stats(r.run);
   r.jobs = jobs_only(tracecmd_records(s / "jobs.dat", s.dir));
-  REQUIRE(r.jobs.size() == r.run.stats.records);  // every written record is a job (the losses lie before later jobs)
+  REQUIRE(r.jobs.size() ==
+          r.run.stats.records);  // every written record is a job (the losses lie before later jobs)
   return r;
 }
 
 }  // namespace
 
-TEST_CASE("record --format ctf: written as the recording goes, holds what trace.dat holds, losses discarded",
-          "[record][format]") {
+TEST_CASE(
+    "record --format ctf: written as the recording goes, holds what trace.dat holds, losses "
+    "discarded",
+    "[record][format]") {
   babeltrace_or_skip();
   Scratch s("record-format-ctf");
   const Reference ref = reference(s);
@@ -155,13 +163,16 @@ TEST_CASE("record --format ctf: written as the recording goes, holds what trace.
     for (const auto& [cpu, n] : lost) by_cpu[cpu] += n;
     for (uint32_t cpu = 0; cpu < rc.stats.cpus.size(); ++cpu) {
       INFO("cpu " << cpu);
-      CHECK(by_cpu[cpu] == rc.stats.cpus[cpu].dropped);  // events_discarded, where trace.dat marks them
+      CHECK(by_cpu[cpu] ==
+            rc.stats.cpus[cpu].dropped);  // events_discarded, where trace.dat marks them
     }
   }
 }
 
-TEST_CASE("record --format perfetto: written as the recording goes, holds what trace.dat holds, losses in bundles",
-          "[record][format]") {
+TEST_CASE(
+    "record --format perfetto: written as the recording goes, holds what trace.dat holds, losses "
+    "in bundles",
+    "[record][format]") {
   perfetto_proto_or_skip();
   Scratch s("record-format-pf");
   const Reference ref = reference(s);
@@ -181,13 +192,16 @@ TEST_CASE("record --format perfetto: written as the recording goes, holds what t
       INFO("cpu " << cpu);
       CHECK(overrun[cpu] == rp.stats.cpus[cpu].dropped);
       const bool marked = std::count(ex.lost_bundles.begin(), ex.lost_bundles.end(), cpu) > 0;
-      CHECK(marked == (rp.stats.cpus[cpu].dropped != 0));  // a bundle's lost_events where the loss lies
+      CHECK(marked ==
+            (rp.stats.cpus[cpu].dropped != 0));  // a bundle's lost_events where the loss lies
     }
   }
 }
 
-TEST_CASE("record --format: losses after the last record, names from the sideband, the output while it grows",
-          "[record][format]") {
+TEST_CASE(
+    "record --format: losses after the last record, names from the sideband, the output while it "
+    "grows",
+    "[record][format]") {
   babeltrace_or_skip();
   perfetto_proto_or_skip();
   Scratch s("record-format-end");

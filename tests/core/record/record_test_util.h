@@ -9,9 +9,9 @@
 #include <mutex>
 #include <vector>
 
+#include "../instance/test_events.h"
 #include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "../instance/test_events.h"
 
 namespace tp_record_test {
 
@@ -19,7 +19,9 @@ namespace tp_record_test {
 /// before the Recorder, so that it is cleared after the recorder stopped.
 struct PassHook {
   std::function<void()> fn;
-  explicit PassHook(std::function<void()> f) : fn(std::move(f)) { tracepipe::record::pass_test_hook.store(&fn); }
+  explicit PassHook(std::function<void()> f) : fn(std::move(f)) {
+    tracepipe::record::pass_test_hook.store(&fn);
+  }
   ~PassHook() { tracepipe::record::pass_test_hook.store(nullptr); }
 };
 

@@ -4,7 +4,6 @@
 // statistics trace-cmd report --stat prints, the summary, Ctrl-C, options
 // after the command, exit codes, config triggers and hists. The results
 // are read by trace-cmd report and trace-cmd listen.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,12 +24,12 @@
 #include <sstream>
 #include <string>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../convert/convert_check.h"
 #include "../convert/convert_test_util.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "collector.h"
 #include "test_support.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using tp_tracedat_test::have_trace_cmd;
@@ -53,7 +53,8 @@ std::string slurp(const std::filesystem::path& p) {
 // Runs `cmd` through the shell, stdout and stderr apart.
 Ran shell(const std::string& cmd) {
   TempPath o("user_out"), e("user_err");
-  const int rc = std::system(fmt::format("{} >{} 2>{}", cmd, o.path.string(), e.path.string()).c_str());
+  const int rc =
+      std::system(fmt::format("{} >{} 2>{}", cmd, o.path.string(), e.path.string()).c_str());
   Ran r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   r.out = slurp(o.path);
@@ -92,7 +93,8 @@ Seen trace_cmd_view(const std::filesystem::path& file) {
       ++s.marks;
     } else if (line.find("[EVENTS DROPPED]") != std::string::npos) {
       ++s.unmarked_drops;
-    } else if (line.find(" request: ") != std::string::npos || line.find(" note: ") != std::string::npos) {
+    } else if (line.find(" request: ") != std::string::npos ||
+               line.find(" note: ") != std::string::npos) {
       ++s.records;
     } else if (line.find(" lost_at_end: ") != std::string::npos) {
       ++s.lost_at_end;
@@ -109,7 +111,9 @@ uint64_t count_if_records(const std::filesystem::path& p) {
   return n;
 }
 
-std::string app_cmd(const std::string& args) { return fmt::format("{} {}", TP_RECORD_APP_EXE, args); }
+std::string app_cmd(const std::string& args) {
+  return fmt::format("{} {}", TP_RECORD_APP_EXE, args);
+}
 
 const char* kSmallDropNewest =
     "mode = \"drop_newest\"\nbuffer_size_kb = 32\n[events.\"app:*\"]\nenable = true\n[recording]\n";
@@ -127,16 +131,19 @@ void check_every_loss_marked(const std::filesystem::path& file, uint64_t emitted
 
 }  // namespace
 
-TEST_CASE("tracepipe record: records in the file + events the marks count = events emitted (drop-newest, overwrite)",
-          "[record][cli][user]") {
+TEST_CASE(
+    "tracepipe record: records in the file + events the marks count = events emitted (drop-newest, "
+    "overwrite)",
+    "[record][cli][user]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   for (const char* text : {kSmallDropNewest, kSmallOverwrite}) {
     const std::string mode = text == kSmallDropNewest ? "drop_newest" : "overwrite";
     INFO(mode);
     TempPath cfg = config("user_inv.toml", text);
     TempPath out("user_inv.dat");
-    const Ran r = shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                    out.path.string(), app_cmd("--events 100000 --threads 2")));
+    const Ran r =
+        shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                          out.path.string(), app_cmd("--events 100000 --threads 2")));
     INFO(r.err);
     REQUIRE(r.status == 0);
     check_every_loss_marked(out.path, emitted(r.out));
@@ -155,16 +162,18 @@ TEST_CASE("tracepipe record: records in the file + events the marks count = even
   }
 }
 
-TEST_CASE("tracepipe record -N: every loss marked in trace-cmd listen's file, and listen logs no error",
-          "[record][cli][user][net]") {
+TEST_CASE(
+    "tracepipe record -N: every loss marked in trace-cmd listen's file, and listen logs no error",
+    "[record][cli][user][net]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   tp_record_test::Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
   std::vector<uint64_t> emitted_per_session;
   for (const char* text : {kSmallDropNewest, kSmallOverwrite}) {
     TempPath cfg = config("user_net.toml", text);
-    const Ran r = shell(fmt::format("{} record --config {} -N {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                    col.address(), app_cmd("--events 50000 --threads 2")));
+    const Ran r =
+        shell(fmt::format("{} record --config {} -N {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                          col.address(), app_cmd("--events 50000 --threads 2")));
     INFO(r.err);
     REQUIRE(r.status == 0);
     emitted_per_session.push_back(emitted(r.out));
@@ -184,7 +193,8 @@ TEST_CASE("tracepipe record -N: every loss marked in trace-cmd listen's file, an
   CHECK(col.log().find("Message: cmd=") == std::string::npos);
 }
 
-TEST_CASE("tracepipe record: options end at the command, with or without --", "[record][cli][user]") {
+TEST_CASE("tracepipe record: options end at the command, with or without --",
+          "[record][cli][user]") {
   TempPath out("user_opts.dat");
   TempPath other = config("user_opts_other.toml", "mode = \"bogus\"\n");
   // Without --: --events, --threads are the program's.
@@ -195,8 +205,8 @@ TEST_CASE("tracepipe record: options end at the command, with or without --", "[
   CHECK(emitted(r.out) == 1125);
   // A --config after the command is the command's (record_app refuses it: 2),
   // not applied to the recording.
-  r = shell(fmt::format("{} record -o {} {} --config {}", TP_TRACEPIPE_EXE, out.path.string(), TP_RECORD_APP_EXE,
-                        other.path.string()));
+  r = shell(fmt::format("{} record -o {} {} --config {}", TP_TRACEPIPE_EXE, out.path.string(),
+                        TP_RECORD_APP_EXE, other.path.string()));
   CHECK(r.status == 2);
   CHECK(r.err.find("record_app: unknown argument --config") != std::string::npos);
   // With --, the same.
@@ -209,32 +219,36 @@ TEST_CASE("tracepipe record: options end at the command, with or without --", "[
 TEST_CASE("tracepipe record: exit codes, and one line naming the cause", "[record][cli][user]") {
   TempPath out("user_exit.dat");
   SECTION("the command's status when the recording succeeded") {
-    const Ran r = shell(fmt::format("{} record -o {} -- sh -c 'exit 7'", TP_TRACEPIPE_EXE, out.path.string()));
+    const Ran r = shell(
+        fmt::format("{} record -o {} -- sh -c 'exit 7'", TP_TRACEPIPE_EXE, out.path.string()));
     CHECK(r.status == 7);
   }
   SECTION("a filter the kernel rejects: 125, the kernel's message and caret, nothing else") {
-    TempPath cfg = config("user_bad.toml",
-                          "[events.\"app:request\"]\nenable = true\nfilter = \"latency_uss > 4000\"\n[recording]\n");
-    const Ran r = shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                    out.path.string(), app_cmd("--events 10")));
+    TempPath cfg = config(
+        "user_bad.toml",
+        "[events.\"app:request\"]\nenable = true\nfilter = \"latency_uss > 4000\"\n[recording]\n");
+    const Ran r = shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE,
+                                    cfg.path.string(), out.path.string(), app_cmd("--events 10")));
     INFO(r.err);
     CHECK(r.status == 125);
     CHECK(r.err.find("Field not found") != std::string::npos);
     // The kernel's error_log puts the caret under the operator after an
     // unknown field ("  Command: " is 11 columns).
-    CHECK(r.err.find("  Command: latency_uss > 4000\n" + std::string(11 + 12, ' ') + "^\n") != std::string::npos);
+    CHECK(r.err.find("  Command: latency_uss > 4000\n" + std::string(11 + 12, ' ') + "^\n") !=
+          std::string::npos);
     CHECK(r.err.find("recorded nothing") == std::string::npos);
   }
   SECTION("a collector that refuses: 125 and the cause, once") {
     const uint16_t port = tp_record_test::free_port();
-    const Ran r = shell(fmt::format("{} record -N 127.0.0.1:{} {}", TP_TRACEPIPE_EXE, port, app_cmd("--events 10")));
+    const Ran r = shell(fmt::format("{} record -N 127.0.0.1:{} {}", TP_TRACEPIPE_EXE, port,
+                                    app_cmd("--events 10")));
     INFO(r.err);
     CHECK(r.status == 125);
     CHECK(r.err.find("Connection refused") != std::string::npos);
   }
   SECTION("an unknown host: 125, the resolver's words and no unrelated errno") {
-    const Ran r = shell(fmt::format("{} record -N collector.tracepipe-test.invalid:4321 {}", TP_TRACEPIPE_EXE,
-                                    app_cmd("--events 10")));
+    const Ran r = shell(fmt::format("{} record -N collector.tracepipe-test.invalid:4321 {}",
+                                    TP_TRACEPIPE_EXE, app_cmd("--events 10")));
     INFO(r.err);
     CHECK(r.status == 125);
     CHECK(r.err.find("resolving collector.tracepipe-test.invalid") != std::string::npos);
@@ -245,7 +259,8 @@ TEST_CASE("tracepipe record: exit codes, and one line naming the cause", "[recor
     // Removed once the recording has written to it (however slowly the
     // machine starts the program).
     const std::string cmd = fmt::format(
-        "{} record --config {} -o {} {} & i=0; while [ ! -s {} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); "
+        "{} record --config {} -o {} {} & i=0; while [ ! -s {} ] && [ $i -lt 200 ]; do sleep 0.05; "
+        "i=$((i+1)); "
         "done; sleep 0.2; rm -f {}; wait $!",
         TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(), app_cmd("--seconds 2 --threads 1"),
         out.path.string(), out.path.string());
@@ -261,15 +276,18 @@ TEST_CASE("tracepipe record: a full disk is reported (125) and the file is no la
   if (::geteuid() != 0) TP_SKIP("mounting a small tmpfs needs root");
   TempPath dir("user_full");
   std::filesystem::create_directories(dir.path);
-  if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=2m") != 0) TP_SKIP("cannot mount a tmpfs");
+  if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=2m") != 0)
+    TP_SKIP("cannot mount a tmpfs");
   struct Unmount {
     const char* p;
     ~Unmount() { ::umount2(p, MNT_DETACH); }
   } unmount{dir.path.c_str()};
-  TempPath cfg = config("user_full.toml", "buffer_size_kb = 4096\n[events.\"app:*\"]\nenable = true\n[recording]\n");
+  TempPath cfg = config("user_full.toml",
+                        "buffer_size_kb = 4096\n[events.\"app:*\"]\nenable = true\n[recording]\n");
   const auto out = dir.path / "full.dat";
-  const Ran r = shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                  out.string(), app_cmd("--events 100000 --threads 1")));
+  const Ran r =
+      shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                        out.string(), app_cmd("--events 100000 --threads 1")));
   INFO(r.err);
   CHECK(r.status == 125);
   CHECK(r.err.find("No space left on device") != std::string::npos);
@@ -335,16 +353,18 @@ Ran ctrl_c(const std::string& cmd, std::chrono::milliseconds after, Clock::durat
 
 }  // namespace
 
-TEST_CASE("tracepipe record: Ctrl-C stops tracing, drains and finalizes before the command ends", "[record][cli][user]") {
+TEST_CASE("tracepipe record: Ctrl-C stops tracing, drains and finalizes before the command ends",
+          "[record][cli][user]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   TempPath cfg = config("user_int.toml", "[events.\"app:*\"]\nenable = true\n[recording]\n");
   TempPath out("user_int.dat");
   Clock::duration took{};
   // The shell execs tracepipe: tracepipe and the program are the terminal's
   // foreground process group, as in a user's shell.
-  const Ran r = ctrl_c(fmt::format("exec {} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                   out.path.string(), app_cmd("--seconds 20 --pace-us 500")),
-                       std::chrono::milliseconds(700), &took);
+  const Ran r =
+      ctrl_c(fmt::format("exec {} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                         out.path.string(), app_cmd("--seconds 20 --pace-us 500")),
+             std::chrono::milliseconds(700), &took);
   INFO(r.out);
   CHECK(r.status == 128 + SIGINT);  // the command ended by its SIGINT, as the shell reports it
   CHECK(took < std::chrono::seconds(5));
@@ -360,14 +380,17 @@ TEST_CASE("tracepipe record: Ctrl-C stops tracing, drains and finalizes before t
   CHECK(s.marks == 0);
 }
 
-TEST_CASE("tracepipe record: SIGTERM to tracepipe is passed on, and a program's own SIGINT handler is kept",
-          "[record][cli][user]") {
+TEST_CASE(
+    "tracepipe record: SIGTERM to tracepipe is passed on, and a program's own SIGINT handler is "
+    "kept",
+    "[record][cli][user]") {
   TempPath cfg = config("user_term.toml", "[events.\"app:*\"]\nenable = true\n[recording]\n");
   TempPath out("user_term.dat");
   SECTION("SIGTERM") {
-    const Ran r = shell(fmt::format("sh -c '{} record --config {} -o {} {} & sleep 0.5; kill -TERM $!; wait $!'",
-                                    TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(),
-                                    app_cmd("--seconds 20 --pace-us 500")));
+    const Ran r = shell(
+        fmt::format("sh -c '{} record --config {} -o {} {} & sleep 0.5; kill -TERM $!; wait $!'",
+                    TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(),
+                    app_cmd("--seconds 20 --pace-us 500")));
     INFO(r.err);
     CHECK(r.status == 128 + SIGTERM);
     CHECK(r.err.find("tracepipe: " + out.path.string() + ": ") != std::string::npos);
@@ -375,9 +398,10 @@ TEST_CASE("tracepipe record: SIGTERM to tracepipe is passed on, and a program's 
   }
   SECTION("the program's own handler") {
     Clock::duration took{};
-    const Ran r = ctrl_c(fmt::format("exec {} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                     out.path.string(), app_cmd("--seconds 20 --pace-us 500 --handler")),
-                         std::chrono::milliseconds(500), &took);
+    const Ran r = ctrl_c(
+        fmt::format("exec {} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                    out.path.string(), app_cmd("--seconds 20 --pace-us 500 --handler")),
+        std::chrono::milliseconds(500), &took);
     INFO(r.out);
     CHECK(r.status == 0);  // the program ended by itself
     CHECK(r.out.find("emitted ") != std::string::npos);
@@ -385,33 +409,41 @@ TEST_CASE("tracepipe record: SIGTERM to tracepipe is passed on, and a program's 
   }
 }
 
-TEST_CASE("config triggers and hists: under tracepipe record and TRACEPIPE_CONFIG, whatever the link order",
-          "[record][cli][user][triggers]") {
-  TempPath cfg = config("user_trig.toml",
-                        "[events.\"app:request\"]\nenable = true\nfilter = \"latency_us >= 4000\"\n"
-                        "trigger = \"hist:keys=path:vals=latency_us\"\n[recording]\nprint_hist = true\n");
+TEST_CASE(
+    "config triggers and hists: under tracepipe record and TRACEPIPE_CONFIG, whatever the link "
+    "order",
+    "[record][cli][user][triggers]") {
+  TempPath cfg =
+      config("user_trig.toml",
+             "[events.\"app:request\"]\nenable = true\nfilter = \"latency_us >= 4000\"\n"
+             "trigger = \"hist:keys=path:vals=latency_us\"\n[recording]\nprint_hist = true\n");
   TempPath out("user_trig.dat");
   const auto check = [&](const Ran& r) {
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(r.err.find("triggers need the triggers library") == std::string::npos);
-    CHECK(r.err.find("tracepipe: hist of app:request (instance main):\n# event histogram\n") != std::string::npos);
+    CHECK(r.err.find("tracepipe: hist of app:request (instance main):\n# event histogram\n") !=
+          std::string::npos);
     // The hist runs on every record, kept or discarded by the filter: 5000
     // requests, half of them on each path.
-    CHECK(r.err.find("{ path: /api/items                                         } hitcount:       2500") !=
-          std::string::npos);
+    CHECK(
+        r.err.find(
+            "{ path: /api/items                                         } hitcount:       2500") !=
+        std::string::npos);
     CHECK(r.err.find("    Hits: 5000\n") != std::string::npos);
     // The filter kept latency_us (i % 5000) >= 4000: 1000 records.
     CHECK(count_if_records(out.path) == 1000);
   };
-  check(shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(), out.path.string(),
-                          app_cmd("--events 5000 --threads 1"))));
-  check(shell(fmt::format("TRACEPIPE_CONFIG={} TRACEPIPE_RECORD_OUTPUT={} {}", cfg.path.string(), out.path.string(),
-                          app_cmd("--events 5000 --threads 1"))));
+  check(shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
+                          out.path.string(), app_cmd("--events 5000 --threads 1"))));
+  check(shell(fmt::format("TRACEPIPE_CONFIG={} TRACEPIPE_RECORD_OUTPUT={} {}", cfg.path.string(),
+                          out.path.string(), app_cmd("--events 5000 --threads 1"))));
 }
 
-TEST_CASE("tracepipe report: a truncated recording prints what precedes the cut and says where it stopped",
-          "[record][cli][user]") {
+TEST_CASE(
+    "tracepipe report: a truncated recording prints what precedes the cut and says where it "
+    "stopped",
+    "[record][cli][user]") {
   TempPath out("user_cut.dat");
   const Ran r = shell(fmt::format("{} record -q -o {} {}", TP_TRACEPIPE_EXE, out.path.string(),
                                   app_cmd("--events 20000 --threads 1")));
@@ -425,10 +457,13 @@ TEST_CASE("tracepipe report: a truncated recording prints what precedes the cut 
   const std::string& warn = rr.err;
   INFO(warn);
   CHECK(rr.status == 0);
-  CHECK(warn.find("tracepipe report: warning: " + out.path.string() + ": truncated: cpu ") != std::string::npos);
+  CHECK(warn.find("tracepipe report: warning: " + out.path.string() + ": truncated: cpu ") !=
+        std::string::npos);
   CHECK(warn.find("read up to byte ") != std::string::npos);
   uint64_t lines = 0;
-  for (size_t at = rep.find(" request: "); at != std::string::npos; at = rep.find(" request: ", at + 1)) ++lines;
+  for (size_t at = rep.find(" request: "); at != std::string::npos;
+       at = rep.find(" request: ", at + 1))
+    ++lines;
   CHECK(lines > 0);
   CHECK(lines < whole);
 }
@@ -442,7 +477,8 @@ struct FormatView {
   uint64_t records = 0, marked = 0;
   bool finished = false;
 };
-FormatView format_view(const std::string& format, const std::filesystem::path& out, const tp_convert_test::Scratch& s) {
+FormatView format_view(const std::string& format, const std::filesystem::path& out,
+                       const tp_convert_test::Scratch& s) {
   FormatView v;
   std::vector<tp_convert_test::Rec> recs;
   if (format == "ctf") {
@@ -468,8 +504,10 @@ void need_format_readers() {
 
 }  // namespace
 
-TEST_CASE("tracepipe record --format ctf|perfetto: records + marked losses = emitted (drop-newest, overwrite)",
-          "[record][cli][user][format]") {
+TEST_CASE(
+    "tracepipe record --format ctf|perfetto: records + marked losses = emitted (drop-newest, "
+    "overwrite)",
+    "[record][cli][user][format]") {
   need_format_readers();
   tp_convert_test::Scratch s("user-format");
   for (const char* text : {kSmallDropNewest, kSmallOverwrite}) {
@@ -478,8 +516,9 @@ TEST_CASE("tracepipe record --format ctf|perfetto: records + marked losses = emi
     for (const std::string format : {"ctf", "perfetto"}) {
       INFO(mode << " " << format);
       const std::filesystem::path out = s / (mode + "." + format);
-      const Ran r = shell(fmt::format("{} record --config {} --format {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                                      format, out.string(), app_cmd("--events 40000 --threads 2")));
+      const Ran r = shell(fmt::format("{} record --config {} --format {} -o {} {}",
+                                      TP_TRACEPIPE_EXE, cfg.path.string(), format, out.string(),
+                                      app_cmd("--events 40000 --threads 2")));
       INFO(r.err);
       REQUIRE(r.status == 0);
       const FormatView v = format_view(format, out, s);
@@ -488,33 +527,38 @@ TEST_CASE("tracepipe record --format ctf|perfetto: records + marked losses = emi
       // What the output holds is what the recorder counted: its summary's
       // records written and events dropped.
       std::smatch m;
-      REQUIRE(std::regex_search(r.err, m, std::regex(": (\\d+) records, \\d+ bytes, (\\d+) dropped\n")));
+      REQUIRE(std::regex_search(r.err, m,
+                                std::regex(": (\\d+) records, \\d+ bytes, (\\d+) dropped\n")));
       CHECK(v.records == std::stoull(m[1]));
       CHECK(v.marked == std::stoull(m[2]));
       // And that is every event emitted. (Not checked for overwrite: the
       // recorder's counts there can miss an event or two, whatever the
       // format: its summary shows it for trace.dat too, about one run in five.)
       if (mode == "drop_newest") CHECK(v.records + v.marked == emitted(r.out));
-      CHECK(r.err.find(format == "ctf" ? "a packet's events_discarded" : "a bundle's lost_events") != std::string::npos);
+      CHECK(r.err.find(format == "ctf" ? "a packet's events_discarded"
+                                       : "a bundle's lost_events") != std::string::npos);
     }
   }
 }
 
-TEST_CASE("tracepipe record --format ctf|perfetto: SIGTERM finalizes the output", "[record][cli][user][format]") {
+TEST_CASE("tracepipe record --format ctf|perfetto: SIGTERM finalizes the output",
+          "[record][cli][user][format]") {
   need_format_readers();
   tp_convert_test::Scratch s("user-format-term");
   TempPath cfg = config("user_fmt_term.toml", "[events.\"app:*\"]\nenable = true\n[recording]\n");
   for (const std::string format : {"ctf", "perfetto"}) {
     INFO(format);
     const std::filesystem::path out = s / ("term." + format);
-    const Ran r = shell(fmt::format("sh -c '{} record --config {} --format {} -o {} {} & sleep 0.5; kill -TERM $!; wait $!'",
-                                    TP_TRACEPIPE_EXE, cfg.path.string(), format, out.string(),
-                                    app_cmd("--seconds 20 --pace-us 20000")));
+    const Ran r = shell(fmt::format(
+        "sh -c '{} record --config {} --format {} -o {} {} & sleep 0.5; kill -TERM $!; wait $!'",
+        TP_TRACEPIPE_EXE, cfg.path.string(), format, out.string(),
+        app_cmd("--seconds 20 --pace-us 20000")));
     INFO(r.err);
     CHECK(r.status == 128 + SIGTERM);
     const FormatView v = format_view(format, out, s);
     CHECK(v.finished);
     CHECK(v.records > 0);
-    CHECK(r.err.find(fmt::format("tracepipe: {}: {} records", out.string(), v.records)) != std::string::npos);
+    CHECK(r.err.find(fmt::format("tracepipe: {}: {} records", out.string(), v.records)) !=
+          std::string::npos);
   }
 }

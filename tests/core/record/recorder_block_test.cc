@@ -2,24 +2,24 @@
 // --blocking-timeout): writers of a full drop-newest buffer wait for a slow
 // recorder and nothing is lost; the bound is honoured; writers that may not
 // wait (in a signal handler's scope, nested) drop and are counted.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
 
-#include "tracepipe/core/config/config.h"
-#include "tracepipe/core/record/recorder.h"
-#include "tracepipe/core/record/testing/hooks.h"
 #include "../instance/test_events.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "record_test_util.h"
+#include "tracepipe/core/config/config.h"
+#include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/record/testing/hooks.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -37,7 +37,9 @@ InstanceOptions tiny() {
   return o;
 }
 
-buffers::RingBufferBase::BlockStats block_stats(Instance& inst) { return inst.ring().block_stats(0); }
+buffers::RingBufferBase::BlockStats block_stats(Instance& inst) {
+  return inst.ring().block_stats(0);
+}
 
 using tp_record_test::Stall;
 
@@ -50,7 +52,8 @@ uint32_t fill(Instance& inst) {
 
 }  // namespace
 
-TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it", "[record][block]") {
+TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it",
+          "[record][block]") {
   TempPath out("rec_block.dat");
   Instance inst(tiny());
   inst.enable(Sample::desc());
@@ -58,12 +61,14 @@ TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it
   ro.output = out.path;
   ro.watermark_percent = 0;
   ro.block_timeout = record::RecorderOptions::kBlockForever;
-  const tp_record_test::PassHook hook([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });  // a slow recorder
+  const tp_record_test::PassHook hook(
+      [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });  // a slow recorder
   record::Recorder rec(inst, ro);
   constexpr uint32_t kN = 20000;  // about 100 buffers' worth
   uint64_t kept = 0;
   std::thread w([&] {
-    for (uint32_t i = 0; i < kN; ++i) kept += emit_sample(inst, 7, i, "blocked") == EmitResult::kept;
+    for (uint32_t i = 0; i < kN; ++i)
+      kept += emit_sample(inst, 7, i, "blocked") == EmitResult::kept;
   });
   w.join();
   const record::RecorderStats s = rec.stop();
@@ -82,7 +87,8 @@ TEST_CASE("recorder blocking: a slow recorder loses nothing, writers wait for it
   for (uint32_t i = 0; i < kN; ++i) REQUIRE(seqs[i] == i);
 }
 
-TEST_CASE("recorder blocking: a stalled recorder holds a writer no longer than block_timeout", "[record][block]") {
+TEST_CASE("recorder blocking: a stalled recorder holds a writer no longer than block_timeout",
+          "[record][block]") {
   TempPath out("rec_block_bound.dat");
   Instance inst(tiny());
   inst.enable(Sample::desc());
@@ -114,7 +120,8 @@ TEST_CASE("recorder blocking: a stalled recorder holds a writer no longer than b
   CHECK(s.dropped == 1);  // counted and marked as any drop-newest loss
 }
 
-TEST_CASE("recorder blocking: writers in a signal handler's scope never wait, they drop and count", "[record][block]") {
+TEST_CASE("recorder blocking: writers in a signal handler's scope never wait, they drop and count",
+          "[record][block]") {
   TempPath out("rec_block_signal.dat");
   Instance inst(tiny());
   inst.enable(Sample::desc());
@@ -152,7 +159,8 @@ void on_usr1(int) {
 }
 }  // namespace
 
-TEST_CASE("recorder blocking: a signal handler interrupting an emit does not wait", "[record][block]") {
+TEST_CASE("recorder blocking: a signal handler interrupting an emit does not wait",
+          "[record][block]") {
   TempPath out("rec_block_nested.dat");
   Instance inst(tiny());
   inst.enable(Sample::desc());
@@ -163,7 +171,8 @@ TEST_CASE("recorder blocking: a signal handler interrupting an emit does not wai
   const tp_record_test::PassHook hook([&] { stall.pass(); });
   record::Recorder rec(inst, ro);
   g_sig_inst = &inst;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_usr1;
   sigemptyset(&sa.sa_mask);
   REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
@@ -207,12 +216,17 @@ TEST_CASE("recorder blocking: not on an overwrite buffer", "[record][block]") {
                     Catch::Contains("block_timeout needs a drop-newest buffer"));
 }
 
-TEST_CASE("recorder blocking: [recording] block_timeout_us takes microseconds or \"inf\"", "[record][block][config]") {
-  CHECK(parse_config("[recording]\nblock_timeout_us = 1500\n", "r.toml").recording->block_timeout_us == 1500);
-  CHECK(parse_config("[recording]\nblock_timeout_us = \"inf\"\n", "r.toml").recording->block_timeout_us == -1);
-  CHECK(parse_config("[recording]\noutput = \"a.dat\"\n", "r.toml").recording->block_timeout_us == 0);
-  CHECK_THROWS_WITH(parse_config("[recording]\nblock_timeout_us = \"forever\"\n", "r.toml"),
-                    Catch::Contains("recording.block_timeout_us: expected microseconds or \"inf\""));
+TEST_CASE("recorder blocking: [recording] block_timeout_us takes microseconds or \"inf\"",
+          "[record][block][config]") {
+  CHECK(parse_config("[recording]\nblock_timeout_us = 1500\n", "r.toml")
+            .recording->block_timeout_us == 1500);
+  CHECK(parse_config("[recording]\nblock_timeout_us = \"inf\"\n", "r.toml")
+            .recording->block_timeout_us == -1);
+  CHECK(parse_config("[recording]\noutput = \"a.dat\"\n", "r.toml").recording->block_timeout_us ==
+        0);
+  CHECK_THROWS_WITH(
+      parse_config("[recording]\nblock_timeout_us = \"forever\"\n", "r.toml"),
+      Catch::Contains("recording.block_timeout_us: expected microseconds or \"inf\""));
   CHECK_THROWS_WITH(parse_config("[recording]\nblock_timeout_us = -5\n", "r.toml"),
                     Catch::Contains("recording.block_timeout_us"));
 }

@@ -2,32 +2,33 @@
 // and by trace-cmd report; losses counted and marked where they happened;
 // faults (output removed, disk full) reported once without stopping the
 // application.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/record/recorder.h"
+
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <regex>
 #include <thread>
 
+#include "../instance/test_events.h"
+#include "../tracedat/tracedat_test_util.h"
+#include "record_test_util.h"
+#include "syscall_jail.h"
+#include "test_support.h"
 #include "tracepipe/core/record/page_batch.h"
-#include "tracepipe/core/record/recorder.h"
 #include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/sideband/sideband.h"
 #include "tracepipe/core/tracedat/kernel_page.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "../instance/test_events.h"
-#include "../tracedat/tracedat_test_util.h"
-#include "record_test_util.h"
-#include "test_support.h"
-#include "syscall_jail.h"
-#include <sys/wait.h>
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -49,7 +50,8 @@ uint64_t emit_range(Instance& inst, uint32_t from, uint32_t to) {
   uint64_t kept = 0;
   std::thread t([&] {
     pin_to(0);
-    for (uint32_t i = from; i < to; ++i) kept += emit_sample(inst, 7, i, "recorded") == EmitResult::kept;
+    for (uint32_t i = from; i < to; ++i)
+      kept += emit_sample(inst, 7, i, "recorded") == EmitResult::kept;
   });
   t.join();
   return kept;
@@ -67,7 +69,8 @@ using tp_record_test::Stall;
 
 }  // namespace
 
-TEST_CASE("page batch: records encode as the kernel's pages, losses flag the next page", "[record]") {
+TEST_CASE("page batch: records encode as the kernel's pages, losses flag the next page",
+          "[record]") {
   record::PageBatch b(4096, 4);
   std::vector<std::byte> p(64, std::byte{1});
   b.record(1000, p);
@@ -90,7 +93,8 @@ TEST_CASE("page batch: records encode as the kernel's pages, losses flag the nex
   CHECK(second->timestamp == 1200);
 }
 
-TEST_CASE("recorder: every event of a drop-newest instance reaches the file, which trace-cmd reads", "[record]") {
+TEST_CASE("recorder: every event of a drop-newest instance reaches the file, which trace-cmd reads",
+          "[record]") {
   TempPath out("rec_all.dat");
   InstanceOptions o = small_options(Staging::per_thread);
   Instance inst(o);
@@ -114,12 +118,14 @@ TEST_CASE("recorder: every event of a drop-newest instance reaches the file, whi
   REQUIRE(got.size() == kept);
   CHECK(std::is_sorted(got.begin(), got.end()));
   if (have_trace_cmd()) {
-    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
+    const std::string rep = run(
+        fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
     CHECK(std::stoull(rep) == kept);
   }
 }
 
-TEST_CASE("recorder: a stalled consumer's drops are counted and marked where they happened", "[record]") {
+TEST_CASE("recorder: a stalled consumer's drops are counted and marked where they happened",
+          "[record]") {
   TempPath out("rec_drop.dat");
   InstanceOptions o = small_options(Staging::per_thread);
   Instance inst(o);
@@ -185,7 +191,8 @@ TEST_CASE("recorder: the file is a valid trace.dat while it grows", "[record]") 
   // Not stopped: the file on disk already holds every record written.
   CHECK(sample_seqs(out.path).size() == kept);
   if (have_trace_cmd()) {
-    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
+    const std::string rep = run(
+        fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.path.string()));
     CHECK(std::stoull(rep) == kept);
   }
   rec.stop();
@@ -204,10 +211,12 @@ TEST_CASE("recorder: an empty recording is a valid trace.dat", "[record]") {
     CHECK(s.records == 0);
   }
   CHECK(sample_seqs(out.path).empty());
-  if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
+  if (have_trace_cmd())
+    CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
 }
 
-TEST_CASE("recorder: the output removed mid-run is reported once, the application goes on", "[record][fault]") {
+TEST_CASE("recorder: the output removed mid-run is reported once, the application goes on",
+          "[record][fault]") {
   TempPath out("rec_removed.dat");
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
@@ -225,7 +234,8 @@ TEST_CASE("recorder: the output removed mid-run is reported once, the applicatio
   std::filesystem::remove(out.path);
   for (int round = 0; round < 2000 && reports.load() == 0; ++round) {
     kept += emit_range(inst, 0, 2000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // lets the recorder look (200 ms period)
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(1));  // lets the recorder look (200 ms period)
   }
   REQUIRE(reports.load() == 1);
   CHECK(msg.find("removed") != std::string::npos);
@@ -238,9 +248,11 @@ TEST_CASE("recorder: the output removed mid-run is reported once, the applicatio
   CHECK(s.dropped == ring_lost(inst));
 }
 
-TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was written stays readable", "[record][fault]") {
+TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was written stays readable",
+          "[record][fault]") {
   if (::geteuid() != 0) TP_SKIP("mounting a tmpfs needs root");
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_rec_tmpfs_{}", ::getpid());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("tp_rec_tmpfs_{}", ::getpid());
   std::filesystem::create_directories(dir);
   if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=2m") != 0) {
     std::filesystem::remove(dir);
@@ -269,7 +281,8 @@ TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was writte
   record::Recorder rec(inst, ro);
   // 2 MiB hold about 30000 records of 68 bytes: write far more.
   uint64_t kept = 0;
-  for (int round = 0; round < 1000 && reports.load() == 0; ++round) kept += emit_range(inst, 0, 5000);
+  for (int round = 0; round < 1000 && reports.load() == 0; ++round)
+    kept += emit_range(inst, 0, 5000);
   REQUIRE(reports.load() == 1);
   CHECK(msg.find(std::strerror(ENOSPC)) != std::string::npos);
   kept += emit_range(inst, 0, 5000);
@@ -282,12 +295,14 @@ TEST_CASE("recorder: a full disk (small tmpfs) is reported once, what was writte
   // Everything the recorder counted as written is in the file.
   CHECK(sample_seqs(out).size() == s.records);
   if (have_trace_cmd()) {
-    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.string()));
+    const std::string rep =
+        run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", out.string()));
     CHECK(std::stoull(rep) == s.records);
   }
 }
 
-TEST_CASE("recorder: flight recorder writes nothing until stop, then the newest records", "[record]") {
+TEST_CASE("recorder: flight recorder writes nothing until stop, then the newest records",
+          "[record]") {
   TempPath out("rec_flight.dat");
   Instance inst(small_options(Staging::per_thread, BufferMode::overwrite));
   inst.enable(Sample::desc());
@@ -358,8 +373,10 @@ TEST_CASE("recorder: sideband names flow into the recording", "[record][sideband
   }
 }
 
-TEST_CASE("recorder: rotation keeps the newest records in at most M complete files", "[record][rotation]") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_rec_rot_{}", ::getpid());
+TEST_CASE("recorder: rotation keeps the newest records in at most M complete files",
+          "[record][rotation]") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("tp_rec_rot_{}", ::getpid());
   std::filesystem::create_directories(dir);
   struct Cleanup {
     std::filesystem::path d;
@@ -381,7 +398,8 @@ TEST_CASE("recorder: rotation keeps the newest records in at most M complete fil
   for (uint32_t at = 0; at < 20000; at += 1000) {
     kept += emit_range(inst, at, at + 1000);
     rec.trigger();
-    for (int i = 0; i < 10000000 && rec.stats().records + rec.stats().dropped < kept; ++i) std::this_thread::yield();
+    for (int i = 0; i < 10000000 && rec.stats().records + rec.stats().dropped < kept; ++i)
+      std::this_thread::yield();
   }
   const auto s = rec.stop();
   REQUIRE(s.files > 3);
@@ -396,7 +414,8 @@ TEST_CASE("recorder: rotation keeps the newest records in at most M complete fil
     REQUIRE(!v.empty());
     all.insert(all.end(), v.begin(), v.end());
     if (have_trace_cmd()) {
-      const std::string n = run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", f.string()));
+      const std::string n =
+          run(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c 'sample:'", f.string()));
       CHECK(std::stoull(n) == v.size());
     }
   }
@@ -404,11 +423,13 @@ TEST_CASE("recorder: rotation keeps the newest records in at most M complete fil
   for (size_t i = 1; i < all.size(); ++i) REQUIRE(all[i] == all[i - 1] + 1);
   CHECK(all.back() == 19999);
   CHECK(all.size() < kept);
-  CHECK(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{})) == 3);
+  CHECK(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir),
+                                          std::filesystem::directory_iterator{})) == 3);
   CHECK(s.kept_files.front().filename() == fmt::format("run.{}.dat", s.files - 2));
 }
 
-TEST_CASE("recorder: the write path makes no system call while the recorder fails", "[record][fault]") {
+TEST_CASE("recorder: the write path makes no system call while the recorder fails",
+          "[record][fault]") {
   // A forked child: the recorder writes to a file that is then removed; the
   // writer thread is jailed (any system call but read/write/exit kills the
   // process) and emits far more than the buffer holds.
@@ -433,7 +454,8 @@ TEST_CASE("recorder: the write path makes no system call while the recorder fail
     std::filesystem::remove(out.path);
     if (!tp_test::enter_syscall_jail()) ::_exit(3);
     uint64_t kept = 0;
-    for (uint32_t i = 1; i < 200000; ++i) kept += emit_sample(inst, 7, i, "jailed") == EmitResult::kept;
+    for (uint32_t i = 1; i < 200000; ++i)
+      kept += emit_sample(inst, 7, i, "jailed") == EmitResult::kept;
     ::_exit(kept > 0 ? 0 : 4);  // exit_group: allowed
   }
   int status = 0;
@@ -443,7 +465,8 @@ TEST_CASE("recorder: the write path makes no system call while the recorder fail
   CHECK(WEXITSTATUS(status) == 0);
 }
 
-TEST_CASE("recorder: realtime_priority runs the thread SCHED_FIFO and records the same", "[record]") {
+TEST_CASE("recorder: realtime_priority runs the thread SCHED_FIFO and records the same",
+          "[record]") {
   TempPath out("rec_rt.dat");
   Instance inst(small_options(Staging::per_thread));
   inst.enable(Sample::desc());
@@ -455,7 +478,8 @@ TEST_CASE("recorder: realtime_priority runs the thread SCHED_FIFO and records th
   // The gap and pass figures are taken between two looks: wait (bounded)
   // for a second pass, or a stop() that came first measured none (seen once
   // on a loaded machine: both 0).
-  for (int i = 0; i < 5000 && rec.stats().passes < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && rec.stats().passes < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(rec.stats().passes >= 2);
   const auto s = rec.stop();
   REQUIRE(!rec.error());

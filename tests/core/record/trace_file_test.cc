@@ -3,26 +3,27 @@
 // the rest released at finalize; a full disk refuses the reservation and the
 // appends still go as far as they can. And the one record encoder: PageBatch
 // (recorder, replay -o) and PageEncoder (snapshot writer) give the same pages.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/record/trace_file.h"
+
 #include <fmt/format.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <vector>
 
+#include "../tracedat/tracedat_test_util.h"
+#include "test_support.h"
 #include "tracepipe/core/record/page_batch.h"
-#include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/tracedat/page_encoder.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
-#include "../tracedat/tracedat_test_util.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 using tp_tracedat_test::TempPath;
@@ -81,7 +82,8 @@ uint64_t allocated_bytes(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("trace file: preallocated space is filled by appends and the rest released at finalize", "[record][file]") {
+TEST_CASE("trace file: preallocated space is filled by appends and the rest released at finalize",
+          "[record][file]") {
   TempPath out("tf_prealloc.dat");
   const TraceDatWriter m = meta(2);
   record::TraceFile f(record::TraceFileOptions{out.path, 64 << 20, std::nullopt}, m);
@@ -106,9 +108,12 @@ TEST_CASE("trace file: preallocated space is filled by appends and the rest rele
   for (uint32_t i = 0; i < 5000; ++i) REQUIRE(got[i] == i);
 }
 
-TEST_CASE("trace file: on a full disk the reservation fails with ENOSPC and appends go on until full", "[record][file][fault]") {
+TEST_CASE(
+    "trace file: on a full disk the reservation fails with ENOSPC and appends go on until full",
+    "[record][file][fault]") {
   if (::geteuid() != 0) TP_SKIP("mounting a tmpfs needs root");
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tp_tf_tmpfs_{}", ::getpid());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("tp_tf_tmpfs_{}", ::getpid());
   std::filesystem::create_directories(dir);
   if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m") != 0) {
     std::filesystem::remove(dir);
@@ -144,7 +149,8 @@ TEST_CASE("trace file: on a full disk the reservation fails with ENOSPC and appe
   for (uint32_t i = 0; i < written; ++i) REQUIRE(got[i] == i);
 }
 
-TEST_CASE("one record encoder: PageBatch and PageEncoder give the same pages", "[record][tracedat][page]") {
+TEST_CASE("one record encoder: PageBatch and PageEncoder give the same pages",
+          "[record][tracedat][page]") {
   std::mt19937_64 rng(11);
   record::PageBatch batch(4096, 2048);  // holds every page: no flush
   kpage::PageEncoder enc(kpage::PageLayout{4096, 8});
@@ -152,10 +158,13 @@ TEST_CASE("one record encoder: PageBatch and PageEncoder give the same pages", "
   uint64_t ts = 1'000'000;
   for (int i = 0; i < 20000; ++i) {
     const uint64_t k = rng() % 20;
-    if (k < 15) ts += rng() % 5000;
-    else if (k < 18) ts += (uint64_t{1} << 27) + rng() % (uint64_t{1} << 33);  // a time extend
-    else if (k == 18) ts -= std::min<uint64_t>(ts, rng() % 3000);              // backwards: absolute stamp
-    const uint32_t size = k == 19 ? 113 + rng() % 400 : 2 + rng() % 111;     // long and small records
+    if (k < 15)
+      ts += rng() % 5000;
+    else if (k < 18)
+      ts += (uint64_t{1} << 27) + rng() % (uint64_t{1} << 33);  // a time extend
+    else if (k == 18)
+      ts -= std::min<uint64_t>(ts, rng() % 3000);  // backwards: absolute stamp
+    const uint32_t size = k == 19 ? 113 + rng() % 400 : 2 + rng() % 111;  // long and small records
     std::vector<std::byte> p(size);
     for (auto& c : p) c = std::byte(static_cast<uint8_t>(rng()));
     batch.record(ts, p);
@@ -174,9 +183,11 @@ TEST_CASE("one record encoder: PageBatch and PageEncoder give the same pages", "
   CHECK(std::memcmp(got.data(), encoded.data(), got.size()) == 0);
 }
 
-TEST_CASE("one record encoder: every payload size is copied exactly and zero-padded", "[record][tracedat][page]") {
+TEST_CASE("one record encoder: every payload size is copied exactly and zero-padded",
+          "[record][tracedat][page]") {
   for (uint32_t size = 0; size <= 300; ++size) {
-    std::vector<std::byte> src(size + 64, std::byte{0xee});  // 0xee after the payload must not be copied
+    std::vector<std::byte> src(size + 64,
+                               std::byte{0xee});  // 0xee after the payload must not be copied
     for (uint32_t i = 0; i < size; ++i) src[i] = std::byte(static_cast<uint8_t>(i * 7 + 1));
     std::vector<std::byte> stream(1024, std::byte{0xaa});
     uint32_t used = 0;

@@ -1,18 +1,18 @@
 // trace.dat version 7 (zstd, trace-cmd 3.1's default) from the recorder:
 // trace-cmd report prints the same records as from the version 6 recording
 // of the same events; our reader opens it too; a collector gets version 7.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
-#include "tracepipe/core/record/recorder.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "collector.h"
 #include "record_test_util.h"
 #include "test_support.h"
+#include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -35,7 +35,8 @@ record::RecorderStats record_events(record::RecorderOptions ro) {
   inst.enable(Sample::desc());
   record::Recorder rec(inst, ro);
   uint64_t kept = 0;
-  for (uint32_t at = 0; at < kEvents; at += 1000) kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
+  for (uint32_t at = 0; at < kEvents; at += 1000)
+    kept += emit_range(inst, at, at + 1000, static_cast<int>(at / 1000) % cpus);
   const record::RecorderStats s = rec.stop();
   REQUIRE(!rec.error());
   CHECK(kept == kEvents);
@@ -55,7 +56,8 @@ std::string file_version(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("v7: a zstd recording prints the same records in trace-cmd report as the v6 one", "[record][v7]") {
+TEST_CASE("v7: a zstd recording prints the same records in trace-cmd report as the v6 one",
+          "[record][v7]") {
   TempPath v6("v7_cmp6.dat"), v7("v7_cmp7.dat");
   record::RecorderOptions o6;
   o6.output = v6.path;
@@ -76,7 +78,8 @@ TEST_CASE("v7: a zstd recording prints the same records in trace-cmd report as t
   const auto s6 = sample_seqs(v6.path), s7 = sample_seqs(v7.path);
   CHECK(s6.size() == kEvents);
   CHECK(s7 == s6);
-  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed: the files were checked with our reader only");
+  if (!have_trace_cmd())
+    TP_SKIP("trace-cmd is not installed: the files were checked with our reader only");
   const auto want = report_records(v6.path);
   const auto got = report_records(v7.path);
   REQUIRE(want.size() == kEvents);
@@ -96,7 +99,8 @@ TEST_CASE("v7: zlib and none are written as trace-cmd writes them", "[record][v7
     CHECK(TraceDatReader::open(out.path).compression() == algo);
     CHECK(sample_seqs(out.path).size() == kEvents);
     // Debian's trace-cmd 3.1.6 is built with zstd only (trace-cmd list -c).
-    const bool readable = std::string(algo) == "none" || run("trace-cmd list -c").find(algo) != std::string::npos;
+    const bool readable =
+        std::string(algo) == "none" || run("trace-cmd list -c").find(algo) != std::string::npos;
     if (have_trace_cmd() && readable) CHECK(report_records(out.path).size() == kEvents);
   }
   Instance inst(big_options());
@@ -122,10 +126,12 @@ TEST_CASE("v7: an empty recording is a valid version 7 file", "[record][v7]") {
   CHECK(s.records == 0);
   REQUIRE(file_version(out.path) == "7");
   CHECK(sample_seqs(out.path).empty());
-  if (have_trace_cmd()) CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
+  if (have_trace_cmd())
+    CHECK_NOTHROW(run(fmt::format("trace-cmd report -i {}", out.path.string())));
 }
 
-TEST_CASE("v7: a collector given version 7 headers writes a zstd file with the same records", "[record][v7][net]") {
+TEST_CASE("v7: a collector given version 7 headers writes a zstd file with the same records",
+          "[record][v7][net]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());

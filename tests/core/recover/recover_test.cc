@@ -2,24 +2,25 @@
 // own iterator, a child killed with SIGKILL, a reservation that never
 // commits, and damaged files naming the part and offset. The flight file
 // itself is tested in tests/core/flight.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/recover/recover.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
 
-#include "tracepipe/buffers/readers.h"
-#include "tracepipe/core/flight/flight_file.h"
-#include "tracepipe/core/recover/recover.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "../instance/test_events.h"
 #include "test_support.h"
+#include "tracepipe/buffers/readers.h"
+#include "tracepipe/core/flight/flight_file.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_core_test;
@@ -28,7 +29,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("tp-flight-" + std::to_string(getpid()) + "-" + name);
+  const fs::path d =
+      fs::temp_directory_path() / ("tp-flight-" + std::to_string(getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -62,7 +64,8 @@ void store_at(std::vector<std::byte>& b, size_t off, T v) {
 
 }  // namespace
 
-TEST_CASE("flight: a live snapshot equals the ring's own iterator, record for record", "[recover]") {
+TEST_CASE("flight: a live snapshot equals the ring's own iterator, record for record",
+          "[recover]") {
   const fs::path dir = scratch("live");
   Instance inst(flight_options(dir));
   inst.enable(Sample::desc());
@@ -70,7 +73,8 @@ TEST_CASE("flight: a live snapshot equals the ring's own iterator, record for re
   std::vector<std::thread> ts;
   for (uint32_t t = 0; t < 3; ++t)
     ts.emplace_back([&, t] {
-      for (uint32_t i = 0; i < 500; ++i) REQUIRE(emit_sample(inst, t, i, "payload") == EmitResult::kept);
+      for (uint32_t i = 0; i < 500; ++i)
+        REQUIRE(emit_sample(inst, t, i, "payload") == EmitResult::kept);
       REQUIRE(Other::emit(inst, -1, "bye") == EmitResult::kept);
     });
   for (auto& t : ts) t.join();
@@ -102,14 +106,17 @@ TEST_CASE("flight: a live snapshot equals the ring's own iterator, record for re
   fs::remove_all(dir);
 }
 
-TEST_CASE("flight: a child killed with SIGKILL: every committed record is recovered, trace-cmd reads them",
-          "[recover]") {
+TEST_CASE(
+    "flight: a child killed with SIGKILL: every committed record is recovered, trace-cmd reads "
+    "them",
+    "[recover]") {
   const fs::path dir = scratch("kill");
   constexpr uint32_t kRecords = 3000;
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    Instance* inst = new Instance(flight_options(dir, BufferMode::overwrite));  // never destroyed: killed
+    Instance* inst =
+        new Instance(flight_options(dir, BufferMode::overwrite));  // never destroyed: killed
     inst->enable(Sample::desc());
     for (uint32_t i = 0; i < kRecords; ++i)
       if (emit_sample(*inst, 7, i, "crash") != EmitResult::kept) _exit(3);
@@ -158,7 +165,8 @@ TEST_CASE("flight: a child killed with SIGKILL: every committed record is recove
   } else {
     CHECK(r.status == 0);
     size_t lines = 0;
-    for (size_t p = r.out.find("sample:"); p != std::string::npos; p = r.out.find("sample:", p + 1)) ++lines;
+    for (size_t p = r.out.find("sample:"); p != std::string::npos; p = r.out.find("sample:", p + 1))
+      ++lines;
     CHECK(lines == kRecords);
     CHECK(r.out.find("seq=2999") != std::string::npos);
   }
@@ -206,7 +214,9 @@ std::vector<uint32_t> values(const recover::RecoveredTrace& t) {
 }
 }  // namespace
 
-TEST_CASE("recover: a reservation never committed is skipped and counted, the records after it kept", "[recover]") {
+TEST_CASE(
+    "recover: a reservation never committed is skipped and counted, the records after it kept",
+    "[recover]") {
   const fs::path dir = scratch("uncommitted");
   BareFlight f(dir);
   f.put(1);
@@ -223,10 +233,11 @@ TEST_CASE("recover: a reservation never committed is skipped and counted, the re
   // The writer died between its tail CAS and storing the stride: the
   // reservation has no length; the walk stops there and says so.
   auto bytes = read_bytes(f.file->path());
-  const size_t page0 = flight::kHeaderBytes + flight::kMetaCapacity +
-                       buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
-                                                   buffers::OverflowMode::drop_newest)
-                           .pages_offset;
+  const size_t page0 =
+      flight::kHeaderBytes + flight::kMetaCapacity +
+      buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
+                                  buffers::OverflowMode::drop_newest)
+          .pages_offset;
   REQUIRE(load_at<uint32_t>(bytes, page0 + 24) == 0);   // the pending word
   REQUIRE(load_at<uint32_t>(bytes, page0 + 28) == 24);  // its stride
   store_at<uint32_t>(bytes, page0 + 28, 0);
@@ -248,13 +259,17 @@ TEST_CASE("recover: a reservation never committed is skipped and counted, the re
   CHECK(got.front() == 1);
   CHECK(std::find(got.begin(), got.end(), 3u) == got.end());
   CHECK(got.back() == 99);
-  CHECK(got.size() == want.size() - 40);  // sub-buffer 0 holds 42 records of 24 bytes: 1, the pending one, 3, 10..48
+  CHECK(got.size() ==
+        want.size() -
+            40);  // sub-buffer 0 holds 42 records of 24 bytes: 1, the pending one, 3, 10..48
   f.ring->commit(pending);
   fs::remove_all(dir);
 }
 
-TEST_CASE("recover: an overwrite ring that set a stalled sub-buffer aside is read where its positions are now",
-          "[recover]") {
+TEST_CASE(
+    "recover: an overwrite ring that set a stalled sub-buffer aside is read where its positions "
+    "are now",
+    "[recover]") {
   const fs::path dir = scratch("set-aside");
   flight::FlightFileConfig fc;
   fc.dir = dir;
@@ -279,7 +294,8 @@ TEST_CASE("recover: an overwrite ring that set a stalled sub-buffer aside is rea
   };
   put(1);
   buffers::Reservation stalled = put(0xEEEE, /*commit=*/false);
-  for (uint32_t v = 2; v < 700; ++v) put(v);  // 3 laps of 5 x 42 records: position 0 is set aside once
+  for (uint32_t v = 2; v < 700; ++v)
+    put(v);  // 3 laps of 5 x 42 records: position 0 is set aside once
   REQUIRE(ring.cpu_buffer(0).set_aside.load() == 1);
   REQUIRE(ring.cpu_buffer(0).slots[0].load() != 0);  // position 0 uses a spare's memory
   std::vector<uint32_t> want;
@@ -385,10 +401,11 @@ TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
   }
   SECTION("a record whose length runs past its sub-buffer: warning, or error when strict") {
     auto b = good;
-    const size_t page0 = flight::kHeaderBytes + flight::kMetaCapacity +
-                         buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
-                                                   buffers::OverflowMode::drop_newest)
-                           .pages_offset;
+    const size_t page0 =
+        flight::kHeaderBytes + flight::kMetaCapacity +
+        buffers::ring_memory_layout({.cpus = 1, .size_per_cpu = 4096, .subbuf_size = 1024},
+                                    buffers::OverflowMode::drop_newest)
+            .pages_offset;
     store_at<uint32_t>(b, page0 + 48, buffers::detail::make_word(buffers::detail::kKindData, 5000));
     const auto t = recover::recover_bytes(b);
     REQUIRE(t.warnings.size() == 1);
@@ -415,7 +432,8 @@ TEST_CASE("recover: damaged files name the part and the offset", "[recover]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("flight: live snapshots while writers wrap the ring: every record intact, no warning", "[recover]") {
+TEST_CASE("flight: live snapshots while writers wrap the ring: every record intact, no warning",
+          "[recover]") {
   const fs::path dir = scratch("livewrap");
   InstanceOptions o = flight_options(dir, BufferMode::overwrite);
   o.buffer_size_kb = 16;  // wraps every few hundred records
@@ -457,6 +475,7 @@ TEST_CASE("flight: live snapshots while writers wrap the ring: every record inta
   stop = true;
   for (auto& t : ts) t.join();
   CHECK(records > 0);
-  WARN("live snapshots: " << records << " records, " << raced << " sub-buffers overwritten while read");
+  WARN("live snapshots: " << records << " records, " << raced
+                          << " sub-buffers overwritten while read");
   fs::remove_all(dir);
 }

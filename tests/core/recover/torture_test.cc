@@ -8,7 +8,6 @@
 //
 // Kills: TP_FLIGHT_KILLS (default 200, the CI size; the long run is 10000,
 // scripts/flight_torture.sh). Seed: TP_FLIGHT_SEED (printed).
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,16 +35,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Rec = EventDecl<"tpcrash", "rec", Int<"stream", uint32_t>, Int<"seq", uint32_t>, Int<"sum", uint32_t>,
-                      Chars<"pad", 36>>;
+using Rec = EventDecl<"tpcrash", "rec", Int<"stream", uint32_t>, Int<"seq", uint32_t>,
+                      Int<"sum", uint32_t>, Chars<"pad", 36>>;
 static_assert(Rec::fixed_size == 56);
 constexpr size_t kStreamOff = 8, kSeqOff = 12, kSumOff = 16, kPadOff = 20, kPadLen = 36;
 
 constexpr uint32_t kWriters = 3;
-constexpr uint32_t kStreams = 2 * kWriters;  // writer w: stream w; its signal handler: stream kWriters + w
+constexpr uint32_t kStreams =
+    2 * kWriters;  // writer w: stream w; its signal handler: stream kWriters + w
 
 void make_pad(uint32_t stream, uint32_t seq, char* pad) {
-  for (size_t i = 0; i < kPadLen; ++i) pad[i] = static_cast<char>('a' + (seq * 31u + stream * 7u + i) % 26u);
+  for (size_t i = 0; i < kPadLen; ++i)
+    pad[i] = static_cast<char>('a' + (seq * 31u + stream * 7u + i) % 26u);
 }
 uint32_t checksum(uint32_t stream, uint32_t seq, const char* pad) {
   uint32_t h = 2166136261u;
@@ -75,9 +77,11 @@ void emit_one(uint32_t stream) {
   auto lost = static_cast<uint32_t>(a);
   char pad[kPadLen];
   make_pad(stream, seq, pad);
-  const EmitResult r = Rec::emit(*g_inst, stream, seq, checksum(stream, seq, pad), std::string_view(pad, kPadLen));
+  const EmitResult r =
+      Rec::emit(*g_inst, stream, seq, checksum(stream, seq, pad), std::string_view(pad, kPadLen));
   if (r == EmitResult::lost) ++lost;
-  if (r == EmitResult::discarded || r == EmitResult::disabled) _exit(5);  // the filter accepts every record
+  if (r == EmitResult::discarded || r == EmitResult::disabled)
+    _exit(5);  // the filter accepts every record
   ack.store((uint64_t{seq} + 1) << 32 | lost, std::memory_order_release);
 }
 
@@ -98,7 +102,8 @@ void on_usr1(int) {
   o.flight_dir = dir.string();
   g_inst = new Instance(o);  // never destroyed: the process is killed
   g_inst->enable(Rec::desc());
-  if (!g_inst->set_filter(Rec::desc(), "stream < 1000").ok()) _exit(6);  // staged: a filter that keeps all
+  if (!g_inst->set_filter(Rec::desc(), "stream < 1000").ok())
+    _exit(6);  // staged: a filter that keeps all
   struct sigaction sa {};
   sa.sa_handler = on_usr1;
   sigemptyset(&sa.sa_mask);
@@ -124,37 +129,46 @@ void on_usr1(int) {
 }
 
 struct Totals {
-  uint64_t kills = 0, records = 0, lost = 0, torn = 0, duplicates = 0, order = 0, gap_mismatch = 0, unacked = 0;
+  uint64_t kills = 0, records = 0, lost = 0, torn = 0, duplicates = 0, order = 0, gap_mismatch = 0,
+           unacked = 0;
   uint64_t uncommitted = 0, cut_short = 0, overrun = 0, handler_records = 0;
 };
 
 void print_totals(const Totals& tot) {
   std::printf(
-      "flight torture: kills survived %llu, records recovered %llu (of them from signal handlers %llu), "
-      "records lost (counted by the writers) %llu, overrun %llu, torn %llu, duplicates %llu, out of order %llu, "
+      "flight torture: kills survived %llu, records recovered %llu (of them from signal handlers "
+      "%llu), "
+      "records lost (counted by the writers) %llu, overrun %llu, torn %llu, duplicates %llu, out "
+      "of order %llu, "
       "gap mismatches %llu, uncommitted reservations skipped %llu, sub-buffers cut short %llu\n",
-      (unsigned long long)tot.kills, (unsigned long long)tot.records, (unsigned long long)tot.handler_records,
-      (unsigned long long)tot.lost, (unsigned long long)tot.overrun, (unsigned long long)tot.torn,
-      (unsigned long long)tot.duplicates, (unsigned long long)tot.order, (unsigned long long)tot.gap_mismatch,
-      (unsigned long long)tot.uncommitted, (unsigned long long)tot.cut_short);
+      (unsigned long long)tot.kills, (unsigned long long)tot.records,
+      (unsigned long long)tot.handler_records, (unsigned long long)tot.lost,
+      (unsigned long long)tot.overrun, (unsigned long long)tot.torn,
+      (unsigned long long)tot.duplicates, (unsigned long long)tot.order,
+      (unsigned long long)tot.gap_mismatch, (unsigned long long)tot.uncommitted,
+      (unsigned long long)tot.cut_short);
   std::fflush(stdout);
 }
 
 }  // namespace
 
-TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplicate or missing record",
-          "[recover][torture]") {
+TEST_CASE(
+    "flight torture: SIGKILL at random moments never shows a torn, duplicate or missing record",
+    "[recover][torture]") {
   const char* env_kills = std::getenv("TP_FLIGHT_KILLS");
   const uint64_t kills = env_kills != nullptr ? std::strtoull(env_kills, nullptr, 10) : 200;
   const char* env_seed = std::getenv("TP_FLIGHT_SEED");
-  const uint64_t seed = env_seed != nullptr ? std::strtoull(env_seed, nullptr, 10) : std::random_device{}();
+  const uint64_t seed =
+      env_seed != nullptr ? std::strtoull(env_seed, nullptr, 10) : std::random_device{}();
   std::printf("flight torture: %llu kills, seed %llu\n", static_cast<unsigned long long>(kills),
               static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
-  const fs::path dir = fs::temp_directory_path() / ("tp-flight-torture-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("tp-flight-torture-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  void* m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* m =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(m != MAP_FAILED);
   g_shared = static_cast<Shared*>(m);
   (void)Rec::desc();  // registered (and its ID fixed) before the children fork
@@ -245,7 +259,9 @@ TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplica
     const bool exact = mode == BufferMode::drop_newest && t.cut_short() == 0;
     for (uint32_t s = 0; s < kStreams; ++s) {
       auto& v = per[s];
-      std::sort(v.begin(), v.end(), [](const Seen& a, const Seen& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; });
+      std::sort(v.begin(), v.end(), [](const Seen& a, const Seen& b) {
+        return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
+      });
       for (size_t i = 1; i < v.size(); ++i) {
         if (v[i].seq == v[i - 1].seq)
           ++tot.duplicates;
@@ -266,8 +282,8 @@ TEST_CASE("flight torture: SIGKILL at random moments never shows a torn, duplica
         const uint64_t missing = processed - std::min<uint64_t>(present_acked, processed);
         if (exact ? missing != lost : missing < lost) {
           ++tot.gap_mismatch;
-          UNSCOPED_INFO("kill " << k << " stream " << s << ": " << processed << " processed, " << lost
-                                << " counted lost, " << missing << " missing");
+          UNSCOPED_INFO("kill " << k << " stream " << s << ": " << processed << " processed, "
+                                << lost << " counted lost, " << missing << " missing");
         }
       }
     }

@@ -2,13 +2,13 @@
 // record (state, rename and exec observations, their order, the first
 // observation's "before", pids never named), and exec's base name when the
 // trace has no task_rename record. The real captures are replay_comm_test.cc.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/replay/comm_timeline.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
 #include "replay_test_util.h"
 #include "tracepipe/core/events/event_format.h"
-#include "tracepipe/core/replay/comm_timeline.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
@@ -23,26 +23,29 @@ constexpr std::string_view kCommon =
     "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
     "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
-EventFormat format(std::string_view system, std::string name, int id, std::string fields, std::string fmt) {
-  const std::string text = "name: " + name + "\nID: " + std::to_string(id) + "\nformat:\n" + std::string(kCommon) +
-                           fields + "\nprint fmt: " + fmt + "\n";
+EventFormat format(std::string_view system, std::string name, int id, std::string fields,
+                   std::string fmt) {
+  const std::string text = "name: " + name + "\nID: " + std::to_string(id) + "\nformat:\n" +
+                           std::string(kCommon) + fields + "\nprint fmt: " + fmt + "\n";
   return parse_event_format(text, system);
 }
 
 const EventFormat& rename_format() {
-  static const EventFormat f = format("task", "task_rename", 204,
-                                      "\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n"
-                                      "\tfield:char oldcomm[16];\toffset:12;\tsize:16;\tsigned:0;\n"
-                                      "\tfield:char newcomm[16];\toffset:28;\tsize:16;\tsigned:0;\n",
-                                      "\"pid=%d\", REC->pid");
+  static const EventFormat f =
+      format("task", "task_rename", 204,
+             "\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n"
+             "\tfield:char oldcomm[16];\toffset:12;\tsize:16;\tsigned:0;\n"
+             "\tfield:char newcomm[16];\toffset:28;\tsize:16;\tsigned:0;\n",
+             "\"pid=%d\", REC->pid");
   return f;
 }
 const EventFormat& exec_format() {
-  static const EventFormat f = format("sched", "sched_process_exec", 365,
-                                      "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n"
-                                      "\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n"
-                                      "\tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;\n",
-                                      "\"pid=%d\", REC->pid");
+  static const EventFormat f =
+      format("sched", "sched_process_exec", 365,
+             "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n"
+             "\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n"
+             "\tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;\n",
+             "\"pid=%d\", REC->pid");
   return f;
 }
 const EventFormat& mark_format() {
@@ -56,10 +59,13 @@ std::vector<std::byte> header(uint16_t id, int32_t pid, size_t size) {
   std::memcpy(r.data() + 4, &pid, 4);
   return r;
 }
-void put_str(std::vector<std::byte>& r, size_t off, std::string_view s) { std::memcpy(r.data() + off, s.data(), s.size()); }
+void put_str(std::vector<std::byte>& r, size_t off, std::string_view s) {
+  std::memcpy(r.data() + off, s.data(), s.size());
+}
 
 std::vector<std::byte> mark(int32_t pid) { return header(900, pid, 8); }
-std::vector<std::byte> rename(int32_t pid, std::string_view from, std::string_view to, int32_t current) {
+std::vector<std::byte> rename(int32_t pid, std::string_view from, std::string_view to,
+                              int32_t current) {
   auto r = header(204, current, 44);
   std::memcpy(r.data() + 8, &pid, 4);
   put_str(r, 12, from);
@@ -92,7 +98,8 @@ struct Built {
 };
 
 // Writes the records (cpu, ts, payload) and builds the timeline from the file.
-void build(Built& b, const std::vector<std::tuple<uint32_t, uint64_t, std::vector<std::byte>>>& recs) {
+void build(Built& b,
+           const std::vector<std::tuple<uint32_t, uint64_t, std::vector<std::byte>>>& recs) {
   TraceDatWriter w({.cpus = 2, .page_size = 4096, .clock = "local"});
   w.add_format(parse_event_format(replay_test::kSchedSwitch, "sched"));
   w.add_format(rename_format());
@@ -111,7 +118,8 @@ std::string at(const Built& b, int32_t pid, uint64_t ts, uint32_t cpu, uint64_t 
 
 }  // namespace
 
-TEST_CASE("comm timeline: a rename takes effect after its own record, a state at it", "[replay][comm]") {
+TEST_CASE("comm timeline: a rename takes effect after its own record, a state at it",
+          "[replay][comm]") {
   Built b;
   // cpu 0: seq 0 switch-out of 100 ("alpha"), 1 mark, 2 rename alpha -> beta,
   // 3 mark; cpu 1: seq 0 mark of 100, seq 1 rename of 200 (its first record).
@@ -121,7 +129,7 @@ TEST_CASE("comm timeline: a rename takes effect after its own record, a state at
             {0, 30, mark(100)},
             {1, 40, mark(100)},
             {1, 50, rename(200, "x-old", "x-new", 100)}});
-  CHECK(at(b, 100, 5, 0, 0) == "alpha");   // before its first observation: that state's name
+  CHECK(at(b, 100, 5, 0, 0) == "alpha");  // before its first observation: that state's name
   CHECK(at(b, 100, 20, 0, 1) == "alpha");
   CHECK(at(b, 100, 30, 0, 2) == "alpha");  // the task_rename record itself: still the old name
   CHECK(at(b, 100, 30, 0, 3) == "beta");
@@ -146,7 +154,8 @@ TEST_CASE("comm timeline: without task_rename records, exec names the task by th
             {1, 50, exec(400, "/bin/sh")}});
   CHECK(b.timeline->stats().execs_used);
   CHECK(at(b, 400, 10, 0, 0) == "<none>");  // nothing says what it was before the exec
-  CHECK(at(b, 400, 20, 0, 1) == "a-very-long-pro");  // the exec record itself: the new name, 15 bytes
+  CHECK(at(b, 400, 20, 0, 1) ==
+        "a-very-long-pro");  // the exec record itself: the new name, 15 bytes
   CHECK(at(b, 400, 30, 0, 2) == "a-very-long-pro");
   CHECK(at(b, 400, 50, 1, 1) == "sh");
 }

@@ -1,11 +1,12 @@
 // -F parsing and the filter plan: which events replay feeds, with which
 // filter, and the errors (the kernel's error_log text and caret).
+#include "tracepipe/core/replay/filter_plan.h"
+
 #include <catch2/catch.hpp>
 
+#include "replay_test_util.h"
 #include "tracepipe/core/config/config.h"
 #include "tracepipe/core/events/registry.h"
-#include "replay_test_util.h"
-#include "tracepipe/core/replay/filter_plan.h"
 
 using namespace tracepipe;
 using namespace tracepipe::replay;
@@ -22,7 +23,8 @@ struct Fixture {
         wk(&reg.add_format_text(replay_test::kSchedWaking, "sched")),
         km(&reg.add_format_text(replay_test::kKmalloc, "kmem")) {}
 
-  std::vector<EventPlan> plan(std::vector<std::string> args, bool only = false, const InstanceConfig* cfg = nullptr) {
+  std::vector<EventPlan> plan(std::vector<std::string> args, bool only = false,
+                              const InstanceConfig* cfg = nullptr) {
     PlanInput in;
     for (const auto& a : args) in.filters.push_back(parse_filter_arg(a));
     in.only_filtered = only;
@@ -55,7 +57,8 @@ TEST_CASE("replay -F: the forms trace-cmd and the kernel use", "[replay][plan]")
       {"sched:sched_switch:prev_pid==0", "sched:sched_switch", "prev_pid==0"},
       {"sched: prev_pid == 0", "sched", "prev_pid == 0"},
       {"sched_switch,sched_waking: common_pid > 1", "sched_switch,sched_waking", "common_pid > 1"},
-      {"sched:sched_switch,kmem:kmalloc: common_pid > 1", "sched:sched_switch,kmem:kmalloc", "common_pid > 1"},
+      {"sched:sched_switch,kmem:kmalloc: common_pid > 1", "sched:sched_switch,kmem:kmalloc",
+       "common_pid > 1"},
       {"kmalloc: call_site.function == foo", "kmalloc", "call_site.function == foo"},
       {"sched_switch: prev_comm == \"a:b\"", "sched_switch", "prev_comm == \"a:b\""},
       {"  kmalloc :   bytes_req > 100  ", "kmalloc", "bytes_req > 100  "},
@@ -86,7 +89,8 @@ TEST_CASE("replay plan: kernel instance semantics, unfiltered events are kept", 
   CHECK_FALSE(p[f.km->index()].program);
 }
 
-TEST_CASE("replay plan: --only-filtered drops events without a filter (trace-cmd report -F)", "[replay][plan]") {
+TEST_CASE("replay plan: --only-filtered drops events without a filter (trace-cmd report -F)",
+          "[replay][plan]") {
   Fixture f;
   const auto p = f.plan({"sched_switch: prev_pid == 0"}, /*only=*/true);
   CHECK(p[f.sw->index()].replayed);
@@ -94,7 +98,8 @@ TEST_CASE("replay plan: --only-filtered drops events without a filter (trace-cmd
   CHECK_FALSE(p[f.km->index()].replayed);
 }
 
-TEST_CASE("replay plan: a system filter leaves events without the fields unfiltered", "[replay][plan]") {
+TEST_CASE("replay plan: a system filter leaves events without the fields unfiltered",
+          "[replay][plan]") {
   Fixture f;
   const auto p = f.plan({"sched: prev_pid == 0"});
   CHECK(p[f.sw->index()].filter == "prev_pid == 0");
@@ -126,8 +131,10 @@ TEST_CASE("replay plan: lists, globs, later settings win, \"0\" clears", "[repla
   CHECK_FALSE(p[f.sw->index()].program);
 }
 
-TEST_CASE("replay plan: a blank filter is the kernel's Error, kernel forms of 0 clear, the text is the kernel's",
-          "[replay][plan]") {
+TEST_CASE(
+    "replay plan: a blank filter is the kernel's Error, kernel forms of 0 clear, the text is the "
+    "kernel's",
+    "[replay][plan]") {
   Fixture f;
   // Asked of the kernel: a blank write is EINVAL "Error" at 0, not a clear.
   for (const char* arg : {"sched_switch:", "sched_switch:   ", "sched: "}) {
@@ -149,12 +156,14 @@ TEST_CASE("replay plan: a blank filter is the kernel's Error, kernel forms of 0 
   CHECK(p[f.sw->index()].filter == "prev_pid == 0");
 }
 
-TEST_CASE("replay plan: a rejected filter is an error with the kernel's message and caret", "[replay][plan]") {
+TEST_CASE("replay plan: a rejected filter is an error with the kernel's message and caret",
+          "[replay][plan]") {
   Fixture f;
   // filter-oracle/invalid.tsv: the kernel logs "Expecting numeric field", caret at column 13.
   const std::string e = error_of([&] { f.plan({"sched_switch: prev_pid == \"abc\""}); });
   INFO(e);
-  CHECK(e.rfind("-F 'sched_switch: prev_pid == \"abc\"': filter rejected for sched:sched_switch\n", 0) == 0);
+  CHECK(e.rfind("-F 'sched_switch: prev_pid == \"abc\"': filter rejected for sched:sched_switch\n",
+                0) == 0);
   CHECK(e.find("event filter parse error: error: Expecting numeric field\n") != std::string::npos);
   CHECK(e.find("\n  Command: prev_pid == \"abc\"\n") != std::string::npos);
   // The caret line: 11 spaces of "  Command: " then the column.
@@ -172,7 +181,8 @@ TEST_CASE("replay plan: a rejected filter is an error with the kernel's message 
   CHECK(sys.find("Field not found") != std::string::npos);
 }
 
-TEST_CASE("replay plan: config systems, then events, then -F, enable and soft_disable", "[replay][plan]") {
+TEST_CASE("replay plan: config systems, then events, then -F, enable and soft_disable",
+          "[replay][plan]") {
   Fixture f;
   const Config cfg = parse_config(R"(
 [systems.sched]
@@ -197,7 +207,8 @@ soft_disable = true
   CHECK_FALSE(p[f.sw->index()].replayed);
   CHECK(p[f.wk->index()].replayed);
 
-  const Config bad = parse_config("[events.\"kmem:kmalloc\"]\nfilter = \"bytes_req >\"\n", "bad.toml");
+  const Config bad =
+      parse_config("[events.\"kmem:kmalloc\"]\nfilter = \"bytes_req >\"\n", "bad.toml");
   const std::string e = error_of([&] { f.plan({}, false, &bad.instances[0]); });
   CHECK(e.rfind("bad.toml:2: ", 0) == 0);
   CHECK(e.find("filter rejected for kmem:kmalloc") != std::string::npos);

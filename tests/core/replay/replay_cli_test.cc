@@ -2,11 +2,10 @@
 // for bad filters, the table, and kept counts against `trace-cmd report -F`
 // on the real hackbench capture (same semantics with --only-filtered), with
 // the differences that come from libtraceevent's own filter pinned down.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,7 +57,8 @@ std::string trace_cmd() {
 }
 
 // Lines printed by trace-cmd report -F (events kept), without its "cpus=N" header.
-uint64_t trace_cmd_kept(const std::string& exe, const std::string& filter, const std::filesystem::path& dat) {
+uint64_t trace_cmd_kept(const std::string& exe, const std::string& filter,
+                        const std::filesystem::path& dat) {
   const Run r = run({exe, "report", "-F", filter, dat.string()});
   REQUIRE(r.status == 0);
   uint64_t n = 0;
@@ -71,7 +71,8 @@ uint64_t trace_cmd_kept(const std::string& exe, const std::string& filter, const
 
 }  // namespace
 
-TEST_CASE("replay cli: a rejected filter prints the kernel's error_log entry and exits 2", "[replay][cli]") {
+TEST_CASE("replay cli: a rejected filter prints the kernel's error_log entry and exits 2",
+          "[replay][cli]") {
   replay_test::TempPath dat("replay_cli_in");
   {
     tracepipe::TraceDatWriter w = replay_test::make_writer(1);
@@ -83,7 +84,8 @@ TEST_CASE("replay cli: a rejected filter prints the kernel's error_log entry and
   CHECK(r.status == 2);
   CHECK(r.out.empty());
   CHECK(r.err ==
-        "tracepipe replay: -F 'sched:sched_switch: prev_pid == \"abc\"': filter rejected for sched:sched_switch\n"
+        "tracepipe replay: -F 'sched:sched_switch: prev_pid == \"abc\"': filter rejected for "
+        "sched:sched_switch\n"
         "event filter parse error: error: Expecting numeric field\n"
         "  Command: prev_pid == \"abc\"\n"
         "                        ^\n");
@@ -107,7 +109,8 @@ TEST_CASE("replay cli: a rejected filter prints the kernel's error_log entry and
   CHECK(kept_of(r.out, "sched:sched_switch") == 1);
 }
 
-TEST_CASE("replay cli: kept counts equal trace-cmd report -F on hackbench.dat", "[replay][cli][trace-cmd]") {
+TEST_CASE("replay cli: kept counts equal trace-cmd report -F on hackbench.dat",
+          "[replay][cli][trace-cmd]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const std::string tc = trace_cmd();
   if (tc.empty()) TP_SKIP("trace-cmd not installed");
@@ -119,8 +122,10 @@ TEST_CASE("replay cli: kept counts equal trace-cmd report -F on hackbench.dat", 
   const std::vector<Row> rows = {
       {"kmalloc: bytes_req > 100", "kmem:kmalloc"},
       {"sched_switch: prev_pid == 0", "sched:sched_switch"},
-      {"sched:sched_switch: prev_pid == 0", "sched:sched_switch"},  // trace-cmd spells it sched/sched_switch
-      {"sched_switch: prev_comm =~ \"^hack\"", "sched:sched_switch"},  // regex: libtraceevent's and our extension
+      {"sched:sched_switch: prev_pid == 0",
+       "sched:sched_switch"},  // trace-cmd spells it sched/sched_switch
+      {"sched_switch: prev_comm =~ \"^hack\"",
+       "sched:sched_switch"},  // regex: libtraceevent's and our extension
       {"sched_switch: prev_comm == \"hackbench\"", "sched:sched_switch"},
       {"sched_waking: comm =~ \"^kworker\"", "sched:sched_waking"},
       {"kmalloc: gfp_flags & 0x100", "kmem:kmalloc"},
@@ -142,7 +147,8 @@ TEST_CASE("replay cli: kept counts equal trace-cmd report -F on hackbench.dat", 
   }
 }
 
-TEST_CASE("replay cli: where libtraceevent's filter differs from the kernel's", "[replay][cli][trace-cmd]") {
+TEST_CASE("replay cli: where libtraceevent's filter differs from the kernel's",
+          "[replay][cli][trace-cmd]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const std::string tc = trace_cmd();
   if (tc.empty()) TP_SKIP("trace-cmd not installed");
@@ -159,7 +165,8 @@ TEST_CASE("replay cli: where libtraceevent's filter differs from the kernel's", 
   // 2. `~` is the kernel's glob operator; libtraceevent has only =~ (regex),
   //    and trace-cmd keeps nothing for `~` without an error.
   CHECK(trace_cmd_kept(tc, "sched_switch: prev_comm ~ \"hack*\"", dat) == 0);
-  CHECK(ours("sched_switch: prev_comm ~ \"hack*\"") == ours("sched_switch: prev_comm =~ \"^hack\""));
+  CHECK(ours("sched_switch: prev_comm ~ \"hack*\"") ==
+        ours("sched_switch: prev_comm =~ \"^hack\""));
   CHECK(ours("sched_switch: prev_comm ~ \"hack*\"") == 3499);
   // 3. COMM: libtraceevent takes the comm of common_pid from saved_cmdlines;
   //    the kernel reads current->comm, which for sched_switch is prev_comm. Pid
@@ -169,7 +176,8 @@ TEST_CASE("replay cli: where libtraceevent's filter differs from the kernel's", 
   CHECK(ours("sched_switch: COMM == \"hackbench\"") == 3499);
 }
 
-TEST_CASE("replay cli: without --only-filtered unfiltered events are kept (kernel semantics)", "[replay][cli]") {
+TEST_CASE("replay cli: without --only-filtered unfiltered events are kept (kernel semantics)",
+          "[replay][cli]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const Run r = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "--no-timing"});
   REQUIRE(r.status == 0);
@@ -177,20 +185,21 @@ TEST_CASE("replay cli: without --only-filtered unfiltered events are kept (kerne
   CHECK(kept_of(r.out, "kmem:kfree") == 44757);
   CHECK(kept_of(r.out, "total") == 257346 - (42345 - 42091));
   // Several -F in one run, each on its event.
-  const Run two = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "-F", "sched_switch: prev_pid == 0",
-                          "--only-filtered", "--no-timing"});
+  const Run two = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "-F",
+                          "sched_switch: prev_pid == 0", "--only-filtered", "--no-timing"});
   REQUIRE(two.status == 0);
   CHECK(kept_of(two.out, "kmem:kmalloc") == 42091);
   CHECK(kept_of(two.out, "sched:sched_switch") == 61);
   CHECK(kept_of(two.out, "total") == 42091 + 61);
 }
 
-TEST_CASE("replay cli: --bench runs both sides and agrees on the kept count", "[replay][cli][trace-cmd]") {
+TEST_CASE("replay cli: --bench runs both sides and agrees on the kept count",
+          "[replay][cli][trace-cmd]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const std::string tc = trace_cmd();
   if (tc.empty()) TP_SKIP("trace-cmd not installed");
-  const Run r = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "--only-filtered", "--bench", "--reps", "1",
-                        "--trace-cmd", tc});
+  const Run r = replay({dat.string(), "-F", "kmalloc: bytes_req > 100", "--only-filtered",
+                        "--bench", "--reps", "1", "--trace-cmd", tc});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("tracepipe replay, 1 thread:") != std::string::npos);
@@ -199,7 +208,8 @@ TEST_CASE("replay cli: --bench runs both sides and agrees on the kept count", "[
   CHECK(r.out.find("kept: replay 42091, trace-cmd report -F 42091") != std::string::npos);
 }
 
-TEST_CASE("replay cli: docs/replay.md's hist example prints the lines the doc shows", "[replay][cli][docs]") {
+TEST_CASE("replay cli: docs/replay.md's hist example prints the lines the doc shows",
+          "[replay][cli][docs]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   std::ifstream doc(std::filesystem::path(TP_SOURCE_DIR) / "docs" / "replay.md");
   REQUIRE(doc);

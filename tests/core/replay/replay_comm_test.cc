@@ -7,7 +7,6 @@
 // multisets of payload keys (replay_test::record_key). The captures come
 // from this repository (data/README.md): nothing here needs ../shared.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "replay_test_util.h"
@@ -75,18 +74,20 @@ void check_capture(const std::string& name) {
   size_t records = 0, kept = 0;
   for (const auto& [id, expr] : filters) {
     const Verdict v = run_filter(dir, id, expr);
-    INFO(name << " " << id << " " << expr << ": " << v.all << " records, kernel kept " << v.kernel_kept
-              << ", replay kept " << v.replay_kept << " (" << v.only_replay << " only by replay, " << v.only_kernel
-              << " only by the kernel)");
+    INFO(name << " " << id << " " << expr << ": " << v.all << " records, kernel kept "
+              << v.kernel_kept << ", replay kept " << v.replay_kept << " (" << v.only_replay
+              << " only by replay, " << v.only_kernel << " only by the kernel)");
     CHECK(v.equal());
     matched += v.equal();
     records = v.all;
     kept += v.kernel_kept;
-    WARN(name << " " << id << " " << expr << ": kernel " << v.kernel_kept << ", replay " << v.replay_kept << " of "
-              << v.all << (v.equal() ? " (same records)" : " (DIFFERENT)"));
+    WARN(name << " " << id << " " << expr << ": kernel " << v.kernel_kept << ", replay "
+              << v.replay_kept << " of " << v.all
+              << (v.equal() ? " (same records)" : " (DIFFERENT)"));
   }
-  WARN(name << ": " << matched << "/" << filters.size() << " COMM filters keep exactly the kernel's records ("
-            << records << " records, " << kept << " kept by the kernel over all filters)");
+  WARN(name << ": " << matched << "/" << filters.size()
+            << " COMM filters keep exactly the kernel's records (" << records << " records, "
+            << kept << " kept by the kernel over all filters)");
 }
 
 }  // namespace
@@ -96,6 +97,7 @@ TEST_CASE("replay COMM: tasks renaming themselves and each other, against the ke
   check_capture("comm_rename");
 }
 
-TEST_CASE("replay COMM: exec, fexecve and a thread's exec, against the kernel's verdicts", "[replay][comm]") {
+TEST_CASE("replay COMM: exec, fexecve and a thread's exec, against the kernel's verdicts",
+          "[replay][comm]") {
   check_capture("comm_exec");
 }

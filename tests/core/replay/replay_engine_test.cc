@@ -3,7 +3,6 @@
 // and thread count, the replay-side route (COMM), soft-disable, unknown IDs,
 // lost marks.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 
 #include "replay_test_util.h"
@@ -45,7 +44,8 @@ Expected write_input(const std::filesystem::path& p) {
   for (uint64_t i = 0; i < 9000; ++i) {
     ts += 3;
     if (i % 3 == 0) {
-      const auto r = replay_test::sched_switch(200, i % 2 ? "bash" : "hackbench", 200, "swapper/1", 0);
+      const auto r =
+          replay_test::sched_switch(200, i % 2 ? "bash" : "hackbench", 200, "swapper/1", 0);
       w.add_record(1, ts, r);
       e.kept[1].emplace_back(ts, r);  // unfiltered: kept
       ++e.sched_switch;
@@ -99,7 +99,8 @@ void check_output(const std::filesystem::path& out, const Expected& e) {
 }
 
 /// Options replaying `in` into `out` with the config file `cfg`, which gets `text`.
-ReplayOptions with_config(const TempPath& in, const TempPath& out, const TempPath& cfg, const char* text) {
+ReplayOptions with_config(const TempPath& in, const TempPath& out, const TempPath& cfg,
+                          const char* text) {
   {
     std::ofstream f(cfg.path);
     f << text;
@@ -114,10 +115,12 @@ ReplayOptions with_config(const TempPath& in, const TempPath& out, const TempPat
 
 }  // namespace
 
-TEST_CASE("replay engine: counts, per-CPU order and recorded stamps through -o", "[replay][engine]") {
+TEST_CASE("replay engine: counts, per-CPU order and recorded stamps through -o",
+          "[replay][engine]") {
   TempPath in("replay_in"), out("replay_out");
   const Expected e = write_input(in.path);
-  const auto staging = GENERATE(Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive);
+  const auto staging =
+      GENERATE(Staging::off, Staging::per_cpu, Staging::per_thread, Staging::adaptive);
   const unsigned threads = GENERATE(1u, 2u);
   INFO("staging " << to_string(staging) << ", threads " << threads);
   ReplayOptions o;
@@ -158,7 +161,8 @@ TEST_CASE("replay engine: counts, per-CPU order and recorded stamps through -o",
   check_output(out.path, e);
 }
 
-TEST_CASE("replay engine: without -o, the same counts (ring in overwrite mode)", "[replay][engine]") {
+TEST_CASE("replay engine: without -o, the same counts (ring in overwrite mode)",
+          "[replay][engine]") {
   TempPath in("replay_in");
   const Expected e = write_input(in.path);
   ReplayOptions o;
@@ -191,19 +195,22 @@ TEST_CASE("replay engine: COMM and CPU filters use the recorded context", "[repl
   w.set_cmdline(200, "bash");
   uint64_t ts = 10;
   // sched_switch: COMM is prev_comm (not the pid's cmdline).
-  w.add_record(0, ts++, replay_test::sched_switch(100, "bash", 100, "x", 1));       // prev bash
-  w.add_record(0, ts++, replay_test::sched_switch(200, "hackbench", 200, "x", 1));  // prev hackbench
+  w.add_record(0, ts++, replay_test::sched_switch(100, "bash", 100, "x", 1));  // prev bash
+  w.add_record(0, ts++,
+               replay_test::sched_switch(200, "hackbench", 200, "x", 1));  // prev hackbench
   w.add_record(1, ts++, replay_test::sched_switch(200, "hackbench", 200, "x", 1));
   // sched_waking has its own comm field: a COMM filter uses the name the
   // trace gives common_pid at that record (pid 100 switched out as bash,
   // pid 200 as hackbench above), not saved_cmdlines (which says the reverse).
-  w.add_record(0, ts++, replay_test::sched_waking(100, "bash", 5, 0));       // pid 100 = bash here
-  w.add_record(0, ts++, replay_test::sched_waking(200, "hackbench", 5, 1));  // pid 200 = hackbench here
+  w.add_record(0, ts++, replay_test::sched_waking(100, "bash", 5, 0));  // pid 100 = bash here
+  w.add_record(0, ts++,
+               replay_test::sched_waking(200, "hackbench", 5, 1));  // pid 200 = hackbench here
   w.write(in.path);
 
   ReplayOptions o;
   o.input = in.path;
-  o.filter_args = {"sched_switch: COMM == \"hackbench\"", "sched_waking: COMM ~ \"hack*\" && CPU == 0"};
+  o.filter_args = {"sched_switch: COMM == \"hackbench\"",
+                   "sched_waking: COMM ~ \"hack*\" && CPU == 0"};
   o.output = out.path;
   o.progress = ProgressMode::off;
   const ReplayResult r = run_replay(o);
@@ -219,7 +226,8 @@ TEST_CASE("replay engine: COMM and CPU filters use the recorded context", "[repl
   CHECK(wk->counts.discarded == 1);
   const auto k = replay_test::keys_of(out.path);
   CHECK(k.records == 3);
-  {  // the waking kept is pid 200's (hackbench in the trace), not pid 100's (hackbench in saved_cmdlines)
+  {  // the waking kept is pid 200's (hackbench in the trace), not pid 100's (hackbench in
+     // saved_cmdlines)
     const TraceDatReader kept = TraceDatReader::open(out.path);
     std::vector<int32_t> waking_pids;
     auto recs = kept.records();
@@ -252,7 +260,8 @@ TEST_CASE("replay engine: soft-disabled events, unknown IDs and lost marks", "[r
   replay_test::put(bad, 0, uint16_t{999});  // no format with this ID
   w.add_record(0, ts++, bad);
   w.write(in.path);
-  const ReplayResult r = run_replay(with_config(in, out, cfg, "[events.\"kmem:kmalloc\"]\nsoft_disable = true\n"));
+  const ReplayResult r =
+      run_replay(with_config(in, out, cfg, "[events.\"kmem:kmalloc\"]\nsoft_disable = true\n"));
   const EventRow* km = row(r, "kmem:kmalloc");
   REQUIRE(km != nullptr);
   CHECK(km->soft_disabled);
@@ -274,7 +283,8 @@ TEST_CASE("replay engine: soft-disabled events, unknown IDs and lost marks", "[r
   CHECK(lost == 7);
 }
 
-TEST_CASE("replay engine: a config asking for cpu_local writers replays with any_cpu and says so", "[replay][engine]") {
+TEST_CASE("replay engine: a config asking for cpu_local writers replays with any_cpu and says so",
+          "[replay][engine]") {
   TempPath in("replay_in"), out("replay_out"), cfg("replay_cfg");
   TraceDatWriter w = replay_test::make_writer(2);
   w.add_record(0, 10, replay_test::kmalloc(1, 1, 100));
@@ -283,7 +293,8 @@ TEST_CASE("replay engine: a config asking for cpu_local writers replays with any
   const ReplayResult r = run_replay(with_config(in, out, cfg, "writers = \"cpu_local\"\n"));
   CHECK(r.total.kept == 2);
   bool warned = false;
-  for (const std::string& m : r.warnings) warned = warned || m.find("cpu_local") != std::string::npos;
+  for (const std::string& m : r.warnings)
+    warned = warned || m.find("cpu_local") != std::string::npos;
   CHECK(warned);
   // Each record is still on the CPU it was recorded on.
   const auto rd = TraceDatReader::open(out.path);
@@ -318,7 +329,8 @@ TEST_CASE("replay engine: bad input is a clear error", "[replay][engine]") {
   CHECK_THROWS_AS(run_replay(o), ReplayError);
 }
 
-TEST_CASE("replay engine: a file without records replays to an empty result and output", "[replay][engine]") {
+TEST_CASE("replay engine: a file without records replays to an empty result and output",
+          "[replay][engine]") {
   TempPath in("replay_in"), out("replay_out");
   replay_test::make_writer(2).write(in.path);
   ReplayOptions o;
@@ -334,7 +346,8 @@ TEST_CASE("replay engine: a file without records replays to an empty result and 
   CHECK(format_result(r, true).find("0 records read from 2 CPU buffer(s)") != std::string::npos);
 }
 
-TEST_CASE("replay engine: -o keeps a loss mark that follows a batch's last kept record", "[replay][engine]") {
+TEST_CASE("replay engine: -o keeps a loss mark that follows a batch's last kept record",
+          "[replay][engine]") {
   // One batch is kBatchRecords records: the first batch ends with rejected
   // records after a loss mark, so the mark has no kept record in its batch
   // and must land before the next batch's first kept record (the writer
@@ -345,8 +358,10 @@ TEST_CASE("replay engine: -o keeps a loss mark that follows a batch's last kept 
   const uint32_t kept_first = static_cast<uint32_t>(kBatchRecords) - 6;
   for (uint32_t i = 0; i < kept_first; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, i, 500));
   w.add_lost(0, 9);
-  for (uint32_t i = 0; i < 6; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, 100000 + i, 1));  // rejected
-  for (uint32_t i = 0; i < 100; ++i) w.add_record(0, ts++, replay_test::kmalloc(1, 200000 + i, 500));
+  for (uint32_t i = 0; i < 6; ++i)
+    w.add_record(0, ts++, replay_test::kmalloc(1, 100000 + i, 1));  // rejected
+  for (uint32_t i = 0; i < 100; ++i)
+    w.add_record(0, ts++, replay_test::kmalloc(1, 200000 + i, 500));
   w.write(in.path);
   ReplayOptions o;
   o.input = in.path;

@@ -2,7 +2,6 @@
 // the per-event counts of its README, filters whose kept counts are computed
 // independently here from the records, and the -o file read back.
 #include <catch2/catch.hpp>
-
 #include <map>
 
 #include "replay_test_util.h"
@@ -30,18 +29,25 @@ T field(const TraceRecord& r, const EventFormat& f, std::string_view name) {
 
 }  // namespace
 
-TEST_CASE("replay hackbench: per-event counts of the capture, nothing lost", "[replay][hackbench]") {
+TEST_CASE("replay hackbench: per-event counts of the capture, nothing lost",
+          "[replay][hackbench]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   ReplayOptions o;
   o.input = dat;
   o.progress = ProgressMode::off;
   const ReplayResult r = run_replay(o);
   // shared/data/kernel/README.md
-  const std::map<std::string, uint64_t> readme = {
-      {"raw_syscalls:sys_enter", 81040}, {"raw_syscalls:sys_exit", 81040}, {"kmem:kfree", 44757},
-      {"kmem:kmalloc", 42345},           {"sched:sched_switch", 3596},      {"sched:sched_waking", 2187},
-      {"sched:sched_wakeup", 2185},      {"signal:signal_generate", 81},    {"irq:softirq_entry", 66},
-      {"timer:hrtimer_start", 48},       {"sched:sched_process_exec", 1}};
+  const std::map<std::string, uint64_t> readme = {{"raw_syscalls:sys_enter", 81040},
+                                                  {"raw_syscalls:sys_exit", 81040},
+                                                  {"kmem:kfree", 44757},
+                                                  {"kmem:kmalloc", 42345},
+                                                  {"sched:sched_switch", 3596},
+                                                  {"sched:sched_waking", 2187},
+                                                  {"sched:sched_wakeup", 2185},
+                                                  {"signal:signal_generate", 81},
+                                                  {"irq:softirq_entry", 66},
+                                                  {"timer:hrtimer_start", 48},
+                                                  {"sched:sched_process_exec", 1}};
   CHECK(r.events.size() == readme.size());
   for (const auto& [name, n] : readme) {
     INFO(name);
@@ -55,7 +61,8 @@ TEST_CASE("replay hackbench: per-event counts of the capture, nothing lost", "[r
   CHECK(r.unknown == 0);
 }
 
-TEST_CASE("replay hackbench: filters keep what the records say, through -o", "[replay][hackbench]") {
+TEST_CASE("replay hackbench: filters keep what the records say, through -o",
+          "[replay][hackbench]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   // Independent count from the records.
   const auto rd = TraceDatReader::open(dat);
@@ -67,7 +74,8 @@ TEST_CASE("replay hackbench: filters keep what the records say, through -o", "[r
     if (f->name == "kmalloc") km_big += field<uint64_t>(*rec, *f, "bytes_req") > 100;
     if (f->name == "sched_switch") {
       sw_idle += field<int32_t>(*rec, *f, "prev_pid") == 0;
-      const char* comm = reinterpret_cast<const char*>(rec->payload.data()) + f->find_field("prev_comm")->offset;
+      const char* comm =
+          reinterpret_cast<const char*>(rec->payload.data()) + f->find_field("prev_comm")->offset;
       sw_hack += std::string_view(comm, strnlen(comm, 16)).substr(0, 4) == "hack";
     }
     if (f->name == "sys_exit") exit_neg += field<int64_t>(*rec, *f, "ret") < 0;
@@ -77,7 +85,8 @@ TEST_CASE("replay hackbench: filters keep what the records say, through -o", "[r
   replay_test::TempPath out("replay_hb");
   ReplayOptions o;
   o.input = dat;
-  o.filter_args = {"kmalloc: bytes_req > 100", "sched:sched_switch: prev_pid == 0 || prev_comm ~ \"hack*\"",
+  o.filter_args = {"kmalloc: bytes_req > 100",
+                   "sched:sched_switch: prev_pid == 0 || prev_comm ~ \"hack*\"",
                    "sys_exit: ret < 0"};
   o.only_filtered = true;
   o.output = out.path;

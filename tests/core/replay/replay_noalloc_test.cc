@@ -4,24 +4,24 @@
 // and from saved_cmdlines, skipped and unknown events, with timing on and
 // the ring recycling sub-buffers. malloc & co and pthread_mutex_lock are
 // interposed in this executable and counted (as tests/core/instance/noalloc_test.cc).
-#include <catch2/catch.hpp>
 #include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "replay_test_util.h"
 #include "alloc_counter.h"
+#include "replay_test_util.h"
 #include "test_support.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/replay/router.h"
 
-
 using namespace tracepipe;
 using namespace tracepipe::replay;
 
-TEST_CASE("replay router: feed() allocates nothing and takes no lock on any route", "[replay][noalloc]") {
+TEST_CASE("replay router: feed() allocates nothing and takes no lock on any route",
+          "[replay][noalloc]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("allocation counting needs the real malloc (sanitized build)");
 #else
@@ -34,12 +34,17 @@ TEST_CASE("replay router: feed() allocates nothing and takes no lock on any rout
     for (uint64_t i = 0; i < 20000; ++i) {
       const uint32_t cpu = static_cast<uint32_t>(i % 2);
       switch (i % 4) {
-        case 0: w.add_record(cpu, i, replay_test::kmalloc(100, i, i % 300)); break;
+        case 0:
+          w.add_record(cpu, i, replay_test::kmalloc(100, i, i % 300));
+          break;
         case 1:
-          w.add_record(cpu, i, replay_test::sched_switch(100, i % 3 ? "hackbench" : "sh", 100, "x", 0));
+          w.add_record(cpu, i,
+                       replay_test::sched_switch(100, i % 3 ? "hackbench" : "sh", 100, "x", 0));
           switches_as_sh += i % 3 == 0;
           break;
-        case 2: w.add_record(cpu, i, replay_test::sched_waking(i % 8 == 2 ? 100 : 200, "k", 5, 1)); break;
+        case 2:
+          w.add_record(cpu, i, replay_test::sched_waking(i % 8 == 2 ? 100 : 200, "k", 5, 1));
+          break;
         default: {
           auto r = replay_test::kmalloc(0, i, 1);
           replay_test::put(r, 0, uint16_t{4242});  // unknown ID
@@ -68,11 +73,12 @@ TEST_CASE("replay router: feed() allocates nothing and takes no lock on any rout
   CHECK(router.route(*reg.find("kmem:kmalloc")) == FilterRoute::instance);
   CHECK(router.route(*reg.find("sched:sched_switch")) == FilterRoute::replay_side);
 
-  std::vector<std::vector<Rec>> recs(2);
+  std::vector<std::vector<Rec> > recs(2);
   for (size_t i = 0; i < reader.cpu_data().size(); ++i) {
     auto c = reader.cpu_records(i);
     while (auto r = c.next())
-      recs[i].push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()), EmitResult::disabled});
+      recs[i].push_back(Rec{r->ts, r->payload.data(), static_cast<uint32_t>(r->payload.size()),
+                            EmitResult::disabled});
   }
   std::vector<Counter> counters(router.counter_slots());
   // Warm-up: registers this thread and maps its counter window (allocates).

@@ -8,7 +8,6 @@
 // replay-side filter for COMM / char * / .function), the ring, the drain and
 // the writer. The replay's own counts must agree with the files.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -45,7 +44,8 @@ CaseResult run_case(const std::filesystem::path& dir, const std::filesystem::pat
   o.output = out.path;
   o.kallsyms = kallsyms;
   o.progress = ProgressMode::off;
-  o.trailing_operator = filters::TrailingOperator::ignore;  // the oracle's kernel build (v657): see 024
+  o.trailing_operator =
+      filters::TrailingOperator::ignore;  // the oracle's kernel build (v657): see 024
   const ReplayResult r = run_replay(o);
 
   CaseResult c;
@@ -64,15 +64,17 @@ CaseResult run_case(const std::filesystem::path& dir, const std::filesystem::pat
     if (v < 0) missing += static_cast<size_t>(-v);
   }
   c.equal = extra == 0 && missing == 0 && ours.records == r.output_records;
-  if (!c.equal) c.diff = std::to_string(extra) + " kept only by replay, " + std::to_string(missing) +
-                         " kept only by the kernel";
+  if (!c.equal)
+    c.diff = std::to_string(extra) + " kept only by replay, " + std::to_string(missing) +
+             " kept only by the kernel";
   return c;
 }
 
 }  // namespace
 
-TEST_CASE("replay oracle: replay -o keeps exactly the kernel's events for every accepted expression",
-          "[replay][oracle]") {
+TEST_CASE(
+    "replay oracle: replay -o keeps exactly the kernel's events for every accepted expression",
+    "[replay][oracle]") {
   const auto root = tp_test::shared_data_or_skip("kernel/filter-oracle");
   // The capture's kallsyms, for 054 (call_site.function == __alloc_skb): the
   // .dat files carry none; 054/notes.txt gives the symbol and the next one.
@@ -91,8 +93,8 @@ TEST_CASE("replay oracle: replay -o keeps exactly the kernel's events for every 
     const std::string id = line.substr(0, line.find('\t'));
     const CaseResult r = run_case(root / id, ksyms.path);
     INFO(id << ": " << trimmed(tp_test::read_file(root / id / "expr.txt")) << " | all " << r.all
-            << " kernel kept " << r.kernel_kept << " replay kept " << r.replay_kept << " written " << r.output
-            << " | " << r.diff);
+            << " kernel kept " << r.kernel_kept << " replay kept " << r.replay_kept << " written "
+            << r.output << " | " << r.diff);
     CHECK(r.equal);
     CHECK(r.replay_kept == r.kernel_kept);
     CHECK(r.output == r.replay_kept);
@@ -103,7 +105,7 @@ TEST_CASE("replay oracle: replay -o keeps exactly the kernel's events for every 
     replay_side += std::count(r.routes.begin(), r.routes.end(), FilterRoute::replay_side) > 0;
   }
   CHECK(cases == 69);
-  WARN("replay oracle: " << matched << "/" << cases << " cases keep exactly the kernel's events (" << records
-                         << " records replayed, " << kept << " kept; " << replay_side
+  WARN("replay oracle: " << matched << "/" << cases << " cases keep exactly the kernel's events ("
+                         << records << " records replayed, " << kept << " kept; " << replay_side
                          << " cases needed the replay-side filter)");
 }

@@ -2,7 +2,6 @@
 // header, the filter's route in a ROUTE column of its own (a long filter cut
 // with "..." cannot hide it), on a made-up result and on a real replay.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,15 +56,16 @@ std::vector<Cells> cells_under_headers(const std::string& table, bool timing) {
   };
   const size_t route = h.find("ROUTE");
   REQUIRE(route != std::string::npos);
-  const size_t replayed = end_of("REPLAYED"), kept = end_of("KEPT"), discarded = end_of("DISCARDED"),
-               lost = end_of("LOST");
+  const size_t replayed = end_of("REPLAYED"), kept = end_of("KEPT"),
+               discarded = end_of("DISCARDED"), lost = end_of("LOST");
   const size_t ns = timing ? end_of("NS/EVENT") : 0;
   std::vector<Cells> out;
   for (size_t i = 1; i < lines.size() && !lines[i].empty(); ++i) {
     const std::string& l = lines[i];
     INFO("row: " << l);
-    Cells c{cell_starting_at(l, route), cell_ending_at(l, replayed), cell_ending_at(l, kept),
-            cell_ending_at(l, discarded), cell_ending_at(l, lost), timing ? cell_ending_at(l, ns) : ""};
+    Cells c{cell_starting_at(l, route), cell_ending_at(l, replayed),
+            cell_ending_at(l, kept),    cell_ending_at(l, discarded),
+            cell_ending_at(l, lost),    timing ? cell_ending_at(l, ns) : ""};
     // Nothing but the cells themselves between the route cell and the counts.
     CHECK(l.size() == (timing ? ns : lost) + 1);
     out.push_back(c);
@@ -84,17 +84,21 @@ EventRow event(std::string name, std::string filter, FilterRoute route, EventCou
 
 }  // namespace
 
-TEST_CASE("replay table: the route has its own column and every count sits under its header", "[replay][report]") {
+TEST_CASE("replay table: the route has its own column and every count sits under its header",
+          "[replay][report]") {
   ReplayResult r;
   r.cpus = 2;
-  r.events.push_back(event("app:request_done", "COMM ~ \"example*\"", FilterRoute::replay_side, {1000, 400, 600, 0, 0, 50000}));
-  r.events.push_back(event("kmem:kmalloc", "bytes_req > 100", FilterRoute::instance, {42345, 42091, 254, 0, 0, 2240000}));
+  r.events.push_back(event("app:request_done", "COMM ~ \"example*\"", FilterRoute::replay_side,
+                           {1000, 400, 600, 0, 0, 50000}));
+  r.events.push_back(event("kmem:kmalloc", "bytes_req > 100", FilterRoute::instance,
+                           {42345, 42091, 254, 0, 0, 2240000}));
   r.events.push_back(event("kmem:kfree", "", FilterRoute::none, {44757, 44757, 0, 0, 0, 1630000}));
   // Longer than the filter column (48): cut, the route still shown.
   r.events.push_back(event("sched:sched_switch",
                            "COMM ~ \"hack*\" && prev_prio < 120 && next_pid != 0 && prev_pid != 0",
                            FilterRoute::replay_side, {3596, 0, 3596, 0, 0, 250000}));
-  EventRow soft = event("sched:sched_waking", "pid > 5", FilterRoute::instance, {2187, 0, 2187, 0, 0, 0});
+  EventRow soft =
+      event("sched:sched_waking", "pid > 5", FilterRoute::instance, {2187, 0, 2187, 0, 0, 0});
   soft.soft_disabled = true;
   r.events.push_back(soft);
   EventRow skipped = event("timer:hrtimer_start", "", FilterRoute::none, {0, 0, 0, 0, 48, 0});
@@ -107,28 +111,36 @@ TEST_CASE("replay table: the route has its own column and every count sits under
   const std::vector<std::string> lines = lines_of(table);
   REQUIRE(lines.size() >= 8);
   CHECK(lines[0] ==
-        "EVENT                FILTER                                            ROUTE          REPLAYED        KEPT"
+        "EVENT                FILTER                                            ROUTE          "
+        "REPLAYED        KEPT"
         "   DISCARDED    LOST  NS/EVENT");
   CHECK(lines[1] ==
-        "app:request_done     COMM ~ \"example*\"                                 replay-side        1000         400"
+        "app:request_done     COMM ~ \"example*\"                                 replay-side      "
+        "  1000         400"
         "         600       0      50.0");
   CHECK(lines[2] ==
-        "kmem:kmalloc         bytes_req > 100                                   instance          42345       42091"
+        "kmem:kmalloc         bytes_req > 100                                   instance          "
+        "42345       42091"
         "         254       0      52.9");
   CHECK(lines[3] ==
-        "kmem:kfree           -                                                 -                 44757       44757"
+        "kmem:kfree           -                                                 -                 "
+        "44757       44757"
         "           0       0      36.4");
   CHECK(lines[4] ==
-        "sched:sched_switch   COMM ~ \"hack*\" && prev_prio < 120 && next_pid...  replay-side        3596           0"
+        "sched:sched_switch   COMM ~ \"hack*\" && prev_prio < 120 && next_pid...  replay-side      "
+        "  3596           0"
         "        3596       0      69.5");
   CHECK(lines[5] ==
-        "sched:sched_waking   (soft-disabled)                                   -                  2187           0"
+        "sched:sched_waking   (soft-disabled)                                   -                  "
+        "2187           0"
         "        2187       0       0.0");
   CHECK(lines[6] ==
-        "timer:hrtimer_start  (not replayed)                                    -                     0           0"
+        "timer:hrtimer_start  (not replayed)                                    -                  "
+        "   0           0"
         "           0       0         -");
   CHECK(lines[7] ==
-        "total                                                                                    93885       87248"
+        "total                                                                                    "
+        "93885       87248"
         "        6637       0      44.4");  // 4170000 ns / 93933 records
 
   const std::vector<Cells> cells = cells_under_headers(table, true);
@@ -146,7 +158,8 @@ TEST_CASE("replay table: the route has its own column and every count sits under
   CHECK(cells[6].lost == "0");
 }
 
-TEST_CASE("replay table: a COMM filter replayed replay-side lines up (real replay, --no-timing)", "[replay][report]") {
+TEST_CASE("replay table: a COMM filter replayed replay-side lines up (real replay, --no-timing)",
+          "[replay][report]") {
   replay_test::TempPath in("replay_report_in");
   TraceDatWriter w = replay_test::make_writer(2);
   w.set_cmdline(100, "hackbench");
@@ -170,11 +183,21 @@ TEST_CASE("replay table: a COMM filter replayed replay-side lines up (real repla
   INFO("table:\n" << table);
   const std::vector<std::string> lines = lines_of(table);
   REQUIRE(lines.size() >= 5);
-  CHECK(lines[0] == "EVENT               FILTER           ROUTE          REPLAYED        KEPT   DISCARDED    LOST");
-  CHECK(lines[1] == "kmem:kmalloc        bytes_req > 100  instance              1           0           1       0");
-  CHECK(lines[2] == "sched:sched_switch  COMM ~ \"hack*\"   replay-side           3           2           1       0");
-  CHECK(lines[3] == "sched:sched_waking  -                -                     2           2           0       0");
-  CHECK(lines[4] == "total                                                      6           4           2       0");
+  CHECK(lines[0] ==
+        "EVENT               FILTER           ROUTE          REPLAYED        KEPT   DISCARDED    "
+        "LOST");
+  CHECK(lines[1] ==
+        "kmem:kmalloc        bytes_req > 100  instance              1           0           1      "
+        " 0");
+  CHECK(lines[2] ==
+        "sched:sched_switch  COMM ~ \"hack*\"   replay-side           3           2           1    "
+        "   0");
+  CHECK(lines[3] ==
+        "sched:sched_waking  -                -                     2           2           0      "
+        " 0");
+  CHECK(lines[4] ==
+        "total                                                      6           4           2      "
+        " 0");
   const std::vector<Cells> cells = cells_under_headers(table, false);
   REQUIRE(cells.size() == 4);
   CHECK(cells[1].route == "replay-side");
@@ -182,5 +205,6 @@ TEST_CASE("replay table: a COMM filter replayed replay-side lines up (real repla
   CHECK(cells[1].kept == "2");
   CHECK(cells[1].discarded == "1");
   // The tests' own reader (the last four columns) agrees.
-  CHECK(replay_test::replayed_kept(table, "sched:sched_switch") == std::pair<uint64_t, uint64_t>{3, 2});
+  CHECK(replay_test::replayed_kept(table, "sched:sched_switch") ==
+        std::pair<uint64_t, uint64_t>{3, 2});
 }

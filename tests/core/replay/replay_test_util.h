@@ -32,7 +32,8 @@ inline constexpr std::string_view kSchedSwitch =
     "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
     "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
     "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
-    "print fmt: \"prev_comm=%s prev_pid=%d next_comm=%s next_pid=%d\", REC->prev_comm, REC->prev_pid, "
+    "print fmt: \"prev_comm=%s prev_pid=%d next_comm=%s next_pid=%d\", REC->prev_comm, "
+    "REC->prev_pid, "
     "REC->next_comm, REC->next_pid\n";
 
 inline constexpr std::string_view kSchedWaking =
@@ -45,7 +46,8 @@ inline constexpr std::string_view kSchedWaking =
     "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
     "\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
     "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\n"
-    "print fmt: \"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu\n";
+    "print fmt: \"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, "
+    "REC->target_cpu\n";
 
 inline constexpr std::string_view kKmalloc =
     "name: kmalloc\nID: 658\nformat:\n"
@@ -59,13 +61,15 @@ inline constexpr std::string_view kKmalloc =
     "\tfield:size_t bytes_alloc;\toffset:32;\tsize:8;\tsigned:0;\n"
     "\tfield:unsigned long gfp_flags;\toffset:40;\tsize:8;\tsigned:0;\n"
     "\tfield:int node;\toffset:48;\tsize:4;\tsigned:1;\n\n"
-    "print fmt: \"call_site=%lx ptr=%p bytes_req=%zu bytes_alloc=%zu node=%d\", REC->call_site, REC->ptr, "
+    "print fmt: \"call_site=%lx ptr=%p bytes_req=%zu bytes_alloc=%zu node=%d\", REC->call_site, "
+    "REC->ptr, "
     "REC->bytes_req, REC->bytes_alloc, REC->node\n";
 
 /// REPLAYED and KEPT of the row `name` of replay's table (printed with
 /// --no-timing: the last four columns are REPLAYED KEPT DISCARDED LOST);
 /// nullopt if there is no such row.
-inline std::optional<std::pair<uint64_t, uint64_t>> replayed_kept(const std::string& table, const std::string& name) {
+inline std::optional<std::pair<uint64_t, uint64_t>> replayed_kept(const std::string& table,
+                                                                  const std::string& name) {
   std::istringstream in(table);
   std::string line;
   while (std::getline(in, line)) {
@@ -98,8 +102,8 @@ void put(std::vector<std::byte>& rec, size_t off, T v) {
   std::memcpy(rec.data() + off, &v, sizeof v);
 }
 
-inline std::vector<std::byte> sched_switch(int32_t pid, const char* prev_comm, int32_t prev_pid, const char* next_comm,
-                                           int32_t next_pid) {
+inline std::vector<std::byte> sched_switch(int32_t pid, const char* prev_comm, int32_t prev_pid,
+                                           const char* next_comm, int32_t next_pid) {
   std::vector<std::byte> r(64);
   put(r, 0, uint16_t{372});
   put(r, 4, pid);
@@ -125,7 +129,8 @@ inline std::vector<std::byte> kmalloc(int32_t pid, uint64_t seq, uint64_t bytes_
   return r;
 }
 
-inline std::vector<std::byte> sched_waking(int32_t pid, const char* comm, int32_t target_pid, int32_t target_cpu) {
+inline std::vector<std::byte> sched_waking(int32_t pid, const char* comm, int32_t target_pid,
+                                           int32_t target_cpu) {
   std::vector<std::byte> r(40);
   put(r, 0, uint16_t{375});
   put(r, 4, pid);
@@ -151,7 +156,8 @@ inline tracepipe::TraceDatWriter make_writer(uint32_t cpus) {
 inline std::string record_key(const tracepipe::TraceRecord& r, const tracepipe::EventFormat& f) {
   std::string key = std::to_string(r.cpu) + "/" + std::to_string(f.id) + ":";
   auto bytes = [&](uint32_t off, uint32_t size) {
-    if (off + size <= r.payload.size()) key.append(reinterpret_cast<const char*>(r.payload.data()) + off, size);
+    if (off + size <= r.payload.size())
+      key.append(reinterpret_cast<const char*>(r.payload.data()) + off, size);
     key += '|';
   };
   for (const tracepipe::FormatField& x : f.common_fields)

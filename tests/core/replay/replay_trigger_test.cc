@@ -3,9 +3,8 @@
 // trace-cmd is installed, else the trace.dat reader's records), vals summed,
 // .log2 buckets, .execname from the file's saved cmdlines, triggers that see
 // records the event's filter discards, and the errors.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -32,8 +31,10 @@ T field(const TraceRecord& r, const EventFormat& f, std::string_view name) {
 // The kernel's line for a .log2 key and one val.
 std::string fmt_bucket(int64_t b, uint64_t hits, uint64_t sum) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "{ bytes_req: ~ 2^%-2lld } hitcount: %10llu  bytes_alloc: %10llu\n",
-                static_cast<long long>(b), static_cast<unsigned long long>(hits), static_cast<unsigned long long>(sum));
+  std::snprintf(buf, sizeof buf,
+                "{ bytes_req: ~ 2^%-2lld } hitcount: %10llu  bytes_alloc: %10llu\n",
+                static_cast<long long>(b), static_cast<unsigned long long>(hits),
+                static_cast<unsigned long long>(sum));
   return buf;
 }
 
@@ -70,7 +71,8 @@ std::optional<std::map<int64_t, uint64_t>> trace_cmd_prev_pids(const std::filesy
 
 }  // namespace
 
-TEST_CASE("replay trigger: hist counts per key equal an independent count of the records", "[replay][triggers]") {
+TEST_CASE("replay trigger: hist counts per key equal an independent count of the records",
+          "[replay][triggers]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const auto rd = TraceDatReader::open(dat);
   std::map<int64_t, uint64_t> prev_pid;
@@ -87,7 +89,8 @@ TEST_CASE("replay trigger: hist counts per key equal an independent count of the
     }
   }
   REQUIRE(prev_pid.size() > 10);
-  if (const auto tc = trace_cmd_prev_pids(dat)) CHECK(*tc == prev_pid);  // trace-cmd agrees with the reader
+  if (const auto tc = trace_cmd_prev_pids(dat))
+    CHECK(*tc == prev_pid);  // trace-cmd agrees with the reader
 
   ReplayOptions o;
   o.input = dat;
@@ -103,11 +106,13 @@ TEST_CASE("replay trigger: hist counts per key equal an independent count of the
   const auto& sw = r.triggered[0];
   CHECK(sw.event == "sched:sched_switch");
   CHECK(parse_hist(sw.hist, "prev_pid") == prev_pid);
-  CHECK(sw.hist.find("Totals:\n    Hits: 3596\n    Entries: " + std::to_string(prev_pid.size()) + "\n    Dropped: 0\n") !=
+  CHECK(sw.hist.find("Totals:\n    Hits: 3596\n    Entries: " + std::to_string(prev_pid.size()) +
+                     "\n    Dropped: 0\n") != std::string::npos);
+  CHECK(sw.trigger.find("hist:keys=prev_pid:vals=hitcount:sort=prev_pid:size=2048 [active]\n") !=
         std::string::npos);
-  CHECK(sw.trigger.find("hist:keys=prev_pid:vals=hitcount:sort=prev_pid:size=2048 [active]\n") != std::string::npos);
   // .execname: the comm from the file's saved cmdlines.
-  CHECK(sw.hist.find("{ common_pid: hackbench       [     30284] } hitcount:") != std::string::npos);
+  CHECK(sw.hist.find("{ common_pid: hackbench       [     30284] } hitcount:") !=
+        std::string::npos);
 
   const auto& km = r.triggered[1];
   CHECK(km.event == "kmem:kmalloc");
@@ -127,8 +132,9 @@ TEST_CASE("replay trigger: hist counts per key equal an independent count of the
   o.trigger_args = {"sched:sched_switch: hist:keys=prev_pid:sort=prev_pid"};
   const ReplayResult side = run_replay(o);
   REQUIRE(side.triggered.size() == 1);
-  const auto sw_side = std::find_if(side.events.begin(), side.events.end(),
-                                    [](const EventRow& e) { return e.name == "sched:sched_switch"; });
+  const auto sw_side = std::find_if(side.events.begin(), side.events.end(), [](const EventRow& e) {
+    return e.name == "sched:sched_switch";
+  });
   REQUIRE(sw_side != side.events.end());
   CHECK(sw_side->route == FilterRoute::replay_side);
   CHECK(sw_side->counts.kept == 0);
@@ -137,7 +143,8 @@ TEST_CASE("replay trigger: hist counts per key equal an independent count of the
   CHECK(side.triggered[0].hist.find("    Hits: 3596\n") != std::string::npos);
 }
 
-TEST_CASE("replay trigger: errors name the argument and carry the kernel's message", "[replay][triggers]") {
+TEST_CASE("replay trigger: errors name the argument and carry the kernel's message",
+          "[replay][triggers]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   ReplayOptions o;
   o.input = dat;
@@ -147,7 +154,8 @@ TEST_CASE("replay trigger: errors name the argument and carry the kernel's messa
     (void)run_replay(o);
     FAIL("no error");
   } catch (const ReplayError& e) {
-    CHECK(std::string(e.what()).find("hist:sched:sched_switch: error: Couldn't find field") != std::string::npos);
+    CHECK(std::string(e.what()).find("hist:sched:sched_switch: error: Couldn't find field") !=
+          std::string::npos);
   }
   o.trigger_args = {"sched:nope: traceoff"};
   CHECK_THROWS_AS(run_replay(o), ReplayError);

@@ -1,9 +1,10 @@
 // kallsyms ranges for `FIELD.function == SYM`, and where COMM comes from.
+#include "tracepipe/core/replay/symbols.h"
+
 #include <catch2/catch.hpp>
 
-#include "tracepipe/core/events/event_format.h"
 #include "replay_test_util.h"
-#include "tracepipe/core/replay/symbols.h"
+#include "tracepipe/core/events/event_format.h"
 
 using namespace tracepipe;
 using namespace tracepipe::replay;
@@ -33,7 +34,8 @@ TEST_CASE("replay symbols: a symbol's size is the distance to the next one", "[r
   CHECK(s.by_address(0xffffffff81e3d6c0ull)->start == 0xffffffff81e3d6c0ull);
 }
 
-TEST_CASE("replay symbols: COMM is prev_comm for sched_switch, the pid's comm otherwise", "[replay][symbols]") {
+TEST_CASE("replay symbols: COMM is prev_comm for sched_switch, the pid's comm otherwise",
+          "[replay][symbols]") {
   const auto sw = parse_event_format(replay_test::kSchedSwitch, "sched");
   const auto wk = parse_event_format(replay_test::kSchedWaking, "sched");
   const CommSource a = comm_source(sw);

@@ -36,10 +36,12 @@ void check_fields(const EventDesc& d, std::initializer_list<F> want) {
 
 }  // namespace
 
-TEST_CASE("sideband events: six tracepipe:* events with the documented layouts", "[sideband][schema]") {
+TEST_CASE("sideband events: six tracepipe:* events with the documented layouts",
+          "[sideband][schema]") {
   const SidebandEvents& ev = SidebandEvents::global();
   const Registry& reg = Registry::global();
-  const char* names[] = {"task_comm", "task_newtask", "task_exit", "process_exec", "mmap", "synth_done"};
+  const char* names[] = {"task_comm",    "task_newtask", "task_exit",
+                         "process_exec", "mmap",         "synth_done"};
   for (size_t k = 0; k < kSidebandKinds; ++k) {
     const EventDesc* d = ev.by_kind[k];
     REQUIRE(d != nullptr);
@@ -59,8 +61,9 @@ TEST_CASE("sideband events: six tracepipe:* events with the documented layouts",
                                    {"u32", "synth", 20, 4, false},
                                    {"char[16]", "comm", 24, 16, false},
                                    {"u64", "clone_flags", 40, 8, false}});
-  check_fields(ev.task_exit(),
-               {{"pid_t", "pid", 8, 4, true}, {"pid_t", "tid", 12, 4, true}, {"char[16]", "comm", 16, 16, false}});
+  check_fields(ev.task_exit(), {{"pid_t", "pid", 8, 4, true},
+                                {"pid_t", "tid", 12, 4, true},
+                                {"char[16]", "comm", 16, 16, false}});
   check_fields(ev.process_exec(), {{"__data_loc char[]", "filename", 8, 4, false},
                                    {"pid_t", "pid", 12, 4, true},
                                    {"pid_t", "old_pid", 16, 4, true},
@@ -97,15 +100,18 @@ TEST_CASE("sideband events: format text in the kernel's syntax round-trips", "[s
   }
   const std::string comm = ev.task_comm().format_text();
   CHECK(comm.find("\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n") != std::string::npos);
-  CHECK(comm.find("\tfield:char comm[16];\toffset:16;\tsize:16;\tsigned:0;\n") != std::string::npos);
-  CHECK(comm.find("__print_symbolic(REC->reason, { 0, \"first_write\" }, { 1, \"rename\" }, { 2, \"announce\" })") !=
+  CHECK(comm.find("\tfield:char comm[16];\toffset:16;\tsize:16;\tsigned:0;\n") !=
         std::string::npos);
+  CHECK(comm.find("__print_symbolic(REC->reason, { 0, \"first_write\" }, { 1, \"rename\" }, { 2, "
+                  "\"announce\" })") != std::string::npos);
   const std::string mm = ev.mmap().format_text();
-  CHECK(mm.find("\tfield:__data_loc char[] filename;\toffset:36;\tsize:4;\tsigned:0;\n") != std::string::npos);
+  CHECK(mm.find("\tfield:__data_loc char[] filename;\toffset:36;\tsize:4;\tsigned:0;\n") !=
+        std::string::npos);
   CHECK(mm.find("addr=0x%llx len=0x%llx") != std::string::npos);
 }
 
-TEST_CASE("sideband events: register_in a private registry is idempotent and keeps the schemas", "[sideband][schema]") {
+TEST_CASE("sideband events: register_in a private registry is idempotent and keeps the schemas",
+          "[sideband][schema]") {
   Registry reg;
   const SidebandEvents a = SidebandEvents::register_in(reg);
   const SidebandEvents b = SidebandEvents::register_in(reg);
@@ -122,12 +128,15 @@ TEST_CASE("sideband events: register_in a private registry is idempotent and kee
   CHECK(to_string(CommReason::announce) == "announce");
 }
 
-TEST_CASE("sideband events: a record written with the layout decodes through SidebandState", "[sideband][schema]") {
+TEST_CASE("sideband events: a record written with the layout decodes through SidebandState",
+          "[sideband][schema]") {
   const SidebandEvents& ev = SidebandEvents::global();
-  std::vector<std::byte> rec(sideband::Mmap::record_size(1, 2, 3, 5, 2, 0xfd, 1, "/lib/x.so", 0x1000, 0x2000, 0x3000, 77));
+  std::vector<std::byte> rec(
+      sideband::Mmap::record_size(1, 2, 3, 5, 2, 0xfd, 1, "/lib/x.so", 0x1000, 0x2000, 0x3000, 77));
   CommonHeader h{ev.mmap().id(), 0, 0, 2};
   std::memcpy(rec.data(), &h, sizeof h);
-  sideband::Mmap::write_fields(rec.data(), 1, 2, 3, 5, 2, 0xfd, 1, "/lib/x.so", 0x1000, 0x2000, 0x3000, 77);
+  sideband::Mmap::write_fields(rec.data(), 1, 2, 3, 5, 2, 0xfd, 1, "/lib/x.so", 0x1000, 0x2000,
+                               0x3000, 77);
   SidebandState sb;
   REQUIRE(sb.observe(rec) == SidebandKind::mmap);
   const auto* m = sb.mapping_at(0x2fff);

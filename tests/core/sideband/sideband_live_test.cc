@@ -1,14 +1,13 @@
 // Live sideband: renames through the API, announce, note_mapping, the core
 // hooks (first write, exit), and silence when nobody listens (S4).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
-#include "tracepipe/core/sideband/sideband_hooks.h"
-#include "tracepipe/core/sideband/testing/hooks.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
+#include "tracepipe/core/sideband/sideband_hooks.h"
+#include "tracepipe/core/sideband/testing/hooks.h"
 
 using namespace tracepipe;
 using namespace tp_sideband_test;
@@ -24,8 +23,8 @@ struct CommRec {
 std::vector<CommRec> comm_records(const Instance& inst) {
   std::vector<CommRec> out;
   for (const Rec& r : of_type(snapshot(inst), SidebandEvents::global().task_comm()))
-    out.push_back({r.common_pid(), r.at<int32_t>(8), r.at<int32_t>(12), r.chars(16, 16), r.chars(32, 16),
-                   r.at<uint8_t>(48)});
+    out.push_back({r.common_pid(), r.at<int32_t>(8), r.at<int32_t>(12), r.chars(16, 16),
+                   r.chars(32, 16), r.at<uint8_t>(48)});
   return out;
 }
 
@@ -37,8 +36,9 @@ std::string saved_comm(int32_t tid) {
 
 }  // namespace
 
-TEST_CASE("sideband live: set_thread_name renames, refreshes the cache and writes task_comm(rename)",
-          "[sideband][live]") {
+TEST_CASE(
+    "sideband live: set_thread_name renames, refreshes the cache and writes task_comm(rename)",
+    "[sideband][live]") {
   KeepName keep;
   prepare_thread();
   Instance inst(small_options());
@@ -59,7 +59,8 @@ TEST_CASE("sideband live: set_thread_name renames, refreshes the cache and write
   CHECK(recs[0].reason == static_cast<uint8_t>(CommReason::rename));
 }
 
-TEST_CASE("sideband live: renaming another thread writes its record from the renamer", "[sideband][live]") {
+TEST_CASE("sideband live: renaming another thread writes its record from the renamer",
+          "[sideband][live]") {
   prepare_thread();
   std::atomic<int32_t> tid{0};
   std::atomic<bool> stop{false};
@@ -154,7 +155,8 @@ TEST_CASE("sideband live: the core hooks write first_write and task_exit", "[sid
   CHECK(cr.back().reason == static_cast<uint8_t>(CommReason::first_write));
 }
 
-TEST_CASE("sideband live: a thread's first event is preceded by its name (core hook H1 wired)", "[sideband][live]") {
+TEST_CASE("sideband live: a thread's first event is preceded by its name (core hook H1 wired)",
+          "[sideband][live]") {
   prepare_thread();
   Instance inst(small_options());
   inst.enable(Seen::desc());
@@ -182,7 +184,8 @@ TEST_CASE("sideband live: a thread's first event is preceded by its name (core h
   CHECK(mine[2]->type() == ev.task_exit().id());
 }
 
-TEST_CASE("sideband live: nothing is written where sideband is not enabled (S4)", "[sideband][live]") {
+TEST_CASE("sideband live: nothing is written where sideband is not enabled (S4)",
+          "[sideband][live]") {
   KeepName keep;
   prepare_thread();
   Instance quiet(small_options());

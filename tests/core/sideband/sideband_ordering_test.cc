@@ -6,16 +6,16 @@
 //    name is never newer than a later rename record says.
 //  * Events written while another thread synthesizes are all there, and
 //    every writer is named.
-#include <catch2/catch.hpp>
 #include <signal.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <thread>
 
-#include "tracepipe/core/sideband/testing/hooks.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
+#include "tracepipe/core/sideband/testing/hooks.h"
 
 using namespace tracepipe;
 using namespace tp_sideband_test;
@@ -46,7 +46,9 @@ struct Usr1Handler {
 };
 
 struct RenameHook {
-  explicit RenameHook(std::function<void(RenameStep, int32_t)> f) { set_rename_hook_for_testing(std::move(f)); }
+  explicit RenameHook(std::function<void(RenameStep, int32_t)> f) {
+    set_rename_hook_for_testing(std::move(f));
+  }
   ~RenameHook() { set_rename_hook_for_testing(nullptr); }
 };
 
@@ -71,8 +73,10 @@ size_t check_attribution(const std::vector<Rec>& recs, const Registry& reg) {
 
 }  // namespace
 
-TEST_CASE("sideband ordering: events racing renames are named as their writer's COMM filter saw them (S1)",
-          "[sideband][ordering]") {
+TEST_CASE(
+    "sideband ordering: events racing renames are named as their writer's COMM filter saw them "
+    "(S1)",
+    "[sideband][ordering]") {
   KeepName keep;
   prepare_thread();
   Instance inst(small_options(4096));
@@ -99,12 +103,14 @@ TEST_CASE("sideband ordering: events racing renames are named as their writer's 
   std::vector<std::thread> ts;
   for (int k = 0; k < kThreads; ++k)
     ts.emplace_back([&, k] {
-      if (set_thread_name("w" + std::to_string(k))) failures.fetch_add(1);  // registers and names it
+      if (set_thread_name("w" + std::to_string(k)))
+        failures.fetch_add(1);  // registers and names it
       started.fetch_add(1);
       while (started.load() < kThreads) std::this_thread::yield();
       for (uint32_t i = 0; i < kEvents; ++i) {
         if (i % kRenameEvery == kRenameEvery - 1)
-          if (set_thread_name("w" + std::to_string(k) + "-" + std::to_string(i / kRenameEvery))) failures.fetch_add(1);
+          if (set_thread_name("w" + std::to_string(k) + "-" + std::to_string(i / kRenameEvery)))
+            failures.fetch_add(1);
         if (emit_seen(inst, i) != EmitResult::kept) failures.fetch_add(1);
       }
     });
@@ -129,7 +135,8 @@ TEST_CASE("sideband ordering: events racing renames are named as their writer's 
   for (const auto& s : inst.cpu_stats()) CHECK(s.lost() + s.overrun == 0);
 }
 
-TEST_CASE("sideband ordering: a rename racing a synthesis waits for it (S2)", "[sideband][ordering]") {
+TEST_CASE("sideband ordering: a rename racing a synthesis waits for it (S2)",
+          "[sideband][ordering]") {
   prepare_thread();
   Instance inst(small_options());
   enable_sideband(inst, false);

@@ -1,10 +1,10 @@
 // What synthesis reads from /proc: the maps parser (kernel-shaped text and
 // bad lines), the thread list, thread names, the executable.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sys/mman.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "sideband_test_util.h"
@@ -18,10 +18,13 @@ TEST_CASE("sideband proc: maps lines as the kernel prints them", "[sideband][pro
       "55d5c4a00000-55d5c4a02000 r--p 00000000 fd:01 1837093                    /usr/bin/cat\n"
       "55d5c4a02000-55d5c4a07000 r-xp 00002000 fd:01 1837093                    /usr/bin/cat\n"
       "55d5c5c1e000-55d5c5c3f000 rw-p 00000000 00:00 0                          [heap]\n"
-      "7f1a2b000000-7f1a2b021000 rw-s 00000000 00:05 4242                       /dev/zero (deleted)\n"
+      "7f1a2b000000-7f1a2b021000 rw-s 00000000 00:05 4242                       /dev/zero "
+      "(deleted)\n"
       "7f1a2c000000-7f1a2c001000 ---p 00000000 00:00 0 \n"
       "7ffd3f1e8000-7ffd3f209000 rw-p 00000000 00:00 0                          [stack]\n"
-      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";  // no final newline
+      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";  // no
+                                                                                              // final
+                                                                                              // newline
   const MapsParse p = parse_proc_maps(text);
   CHECK(p.malformed == 0);
   REQUIRE(p.mappings.size() == 7);
@@ -51,17 +54,17 @@ TEST_CASE("sideband proc: maps lines as the kernel prints them", "[sideband][pro
 
 TEST_CASE("sideband proc: malformed maps lines are skipped and counted", "[sideband][proc]") {
   const char* bad[] = {
-      "zzzz-1000 r--p 00000000 00:00 0",           // bad start
-      "1000 r--p 00000000 00:00 0",                // no '-'
-      "2000-1000 r--p 00000000 00:00 0",           // end < start
-      "1000-1000 r--p 00000000 00:00 0",           // empty
-      "1000-2000 rwzp 00000000 00:00 0",           // bad perms
-      "1000-2000 r--q 00000000 00:00 0",           // bad sharing flag
-      "1000-2000 r--p",                            // truncated
-      "1000-2000 r--p 00000000 0000 0",            // no ':' in dev
-      "1000-2000 r--p 00000000 00:00 12ab /x",     // junk glued to the inode
-      "1000-2000 r--p 00000000 100000000:00 0 /x", // major does not fit 32 bits
-      "1000-2000 r-",                              // shorter than the perms
+      "zzzz-1000 r--p 00000000 00:00 0",            // bad start
+      "1000 r--p 00000000 00:00 0",                 // no '-'
+      "2000-1000 r--p 00000000 00:00 0",            // end < start
+      "1000-1000 r--p 00000000 00:00 0",            // empty
+      "1000-2000 rwzp 00000000 00:00 0",            // bad perms
+      "1000-2000 r--q 00000000 00:00 0",            // bad sharing flag
+      "1000-2000 r--p",                             // truncated
+      "1000-2000 r--p 00000000 0000 0",             // no ':' in dev
+      "1000-2000 r--p 00000000 00:00 12ab /x",      // junk glued to the inode
+      "1000-2000 r--p 00000000 100000000:00 0 /x",  // major does not fit 32 bits
+      "1000-2000 r-",                               // shorter than the perms
   };
   std::string text;
   for (const char* l : bad) text += std::string(l) + "\n";
@@ -99,7 +102,8 @@ TEST_CASE("sideband proc: this process's maps, threads, names and executable", "
   const std::string exe = read_exe_path();
   CHECK(exe.find("sideband") != std::string::npos);
   bool exe_mapped = false;
-  for (const ProcMapping& m : mp.mappings) exe_mapped |= m.path == exe && (m.prot & MapProt::exec) != 0;
+  for (const ProcMapping& m : mp.mappings)
+    exe_mapped |= m.path == exe && (m.prot & MapProt::exec) != 0;
   CHECK(exe_mapped);
 
   CHECK(read_proc_file("/proc/self/no-such-file").error == std::errc::no_such_file_or_directory);

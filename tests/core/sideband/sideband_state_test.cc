@@ -22,27 +22,34 @@ std::vector<std::byte> make(const EventDesc& d, int32_t common_pid, A... a) {
 
 const SidebandEvents& ev() { return SidebandEvents::global(); }
 
-std::vector<std::byte> comm_rec(int32_t tid, std::string_view c, CommReason why = CommReason::first_write) {
-  return make<TaskComm>(ev().task_comm(), tid, 100, tid, c, std::string_view{}, static_cast<uint8_t>(why));
+std::vector<std::byte> comm_rec(int32_t tid, std::string_view c,
+                                CommReason why = CommReason::first_write) {
+  return make<TaskComm>(ev().task_comm(), tid, 100, tid, c, std::string_view{},
+                        static_cast<uint8_t>(why));
 }
 std::vector<std::byte> newtask_rec(uint32_t synth, int32_t tid, std::string_view c) {
   return make<TaskNewtask>(ev().task_newtask(), 1, 100, tid, 0, synth, c, uint64_t{0});
 }
-std::vector<std::byte> mmap_rec(uint32_t synth, uint64_t addr, uint64_t len, std::string_view path) {
-  return make<Mmap>(ev().mmap(), 1, 100, 100, synth, 5u, 2u, 0u, 0u, path, addr, len, uint64_t{0}, uint64_t{0});
+std::vector<std::byte> mmap_rec(uint32_t synth, uint64_t addr, uint64_t len,
+                                std::string_view path) {
+  return make<Mmap>(ev().mmap(), 1, 100, 100, synth, 5u, 2u, 0u, 0u, path, addr, len, uint64_t{0},
+                    uint64_t{0});
 }
-std::vector<std::byte> done_rec(uint32_t synth, uint32_t threads, uint32_t maps, uint32_t lost, uint64_t records) {
+std::vector<std::byte> done_rec(uint32_t synth, uint32_t threads, uint32_t maps, uint32_t lost,
+                                uint64_t records) {
   return make<SynthDone>(ev().synth_done(), 1, synth, threads, maps, lost, records);
 }
 
 }  // namespace
 
-TEST_CASE("sideband state: the last name in trace order wins, and exits keep the name", "[sideband][state]") {
+TEST_CASE("sideband state: the last name in trace order wins, and exits keep the name",
+          "[sideband][state]") {
   SidebandState sb;
   CHECK(sb.observe(comm_rec(7, "first")) == SidebandKind::task_comm);
   CHECK(sb.comm(7) == "first");
-  CHECK(sb.observe(make<TaskComm>(ev().task_comm(), 7, 100, 7, std::string_view("second"), std::string_view("first"),
-                                  uint8_t{1})) == SidebandKind::task_comm);
+  CHECK(sb.observe(make<TaskComm>(ev().task_comm(), 7, 100, 7, std::string_view("second"),
+                                  std::string_view("first"), uint8_t{1})) ==
+        SidebandKind::task_comm);
   CHECK(sb.comm(7) == "second");
   CHECK(sb.observe(make<TaskExit>(ev().task_exit(), 7, 100, 7, std::string_view("second"))) ==
         SidebandKind::task_exit);
@@ -112,7 +119,8 @@ TEST_CASE("sideband state: a mapping replaces the ones it overlaps", "[sideband]
   CHECK(sb.rounds().empty());  // live records form no round
 }
 
-TEST_CASE("sideband state: malformed records are counted, never read out of bounds", "[sideband][state]") {
+TEST_CASE("sideband state: malformed records are counted, never read out of bounds",
+          "[sideband][state]") {
   SidebandState sb;
   // Too short for the format.
   auto rec = comm_rec(5, "x");
@@ -145,7 +153,8 @@ TEST_CASE("sideband state: malformed records are counted, never read out of boun
   }
 }
 
-TEST_CASE("sideband state: formats from a trace (other IDs) are found by name", "[sideband][state]") {
+TEST_CASE("sideband state: formats from a trace (other IDs) are found by name",
+          "[sideband][state]") {
   std::vector<EventFormat> formats = sideband_formats();
   uint32_t id = 500;
   for (EventFormat& f : formats) f.id = id++;

@@ -1,13 +1,13 @@
 // State synthesis: what it writes for a process with named threads and
 // mappings, how it orders with events, and how it reports a buffer that
 // fills up (S3: never a silent truncation).
-#include <catch2/catch.hpp>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
 
@@ -26,7 +26,8 @@ class NamedThreads {
     tids_.resize(names.size());
     for (size_t i = 0; i < names.size(); ++i)
       threads_.emplace_back([this, i, n = names[i]] {
-        prctl(PR_SET_NAME, n.c_str(), 0, 0, 0);  // truncates to 15 bytes (pthread_setname_np refuses)
+        prctl(PR_SET_NAME, n.c_str(), 0, 0,
+              0);  // truncates to 15 bytes (pthread_setname_np refuses)
         tids_[i] = static_cast<int32_t>(gettid());
         ready_.fetch_add(1);
         while (!stop_.load()) std::this_thread::yield();
@@ -77,7 +78,8 @@ uint64_t lost_total(const Instance& inst) {
 
 }  // namespace
 
-TEST_CASE("sideband synth: one record per thread and mapping, the executable, and synth_done", "[sideband][synth]") {
+TEST_CASE("sideband synth: one record per thread and mapping, the executable, and synth_done",
+          "[sideband][synth]") {
   prepare_thread();  // no first_write record of ours in the counts
   NamedThreads threads({"sb-alpha", "sb-beta", "sb-a-very-long-name"});
   Mappings maps(5);
@@ -145,7 +147,8 @@ TEST_CASE("sideband synth: one record per thread and mapping, the executable, an
   CHECK(rounds[0].seen == rep.kept - 1);
 }
 
-TEST_CASE("sideband synth: records sit between the events written before and after", "[sideband][synth]") {
+TEST_CASE("sideband synth: records sit between the events written before and after",
+          "[sideband][synth]") {
   prepare_thread();  // no first_write record of ours in the counts
   Instance inst(small_options());
   inst.enable(Seen::desc());
@@ -169,8 +172,9 @@ TEST_CASE("sideband synth: records sit between the events written before and aft
   }
 }
 
-TEST_CASE("sideband synth: a drop-newest buffer that fills up reports every lost record", "[sideband][synth][loss]") {
-  prepare_thread();  // no first_write record of ours in the counts
+TEST_CASE("sideband synth: a drop-newest buffer that fills up reports every lost record",
+          "[sideband][synth][loss]") {
+  prepare_thread();    // no first_write record of ours in the counts
   Mappings maps(300);  // ~300 mmap records of ~80 bytes: far more than 8 KiB
   Instance inst(small_options(8, BufferMode::drop_newest, 1));
   const SynthesisReport rep = enable_sideband(inst);
@@ -207,15 +211,16 @@ TEST_CASE("sideband synth: a drop-newest buffer that fills up reports every lost
   CHECK(rounds[0].seen == rep.kept - (rep.done_kept ? 1 : 0));
 }
 
-TEST_CASE("sideband synth: an overwrite buffer smaller than the state reports it, and so does the reader",
-          "[sideband][synth][loss]") {
+TEST_CASE(
+    "sideband synth: an overwrite buffer smaller than the state reports it, and so does the reader",
+    "[sideband][synth][loss]") {
   prepare_thread();  // no first_write record of ours in the counts
   Mappings maps(300);
   Instance inst(small_options(8, BufferMode::overwrite, 1));
   const SynthesisReport rep = enable_sideband(inst);
   INFO(rep.summary());
-  CHECK(rep.lost == 0);          // nothing refused...
-  CHECK(rep.overwritten > 0);    // ...but its own start was overwritten
+  CHECK(rep.lost == 0);        // nothing refused...
+  CHECK(rep.overwritten > 0);  // ...but its own start was overwritten
   CHECK(rep.done_kept);
   CHECK_FALSE(rep.complete());
   CHECK(inst.cpu_stats(0).overrun == rep.overwritten);
@@ -245,7 +250,8 @@ TEST_CASE("sideband synth: a paused buffer loses everything, counted", "[sideban
   CHECK_FALSE(rep.complete());
 }
 
-TEST_CASE("sideband synth: filters and disabled events are counted apart from loss", "[sideband][synth]") {
+TEST_CASE("sideband synth: filters and disabled events are counted apart from loss",
+          "[sideband][synth]") {
   prepare_thread();  // no first_write record of ours in the counts
   Mappings maps(4);
   {
@@ -259,7 +265,8 @@ TEST_CASE("sideband synth: filters and disabled events are counted apart from lo
     CHECK_FALSE(rep.complete());
     SidebandState sb(inst.registry());
     for (const Rec& r : snapshot(inst)) sb.observe(r.span());
-    for (uint64_t a : maps.addrs()) CHECK(sb.mapping_at(a) == nullptr);  // 4096-byte ones filtered out
+    for (uint64_t a : maps.addrs())
+      CHECK(sb.mapping_at(a) == nullptr);  // 4096-byte ones filtered out
     REQUIRE(sb.rounds().size() == 1);
     CHECK(sb.rounds()[0].complete());  // everything kept is there
   }
@@ -284,7 +291,8 @@ TEST_CASE("sideband synth: filters and disabled events are counted apart from lo
   }
 }
 
-TEST_CASE("sideband synth: rounds are numbered process-wide and each restates the mappings", "[sideband][synth]") {
+TEST_CASE("sideband synth: rounds are numbered process-wide and each restates the mappings",
+          "[sideband][synth]") {
   prepare_thread();  // no first_write record of ours in the counts
   Instance inst(small_options());
   const SynthesisReport a = enable_sideband(inst);
@@ -312,7 +320,8 @@ TEST_CASE("sideband synth: rounds are numbered process-wide and each restates th
   for (const auto& r : sb.rounds()) CHECK(r.complete());
 }
 
-TEST_CASE("sideband synth: comm sources (kernel name vs the name tracepipe wrote)", "[sideband][synth]") {
+TEST_CASE("sideband synth: comm sources (kernel name vs the name tracepipe wrote)",
+          "[sideband][synth]") {
   prepare_thread();  // no first_write record of ours in the counts
   NamedThreads t({"cs-initial"});
   Instance inst(small_options());
@@ -358,12 +367,14 @@ TEST_CASE("sideband synth: an instance with its own registry", "[sideband][synth
   CHECK_FALSE(inst.enabled(ev.mmap()));
 }
 
-TEST_CASE("sideband synth: without /proc, the names tracepipe knows and a clear error", "[sideband][synth]") {
+TEST_CASE("sideband synth: without /proc, the names tracepipe knows and a clear error",
+          "[sideband][synth]") {
   // In a child with its own mount namespace and an empty tmpfs over /proc.
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         mount("none", "/proc", "tmpfs", 0, nullptr) != 0)
       _exit(77);
     prepare_thread();
@@ -374,16 +385,19 @@ TEST_CASE("sideband synth: without /proc, the names tracepipe knows and a clear 
     if (rep.complete()) _exit(11);
     if (rep.error != "cannot read /proc/self/exe") _exit(12);
     if (rep.threads != 1 || rep.mappings != 0 || rep.lost != 0) _exit(13);
-    if (rep.kept != rep.attempted || rep.attempted != 3) _exit(14);  // exec (empty name), our thread, done
+    if (rep.kept != rep.attempted || rep.attempted != 3)
+      _exit(14);  // exec (empty name), our thread, done
     SidebandState sb(inst.registry());
     for (const Rec& r : snapshot(inst)) sb.observe(r.span());
     if (sb.comm(static_cast<int32_t>(gettid())) != "no-proc") _exit(15);
-    if (sb.rounds().size() != 1 || !sb.rounds()[0].complete()) _exit(16);  // what was written is all there
+    if (sb.rounds().size() != 1 || !sb.rounds()[0].complete())
+      _exit(16);  // what was written is all there
     _exit(0);
   }
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
   REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) TP_SKIP("cannot mount over /proc in a private mount namespace (needs root)");
+  if (WEXITSTATUS(status) == 77)
+    TP_SKIP("cannot mount over /proc in a private mount namespace (needs root)");
   CHECK(WEXITSTATUS(status) == 0);
 }

@@ -23,7 +23,8 @@ namespace tp_sideband_test {
 /// A regular event: a sequence number and the comm tracepipe's write path
 /// had for its writer when it was written (ThreadContext::comm, the COMM
 /// filter field).
-using Seen = tracepipe::EventDecl<"sbtest", "seen", tracepipe::Int<"seq", uint32_t>, tracepipe::Chars<"comm", 16>>;
+using Seen = tracepipe::EventDecl<"sbtest", "seen", tracepipe::Int<"seq", uint32_t>,
+                                  tracepipe::Chars<"comm", 16>>;
 
 /// Emits Seen with the calling thread's cached comm.
 inline tracepipe::EmitResult emit_seen(tracepipe::Instance& inst, uint32_t seq) {
@@ -75,8 +76,9 @@ inline std::vector<Rec> of_type(const std::vector<Rec>& recs, const tracepipe::E
   return out;
 }
 
-inline tracepipe::InstanceOptions small_options(uint64_t kb = 1024, tracepipe::BufferMode mode = tracepipe::BufferMode::overwrite,
-                                                uint32_t cpus = 0) {
+inline tracepipe::InstanceOptions small_options(
+    uint64_t kb = 1024, tracepipe::BufferMode mode = tracepipe::BufferMode::overwrite,
+    uint32_t cpus = 0) {
   tracepipe::InstanceOptions o;
   o.buffer_size_kb = kb;
   o.mode = mode;
@@ -104,7 +106,8 @@ struct KeepName {
 /// event's format, per-CPU records in buffer order, the given cmdlines.
 inline void export_tracedat(const tracepipe::Instance& inst, const std::filesystem::path& path,
                             const std::vector<tracepipe::Cmdline>& cmdlines) {
-  tracepipe::TraceDatWriter w({.cpus = inst.cpus(), .page_size = 4096, .clock = std::string(inst.clock().name)});
+  tracepipe::TraceDatWriter w(
+      {.cpus = inst.cpus(), .page_size = 4096, .clock = std::string(inst.clock().name)});
   for (const tracepipe::EventDesc* d : inst.registry().events())
     if (inst.enabled(*d)) w.add_format(d->format());
   for (const tracepipe::Cmdline& c : cmdlines) w.set_cmdline(c.pid, c.comm);
@@ -119,7 +122,8 @@ inline void export_tracedat(const tracepipe::Instance& inst, const std::filesyst
 struct TempPath {
   std::filesystem::path path;
   explicit TempPath(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("tp_sb_" + std::to_string(::getpid()) + "_" + name)) {}
+      : path(std::filesystem::temp_directory_path() /
+             ("tp_sb_" + std::to_string(::getpid()) + "_" + name)) {}
   ~TempPath() {
     std::error_code ec;
     std::filesystem::remove(path, ec);

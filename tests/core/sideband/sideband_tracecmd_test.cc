@@ -2,15 +2,14 @@
 // writer's name in `trace-cmd report` (libtraceevent's own decoding), and
 // the sideband events themselves print through their print fmts. Kept out of
 // the sanitizer runs: most of the work here is trace-cmd's.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <thread>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "sideband_test_util.h"
 #include "test_support.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_sideband_test;
@@ -27,7 +26,8 @@ std::string run(const std::string& cmd) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int rc = ::pclose(p);
-  if (rc != 0) throw std::runtime_error("command failed (" + std::to_string(rc) + "): " + cmd + "\n" + out);
+  if (rc != 0)
+    throw std::runtime_error("command failed (" + std::to_string(rc) + "): " + cmd + "\n" + out);
   return out;
 }
 
@@ -50,12 +50,13 @@ struct Worker {
   std::atomic<bool> done{false}, stop{false};
   std::thread t;
   template <class F>
-  explicit Worker(F body) : t([this, body] {
-      tid = static_cast<int32_t>(gettid());
-      body();
-      done = true;
-      while (!stop) std::this_thread::yield();
-    }) {
+  explicit Worker(F body)
+      : t([this, body] {
+          tid = static_cast<int32_t>(gettid());
+          body();
+          done = true;
+          while (!stop) std::this_thread::yield();
+        }) {
     while (!done) std::this_thread::yield();
   }
   ~Worker() {
@@ -66,7 +67,8 @@ struct Worker {
 
 }  // namespace
 
-TEST_CASE("sideband trace-cmd: report names every writer from the sideband cmdlines", "[sideband][trace-cmd]") {
+TEST_CASE("sideband trace-cmd: report names every writer from the sideband cmdlines",
+          "[sideband][trace-cmd]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
   prepare_thread();
   Instance inst(small_options(1024));
@@ -137,9 +139,9 @@ TEST_CASE("sideband trace-cmd: report names every writer from the sideband cmdli
   CHECK(lines_with(report, "filename=" + read_exe_path()).size() >= 2);
   const auto done = lines_with(report, " synth_done:");
   REQUIRE(done.size() == 1);
-  CHECK(done[0].find("synth=" + std::to_string(rep.synth) + " threads=" + std::to_string(rep.threads) +
-                     " mappings=" + std::to_string(rep.mappings) + " lost=0 records=" + std::to_string(rep.kept - 1)) !=
-        std::string::npos);
+  CHECK(done[0].find("synth=" + std::to_string(rep.synth) + " threads=" +
+                     std::to_string(rep.threads) + " mappings=" + std::to_string(rep.mappings) +
+                     " lost=0 records=" + std::to_string(rep.kept - 1)) != std::string::npos);
 }
 
 TEST_CASE("sideband trace-cmd: a trace.dat read back replays the same names, mappings and rounds",

@@ -6,20 +6,19 @@
 //
 // tests/core/tracedat/data/*.format are verbatim copies of
 // /sys/kernel/tracing/events/ext4/<event>/format from a 6.18 kernel.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
-#include "tracepipe/core/tracedat/print_fmt.h"
+#include "tracedat_test_util.h"
 #include "tracepipe/core/events/registry.h"
+#include "tracepipe/core/tracedat/print_fmt.h"
 #include "tracepipe/core/tracedat/trace_report.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
-#include "tracedat_test_util.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
@@ -40,7 +39,8 @@ struct TempDir {
 };
 
 std::string data_file(const char* name) {
-  return tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data" / name);
+  return tp_test::read_file(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data" /
+                            name);
 }
 
 // An ext4_fc_stats payload: dev 8:3 (the kernel's MKDEV: major << 20 | minor),
@@ -65,8 +65,10 @@ std::vector<std::byte> fc_stats_payload(uint16_t id, int32_t pid) {
 
 const char kFcStatsLine[] =
     "dev 8,3 fc ineligible reasons:\n"
-    "XATTR:0, CROSS_RENAME:10, JOURNAL_FLAG_CHANGE:20, NO_MEM:30, SWAP_BOOT:40, RESIZE:50, RENAME_DIR:60, "
-    "FALLOC_RANGE:70, INODE_JOURNAL_DATA:80, ENCRYPTED_FILENAME:90num_commits:7, ineligible: 2, numblks: 123";
+    "XATTR:0, CROSS_RENAME:10, JOURNAL_FLAG_CHANGE:20, NO_MEM:30, SWAP_BOOT:40, RESIZE:50, "
+    "RENAME_DIR:60, "
+    "FALLOC_RANGE:70, INODE_JOURNAL_DATA:80, ENCRYPTED_FILENAME:90num_commits:7, ineligible: 2, "
+    "numblks: 123";
 
 // An ext4_getfsmap_mapping payload (its print fmt string ends in a newline).
 std::vector<std::byte> getfsmap_payload(uint16_t id, int32_t pid) {
@@ -99,7 +101,8 @@ EventFormat broken_format() {
 
 }  // namespace
 
-TEST_CASE("format newline: ext4_fc_stats's multi-line print fmt parses and round-trips", "[tracedat][format]") {
+TEST_CASE("format newline: ext4_fc_stats's multi-line print fmt parses and round-trips",
+          "[tracedat][format]") {
   const std::string text = data_file("ext4__ext4_fc_stats.format");
   const EventFormat ev = parse_event_format(text, "ext4");
   CHECK(ev.name == "ext4_fc_stats");
@@ -114,7 +117,8 @@ TEST_CASE("format newline: ext4_fc_stats's multi-line print fmt parses and round
   CHECK(ev.fields[4] == FormatField{"unsigned long", "fc_numblks", 72, 8, false});
   // The newline is inside the string, the arguments follow on the next line.
   CHECK_THAT(ev.print_fmt, Catch::StartsWith("\"dev %d,%d fc ineligible reasons:\n%s:%u, %s:%u"));
-  CHECK_THAT(ev.print_fmt, Catch::EndsWith("REC->fc_commits, REC->fc_ineligible_commits, REC->fc_numblks"));
+  CHECK_THAT(ev.print_fmt,
+             Catch::EndsWith("REC->fc_commits, REC->fc_ineligible_commits, REC->fc_numblks"));
   CHECK(std::count(ev.print_fmt.begin(), ev.print_fmt.end(), '\n') == 1);
   CHECK(to_format_text(ev) == text);
 
@@ -126,21 +130,26 @@ TEST_CASE("format newline: ext4_fc_stats's multi-line print fmt parses and round
   CHECK(pf.render(fc_stats_payload(1159, 1)) == kFcStatsLine);
 }
 
-TEST_CASE("format newline: ext4_getfsmap_mapping ends its string with the newline", "[tracedat][format]") {
+TEST_CASE("format newline: ext4_getfsmap_mapping ends its string with the newline",
+          "[tracedat][format]") {
   const std::string text = data_file("ext4__ext4_getfsmap_mapping.format");
   const EventFormat ev = parse_event_format(text, "ext4");
   CHECK(ev.name == "ext4_getfsmap_mapping");
   REQUIRE(ev.fields.size() == 6);
   CHECK(ev.fields[5] == FormatField{"u64", "flags", 40, 8, false});
-  CHECK_THAT(ev.print_fmt, Catch::StartsWith("\"dev %d:%d keydev %d:%d block %llu len %llu owner %lld flags 0x%llx\n\", "));
+  CHECK_THAT(ev.print_fmt,
+             Catch::StartsWith(
+                 "\"dev %d:%d keydev %d:%d block %llu len %llu owner %lld flags 0x%llx\n\", "));
   CHECK(to_format_text(ev) == text);
   CHECK(PrintFmt(ev).ok());
 }
 
 TEST_CASE("format newline: multi-line strings, and what stays an error", "[tracedat][format]") {
-  const std::string head = "name: x\nID: 1\nformat:\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n\n";
+  const std::string head =
+      "name: x\nID: 1\nformat:\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n\n";
   // Escaped quotes, a character literal holding a quote, CRLF inside.
-  const EventFormat a = parse_event_format(head + "print fmt: \"a=\\\"%d\nb\", REC->a, '\"'\n\n", "s");
+  const EventFormat a =
+      parse_event_format(head + "print fmt: \"a=\\\"%d\nb\", REC->a, '\"'\n\n", "s");
   CHECK(a.print_fmt == "\"a=\\\"%d\nb\", REC->a, '\"'");
   const EventFormat b = parse_event_format(head + "print fmt: \"a\r\nb\", REC->a\r\n", "s");
   CHECK(b.print_fmt == "\"a\nb\", REC->a");
@@ -176,13 +185,15 @@ TEST_CASE("format newline: multi-line strings, and what stays an error", "[trace
   CHECK_FALSE(PrintFmt(open).ok());
 }
 
-TEST_CASE("format newline: add_format_dir keeps the good formats and lists the bad ones", "[tracedat][format]") {
+TEST_CASE("format newline: add_format_dir keeps the good formats and lists the bad ones",
+          "[tracedat][format]") {
   const TempDir dir("format_dir");
   namespace fs = std::filesystem;
   fs::create_directories(dir.path / "ext4" / "ext4_fc_stats");
   fs::create_directories(dir.path / "bad" / "broken");
   fs::create_directories(dir.path / "bad" / "no_common");
-  std::ofstream(dir.path / "ext4" / "ext4_fc_stats" / "format") << data_file("ext4__ext4_fc_stats.format");
+  std::ofstream(dir.path / "ext4" / "ext4_fc_stats" / "format")
+      << data_file("ext4__ext4_fc_stats.format");
   std::ofstream(dir.path / "bad" / "broken" / "format") << to_format_text(broken_format());
   EventFormat no_common = broken_format();
   no_common.name = "no_common";
@@ -197,8 +208,10 @@ TEST_CASE("format newline: add_format_dir keeps the good formats and lists the b
   CHECK(load.events[0]->full_name() == "ext4:ext4_fc_stats");
   CHECK(load.events[0]->id() == 1159);
   REQUIRE(load.skipped.size() == 2);
-  CHECK_THAT(load.skipped[0], Catch::StartsWith("bad/broken: format line 12: text after 'print fmt:': 'stray'"));
-  CHECK_THAT(load.skipped[1], Catch::StartsWith("bad/no_common: event bad:no_common: common fields differ"));
+  CHECK_THAT(load.skipped[0],
+             Catch::StartsWith("bad/broken: format line 12: text after 'print fmt:': 'stray'"));
+  CHECK_THAT(load.skipped[1],
+             Catch::StartsWith("bad/no_common: event bad:no_common: common fields differ"));
   CHECK(reg.find("bad:broken") == nullptr);
   CHECK(reg.size() == 1);
 
@@ -207,13 +220,17 @@ TEST_CASE("format newline: add_format_dir keeps the good formats and lists the b
   EventFormat other = parse_event_format(data_file("ext4__ext4_getfsmap_mapping.format"), "ext4");
   other.id = 1159;  // taken by ext4_fc_stats
   std::ofstream(flat.path / "ext4__ext4_getfsmap_mapping.format") << to_format_text(other);
-  CHECK_THROWS_WITH(reg.add_format_dir(flat.path), Catch::Contains("ID 1159 is already used by ext4:ext4_fc_stats"));
+  CHECK_THROWS_WITH(reg.add_format_dir(flat.path),
+                    Catch::Contains("ID 1159 is already used by ext4:ext4_fc_stats"));
 }
 
-TEST_CASE("format newline: a trace.dat with ext4_fc_stats opens, a broken format is skipped with a warning",
-          "[tracedat][reader]") {
+TEST_CASE(
+    "format newline: a trace.dat with ext4_fc_stats opens, a broken format is skipped with a "
+    "warning",
+    "[tracedat][reader]") {
   const EventFormat fc = parse_event_format(data_file("ext4__ext4_fc_stats.format"), "ext4");
-  const EventFormat gm = parse_event_format(data_file("ext4__ext4_getfsmap_mapping.format"), "ext4");
+  const EventFormat gm =
+      parse_event_format(data_file("ext4__ext4_getfsmap_mapping.format"), "ext4");
   TraceDatWriter w({.cpus = 2});
   w.add_format(fc);
   w.add_format(gm);
@@ -237,7 +254,8 @@ TEST_CASE("format newline: a trace.dat with ext4_fc_stats opens, a broken format
   REQUIRE(r.warnings().size() == 1);
   CHECK_THAT(r.warnings()[0], Catch::StartsWith("event formats at offset "));
   CHECK_THAT(r.warnings()[0],
-             Catch::EndsWith("bad/broken: format line 12: text after 'print fmt:': 'stray'; format skipped"));
+             Catch::EndsWith(
+                 "bad/broken: format line 12: text after 'print fmt:': 'stray'; format skipped"));
 
   TraceReport rep(r, ReportOptions{true, true});
   auto m = r.records();
@@ -247,7 +265,8 @@ TEST_CASE("format newline: a trace.dat with ext4_fc_stats opens, a broken format
   // drops one trailing newline); the skipped format's record is unknown.
   CHECK(fmt::to_string(out) ==
         fmt::format("     jbd2/sda3-8-77    [000]     1.000000000: ext4_fc_stats:        {}\n"
-                    "     jbd2/sda3-8-77    [000]     1.500000000: ext4_getfsmap_mapping: dev 8:3 keydev 259:1 "
+                    "     jbd2/sda3-8-77    [000]     1.500000000: ext4_getfsmap_mapping: dev 8:3 "
+                    "keydev 259:1 "
                     "block 5 len 6 owner -3 flags 0x10\n"
                     "     jbd2/sda3-8-77    [001]     2.000000000: [UNKNOWN TYPE 4000]\n",
                     kFcStatsLine));

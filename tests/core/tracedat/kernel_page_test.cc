@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/tracedat/kernel_page.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
 
-#include "tracepipe/core/events/event_format.h"
-#include "tracepipe/core/tracedat/kernel_page.h"
 #include "test_support.h"
+#include "tracepipe/core/events/event_format.h"
 
 using namespace tracepipe;
 using namespace tracepipe::kpage;
@@ -43,7 +43,8 @@ uint32_t first_word(std::span<const std::byte> p) {
 
 }  // namespace
 
-TEST_CASE("kernel_page: header_page and header_event text equal the kernel's files", "[tracedat][page]") {
+TEST_CASE("kernel_page: header_page and header_event text equal the kernel's files",
+          "[tracedat][page]") {
   const auto dir = tp_test::shared_data_or_skip("kernel/formats");
   CHECK(header_page_text(PageLayout{4096, 8}) == tp_test::read_file(dir / "header_page"));
   CHECK(header_event_text() == tp_test::read_file(dir / "header_event"));
@@ -54,21 +55,21 @@ TEST_CASE("kernel_page: header_page and header_event text equal the kernel's fil
 
 TEST_CASE("kernel_page: decodes every record type with kbuffer's time rules", "[tracedat][page]") {
   PageBytes p;
-  p.data(0, {0x11110001, 0xaaaa});          // small data, delta 0
-  p.data(250, {0x22220002, 1, 2, 3});        // delta 250
-  p.header(kTypeTimeExtend, 5);              // extend: (3 << 27) | 5
+  p.data(0, {0x11110001, 0xaaaa});     // small data, delta 0
+  p.data(250, {0x22220002, 1, 2, 3});  // delta 250
+  p.header(kTypeTimeExtend, 5);        // extend: (3 << 27) | 5
   p.u32(3);
   p.data(0, {0x33330003});
-  p.header(kTypePadding, 7);                 // discarded 8-byte event: delta 7 counts,
-  p.u32(8);                                  // array[0] = 8 covers itself and one word
+  p.header(kTypePadding, 7);  // discarded 8-byte event: delta 7 counts,
+  p.u32(8);                   // array[0] = 8 covers itself and one word
   p.u32(0xdead);
-  p.header(0, 10);                           // long data: length word 4 + 120 payload
+  p.header(0, 10);  // long data: length word 4 + 120 payload
   p.u32(124);
   for (uint32_t i = 0; i < 30; ++i) p.u32(0x44440000 + i);
-  p.header(kTypeTimeStamp, 123);             // absolute: (1 << 27) | 123
+  p.header(kTypeTimeStamp, 123);  // absolute: (1 << 27) | 123
   p.u32(1);
   p.data(4, {0x55550005});
-  p.header(kTypePadding, 0);                 // rest of page empty
+  p.header(kTypePadding, 0);  // rest of page empty
   const auto page = p.finish(1'000'000);
 
   const auto parsed = parse_page_untrusted(page, PageLayout{});
@@ -97,7 +98,8 @@ TEST_CASE("kernel_page: decodes every record type with kbuffer's time rules", "[
   CHECK(cur.counts().time_stamps == 1);
 }
 
-TEST_CASE("kernel_page: absolute time stamps keep the top 5 bits of the running time", "[tracedat][page]") {
+TEST_CASE("kernel_page: absolute time stamps keep the top 5 bits of the running time",
+          "[tracedat][page]") {
   PageBytes p;
   const uint64_t base = (uint64_t{3} << 59) | 1000;
   p.header(kTypeTimeStamp, 500);  // low 59 bits = 500 < 1000: wrapped -> carry into bit 59

@@ -9,11 +9,10 @@
 // The Event and Info columns are also compared with `trace-cmd report` on the
 // same file (as multisets: the two break time-stamp ties differently).
 // Skipped, with the reason, when libkshark or trace-cmd is missing.
-#include <catch2/catch.hpp>
-
 #include <pthread.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,15 +20,15 @@
 #include <string>
 #include <vector>
 
-#include "tracepipe/core/instance/raw_emit.h"
+#include "test_support.h"
 #include "tracepipe/core/events/registry.h"
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
+#include "tracepipe/core/instance/raw_emit.h"
 #include "tracepipe/core/recover/recover.h"
 #include "tracepipe/core/replay/replay.h"
 #include "tracepipe/core/sideband/sideband.h"
-#include "test_support.h"
 
 #ifdef TP_HAVE_KSHARK
 extern "C" {
@@ -44,7 +43,8 @@ namespace {
 
 using Request = EventDecl<"ksapp", "request", Int<"id", uint32_t>, Int<"latency_us", uint32_t>,
                           Int<"status", uint16_t>, Str<"path">>;
-using Tick = EventDecl<"ksapp", "tick", Int<"seq", uint64_t>, Int<"delta", int32_t>, Chars<"who", 16>>;
+using Tick =
+    EventDecl<"ksapp", "tick", Int<"seq", uint64_t>, Int<"delta", int32_t>, Chars<"who", 16>>;
 
 struct Row {
   std::string event;  // "system/name" (KernelShark) or "name" (trace-cmd)
@@ -80,8 +80,8 @@ std::vector<Row> kshark_rows(const fs::path& file) {
   std::vector<Row> rows;
   for (ssize_t i = 0; i < n; ++i) {
     const kshark_entry* e = entries[i];
-    rows.push_back({take(kshark_get_event_name(e)), take(kshark_get_info(e)), take(kshark_get_aux_info(e)),
-                    take(kshark_get_task(e)), e->event_id});
+    rows.push_back({take(kshark_get_event_name(e)), take(kshark_get_info(e)),
+                    take(kshark_get_aux_info(e)), take(kshark_get_task(e)), e->event_id});
     std::free(entries[i]);
   }
   std::free(entries);
@@ -118,7 +118,8 @@ std::vector<Row> report_rows(const fs::path& file) {
     if (ts_end == std::string::npos) continue;
     const size_t name_end = line.find(": ", ts_end + 2);
     Row r;
-    r.event = trim(line.substr(ts_end + 2, name_end == std::string::npos ? std::string::npos : name_end - ts_end - 2));
+    r.event = trim(line.substr(
+        ts_end + 2, name_end == std::string::npos ? std::string::npos : name_end - ts_end - 2));
     if (r.event.back() == ':') r.event.pop_back();
     r.info = name_end == std::string::npos ? "" : trim(line.substr(name_end + 2));
     rows.push_back(r);
@@ -140,7 +141,9 @@ bool have_trace_cmd() { return std::system("trace-cmd list -c >/dev/null 2>&1") 
 
 void require_tools() {
 #ifndef TP_HAVE_KSHARK
-  TP_SKIP("KernelShark's library is not installed (Debian: libkshark-dev and libjson-c-dev, see scripts/setup.sh)");
+  TP_SKIP(
+      "KernelShark's library is not installed (Debian: libkshark-dev and libjson-c-dev, see "
+      "scripts/setup.sh)");
 #endif
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed");
 }
@@ -167,7 +170,8 @@ Tally check_file(const fs::path& file, const std::vector<std::string>& systems) 
   Tally t;
   std::map<std::pair<std::string, std::string>, int> bag;
   for (const Row& r : ks) {
-    INFO(file.filename().string() << ": id " << r.event_id << " [" << r.event << "] [" << r.info << "]");
+    INFO(file.filename().string() << ": id " << r.event_id << " [" << r.event << "] [" << r.info
+                                  << "]");
     ++t.records[r.event];
     const size_t slash = r.event.find('/');
     bool known = false;
@@ -192,14 +196,16 @@ Tally check_file(const fs::path& file, const std::vector<std::string>& systems) 
     }
   }
   CHECK(differ == 0);
-  for (const auto& [ev, n] : t.records) WARN(file.filename().string() << ": " << ev << " " << t.shown[ev] << "/" << n);
+  for (const auto& [ev, n] : t.records)
+    WARN(file.filename().string() << ": " << ev << " " << t.shown[ev] << "/" << n);
   return t;
 }
 #endif
 
 }  // namespace
 
-TEST_CASE("kernelshark: declared events show their name, Info and Latency", "[tracedat][kernelshark]") {
+TEST_CASE("kernelshark: declared events show their name, Info and Latency",
+          "[tracedat][kernelshark]") {
   require_tools();
 #ifdef TP_HAVE_KSHARK
   CHECK(Request::desc().id() >= Registry::kFirstDeclaredId);
@@ -222,12 +228,14 @@ TEST_CASE("kernelshark: declared events show their name, Info and Latency", "[tr
   // One record's columns, exactly.
   bool found = false;
   for (const Row& r : kshark_rows(f.path))
-    if (r.event == "ksapp/request" && r.info == "id=7 latency_us=259 status=503 path=/api/items") found = true;
+    if (r.event == "ksapp/request" && r.info == "id=7 latency_us=259 status=503 path=/api/items")
+      found = true;
   CHECK(found);
 #endif
 }
 
-TEST_CASE("kernelshark: an ID of 32768 or more is what KernelShark cannot show", "[tracedat][kernelshark]") {
+TEST_CASE("kernelshark: an ID of 32768 or more is what KernelShark cannot show",
+          "[tracedat][kernelshark]") {
   require_tools();
 #ifdef TP_HAVE_KSHARK
   // The reason for the declared range: a registry that hands out 32768.
@@ -247,13 +255,16 @@ TEST_CASE("kernelshark: an ID of 32768 or more is what KernelShark cannot show",
   const auto rows = kshark_rows(file.path);
   REQUIRE(rows.size() == 1);
   // Not asserted (a later KernelShark may widen its field): reported.
-  WARN("KernelShark " << (rows[0].event_id < 0 ? "cannot show" : "now shows") << " an event with ID 32768: id "
-                      << rows[0].event_id << ", event [" << rows[0].event << "], info [" << rows[0].info << "]");
-  CHECK(report_rows(file.path).at(0).info == "id=1 latency_us=2 status=3 path=/x");  // trace-cmd can
+  WARN("KernelShark " << (rows[0].event_id < 0 ? "cannot show" : "now shows")
+                      << " an event with ID 32768: id " << rows[0].event_id << ", event ["
+                      << rows[0].event << "], info [" << rows[0].info << "]");
+  CHECK(report_rows(file.path).at(0).info ==
+        "id=1 latency_us=2 status=3 path=/x");  // trace-cmd can
 #endif
 }
 
-TEST_CASE("kernelshark: sideband events show their name, Info and Latency", "[tracedat][kernelshark]") {
+TEST_CASE("kernelshark: sideband events show their name, Info and Latency",
+          "[tracedat][kernelshark]") {
   require_tools();
 #ifdef TP_HAVE_KSHARK
   char old_name[17] = {};
@@ -279,13 +290,15 @@ TEST_CASE("kernelshark: sideband events show their name, Info and Latency", "[tr
   CHECK(t.records.at("tracepipe/mmap") == static_cast<int>(rep.mappings));
   bool renamed = false;
   for (const Row& r : kshark_rows(f.path))
-    renamed = renamed || (r.event == "tracepipe/task_comm" && r.info.find("comm=ks-renamed") != std::string::npos);
+    renamed = renamed || (r.event == "tracepipe/task_comm" &&
+                          r.info.find("comm=ks-renamed") != std::string::npos);
   CHECK(renamed);
 #endif
 }
 
-TEST_CASE("kernelshark: kernel format-file events written by replay show their name, Info and Latency",
-          "[tracedat][kernelshark]") {
+TEST_CASE(
+    "kernelshark: kernel format-file events written by replay show their name, Info and Latency",
+    "[tracedat][kernelshark]") {
   require_tools();
 #ifdef TP_HAVE_KSHARK
   struct Input {
@@ -321,7 +334,8 @@ TEST_CASE("kernelshark: kernel format-file events written by replay show their n
 #endif
 }
 
-TEST_CASE("kernelshark: a recovered flight recorder file shows its events, Info and Latency", "[tracedat][kernelshark]") {
+TEST_CASE("kernelshark: a recovered flight recorder file shows its events, Info and Latency",
+          "[tracedat][kernelshark]") {
   require_tools();
 #ifdef TP_HAVE_KSHARK
   Temp dir("flight");
@@ -341,7 +355,8 @@ TEST_CASE("kernelshark: a recovered flight recorder file shows its events, Info 
   CHECK(t.shown.at("ksapp/request") == 40);
   bool found = false;
   for (const Row& r : kshark_rows(f.path))
-    if (r.event == "ksapp/request" && r.info == "id=3 latency_us=33 status=200 path=/flight") found = true;
+    if (r.event == "ksapp/request" && r.info == "id=3 latency_us=33 status=200 path=/flight")
+      found = true;
   CHECK(found);
 #endif
 }

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/tracedat/page_encoder.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "tracepipe/core/tracedat/kernel_page.h"
-#include "tracepipe/core/tracedat/page_encoder.h"
 
 using namespace tracepipe::kpage;
 
@@ -18,7 +18,7 @@ std::vector<std::byte> payload_of(uint32_t size, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("page_encoder: record sizes follow rb_calculate_event_length", "[tracedat][page]") {
-  CHECK(PageEncoder::record_size(0) == 8);    // bumped to 1 byte, padded to 4
+  CHECK(PageEncoder::record_size(0) == 8);  // bumped to 1 byte, padded to 4
   CHECK(PageEncoder::record_size(8) == 12);
   CHECK(PageEncoder::record_size(9) == 16);
   CHECK(PageEncoder::record_size(112) == 116);  // largest small record: type_len 28
@@ -54,9 +54,12 @@ TEST_CASE("page_encoder: encode then decode gives back every record", "[tracedat
     uint64_t ts = rng() >> 8;
     for (;;) {
       const uint64_t gap_kind = rng() % 10;
-      if (gap_kind < 6) ts += rng() % 1000;
-      else if (gap_kind < 8) ts += (uint64_t{1} << 27) + rng() % (uint64_t{1} << 40);  // needs an extend
-      else if (gap_kind == 8) ts -= std::min<uint64_t>(ts, rng() % 5000);             // backwards: absolute
+      if (gap_kind < 6)
+        ts += rng() % 1000;
+      else if (gap_kind < 8)
+        ts += (uint64_t{1} << 27) + rng() % (uint64_t{1} << 40);  // needs an extend
+      else if (gap_kind == 8)
+        ts -= std::min<uint64_t>(ts, rng() % 5000);  // backwards: absolute
       const uint32_t size = rng() % 3 == 0 ? 2 + rng() % 300 : 8 + rng() % 40;
       auto p = payload_of(size, static_cast<uint32_t>(in.size()));
       if (!e.try_append(ts, p)) break;

@@ -15,23 +15,27 @@
 namespace tp_tracedat_test {
 using namespace tracepipe;
 
-
 // A tracepipe-declared event with every kind of field trace-cmd must decode.
 inline EventFormat sample_format() {
-  return EventFormat{"tracepipe", "sample", 1000, kernel_common_fields(),
-                     {{"u64", "value", 8, 8, false},
-                      {"char[8]", "tag", 16, 8, false},
-                      {"__data_loc char[]", "name", 24, 4, false},
-                      {"int", "delta", 28, 4, true},
-                      {"short", "small", 32, 2, true},
-                      {"unsigned char", "flag", 34, 1, false}},
-                     "\"value=%llu tag=%s name=%s delta=%d small=%hd flag=%u\", REC->value, REC->tag, "
-                     "__get_str(name), REC->delta, REC->small, REC->flag"};
+  return EventFormat{
+      "tracepipe",
+      "sample",
+      1000,
+      kernel_common_fields(),
+      {{"u64", "value", 8, 8, false},
+       {"char[8]", "tag", 16, 8, false},
+       {"__data_loc char[]", "name", 24, 4, false},
+       {"int", "delta", 28, 4, true},
+       {"short", "small", 32, 2, true},
+       {"unsigned char", "flag", 34, 1, false}},
+      "\"value=%llu tag=%s name=%s delta=%d small=%hd flag=%u\", REC->value, REC->tag, "
+      "__get_str(name), REC->delta, REC->small, REC->flag"};
 }
 
 inline EventFormat tick_format() {
-  return EventFormat{"tracepipe", "tick", 1001, kernel_common_fields(), {{"unsigned int", "n", 8, 4, false}},
-                     "\"n=%u\", REC->n"};
+  return EventFormat{
+      "tracepipe",       "tick", 1001, kernel_common_fields(), {{"unsigned int", "n", 8, 4, false}},
+      "\"n=%u\", REC->n"};
 }
 
 struct Sample {
@@ -91,9 +95,13 @@ inline std::vector<Written> make_records(TraceDatWriter& w, size_t n) {
     if (r.is_tick) {
       r.payload = encode_tick(static_cast<uint32_t>(i), pid);
     } else {
-      r.s = Sample{i * 1000003ull, i % 2 ? "odd" : "even-tag", std::string(i % 7 == 0 ? 150 : i % 13, 'a' + i % 26),
-                   static_cast<int32_t>(i) - 500, static_cast<int16_t>(-static_cast<int>(i % 300)),
-                   static_cast<uint8_t>(i % 256), pid};
+      r.s = Sample{i * 1000003ull,
+                   i % 2 ? "odd" : "even-tag",
+                   std::string(i % 7 == 0 ? 150 : i % 13, 'a' + i % 26),
+                   static_cast<int32_t>(i) - 500,
+                   static_cast<int16_t>(-static_cast<int>(i % 300)),
+                   static_cast<uint8_t>(i % 256),
+                   pid};
       r.payload = encode(r.s);
     }
     w.add_record(cpu, r.ts, r.payload);

@@ -3,20 +3,19 @@
 // fields and time stamps; `tracepipe report` must print what trace-cmd
 // prints; the reader must accept what `trace-cmd convert` writes. Kept out
 // of the sanitizer runs (no "parser" label): the work here is trace-cmd's.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
 
+#include "sample_events.h"
+#include "tracedat_test_util.h"
 #include "tracepipe/core/tracedat/trace_report.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
-#include "sample_events.h"
-#include "tracedat_test_util.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
@@ -42,12 +41,14 @@ void compare_with_trace_cmd(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE("tracedat_reader: version 7 (uncompressed) gives the same records as version 6", "[tracedat][reader]") {
+TEST_CASE("tracedat_reader: version 7 (uncompressed) gives the same records as version 6",
+          "[tracedat][reader]") {
   const auto path = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
   const auto out = std::filesystem::temp_directory_path() / "tp_reader_v7.dat";
-  const std::string cmd = "trace-cmd convert -i '" + path.string() + "' --file-version 7 --compression none -o '" +
-                          out.string() + "' >/dev/null 2>&1";
+  const std::string cmd = "trace-cmd convert -i '" + path.string() +
+                          "' --file-version 7 --compression none -o '" + out.string() +
+                          "' >/dev/null 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const auto v6 = TraceDatReader::open(path);
   const auto v7 = TraceDatReader::open(out);
@@ -90,11 +91,13 @@ TEST_CASE("tracedat_writer: trace-cmd report prints every event with its fields 
       std::memcpy(&n, &r.payload[8], 4);
       fields = fmt::format("tick: {:>{}}n={}", "", 22 - 6, n);
     } else {
-      fields = fmt::format("sample: {:>{}}value={} tag={} name={} delta={} small={} flag={}", "", 22 - 8, r.s.value,
-                           r.s.tag.substr(0, 8), r.s.name, r.s.delta, r.s.small, r.s.flag);
+      fields =
+          fmt::format("sample: {:>{}}value={} tag={} name={} delta={} small={} flag={}", "", 22 - 8,
+                      r.s.value, r.s.tag.substr(0, 8), r.s.name, r.s.delta, r.s.small, r.s.flag);
     }
-    const std::string want = fmt::format("{:>16}-{:<5} [{:03}] {:>5}.{:09}: {}", fmt::format("worker{}", pid), pid, r.cpu, r.ts / 1000000000,
-                                         r.ts % 1000000000, fields);
+    const std::string want =
+        fmt::format("{:>16}-{:<5} [{:03}] {:>5}.{:09}: {}", fmt::format("worker{}", pid), pid,
+                    r.cpu, r.ts / 1000000000, r.ts % 1000000000, fields);
     INFO("line " << i + 1);
     REQUIRE(got[i + 1] == want);
   }
@@ -105,8 +108,9 @@ TEST_CASE("tracedat_writer: a rewritten subset of hackbench.dat reads the same i
   const auto path = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
   const auto r = TraceDatReader::open(path);
-  const std::set<std::string> keep = {"sched_switch", "sched_wakeup", "sched_waking", "kmalloc",
-                                      "signal_generate", "sys_enter", "hrtimer_start", "sched_process_exec"};
+  const std::set<std::string> keep = {"sched_switch",  "sched_wakeup",      "sched_waking",
+                                      "kmalloc",       "signal_generate",   "sys_enter",
+                                      "hrtimer_start", "sched_process_exec"};
   TraceDatWriter w({.cpus = r.cpu_count()});
   for (const auto& f : r.formats()) w.add_format(f);
   for (const auto& [pid, comm] : r.cmdlines()) w.set_cmdline(pid, comm);

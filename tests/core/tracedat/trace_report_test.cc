@@ -1,20 +1,25 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/tracedat/trace_report.h"
 
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
-#include "tracepipe/core/tracedat/trace_report.h"
-#include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracedat_test_util.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
 
 TEST_CASE("trace_report: lost events, raw clocks and unknown events", "[tracedat][report]") {
-  const EventFormat tick{"tp", "tick", 7, kernel_common_fields(), {{"unsigned int", "n", 8, 4, false}}, "\"n=%u\", REC->n"};
+  const EventFormat tick{"tp",
+                         "tick",
+                         7,
+                         kernel_common_fields(),
+                         {{"unsigned int", "n", 8, 4, false}},
+                         "\"n=%u\", REC->n"};
   auto payload = [](uint16_t id, int32_t pid, uint32_t n) {
     std::vector<std::byte> b(12);
     std::memcpy(&b[0], &id, 2);
@@ -53,10 +58,12 @@ TEST_CASE("trace_report: lost events, raw clocks and unknown events", "[tracedat
   }
 }
 
-TEST_CASE("trace_report: CommTable mirrors libtraceevent's registration order", "[tracedat][report]") {
+TEST_CASE("trace_report: CommTable mirrors libtraceevent's registration order",
+          "[tracedat][report]") {
   CommTable t;
   t.register_comm(10, "saved");
-  t.register_comm(10, "taught");  // before the first lookup: both listed, newest first after sorting
+  t.register_comm(10,
+                  "taught");  // before the first lookup: both listed, newest first after sorting
   t.register_comm(0, "swapper");
   CHECK(t.find(0) == "<idle>");
   CHECK(t.find(10) == "taught");

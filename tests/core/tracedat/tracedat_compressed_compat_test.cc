@@ -1,25 +1,26 @@
 // Compressed version-7 files against the real trace-cmd: `tracepipe report`
 // prints what `trace-cmd report` prints, and the records equal those of
 // the uncompressed `trace-cmd convert` of the same file.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 
+#include "tracedat_test_util.h"
 #include "tracepipe/core/tracedat/trace_report.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "tracedat_test_util.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
 
 namespace {
 
-void convert(const std::filesystem::path& in, const std::filesystem::path& out, const char* compression) {
-  const std::string cmd = fmt::format("trace-cmd convert -i '{}' --file-version 7 --compression {} -o '{}' >/dev/null 2>&1",
-                                      in.string(), compression, out.string());
+void convert(const std::filesystem::path& in, const std::filesystem::path& out,
+             const char* compression) {
+  const std::string cmd = fmt::format(
+      "trace-cmd convert -i '{}' --file-version 7 --compression {} -o '{}' >/dev/null 2>&1",
+      in.string(), compression, out.string());
   REQUIRE(std::system(cmd.c_str()) == 0);
 }
 
@@ -28,7 +29,8 @@ void convert(const std::filesystem::path& in, const std::filesystem::path& out, 
 TEST_CASE("tracedat_compressed: a real zstd capture prints exactly like trace-cmd report",
           "[tracedat][report][trace-cmd]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
-  const auto p = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sched_switch_zstd.dat";
+  const auto p =
+      std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sched_switch_zstd.dat";
   const struct {
     const char* flag;
     ReportOptions opt;
@@ -55,8 +57,9 @@ TEST_CASE("tracedat_compressed: a real zstd capture prints exactly like trace-cm
   CHECK(same_records(z, n) == 363);
 }
 
-TEST_CASE("tracedat_compressed: hackbench.dat converted to zstd gives the same records as version 6",
-          "[tracedat][reader][trace-cmd]") {
+TEST_CASE(
+    "tracedat_compressed: hackbench.dat converted to zstd gives the same records as version 6",
+    "[tracedat][reader][trace-cmd]") {
   const auto path = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   if (!have_trace_cmd()) TP_SKIP("trace-cmd not installed");
   TempPath out("hackbench_zstd.dat");

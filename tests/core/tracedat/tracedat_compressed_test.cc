@@ -8,24 +8,26 @@
 // 37 (body at 53: u32 csize 0xfe, u32 usize 0x1c2, zstd frame), CPU 0's
 // chunks at 0x400 (u32 count 1, u32 csize 0x98, u32 usize 0x300, frame at
 // 0x40c), the algorithm name "zstd" at 0x12.
-#include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
-#include "tracepipe/core/tracedat/tracedat_decompress.h"
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "test_support.h"
 #include "tracedat_test_util.h"
+#include "tracepipe/core/tracedat/tracedat_decompress.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 
 namespace {
 
-const std::filesystem::path kData = std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data";
-const std::filesystem::path kCorpus = std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
+const std::filesystem::path kData =
+    std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data";
+const std::filesystem::path kCorpus =
+    std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
 
 std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
   const std::string s = tp_test::read_file(p);
@@ -34,7 +36,9 @@ std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
   return v;
 }
 
-void put_u32(std::vector<std::byte>& v, size_t at, uint32_t x) { std::memcpy(v.data() + at, &x, 4); }
+void put_u32(std::vector<std::byte>& v, size_t at, uint32_t x) {
+  std::memcpy(v.data() + at, &x, 4);
+}
 
 void append_u32(std::vector<std::byte>& v, uint32_t x) {
   const size_t at = v.size();
@@ -50,7 +54,8 @@ size_t drain(const TraceDatReader& r) {
 }
 
 // Opens and reads all of `v`; returns the TraceDatError text (empty if none).
-std::string error_of(const std::vector<std::byte>& v, std::string* section = nullptr, uint64_t* offset = nullptr) {
+std::string error_of(const std::vector<std::byte>& v, std::string* section = nullptr,
+                     uint64_t* offset = nullptr) {
   try {
     const TraceDatReader r(MappedFile::copy_of(v));
     drain(r);
@@ -64,7 +69,8 @@ std::string error_of(const std::vector<std::byte>& v, std::string* section = nul
 
 }  // namespace
 
-TEST_CASE("tracedat_compressed: a zstd file reads like its uncompressed source", "[tracedat][reader]") {
+TEST_CASE("tracedat_compressed: a zstd file reads like its uncompressed source",
+          "[tracedat][reader]") {
   const auto z = TraceDatReader::open(kData / "sample_zstd.dat");
   const auto n = TraceDatReader::open(kCorpus / "small_v7.dat");
   CHECK(z.compression() == "zstd");
@@ -80,7 +86,8 @@ TEST_CASE("tracedat_compressed: a zstd file reads like its uncompressed source",
   CHECK(tp_tracedat_test::same_records(z, n) == 24);
 }
 
-TEST_CASE("tracedat_compressed: a real zstd capture (trace-cmd extract) reads whole", "[tracedat][reader]") {
+TEST_CASE("tracedat_compressed: a real zstd capture (trace-cmd extract) reads whole",
+          "[tracedat][reader]") {
   const auto r = TraceDatReader::open(kData / "sched_switch_zstd.dat");
   CHECK(r.compression() == "zstd");
   CHECK(r.kallsyms_text().size() == 754);
@@ -89,7 +96,8 @@ TEST_CASE("tracedat_compressed: a real zstd capture (trace-cmd extract) reads wh
   CHECK(drain(r) == 363);
 }
 
-TEST_CASE("tracedat_compressed: corrupted compressed data names the section and offset", "[tracedat][reader]") {
+TEST_CASE("tracedat_compressed: corrupted compressed data names the section and offset",
+          "[tracedat][reader]") {
   const auto good = file_bytes(kData / "sample_zstd.dat");
   REQUIRE(error_of(good).empty());
   std::string section;
@@ -104,12 +112,14 @@ TEST_CASE("tracedat_compressed: corrupted compressed data names the section and 
   } cases[] = {
       {"chunk count", 0x400, 0x10000000, "cpu 0 data", 0x400, "chunks do not fit"},
       {"chunk csize", 0x404, 0x7fffffff, "cpu 0 data", 0x404, "runs past the end"},
-      {"chunk usize too big", 0x408, 0x301, "cpu 0 data", 0x404, "decompressed to 768 bytes, the header says 769"},
+      {"chunk usize too big", 0x408, 0x301, "cpu 0 data", 0x404,
+       "decompressed to 768 bytes, the header says 769"},
       {"chunk usize too small", 0x408, 0x2ff, "cpu 0 data", 0x404, "zstd decompression failed"},
       {"chunk usize absurd", 0x408, 0xffffffff, "cpu 0 data", 0x404, "is absurd"},
       {"chunk frame magic", 0x40c, 0, "cpu 0 data", 0x404, "zstd decompression failed"},
       {"section csize", 53, 0xfffffff0, "header_page", 53, "runs past the end"},
-      {"section usize", 57, 0x1c3, "header_page", 53, "decompressed to 450 bytes, the header says 451"},
+      {"section usize", 57, 0x1c3, "header_page", 53,
+       "decompressed to 450 bytes, the header says 451"},
   };
   for (const auto& c : cases) {
     INFO(c.what);
@@ -159,16 +169,17 @@ TEST_CASE("tracedat_compressed: every truncation fails cleanly", "[tracedat][rea
   CHECK(refused > good.size() / 2);
 }
 
-TEST_CASE("tracedat_compressed: zlib chunks and sections (zlib's compress2, as trace-cmd writes them)",
-          "[tracedat][reader]") {
+TEST_CASE(
+    "tracedat_compressed: zlib chunks and sections (zlib's compress2, as trace-cmd writes them)",
+    "[tracedat][reader]") {
   // trace-cmd here has no zlib support, so no zlib file can be made with it;
   // its zlib blocks are zlib streams from compress2(), built the same way.
   std::string text;
   for (int i = 0; i < 200; ++i) text += "line " + std::to_string(i) + " of some kernel text\n";
   std::vector<std::byte> z(compressBound(text.size()));
   uLongf zn = z.size();
-  REQUIRE(compress2(reinterpret_cast<Bytef*>(z.data()), &zn, reinterpret_cast<const Bytef*>(text.data()),
-                    text.size(), 9) == Z_OK);
+  REQUIRE(compress2(reinterpret_cast<Bytef*>(z.data()), &zn,
+                    reinterpret_cast<const Bytef*>(text.data()), text.size(), 9) == Z_OK);
   z.resize(zn);
   // Two chunks of the same block.
   std::vector<std::byte> file(8, std::byte{0});
@@ -187,8 +198,9 @@ TEST_CASE("tracedat_compressed: zlib chunks and sections (zlib's compress2, as t
   // Corruptions.
   auto bad = file;
   put_u32(bad, 16, static_cast<uint32_t>(text.size() + 1));
-  CHECK_THROWS_WITH(decompress_chunks(Compression::zlib, bad, 8, bad.size(), "cpu 0 data"),
-                    Catch::Contains("cpu 0 data at offset 12") && Catch::Contains("the header says"));
+  CHECK_THROWS_WITH(
+      decompress_chunks(Compression::zlib, bad, 8, bad.size(), "cpu 0 data"),
+      Catch::Contains("cpu 0 data at offset 12") && Catch::Contains("the header says"));
   bad = file;
   bad[20] = std::byte{0xff};  // zlib header byte
   CHECK_THROWS_WITH(decompress_chunks(Compression::zlib, bad, 8, bad.size(), "cpu 0 data"),

@@ -4,21 +4,21 @@
 // compressed (v7, zstd) files thrown by the parser and by a cursor over
 // decompressed data. Always: what() == file() + ": " + detail(), and
 // detail() == section + " at offset N (0xN): " + reason().
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "sample_events.h"
+#include "test_support.h"
+#include "tracedat_test_util.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
-#include "sample_events.h"
-#include "tracedat_test_util.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
@@ -31,13 +31,15 @@ void check_shape(const TraceDatError& e, const std::string& file) {
   ++g_checked;
   CHECK(e.file() == file);
   CHECK(std::string(e.what()) == e.file() + ": " + e.detail());
-  CHECK(e.detail() == fmt::format("{} at offset {} (0x{:x}): {}", e.section(), e.offset(), e.offset(), e.reason()));
+  CHECK(e.detail() == fmt::format("{} at offset {} (0x{:x}): {}", e.section(), e.offset(),
+                                  e.offset(), e.reason()));
 }
 
 std::vector<std::byte> good_bytes() {
   TraceDatWriter w({.cpus = 2});
   w.add_format(tick_format());
-  for (uint64_t i = 0; i < 1000; ++i) w.add_record(i % 2, 1000 + i, encode_tick(static_cast<uint32_t>(i), 2));
+  for (uint64_t i = 0; i < 1000; ++i)
+    w.add_record(i % 2, 1000 + i, encode_tick(static_cast<uint32_t>(i), 2));
   return w.to_bytes();
 }
 
@@ -77,9 +79,11 @@ std::vector<std::byte> read_bytes(const std::filesystem::path& p) {
 TEST_CASE("tracedat errors: custom, empty and default names from bytes", "[tracedat][errors]") {
   auto magic = good_bytes();
   magic[3] = std::byte{'X'};
-  for (const std::string& name : std::vector<std::string>{"custom/name.dat", "", "trace.dat", "with: colon.dat", std::string(300, 'n')}) {
+  for (const std::string& name : std::vector<std::string>{
+           "custom/name.dat", "", "trace.dat", "with: colon.dat", std::string(300, 'n')}) {
     INFO("name '" << name << "'");
-    const std::string file = name.empty() ? std::string("trace.dat") : name;  // an empty name is the default
+    const std::string file =
+        name.empty() ? std::string("trace.dat") : name;  // an empty name is the default
     try {
       (void)TraceDatReader(MappedFile::copy_of(magic), name);
       FAIL("accepted a bad magic");
@@ -112,11 +116,13 @@ TEST_CASE("tracedat errors: custom, empty and default names from bytes", "[trace
   CHECK(w.reason() == e->reason());
 }
 
-TEST_CASE("tracedat errors: cursors made before and after moving the reader", "[tracedat][errors]") {
+TEST_CASE("tracedat errors: cursors made before and after moving the reader",
+          "[tracedat][errors]") {
   uint64_t at = 0;
   const auto bytes = bad_page_bytes(&at);
   // A short name (SSO: the string lives inside the std::string object) and a long one.
-  for (const std::string& name : std::vector<std::string>{std::string("s.dat"), std::string(200, 'L') + ".dat"}) {
+  for (const std::string& name :
+       std::vector<std::string>{std::string("s.dat"), std::string(200, 'L') + ".dat"}) {
     INFO(name.size());
     auto r1 = std::make_unique<TraceDatReader>(MappedFile::copy_of(bytes), name);
     auto before = r1->cpu_records(0);
@@ -167,13 +173,16 @@ TEST_CASE("tracedat errors: opened from a path (and an empty path)", "[tracedat]
   }
 }
 
-TEST_CASE("tracedat errors: compressed (zstd v7) files: parser and cursor errors name the file", "[tracedat][errors]") {
-  const auto good = read_bytes(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sample_zstd.dat");
+TEST_CASE("tracedat errors: compressed (zstd v7) files: parser and cursor errors name the file",
+          "[tracedat][errors]") {
+  const auto good =
+      read_bytes(std::filesystem::path(TP_SOURCE_DIR) / "tests/core/tracedat/data/sample_zstd.dat");
   // Parser errors: corrupt chunk header words and the algorithm name.
   struct Case {
     size_t at;
     uint32_t value;
-  } cases[] = {{0x400, 0x10000000}, {0x404, 0x7fffffff}, {0x408, 0x301}, {0x408, 0x2ff}, {0x40c, 0}, {53, 0xfffffff0}};
+  } cases[] = {{0x400, 0x10000000}, {0x404, 0x7fffffff}, {0x408, 0x301},
+               {0x408, 0x2ff},      {0x40c, 0},          {53, 0xfffffff0}};
   for (const auto& c : cases) {
     auto v = good;
     std::memcpy(v.data() + c.at, &c.value, 4);
@@ -209,7 +218,7 @@ TEST_CASE("tracedat errors: compressed (zstd v7) files: parser and cursor errors
   std::vector<std::byte> raw(usize);
   REQUIRE(ZSTD_decompress(raw.data(), raw.size(), good.data() + 0x40c, csize) == usize);
   const uint32_t words[2] = {0, 100000};
-  std::memcpy(raw.data() + 16, words, 8);  // the first record of the first page
+  std::memcpy(raw.data() + 16, words, 8);            // the first record of the first page
   std::memset(raw.data() + 24, 0, raw.size() - 24);  // (compresses into the old frame's room)
   std::vector<std::byte> z(ZSTD_compressBound(raw.size()));
   const size_t zn = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), 19);

@@ -2,17 +2,16 @@
 // prints what `trace-cmd report` prints (top and instances merged, names
 // as prefixes), for the committed v7 zstd captures and for their
 // `trace-cmd convert` to version 6 and to uncompressed version 7.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "tracedat_test_util.h"
 #include "tracepipe/core/tracedat/trace_report.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "tracedat_test_util.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
@@ -64,10 +63,11 @@ TEST_CASE("tracedat_instances: reports equal trace-cmd report (v7 zstd, v7 none,
   for (const auto& f : files) {
     const auto p = dir / f.file;
     same_report(p, f.lines);
-    for (const char* conv : {"--file-version 6 --compression none", "--file-version 7 --compression none"}) {
+    for (const char* conv :
+         {"--file-version 6 --compression none", "--file-version 7 --compression none"}) {
       TempPath out(std::string("inst_conv_") + f.file);
-      REQUIRE(std::system(fmt::format("trace-cmd convert -i '{}' {} -o '{}' >/dev/null 2>&1", p.string(), conv,
-                                      out.path.string())
+      REQUIRE(std::system(fmt::format("trace-cmd convert -i '{}' {} -o '{}' >/dev/null 2>&1",
+                                      p.string(), conv, out.path.string())
                               .c_str()) == 0);
       const auto r = TraceDatReader::open(out.path);
       // Same named instances (convert may drop an empty top BUFFER option).

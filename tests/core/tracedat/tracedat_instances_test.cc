@@ -6,13 +6,12 @@
 // trimmed events/, kallsyms and printk_formats (bind mounts in a private
 // mount namespace) to stay small.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <filesystem>
 #include <string>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracedat_test_util.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
@@ -120,7 +119,9 @@ TEST_CASE("tracedat_instances: bad BUFFER options are named errors", "[tracedat]
     std::memcpy(g.data() + ib2, &far, 8);
     const auto e = open_error(g);
     CHECK_THAT(e, Catch::Contains("options at offset " + std::to_string(ib2)));
-    CHECK_THAT(e, Catch::Contains("BUFFER option 'ib2': flyrecord section offset 1099511627776 lies beyond the end"));
+    CHECK_THAT(
+        e, Catch::Contains(
+               "BUFFER option 'ib2': flyrecord section offset 1099511627776 lies beyond the end"));
   }
   SECTION("zero CPUs") {
     auto g = f;
@@ -132,7 +133,8 @@ TEST_CASE("tracedat_instances: bad BUFFER options are named errors", "[tracedat]
     auto g = f;
     const uint32_t many = 0xffffffffu;
     std::memcpy(g.data() + cpus_at, &many, 4);
-    CHECK_THAT(open_error(g), Catch::Contains("BUFFER option 'ib2': 4294967295 CPUs do not fit in the option"));
+    CHECK_THAT(open_error(g),
+               Catch::Contains("BUFFER option 'ib2': 4294967295 CPUs do not fit in the option"));
   }
   SECTION("duplicate instance names") {
     // Overwrite ib2's option data (66 bytes) with ib's (65 bytes).

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "test_support.h"
 
 using namespace tracepipe;
@@ -19,7 +19,9 @@ std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
   return v;
 }
 
-TraceDatReader from_bytes(const std::vector<std::byte>& v) { return TraceDatReader(MappedFile::copy_of(v)); }
+TraceDatReader from_bytes(const std::vector<std::byte>& v) {
+  return TraceDatReader(MappedFile::copy_of(v));
+}
 
 // Reads everything, to make a cursor walk every page.
 size_t drain(const TraceDatReader& r) {
@@ -64,7 +66,8 @@ TEST_CASE("tracedat_reader: hackbench.dat headers", "[tracedat][reader]") {
   CHECK_FALSE(r.is_latency());
 }
 
-TEST_CASE("tracedat_reader: hackbench.dat records match the kernel's counts", "[tracedat][reader]") {
+TEST_CASE("tracedat_reader: hackbench.dat records match the kernel's counts",
+          "[tracedat][reader]") {
   const auto path = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const auto r = TraceDatReader::open(path);
   std::map<std::string, int> counts;
@@ -93,9 +96,10 @@ TEST_CASE("tracedat_reader: hackbench.dat records match the kernel's counts", "[
   CHECK(short_payload == 0);
   CHECK(lost == 0);
   const std::map<std::string, int> want = {
-      {"sys_enter", 81040},   {"sys_exit", 81040},     {"kfree", 44757},         {"kmalloc", 42345},
-      {"sched_switch", 3596}, {"sched_waking", 2187},  {"sched_wakeup", 2185},   {"signal_generate", 81},
-      {"softirq_entry", 66},  {"hrtimer_start", 48},   {"sched_process_exec", 1},
+      {"sys_enter", 81040},   {"sys_exit", 81040},       {"kfree", 44757},
+      {"kmalloc", 42345},     {"sched_switch", 3596},    {"sched_waking", 2187},
+      {"sched_wakeup", 2185}, {"signal_generate", 81},   {"softirq_entry", 66},
+      {"hrtimer_start", 48},  {"sched_process_exec", 1},
   };
   CHECK(counts == want);
   // First line of `trace-cmd report -t`: python3-30240 [000] 1006.919299263: sys_exit
@@ -126,7 +130,8 @@ TEST_CASE("tracedat_reader: hackbench.dat records match the kernel's counts", "[
 TEST_CASE("tracedat_reader: bad files name the section and offset", "[tracedat][reader]") {
   const auto path = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   const auto good = file_bytes(path);
-  auto expect_error = [](const std::vector<std::byte>& bytes, const std::string& section, uint64_t offset) {
+  auto expect_error = [](const std::vector<std::byte>& bytes, const std::string& section,
+                         uint64_t offset) {
     try {
       const auto r = from_bytes(bytes);
       drain(r);
@@ -135,7 +140,8 @@ TEST_CASE("tracedat_reader: bad files name the section and offset", "[tracedat][
       INFO(e.what());
       CHECK(e.section() == section);
       CHECK(e.offset() == offset);
-      CHECK_THAT(e.what(), Catch::StartsWith("trace.dat: " + section + " at offset " + std::to_string(offset)));
+      CHECK_THAT(e.what(), Catch::StartsWith("trace.dat: " + section + " at offset " +
+                                             std::to_string(offset)));
     }
   };
   SECTION("bad magic") {
@@ -232,13 +238,16 @@ TEST_CASE("tracedat_reader: every truncation of the headers fails cleanly", "[tr
   CHECK(failures == (header_end + 96) / 97);
 }
 
-TEST_CASE("tracedat_reader: a version-7 file (trace-cmd convert of a tracepipe file) reads like its v6 source",
-          "[tracedat][reader]") {
+TEST_CASE(
+    "tracedat_reader: a version-7 file (trace-cmd convert of a tracepipe file) reads like its v6 "
+    "source",
+    "[tracedat][reader]") {
   // Both files are in the fuzz seed corpus: small_v6.dat was written by
   // TraceDatWriter (256-byte pages, a lost-events mark, a time extend, an
   // absolute time stamp); small_v7.dat is `trace-cmd convert --file-version 7
   // --compression none` of it.
-  const std::filesystem::path dir = std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
+  const std::filesystem::path dir =
+      std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
   const auto v6 = TraceDatReader::open(dir / "small_v6.dat");
   const auto v7 = TraceDatReader::open(dir / "small_v7.dat");
   CHECK(v6.version() == 6);

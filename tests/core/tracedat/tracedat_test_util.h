@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "tracepipe/core/tracedat/trace_report.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "test_support.h"
 
 namespace tp_tracedat_test {
 

@@ -1,24 +1,21 @@
-#include <catch2/catch.hpp>
+#include "tracepipe/core/tracedat/tracedat_writer.h"
 
 #include <fmt/format.h>
-
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
 
-#include "tracepipe/core/tracedat/tracedat_reader.h"
-#include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "sample_events.h"
 #include "tracedat_test_util.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
 
 using namespace tracepipe;
 using namespace tp_tracedat_test;
-
-
 
 TEST_CASE("tracedat_writer: round trip through the reader", "[tracedat][writer]") {
   TraceDatWriter w({.cpus = 3});
@@ -78,7 +75,8 @@ TEST_CASE("tracedat_writer: round trip through the reader", "[tracedat][writer]"
   CHECK(w.stats().records == in.size() + 2);
 }
 
-TEST_CASE("tracedat_writer: write() and to_bytes() give the same file, empty CPUs are fine", "[tracedat][writer]") {
+TEST_CASE("tracedat_writer: write() and to_bytes() give the same file, empty CPUs are fine",
+          "[tracedat][writer]") {
   TraceDatWriter w({.cpus = 4, .page_size = 8192, .clock = "mono"});
   w.add_format(tick_format());
   w.add_record(2, 77, encode_tick(1, 5));
@@ -117,7 +115,8 @@ TEST_CASE("tracedat_writer: bad input is refused", "[tracedat][writer]") {
   CHECK_NOTHROW(w.add_record(0, 1, {big.data(), w.max_payload()}));
 }
 
-TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or a symlink", "[tracedat][writer]") {
+TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or a symlink",
+          "[tracedat][writer]") {
   TraceDatWriter w({.cpus = 1});
   w.add_format(tick_format());
   w.add_record(0, 5, encode_tick(1, 2));
@@ -130,22 +129,30 @@ TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or 
   CHECK_THROWS_WITH(w.write(link.path), Catch::Contains("not a regular file"));
   CHECK(std::filesystem::is_symlink(link.path));
   const TempPath regular("writer_regular.dat");
-  { std::FILE* f = std::fopen(regular.path.c_str(), "w"); REQUIRE(f); std::fputs("old", f); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(regular.path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("old", f);
+    std::fclose(f);
+  }
   w.write(regular.path);
   CHECK(TraceDatReader::open(regular.path).cpu_data().size() == 1);
   for (const auto& e : std::filesystem::directory_iterator(regular.path.parent_path()))
-    CHECK(e.path().filename().string().rfind(regular.path.filename().string() + ".", 0) != 0);  // no temp left
+    CHECK(e.path().filename().string().rfind(regular.path.filename().string() + ".", 0) !=
+          0);  // no temp left
 }
 
 // A reader opened from a path names it in its errors, the headers' and its
 // cursors' alike (also after the reader was moved); one made from bytes
 // says "trace.dat".
-TEST_CASE("tracedat_reader: errors name the file the reader was opened from", "[tracedat][reader]") {
+TEST_CASE("tracedat_reader: errors name the file the reader was opened from",
+          "[tracedat][reader]") {
   TraceDatWriter w({.cpus = 1});
   w.add_format(tick_format());
   for (uint64_t i = 0; i < 1000; ++i) w.add_record(0, 1000 + i, encode_tick(i, 2));
   std::vector<std::byte> bytes = w.to_bytes();
-  const TempPath good("reader_named_good.dat"), bad_page("reader_named_page.dat"), bad_magic("reader_named_magic.dat");
+  const TempPath good("reader_named_good.dat"), bad_page("reader_named_page.dat"),
+      bad_magic("reader_named_magic.dat");
   const auto put = [](const TempPath& p, const std::vector<std::byte>& b) {
     std::FILE* f = std::fopen(p.path.c_str(), "wb");
     REQUIRE(f);
@@ -169,7 +176,8 @@ TEST_CASE("tracedat_reader: errors name the file the reader was opened from", "[
   } catch (const TraceDatError& e) {
     CHECK(e.file() == magic_path);
     CHECK(std::string(e.what()) == magic_path + ": " + e.detail());
-    CHECK_THAT(e.detail(), Catch::StartsWith("file header at offset 0 (0x0): expected the trace.dat magic"));
+    CHECK_THAT(e.detail(),
+               Catch::StartsWith("file header at offset 0 (0x0): expected the trace.dat magic"));
   }
 
   const std::string page_path = bad_page.path.string();
@@ -185,7 +193,8 @@ TEST_CASE("tracedat_reader: errors name the file the reader was opened from", "[
     CHECK(e.file() == page_path);
     CHECK(e.section() == "cpu 0 data");
     CHECK(e.offset() == page + 16);
-    CHECK_THAT(e.what(), Catch::StartsWith(page_path + ": cpu 0 data at offset " + std::to_string(page + 16)));
+    CHECK_THAT(e.what(), Catch::StartsWith(page_path + ": cpu 0 data at offset " +
+                                           std::to_string(page + 16)));
   }
 
   try {

@@ -2,7 +2,6 @@
 // synthetic event, [events."synthetic:NAME"] enables and triggers it, and
 // the hist triggers with variables and onmatch() come through `trigger`.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "tracepipe/core/config/config.h"
@@ -16,7 +15,8 @@ namespace {
 using Mark = EventDecl<"tpcfglat", "mark", Chars<"buf", 16>>;
 }
 
-TEST_CASE("hist config: synthetic_events and the user-space latency recipe from TOML", "[triggers][config]") {
+TEST_CASE("hist config: synthetic_events and the user-space latency recipe from TOML",
+          "[triggers][config]") {
   (void)Mark::desc();
   const Config c = parse_config(R"(
 buffer_size_kb = 64
@@ -40,7 +40,8 @@ trigger = "hist:keys=common_pid"
   CHECK(hist_file(*inst, *lat).find("Hits: 3\n") != std::string::npos);
   // A bad definition names the file, the line and the key.
   try {
-    (void)Instance::from_config(parse_config("synthetic_events = \"9x u64 a\"\n", "bad.toml").instances.front());
+    (void)Instance::from_config(
+        parse_config("synthetic_events = \"9x u64 a\"\n", "bad.toml").instances.front());
     FAIL("no error");
   } catch (const ConfigError& e) {
     const std::string w = e.what();

@@ -4,20 +4,19 @@
 // report order, a pid's sched_waking stamp kept until the next sched_switch
 // to it reads it once (the kernel's onmatch and read-once pairing), the
 // latency in microseconds rounded as the kernel's ns2usecs.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
 
-#include <fmt/format.h>
-
+#include "test_support.h"
 #include "tracepipe/core/replay/filter_plan.h"
 #include "tracepipe/core/replay/replay.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -40,17 +39,21 @@ uint64_t stamp_ns(const std::string& line, size_t colon) {
 
 }  // namespace
 
-TEST_CASE("hist replay: wakeup latency over hackbench.dat equals trace-cmd report's pairing", "[triggers][hist][replay]") {
+TEST_CASE("hist replay: wakeup latency over hackbench.dat equals trace-cmd report's pairing",
+          "[triggers][hist][replay]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
-  const auto scratch = std::filesystem::temp_directory_path() / fmt::format("tp-hist-replay-{}", ::getpid());
+  const auto scratch =
+      std::filesystem::temp_directory_path() / fmt::format("tp-hist-replay-{}", ::getpid());
   std::filesystem::create_directories(scratch);
-  const tp_test::CommandResult rep = tp_test::run_command(
-      {"trace-cmd", "report", "-R", "-t", "-F", "sched_switch", "-F", "sched_waking", "-i", dat.string()}, scratch);
+  const tp_test::CommandResult rep =
+      tp_test::run_command({"trace-cmd", "report", "-R", "-t", "-F", "sched_switch", "-F",
+                            "sched_waking", "-i", dat.string()},
+                           scratch);
   std::filesystem::remove_all(scratch);
   if (rep.status != 0) tp_test::skip("trace-cmd report failed or is missing: " + rep.err);
 
   // The independent pairing.
-  std::map<int, uint64_t> ts0;  // pid -> usecs, while set
+  std::map<int, uint64_t> ts0;                                  // pid -> usecs, while set
   std::map<std::tuple<long, long, uint64_t>, uint64_t> expect;  // (pid, prio, lat) -> hits
   uint64_t matched = 0;
   std::istringstream in(rep.out);
@@ -80,8 +83,10 @@ TEST_CASE("hist replay: wakeup latency over hackbench.dat equals trace-cmd repor
   o.progress = replay::ProgressMode::off;
   o.synthetic_args = {"wakeup_latency u64 lat; pid_t pid; int prio"};
   o.trigger_args = {
-      "sched:sched_waking: hist:keys=$saved_pid:saved_pid=pid:ts0=common_timestamp.usecs if comm==\"hackbench\"",
-      "sched:sched_switch: hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking)."
+      "sched:sched_waking: hist:keys=$saved_pid:saved_pid=pid:ts0=common_timestamp.usecs if "
+      "comm==\"hackbench\"",
+      "sched:sched_switch: "
+      "hist:keys=next_pid:wakeup_lat=common_timestamp.usecs-$ts0:onmatch(sched.sched_waking)."
       "wakeup_latency($wakeup_lat,$saved_pid,next_prio) if next_comm==\"hackbench\"",
       "synthetic:wakeup_latency: hist:keys=pid,prio,lat:sort=pid,lat:size=8192",
   };
@@ -92,23 +97,29 @@ TEST_CASE("hist replay: wakeup latency over hackbench.dat equals trace-cmd repor
 
   // sort=pid,lat, ties by the keys in order (pid, prio, lat).
   std::vector<std::tuple<long, uint64_t, long, uint64_t>> rows;
-  for (const auto& [k, n] : expect) rows.emplace_back(std::get<0>(k), std::get<2>(k), std::get<1>(k), n);
+  for (const auto& [k, n] : expect)
+    rows.emplace_back(std::get<0>(k), std::get<2>(k), std::get<1>(k), n);
   std::sort(rows.begin(), rows.end());
   std::string want =
-      "# event histogram\n#\n# trigger info: hist:keys=pid,prio,lat:vals=hitcount:sort=pid,lat:size=8192 [active]\n#\n\n";
+      "# event histogram\n#\n# trigger info: "
+      "hist:keys=pid,prio,lat:vals=hitcount:sort=pid,lat:size=8192 [active]\n#\n\n";
   for (const auto& [pid, lat, prio, n] : rows)
-    want += fmt::format("{{ pid: {:>10}, prio: {:>10}, lat: {:>10} }} hitcount: {:>10}\n", pid, prio, lat, n);
-  want += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: 0\n", matched, rows.size());
+    want += fmt::format("{{ pid: {:>10}, prio: {:>10}, lat: {:>10} }} hitcount: {:>10}\n", pid,
+                        prio, lat, n);
+  want += fmt::format("\nTotals:\n    Hits: {}\n    Entries: {}\n    Dropped: 0\n", matched,
+                      rows.size());
   CHECK(it->hist == want);
 }
 
-TEST_CASE("hist replay: --synthetic and --trigger errors name the option", "[triggers][hist][replay]") {
+TEST_CASE("hist replay: --synthetic and --trigger errors name the option",
+          "[triggers][hist][replay]") {
   const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
   replay::ReplayOptions o;
   o.input = dat;
   o.progress = replay::ProgressMode::off;
   o.synthetic_args = {"9bad u64 x"};
-  CHECK_THROWS_WITH(replay::run_replay(o), Catch::Contains("--synthetic '9bad u64 x'") && Catch::Contains("Illegal name"));
+  CHECK_THROWS_WITH(replay::run_replay(o),
+                    Catch::Contains("--synthetic '9bad u64 x'") && Catch::Contains("Illegal name"));
   o.synthetic_args.clear();
   o.trigger_args = {"synthetic:nosuch: hist:keys=lat"};
   CHECK_THROWS_WITH(replay::run_replay(o), Catch::Contains("no synthetic event synthetic:nosuch"));

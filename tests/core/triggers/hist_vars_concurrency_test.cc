@@ -4,9 +4,8 @@
 // on shared keys a stored stamp is consumed by at most one reader (the
 // read-once exchange), so the synthetic events never outnumber the starts.
 // Run under TSan and ASan by CI (label concurrency).
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,9 +36,10 @@ TEST_CASE("hist vars concurrency: pairs through variables, own keys exact, share
   REQUIRE(set_synthetic_event(inst, "tpvarsmt_lat u64 lat; u32 id").ok());
   const EventDesc* lat = synthetic_event(inst, "tpvarsmt_lat");
   REQUIRE(set_trigger(inst, Start::desc(), "hist:keys=id:t0=common_timestamp").ok());
-  REQUIRE(set_trigger(inst, End::desc(),
-                      "hist:keys=id:d=common_timestamp-$t0:onmatch(tpvarsmt.start).tpvarsmt_lat($d,id)")
-              .ok());
+  REQUIRE(
+      set_trigger(inst, End::desc(),
+                  "hist:keys=id:d=common_timestamp-$t0:onmatch(tpvarsmt.start).tpvarsmt_lat($d,id)")
+          .ok());
   REQUIRE(set_trigger(inst, *lat, "hist:keys=id:vals=hitcount").ok());
 
   constexpr uint32_t kThreads = 4, kIters = 3000;
@@ -64,16 +64,17 @@ TEST_CASE("hist vars concurrency: pairs through variables, own keys exact, share
   const std::string h = hist_file(inst, *lat);
   for (uint32_t t = 0; t < kThreads; ++t)
     for (uint32_t k = 0; k < 8; ++k) {
-      const std::string line = "{ id: " + std::string(10 - std::to_string(1000 * (t + 1) + k).size(), ' ') +
-                               std::to_string(1000 * (t + 1) + k) + " } hitcount: ";
+      const std::string line =
+          "{ id: " + std::string(10 - std::to_string(1000 * (t + 1) + k).size(), ' ') +
+          std::to_string(1000 * (t + 1) + k) + " } hitcount: ";
       INFO(line);
       const size_t at = h.find(line);
       REQUIRE(at != std::string::npos);
       CHECK(std::stoull(h.substr(at + line.size())) == kIters / 8);
     }
   const uint64_t hits = total_hits(h);
-  CHECK(hits >= uint64_t{kThreads} * kIters);       // every own pair
-  CHECK(hits <= uint64_t{kThreads} * kIters * 2);   // never more than the starts
+  CHECK(hits >= uint64_t{kThreads} * kIters);      // every own pair
+  CHECK(hits <= uint64_t{kThreads} * kIters * 2);  // never more than the starts
 }
 
 TEST_CASE("hist vars concurrency: onchange().snapshot() swaps the rings under concurrent writers",
@@ -84,7 +85,9 @@ TEST_CASE("hist vars concurrency: onchange().snapshot() swaps the rings under co
   inst.enable(Start::desc());
   inst.enable(End::desc());
   REQUIRE(set_trigger(inst, Start::desc(), "hist:keys=id:t0=common_timestamp").ok());
-  REQUIRE(set_trigger(inst, End::desc(), "hist:keys=id:d=common_timestamp-$t0:onchange($d).snapshot()").ok());
+  REQUIRE(
+      set_trigger(inst, End::desc(), "hist:keys=id:d=common_timestamp-$t0:onchange($d).snapshot()")
+          .ok());
   constexpr uint32_t kThreads = 4, kIters = 2000;
   std::atomic<uint32_t> go{0};
   std::vector<std::thread> threads;
@@ -104,7 +107,7 @@ TEST_CASE("hist vars concurrency: onchange().snapshot() swaps the rings under co
   // counted across the swaps; tracing went on (never paused).
   const std::string h = hist_file(inst, End::desc());
   CHECK(total_hits(h) == uint64_t{kThreads} * kIters);
-  CHECK(h.find("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value { onchange($d) }: ") !=
-        std::string::npos);
+  CHECK(h.find("\nSnapshot taken (see tracing/snapshot).  Details:\n\ttriggering value { "
+               "onchange($d) }: ") != std::string::npos);
   CHECK_FALSE(inst.paused());
 }

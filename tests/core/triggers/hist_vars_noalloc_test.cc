@@ -3,11 +3,11 @@
 // own, onmax().save() and onchange().trace() allocates nothing, takes no lock
 // and makes no system call: under the allocation counter, then in a forked
 // child under a seccomp filter.
-#include <catch2/catch.hpp>
-
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "alloc_counter.h"
 #include "syscall_jail.h"
@@ -21,7 +21,8 @@ using namespace tracepipe;
 namespace {
 
 using Start = EventDecl<"tpvarsna", "start", Int<"id", uint32_t>, Chars<"name", 16>>;
-using End = EventDecl<"tpvarsna", "end", Int<"id", uint32_t>, Int<"prio", int32_t>, Chars<"name", 16>>;
+using End =
+    EventDecl<"tpvarsna", "end", Int<"id", uint32_t>, Int<"prio", int32_t>, Chars<"name", 16>>;
 
 struct Rig {
   Instance inst{[] {
@@ -33,20 +34,27 @@ struct Rig {
   Rig() {
     // Definitions belong to the (global) registry: the second Rig finds them.
     if (synthetic_event(inst, "tpvarsna_lat") == nullptr)
-      REQUIRE(set_synthetic_event(inst, "tpvarsna_lat u64 lat; u32 id; char name[16]; char dyn[]").ok());
+      REQUIRE(set_synthetic_event(inst, "tpvarsna_lat u64 lat; u32 id; char name[16]; char dyn[]")
+                  .ok());
     if (synthetic_event(inst, "tpvarsna_chg") == nullptr)
       REQUIRE(set_synthetic_event(inst, "tpvarsna_chg u64 lat").ok());
     const EventDesc* lat = synthetic_event(inst, "tpvarsna_lat");
     REQUIRE(lat != nullptr);
     inst.enable(*lat);  // recorded too
-    REQUIRE(set_trigger(inst, Start::desc(), "hist:keys=id:t0=common_timestamp.usecs:size=256 if id != 7").ok());
-    REQUIRE(set_trigger(inst, End::desc(),
-                        "hist:keys=id:d=common_timestamp.usecs-$t0,p=prio*2/3:size=256:"
-                        "onmatch(tpvarsna.start).trace(tpvarsna_lat,$d,id,name,name):onmax($d).save(prio,name):"
-                        "onchange($p).tpvarsna_chg($d):onchange($p).snapshot()")
+    REQUIRE(set_trigger(inst, Start::desc(),
+                        "hist:keys=id:t0=common_timestamp.usecs:size=256 if id != 7")
                 .ok());
+    REQUIRE(
+        set_trigger(
+            inst, End::desc(),
+            "hist:keys=id:d=common_timestamp.usecs-$t0,p=prio*2/3:size=256:"
+            "onmatch(tpvarsna.start).trace(tpvarsna_lat,$d,id,name,name):onmax($d).save(prio,name):"
+            "onchange($p).tpvarsna_chg($d):onchange($p).snapshot()")
+            .ok());
     REQUIRE(set_trigger(inst, *lat, "hist:keys=id,lat.log2:vals=hitcount:size=512").ok());
-    REQUIRE(set_trigger(inst, *synthetic_event(inst, "tpvarsna_chg"), "hist:keys=lat.buckets=10:size=128").ok());
+    REQUIRE(set_trigger(inst, *synthetic_event(inst, "tpvarsna_chg"),
+                        "hist:keys=lat.buckets=10:size=128")
+                .ok());
   }
   uint64_t run(uint32_t n) {
     uint64_t emits = 0;
@@ -62,8 +70,9 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("hist vars noalloc: variables, onmatch into a synthetic event, onmax/onchange allocate nothing",
-          "[triggers][hist][noalloc]") {
+TEST_CASE(
+    "hist vars noalloc: variables, onmatch into a synthetic event, onmax/onchange allocate nothing",
+    "[triggers][hist][noalloc]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("allocation interposition is disabled under sanitizers");
 #else
@@ -80,12 +89,14 @@ TEST_CASE("hist vars noalloc: variables, onmatch into a synthetic event, onmax/o
   CHECK(h.find("Hits: 0\n") == std::string::npos);
   CHECK(hist_file(rig.inst, Start::desc()).find("Dropped: 0\n") == std::string::npos);
   CHECK(hist_file(rig.inst, End::desc()).find("\tmax: ") != std::string::npos);
-  CHECK(hist_file(rig.inst, End::desc()).find("\nSnapshot taken (see tracing/snapshot).  Details:\n") !=
+  CHECK(hist_file(rig.inst, End::desc())
+            .find("\nSnapshot taken (see tracing/snapshot).  Details:\n") !=
         std::string::npos);  // snapshot(): swaps of the live ring and the spare
 #endif
 }
 
-TEST_CASE("hist vars noalloc: no system call on that write path (seccomp)", "[triggers][hist][noalloc]") {
+TEST_CASE("hist vars noalloc: no system call on that write path (seccomp)",
+          "[triggers][hist][noalloc]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("sanitizer runtimes make system calls of their own");
 #else

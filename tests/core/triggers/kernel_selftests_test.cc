@@ -7,7 +7,6 @@
 //   snapshot          -> snapshot_write() / snapshot_file()
 //   `! echo X > trigger` (must fail) -> set_trigger(...) is not ok
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <string>
 
@@ -20,7 +19,8 @@ using namespace tracepipe;
 
 namespace {
 
-using Fork = EventDecl<"tpsched", "sched_process_fork", Int<"parent_pid", int32_t>, Int<"child_pid", int32_t>>;
+using Fork = EventDecl<"tpsched", "sched_process_fork", Int<"parent_pid", int32_t>,
+                       Int<"child_pid", int32_t>>;
 using Switch = EventDecl<"tpsched", "sched_switch", Int<"prev_pid", int32_t>>;
 using Print = EventDecl<"tpftrace", "print", Chars<"buf", 32>>;
 
@@ -41,7 +41,9 @@ std::string enable_file(const Instance& inst, const EventDesc& e) {
   return s;
 }
 
-bool ok(Instance& inst, const EventDesc& e, const char* cmd) { return set_trigger(inst, e, cmd).ok(); }
+bool ok(Instance& inst, const EventDesc& e, const char* cmd) {
+  return set_trigger(inst, e, cmd).ok();
+}
 
 // test_trace FILE X: every line that is not a comment has ">X<", X going up by 2.
 void test_trace(const std::string& file, int x) {
@@ -123,7 +125,8 @@ TEST_CASE("kernel selftest trigger-filter.tc", "[triggers][selftest]") {
   CHECK(ok(inst, Fork::desc(), "!traceoff"));
   CHECK_FALSE(ok(inst, Fork::desc(), "traceoff if common_pid == child_pid"));
   for (const char* f : {"traceoff if common_pid <= 0", "traceoff if common_pid >= 0",
-                        "traceoff if parent_pid >= 0 && child_pid >= 0", "traceoff if parent_pid >= 0 || child_pid >= 0"}) {
+                        "traceoff if parent_pid >= 0 && child_pid >= 0",
+                        "traceoff if parent_pid >= 0 || child_pid >= 0"}) {
     CHECK(ok(inst, Fork::desc(), f));
     CHECK(ok(inst, Fork::desc(), "!traceoff"));
   }

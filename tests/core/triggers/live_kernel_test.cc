@@ -9,18 +9,17 @@
 // against the documented examples in triggers_test.cc). The scratch instance
 // has tracing off (so traceoff never fires) and is removed afterwards, its
 // triggers first.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "tracepipe/core/triggers/triggers.h"
 #include "test_support.h"
+#include "tracepipe/core/triggers/triggers.h"
 
 using namespace tracepipe;
 namespace fs = std::filesystem;
@@ -97,9 +96,10 @@ class Scratch {
     const size_t cmd = log.find("\n  Command: ");
     const size_t caret_line = log.find('\n', cmd + 1);
     const size_t hat = log.find('^', caret_line);
-    const int caret = cmd == std::string::npos || hat == std::string::npos
-                          ? -1
-                          : static_cast<int>(hat - caret_line - 1 - std::string("  Command: ").size());
+    const int caret =
+        cmd == std::string::npos || hat == std::string::npos
+            ? -1
+            : static_cast<int>(hat - caret_line - 1 - std::string("  Command: ").size());
     return {msg, caret};
   }
 
@@ -110,13 +110,15 @@ class Scratch {
 
 }  // namespace
 
-TEST_CASE("triggers live: commands, errors and readback agree with the running kernel", "[triggers][live]") {
+TEST_CASE("triggers live: commands, errors and readback agree with the running kernel",
+          "[triggers][live]") {
   if (::access(kTracefs.c_str(), W_OK) != 0) TP_SKIP("no writable tracefs");
   Scratch k;
   if (!k.ok()) TP_SKIP("this kernel has no event triggers in instances");
 
   Registry reg;
-  const EventDesc& ev = reg.add_format_text(slurp(kTracefs / "events" / kEvent / "format"), "sched");
+  const EventDesc& ev =
+      reg.add_format_text(slurp(kTracefs / "events" / kEvent / "format"), "sched");
   reg.add_format_text(slurp(kTracefs / "events" / kTarget / "format"), "sched");
   InstanceOptions o;
   o.buffer_size_kb = 16;
@@ -125,24 +127,76 @@ TEST_CASE("triggers live: commands, errors and readback agree with the running k
 
   // Each step runs on top of the previous ones (duplicates, removals).
   const std::vector<std::string> steps = {
-      "traceoff", "traceoff:5", "traceon:3 if pid == 1", "stacktrace:2 if pid > 10 && pid < 5",
-      "enable_event:sched:sched_kthread_stop_ret:2", "disable_event:sched:sched_kthread_stop_ret",
-      "!traceoff", "!traceoff:5", "!traceon", "!stacktrace", "!enable_event:sched:sched_kthread_stop_ret:2",
-      "!disable_event:sched:sched_kthread_stop_ret", "traceoff if pid ==", "traceoff if bogus == 1", "foo",
-      "traceoff:abc", "traceoff:0", "!traceoff", "traceoff:-1", "enable_event:sched", "enable_event:sched:nope",
-      "enable_event:nosys:nope", "traceoff if", "traceoff  if pid==1", "!traceoff",
-      "traceoff:5   if    pid==1   ", "!traceoff", " traceoff", "!traceoff", "traceoff :5", "traceoff: 5",
-      "!traceoff", "traceoff:5:6", "!traceoff", "TRACEOFF", "traceoff:count=3", "traceoff:0x10", "!traceoff",
-      "traceoff:010", "!traceoff", "traceoff:+5", "traceoff:99999999999999999999", "traceoff:4294967296",
-      "!traceoff", "traceoff ifx pid==1", "traceoff:5if pid==1", "traceoff if pid==1 && (",
-      "enable_event:sched:sched_kthread_stop:3", "!enable_event:sched:sched_kthread_stop",
-      "enable_event:sched:sched_kthread_stop_ret:0", "!enable_event:sched:sched_kthread_stop_ret",
-      "enable_event:sched:sched_kthread_stop_ret:5 if pid == 0", "!enable_event:sched:sched_kthread_stop_ret",
-      "enable_event::sched_kthread_stop_ret", "enable_event:sched:sched_kthread_stop_ret:", "traceoff:",
-      "!traceoff", "traceoff if comm ~ \"a*\"", "!traceoff", "!foo", "!traceoff if bogus==1",
-      "stacktrace", "stacktrace:7", "!stacktrace", "traceon if pid > 1 || pid < 0", "traceoff",
-      "!traceon", "disable_event:sched:sched_kthread_stop_ret:1 if comm == \"x\"",
-      "enable_event:sched:sched_kthread_stop_ret", "!disable_event:sched:sched_kthread_stop_ret"};
+      "traceoff",
+      "traceoff:5",
+      "traceon:3 if pid == 1",
+      "stacktrace:2 if pid > 10 && pid < 5",
+      "enable_event:sched:sched_kthread_stop_ret:2",
+      "disable_event:sched:sched_kthread_stop_ret",
+      "!traceoff",
+      "!traceoff:5",
+      "!traceon",
+      "!stacktrace",
+      "!enable_event:sched:sched_kthread_stop_ret:2",
+      "!disable_event:sched:sched_kthread_stop_ret",
+      "traceoff if pid ==",
+      "traceoff if bogus == 1",
+      "foo",
+      "traceoff:abc",
+      "traceoff:0",
+      "!traceoff",
+      "traceoff:-1",
+      "enable_event:sched",
+      "enable_event:sched:nope",
+      "enable_event:nosys:nope",
+      "traceoff if",
+      "traceoff  if pid==1",
+      "!traceoff",
+      "traceoff:5   if    pid==1   ",
+      "!traceoff",
+      " traceoff",
+      "!traceoff",
+      "traceoff :5",
+      "traceoff: 5",
+      "!traceoff",
+      "traceoff:5:6",
+      "!traceoff",
+      "TRACEOFF",
+      "traceoff:count=3",
+      "traceoff:0x10",
+      "!traceoff",
+      "traceoff:010",
+      "!traceoff",
+      "traceoff:+5",
+      "traceoff:99999999999999999999",
+      "traceoff:4294967296",
+      "!traceoff",
+      "traceoff ifx pid==1",
+      "traceoff:5if pid==1",
+      "traceoff if pid==1 && (",
+      "enable_event:sched:sched_kthread_stop:3",
+      "!enable_event:sched:sched_kthread_stop",
+      "enable_event:sched:sched_kthread_stop_ret:0",
+      "!enable_event:sched:sched_kthread_stop_ret",
+      "enable_event:sched:sched_kthread_stop_ret:5 if pid == 0",
+      "!enable_event:sched:sched_kthread_stop_ret",
+      "enable_event::sched_kthread_stop_ret",
+      "enable_event:sched:sched_kthread_stop_ret:",
+      "traceoff:",
+      "!traceoff",
+      "traceoff if comm ~ \"a*\"",
+      "!traceoff",
+      "!foo",
+      "!traceoff if bogus==1",
+      "stacktrace",
+      "stacktrace:7",
+      "!stacktrace",
+      "traceon if pid > 1 || pid < 0",
+      "traceoff",
+      "!traceon",
+      "disable_event:sched:sched_kthread_stop_ret:1 if comm == \"x\"",
+      "enable_event:sched:sched_kthread_stop_ret",
+      "!disable_event:sched:sched_kthread_stop_ret"};
   for (const std::string& cmd : steps) {
     INFO("command: [" << cmd << "]");
     const int kerr = k.write(cmd);
@@ -156,8 +210,10 @@ TEST_CASE("triggers live: commands, errors and readback agree with the running k
     }
     // The header lists what each side offers (this kernel: no snapshot, no hist).
     const std::string ours = trigger_file(tp, ev), theirs = k.read_trigger();
-    if (theirs.starts_with("# Available triggers:")) CHECK(ours.starts_with("# Available triggers:"));
-    else CHECK(ours == theirs);
+    if (theirs.starts_with("# Available triggers:"))
+      CHECK(ours.starts_with("# Available triggers:"));
+    else
+      CHECK(ours == theirs);
   }
 }
 
@@ -165,19 +221,23 @@ TEST_CASE("triggers live: commands, errors and readback agree with the running k
 // arms it ("0*"), the user's enable and disable while it holds the event,
 // and what the last trigger's removal leaves. Both sides take the same
 // steps; the enable file is compared after each.
-TEST_CASE("triggers live: soft mode and the enable file agree with the running kernel", "[triggers][live]") {
+TEST_CASE("triggers live: soft mode and the enable file agree with the running kernel",
+          "[triggers][live]") {
   if (::access(kTracefs.c_str(), W_OK) != 0) TP_SKIP("no writable tracefs");
   Scratch k;
   if (!k.ok()) TP_SKIP("this kernel has no event triggers in instances");
   Registry reg;
-  const EventDesc& ev = reg.add_format_text(slurp(kTracefs / "events" / kEvent / "format"), "sched");
-  const EventDesc& target = reg.add_format_text(slurp(kTracefs / "events" / kTarget / "format"), "sched");
+  const EventDesc& ev =
+      reg.add_format_text(slurp(kTracefs / "events" / kEvent / "format"), "sched");
+  const EventDesc& target =
+      reg.add_format_text(slurp(kTracefs / "events" / kTarget / "format"), "sched");
   InstanceOptions o;
   o.buffer_size_kb = 16;
   o.cpus = 1;
   Instance tp(o, reg);
   const fs::path enable = k.trigger().parent_path() / "enable";
-  const fs::path target_enable = k.trigger().parent_path().parent_path() / fs::path(kTarget).filename() / "enable";
+  const fs::path target_enable =
+      k.trigger().parent_path().parent_path() / fs::path(kTarget).filename() / "enable";
   auto ours = [&](const EventDesc& e) {
     std::string s = tp.enabled(e) && !tp.soft_disabled(e) ? "1" : "0";
     if (tp.soft_disabled(e) || tp.in_soft_mode(e)) s += "*";
@@ -190,11 +250,21 @@ TEST_CASE("triggers live: soft mode and the enable file agree with the running k
   };
   // {what, argument}: "trigger" writes to the trigger file, "enable" to enable.
   const std::vector<std::pair<std::string, std::string>> steps = {
-      {"trigger", "traceoff"}, {"enable", "1"},        {"enable", "0"},          {"enable", "0"},
-      {"enable", "1"},         {"trigger", "!traceoff"}, {"enable", "0"},        {"trigger", "traceoff"},
-      {"trigger", "disable_event:sched:sched_kthread_stop_ret"}, {"trigger", "!traceoff"},
-      {"trigger", "!disable_event:sched:sched_kthread_stop_ret"}, {"enable", "1"}, {"trigger", "traceoff"},
-      {"trigger", "!traceoff"}, {"enable", "0"}};
+      {"trigger", "traceoff"},
+      {"enable", "1"},
+      {"enable", "0"},
+      {"enable", "0"},
+      {"enable", "1"},
+      {"trigger", "!traceoff"},
+      {"enable", "0"},
+      {"trigger", "traceoff"},
+      {"trigger", "disable_event:sched:sched_kthread_stop_ret"},
+      {"trigger", "!traceoff"},
+      {"trigger", "!disable_event:sched:sched_kthread_stop_ret"},
+      {"enable", "1"},
+      {"trigger", "traceoff"},
+      {"trigger", "!traceoff"},
+      {"enable", "0"}};
   int n = 0;
   for (const auto& [what, arg] : steps) {
     INFO("step " << n++ << ": " << what << " " << arg);

@@ -4,11 +4,11 @@
 // updates, and a full map dropping keys), run under the allocation counter
 // and then in a forked child under a seccomp filter that kills it on any
 // system call but read, write and exit.
-#include <catch2/catch.hpp>
-
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
 
 #include "alloc_counter.h"
 #include "syscall_jail.h"
@@ -20,7 +20,8 @@ using namespace tracepipe;
 
 namespace {
 
-using Ev = EventDecl<"tpnoalloc", "ev", Int<"id", uint32_t>, Int<"lat", int32_t>, Chars<"name", 16>>;
+using Ev =
+    EventDecl<"tpnoalloc", "ev", Int<"id", uint32_t>, Int<"lat", int32_t>, Chars<"name", 16>>;
 using Target = EventDecl<"tpnoalloc", "target", Int<"seq", uint32_t>>;
 
 struct Rig {
@@ -47,7 +48,9 @@ struct Rig {
     hist.enable(Ev::desc());
     REQUIRE(set_trigger(hist, Ev::desc(), "hist:keys=id.hex:vals=lat if lat >= 0").ok());
     // A stack trace key: the unwinder on the write path.
-    REQUIRE(set_trigger(hist, Ev::desc(), "hist:keys=common_stacktrace:vals=lat.percent,hitcount.graph:nohitcount").ok());
+    REQUIRE(set_trigger(hist, Ev::desc(),
+                        "hist:keys=common_stacktrace:vals=lat.percent,hitcount.graph:nohitcount")
+                .ok());
   }
   uint64_t run(uint32_t n) {
     uint64_t emits = 0;
@@ -63,7 +66,8 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("triggers noalloc: the write path with triggers allocates nothing and takes no lock", "[triggers][noalloc]") {
+TEST_CASE("triggers noalloc: the write path with triggers allocates nothing and takes no lock",
+          "[triggers][noalloc]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("allocation interposition is disabled under sanitizers");
 #else
@@ -79,14 +83,17 @@ TEST_CASE("triggers noalloc: the write path with triggers allocates nothing and 
   const std::string h = hist_file(rig.inst, Ev::desc());
   CHECK(h.find("Entries: 128\n    Dropped: 0\n") == std::string::npos);  // the 3-key map overflowed
   CHECK(h.find("Entries: 128\n") != std::string::npos);
-  CHECK(trigger_counts(rig.inst, Ev::desc()).stacktraces == 41);  // id == 3: once in the warm-up, 40 times here
-  CHECK(trigger_counts(rig.inst, Ev::desc()).snapshots == 40);  // id == 99: swaps of the live ring and the spare
+  CHECK(trigger_counts(rig.inst, Ev::desc()).stacktraces ==
+        41);  // id == 3: once in the warm-up, 40 times here
+  CHECK(trigger_counts(rig.inst, Ev::desc()).snapshots ==
+        40);  // id == 99: swaps of the live ring and the spare
   CHECK(hist_file(rig.hist, Ev::desc()).find("Entries: 64\n") != std::string::npos);
   CHECK(hist_file(rig.hist, Ev::desc()).find("{ common_stacktrace:\n") != std::string::npos);
 #endif
 }
 
-TEST_CASE("triggers noalloc: no system call on the write path with triggers (seccomp)", "[triggers][noalloc]") {
+TEST_CASE("triggers noalloc: no system call on the write path with triggers (seccomp)",
+          "[triggers][noalloc]") {
 #ifdef TRACEPIPE_SANITIZED
   TP_SKIP("sanitizer runtimes make system calls of their own");
 #else

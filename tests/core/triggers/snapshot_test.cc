@@ -2,9 +2,10 @@
 // text when empty, the swap by trigger (tracing goes on), a flight
 // recorder's refusal, and, under concurrent writers and snapshots, that
 // every kept record is in exactly one of the two rings.
-#include <catch2/catch.hpp>
+#include "tracepipe/core/triggers/snapshot.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -12,7 +13,6 @@
 #include "tracepipe/buffers/readers.h"
 #include "tracepipe/core/export/instance_export.h"
 #include "tracepipe/core/instance/event_decl.h"
-#include "tracepipe/core/triggers/snapshot.h"
 #include "tracepipe/core/triggers/triggers.h"
 
 using namespace tracepipe;
@@ -61,8 +61,9 @@ TEST_CASE("snapshot: echo 1/2/0 > snapshot and the file's text", "[triggers][sna
   const std::string snap = snapshot_file(inst);
   CHECK(snap.starts_with("# tracer: nop\n#\n# entries-in-buffer/entries-written: 3/3   #P:2\n"));
   CHECK(snap.find("ev: seq=2 thread=0") != std::string::npos);
-  CHECK(buffers::Snapshot::take(*snapshot_ring(inst), 0).has_value());  // paused: readable as a snapshot
-  Ev::emit(inst, 3, 0);                    // tracing goes on
+  CHECK(buffers::Snapshot::take(*snapshot_ring(inst), 0)
+            .has_value());  // paused: readable as a snapshot
+  Ev::emit(inst, 3, 0);     // tracing goes on
   CHECK(records(inst.ring()) == 1);
   REQUIRE(snapshot_write(inst, 2).ok());  // clear: still allocated
   CHECK(snapshot_allocated(inst));
@@ -80,7 +81,8 @@ TEST_CASE("snapshot: echo 1/2/0 > snapshot and the file's text", "[triggers][sna
   CHECK_FALSE(snapshot_allocated(inst));
 }
 
-TEST_CASE("snapshot: the trigger swaps, keeps tracing_on, and does not empty the swapped-in ring", "[triggers][snapshot]") {
+TEST_CASE("snapshot: the trigger swaps, keeps tracing_on, and does not empty the swapped-in ring",
+          "[triggers][snapshot]") {
   Instance inst(small());
   inst.enable(Ev::desc());
   REQUIRE(set_trigger(inst, Ev::desc(), "snapshot if seq == 5").ok());
@@ -116,8 +118,10 @@ TEST_CASE("snapshot: a flight recorder refuses the spare with a message", "[trig
   std::filesystem::remove_all(o.flight_dir, ec);
 }
 
-TEST_CASE("snapshot: concurrent writers and swaps: each kept record is in one ring", "[triggers][snapshot][concurrency]") {
-  InstanceOptions o = small(1024);  // room for every record in either ring: nothing overwritten or full
+TEST_CASE("snapshot: concurrent writers and swaps: each kept record is in one ring",
+          "[triggers][snapshot][concurrency]") {
+  InstanceOptions o =
+      small(1024);  // room for every record in either ring: nothing overwritten or full
   o.mode = BufferMode::drop_newest;
   Instance inst(o);
   inst.enable(Ev::desc());

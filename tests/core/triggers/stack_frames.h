@@ -16,6 +16,6 @@ int tp_nofp_outer(tracepipe::Instance* inst, int x);
 int tp_nofp_middle(tracepipe::Instance* inst, int x);
 int tp_nofp_inner(tracepipe::Instance* inst, int x);
 // Mixed: a caller without frame pointers between two with them.
-int tp_mixed_outer(tracepipe::Instance* inst, int x);  // fp TU
-int tp_mixed_middle(tracepipe::Instance* inst, int x); // no-fp TU
+int tp_mixed_outer(tracepipe::Instance* inst, int x);   // fp TU
+int tp_mixed_middle(tracepipe::Instance* inst, int x);  // no-fp TU
 }

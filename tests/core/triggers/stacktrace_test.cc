@@ -5,7 +5,6 @@
 // "<stack trace>" layout), and `trace-cmd report` names them through the
 // trace.dat's kallsyms. The record's flags are the emitting context's.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -67,7 +66,11 @@ void check_chain(int (*outer)(Instance*, int), const std::vector<std::string>& e
   const auto got = stacks(inst);
   REQUIRE(got.size() == 2);  // the count
   for (const auto& frames : got) {
-    INFO("frames: " << [&] { std::string s; for (const auto& f : frames) s += f + " "; return s; }());
+    INFO("frames: " << [&] {
+      std::string s;
+      for (const auto& f : frames) s += f + " ";
+      return s;
+    }());
     REQUIRE(frames.size() > expect.size());
     for (size_t i = 0; i < expect.size(); ++i) CHECK(frames[i] == expect[i]);
     // Above the chain: this test's own code, down to main.
@@ -82,33 +85,40 @@ void check_chain(int (*outer)(Instance*, int), const std::vector<std::string>& e
   CHECK(text.find("\n => " + expect[1] + "+0x", at) != std::string::npos);
   CHECK(text.find("\n => " + expect[2] + "+0x", at) != std::string::npos);
   CHECK(text.find("] ..... ") != std::string::npos);
-  CHECK(text.find("..h") == std::string::npos);  // not a hard irq: the emitting thread's own context
+  CHECK(text.find("..h") ==
+        std::string::npos);  // not a hard irq: the emitting thread's own context
 }
 
 }  // namespace
 
-TEST_CASE("stacktrace: the call chain of code built with frame pointers", "[triggers][stacktrace]") {
+TEST_CASE("stacktrace: the call chain of code built with frame pointers",
+          "[triggers][stacktrace]") {
   check_chain(&tp_fp_outer, {"tp_fp_inner", "tp_fp_middle", "tp_fp_outer"});
 }
 
-TEST_CASE("stacktrace: the call chain of code built without frame pointers", "[triggers][stacktrace]") {
+TEST_CASE("stacktrace: the call chain of code built without frame pointers",
+          "[triggers][stacktrace]") {
   check_chain(&tp_nofp_outer, {"tp_nofp_inner", "tp_nofp_middle", "tp_nofp_outer"});
 }
 
-TEST_CASE("stacktrace: a caller without frame pointers between two with them", "[triggers][stacktrace]") {
+TEST_CASE("stacktrace: a caller without frame pointers between two with them",
+          "[triggers][stacktrace]") {
   check_chain(&tp_mixed_outer, {"tp_fp_inner", "tp_mixed_middle", "tp_mixed_outer"});
 }
 
-TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kallsyms", "[triggers][stacktrace]") {
+TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kallsyms",
+          "[triggers][stacktrace]") {
   Instance inst(small());
   inst.enable(StackEv::desc());
   REQUIRE(set_trigger(inst, StackEv::desc(), "stacktrace:1").ok());
   tp_nofp_outer(&inst, 1);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tp_stack_" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tp_stack_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "stack.dat";
   write_trace_dat(inst, file);
-  const tp_test::CommandResult r = tp_test::run_command({"trace-cmd", "report", "-i", file.string()}, dir, 60);
+  const tp_test::CommandResult r =
+      tp_test::run_command({"trace-cmd", "report", "-i", file.string()}, dir, 60);
   // `tracepipe report` (TraceReport) prints the stack as trace-cmd does.
   std::string ours;
   {
@@ -140,7 +150,8 @@ TEST_CASE("stacktrace: trace-cmd report names the frames through the file's kall
   CHECK(ours.substr(ours.find("<stack trace >")) == theirs_stack);
 }
 
-TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel_stack", "[triggers][stacktrace]") {
+TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel_stack",
+          "[triggers][stacktrace]") {
   const std::filesystem::path f = "/sys/kernel/tracing/events/ftrace/kernel_stack/format";
   std::error_code ec;
   if (!std::filesystem::exists(f, ec)) TP_SKIP("no tracefs with events/ftrace/kernel_stack");
@@ -152,7 +163,8 @@ TEST_CASE("stacktrace: the record's format is the running kernel's ftrace:kernel
   CHECK(o->format().print_fmt == k.format().print_fmt);
 }
 
-TEST_CASE("stacktrace: a hist keyed by the call chain (keys=common_stacktrace)", "[triggers][stacktrace][hist]") {
+TEST_CASE("stacktrace: a hist keyed by the call chain (keys=common_stacktrace)",
+          "[triggers][stacktrace][hist]") {
   Instance inst(small());
   inst.enable(StackEv::desc());
   REQUIRE(set_trigger(inst, StackEv::desc(), "hist:keys=stacktrace").ok());
@@ -161,8 +173,10 @@ TEST_CASE("stacktrace: a hist keyed by the call chain (keys=common_stacktrace)",
   const std::string h = hist_file(inst, StackEv::desc());
   INFO(h);
   // The kernel names the key common_stacktrace, whichever way it was written.
-  CHECK(h.starts_with("# event histogram\n#\n# trigger info: hist:keys=common_stacktrace:vals=hitcount:sort=hitcount:"
-                      "size=2048 [active]\n#\n\n{ common_stacktrace:\n"));
+  CHECK(
+      h.starts_with("# event histogram\n#\n# trigger info: "
+                    "hist:keys=common_stacktrace:vals=hitcount:sort=hitcount:"
+                    "size=2048 [active]\n#\n\n{ common_stacktrace:\n"));
   // hist_trigger_print_key: "%pS" lines indented by 9 blanks, innermost
   // first, then "}" on its own line start, without the blank of one-line keys.
   const size_t nofp = h.find("{ common_stacktrace:\n         tp_nofp_inner+0x");

@@ -2,19 +2,19 @@
 // what this machine's kernel answered, tests/core/triggers/live_kernel_test.cc
 // asks it again), the actions on the write path, counts under concurrency,
 // and hist triggers (format and counts).
-#include <catch2/catch.hpp>
+#include "tracepipe/core/triggers/triggers.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "test_support.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/triggers/hist.h"
-#include "tracepipe/core/triggers/triggers.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 
@@ -38,11 +38,13 @@ InstanceOptions small() {
 
 }  // namespace
 
-TEST_CASE("triggers: syntax, readback and errors as the kernel's trigger file", "[triggers][parser]") {
+TEST_CASE("triggers: syntax, readback and errors as the kernel's trigger file",
+          "[triggers][parser]") {
   Instance inst(small());
   const EventDesc& ev = Req::desc();
   CHECK(trigger_file(inst, ev) ==
-        "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist "
+        "# Available triggers:\n# traceon traceoff snapshot stacktrace enable_event disable_event "
+        "enable_hist disable_hist "
         "hist\n");
 
   REQUIRE(set_trigger(inst, ev, "traceoff").ok());
@@ -53,9 +55,11 @@ TEST_CASE("triggers: syntax, readback and errors as the kernel's trigger file", 
   REQUIRE(set_trigger(inst, ev, "stacktrace:2 if id > 10 && lat < 5").ok());
   CHECK(trigger_file(inst, ev) == "stacktrace:count=2 if id > 10 && lat < 5\ntraceoff:unlimited\n");
   REQUIRE(set_trigger(inst, ev, "enable_event:tptrig:wake:2").ok());
-  CHECK(set_trigger(inst, ev, "disable_event:tptrig:wake").error().err == EEXIST);  // one per target
+  CHECK(set_trigger(inst, ev, "disable_event:tptrig:wake").error().err ==
+        EEXIST);  // one per target
   CHECK(trigger_file(inst, ev) ==
-        "enable_event:tptrig:wake:count=2\nstacktrace:count=2 if id > 10 && lat < 5\ntraceoff:unlimited\n");
+        "enable_event:tptrig:wake:count=2\nstacktrace:count=2 if id > 10 && lat < "
+        "5\ntraceoff:unlimited\n");
   // Removal: by kind (and target), whatever count or filter is written.
   REQUIRE(set_trigger(inst, ev, "!traceon:5").ok());
   REQUIRE(set_trigger(inst, ev, "!stacktrace if bogus==1").ok());
@@ -113,7 +117,8 @@ TEST_CASE("triggers: syntax, readback and errors as the kernel's trigger file", 
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().err == EINVAL);
   CHECK(st.render() ==
-        "event filter parse error: error: Field not found\n  Command: bogus == 1\n                 ^\n");
+        "event filter parse error: error: Field not found\n  Command: bogus == 1\n                 "
+        "^\n");
   st = set_trigger(inst, ev, "traceoff if id ==");
   CHECK(st.error().message == "Invalid value (did you forget quotes)?");
   CHECK(st.error().pos == 6);  // one past the end, as the kernel
@@ -171,8 +176,9 @@ TEST_CASE("triggers: soft mode: the user's enable and disable while a trigger ho
   CHECK(enable_file(inst, ev) == "1");
 }
 
-TEST_CASE("triggers: an instance made where a destroyed one was starts with no soft mode or named hist",
-          "[triggers]") {
+TEST_CASE(
+    "triggers: an instance made where a destroyed one was starts with no soft mode or named hist",
+    "[triggers]") {
   const EventDesc& ev = Req::desc();
   alignas(Instance) unsigned char storage[sizeof(Instance)];
   auto* a = new (storage) Instance(small());
@@ -187,7 +193,8 @@ TEST_CASE("triggers: an instance made where a destroyed one was starts with no s
   b->~Instance();
 }
 
-TEST_CASE("triggers: traceoff with a count and a filter, on kept and discarded records", "[triggers][fastpath]") {
+TEST_CASE("triggers: traceoff with a count and a filter, on kept and discarded records",
+          "[triggers][fastpath]") {
   Instance inst(small());
   inst.enable(Req::desc());
   REQUIRE(inst.set_filter(Req::desc(), "lat > 1000").ok());  // rejects every emit below
@@ -214,7 +221,8 @@ TEST_CASE("triggers: traceoff with a count and a filter, on kept and discarded r
   CHECK(s.emitted() == 11);
 }
 
-TEST_CASE("triggers: enable_event and disable_event flip the target's soft-disable", "[triggers][fastpath]") {
+TEST_CASE("triggers: enable_event and disable_event flip the target's soft-disable",
+          "[triggers][fastpath]") {
   Instance inst(small());
   inst.enable(Req::desc());
   REQUIRE(set_trigger(inst, Req::desc(), "enable_event:tptrig:wake:1 if id == 3").ok());
@@ -240,7 +248,8 @@ TEST_CASE("triggers: enable_event and disable_event flip the target's soft-disab
   CHECK(inst.event_stats(Wake::desc()).kept == 1);
 }
 
-TEST_CASE("triggers: a count is taken exactly once per action under concurrent writers", "[triggers][concurrency]") {
+TEST_CASE("triggers: a count is taken exactly once per action under concurrent writers",
+          "[triggers][concurrency]") {
   InstanceOptions o = small();
   o.mode = BufferMode::overwrite;
   Instance inst(o);
@@ -282,7 +291,8 @@ TEST_CASE("hist: one key, the kernel's output format and Totals", "[triggers][hi
   REQUIRE(inst.set_filter(Req::desc(), "id > 1000000").ok());  // nothing is kept: the hist sees all
   REQUIRE(set_trigger(inst, Req::desc(), "hist:keys=id:vals=lat").ok());
   for (uint32_t i = 0; i < 10; ++i) Req::emit(inst, i % 3, static_cast<int32_t>(i), "h");
-  CHECK(trigger_file(inst, Req::desc()) == "hist:keys=id:vals=hitcount,lat:sort=hitcount:size=2048 [active]\n");
+  CHECK(trigger_file(inst, Req::desc()) ==
+        "hist:keys=id:vals=hitcount,lat:sort=hitcount:size=2048 [active]\n");
   CHECK(hist_file(inst, Req::desc()) ==
         "# event histogram\n"
         "#\n"
@@ -304,17 +314,22 @@ TEST_CASE("hist: keys, sort, modifiers and a full map", "[triggers][hist]") {
   Instance inst(small());
   inst.enable(Req::desc());
   const EventDesc& ev = Req::desc();
-  REQUIRE(set_trigger(inst, ev, "hist:keys=name,id.hex:vals=lat:sort=lat.descending,id:size=100 if lat >= 0").ok());
+  REQUIRE(set_trigger(inst, ev,
+                      "hist:keys=name,id.hex:vals=lat:sort=lat.descending,id:size=100 if lat >= 0")
+              .ok());
   Req::emit(inst, 255, 10, "bash");
   Req::emit(inst, 16, 30, "sshd");
   Req::emit(inst, 16, 5, "sshd");
   Req::emit(inst, 1, -1, "skip");  // the trigger's filter rejects it
   const std::string h = hist_file(inst, ev);
-  CHECK(h.find("# trigger info: hist:keys=name,id.hex:vals=hitcount,lat:sort=lat.descending,id.hex:size=128 if lat >= 0 [active]\n") !=
-        std::string::npos);
+  CHECK(h.find("# trigger info: "
+               "hist:keys=name,id.hex:vals=hitcount,lat:sort=lat.descending,id.hex:size=128 if lat "
+               ">= 0 [active]\n") != std::string::npos);
   const std::string bash = fmt_key("name", "bash", 50);
-  CHECK(h.find("{ " + fmt_key("name", "sshd", 50) + ", id: 10 } hitcount:          2  lat:         35\n"
-               "{ " + bash + ", id: ff } hitcount:          1  lat:         10\n") != std::string::npos);
+  CHECK(h.find("{ " + fmt_key("name", "sshd", 50) +
+               ", id: 10 } hitcount:          2  lat:         35\n"
+               "{ " +
+               bash + ", id: ff } hitcount:          1  lat:         10\n") != std::string::npos);
   CHECK(h.find("    Hits: 3\n    Entries: 2\n    Dropped: 0\n") != std::string::npos);
 
   clear_triggers(inst, ev);
@@ -322,12 +337,13 @@ TEST_CASE("hist: keys, sort, modifiers and a full map", "[triggers][hist]") {
   REQUIRE(set_trigger(inst, ev, "hist:keys=lat.buckets=10:sort=lat").ok());
   for (int v : {0, 1, 2, 3, 4, 5, 9, 10, 19, 1000}) Req::emit(inst, 0, v, "l");
   const std::string l = hist_file(inst, ev);
-  CHECK(l.find("{ lat: ~ 2^0  } hitcount:          2\n") != std::string::npos);   // 0, 1
-  CHECK(l.find("{ lat: ~ 2^2  } hitcount:          2\n") != std::string::npos);   // 3, 4
-  CHECK(l.find("{ lat: ~ 2^10 } hitcount:          1\n") != std::string::npos);   // 1000
+  CHECK(l.find("{ lat: ~ 2^0  } hitcount:          2\n") != std::string::npos);  // 0, 1
+  CHECK(l.find("{ lat: ~ 2^2  } hitcount:          2\n") != std::string::npos);  // 3, 4
+  CHECK(l.find("{ lat: ~ 2^10 } hitcount:          1\n") != std::string::npos);  // 1000
   CHECK(l.find("{ lat: ~ 0-9 } hitcount:          7\n{ lat: ~ 10-19 } hitcount:          2\n"
                "{ lat: ~ 1000-1009 } hitcount:          1\n") != std::string::npos);
-  CHECK(l.find("\n\n# event histogram\n") != std::string::npos);  // two hists, one blank pair between
+  CHECK(l.find("\n\n# event histogram\n") !=
+        std::string::npos);  // two hists, one blank pair between
 
   // A full map: further keys count as Dropped, never lost silently.
   clear_triggers(inst, ev);
@@ -342,10 +358,14 @@ TEST_CASE("hist: errors as the kernel's error_log", "[triggers][hist][parser]") 
   const EventDesc& ev = Req::desc();
   TriggerStatus st = set_trigger(inst, ev, "hist:keys=bogus");
   REQUIRE_FALSE(st.ok());
-  CHECK(st.render() == "hist:tptrig:req: error: Couldn't find field\n  Command: hist:keys=bogus\n                     ^\n");
+  CHECK(st.render() ==
+        "hist:tptrig:req: error: Couldn't find field\n  Command: hist:keys=bogus\n                 "
+        "    ^\n");
   CHECK(set_trigger(inst, ev, "hist:keys=id.foo").error().message == "Invalid field modifier");
-  CHECK(set_trigger(inst, ev, "hist:keys=id:sort=lat").error().message == "Sort field must be a key or a val");
-  CHECK(set_trigger(inst, ev, "hist:keys=id:sort=id.up").error().message == "Invalid sort modifier");
+  CHECK(set_trigger(inst, ev, "hist:keys=id:sort=lat").error().message ==
+        "Sort field must be a key or a val");
+  CHECK(set_trigger(inst, ev, "hist:keys=id:sort=id.up").error().message ==
+        "Invalid sort modifier");
   CHECK(set_trigger(inst, ev, "hist:keys=id:vals=lat:sort=id,lat,hitcount").error().message ==
         "Too many sort fields (Max = 2)");
   CHECK(set_trigger(inst, ev, "hist:keys=id,lat,name,id").error().err == EINVAL);  // 3 keys at most
@@ -367,8 +387,9 @@ TEST_CASE("hist: errors as the kernel's error_log", "[triggers][hist][parser]") 
   CHECK(hist_file(inst, ev).empty());
 }
 
-TEST_CASE("hist: counts are exact under concurrent writers (per-CPU shards and the atomic fallback)",
-          "[triggers][hist][concurrency]") {
+TEST_CASE(
+    "hist: counts are exact under concurrent writers (per-CPU shards and the atomic fallback)",
+    "[triggers][hist][concurrency]") {
   Instance inst(small());
   inst.enable(Req::desc());
   REQUIRE(set_trigger(inst, Req::desc(), "hist:keys=lat:vals=id").ok());
@@ -392,7 +413,8 @@ TEST_CASE("hist: counts are exact under concurrent writers (per-CPU shards and t
 // sections (a thread preempted or migrated inside one restarts it) and the
 // shared row's locked adds. Eight threads on however many CPUs the test has,
 // so sections are preempted; every hit must be there.
-TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writers", "[triggers][hist][concurrency]") {
+TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writers",
+          "[triggers][hist][concurrency]") {
   using namespace tracepipe::triggers;
   TriggerError err;
   err.command = "hist:keys=lat:vals=id";
@@ -400,7 +422,8 @@ TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writ
   REQUIRE(spec.has_value());
   for (const bool per_cpu : {true, false}) {
     HistMap map(*spec, per_cpu);
-    if (per_cpu && !map.per_cpu_counters()) WARN("rseq not usable here: both runs use the shared counters");
+    if (per_cpu && !map.per_cpu_counters())
+      WARN("rseq not usable here: both runs use the shared counters");
     if (!per_cpu) CHECK_FALSE(map.per_cpu_counters());
     constexpr int kThreads = 8, kPer = 50000;
     std::vector<std::thread> ts;
@@ -429,8 +452,8 @@ TEST_CASE("hist map: per-CPU and shared counters are exact under concurrent writ
   }
 }
 
-
-TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val", "[triggers][hist]") {
+TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val",
+          "[triggers][hist]") {
   Instance inst(small());
   inst.enable(Req::desc());
   const EventDesc& ev = Req::desc();
@@ -446,7 +469,8 @@ TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val
   // hitcount (%): of the 4 hits; lat: 20 columns scaled to the largest sum (40).
   CHECK(hist_file(inst, ev) ==
         "# event histogram\n#\n"
-        "# trigger info: hist:keys=id:vals=hitcount,hitcount.percent,lat.graph:sort=id:size=2048 [active]\n#\n\n"
+        "# trigger info: hist:keys=id:vals=hitcount,hitcount.percent,lat.graph:sort=id:size=2048 "
+        "[active]\n#\n\n"
         "{ id:          1 } hitcount:          1  hitcount (%):  25.00  lat: #####               \n"
         "{ id:          2 } hitcount:          2  hitcount (%):  50.00  lat: ####################\n"
         "{ id:          3 } hitcount:          1  hitcount (%):  25.00  lat: ##                  \n"
@@ -473,7 +497,8 @@ TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val
       {"hist:keys=id.percent", EINVAL, "Invalid field modifier", "percent"},
       {"hist:keys=id:x=lat.graph", EINVAL, "Invalid field modifier", "graph"},
       {"hist:keys=id:nohitcount", ENOENT, "Non-hitcount value is required for 'nohitcount'", ""},
-      {"hist:keys=id:vals=hitcount:NOHC", ENOENT, "Non-hitcount value is required for 'nohitcount'", ""},
+      {"hist:keys=id:vals=hitcount:NOHC", ENOENT, "Non-hitcount value is required for 'nohitcount'",
+       ""},
       {"hist:keys=id:vals=lat.log2", EINVAL, "Invalid field modifier", "lat.log2"},
       {"hist:keys=id:vals=lat.buckets=10", EINVAL, "Invalid field modifier", "lat.buckets=10"},
       {"hist:keys=id:x=lat.log2", EINVAL, "Invalid field modifier", "lat.log2"},
@@ -484,6 +509,7 @@ TEST_CASE("hist: .percent, .graph and nohitcount print as hist_trigger_print_val
     REQUIRE_FALSE(st.ok());
     CHECK(st.error().err == r.err);
     CHECK(st.error().message == r.message);
-    CHECK(st.error().pos == (r.caret_at[0] == '\0' ? 0 : static_cast<int>(st.error().command.find(r.caret_at))));
+    CHECK(st.error().pos ==
+          (r.caret_at[0] == '\0' ? 0 : static_cast<int>(st.error().command.find(r.caret_at))));
   }
 }

@@ -12,17 +12,16 @@
 // NEED_RESCHED between the probe calls; see the oracle README), so both are
 // left out of the key. The filter itself always sees the whole payload.
 #include <catch2/catch.hpp>
-
 #include <charconv>
 #include <cstring>
 #include <map>
 #include <sstream>
 
+#include "test_support.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/filters/codegen.h"
 #include "tracepipe/filters/compile.h"
 #include "tracepipe/filters/parser.h"
-#include "test_support.h"
 
 using namespace tracepipe;
 using namespace tracepipe::filters;
@@ -32,7 +31,8 @@ namespace {
 std::vector<FieldDesc> to_filter_fields(const EventFormat& f) {
   std::vector<FieldDesc> out;
   for (const auto* list : {&f.common_fields, &f.fields})
-    for (const FormatField& x : *list) out.push_back(make_field(x.type, x.name, x.offset, x.size, x.is_signed));
+    for (const FormatField& x : *list)
+      out.push_back(make_field(x.type, x.name, x.offset, x.size, x.is_signed));
   return out;
 }
 
@@ -62,7 +62,8 @@ struct PrintkStrings {
 std::string record_key(const TraceRecord& r, const EventFormat& f) {
   std::string key = std::to_string(r.cpu) + "/" + std::to_string(f.id) + ":";
   auto bytes = [&](uint32_t off, uint32_t size) {
-    if (off + size <= r.payload.size()) key.append(reinterpret_cast<const char*>(r.payload.data()) + off, size);
+    if (off + size <= r.payload.size())
+      key.append(reinterpret_cast<const char*>(r.payload.data()) + off, size);
     key += '|';
   };
   for (const FormatField& x : f.common_fields)
@@ -106,7 +107,8 @@ CaseResult run_case(const std::filesystem::path& dir) {
 
   CompileOptions opt;
   opt.nr_cpu_ids = all.cpu_count();
-  opt.trailing_operator = TrailingOperator::ignore;  // the oracle's kernel build (v657): 024 is "prev_pid == 0 &&"
+  opt.trailing_operator =
+      TrailingOperator::ignore;  // the oracle's kernel build (v657): 024 is "prev_pid == 0 &&"
   // 054/notes.txt: __alloc_skb on the capture's boot.
   opt.symbol_by_name = [](std::string_view name) -> std::optional<SymbolRange> {
     if (name == "__alloc_skb") return SymbolRange{0xffffffff81e3d520ull, 0x1a0};
@@ -160,7 +162,8 @@ CaseResult run_case(const std::filesystem::path& dir) {
     ctx.resolve_user = &printk;
     const bool verdict = it->second.program->match(r->payload, ctx);
     // The flat program and a direct walk of the tree must agree on every record.
-    if (verdict != reference_match(it->second.ast, *it->second.program, r->payload, ctx)) ++res.tree_disagreements;
+    if (verdict != reference_match(it->second.ast, *it->second.program, r->payload, ctx))
+      ++res.tree_disagreements;
     if (verdict) {
       ++res.kept_ours;
       ++balance[record_key(*r, *f)];
@@ -180,7 +183,8 @@ CaseResult run_case(const std::filesystem::path& dir) {
   }
   res.equal = extra == 0 && missing == 0;
   if (!res.equal)
-    res.diff = std::to_string(extra) + " kept only by us, " + std::to_string(missing) + " kept only by the kernel";
+    res.diff = std::to_string(extra) + " kept only by us, " + std::to_string(missing) +
+               " kept only by the kernel";
   return res;
 }
 
@@ -198,8 +202,8 @@ TEST_CASE("filter oracle: every accepted expression keeps exactly the events the
     if (line.empty()) continue;
     const std::string id = line.substr(0, line.find('\t'));
     const CaseResult r = run_case(root / id);
-    INFO(id << ": " << trimmed(tp_test::read_file(root / id / "expr.txt")) << " | all " << r.all << " kernel kept "
-            << r.kept_kernel << " we kept " << r.kept_ours << " | " << r.diff);
+    INFO(id << ": " << trimmed(tp_test::read_file(root / id / "expr.txt")) << " | all " << r.all
+            << " kernel kept " << r.kept_kernel << " we kept " << r.kept_ours << " | " << r.diff);
     CHECK(r.equal);
     CHECK(r.tree_disagreements == 0);
     ++cases;
@@ -207,6 +211,7 @@ TEST_CASE("filter oracle: every accepted expression keeps exactly the events the
     records += r.all;
   }
   CHECK(cases == 69);
-  WARN("filter oracle: " << matched << "/" << cases << " expressions select exactly the kernel's events ("
-                         << records << " records evaluated)");
+  WARN("filter oracle: " << matched << "/" << cases
+                         << " expressions select exactly the kernel's events (" << records
+                         << " records evaluated)");
 }

@@ -164,7 +164,8 @@ static int do_exec(void) {
 
 int main(int argc, char** argv) {
   const char* slash = strrchr(argv[0], '/');
-  snprintf(self_dir, sizeof self_dir, "%.*s", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+  snprintf(self_dir, sizeof self_dir, "%.*s", slash ? (int)(slash - argv[0]) : 1,
+           slash ? argv[0] : ".");
   if (argc > 1 && strcmp(argv[1], "rename") == 0) return do_rename();
   if (argc > 1 && strcmp(argv[1], "exec") == 0) return do_exec();
   if (argc > 1 && strcmp(argv[1], "done") == 0) {

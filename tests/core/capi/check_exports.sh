@@ -7,7 +7,7 @@
 # library however little static TLS the loader has left.
 set -euo pipefail
 lib=$1 header=$2 tls=${3:-any-tls}
-want=$(grep -o 'TRACEPIPE_C_API [^(]*(' "$header" | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | grep -v '^__attribute__' | sort)
+want=$(tr '\n' ' ' <"$header" | grep -o 'TRACEPIPE_C_API [^(;#]*(' | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | grep -v '^__attribute__' | sort)
 have=$(nm -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}' | sort)
 bad=$(grep -v -E '^(tracepipe_[a-z_0-9]+@@TRACEPIPE_C_1|TRACEPIPE_C_1(@@TRACEPIPE_C_1)?)$' <<<"$have" || true)
 if [ -n "$bad" ]; then echo "exported beyond tracepipe_*@@TRACEPIPE_C_1:"; echo "$bad"; exit 1; fi

@@ -25,12 +25,20 @@
 #define LIMIT 600 /* fixed's filter: seq < LIMIT */
 
 /* The functions used, looked up with dlsym(). */
-#define FUNCS(X)                                                                       \
-  X(tracepipe_last_error)                                                              \
-  X(tracepipe_event_declare) X(tracepipe_instance_create) X(tracepipe_instance_enable) \
-      X(tracepipe_instance_set_filter) X(tracepipe_trace) X(tracepipe_trace_values)    \
-          X(tracepipe_instance_event_stats) X(tracepipe_instance_trace_text)           \
-              X(tracepipe_instance_destroy)
+/* clang-format does not settle on a layout for this list. */
+// clang-format off
+#define FUNCS(X) \
+  X(tracepipe_last_error) \
+  X(tracepipe_event_declare) \
+  X(tracepipe_instance_create) \
+  X(tracepipe_instance_enable) \
+  X(tracepipe_instance_set_filter) \
+  X(tracepipe_trace) \
+  X(tracepipe_trace_values) \
+  X(tracepipe_instance_event_stats) \
+  X(tracepipe_instance_trace_text) \
+  X(tracepipe_instance_destroy)
+// clang-format on
 #define DECLARE(f) static __typeof__(&f) p_##f;
 FUNCS(DECLARE)
 

@@ -694,7 +694,11 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     return std::nullopt;
   }
   // create_var_fields
-  for (const auto& [name, expr] : p.var_defs) {
+  for (const auto& def : p.var_defs) {
+    // Named references, not a structured binding: clang before 16 cannot
+    // capture a binding in the lambda below.
+    const auto& name = def.first;
+    const auto& expr = def.second;
     if (find_own_var(spec, name) >= 0 || (env != nullptr && !env->remove && env->find_var && [&] {
           TriggerError probe = e;
           return env->find_var(event.system(), event.name(), name, probe).map != nullptr;

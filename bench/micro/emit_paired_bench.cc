@@ -43,8 +43,10 @@ namespace {
 using namespace tracepipe;
 using bench::Accept, bench::BenchEvent, bench::emit_bench, bench::value_of;
 
-constexpr uint32_t kBlock = 4096;  // emits per block: 16-100 us
-constexpr int kWarmupBlocks = 2;   // untimed blocks per leg before the first round
+// Emits per block: enough that the two clock reads around a block are
+// noise, few enough that a preemption spoils one block of a leg, not a round.
+constexpr uint32_t kBlock = 4096;
+constexpr int kWarmupBlocks = 2;  // untimed blocks per leg before the first round
 
 using bench::now_ns;
 

@@ -27,15 +27,7 @@
 #include <type_traits>
 #include <utility>
 
-// Marks a lambda's call operator always_inline, after its parameter list:
-// clang takes the attribute before noexcept, GCC after it.
-#ifndef TRACEPIPE_ALWAYS_INLINE_LAMBDA
-#if defined(__clang__)
-#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
-#else
-#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
-#endif
-#endif
+#include "tracepipe/core/instance/inline_lambda.h"
 
 namespace tracepipe {
 

@@ -5,17 +5,8 @@
 // the invariants (F1..F6) are at the top of instance.h.
 #include <cstring>
 
+#include "tracepipe/core/instance/inline_lambda.h"
 #include "tracepipe/core/instance/instance.h"
-
-// Marks a lambda's call operator always_inline, after its parameter list:
-// clang takes the attribute before noexcept, GCC after it.
-#ifndef TRACEPIPE_ALWAYS_INLINE_LAMBDA
-#if defined(__clang__)
-#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) __attribute__((always_inline)) spec
-#else
-#define TRACEPIPE_ALWAYS_INLINE_LAMBDA(spec) spec __attribute__((always_inline))
-#endif
-#endif
 
 namespace tracepipe {
 

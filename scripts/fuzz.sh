@@ -4,10 +4,17 @@
 source "$(dirname "$0")/common.sh"
 secs="${1:-60}"
 dir="$TP_ROOT/build-fuzz"
-CXX=clang++ tp_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACEPIPE_FUZZ=ON \
-  -DTRACEPIPE_BUILD_TESTS=OFF -DTRACEPIPE_BUILD_BENCH=OFF -DTRACEPIPE_BUILD_TOOLS=OFF
+fuzz_cmake=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACEPIPE_FUZZ=ON
+  -DTRACEPIPE_BUILD_TESTS=OFF -DTRACEPIPE_BUILD_BENCH=OFF -DTRACEPIPE_BUILD_TOOLS=OFF)
+# Only the fuzzers and the libraries they link (tests/fuzz/CMakeLists.txt).
+CXX=clang++ cmake -S "$TP_ROOT" -B "$dir" -G Ninja "${fuzz_cmake[@]}" >/dev/null
+TP_TARGETS="$(tr '\n' ' ' < "$dir/fuzz_targets.txt")" CXX=clang++ tp_build "$dir" "${fuzz_cmake[@]}"
 shopt -s nullglob
-for bin in "$dir"/tests/fuzz/*_fuzz; do
+bins=("$dir"/tests/fuzz/*_fuzz)
+if [ "${#bins[@]}" -ne "$(grep -c . "$dir/fuzz_targets.txt")" ]; then
+  echo "fuzz: built ${#bins[@]} fuzzers, tests/fuzz lists $(grep -c . "$dir/fuzz_targets.txt")"; exit 1
+fi
+for bin in "${bins[@]}"; do
   name="$(basename "$bin")"
   corpus="$TP_ROOT/tests/fuzz/corpus/$name"
   work="$dir/corpus-$name"; mkdir -p "$work"

@@ -584,10 +584,11 @@ std::string format_table(const BenchReport& r, bool with_mix) {
   return out;
 }
 
-std::string to_json(const BenchReport& r) {
+namespace {
+
+std::string json_config(const BenchReport& r) {
   const WorkloadConfig& w = r.workload;
-  std::string out = "{\"tool\": \"tracepipe bench\",\n";
-  out += fmt::format(
+  std::string out = fmt::format(
       " \"config\": {{\"groups\": {}, \"fds\": {}, \"loops\": {}, \"msg_bytes\": {}, "
       "\"channel\": {}, \"threads\": {}, \"messages\": {}, \"pinned\": {}, \"cpus\": [{}], "
       "\"runs\": {}, \"buffer_bytes_per_cpu\": {}, \"mode\": {}, \"clock\": {}, \"engine\": {}, "
@@ -600,106 +601,132 @@ std::string to_json(const BenchReport& r) {
     out += fmt::format("{}{}: {}", i ? ", " : "", jstr(r.half_filters[i].first),
                        jstr(r.half_filters[i].second));
   out += fmt::format("}}, \"total_s\": {}}},\n", jnum(r.total_seconds));
-  if (!r.mix_cases.empty()) {
-    const MixInfo& m = r.mix;
-    out += fmt::format(
-        " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": "
-        "{}, "
-        "\"per_kind\": {{",
-        jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
-    for (size_t i = 0; i < kEventInfo.size(); ++i)
-      out += fmt::format("{}{}: {}", i ? ", " : "", jstr(kEventInfo[i].name), m.per_kind[i]);
-    out += fmt::format(
-        "}}, \"threads\": {}, \"rounds\": {}, \"block_events\": {}, \"seed\": {}, "
-        "\"base_ns_per_event\": {}, \"base_ci95_ns\": {}, \"seconds\": {},\n  \"cases\": [",
-        m.threads, m.rounds, m.block_events, m.seed, jnum(m.base.median), jnum(m.base.half_width),
-        jnum(m.seconds));
-    for (size_t i = 0; i < r.mix_cases.size(); ++i) {
-      const MixResult& c = r.mix_cases[i];
-      const bool sig = c.verdict == Verdict::significant;
-      out += fmt::format(
-          "{}\n   {{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
-          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
-          "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
-          "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"lost_busy\": {}, "
-          "\"lost_set_aside\": {}, \"accept_pct\": {}, "
-          "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
-          i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
-          c.costs.size(), jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
-          jnum(c.ci.coverage), jnum(c.ci.iqr_pct), sig ? "true" : "false",
-          jstr(verdict_text(c.verdict)), c.counts.emitted, c.counts.accepted, c.counts.rejected,
-          c.counts.lost, c.counts.lost_commit_overrun, c.counts.lost_busy, c.counts.lost_set_aside,
-          jnum(c.accept_pct), c.counts.staged, c.counts.staging_busy,
-          c.counts.conserved ? "true" : "false", jsamples(c.costs));
-    }
-    out += "],\n  \"discard_vs_commit\": [";
-    const auto dvc = discard_vs_commit(r);
-    for (size_t i = 0; i < dvc.size(); ++i)
-      out += fmt::format("{}{{\"staging\": {}, \"reject_ns\": {}, \"all_ns\": {}, \"ratio\": {}}}",
-                         i ? ", " : "", jstr(name(dvc[i].staging, r.staging_on_name)),
-                         jnum(dvc[i].reject_ns), jnum(dvc[i].all_ns), jnum(dvc[i].ratio));
-    out += "]},\n";
-  }
-  out += " \"cases\": [";
-  for (size_t i = 0; i < r.cases.size(); ++i) {
-    const CaseResult& c = r.cases[i];
-    out += fmt::format(
-        "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
-        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
-        "{}, \"lost\": {}, "
-        "\"lost_commit_overrun\": {}, \"lost_busy\": {}, \"lost_set_aside\": {}, "
-        "\"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-        "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
-        "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
-        "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
-        c.summary.n, jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct),
-        c.events, c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
-        c.lost_busy, c.lost_set_aside, c.significant ? jnum(c.ns_per_event) : "null",
-        jnum(c.ns_per_event), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
-        c.significant ? "true" : "false", jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off),
-        c.staged, c.staging_busy,
-        std::all_of(c.counts.begin(), c.counts.end(),
-                    [](const RunCounts& k) { return k.conserved; })
-            ? "true"
-            : "false",
-        jsamples(c.seconds));
-  }
+  return out;
+}
+
+std::string json_mix_case(const BenchReport& r, const MixResult& c) {
+  const bool sig = c.verdict == Verdict::significant;
+  return fmt::format(
+      "{{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
+      "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
+      "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"lost_busy\": {}, "
+      "\"lost_set_aside\": {}, \"accept_pct\": {}, "
+      "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
+      jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.costs.size(),
+      jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), jnum(c.ci.coverage),
+      jnum(c.ci.iqr_pct), sig ? "true" : "false", jstr(verdict_text(c.verdict)), c.counts.emitted,
+      c.counts.accepted, c.counts.rejected, c.counts.lost, c.counts.lost_commit_overrun,
+      c.counts.lost_busy, c.counts.lost_set_aside, jnum(c.accept_pct), c.counts.staged,
+      c.counts.staging_busy, c.counts.conserved ? "true" : "false", jsamples(c.costs));
+}
+
+// The "mix" object, or nothing when the replayed mix did not run.
+std::string json_mix(const BenchReport& r) {
+  if (r.mix_cases.empty()) return {};
+  const MixInfo& m = r.mix;
+  std::string out = fmt::format(
+      " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": "
+      "{}, "
+      "\"per_kind\": {{",
+      jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
+  for (size_t i = 0; i < kEventInfo.size(); ++i)
+    out += fmt::format("{}{}: {}", i ? ", " : "", jstr(kEventInfo[i].name), m.per_kind[i]);
+  out += fmt::format(
+      "}}, \"threads\": {}, \"rounds\": {}, \"block_events\": {}, \"seed\": {}, "
+      "\"base_ns_per_event\": {}, \"base_ci95_ns\": {}, \"seconds\": {},\n  \"cases\": [",
+      m.threads, m.rounds, m.block_events, m.seed, jnum(m.base.median), jnum(m.base.half_width),
+      jnum(m.seconds));
+  for (size_t i = 0; i < r.mix_cases.size(); ++i)
+    out += (i ? ",\n   " : "\n   ") + json_mix_case(r, r.mix_cases[i]);
+  out += "],\n  \"discard_vs_commit\": [";
+  const auto dvc = discard_vs_commit(r);
+  for (size_t i = 0; i < dvc.size(); ++i)
+    out += fmt::format("{}{{\"staging\": {}, \"reject_ns\": {}, \"all_ns\": {}, \"ratio\": {}}}",
+                       i ? ", " : "", jstr(name(dvc[i].staging, r.staging_on_name)),
+                       jnum(dvc[i].reject_ns), jnum(dvc[i].all_ns), jnum(dvc[i].ratio));
+  out += "]},\n";
+  return out;
+}
+
+std::string json_case(const BenchReport& r, const CaseResult& c) {
+  return fmt::format(
+      "{{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
+      "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
+      "{}, \"lost\": {}, "
+      "\"lost_commit_overrun\": {}, \"lost_busy\": {}, \"lost_set_aside\": {}, "
+      "\"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
+      "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
+      "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
+      jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
+      jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
+      c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, c.lost_busy,
+      c.lost_set_aside, c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
+      jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), c.significant ? "true" : "false",
+      jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off), c.staged, c.staging_busy,
+      std::all_of(c.counts.begin(), c.counts.end(), [](const RunCounts& k) { return k.conserved; })
+          ? "true"
+          : "false",
+      jsamples(c.seconds));
+}
+
+std::string json_cases(const BenchReport& r) {
+  std::string out = " \"cases\": [";
+  for (size_t i = 0; i < r.cases.size(); ++i)
+    out += (i ? ",\n  " : "\n  ") + json_case(r, r.cases[i]);
   out += "],\n";
-  if (r.perf_events > 0) {
-    out += fmt::format(" \"overwrite_series\": {{\"events\": {}, \"syscall\": {}, \"cases\": [",
-                       r.perf_events, r.perf_syscall ? "true" : "false");
-    for (size_t i = 0; i < r.perf.size(); ++i) {
-      const PerfResult& p = r.perf[i];
-      out += fmt::format(
-          "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
-          "{}, "
-          "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": "
-          "{}, "
-          "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
-          "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-          i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
-          jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events,
-          p.significant ? jnum(p.ns_per_event) : "null", jnum(p.ns_per_event),
-          jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi), p.significant ? "true" : "false",
-          jstr(verdict_text(p.verdict)), p.median_counts.written, p.median_counts.lost,
-          p.median_counts.overrun, p.median_counts.read, p.median_counts.snapshots,
-          std::all_of(p.counts.begin(), p.counts.end(),
-                      [](const PerfCounts& k) { return k.conserved; })
-              ? "true"
-              : "false",
-          jsamples(p.seconds));
-    }
-    out += "]},\n";
-  }
-  out += " \"warnings\": [";
+  return out;
+}
+
+std::string json_perf_case(const PerfResult& p) {
+  return fmt::format(
+      "{{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
+      "{}, "
+      "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": "
+      "{}, "
+      "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
+      "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
+      jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean), jnum(p.summary.median),
+      jnum(p.summary.stddev_pct), p.events, p.significant ? jnum(p.ns_per_event) : "null",
+      jnum(p.ns_per_event), jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi),
+      p.significant ? "true" : "false", jstr(verdict_text(p.verdict)), p.median_counts.written,
+      p.median_counts.lost, p.median_counts.overrun, p.median_counts.read,
+      p.median_counts.snapshots,
+      std::all_of(p.counts.begin(), p.counts.end(), [](const PerfCounts& k) { return k.conserved; })
+          ? "true"
+          : "false",
+      jsamples(p.seconds));
+}
+
+// The "overwrite_series" object, or nothing when the series did not run.
+std::string json_overwrite_series(const BenchReport& r) {
+  if (r.perf_events == 0) return {};
+  std::string out =
+      fmt::format(" \"overwrite_series\": {{\"events\": {}, \"syscall\": {}, \"cases\": [",
+                  r.perf_events, r.perf_syscall ? "true" : "false");
+  for (size_t i = 0; i < r.perf.size(); ++i)
+    out += (i ? ",\n  " : "\n  ") + json_perf_case(r.perf[i]);
+  out += "]},\n";
+  return out;
+}
+
+std::string json_warnings(const BenchReport& r) {
+  std::string out = " \"warnings\": [";
   for (size_t i = 0; i < r.warnings.size(); ++i) {
     const std::string& w = r.warnings[i];
     out += (i ? ", " : "") + jstr(w.starts_with("[auto] ") ? std::string_view(w).substr(7) : w);
   }
-  out += "]}\n";
+  out += "]";
   return out;
+}
+
+}  // namespace
+
+std::string to_json(const BenchReport& r) {
+  return "{\"tool\": \"tracepipe bench\",\n" + json_config(r) + json_mix(r) + json_cases(r) +
+         json_overwrite_series(r) + json_warnings(r) + "}\n";
 }
 
 }  // namespace tracepipe::bench

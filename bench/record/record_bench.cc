@@ -487,9 +487,9 @@ constexpr const char* kUsage =
   --help               this text
 )";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line; --collector, --realtime and --block go to the globals
+// the runs read.
+struct Args {
   std::string dir = "/dev/shm";
   double seconds = 1;
   int repeats = 5;
@@ -502,67 +502,78 @@ int main(int argc, char** argv) {
   bool formats = false;   // --formats: drain only, per output format
   uint32_t equal_kb =
       2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
+};
+
+// Parses argv into `a`. Returns -1 to go on, else the exit code (--help: 0,
+// a bad option: 2).
+int parse_args(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--verify") {
-      verify = true;
+    const std::string o = argv[i];
+    if (o == "--verify") {
+      a.verify = true;
       continue;
     }
-    if (a == "--max-only") {
-      max_only = true;
+    if (o == "--max-only") {
+      a.max_only = true;
       continue;
     }
-    if (a == "--formats") {
-      formats = true;
+    if (o == "--formats") {
+      a.formats = true;
       continue;
     }
-    if (a == "--help" || a == "-h") {
+    if (o == "--help" || o == "-h") {
       fmt::print("{}", kUsage);
       return 0;
     }
     if (i + 1 >= argc) {
-      fmt::print(stderr, "{} needs a value\n", a);
+      fmt::print(stderr, "{} needs a value\n", o);
       return 2;
     }
     const char* v = argv[++i];
-    if (a == "--dir")
-      dir = v;
-    else if (a == "--seconds")
-      seconds = std::atof(v);
-    else if (a == "--repeats")
-      repeats = std::max(1, std::atoi(v));
-    else if (a == "--steady")
-      steady_rate = std::atof(v);
-    else if (a == "--rotate-mib")
-      rotate_mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--floor")
-      floor_seconds = std::atof(v);
-    else if (a == "--collector")
+    if (o == "--dir")
+      a.dir = v;
+    else if (o == "--seconds")
+      a.seconds = std::atof(v);
+    else if (o == "--repeats")
+      a.repeats = std::max(1, std::atoi(v));
+    else if (o == "--steady")
+      a.steady_rate = std::atof(v);
+    else if (o == "--rotate-mib")
+      a.rotate_mib = std::strtoull(v, nullptr, 10);
+    else if (o == "--floor")
+      a.floor_seconds = std::atof(v);
+    else if (o == "--collector")
       g_collector = v;
-    else if (a == "--peers")
-      peers = v;
-    else if (a == "--lttng-plugin")
-      plugin = v;
-    else if (a == "--realtime")
+    else if (o == "--peers")
+      a.peers = v;
+    else if (o == "--lttng-plugin")
+      a.plugin = v;
+    else if (o == "--realtime")
       g_realtime = std::atoi(v);
-    else if (a == "--block")
+    else if (o == "--block")
       g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
-    else if (a == "--equal-kb")
-      equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
+    else if (o == "--equal-kb")
+      a.equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {
-      fmt::print(stderr, "unknown option {}\n{}", a, kUsage);
+      fmt::print(stderr, "unknown option {}\n{}", o, kUsage);
       return 2;
     }
   }
+  return -1;
+}
+
+// Options that cannot run here or together. Returns -1 to go on, else the
+// exit code (77: the machine cannot run the bench, a skip).
+int refuse(const Args& a) {
   if (g_realtime != 0 && !has_realtime<record::RecorderOptions>) {
     fmt::print(stderr, "--realtime: this recorder has no realtime_priority\n");
     return 2;
   }
-  if (!peers.empty() && peers != "lttng") {
+  if (!a.peers.empty() && a.peers != "lttng") {
     fmt::print(stderr, "--peers: only lttng is known\n");
     return 2;
   }
-  if (!peers.empty() && !g_collector.empty()) {
+  if (!a.peers.empty() && !g_collector.empty()) {
     fmt::print(
         stderr,
         "--peers lttng compares recordings to tmpfs; it does not combine with --collector\n");
@@ -572,120 +583,171 @@ int main(int argc, char** argv) {
     fmt::print("needs 2 CPUs\n");
     return 77;
   }
-  // Before any thread or child: the LTTng daemon may move this thread to a
-  // private mount namespace that the threads made later inherit.
+  return -1;
+}
+
+// LTTng's side when --peers asks for it, or null (it could not open:
+// tracepipe's side still runs). Must come before any thread or child: the
+// LTTng daemon may move this thread to a private mount namespace that the
+// threads made later inherit.
+std::unique_ptr<record_bench::LttngRecordSide> open_lttng(const Args& a) {
   std::unique_ptr<record_bench::LttngRecordSide> lttng;
-  if (!peers.empty()) {
-    try {
-      lttng = record_bench::LttngRecordSide::open(plugin);
-    } catch (const std::exception& e) {
-      fmt::print("lttng-ust: skipped: {}\n", e.what());  // tracepipe's side still runs
-    }
-    if (lttng) {
-      lttng->consumer_fifo_priority = g_realtime;
-      fmt::print("lttng-ust: {}\n", lttng->description());
-    }
+  if (a.peers.empty()) return lttng;
+  try {
+    lttng = record_bench::LttngRecordSide::open(a.plugin);
+  } catch (const std::exception& e) {
+    fmt::print("lttng-ust: skipped: {}\n", e.what());
   }
-  if (g_collector == "auto") {
-    if (!record::LocalCollector::available()) {
-      fmt::print("--collector auto needs trace-cmd\n");
-      return 77;
-    }
-    g_local = std::make_unique<record::LocalCollector>(
-        fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
-    if (!g_local->ok()) {
-      fmt::print("trace-cmd listen did not start: {}\n", g_local->why());
-      return 1;
-    }
-    g_collector = g_local->address();
-    std::atexit(stop_listener);
-  }
-  const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
-  const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
-  if (steady_rate > 0) return steady(out, seconds, steady_rate, rotate_mib);
-  if (formats) {
-    if (!g_collector.empty()) {
-      fmt::print(stderr, "--formats records to files; it does not combine with --collector\n");
-      return 2;
-    }
-    // The three formats drain the same 700 000 records in turn, each repeat
-    // starting with another; ratios are taken within a repeat.
-    constexpr record::OutputFormat kFormats[] = {
-        record::OutputFormat::tracedat, record::OutputFormat::perfetto, record::OutputFormat::ctf};
-    std::vector<double> ns[3], ratio[3];
-    for (int i = 0; i < repeats; ++i) {
-      double one_run[3] = {};
-      for (int k = 0; k < 3; ++k) {
-        const int f = (k + i) % 3;
-        g_format = kFormats[f];
-        one_run[f] = drain_only(out, false);
-      }
-      for (int f = 0; f < 3; ++f) {
-        ns[f].push_back(one_run[f]);
-        ratio[f].push_back(one_run[f] / one_run[0]);
-      }
-    }
-    g_format = record::OutputFormat::tracedat;
-    for (int f = 0; f < 3; ++f) {
-      std::sort(ns[f].begin(), ns[f].end());
-      std::sort(ratio[f].begin(), ratio[f].end());
-      fmt::print(
-          "drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of "
-          "trace.dat, into {}\n",
-          record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(),
-          ns[f].back(), ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
-    }
-    return 0;
-  }
-  if (floor_seconds > 0) {
-    InstanceOptions o;
-    o.mode = BufferMode::drop_newest;
-    Instance inst(o);  // the default buffer: how many 64-byte events it holds
-    const uint64_t per_subbuf =
-        inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
-    wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
-  }
-  idle_cost(out, 1.0, repeats);
-  {
-    std::vector<double> file_ns, null_ns;
-    for (int i = 0; i < repeats; ++i) {
-      file_ns.push_back(drain_only(out, false));
-      null_ns.push_back(drain_only(out, true));
-    }
-    std::sort(file_ns.begin(), file_ns.end());
-    std::sort(null_ns.begin(), null_ns.end());
-    fmt::print(
-        "drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] "
-        "into /dev/null\n",
-        file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where,
-        null_ns[null_ns.size() / 2], null_ns.front(), null_ns.back());
-  }
-  if (max_only) {
-    for (int i = 0; i < repeats; ++i) {
-      const Run r = one(out, seconds, 0);
-      fmt::print(
-          "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
-          "{:.2f} ns/event\n",
-          r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
-          static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
-    }
-    return 0;
-  }
-  // tracepipe at its default; with LTTng, also tracepipe with LTTng's
-  // per-CPU buffer bytes (the equal-memory leg), then LTTng.
-  std::vector<Side> sides(lttng ? 3 : 1);
-  sides[0].name = "tracepipe";
-  sides[0].run = [&](double rate) { return one(out, seconds, rate); };
   if (lttng) {
-    sides[1].name = fmt::format("tp-{}K", equal_kb);
-    sides[1].run = [&](double rate) { return one(out, seconds, rate, equal_kb); };
-    sides[2].name = "lttng-ust";
-    sides[2].run = [&](double rate) { return lttng->run(seconds, rate); };
+    lttng->consumer_fifo_priority = g_realtime;
+    fmt::print("lttng-ust: {}\n", lttng->description());
   }
-  auto report_note = [](const Side& s, const Run& r) {
-    if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
-  };
-  // Full speed, the sides alternating run by run (and which goes first).
+  return lttng;
+}
+
+// --collector auto: a trace-cmd listen on loopback, removed at exit.
+// Returns -1 to go on, else the exit code (77: no trace-cmd, a skip).
+int start_local_collector() {
+  if (g_collector != "auto") return -1;
+  if (!record::LocalCollector::available()) {
+    fmt::print("--collector auto needs trace-cmd\n");
+    return 77;
+  }
+  g_local = std::make_unique<record::LocalCollector>(
+      fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
+  if (!g_local->ok()) {
+    fmt::print("trace-cmd listen did not start: {}\n", g_local->why());
+    return 1;
+  }
+  g_collector = g_local->address();
+  std::atexit(stop_listener);
+  return -1;
+}
+
+// --formats: drain-only into each output format. The three formats drain
+// the same 700 000 records in turn, each repeat starting with another;
+// ratios are taken within a repeat.
+int run_formats(const std::filesystem::path& out, int repeats, const std::string& where) {
+  if (!g_collector.empty()) {
+    fmt::print(stderr, "--formats records to files; it does not combine with --collector\n");
+    return 2;
+  }
+  constexpr record::OutputFormat kFormats[] = {
+      record::OutputFormat::tracedat, record::OutputFormat::perfetto, record::OutputFormat::ctf};
+  std::vector<double> ns[3], ratio[3];
+  for (int i = 0; i < repeats; ++i) {
+    double one_run[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      const int f = (k + i) % 3;
+      g_format = kFormats[f];
+      one_run[f] = drain_only(out, false);
+    }
+    for (int f = 0; f < 3; ++f) {
+      ns[f].push_back(one_run[f]);
+      ratio[f].push_back(one_run[f] / one_run[0]);
+    }
+  }
+  g_format = record::OutputFormat::tracedat;
+  for (int f = 0; f < 3; ++f) {
+    std::sort(ns[f].begin(), ns[f].end());
+    std::sort(ratio[f].begin(), ratio[f].end());
+    fmt::print(
+        "drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of "
+        "trace.dat, into {}\n",
+        record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(),
+        ns[f].back(), ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
+  }
+  return 0;
+}
+
+// The wake-up floor, read against the default buffer's size in 64-byte
+// events.
+void report_wakeup_floor(double floor_seconds) {
+  InstanceOptions o;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  const uint64_t per_subbuf =
+      inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
+  wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
+}
+
+// The recorder's own cost, into the output and into /dev/null.
+void report_drain_only(const std::filesystem::path& out, int repeats, const std::string& where) {
+  std::vector<double> file_ns, null_ns;
+  for (int i = 0; i < repeats; ++i) {
+    file_ns.push_back(drain_only(out, false));
+    null_ns.push_back(drain_only(out, true));
+  }
+  std::sort(file_ns.begin(), file_ns.end());
+  std::sort(null_ns.begin(), null_ns.end());
+  fmt::print(
+      "drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] "
+      "into /dev/null\n",
+      file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where,
+      null_ns[null_ns.size() / 2], null_ns.front(), null_ns.back());
+}
+
+// --max-only: each full-speed run on its own line, for a profiler's window.
+void report_max_only(const std::filesystem::path& out, double seconds, int repeats) {
+  for (int i = 0; i < repeats; ++i) {
+    const Run r = one(out, seconds, 0);
+    fmt::print(
+        "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
+        "{:.2f} ns/event\n",
+        r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
+        static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
+  }
+}
+
+// tracepipe at its default; with LTTng, also tracepipe with LTTng's
+// per-CPU buffer bytes (the equal-memory leg), then LTTng.
+std::vector<Side> make_sides(const std::filesystem::path& out, const Args& a,
+                             record_bench::LttngRecordSide* lttng) {
+  std::vector<Side> sides(lttng ? 3 : 1);
+  const double seconds = a.seconds;
+  sides[0].name = "tracepipe";
+  sides[0].run = [out, seconds](double rate) { return one(out, seconds, rate); };
+  if (lttng) {
+    const uint32_t equal_kb = a.equal_kb;
+    sides[1].name = fmt::format("tp-{}K", equal_kb);
+    sides[1].run = [out, seconds, equal_kb](double rate) {
+      return one(out, seconds, rate, equal_kb);
+    };
+    sides[2].name = "lttng-ust";
+    sides[2].run = [lttng, seconds](double rate) { return lttng->run(seconds, rate); };
+  }
+  return sides;
+}
+
+void report_note(const Side& s, const Run& r) {
+  if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
+}
+
+void report_max_rate(const Side& s, double seconds) {
+  fmt::print(
+      "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
+      s.name,
+      med(
+          s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
+          "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; },
+          "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+      s.max[0].floor_ns_per_event > 0
+          ? "  pwrite floor " +
+                med(
+                    s.max, [](const Run& r) { return r.floor_ns_per_event; },
+                    "{:.2f} [{:.2f}-{:.2f}]") +
+                " ns/event"
+          : std::string());
+}
+
+// Full speed, the sides alternating run by run (and which goes first).
+void run_max_rates(std::vector<Side>& sides, double seconds, int repeats) {
   for (int i = 0; i < repeats; ++i)
     for (size_t k = 0; k < sides.size(); ++k) {
       Side& s = sides[(k + static_cast<size_t>(i)) % sides.size()];
@@ -693,26 +755,7 @@ int main(int argc, char** argv) {
       report_note(s, s.max.back());
     }
   for (Side& s : sides) {
-    fmt::print(
-        "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
-        s.name,
-        med(
-            s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
-            "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; },
-            "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
-        s.max[0].floor_ns_per_event > 0
-            ? "  pwrite floor " +
-                  med(
-                      s.max, [](const Run& r) { return r.floor_ns_per_event; },
-                      "{:.2f} [{:.2f}-{:.2f}]") +
-                  " ns/event"
-            : std::string());
+    report_max_rate(s, seconds);
     // No rate above what the consumer wrote at full speed can be lossless:
     // the search starts there.
     std::vector<double> rates;
@@ -720,11 +763,37 @@ int main(int argc, char** argv) {
     std::sort(rates.begin(), rates.end());
     s.rate = rates[rates.size() / 2];
   }
-  // Lossless search, interleaved: each round runs every side once at its
-  // own current rate; a run that loses anything moves that side 10% down and
-  // restarts its count of clean runs. A side that has had --repeats clean runs
-  // in a row keeps running at its rate while another side still searches (so
-  // that both meet the same noise to the end): a loss there reopens its search.
+}
+
+// One run of a side in the lossless search at its current rate: a clean run
+// counts towards --repeats in a row; a loss moves the side 10% down and
+// restarts its count (or reopens a search it had finished).
+void lossless_step(Side& s, int repeats) {
+  Run r = s.run(s.rate);
+  report_note(s, r);
+  if (r.dropped == 0) {
+    s.clean.push_back(r);
+    if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
+      fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6, repeats);
+      s.done = s.found = true;
+    }
+    return;
+  }
+  fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name,
+             s.rate / 1e6, r.dropped, s.clean.size() + 1, r.rate / 1e6,
+             s.found ? " (search reopened)" : "");
+  if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
+  s.clean.clear();
+  s.done = s.found = false;
+  s.rate *= 0.9;
+  if (++s.steps >= 40 || s.rate < 1e5) s.done = true;
+}
+
+// Lossless search, interleaved: each round runs every side once at its own
+// current rate. A side that has had --repeats clean runs in a row keeps
+// running at its rate while another side still searches (so that both meet
+// the same noise to the end): a loss there reopens its search.
+void lossless_search(std::vector<Side>& sides, int repeats) {
   for (int round = 0;; ++round) {
     bool searching = false;
     for (const Side& s : sides) searching |= !s.done;
@@ -732,36 +801,22 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < sides.size(); ++k) {
       Side& s = sides[(k + static_cast<size_t>(round)) % sides.size()];
       if (s.done && !s.found) continue;  // gave up: nothing to confirm
-      Run r = s.run(s.rate);
-      report_note(s, r);
-      if (r.dropped == 0) {
-        s.clean.push_back(r);
-        if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
-          fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6,
-                     repeats);
-          s.done = s.found = true;
-        }
-        continue;
-      }
-      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name,
-                 s.rate / 1e6, r.dropped, s.clean.size() + 1, r.rate / 1e6,
-                 s.found ? " (search reopened)" : "");
-      if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
-      s.clean.clear();
-      s.done = s.found = false;
-      s.rate *= 0.9;
-      if (++s.steps >= 40 || s.rate < 1e5) s.done = true;
+      lossless_step(s, repeats);
     }
   }
-  // The lossless figure is the rate the clean runs emitted (the paced
-  // writer skips what it owes after a preemption, so it can fall short of
-  // the rate asked on a loaded machine).
-  auto emitted_rate = [](const Side& s) {
-    std::vector<double> x;
-    for (const Run& r : s.clean) x.push_back(r.rate);
-    std::sort(x.begin(), x.end());
-    return x[x.size() / 2];
-  };
+}
+
+// The lossless figure is the rate the clean runs emitted (the paced writer
+// skips what it owes after a preemption, so it can fall short of the rate
+// asked on a loaded machine).
+double emitted_rate(const Side& s) {
+  std::vector<double> x;
+  for (const Run& r : s.clean) x.push_back(r.rate);
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+void report_lossless(const std::vector<Side>& sides, double seconds) {
   for (const Side& s : sides) {
     if (s.found)
       fmt::print(
@@ -785,21 +840,31 @@ int main(int argc, char** argv) {
       fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name,
                  s.rate / 0.9 / 1e6);
   }
-  // The ratios the targets are stated in (medians of this run's sides).
-  auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.empty() ? 0.0 : x[x.size() / 2];
-  };
-  auto consumer = [&](const std::vector<Run>& v) {
-    std::vector<double> x;
-    for (const Run& r : v) x.push_back(r.consumer_ns_per_event);
-    return median(x);
-  };
-  auto floor_of = [&](const std::vector<Run>& v) {
-    std::vector<double> x;
-    for (const Run& r : v) x.push_back(r.floor_ns_per_event);
-    return median(x);
-  };
+}
+
+double median_of(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x.empty() ? 0.0 : x[x.size() / 2];
+}
+
+double median_consumer_ns(const std::vector<Run>& v) {
+  std::vector<double> x;
+  for (const Run& r : v) x.push_back(r.consumer_ns_per_event);
+  return median_of(x);
+}
+
+double median_floor_ns(const std::vector<Run>& v) {
+  std::vector<double> x;
+  for (const Run& r : v) x.push_back(r.floor_ns_per_event);
+  return median_of(x);
+}
+
+// The ratios the targets are stated in (medians of this run's sides): each
+// tracepipe side's consumer to the pwrite floor, and with LTTng, to LTTng's
+// consumer and lossless rate.
+void report_ratios(const std::vector<Side>& sides) {
+  const auto consumer = median_consumer_ns;
+  const auto floor_of = median_floor_ns;
   for (size_t k = 0; k < (sides.size() == 3 ? 2u : 1u); ++k) {  // the tracepipe sides
     const Side& t = sides[k];
     if (floor_of(t.max) > 0)
@@ -809,41 +874,69 @@ int main(int argc, char** argv) {
           t.name, consumer(t.max) / floor_of(t.max),
           t.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / floor_of(t.clean)) : "");
   }
-  if (sides.size() == 3) {
-    const Side& l = sides[2];
-    for (size_t k = 0; k < 2; ++k) {
-      const Side& t = sides[k];
+  if (sides.size() != 3) return;
+  const Side& l = sides[2];
+  for (size_t k = 0; k < 2; ++k) {
+    const Side& t = sides[k];
+    fmt::print(
+        "ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= "
+        "0.5x)\n",
+        t.name, consumer(t.max) / consumer(l.max),
+        t.found && l.found
+            ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean))
+            : "");
+    if (t.found && l.found)
       fmt::print(
-          "ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= "
-          "0.5x)\n",
-          t.name, consumer(t.max) / consumer(l.max),
-          t.found && l.found
-              ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean))
-              : "");
-      if (t.found && l.found)
-        fmt::print(
-            "ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; "
-            "target >= 1.5x)\n",
-            t.name, emitted_rate(t) / emitted_rate(l),
-            k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
-    }
+          "ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; "
+          "target >= 1.5x)\n",
+          t.name, emitted_rate(t) / emitted_rate(l),
+          k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
   }
-  if (lttng && verify) {
-    // The trace itself against the counts: one lossless run, one at full speed.
-    for (const double rate : {sides.back().found ? sides.back().rate : 1e6, 0.0}) {
-      const Run r = lttng->run(seconds, rate, true);
-      std::string why;
-      const auto n = record_bench::count_events(*lttng->last_trace(), why);
-      if (!n)
-        fmt::print("verify        {}\n", why);
-      else
-        fmt::print(
-            "verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} "
-            "events: {}\n",
-            rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped,
-            r.written, *n, *n == r.written ? "equal" : "DIFFERENT");
-    }
+}
+
+// --verify: LTTng's trace itself against its counts, one lossless run and
+// one at full speed.
+void verify_lttng(record_bench::LttngRecordSide& lttng, const Side& side, double seconds) {
+  for (const double rate : {side.found ? side.rate : 1e6, 0.0}) {
+    const Run r = lttng.run(seconds, rate, true);
+    std::string why;
+    const auto n = record_bench::count_events(*lttng.last_trace(), why);
+    if (!n)
+      fmt::print("verify        {}\n", why);
+    else
+      fmt::print(
+          "verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} "
+          "events: {}\n",
+          rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped,
+          r.written, *n, *n == r.written ? "equal" : "DIFFERENT");
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (const int rc = parse_args(argc, argv, a); rc >= 0) return rc;
+  if (const int rc = refuse(a); rc >= 0) return rc;
+  const std::unique_ptr<record_bench::LttngRecordSide> lttng = open_lttng(a);
+  if (const int rc = start_local_collector(); rc >= 0) return rc;
+  const std::string where = g_collector.empty() ? a.dir : "trace-cmd listen at " + g_collector;
+  const auto out = std::filesystem::path(a.dir) / fmt::format("tp_record_bench_{}.dat", getpid());
+  if (a.steady_rate > 0) return steady(out, a.seconds, a.steady_rate, a.rotate_mib);
+  if (a.formats) return run_formats(out, a.repeats, where);
+  if (a.floor_seconds > 0) report_wakeup_floor(a.floor_seconds);
+  idle_cost(out, 1.0, a.repeats);
+  report_drain_only(out, a.repeats, where);
+  if (a.max_only) {
+    report_max_only(out, a.seconds, a.repeats);
+    return 0;
+  }
+  std::vector<Side> sides = make_sides(out, a, lttng.get());
+  run_max_rates(sides, a.seconds, a.repeats);
+  lossless_search(sides, a.repeats);
+  report_lossless(sides, a.seconds);
+  report_ratios(sides);
+  if (lttng && a.verify) verify_lttng(*lttng, sides.back(), a.seconds);
   for (const Side& s : sides)
     if (!s.found) return 1;
   return 0;

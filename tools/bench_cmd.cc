@@ -103,20 +103,9 @@ void run(CliOptions& cli) {
   std::fflush(stdout);
 }
 
-const Registrar reg{[](CLI::App& app) {
-  auto cli = std::make_shared<CliOptions>();
-  BenchOptions& o = cli->bench;
-  CLI::App* sub = app.add_subcommand(
-      "bench",
-      "Measure what discarding and committing events cost, as the kernel patch 0fc1b09ff1ff "
-      "did, with tracing off, all events, a reject-all, an accept-all and a 50% filter, each with "
-      "staging on/off/adaptive: first the recorded kernel event mix of hackbench replayed "
-      "through the emit path on pinned threads (per-event costs with 95% intervals), then an "
-      "in-process hackbench emitting sched_switch, sched_wakeup, sys_enter and sys_exit end "
-      "to end; then the perf overwrite series (N events from one thread into "
-      "drop-newest and overwrite buffers). Prints tables, or JSON with --json. See docs/bench.md.");
-  sub->option_defaults()->always_capture_default();
-
+// The in-process hackbench (the end-to-end table).
+void add_workload_options(CLI::App* sub, CliOptions& cli) {
+  BenchOptions& o = cli.bench;
   const char* W = "Workload (like hackbench -T)";
   sub->add_option("-g,--groups", o.workload.groups, "Groups of senders and receivers")
       ->check(CLI::Range(1, 64))
@@ -132,30 +121,34 @@ const Registrar reg{[](CLI::App& app) {
   sub->add_option("-s,--datasize", o.workload.msg_bytes, "Bytes per message")
       ->check(CLI::Range(1, 4096))
       ->group(W);
-  sub->add_option("--channel", cli->channel, "Channel per receiver: socketpair or pipe")
+  sub->add_option("--channel", cli.channel, "Channel per receiver: socketpair or pipe")
       ->check(CLI::IsMember({"socketpair", "pipe"}))
       ->group(W);
-  sub->add_flag("--no-pin", cli->no_pin,
+  sub->add_flag("--no-pin", cli.no_pin,
                 "Do not pin threads (default: sender/receiver pair p runs on allowed CPU p mod n)")
       ->group(W);
+}
 
+// The cases, their repetitions and the warnings on their spread.
+void add_case_options(CLI::App* sub, CliOptions& cli) {
+  BenchOptions& o = cli.bench;
   const char* C = "Cases and statistics";
   sub->add_option("-r,--runs", o.runs,
                   "Repetitions of every case (like perf stat -r); runs are interleaved")
       ->check(CLI::Range(1, 1000))
       ->group(C);
-  sub->add_option("--cases", cli->cases,
+  sub->add_option("--cases", cli.cases,
                   "Cases of the first table: off,all,reject,accept,half (off always runs: it is "
                   "the base) [default: all five]")
       ->delimiter(',')
       ->group(C);
   sub->add_option(
-         "--staging", cli->stagings,
+         "--staging", cli.stagings,
          "Staging modes: on or per_cpu (per-CPU temp buffer, the config file's name), off, "
          "adaptive, per_thread [default: on,off,adaptive]")
       ->delimiter(',')
       ->group(C);
-  sub->add_option("--filters", cli->filters_file,
+  sub->add_option("--filters", cli.filters_file,
                   "TOML file overriding the filters of the reject, accept and half cases "
                   "(see docs/bench.md)")
       ->check(CLI::ExistingFile)
@@ -164,8 +157,12 @@ const Registrar reg{[](CLI::App& app) {
                   "Warn when a case's relative stddev exceeds this many percent")
       ->check(number_range(0.01, 1000))
       ->group(C);
-  sub->add_flag("--no-warmup", cli->no_warmup, "Skip the untimed warm-up pass")->group(C);
+  sub->add_flag("--no-warmup", cli.no_warmup, "Skip the untimed warm-up pass")->group(C);
+}
 
+// The replayed kernel event mix (the first table).
+void add_mix_options(CLI::App* sub, CliOptions& cli) {
+  BenchOptions& o = cli.bench;
   const char* M = "Replayed mix (the first table)";
   sub->add_option(
          "--mix", o.mix_source,
@@ -182,16 +179,20 @@ const Registrar reg{[](CLI::App& app) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}))
       ->group(M);
   sub->add_option("--seed", o.mix_seed, "Seed of the random block order")->group(M);
+}
 
+// The ring buffer the cases trace into.
+void add_engine_options(CLI::App* sub, CliOptions& cli) {
+  BenchOptions& o = cli.bench;
   const char* E = "Engine";
   sub->add_option(
-         "-b,--buffer-kb,--buffer-size-kb", cli->buffer_kb,
+         "-b,--buffer-kb,--buffer-size-kb", cli.buffer_kb,
          "Ring buffer size per CPU, KiB, at least 8 (the bench's own floor; the config file "
          "and replay accept 1) (--buffer-size-kb: the config file's and replay's name)")
       ->check(CLI::Range(
           uint64_t{8}, kMaxBufferSizeKb))  // as the config file's (core/config/instance_options.h)
       ->group(E);
-  sub->add_option("-m,--mode", cli->mode,
+  sub->add_option("-m,--mode", cli.mode,
                   "Ring buffer mode when full: overwrite, or drop_newest (the config file's name) "
                   "= drop")
       ->check(CLI::IsMember({"overwrite", "drop_newest", "drop"}))
@@ -200,29 +201,56 @@ const Registrar reg{[](CLI::App& app) {
          "-C,--clock", o.engine.clock,
          "Trace clock (kernel names: local, global, counter, mono, mono_raw, x86-tsc, ...)")
       ->group(E);
+}
 
+// The perf overwrite series, and which tables run.
+void add_perf_options(CLI::App* sub, CliOptions& cli) {
+  BenchOptions& o = cli.bench;
   const char* P = "Second table (perf overwrite series)";
   sub->add_option("--perf-events", o.perf_events, "Events per run (N); 0 skips the table")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1'000'000'000}))
       ->group(P);
-  sub->add_flag("--perf-no-syscall", cli->perf_no_syscall,
+  sub->add_flag("--perf-no-syscall", cli.perf_no_syscall,
                 "Do not make a close(-1) system call before each event")
       ->group(P);
-  sub->add_option("--table", cli->table,
+  sub->add_option("--table", cli.table,
                   "Which tables to run: all, mix (the replayed mix), hackbench (end to end), "
                   "overwrite (perf series), both (hackbench and overwrite)")
       ->check(CLI::IsMember({"all", "mix", "both", "hackbench", "overwrite"}))
       ->group(P);
+}
 
+// Tables or JSON, progress, or the peers bench instead.
+void add_output_options(CLI::App* sub, CliOptions& cli) {
   const char* O = "Output";
-  sub->add_flag("--json", cli->json, "Print JSON (shape in docs/bench.md) instead of tables")
+  sub->add_flag("--json", cli.json, "Print JSON (shape in docs/bench.md) instead of tables")
       ->group(O);
-  sub->add_flag("-q,--quiet", cli->quiet, "No progress line on stderr")->group(O);
-  sub->add_flag("--peers", cli->peers,
+  sub->add_flag("-q,--quiet", cli.quiet, "No progress line on stderr")->group(O);
+  sub->add_flag("--peers", cli.peers,
                 "Run the peers bench instead: the same event through tracepipe, LTTng-UST and the "
                 "kernel's ftrace, interleaved (same as `tracepipe bench-peers`, docs/peers.md)")
       ->group(O);
+}
 
+const Registrar reg{[](CLI::App& app) {
+  auto cli = std::make_shared<CliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "Measure what discarding and committing events cost, as the kernel patch 0fc1b09ff1ff "
+      "did, with tracing off, all events, a reject-all, an accept-all and a 50% filter, each with "
+      "staging on/off/adaptive: first the recorded kernel event mix of hackbench replayed "
+      "through the emit path on pinned threads (per-event costs with 95% intervals), then an "
+      "in-process hackbench emitting sched_switch, sched_wakeup, sys_enter and sys_exit end "
+      "to end; then the perf overwrite series (N events from one thread into "
+      "drop-newest and overwrite buffers). Prints tables, or JSON with --json. See docs/bench.md.");
+  sub->option_defaults()->always_capture_default();
+  // The groups in the order --help lists them.
+  add_workload_options(sub, *cli);
+  add_case_options(sub, *cli);
+  add_mix_options(sub, *cli);
+  add_engine_options(sub, *cli);
+  add_perf_options(sub, *cli);
+  add_output_options(sub, *cli);
   sub->callback([cli] { run(*cli); });
 }};
 

@@ -134,87 +134,111 @@ std::string ns_cell(double ns, bool significant) {
   return significant ? fmt::format("{:.1f}", ns) : std::string("n.s.");
 }
 
-}  // namespace
+// Warnings that concern several cells are gathered here and printed as one
+// line each, after the warnings about a single cell.
+struct Findings {
+  Findings(BenchReport& report, double spread_pct) : r(report), warn_spread_pct(spread_pct) {}
 
-void finalize(BenchReport& r, double warn_spread_pct) {
-  r.warnings.erase(std::remove_if(r.warnings.begin(), r.warnings.end(),
-                                  [](const std::string& w) { return w.starts_with("[auto] "); }),
-                   r.warnings.end());
-  auto warn = [&](std::string w) { r.warnings.push_back("[auto] " + std::move(w)); };
-  // Warnings that concern several cells are gathered into one line each.
+  BenchReport& r;
+  double warn_spread_pct;
   std::vector<std::string> spread, lost, noise, half, mix_noise, mix_lost;
   uint64_t lost_commit_overrun = 0, lost_busy = 0;
 
+  void warn(std::string w) { r.warnings.push_back("[auto] " + std::move(w)); }
+};
+
+// The case's counts: the lower median of each over its runs, so that every
+// figure is one a run observed. False when the runs saw different numbers
+// of events.
+bool take_median_counts(CaseResult& c) {
+  std::vector<uint64_t> accepted, rejected, lost_v, lost_co, lost_sa, lost_bz, staged, busy;
+  c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
+  bool same = true;
+  for (const RunCounts& k : c.counts) {
+    accepted.push_back(k.accepted);
+    rejected.push_back(k.rejected);
+    lost_v.push_back(k.lost);
+    lost_co.push_back(k.lost_commit_overrun);
+    lost_sa.push_back(k.lost_set_aside);
+    lost_bz.push_back(k.lost_busy);
+    staged.push_back(k.staged);
+    busy.push_back(k.staging_busy);
+    same = same && k.emitted == c.events;
+  }
+  c.accepted = median_u64(accepted);
+  c.rejected = median_u64(rejected);
+  c.lost = median_u64(lost_v);
+  c.lost_commit_overrun = median_u64(lost_co);
+  c.lost_set_aside = median_u64(lost_sa);
+  c.lost_busy = median_u64(lost_bz);
+  c.staged = median_u64(staged);
+  c.staging_busy = median_u64(busy);
+  c.accept_pct =
+      c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
+  return same;
+}
+
+// What an end-to-end case's runs say about the engine and the filters: a
+// count that cannot be right points at a bug, not at noise.
+void check_case_counts(const CaseResult& c, const std::string& label, bool same, Findings& f) {
+  if (!same) f.warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
+  if (c.spec.kase == Case::off && c.events != 0)
+    f.warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
+  if (c.spec.kase != Case::off && c.events == 0 && !c.counts.empty())
+    f.warn(fmt::format("{}: no event reached the engine", label));
+  for (const RunCounts& k : c.counts)
+    if (!k.conserved) {
+      f.warn(
+          fmt::format("{}: the ring buffer's accounting does not add up to the engine's "
+                      "reservations (a core/ or buffers/ bug)",
+                      label));
+      break;
+    }
+  for (const RunCounts& k : c.counts) {
+    if (c.spec.kase == Case::reject && k.accepted != 0) {
+      f.warn(fmt::format("{}: the reject-all filter accepted {} events", label, k.accepted));
+      break;
+    }
+    if ((c.spec.kase == Case::accept || c.spec.kase == Case::all) && k.rejected != 0) {
+      f.warn(fmt::format("{}: {} events rejected although every event should pass", label,
+                         k.rejected));
+      break;
+    }
+  }
+}
+
+// Summarises every end-to-end case and notes its losses, odd half filter and
+// spread. Returns the off (base) case, or null.
+const CaseResult* summarize_cases(Findings& f) {
   const CaseResult* off = nullptr;
-  for (CaseResult& c : r.cases) {
+  for (CaseResult& c : f.r.cases) {
     c.summary = summarize(c.seconds);
     if (c.spec.kase == Case::off) off = &c;
-    std::vector<uint64_t> accepted, rejected, lost_v, lost_co, lost_sa, lost_bz, staged, busy;
-    c.events = c.counts.empty() ? 0 : c.counts.front().emitted;
-    bool same = true;
-    for (const RunCounts& k : c.counts) {
-      accepted.push_back(k.accepted);
-      rejected.push_back(k.rejected);
-      lost_v.push_back(k.lost);
-      lost_co.push_back(k.lost_commit_overrun);
-      lost_sa.push_back(k.lost_set_aside);
-      lost_bz.push_back(k.lost_busy);
-      staged.push_back(k.staged);
-      busy.push_back(k.staging_busy);
-      same = same && k.emitted == c.events;
-    }
-    c.accepted = median_u64(accepted);
-    c.rejected = median_u64(rejected);
-    c.lost = median_u64(lost_v);
-    c.lost_commit_overrun = median_u64(lost_co);
-    c.lost_set_aside = median_u64(lost_sa);
-    c.lost_busy = median_u64(lost_bz);
-    c.staged = median_u64(staged);
-    c.staging_busy = median_u64(busy);
-    c.accept_pct =
-        c.events ? 100.0 * double(c.events - std::min(c.rejected, c.events)) / double(c.events) : 0;
+    const bool same = take_median_counts(c);
     const std::string label =
         c.spec.kase == Case::off
             ? std::string("off")
-            : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, r.staging_on_name));
-    if (!same) warn(fmt::format("{}: events differ between runs (engine or workload bug)", label));
-    if (c.spec.kase == Case::off && c.events != 0)
-      warn(fmt::format("off: {} events reached the engine with tracing off", c.events));
-    if (c.spec.kase != Case::off && c.events == 0 && !c.counts.empty())
-      warn(fmt::format("{}: no event reached the engine", label));
-    for (const RunCounts& k : c.counts)
-      if (!k.conserved) {
-        warn(
-            fmt::format("{}: the ring buffer's accounting does not add up to the engine's "
-                        "reservations (a core/ or buffers/ bug)",
-                        label));
-        break;
-      }
-    for (const RunCounts& k : c.counts) {
-      if (c.spec.kase == Case::reject && k.accepted != 0) {
-        warn(fmt::format("{}: the reject-all filter accepted {} events", label, k.accepted));
-        break;
-      }
-      if ((c.spec.kase == Case::accept || c.spec.kase == Case::all) && k.rejected != 0) {
-        warn(fmt::format("{}: {} events rejected although every event should pass", label,
-                         k.rejected));
-        break;
-      }
-    }
+            : fmt::format("{}/{}", name(c.spec.kase), name(c.spec.staging, f.r.staging_on_name));
+    check_case_counts(c, label, same, f);
     if (c.events > 0 && c.lost * 200 > c.events) {  // > 0.5%
-      lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(c.lost) / double(c.events)));
-      lost_commit_overrun += c.lost_commit_overrun;
-      lost_busy += c.lost_busy;
+      f.lost.push_back(fmt::format("{} {:.1f}%", label, 100.0 * double(c.lost) / double(c.events)));
+      f.lost_commit_overrun += c.lost_commit_overrun;
+      f.lost_busy += c.lost_busy;
     }
     if (c.spec.kase == Case::half && c.events > 0 && (c.accept_pct < 45 || c.accept_pct > 55))
-      half.push_back(fmt::format("{} {:.1f}%", label, c.accept_pct));
-    if (c.summary.n >= 2 && c.summary.stddev_pct > warn_spread_pct)
-      spread.push_back(fmt::format("{} ±{:.1f}%", label, c.summary.stddev_pct));
+      f.half.push_back(fmt::format("{} {:.1f}%", label, c.accept_pct));
+    if (c.summary.n >= 2 && c.summary.stddev_pct > f.warn_spread_pct)
+      f.spread.push_back(fmt::format("{} ±{:.1f}%", label, c.summary.stddev_pct));
   }
-  if (!off && std::any_of(r.cases.begin(), r.cases.end(),
+  return off;
+}
+
+// Each traced case's cost over off, from the runs paired with off's.
+void judge_cases(const CaseResult* off, Findings& f) {
+  if (!off && std::any_of(f.r.cases.begin(), f.r.cases.end(),
                           [](const CaseResult& c) { return !c.seconds.empty(); }))
     throw std::logic_error("bench report: traced cases without an off (base) case");
-  for (CaseResult& c : r.cases) {
+  for (CaseResult& c : f.r.cases) {
     if (!off || off->summary.median <= 0) continue;
     c.ratio_to_off = c.summary.median / off->summary.median;
     if (c.spec.kase == Case::off) {
@@ -223,12 +247,16 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     }
     judge_row(c, c.seconds, off->seconds, c.summary.median, off->summary.median, c.events);
     if (!c.significant)
-      noise.push_back(
-          fmt::format("{} ({})", cell_label(c.spec, r.staging_on_name), verdict_text(c.verdict)));
+      f.noise.push_back(
+          fmt::format("{} ({})", cell_label(c.spec, f.r.staging_on_name), verdict_text(c.verdict)));
   }
+}
 
+// The perf overwrite series: summaries, one run's counts, each case's cost
+// over base.
+void finalize_perf(Findings& f) {
   const PerfResult* base = nullptr;
-  for (PerfResult& p : r.perf) {
+  for (PerfResult& p : f.r.perf) {
     p.summary = summarize(p.seconds);
     if (p.kase == PerfCase::base) base = &p;
     // Counts of one run (the lower-median run by losses), so that they add up.
@@ -238,103 +266,130 @@ void finalize(BenchReport& r, double warn_spread_pct) {
     p.median_counts = runs.empty() ? PerfCounts{} : runs[(runs.size() - 1) / 2];
     for (const PerfCounts& k : p.counts)
       if (!k.conserved) {
-        warn(
+        f.warn(
             fmt::format("overwrite series {}: the ring buffer's counts do not add up (written "
                         "{} + lost {} against {} attempts, or consumed + overrun + lost + "
                         "discarded + entries differs): a buffers/ accounting bug",
                         name(p.kase), k.written, k.lost, p.events));
         break;
       }
-    if (p.summary.n >= 2 && p.summary.stddev_pct > warn_spread_pct)
-      spread.push_back(fmt::format("{} ±{:.1f}%", name(p.kase), p.summary.stddev_pct));
+    if (p.summary.n >= 2 && p.summary.stddev_pct > f.warn_spread_pct)
+      f.spread.push_back(fmt::format("{} ±{:.1f}%", name(p.kase), p.summary.stddev_pct));
   }
-  for (PerfResult& p : r.perf)
+  for (PerfResult& p : f.r.perf)
     if (base && p.kase != PerfCase::base) {
       judge_row(p, p.seconds, base->seconds, p.summary.median, base->summary.median, p.events);
       if (!p.significant)
-        noise.push_back(fmt::format("{} ({})", name(p.kase), verdict_text(p.verdict)));
+        f.noise.push_back(fmt::format("{} ({})", name(p.kase), verdict_text(p.verdict)));
     }
+}
 
-  // The replayed mix.
-  if (!r.mix_cases.empty()) {
-    const uint64_t block_events = uint64_t{r.mix.threads} * r.mix.block_events;
-    std::vector<double> base_costs;
-    for (MixResult& m : r.mix_cases) {
-      m.costs.clear();
-      const size_t n = std::min(m.block_ns.size(), m.base_ns.size());
-      for (size_t i = 0; i < n && block_events > 0; ++i) {
-        m.costs.push_back((m.block_ns[i] - m.base_ns[i]) / double(block_events));
-        base_costs.push_back(m.base_ns[i] / double(block_events));
-      }
-      m.ci = median_ci95(m.costs);
-      m.verdict = judge(m.ci);
-      const RunCounts& k = m.counts;
-      m.accept_pct = k.emitted ? 100.0 * double(k.emitted - std::min(k.rejected, k.emitted)) /
-                                     double(k.emitted)
-                               : 0;
-      const std::string label = cell_label(m.spec, r.staging_on_name);
-      if (m.costs.empty()) continue;
-      if (m.verdict != Verdict::significant)
-        mix_noise.push_back(fmt::format("{} ({})", label, verdict_text(m.verdict)));
-      if (k.emitted > 0 && k.lost * 200 > k.emitted)
-        mix_lost.push_back(
-            fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
-      if (m.spec.kase == Case::half && k.emitted > 0 && (m.accept_pct < 45 || m.accept_pct > 55))
-        half.push_back(fmt::format("replayed mix {} {:.1f}%", label, m.accept_pct));
-      if (!k.conserved)
-        warn(
-            fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
-                        "engine's reservations (a core/ or buffers/ bug)",
-                        label));
-      if (m.spec.kase == Case::reject && k.accepted != 0)
-        warn(fmt::format("replayed mix {}: the reject-all filter accepted {} events", label,
-                         k.accepted));
-      if ((m.spec.kase == Case::accept || m.spec.kase == Case::all) && k.rejected != 0)
-        warn(fmt::format("replayed mix {}: {} events rejected although every event should pass",
-                         label, k.rejected));
-      if (k.emitted != uint64_t(m.costs.size()) * block_events)
-        warn(fmt::format("replayed mix {}: {} events reached the engine, expected {}", label,
-                         k.emitted, uint64_t(m.costs.size()) * block_events));
+// What a replayed-mix cell's counts say about the engine and the filters.
+void check_mix_counts(const MixResult& m, const std::string& label, uint64_t block_events,
+                      Findings& f) {
+  const RunCounts& k = m.counts;
+  if (k.emitted > 0 && k.lost * 200 > k.emitted)
+    f.mix_lost.push_back(
+        fmt::format("{} {:.1f}%", label, 100.0 * double(k.lost) / double(k.emitted)));
+  if (m.spec.kase == Case::half && k.emitted > 0 && (m.accept_pct < 45 || m.accept_pct > 55))
+    f.half.push_back(fmt::format("replayed mix {} {:.1f}%", label, m.accept_pct));
+  if (!k.conserved)
+    f.warn(
+        fmt::format("replayed mix {}: the ring buffer's accounting does not add up to the "
+                    "engine's reservations (a core/ or buffers/ bug)",
+                    label));
+  if (m.spec.kase == Case::reject && k.accepted != 0)
+    f.warn(fmt::format("replayed mix {}: the reject-all filter accepted {} events", label,
+                       k.accepted));
+  if ((m.spec.kase == Case::accept || m.spec.kase == Case::all) && k.rejected != 0)
+    f.warn(fmt::format("replayed mix {}: {} events rejected although every event should pass",
+                       label, k.rejected));
+  if (k.emitted != uint64_t(m.costs.size()) * block_events)
+    f.warn(fmt::format("replayed mix {}: {} events reached the engine, expected {}", label,
+                       k.emitted, uint64_t(m.costs.size()) * block_events));
+}
+
+// The replayed mix: each cell's paired block costs over off, their interval
+// and verdict, and the base's own cost.
+void finalize_mix(Findings& f) {
+  BenchReport& r = f.r;
+  if (r.mix_cases.empty()) return;
+  const uint64_t block_events = uint64_t{r.mix.threads} * r.mix.block_events;
+  std::vector<double> base_costs;
+  for (MixResult& m : r.mix_cases) {
+    m.costs.clear();
+    const size_t n = std::min(m.block_ns.size(), m.base_ns.size());
+    for (size_t i = 0; i < n && block_events > 0; ++i) {
+      m.costs.push_back((m.block_ns[i] - m.base_ns[i]) / double(block_events));
+      base_costs.push_back(m.base_ns[i] / double(block_events));
     }
-    r.mix.base = median_ci95(base_costs);
-    if (!r.mix.fallback_reason.empty())
-      warn(fmt::format("replayed mix: the embedded mix was used ({})", r.mix.fallback_reason));
+    m.ci = median_ci95(m.costs);
+    m.verdict = judge(m.ci);
+    const RunCounts& k = m.counts;
+    m.accept_pct =
+        k.emitted ? 100.0 * double(k.emitted - std::min(k.rejected, k.emitted)) / double(k.emitted)
+                  : 0;
+    const std::string label = cell_label(m.spec, r.staging_on_name);
+    if (m.costs.empty()) continue;
+    if (m.verdict != Verdict::significant)
+      f.mix_noise.push_back(fmt::format("{} ({})", label, verdict_text(m.verdict)));
+    check_mix_counts(m, label, block_events, f);
   }
+  r.mix.base = median_ci95(base_costs);
+  if (!r.mix.fallback_reason.empty())
+    f.warn(fmt::format("replayed mix: the embedded mix was used ({})", r.mix.fallback_reason));
+}
 
+// One line per kind of finding, each listing the cells concerned.
+void warn_gathered(Findings& f) {
   auto join = [](const std::vector<std::string>& v) {
     return fmt::format("{}", fmt::join(v, ", "));
   };
-  if (!lost.empty())
-    warn(fmt::format(
+  if (!f.lost.empty())
+    f.warn(fmt::format(
         "events lost by the ring buffer: {} (of them {} because the sub-buffer to overwrite still "
         "held a record whose writer was preempted between reserve and commit and no spare was "
         "free: commit_overrun; {} because the next sub-buffer was held by a writer preempted while "
         "zeroing it, or by one preempted while walking it and no spare was free: lost_busy); those "
         "cells under-count the cost of committing: enlarge "
         "--buffer-kb or run fewer threads",
-        join(lost), lost_commit_overrun, lost_busy));
-  if (!half.empty())
-    warn(
+        join(f.lost), f.lost_commit_overrun, f.lost_busy));
+  if (!f.half.empty())
+    f.warn(
         fmt::format("the half filter passed {} of the events, not about 50% (odd CPU count, "
                     "--no-pin, an odd number of pairs, or a filter file)",
-                    join(half)));
-  if (!spread.empty())
-    warn(
+                    join(f.half)));
+  if (!f.spread.empty())
+    f.warn(
         fmt::format("high spread (relative stddev above {:.0f}%): {}; the machine is noisy: "
                     "compare medians, raise --runs or the workload size",
-                    warn_spread_pct, join(spread)));
-  if (!mix_lost.empty())
-    warn(fmt::format("replayed mix: events lost by the ring buffer: {}", join(mix_lost)));
-  if (!mix_noise.empty())
-    warn(
+                    f.warn_spread_pct, join(f.spread)));
+  if (!f.mix_lost.empty())
+    f.warn(fmt::format("replayed mix: events lost by the ring buffer: {}", join(f.mix_lost)));
+  if (!f.mix_noise.empty())
+    f.warn(
         fmt::format("replayed mix: ns/event not significant (95% interval reaching 0 or wider "
                     "than ±10%, marked *): {}",
-                    join(mix_noise)));
-  if (!noise.empty())
-    warn(
+                    join(f.mix_noise)));
+  if (!f.noise.empty())
+    f.warn(
         fmt::format("end to end: ns/event not significant (95% interval of the paired runs "
                     "reaching 0 or wider than ±10%, or too few runs; shown as n.s.): {}",
-                    join(noise)));
+                    join(f.noise)));
+}
+
+}  // namespace
+
+void finalize(BenchReport& r, double warn_spread_pct) {
+  // Idempotent: the warnings a previous call added are replaced, not doubled.
+  r.warnings.erase(std::remove_if(r.warnings.begin(), r.warnings.end(),
+                                  [](const std::string& w) { return w.starts_with("[auto] "); }),
+                   r.warnings.end());
+  Findings f(r, warn_spread_pct);
+  judge_cases(summarize_cases(f), f);
+  finalize_perf(f);
+  finalize_mix(f);
+  warn_gathered(f);
 }
 
 std::vector<DiscardVsCommit> discard_vs_commit(const BenchReport& r) {
@@ -529,10 +584,11 @@ std::string format_table(const BenchReport& r, bool with_mix) {
   return out;
 }
 
-std::string to_json(const BenchReport& r) {
+namespace {
+
+std::string json_config(const BenchReport& r) {
   const WorkloadConfig& w = r.workload;
-  std::string out = "{\"tool\": \"tracepipe bench\",\n";
-  out += fmt::format(
+  std::string out = fmt::format(
       " \"config\": {{\"groups\": {}, \"fds\": {}, \"loops\": {}, \"msg_bytes\": {}, "
       "\"channel\": {}, \"threads\": {}, \"messages\": {}, \"pinned\": {}, \"cpus\": [{}], "
       "\"runs\": {}, \"buffer_bytes_per_cpu\": {}, \"mode\": {}, \"clock\": {}, \"engine\": {}, "
@@ -545,106 +601,132 @@ std::string to_json(const BenchReport& r) {
     out += fmt::format("{}{}: {}", i ? ", " : "", jstr(r.half_filters[i].first),
                        jstr(r.half_filters[i].second));
   out += fmt::format("}}, \"total_s\": {}}},\n", jnum(r.total_seconds));
-  if (!r.mix_cases.empty()) {
-    const MixInfo& m = r.mix;
-    out += fmt::format(
-        " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": "
-        "{}, "
-        "\"per_kind\": {{",
-        jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
-    for (size_t i = 0; i < kEventInfo.size(); ++i)
-      out += fmt::format("{}{}: {}", i ? ", " : "", jstr(kEventInfo[i].name), m.per_kind[i]);
-    out += fmt::format(
-        "}}, \"threads\": {}, \"rounds\": {}, \"block_events\": {}, \"seed\": {}, "
-        "\"base_ns_per_event\": {}, \"base_ci95_ns\": {}, \"seconds\": {},\n  \"cases\": [",
-        m.threads, m.rounds, m.block_events, m.seed, jnum(m.base.median), jnum(m.base.half_width),
-        jnum(m.seconds));
-    for (size_t i = 0; i < r.mix_cases.size(); ++i) {
-      const MixResult& c = r.mix_cases[i];
-      const bool sig = c.verdict == Verdict::significant;
-      out += fmt::format(
-          "{}\n   {{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
-          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
-          "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
-          "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"lost_busy\": {}, "
-          "\"lost_set_aside\": {}, \"accept_pct\": {}, "
-          "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
-          i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
-          c.costs.size(), jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
-          jnum(c.ci.coverage), jnum(c.ci.iqr_pct), sig ? "true" : "false",
-          jstr(verdict_text(c.verdict)), c.counts.emitted, c.counts.accepted, c.counts.rejected,
-          c.counts.lost, c.counts.lost_commit_overrun, c.counts.lost_busy, c.counts.lost_set_aside,
-          jnum(c.accept_pct), c.counts.staged, c.counts.staging_busy,
-          c.counts.conserved ? "true" : "false", jsamples(c.costs));
-    }
-    out += "],\n  \"discard_vs_commit\": [";
-    const auto dvc = discard_vs_commit(r);
-    for (size_t i = 0; i < dvc.size(); ++i)
-      out += fmt::format("{}{{\"staging\": {}, \"reject_ns\": {}, \"all_ns\": {}, \"ratio\": {}}}",
-                         i ? ", " : "", jstr(name(dvc[i].staging, r.staging_on_name)),
-                         jnum(dvc[i].reject_ns), jnum(dvc[i].all_ns), jnum(dvc[i].ratio));
-    out += "]},\n";
-  }
-  out += " \"cases\": [";
-  for (size_t i = 0; i < r.cases.size(); ++i) {
-    const CaseResult& c = r.cases[i];
-    out += fmt::format(
-        "{}\n  {{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
-        "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
-        "{}, \"lost\": {}, "
-        "\"lost_commit_overrun\": {}, \"lost_busy\": {}, \"lost_set_aside\": {}, "
-        "\"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-        "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
-        "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
-        "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-        i ? "," : "", jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)),
-        c.summary.n, jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct),
-        c.events, c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun,
-        c.lost_busy, c.lost_set_aside, c.significant ? jnum(c.ns_per_event) : "null",
-        jnum(c.ns_per_event), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi),
-        c.significant ? "true" : "false", jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off),
-        c.staged, c.staging_busy,
-        std::all_of(c.counts.begin(), c.counts.end(),
-                    [](const RunCounts& k) { return k.conserved; })
-            ? "true"
-            : "false",
-        jsamples(c.seconds));
-  }
+  return out;
+}
+
+std::string json_mix_case(const BenchReport& r, const MixResult& c) {
+  const bool sig = c.verdict == Verdict::significant;
+  return fmt::format(
+      "{{\"case\": {}, \"staging\": {}, \"rounds\": {}, \"ns_per_event\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"coverage\": {}, "
+      "\"iqr_pct\": {}, \"significant\": {}, \"why\": {}, \"events\": {}, \"accepted\": {}, "
+      "\"rejected\": {}, \"lost\": {}, \"lost_commit_overrun\": {}, \"lost_busy\": {}, "
+      "\"lost_set_aside\": {}, \"accept_pct\": {}, "
+      "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_ns\": {}}}",
+      jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.costs.size(),
+      jnum(c.ci.median), jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), jnum(c.ci.coverage),
+      jnum(c.ci.iqr_pct), sig ? "true" : "false", jstr(verdict_text(c.verdict)), c.counts.emitted,
+      c.counts.accepted, c.counts.rejected, c.counts.lost, c.counts.lost_commit_overrun,
+      c.counts.lost_busy, c.counts.lost_set_aside, jnum(c.accept_pct), c.counts.staged,
+      c.counts.staging_busy, c.counts.conserved ? "true" : "false", jsamples(c.costs));
+}
+
+// The "mix" object, or nothing when the replayed mix did not run.
+std::string json_mix(const BenchReport& r) {
+  if (r.mix_cases.empty()) return {};
+  const MixInfo& m = r.mix;
+  std::string out = fmt::format(
+      " \"mix\": {{\"source\": {}, \"fallback_reason\": {}, \"records\": {}, \"file_records\": "
+      "{}, "
+      "\"per_kind\": {{",
+      jstr(m.source), jstr(m.fallback_reason), m.records, m.file_records);
+  for (size_t i = 0; i < kEventInfo.size(); ++i)
+    out += fmt::format("{}{}: {}", i ? ", " : "", jstr(kEventInfo[i].name), m.per_kind[i]);
+  out += fmt::format(
+      "}}, \"threads\": {}, \"rounds\": {}, \"block_events\": {}, \"seed\": {}, "
+      "\"base_ns_per_event\": {}, \"base_ci95_ns\": {}, \"seconds\": {},\n  \"cases\": [",
+      m.threads, m.rounds, m.block_events, m.seed, jnum(m.base.median), jnum(m.base.half_width),
+      jnum(m.seconds));
+  for (size_t i = 0; i < r.mix_cases.size(); ++i)
+    out += (i ? ",\n   " : "\n   ") + json_mix_case(r, r.mix_cases[i]);
+  out += "],\n  \"discard_vs_commit\": [";
+  const auto dvc = discard_vs_commit(r);
+  for (size_t i = 0; i < dvc.size(); ++i)
+    out += fmt::format("{}{{\"staging\": {}, \"reject_ns\": {}, \"all_ns\": {}, \"ratio\": {}}}",
+                       i ? ", " : "", jstr(name(dvc[i].staging, r.staging_on_name)),
+                       jnum(dvc[i].reject_ns), jnum(dvc[i].all_ns), jnum(dvc[i].ratio));
+  out += "]},\n";
+  return out;
+}
+
+std::string json_case(const BenchReport& r, const CaseResult& c) {
+  return fmt::format(
+      "{{\"case\": {}, \"staging\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, "
+      "\"stddev_pct\": {}, \"events\": {}, \"accepted\": {}, \"rejected\": {}, \"accept_pct\": "
+      "{}, \"lost\": {}, "
+      "\"lost_commit_overrun\": {}, \"lost_busy\": {}, \"lost_set_aside\": {}, "
+      "\"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, "
+      "\"significant\": {}, \"why\": {}, \"ratio_to_off\": {}, "
+      "\"staged\": {}, \"staging_busy\": {}, \"conserved\": {}, \"samples_s\": {}}}",
+      jstr(name(c.spec.kase)), jstr(name(c.spec.staging, r.staging_on_name)), c.summary.n,
+      jnum(c.summary.mean), jnum(c.summary.median), jnum(c.summary.stddev_pct), c.events,
+      c.accepted, c.rejected, jnum(c.accept_pct), c.lost, c.lost_commit_overrun, c.lost_busy,
+      c.lost_set_aside, c.significant ? jnum(c.ns_per_event) : "null", jnum(c.ns_per_event),
+      jnum(c.ci.half_width), jnum(c.ci.lo), jnum(c.ci.hi), c.significant ? "true" : "false",
+      jstr(verdict_text(c.verdict)), jnum(c.ratio_to_off), c.staged, c.staging_busy,
+      std::all_of(c.counts.begin(), c.counts.end(), [](const RunCounts& k) { return k.conserved; })
+          ? "true"
+          : "false",
+      jsamples(c.seconds));
+}
+
+std::string json_cases(const BenchReport& r) {
+  std::string out = " \"cases\": [";
+  for (size_t i = 0; i < r.cases.size(); ++i)
+    out += (i ? ",\n  " : "\n  ") + json_case(r, r.cases[i]);
   out += "],\n";
-  if (r.perf_events > 0) {
-    out += fmt::format(" \"overwrite_series\": {{\"events\": {}, \"syscall\": {}, \"cases\": [",
-                       r.perf_events, r.perf_syscall ? "true" : "false");
-    for (size_t i = 0; i < r.perf.size(); ++i) {
-      const PerfResult& p = r.perf[i];
-      out += fmt::format(
-          "{}\n  {{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
-          "{}, "
-          "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
-          "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": "
-          "{}, "
-          "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
-          "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
-          i ? "," : "", jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean),
-          jnum(p.summary.median), jnum(p.summary.stddev_pct), p.events,
-          p.significant ? jnum(p.ns_per_event) : "null", jnum(p.ns_per_event),
-          jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi), p.significant ? "true" : "false",
-          jstr(verdict_text(p.verdict)), p.median_counts.written, p.median_counts.lost,
-          p.median_counts.overrun, p.median_counts.read, p.median_counts.snapshots,
-          std::all_of(p.counts.begin(), p.counts.end(),
-                      [](const PerfCounts& k) { return k.conserved; })
-              ? "true"
-              : "false",
-          jsamples(p.seconds));
-    }
-    out += "]},\n";
-  }
-  out += " \"warnings\": [";
+  return out;
+}
+
+std::string json_perf_case(const PerfResult& p) {
+  return fmt::format(
+      "{{\"case\": {}, \"runs\": {}, \"mean_s\": {}, \"median_s\": {}, \"stddev_pct\": "
+      "{}, "
+      "\"events\": {}, \"ns_per_event\": {}, \"ns_per_event_measured\": {}, "
+      "\"ci95_ns\": {}, \"ci95_lo_ns\": {}, \"ci95_hi_ns\": {}, \"significant\": {}, \"why\": "
+      "{}, "
+      "\"written\": {}, \"lost\": {}, \"overrun\": {}, "
+      "\"read\": {}, \"snapshots\": {}, \"conserved\": {}, \"samples_s\": {}}}",
+      jstr(name(p.kase)), p.summary.n, jnum(p.summary.mean), jnum(p.summary.median),
+      jnum(p.summary.stddev_pct), p.events, p.significant ? jnum(p.ns_per_event) : "null",
+      jnum(p.ns_per_event), jnum(p.ci.half_width), jnum(p.ci.lo), jnum(p.ci.hi),
+      p.significant ? "true" : "false", jstr(verdict_text(p.verdict)), p.median_counts.written,
+      p.median_counts.lost, p.median_counts.overrun, p.median_counts.read,
+      p.median_counts.snapshots,
+      std::all_of(p.counts.begin(), p.counts.end(), [](const PerfCounts& k) { return k.conserved; })
+          ? "true"
+          : "false",
+      jsamples(p.seconds));
+}
+
+// The "overwrite_series" object, or nothing when the series did not run.
+std::string json_overwrite_series(const BenchReport& r) {
+  if (r.perf_events == 0) return {};
+  std::string out =
+      fmt::format(" \"overwrite_series\": {{\"events\": {}, \"syscall\": {}, \"cases\": [",
+                  r.perf_events, r.perf_syscall ? "true" : "false");
+  for (size_t i = 0; i < r.perf.size(); ++i)
+    out += (i ? ",\n  " : "\n  ") + json_perf_case(r.perf[i]);
+  out += "]},\n";
+  return out;
+}
+
+std::string json_warnings(const BenchReport& r) {
+  std::string out = " \"warnings\": [";
   for (size_t i = 0; i < r.warnings.size(); ++i) {
     const std::string& w = r.warnings[i];
     out += (i ? ", " : "") + jstr(w.starts_with("[auto] ") ? std::string_view(w).substr(7) : w);
   }
-  out += "]}\n";
+  out += "]";
   return out;
+}
+
+}  // namespace
+
+std::string to_json(const BenchReport& r) {
+  return "{\"tool\": \"tracepipe bench\",\n" + json_config(r) + json_mix(r) + json_cases(r) +
+         json_overwrite_series(r) + json_warnings(r) + "}\n";
 }
 
 }  // namespace tracepipe::bench

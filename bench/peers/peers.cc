@@ -45,23 +45,21 @@ void micro_progress(const std::string& label, void* ctx) {
   if (!*quiet) std::fprintf(stderr, "peers: table 1: %s\n", label.c_str());
 }
 
-}  // namespace
-
-int run_peers(const PeersOptions& o) {
-  // A workload thread that fails must see EPIPE, not kill us.
-  std::signal(SIGPIPE, SIG_IGN);
-  const uint64_t t0 = bench::detail::now_ns();
-
+// The peers marked unavailable by the option and by
+// $TRACEPIPE_PEERS_UNAVAILABLE; throws std::invalid_argument on a name that is
+// no peer.
+std::vector<std::string> unavailable_peers(const PeersOptions& o) {
   std::vector<std::string> unavailable = o.unavailable;
   if (const char* env = std::getenv("TRACEPIPE_PEERS_UNAVAILABLE"))
     for (const std::string& n : split_commas(env)) unavailable.push_back(n);
-  auto forced_off = [&](const std::string& peer) {
-    return std::find(unavailable.begin(), unavailable.end(), peer) != unavailable.end();
-  };
   for (const std::string& n : unavailable)
     if (n != "lttng" && n != "kernel")
       throw std::invalid_argument(fmt::format("unknown peer '{}' (lttng, kernel)", n));
+  return unavailable;
+}
 
+// Tables 1 and 2's options; throws std::invalid_argument on a bad one.
+MicroOptions micro_options(const PeersOptions& o) {
   MicroOptions mo;
   mo.events = o.events;
   mo.disabled_scale = std::max<uint32_t>(1, o.disabled_scale);
@@ -93,7 +91,11 @@ int run_peers(const PeersOptions& o) {
   }
   if (o.glob.find('"') != std::string::npos || o.glob.find('\\') != std::string::npos)
     throw std::invalid_argument("--glob must not contain '\"' or '\\'");
+  return mo;
+}
 
+// Table 3's options; throws std::invalid_argument on a bad one.
+KernelTableOptions kernel_table_options(const PeersOptions& o) {
   KernelTableOptions ko;
   ko.workload.groups = o.hb_groups;
   ko.workload.fds = o.hb_fds;
@@ -114,8 +116,116 @@ int run_peers(const PeersOptions& o) {
   }
   bench::validate(ko.workload);
   if (o.hb_runs == 0) throw std::invalid_argument("--hb-runs must be > 0");
+  return ko;
+}
 
+// One run of the peers bench: its options, the report it fills, and the
+// peers that may not run.
+struct PeersRun {
+  const PeersOptions& o;
+  std::vector<std::string> unavailable;
   PeersReport report;
+
+  bool forced_off(const std::string& peer) const {
+    return std::find(unavailable.begin(), unavailable.end(), peer) != unavailable.end();
+  }
+  void skip(const std::string& peer, const std::string& why) {
+    report.skipped.push_back(fmt::format("peer {}: skipped: {}", peer, why));
+    if (o.json || !o.quiet) std::fprintf(stderr, "%s\n", report.skipped.back().c_str());
+  }
+};
+
+// The kernel peer: one tracefs instance for tables 2 and 3, or null.
+std::unique_ptr<TracefsInstance> open_kernel_peer(PeersRun& run) {
+  if (run.forced_off("kernel")) {
+    run.skip("kernel", "marked unavailable (--unavailable kernel or TRACEPIPE_PEERS_UNAVAILABLE)");
+    return nullptr;
+  }
+  try {
+    return TracefsInstance::create();
+  } catch (const PeerUnavailable& e) {
+    run.skip("kernel", e.what());
+  }
+  return nullptr;
+}
+
+std::unique_ptr<LttngSide> open_lttng_peer(PeersRun& run) {
+  if (run.forced_off("lttng")) {
+    run.skip("lttng-ust",
+             "marked unavailable (--unavailable lttng or TRACEPIPE_PEERS_UNAVAILABLE)");
+    return nullptr;
+  }
+  try {
+    return LttngSide::open(run.o.lttng_plugin);
+  } catch (const PeerUnavailable& e) {
+    run.skip("lttng-ust", e.what());
+  }
+  return nullptr;
+}
+
+// Table 1: tracepipe beside LTTng-UST (when it opens) in the event loop.
+void run_tracepipe_lttng_table(PeersRun& run, const MicroOptions& mo,
+                               const std::vector<int>& cpus) {
+  PeersReport& report = run.report;
+  TracepipeSide tp(run.o.staging, run.o.tp_api);
+  std::unique_ptr<LttngSide> lttng = open_lttng_peer(run);
+  std::vector<MicroSide*> sides{&tp};
+  report.sides.push_back(tp.description());
+  if (lttng) {
+    sides.push_back(lttng.get());
+    report.sides.push_back(lttng->description());
+  }
+  std::vector<std::string> skipped;
+  bool quiet = run.o.quiet;
+  report.micro = run_micro(mo, sides, cpus, skipped, micro_progress, &quiet);
+  lttng.reset();  // stops the daemon before the kernel's tables
+  const size_t max_t =
+      std::min<size_t>(cpus.size(), *std::max_element(mo.threads.begin(), mo.threads.end()));
+  report.cpus.assign(cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(max_t));
+  for (const std::string& s : skipped) report.skipped.push_back("table 1: skipped: " + s);
+  for (const MicroCell& c : report.micro)
+    for (const SideResult& s : c.sides)
+      if (!s.error.empty())
+        report.errors.push_back(
+            fmt::format("table 1 {} x{} {}: {}", name(c.kase), c.threads, s.side, s.error));
+}
+
+// Table 2: the kernel's own event loop.
+void run_kernel_loop_table(PeersRun& run, const MicroOptions& mo, TracefsInstance& tracefs,
+                           const std::vector<int>& cpus) {
+  if (!run.o.quiet) std::fprintf(stderr, "peers: table 2: kernel event loop\n");
+  try {
+    run.report.kernel_micro = run_kernel_micro(mo, tracefs, cpus);
+  } catch (const PeerUnavailable& e) {
+    run.skip("kernel (table 2)", e.what());
+  } catch (const std::exception& e) {
+    run.report.errors.push_back(fmt::format("table 2: {}", e.what()));
+  }
+}
+
+// Table 3: hackbench traced by tracepipe and by the kernel.
+void run_hackbench_table(PeersRun& run, const KernelTableOptions& ko, TracefsInstance& tracefs) {
+  try {
+    bench::Progress progress(bench::Progress::auto_style(run.o.quiet));
+    run.report.kernel = run_kernel_table(ko, tracefs, progress);
+  } catch (const PeerUnavailable& e) {
+    run.skip("kernel (table 3)", e.what());
+  } catch (const std::exception& e) {
+    run.report.errors.push_back(fmt::format("table 3: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+int run_peers(const PeersOptions& o) {
+  // A workload thread that fails must see EPIPE, not kill us.
+  std::signal(SIGPIPE, SIG_IGN);
+  const uint64_t t0 = bench::detail::now_ns();
+  PeersRun run{o, unavailable_peers(o), {}};
+  const MicroOptions mo = micro_options(o);
+  const KernelTableOptions ko = kernel_table_options(o);
+
+  PeersReport& report = run.report;
   report.events = mo.events;
   report.disabled_scale = mo.disabled_scale;
   report.rounds = mo.rounds;
@@ -124,80 +234,14 @@ int run_peers(const PeersOptions& o) {
   report.workload = ko.workload;
   report.hb_runs = ko.runs;
   const std::vector<int> cpus = bench::detail::allowed_cpus();
-  auto skip = [&](const std::string& peer, const std::string& why) {
-    report.skipped.push_back(fmt::format("peer {}: skipped: {}", peer, why));
-    if (o.json || !o.quiet) std::fprintf(stderr, "%s\n", report.skipped.back().c_str());
-  };
 
-  // The kernel peer: one tracefs instance for tables 2 and 3.
   std::unique_ptr<TracefsInstance> tracefs;
-  if (o.run_loops || o.run_hackbench) {
-    if (forced_off("kernel")) {
-      skip("kernel", "marked unavailable (--unavailable kernel or TRACEPIPE_PEERS_UNAVAILABLE)");
-    } else {
-      try {
-        tracefs = TracefsInstance::create();
-      } catch (const PeerUnavailable& e) {
-        skip("kernel", e.what());
-      }
-    }
-  }
-
-  // ── Tables 1 and 2: event loops ────────────────────────────────────────────
+  if (o.run_loops || o.run_hackbench) tracefs = open_kernel_peer(run);
   if (o.run_loops) {
-    TracepipeSide tp(o.staging, o.tp_api);
-    std::unique_ptr<LttngSide> lttng;
-    if (forced_off("lttng")) {
-      skip("lttng-ust", "marked unavailable (--unavailable lttng or TRACEPIPE_PEERS_UNAVAILABLE)");
-    } else {
-      try {
-        lttng = LttngSide::open(o.lttng_plugin);
-      } catch (const PeerUnavailable& e) {
-        skip("lttng-ust", e.what());
-      }
-    }
-    std::vector<MicroSide*> sides{&tp};
-    report.sides.push_back(tp.description());
-    if (lttng) {
-      sides.push_back(lttng.get());
-      report.sides.push_back(lttng->description());
-    }
-    std::vector<std::string> skipped;
-    bool quiet = o.quiet;
-    report.micro = run_micro(mo, sides, cpus, skipped, micro_progress, &quiet);
-    lttng.reset();  // stops the daemon before the kernel's tables
-    const size_t max_t =
-        std::min<size_t>(cpus.size(), *std::max_element(mo.threads.begin(), mo.threads.end()));
-    report.cpus.assign(cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(max_t));
-    for (const std::string& s : skipped) report.skipped.push_back("table 1: skipped: " + s);
-    for (const MicroCell& c : report.micro)
-      for (const SideResult& s : c.sides)
-        if (!s.error.empty())
-          report.errors.push_back(
-              fmt::format("table 1 {} x{} {}: {}", name(c.kase), c.threads, s.side, s.error));
-    if (tracefs) {
-      if (!o.quiet) std::fprintf(stderr, "peers: table 2: kernel event loop\n");
-      try {
-        report.kernel_micro = run_kernel_micro(mo, *tracefs, cpus);
-      } catch (const PeerUnavailable& e) {
-        skip("kernel (table 2)", e.what());
-      } catch (const std::exception& e) {
-        report.errors.push_back(fmt::format("table 2: {}", e.what()));
-      }
-    }
+    run_tracepipe_lttng_table(run, mo, cpus);
+    if (tracefs) run_kernel_loop_table(run, mo, *tracefs, cpus);
   }
-
-  // ── Table 3: hackbench ─────────────────────────────────────────────────────
-  if (o.run_hackbench && tracefs) {
-    try {
-      bench::Progress progress(bench::Progress::auto_style(o.quiet));
-      report.kernel = run_kernel_table(ko, *tracefs, progress);
-    } catch (const PeerUnavailable& e) {
-      skip("kernel (table 3)", e.what());
-    } catch (const std::exception& e) {
-      report.errors.push_back(fmt::format("table 3: {}", e.what()));
-    }
-  }
+  if (o.run_hackbench && tracefs) run_hackbench_table(run, ko, *tracefs);
   tracefs.reset();
 
   report.seconds = static_cast<double>(bench::detail::now_ns() - t0) / 1e9;

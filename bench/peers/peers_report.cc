@@ -159,123 +159,129 @@ std::vector<TargetCheck> check_targets(const PeersReport& r) {
   return out;
 }
 
-std::string format_text(const PeersReport& r) {
-  std::string o =
-      "tracepipe bench-peers: tracepipe beside LTTng-UST and the kernel, same process, "
-      "interleaved\n";
-  for (const std::string& s : r.skipped) o += s + "\n";
-  for (const std::string& e : r.errors) o += "error: " + e + "\n";
+namespace {
 
-  if (!r.micro.empty()) {
-    std::vector<std::string> names;
-    for (const SideResult& s : r.micro.front().sides) names.push_back(s.side);
-    o += fmt::format(
-        "\nTable 1: one sched_switch-like event in a loop (64-byte record: 8-byte common header + "
-        "56-byte payload)\n"
-        "  {} events per thread per round ({}x that when disabled), {} rounds after 1 warm-up, "
-        "threads pinned to CPUs "
-        "{}, glob \"{}\", {}\n",
-        r.events, r.disabled_scale, r.rounds, join(r.cpus), r.glob,
-        r.timing == "cpu" ? "times are each thread's CPU time" : "times are wall-clock");
-    for (const std::string& d : r.sides) o += "  " + d + "\n";
-    std::string head = fmt::format("\n{:<12} {:>3}", "case", "thr");
-    for (const std::string& n : names) head += fmt::format("  {:>26}", n + " ns/event [min max]");
-    for (size_t i = 1; i < names.size(); ++i)
-      head += fmt::format("  {:>9}", "tp/" + names[i].substr(0, 5));
-    head += "  lost/overrun";
-    o += head + "\n";
-    for (const MicroCell& c : r.micro) {
-      std::string line = fmt::format("{:<12} {:>3}", name(c.kase), c.threads);
-      for (const SideResult& s : c.sides) {
-        if (s.ns.empty())
-          line += fmt::format("  {:>26}", s.error.empty() ? "-" : "failed");
-        else
-          line += fmt::format("  {:>26}", fmt::format("{} [{} {}]", ns(s.summary.median),
-                                                      ns(s.summary.min), ns(s.summary.max)));
-      }
-      const auto tp = median_of(c, names[0]);
-      for (size_t i = 1; i < names.size(); ++i) {
-        const auto p = median_of(c, names[i]);
-        line +=
-            (tp && p && *p > 0) ? fmt::format("  {:>9.3f}", *tp / *p) : fmt::format("  {:>9}", "-");
-      }
-      std::string loss;
-      for (const SideResult& s : c.sides) {
-        if (!loss.empty()) loss += " | ";
-        loss += s.ns.empty() ? "-" : fmt::format("{}/{}", s.counts.lost, s.counts.overrun);
-      }
-      o += line + "  " + loss + "\n";
-      for (const SideResult& s : c.sides)
-        if (!s.error.empty()) o += fmt::format("  {} failed: {}\n", s.side, s.error);
-    }
-    o += "  (tp/peer < 1: tracepipe is faster; lost = dropped by a full buffer, must be 0; overrun "
-         "= overwritten in "
-         "the overwrite case, in records; lttng-ust does not count what a snapshot session "
-         "overwrites)\n";
+// One row of table 1: each side's median [min max], tracepipe's ratio to
+// each peer, the losses, then the sides that failed.
+std::string text_micro_row(const MicroCell& c, const std::vector<std::string>& names) {
+  std::string line = fmt::format("{:<12} {:>3}", name(c.kase), c.threads);
+  for (const SideResult& s : c.sides) {
+    if (s.ns.empty())
+      line += fmt::format("  {:>26}", s.error.empty() ? "-" : "failed");
+    else
+      line += fmt::format("  {:>26}", fmt::format("{} [{} {}]", ns(s.summary.median),
+                                                  ns(s.summary.min), ns(s.summary.max)));
   }
-
-  if (r.kernel_micro) {
-    const KernelMicroTable& k = *r.kernel_micro;
-    o += fmt::format(
-        "\nTable 2: the kernel's own cost per event: {} ({}-byte record) fired by getppid() in a "
-        "loop, {} calls per "
-        "thread per round, {} rounds after 1 warm-up, rows interleaved, same pinned CPUs, {}\n",
-        k.event, k.record_bytes, k.events, r.rounds,
-        r.timing == "cpu" ? "thread CPU time" : "wall-clock time");
-    o += fmt::format("\n{:<12} {:>3}  {:>26}  {:>9}  {:>10}\n", "row", "thr",
-                     "ns/syscall [min max]", "ns/event", "recorded");
-    for (const KernelMicroRow& row : k.rows) {
-      const bool base = !row.kase.has_value();
-      o += fmt::format("{:<12} {:>3}  {:>26}  {:>9}  {:>10}\n", row.label, row.threads,
-                       row.ns.empty() ? "-"
-                                      : fmt::format("{} [{} {}]", ns(row.summary.median),
-                                                    ns(row.summary.min), ns(row.summary.max)),
-                       base ? "-" : ns(row.ns_per_event), row.recorded);
-    }
-    o += "  (ns/event = ns/syscall - ignored's: the event enabled for other threads only, so the "
-         "call already takes "
-         "the traced entry path and the probe)\n";
-    o += fmt::format("  kernel reject/commit cost ratio (reject-int/enabled, 1 thread): {}\n",
-                     k.reject_ratio >= 0 ? fmt::format("{:.2f}", k.reject_ratio) : "n/a");
-    for (const std::string& w : k.warnings) o += "  warning: " + w + "\n";
+  const auto tp = median_of(c, names[0]);
+  for (size_t i = 1; i < names.size(); ++i) {
+    const auto p = median_of(c, names[i]);
+    line += (tp && p && *p > 0) ? fmt::format("  {:>9.3f}", *tp / *p) : fmt::format("  {:>9}", "-");
   }
-
-  if (r.kernel) {
-    const KernelTable& k = *r.kernel;
-    o += fmt::format(
-        "\nTable 3: hackbench -g {} -f {} -l {} ({} messages, 6 emit points per message), {} runs "
-        "interleaved, "
-        "tracepipe then the kernel, {}\n",
-        r.workload.groups, r.workload.fds, r.workload.loops, r.workload.messages(), r.hb_runs,
-        r.timing == "cpu" ? "times are the process's CPU time over the run"
-                          : "times are the workload's wall time");
-    o += "  tracepipe: " + k.engine + "\n";
-    std::string evs;
-    for (const std::string& e : k.kernel_events) evs += (evs.empty() ? "" : ", ") + e;
-    o += "  kernel: tracefs instance, events " + evs +
-         ", same filters, this process's threads only\n";
-    const bool cpu = r.timing == "cpu";
-    o += fmt::format("\n{:<8} {:>12} {:>7} {:>9} {:>10}   {:>12} {:>7} {:>9} {:>10}\n", "case",
-                     cpu ? "tp cpu s" : "tp wall s", "rsd%", "ns/event", "events/run",
-                     cpu ? "kernel cpu s" : "kernel wall s", "rsd%", "ns/event", "recorded");
-    o += "         (medians)\n";
-    for (const KernelRow& row : k.rows) {
-      const bool off = row.kase == bench::Case::off;
-      o += fmt::format(
-          "{:<8} {:>12.4f} {:>7.1f} {:>9} {:>10}   {:>12.4f} {:>7.1f} {:>9} {:>10}\n",
-          bench::name(row.kase), row.tracepipe.summary.median, row.tracepipe.summary.stddev_pct,
-          off ? "-" : fmt::format("{:.1f}", row.tracepipe.ns_per_event), row.tracepipe.events,
-          row.kernel.summary.median, row.kernel.summary.stddev_pct,
-          off ? "-" : fmt::format("{:.1f}", row.kernel.ns_per_event), row.kernel.recorded);
-    }
-    o += fmt::format(
-        "  reject/commit cost ratio (ns/event of reject over all): tracepipe {}, kernel {}\n",
-        k.tracepipe_reject_ratio >= 0 ? fmt::format("{:.2f}", k.tracepipe_reject_ratio) : "n/a",
-        k.kernel_reject_ratio >= 0 ? fmt::format("{:.2f}", k.kernel_reject_ratio) : "n/a");
-    for (const std::string& w : k.warnings) o += "  warning: " + w + "\n";
+  std::string loss;
+  for (const SideResult& s : c.sides) {
+    if (!loss.empty()) loss += " | ";
+    loss += s.ns.empty() ? "-" : fmt::format("{}/{}", s.counts.lost, s.counts.overrun);
   }
+  std::string o = line + "  " + loss + "\n";
+  for (const SideResult& s : c.sides)
+    if (!s.error.empty()) o += fmt::format("  {} failed: {}\n", s.side, s.error);
+  return o;
+}
 
-  o += "\nTargets:\n";
+// Table 1: tracepipe and LTTng-UST in the event loop.
+std::string text_micro_table(const PeersReport& r) {
+  std::vector<std::string> names;
+  for (const SideResult& s : r.micro.front().sides) names.push_back(s.side);
+  std::string o = fmt::format(
+      "\nTable 1: one sched_switch-like event in a loop (64-byte record: 8-byte common header + "
+      "56-byte payload)\n"
+      "  {} events per thread per round ({}x that when disabled), {} rounds after 1 warm-up, "
+      "threads pinned to CPUs "
+      "{}, glob \"{}\", {}\n",
+      r.events, r.disabled_scale, r.rounds, join(r.cpus), r.glob,
+      r.timing == "cpu" ? "times are each thread's CPU time" : "times are wall-clock");
+  for (const std::string& d : r.sides) o += "  " + d + "\n";
+  std::string head = fmt::format("\n{:<12} {:>3}", "case", "thr");
+  for (const std::string& n : names) head += fmt::format("  {:>26}", n + " ns/event [min max]");
+  for (size_t i = 1; i < names.size(); ++i)
+    head += fmt::format("  {:>9}", "tp/" + names[i].substr(0, 5));
+  head += "  lost/overrun";
+  o += head + "\n";
+  for (const MicroCell& c : r.micro) o += text_micro_row(c, names);
+  o += "  (tp/peer < 1: tracepipe is faster; lost = dropped by a full buffer, must be 0; overrun "
+       "= overwritten in "
+       "the overwrite case, in records; lttng-ust does not count what a snapshot session "
+       "overwrites)\n";
+  return o;
+}
+
+// Table 2: the kernel's own event loop.
+std::string text_kernel_micro_table(const PeersReport& r) {
+  const KernelMicroTable& k = *r.kernel_micro;
+  std::string o = fmt::format(
+      "\nTable 2: the kernel's own cost per event: {} ({}-byte record) fired by getppid() in a "
+      "loop, {} calls per "
+      "thread per round, {} rounds after 1 warm-up, rows interleaved, same pinned CPUs, {}\n",
+      k.event, k.record_bytes, k.events, r.rounds,
+      r.timing == "cpu" ? "thread CPU time" : "wall-clock time");
+  o += fmt::format("\n{:<12} {:>3}  {:>26}  {:>9}  {:>10}\n", "row", "thr", "ns/syscall [min max]",
+                   "ns/event", "recorded");
+  for (const KernelMicroRow& row : k.rows) {
+    const bool base = !row.kase.has_value();
+    o += fmt::format("{:<12} {:>3}  {:>26}  {:>9}  {:>10}\n", row.label, row.threads,
+                     row.ns.empty() ? "-"
+                                    : fmt::format("{} [{} {}]", ns(row.summary.median),
+                                                  ns(row.summary.min), ns(row.summary.max)),
+                     base ? "-" : ns(row.ns_per_event), row.recorded);
+  }
+  o += "  (ns/event = ns/syscall - ignored's: the event enabled for other threads only, so the "
+       "call already takes "
+       "the traced entry path and the probe)\n";
+  o += fmt::format("  kernel reject/commit cost ratio (reject-int/enabled, 1 thread): {}\n",
+                   k.reject_ratio >= 0 ? fmt::format("{:.2f}", k.reject_ratio) : "n/a");
+  for (const std::string& w : k.warnings) o += "  warning: " + w + "\n";
+  return o;
+}
+
+// Table 3: hackbench traced by tracepipe and by the kernel.
+std::string text_hackbench_table(const PeersReport& r) {
+  const KernelTable& k = *r.kernel;
+  std::string o = fmt::format(
+      "\nTable 3: hackbench -g {} -f {} -l {} ({} messages, 6 emit points per message), {} runs "
+      "interleaved, "
+      "tracepipe then the kernel, {}\n",
+      r.workload.groups, r.workload.fds, r.workload.loops, r.workload.messages(), r.hb_runs,
+      r.timing == "cpu" ? "times are the process's CPU time over the run"
+                        : "times are the workload's wall time");
+  o += "  tracepipe: " + k.engine + "\n";
+  std::string evs;
+  for (const std::string& e : k.kernel_events) evs += (evs.empty() ? "" : ", ") + e;
+  o +=
+      "  kernel: tracefs instance, events " + evs + ", same filters, this process's threads only\n";
+  const bool cpu = r.timing == "cpu";
+  o += fmt::format("\n{:<8} {:>12} {:>7} {:>9} {:>10}   {:>12} {:>7} {:>9} {:>10}\n", "case",
+                   cpu ? "tp cpu s" : "tp wall s", "rsd%", "ns/event", "events/run",
+                   cpu ? "kernel cpu s" : "kernel wall s", "rsd%", "ns/event", "recorded");
+  o += "         (medians)\n";
+  for (const KernelRow& row : k.rows) {
+    const bool off = row.kase == bench::Case::off;
+    o += fmt::format(
+        "{:<8} {:>12.4f} {:>7.1f} {:>9} {:>10}   {:>12.4f} {:>7.1f} {:>9} {:>10}\n",
+        bench::name(row.kase), row.tracepipe.summary.median, row.tracepipe.summary.stddev_pct,
+        off ? "-" : fmt::format("{:.1f}", row.tracepipe.ns_per_event), row.tracepipe.events,
+        row.kernel.summary.median, row.kernel.summary.stddev_pct,
+        off ? "-" : fmt::format("{:.1f}", row.kernel.ns_per_event), row.kernel.recorded);
+  }
+  o += fmt::format(
+      "  reject/commit cost ratio (ns/event of reject over all): tracepipe {}, kernel {}\n",
+      k.tracepipe_reject_ratio >= 0 ? fmt::format("{:.2f}", k.tracepipe_reject_ratio) : "n/a",
+      k.kernel_reject_ratio >= 0 ? fmt::format("{:.2f}", k.kernel_reject_ratio) : "n/a");
+  for (const std::string& w : k.warnings) o += "  warning: " + w + "\n";
+  return o;
+}
+
+std::string text_targets(const PeersReport& r) {
+  std::string o = "\nTargets:\n";
   for (const TargetCheck& t : check_targets(r)) {
     o += fmt::format("  [{}] {}", verdict_text(t.verdict), t.what);
     if (!t.value.empty()) o += ": " + t.value;
@@ -283,6 +289,21 @@ std::string format_text(const PeersReport& r) {
       o += " (" + t.why_unknown + ")";
     o += "\n";
   }
+  return o;
+}
+
+}  // namespace
+
+std::string format_text(const PeersReport& r) {
+  std::string o =
+      "tracepipe bench-peers: tracepipe beside LTTng-UST and the kernel, same process, "
+      "interleaved\n";
+  for (const std::string& s : r.skipped) o += s + "\n";
+  for (const std::string& e : r.errors) o += "error: " + e + "\n";
+  if (!r.micro.empty()) o += text_micro_table(r);
+  if (r.kernel_micro) o += text_kernel_micro_table(r);
+  if (r.kernel) o += text_hackbench_table(r);
+  o += text_targets(r);
   o += fmt::format("total {:.1f} s\n", r.seconds);
   return o;
 }

@@ -1,6 +1,7 @@
-// tracepipe_record_bench: how fast one writer can emit while the recorder
-// drains its buffer into a trace.dat on tmpfs, and what the recorder costs;
-// with --peers lttng, the same runs for LTTng-UST's consumer daemon beside it.
+// tracepipe_record_bench's phases (record_bench.h; main.cc is the command):
+// how fast one writer can emit while the recorder drains its buffer into a
+// trace.dat on tmpfs, and what the recorder costs; with --peers lttng, the
+// same runs for LTTng-UST's consumer daemon beside it.
 //
 //   tracepipe_record_bench [--dir /dev/shm] [--seconds 1] [--repeats 5]
 //                          [--peers lttng [--lttng-plugin PATH] [--verify]]
@@ -48,6 +49,8 @@
 // (first, last, max, least-squares slope). The recording rotates through 4
 // files of --rotate-mib MiB (0: one file), so that a minute at 10 M events/s
 // (38 GB) fits on tmpfs.
+#include "tracepipe/bench/record/record_bench.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
@@ -77,42 +80,47 @@
 #include "tracepipe/core/record/local_collector.h"
 #include "tracepipe/core/record/recorder.h"
 
-using namespace tracepipe;
-using record_bench::pin_this_thread;
-using record_bench::Run;
+namespace tracepipe::record_bench {
 using Ev =
     EventDecl<"tpbench", "rec64", Int<"value", uint32_t>, Int<"seq", uint32_t>, Chars<"pad", 48>>;
 static_assert(Ev::fixed_size == 64);
 
 namespace {
 
-// --collector: where the recorder sends ("" = the file), and the local
-// trace-cmd listen started for "auto".
-std::string g_collector;
-std::unique_ptr<record::LocalCollector> g_local;  // --collector auto
+// What every run reads besides its own arguments.
+struct Setup {
+  std::string collector;                    // where the recorder sends ("" = the file)
+  record::LocalCollector* local = nullptr;  // --collector auto
+  int realtime = 0;      // --realtime: SCHED_FIFO priority of the recorder thread; 0: the default
+  int64_t block_us = 0;  // --block: blocking mode for --steady (0: off; -1: no bound)
+  record::OutputFormat format = record::OutputFormat::tracedat;  // of the drain-only runs
+};
 
 // After a session: waits (bounded) for the collector to finish its file, then removes it.
-void collector_done() {
-  if (!g_local) return;
-  (void)g_local->wait_file(std::chrono::seconds(30));
+void collector_done(const Setup& st) {
+  if (st.local == nullptr) return;
+  (void)st.local->wait_file(std::chrono::seconds(30));
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(g_local->dir(), ec))
+  for (const auto& e : std::filesystem::directory_iterator(st.local->dir(), ec))
     if (e.path().extension() == ".dat") std::filesystem::remove(e.path(), ec);
 }
 
-void stop_listener() {
-  if (!g_local) return;
-  const std::filesystem::path dir = g_local->dir();
-  g_local.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-}
-
-// --realtime PRIO: the recorder thread (and LTTng's consumer daemon) run
-// SCHED_FIFO at PRIO; 0: the default policy.
-int g_realtime = 0;
-// --block US|inf: blocking mode for --steady (0: off; -1: no bound).
-int64_t g_block_us = 0;
+// --collector auto's trace-cmd listen; stopped, and its folder removed,
+// when the bench ends.
+class LocalListener {
+ public:
+  LocalListener() = default;
+  LocalListener(const LocalListener&) = delete;
+  LocalListener& operator=(const LocalListener&) = delete;
+  ~LocalListener() {
+    if (!collector) return;
+    const std::filesystem::path dir = collector->dir();
+    collector.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::unique_ptr<record::LocalCollector> collector;
+};
 
 // The recorder's realtime_priority, where this recorder has one.
 template <class O>
@@ -120,19 +128,16 @@ constexpr bool has_realtime = requires(O o) {
   o.realtime_priority;
 };
 template <class O>
-void set_realtime(O& ro) {
-  if constexpr (has_realtime<O>) ro.realtime_priority = g_realtime;
+void set_realtime(O& ro, const Setup& st) {
+  if constexpr (has_realtime<O>) ro.realtime_priority = st.realtime;
 }
 
-// --formats: the output format of the drain-only runs.
-record::OutputFormat g_format = record::OutputFormat::tracedat;
-
-void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
-  if (g_collector.empty())
+void set_output(record::RecorderOptions& ro, const std::filesystem::path& out, const Setup& st) {
+  if (st.collector.empty())
     ro.output = out;
   else
-    ro.collector = g_collector;
-  ro.format = g_format;
+    ro.collector = st.collector;
+  ro.format = st.format;
 }
 
 // The bare pwrite floor of `bytes`: what writing them costs with no
@@ -140,13 +145,14 @@ void set_output(record::RecorderOptions& ro, const std::filesystem::path& out) {
 // `chunk` bytes from one buffer, appended to a new file in the output's
 // directory, so into the same file system), by a thread with the
 // recorder's pinning and policy. Returns that thread's CPU ns.
-uint64_t pwrite_floor(const std::filesystem::path& out, uint64_t bytes, size_t chunk) {
+uint64_t pwrite_floor(const std::filesystem::path& out, uint64_t bytes, size_t chunk,
+                      int realtime) {
   uint64_t ns = 0;
   std::thread t([&] {
     pin_this_thread(1);
-    if (g_realtime > 0) {
+    if (realtime > 0) {
       sched_param sp{};
-      sp.sched_priority = g_realtime;
+      sp.sched_priority = realtime;
       (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     }
     const std::filesystem::path p = out.string() + ".floor";
@@ -170,16 +176,17 @@ uint64_t pwrite_floor(const std::filesystem::path& out, uint64_t bytes, size_t c
 
 // One run: `rate` events/s (0: as fast as possible) for `seconds`, with
 // `buffer_kb` per CPU (0: the default). Then the pwrite floor of the bytes it wrote.
-Run one(const std::filesystem::path& out, double seconds, double rate, uint32_t buffer_kb = 0) {
+Run one(const Setup& st, const std::filesystem::path& out, double seconds, double rate,
+        uint32_t buffer_kb = 0) {
   InstanceOptions o;
   o.mode = BufferMode::drop_newest;
   if (buffer_kb != 0) o.buffer_size_kb = buffer_kb;
   Instance inst(o);
   inst.enable(Ev::desc());
   record::RecorderOptions ro;
-  set_output(ro, out);
+  set_output(ro, out, st);
   ro.cpu = 1;
-  set_realtime(ro);
+  set_realtime(ro, st);
   record::Recorder rec(inst, ro);
   if (!rec.wait_ready(std::chrono::seconds(10)))
     fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
@@ -210,18 +217,18 @@ Run one(const std::filesystem::path& out, double seconds, double rate, uint32_t 
     fmt::print(stderr, "unwritten {}: {}\n", s.unwritten, rec.error().value_or(""));
   r.dropped += s.unwritten;  // not lossless either
   std::filesystem::remove(out);
-  collector_done();
-  if (g_collector.empty() && s.records != 0)
-    r.floor_ns_per_event =
-        static_cast<double>(pwrite_floor(out, s.bytes, size_t{ro.batch_pages} * 4096)) /
-        static_cast<double>(s.records);
+  collector_done(st);
+  if (st.collector.empty() && s.records != 0)
+    r.floor_ns_per_event = static_cast<double>(pwrite_floor(
+                               out, s.bytes, size_t{ro.batch_pages} * 4096, st.realtime)) /
+                           static_cast<double>(s.records);
   return r;
 }
 
 // The recorder's own cost, apart from scheduling: a 64 MiB buffer is filled
 // first, then a recorder is started and stopped at once, so that it drains
 // every record in its final pass. Returns recorder CPU ns per record.
-double drain_only(const std::filesystem::path& out, bool to_null) {
+double drain_only(const Setup& st, const std::filesystem::path& out, bool to_null) {
   InstanceOptions o;
   o.mode = BufferMode::drop_newest;
   o.buffer_size_kb = 64 * 1024;
@@ -238,15 +245,15 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
   if (to_null)
     ro.output = "/dev/null";
   else
-    set_output(ro, out);
+    set_output(ro, out, st);
   ro.cpu = 1;
-  set_realtime(ro);
+  set_realtime(ro, st);
   ro.on_error = [](const std::string&) {};  // /dev/null cannot be truncated
   record::Recorder rec(inst, ro);
   (void)rec.wait_ready(std::chrono::seconds(10));
   const record::RecorderStats s = rec.stop();
   if (!to_null) std::filesystem::remove_all(out);  // a CTF output is a directory
-  if (!to_null) collector_done();
+  if (!to_null) collector_done(st);
   return static_cast<double>(s.cpu_ns) /
          static_cast<double>(std::max<uint64_t>(s.records + s.unwritten, 1));
 }
@@ -255,7 +262,7 @@ double drain_only(const std::filesystem::path& out, bool to_null) {
 // `seconds`, `repeats` times: its passes per second and CPU per pass (the
 // looks and sleeps it pays whatever the rate; at a low rate they dominate
 // its CPU per event). Medians [min-max].
-void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
+void idle_cost(const Setup& st, const std::filesystem::path& out, double seconds, int repeats) {
   std::vector<double> passes_s, us_pass, ms_s;
   for (int i = 0; i < repeats; ++i) {
     InstanceOptions o;
@@ -263,15 +270,15 @@ void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
     Instance inst(o);
     inst.enable(Ev::desc());
     record::RecorderOptions ro;
-    set_output(ro, out);
+    set_output(ro, out, st);
     ro.cpu = 1;
-    set_realtime(ro);
+    set_realtime(ro, st);
     record::Recorder rec(inst, ro);
     (void)rec.wait_ready(std::chrono::seconds(10));
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     const record::RecorderStats s = rec.stop();
-    if (g_collector.empty()) std::filesystem::remove(out);
-    collector_done();
+    if (st.collector.empty()) std::filesystem::remove(out);
+    collector_done(st);
     passes_s.push_back(static_cast<double>(s.passes) / seconds);
     us_pass.push_back(static_cast<double>(s.cpu_ns) / 1e3 /
                       static_cast<double>(std::max<uint64_t>(s.passes, 1)));
@@ -297,14 +304,14 @@ void idle_cost(const std::filesystem::path& out, double seconds, int repeats) {
 // which a SCHED_FIFO thread cannot preempt on a kernel without preemption,
 // the host's scheduling of the vCPU). The longest is the least time the
 // recorder can be away; a buffer of B events survives it below B / that rate.
-void wakeup_floor(double seconds, uint64_t buffer_events) {
+void wakeup_floor(double seconds, uint64_t buffer_events, int realtime) {
   std::vector<uint64_t> late;
   std::thread t([&] {
     pin_this_thread(1);
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    if (g_realtime > 0) {
+    if (realtime > 0) {
       sched_param sp{};
-      sp.sched_priority = g_realtime;
+      sp.sched_priority = realtime;
       (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -331,7 +338,7 @@ void wakeup_floor(double seconds, uint64_t buffer_events) {
       "us, max {:.0f} us; "
       "{} over 0.5 ms, {} over 1 ms; a gap of the max fills the {}-event buffer above {:.1f} M "
       "events/s\n",
-      g_realtime > 0 ? fmt::format(" (SCHED_FIFO {})", g_realtime) : "", late.size(), seconds,
+      realtime > 0 ? fmt::format(" (SCHED_FIFO {})", realtime) : "", late.size(), seconds,
       late[late.size() / 2] / 1e3, late[late.size() * 999 / 1000] / 1e3, late.back() / 1e3,
       over(500'000), over(1'000'000), buffer_events,
       static_cast<double>(buffer_events) / (late.back() / 1e9) / 1e6);
@@ -352,7 +359,8 @@ uint64_t rss_kb() {
 // recorder writes to --dir (rotating through 4 files of `rotate_mib` MiB);
 // the RSS is sampled every second. Returns 0 when nothing was lost and the
 // writer held the rate (within 1%).
-int steady(const std::filesystem::path& out, double seconds, double rate, uint64_t rotate_mib) {
+int steady(const Setup& st, const std::filesystem::path& out, double seconds, double rate,
+           uint64_t rotate_mib) {
   InstanceOptions o;
   o.mode = BufferMode::drop_newest;
   Instance inst(o);
@@ -360,13 +368,13 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
   record::RecorderOptions ro;
   ro.output = out;
   ro.cpu = 1;
-  set_realtime(ro);
+  set_realtime(ro, st);
   ro.max_file_bytes = rotate_mib << 20;
   ro.max_files = rotate_mib != 0 ? 4 : 0;
-  if (g_block_us < 0)
+  if (st.block_us < 0)
     ro.block_timeout = record::RecorderOptions::kBlockForever;
   else
-    ro.block_timeout = std::chrono::microseconds(g_block_us);
+    ro.block_timeout = std::chrono::microseconds(st.block_us);
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
   Run r;
@@ -415,13 +423,13 @@ int steady(const std::filesystem::path& out, double seconds, double rate, uint64
       "unwritten {}, skipped by the paced writer {}{}\n",
       rate / 1e6, r.rate / 1e6, seconds, r.emitted, s.records, s.dropped, s.unwritten, r.skipped,
       held ? "" : " (the writer could not hold the rate)");
-  if (g_block_us != 0) {
+  if (st.block_us != 0) {
     const auto b = inst.ring().block_stats(0);
     fmt::print(
         "blocking mode ({}): {} emits waited ({:.4f}% of those emitted), {:.1f} ms in all, longest "
         "{:.0f} us; "
         "dropped after the bound {}, could not wait {}\n",
-        g_block_us < 0 ? std::string("no bound") : fmt::format("{} us", g_block_us), b.waits,
+        st.block_us < 0 ? std::string("no bound") : fmt::format("{} us", st.block_us), b.waits,
         100.0 * static_cast<double>(b.waits) /
             static_cast<double>(std::max<uint64_t>(r.emitted, 1)),
         static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
@@ -487,82 +495,18 @@ constexpr const char* kUsage =
   --help               this text
 )";
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string dir = "/dev/shm";
-  double seconds = 1;
-  int repeats = 5;
-  double steady_rate = 0;
-  uint64_t rotate_mib = 512;
-  double floor_seconds = 3;
-  std::string peers, plugin;
-  bool verify = false;
-  bool max_only = false;  // --max-only: drain only and full speed (a profile's window)
-  bool formats = false;   // --formats: drain only, per output format
-  uint32_t equal_kb =
-      2048;  // --equal-kb: the equal-memory leg (LTTng's default 4 x 512 KiB per CPU)
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--verify") {
-      verify = true;
-      continue;
-    }
-    if (a == "--max-only") {
-      max_only = true;
-      continue;
-    }
-    if (a == "--formats") {
-      formats = true;
-      continue;
-    }
-    if (a == "--help" || a == "-h") {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      fmt::print(stderr, "{} needs a value\n", a);
-      return 2;
-    }
-    const char* v = argv[++i];
-    if (a == "--dir")
-      dir = v;
-    else if (a == "--seconds")
-      seconds = std::atof(v);
-    else if (a == "--repeats")
-      repeats = std::max(1, std::atoi(v));
-    else if (a == "--steady")
-      steady_rate = std::atof(v);
-    else if (a == "--rotate-mib")
-      rotate_mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--floor")
-      floor_seconds = std::atof(v);
-    else if (a == "--collector")
-      g_collector = v;
-    else if (a == "--peers")
-      peers = v;
-    else if (a == "--lttng-plugin")
-      plugin = v;
-    else if (a == "--realtime")
-      g_realtime = std::atoi(v);
-    else if (a == "--block")
-      g_block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
-    else if (a == "--equal-kb")
-      equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
-    else {
-      fmt::print(stderr, "unknown option {}\n{}", a, kUsage);
-      return 2;
-    }
-  }
-  if (g_realtime != 0 && !has_realtime<record::RecorderOptions>) {
+// Options that cannot run here or together. Returns -1 to go on, else the
+// exit code (77: the machine cannot run the bench, a skip).
+int refuse(const Options& a) {
+  if (a.realtime != 0 && !has_realtime<record::RecorderOptions>) {
     fmt::print(stderr, "--realtime: this recorder has no realtime_priority\n");
     return 2;
   }
-  if (!peers.empty() && peers != "lttng") {
+  if (!a.peers.empty() && a.peers != "lttng") {
     fmt::print(stderr, "--peers: only lttng is known\n");
     return 2;
   }
-  if (!peers.empty() && !g_collector.empty()) {
+  if (!a.peers.empty() && !a.collector.empty()) {
     fmt::print(
         stderr,
         "--peers lttng compares recordings to tmpfs; it does not combine with --collector\n");
@@ -572,120 +516,175 @@ int main(int argc, char** argv) {
     fmt::print("needs 2 CPUs\n");
     return 77;
   }
-  // Before any thread or child: the LTTng daemon may move this thread to a
-  // private mount namespace that the threads made later inherit.
-  std::unique_ptr<record_bench::LttngRecordSide> lttng;
-  if (!peers.empty()) {
-    try {
-      lttng = record_bench::LttngRecordSide::open(plugin);
-    } catch (const std::exception& e) {
-      fmt::print("lttng-ust: skipped: {}\n", e.what());  // tracepipe's side still runs
-    }
-    if (lttng) {
-      lttng->consumer_fifo_priority = g_realtime;
-      fmt::print("lttng-ust: {}\n", lttng->description());
-    }
+  return -1;
+}
+
+// LTTng's side when --peers asks for it, or null (it could not open:
+// tracepipe's side still runs). Must come before any thread or child: the
+// LTTng daemon may move this thread to a private mount namespace that the
+// threads made later inherit.
+std::unique_ptr<LttngRecordSide> open_lttng(const Options& a) {
+  std::unique_ptr<LttngRecordSide> lttng;
+  if (a.peers.empty()) return lttng;
+  try {
+    lttng = LttngRecordSide::open(a.plugin);
+  } catch (const std::exception& e) {
+    fmt::print("lttng-ust: skipped: {}\n", e.what());
   }
-  if (g_collector == "auto") {
-    if (!record::LocalCollector::available()) {
-      fmt::print("--collector auto needs trace-cmd\n");
-      return 77;
-    }
-    g_local = std::make_unique<record::LocalCollector>(
-        fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
-    if (!g_local->ok()) {
-      fmt::print("trace-cmd listen did not start: {}\n", g_local->why());
-      return 1;
-    }
-    g_collector = g_local->address();
-    std::atexit(stop_listener);
-  }
-  const std::string where = g_collector.empty() ? dir : "trace-cmd listen at " + g_collector;
-  const auto out = std::filesystem::path(dir) / fmt::format("tp_record_bench_{}.dat", getpid());
-  if (steady_rate > 0) return steady(out, seconds, steady_rate, rotate_mib);
-  if (formats) {
-    if (!g_collector.empty()) {
-      fmt::print(stderr, "--formats records to files; it does not combine with --collector\n");
-      return 2;
-    }
-    // The three formats drain the same 700 000 records in turn, each repeat
-    // starting with another; ratios are taken within a repeat.
-    constexpr record::OutputFormat kFormats[] = {
-        record::OutputFormat::tracedat, record::OutputFormat::perfetto, record::OutputFormat::ctf};
-    std::vector<double> ns[3], ratio[3];
-    for (int i = 0; i < repeats; ++i) {
-      double one_run[3] = {};
-      for (int k = 0; k < 3; ++k) {
-        const int f = (k + i) % 3;
-        g_format = kFormats[f];
-        one_run[f] = drain_only(out, false);
-      }
-      for (int f = 0; f < 3; ++f) {
-        ns[f].push_back(one_run[f]);
-        ratio[f].push_back(one_run[f] / one_run[0]);
-      }
-    }
-    g_format = record::OutputFormat::tracedat;
-    for (int f = 0; f < 3; ++f) {
-      std::sort(ns[f].begin(), ns[f].end());
-      std::sort(ratio[f].begin(), ratio[f].end());
-      fmt::print(
-          "drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of "
-          "trace.dat, into {}\n",
-          record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(),
-          ns[f].back(), ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
-    }
-    return 0;
-  }
-  if (floor_seconds > 0) {
-    InstanceOptions o;
-    o.mode = BufferMode::drop_newest;
-    Instance inst(o);  // the default buffer: how many 64-byte events it holds
-    const uint64_t per_subbuf =
-        inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
-    wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1));
-  }
-  idle_cost(out, 1.0, repeats);
-  {
-    std::vector<double> file_ns, null_ns;
-    for (int i = 0; i < repeats; ++i) {
-      file_ns.push_back(drain_only(out, false));
-      null_ns.push_back(drain_only(out, true));
-    }
-    std::sort(file_ns.begin(), file_ns.end());
-    std::sort(null_ns.begin(), null_ns.end());
-    fmt::print(
-        "drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] "
-        "into /dev/null\n",
-        file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where,
-        null_ns[null_ns.size() / 2], null_ns.front(), null_ns.back());
-  }
-  if (max_only) {
-    for (int i = 0; i < repeats; ++i) {
-      const Run r = one(out, seconds, 0);
-      fmt::print(
-          "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
-          "{:.2f} ns/event\n",
-          r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
-          static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
-    }
-    return 0;
-  }
-  // tracepipe at its default; with LTTng, also tracepipe with LTTng's
-  // per-CPU buffer bytes (the equal-memory leg), then LTTng.
-  std::vector<Side> sides(lttng ? 3 : 1);
-  sides[0].name = "tracepipe";
-  sides[0].run = [&](double rate) { return one(out, seconds, rate); };
   if (lttng) {
-    sides[1].name = fmt::format("tp-{}K", equal_kb);
-    sides[1].run = [&](double rate) { return one(out, seconds, rate, equal_kb); };
-    sides[2].name = "lttng-ust";
-    sides[2].run = [&](double rate) { return lttng->run(seconds, rate); };
+    lttng->consumer_fifo_priority = a.realtime;
+    fmt::print("lttng-ust: {}\n", lttng->description());
   }
-  auto report_note = [](const Side& s, const Run& r) {
-    if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
-  };
-  // Full speed, the sides alternating run by run (and which goes first).
+  return lttng;
+}
+
+// --collector auto: a trace-cmd listen on loopback, which the recorder
+// then sends to. Returns -1 to go on, else the exit code (77: no trace-cmd,
+// a skip).
+int start_local_collector(Setup& st, LocalListener& listener) {
+  if (st.collector != "auto") return -1;
+  if (!record::LocalCollector::available()) {
+    fmt::print("--collector auto needs trace-cmd\n");
+    return 77;
+  }
+  listener.collector = std::make_unique<record::LocalCollector>(
+      fmt::format("/dev/shm/tp_record_bench_listen_{}", getpid()));
+  st.local = listener.collector.get();
+  if (!st.local->ok()) {
+    fmt::print("trace-cmd listen did not start: {}\n", st.local->why());
+    return 1;
+  }
+  st.collector = st.local->address();
+  return -1;
+}
+
+// --formats: drain-only into each output format. The three formats drain
+// the same 700 000 records in turn, each repeat starting with another;
+// ratios are taken within a repeat.
+int run_formats(Setup& st, const std::filesystem::path& out, int repeats,
+                const std::string& where) {
+  if (!st.collector.empty()) {
+    fmt::print(stderr, "--formats records to files; it does not combine with --collector\n");
+    return 2;
+  }
+  constexpr record::OutputFormat kFormats[] = {
+      record::OutputFormat::tracedat, record::OutputFormat::perfetto, record::OutputFormat::ctf};
+  std::vector<double> ns[3], ratio[3];
+  for (int i = 0; i < repeats; ++i) {
+    double one_run[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      const int f = (k + i) % 3;
+      st.format = kFormats[f];
+      one_run[f] = drain_only(st, out, false);
+    }
+    for (int f = 0; f < 3; ++f) {
+      ns[f].push_back(one_run[f]);
+      ratio[f].push_back(one_run[f] / one_run[0]);
+    }
+  }
+  st.format = record::OutputFormat::tracedat;
+  for (int f = 0; f < 3; ++f) {
+    std::sort(ns[f].begin(), ns[f].end());
+    std::sort(ratio[f].begin(), ratio[f].end());
+    fmt::print(
+        "drain only    {:9} recorder {:.2f} [{:.2f}-{:.2f}] ns/event, x{:.2f} [{:.2f}-{:.2f}] of "
+        "trace.dat, into {}\n",
+        record::output_format_name(kFormats[f]), ns[f][ns[f].size() / 2], ns[f].front(),
+        ns[f].back(), ratio[f][ratio[f].size() / 2], ratio[f].front(), ratio[f].back(), where);
+  }
+  return 0;
+}
+
+// The wake-up floor, read against the default buffer's size in 64-byte
+// events.
+void report_wakeup_floor(double floor_seconds, int realtime) {
+  InstanceOptions o;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  const uint64_t per_subbuf =
+      inst.ring().subbuf_size() / 80;  // a 64-byte event is 80 bytes in the ring
+  wakeup_floor(floor_seconds, per_subbuf * (inst.ring().nr_subbufs() - 1), realtime);
+}
+
+// The recorder's own cost, into the output and into /dev/null.
+void report_drain_only(const Setup& st, const std::filesystem::path& out, int repeats,
+                       const std::string& where) {
+  std::vector<double> file_ns, null_ns;
+  for (int i = 0; i < repeats; ++i) {
+    file_ns.push_back(drain_only(st, out, false));
+    null_ns.push_back(drain_only(st, out, true));
+  }
+  std::sort(file_ns.begin(), file_ns.end());
+  std::sort(null_ns.begin(), null_ns.end());
+  fmt::print(
+      "drain only    recorder {:.2f} [{:.2f}-{:.2f}] ns/event into {}, {:.2f} [{:.2f}-{:.2f}] "
+      "into /dev/null\n",
+      file_ns[file_ns.size() / 2], file_ns.front(), file_ns.back(), where,
+      null_ns[null_ns.size() / 2], null_ns.front(), null_ns.back());
+}
+
+// --max-only: each full-speed run on its own line, for a profiler's window.
+void report_max_only(const Setup& st, const std::filesystem::path& out, double seconds,
+                     int repeats) {
+  for (int i = 0; i < repeats; ++i) {
+    const Run r = one(st, out, seconds, 0);
+    fmt::print(
+        "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
+        "{:.2f} ns/event\n",
+        r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
+        static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
+  }
+}
+
+// tracepipe at its default; with LTTng, also tracepipe with LTTng's
+// per-CPU buffer bytes (the equal-memory leg), then LTTng.
+std::vector<Side> make_sides(const Setup& st, const std::filesystem::path& out, const Options& a,
+                             LttngRecordSide* lttng) {
+  std::vector<Side> sides(lttng ? 3 : 1);
+  const double seconds = a.seconds;
+  sides[0].name = "tracepipe";
+  sides[0].run = [&st, out, seconds](double rate) { return one(st, out, seconds, rate); };
+  if (lttng) {
+    const uint32_t equal_kb = a.equal_kb;
+    sides[1].name = fmt::format("tp-{}K", equal_kb);
+    sides[1].run = [&st, out, seconds, equal_kb](double rate) {
+      return one(st, out, seconds, rate, equal_kb);
+    };
+    sides[2].name = "lttng-ust";
+    sides[2].run = [lttng, seconds](double rate) { return lttng->run(seconds, rate); };
+  }
+  return sides;
+}
+
+void report_note(const Side& s, const Run& r) {
+  if (!r.note.empty()) fmt::print("  {}: {}\n", s.name, r.note);
+}
+
+void report_max_rate(const Side& s, double seconds) {
+  fmt::print(
+      "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
+      s.name,
+      med(
+          s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
+          "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; },
+          "{:.2f} [{:.2f}-{:.2f}]"),
+      med(
+          s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+      s.max[0].floor_ns_per_event > 0
+          ? "  pwrite floor " +
+                med(
+                    s.max, [](const Run& r) { return r.floor_ns_per_event; },
+                    "{:.2f} [{:.2f}-{:.2f}]") +
+                " ns/event"
+          : std::string());
+}
+
+// Full speed, the sides alternating run by run (and which goes first).
+void run_max_rates(std::vector<Side>& sides, double seconds, int repeats) {
   for (int i = 0; i < repeats; ++i)
     for (size_t k = 0; k < sides.size(); ++k) {
       Side& s = sides[(k + static_cast<size_t>(i)) % sides.size()];
@@ -693,26 +692,7 @@ int main(int argc, char** argv) {
       report_note(s, s.max.back());
     }
   for (Side& s : sides) {
-    fmt::print(
-        "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
-        s.name,
-        med(
-            s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [&](const Run& r) { return static_cast<double>(r.written) / seconds / 1e6; },
-            "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [](const Run& r) { return static_cast<double>(r.dropped) / 1e6; },
-            "{:.2f} [{:.2f}-{:.2f}]"),
-        med(
-            s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
-        s.max[0].floor_ns_per_event > 0
-            ? "  pwrite floor " +
-                  med(
-                      s.max, [](const Run& r) { return r.floor_ns_per_event; },
-                      "{:.2f} [{:.2f}-{:.2f}]") +
-                  " ns/event"
-            : std::string());
+    report_max_rate(s, seconds);
     // No rate above what the consumer wrote at full speed can be lossless:
     // the search starts there.
     std::vector<double> rates;
@@ -720,11 +700,37 @@ int main(int argc, char** argv) {
     std::sort(rates.begin(), rates.end());
     s.rate = rates[rates.size() / 2];
   }
-  // Lossless search, interleaved: each round runs every side once at its
-  // own current rate; a run that loses anything moves that side 10% down and
-  // restarts its count of clean runs. A side that has had --repeats clean runs
-  // in a row keeps running at its rate while another side still searches (so
-  // that both meet the same noise to the end): a loss there reopens its search.
+}
+
+// One run of a side in the lossless search at its current rate: a clean run
+// counts towards --repeats in a row; a loss moves the side 10% down and
+// restarts its count (or reopens a search it had finished).
+void lossless_step(Side& s, int repeats) {
+  Run r = s.run(s.rate);
+  report_note(s, r);
+  if (r.dropped == 0) {
+    s.clean.push_back(r);
+    if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
+      fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6, repeats);
+      s.done = s.found = true;
+    }
+    return;
+  }
+  fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name,
+             s.rate / 1e6, r.dropped, s.clean.size() + 1, r.rate / 1e6,
+             s.found ? " (search reopened)" : "");
+  if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
+  s.clean.clear();
+  s.done = s.found = false;
+  s.rate *= 0.9;
+  if (++s.steps >= 40 || s.rate < 1e5) s.done = true;
+}
+
+// Lossless search, interleaved: each round runs every side once at its own
+// current rate. A side that has had --repeats clean runs in a row keeps
+// running at its rate while another side still searches (so that both meet
+// the same noise to the end): a loss there reopens its search.
+void lossless_search(std::vector<Side>& sides, int repeats) {
   for (int round = 0;; ++round) {
     bool searching = false;
     for (const Side& s : sides) searching |= !s.done;
@@ -732,36 +738,22 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < sides.size(); ++k) {
       Side& s = sides[(k + static_cast<size_t>(round)) % sides.size()];
       if (s.done && !s.found) continue;  // gave up: nothing to confirm
-      Run r = s.run(s.rate);
-      report_note(s, r);
-      if (r.dropped == 0) {
-        s.clean.push_back(r);
-        if (!s.done && static_cast<int>(s.clean.size()) == repeats) {
-          fmt::print("paced {:9} {:6.2f} M/s: 0 dropped in {} runs\n", s.name, s.rate / 1e6,
-                     repeats);
-          s.done = s.found = true;
-        }
-        continue;
-      }
-      fmt::print("paced {:9} {:6.2f} M/s: dropped {} in run {} (emitted {:.2f} M/s){}\n", s.name,
-                 s.rate / 1e6, r.dropped, s.clean.size() + 1, r.rate / 1e6,
-                 s.found ? " (search reopened)" : "");
-      if (!r.gaps.empty()) fmt::print("  {}\n", r.gaps);
-      s.clean.clear();
-      s.done = s.found = false;
-      s.rate *= 0.9;
-      if (++s.steps >= 40 || s.rate < 1e5) s.done = true;
+      lossless_step(s, repeats);
     }
   }
-  // The lossless figure is the rate the clean runs emitted (the paced
-  // writer skips what it owes after a preemption, so it can fall short of
-  // the rate asked on a loaded machine).
-  auto emitted_rate = [](const Side& s) {
-    std::vector<double> x;
-    for (const Run& r : s.clean) x.push_back(r.rate);
-    std::sort(x.begin(), x.end());
-    return x[x.size() / 2];
-  };
+}
+
+// The lossless figure is the rate the clean runs emitted (the paced writer
+// skips what it owes after a preemption, so it can fall short of the rate
+// asked on a loaded machine).
+double emitted_rate(const Side& s) {
+  std::vector<double> x;
+  for (const Run& r : s.clean) x.push_back(r.rate);
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+void report_lossless(const std::vector<Side>& sides, double seconds) {
   for (const Side& s : sides) {
     if (s.found)
       fmt::print(
@@ -785,21 +777,31 @@ int main(int argc, char** argv) {
       fmt::print("lossless      {:9} not found above {:.2f} M events/s\n", s.name,
                  s.rate / 0.9 / 1e6);
   }
-  // The ratios the targets are stated in (medians of this run's sides).
-  auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.empty() ? 0.0 : x[x.size() / 2];
-  };
-  auto consumer = [&](const std::vector<Run>& v) {
-    std::vector<double> x;
-    for (const Run& r : v) x.push_back(r.consumer_ns_per_event);
-    return median(x);
-  };
-  auto floor_of = [&](const std::vector<Run>& v) {
-    std::vector<double> x;
-    for (const Run& r : v) x.push_back(r.floor_ns_per_event);
-    return median(x);
-  };
+}
+
+double median_of(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x.empty() ? 0.0 : x[x.size() / 2];
+}
+
+double median_consumer_ns(const std::vector<Run>& v) {
+  std::vector<double> x;
+  for (const Run& r : v) x.push_back(r.consumer_ns_per_event);
+  return median_of(x);
+}
+
+double median_floor_ns(const std::vector<Run>& v) {
+  std::vector<double> x;
+  for (const Run& r : v) x.push_back(r.floor_ns_per_event);
+  return median_of(x);
+}
+
+// The ratios the targets are stated in (medians of this run's sides): each
+// tracepipe side's consumer to the pwrite floor, and with LTTng, to LTTng's
+// consumer and lossless rate.
+void report_ratios(const std::vector<Side>& sides) {
+  const auto consumer = median_consumer_ns;
+  const auto floor_of = median_floor_ns;
   for (size_t k = 0; k < (sides.size() == 3 ? 2u : 1u); ++k) {  // the tracepipe sides
     const Side& t = sides[k];
     if (floor_of(t.max) > 0)
@@ -809,42 +811,131 @@ int main(int argc, char** argv) {
           t.name, consumer(t.max) / floor_of(t.max),
           t.found ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / floor_of(t.clean)) : "");
   }
-  if (sides.size() == 3) {
-    const Side& l = sides[2];
-    for (size_t k = 0; k < 2; ++k) {
-      const Side& t = sides[k];
+  if (sides.size() != 3) return;
+  const Side& l = sides[2];
+  for (size_t k = 0; k < 2; ++k) {
+    const Side& t = sides[k];
+    fmt::print(
+        "ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= "
+        "0.5x)\n",
+        t.name, consumer(t.max) / consumer(l.max),
+        t.found && l.found
+            ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean))
+            : "");
+    if (t.found && l.found)
       fmt::print(
-          "ratio         {} / lttng-ust consumer CPU per event: full speed {:.2f}x{}  (target <= "
-          "0.5x)\n",
-          t.name, consumer(t.max) / consumer(l.max),
-          t.found && l.found
-              ? fmt::format(", lossless {:.2f}x", consumer(t.clean) / consumer(l.clean))
-              : "");
-      if (t.found && l.found)
-        fmt::print(
-            "ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; "
-            "target >= 1.5x)\n",
-            t.name, emitted_rate(t) / emitted_rate(l),
-            k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
+          "ratio         {} / lttng-ust lossless rate: {:.2f}x ({}; same run, interleaved; "
+          "target >= 1.5x)\n",
+          t.name, emitted_rate(t) / emitted_rate(l),
+          k == 0 ? "each side's default buffer" : "equal buffer bytes per CPU");
+  }
+}
+
+// --verify: LTTng's trace itself against its counts, one lossless run and
+// one at full speed.
+void verify_lttng(LttngRecordSide& lttng, const Side& side, double seconds) {
+  for (const double rate : {side.found ? side.rate : 1e6, 0.0}) {
+    const Run r = lttng.run(seconds, rate, true);
+    std::string why;
+    const auto n = count_events(*lttng.last_trace(), why);
+    if (!n)
+      fmt::print("verify        {}\n", why);
+    else
+      fmt::print(
+          "verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} "
+          "events: {}\n",
+          rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped,
+          r.written, *n, *n == r.written ? "equal" : "DIFFERENT");
+  }
+}
+
+}  // namespace
+
+int parse_args(int argc, char** argv, Options& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string o = argv[i];
+    if (o == "--verify") {
+      a.verify = true;
+      continue;
+    }
+    if (o == "--max-only") {
+      a.max_only = true;
+      continue;
+    }
+    if (o == "--formats") {
+      a.formats = true;
+      continue;
+    }
+    if (o == "--help" || o == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "{} needs a value\n", o);
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (o == "--dir")
+      a.dir = v;
+    else if (o == "--seconds")
+      a.seconds = std::atof(v);
+    else if (o == "--repeats")
+      a.repeats = std::max(1, std::atoi(v));
+    else if (o == "--steady")
+      a.steady_rate = std::atof(v);
+    else if (o == "--rotate-mib")
+      a.rotate_mib = std::strtoull(v, nullptr, 10);
+    else if (o == "--floor")
+      a.floor_seconds = std::atof(v);
+    else if (o == "--collector")
+      a.collector = v;
+    else if (o == "--peers")
+      a.peers = v;
+    else if (o == "--lttng-plugin")
+      a.plugin = v;
+    else if (o == "--realtime")
+      a.realtime = std::atoi(v);
+    else if (o == "--block")
+      a.block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
+    else if (o == "--equal-kb")
+      a.equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
+    else {
+      fmt::print(stderr, "unknown option {}\n{}", o, kUsage);
+      return 2;
     }
   }
-  if (lttng && verify) {
-    // The trace itself against the counts: one lossless run, one at full speed.
-    for (const double rate : {sides.back().found ? sides.back().rate : 1e6, 0.0}) {
-      const Run r = lttng->run(seconds, rate, true);
-      std::string why;
-      const auto n = record_bench::count_events(*lttng->last_trace(), why);
-      if (!n)
-        fmt::print("verify        {}\n", why);
-      else
-        fmt::print(
-            "verify        lttng-ust at {}: emitted {} - discarded {} = {}; babeltrace2 counts {} "
-            "events: {}\n",
-            rate > 0 ? fm(rate / 1e6) + " M/s" : std::string("full speed"), r.emitted, r.dropped,
-            r.written, *n, *n == r.written ? "equal" : "DIFFERENT");
-    }
+  return -1;
+}
+
+int run(const Options& a) {
+  if (const int rc = refuse(a); rc >= 0) return rc;
+  const std::unique_ptr<LttngRecordSide> lttng = open_lttng(a);
+  Setup st;
+  st.collector = a.collector;
+  st.realtime = a.realtime;
+  st.block_us = a.block_us;
+  LocalListener listener;
+  if (const int rc = start_local_collector(st, listener); rc >= 0) return rc;
+  const std::string where = st.collector.empty() ? a.dir : "trace-cmd listen at " + st.collector;
+  const auto out = std::filesystem::path(a.dir) / fmt::format("tp_record_bench_{}.dat", getpid());
+  if (a.steady_rate > 0) return steady(st, out, a.seconds, a.steady_rate, a.rotate_mib);
+  if (a.formats) return run_formats(st, out, a.repeats, where);
+  if (a.floor_seconds > 0) report_wakeup_floor(a.floor_seconds, st.realtime);
+  idle_cost(st, out, 1.0, a.repeats);
+  report_drain_only(st, out, a.repeats, where);
+  if (a.max_only) {
+    report_max_only(st, out, a.seconds, a.repeats);
+    return 0;
   }
+  std::vector<Side> sides = make_sides(st, out, a, lttng.get());
+  run_max_rates(sides, a.seconds, a.repeats);
+  lossless_search(sides, a.repeats);
+  report_lossless(sides, a.seconds);
+  report_ratios(sides);
+  if (lttng && a.verify) verify_lttng(*lttng, sides.back(), a.seconds);
   for (const Side& s : sides)
     if (!s.found) return 1;
   return 0;
 }
+
+}  // namespace tracepipe::record_bench

@@ -382,9 +382,11 @@ int run_record(const RecordCli& cli, bool after_dashes) {
     check_filters(*cfg);
   }
   // What the output and the options with the config allow: refused now,
-  // before the command runs (a collector is not tried: trace-cmd listen
-  // takes one connection per recording).
-  if (!net) check_output(cli, cfg ? &*cfg : nullptr, out, format);
+  // before the command runs. A collector is not tried (trace-cmd listen
+  // takes one connection per recording): the options are, with a probe
+  // in the temp folder.
+  check_output(cli, cfg ? &*cfg : nullptr,
+               net ? std::filesystem::temp_directory_path() / "tracepipe-record.dat" : out, format);
   if (cli.config.empty()) {
     temp_config = std::filesystem::temp_directory_path() /
                   fmt::format("tracepipe_record_{}.toml", ::getpid());

@@ -136,6 +136,12 @@ TEST_CASE("tracepipe record: a config, filter or option it refuses stops it befo
     CHECK_FALSE(s.ran());
     CHECK_FALSE(fs::exists(out));
   }
+  // With -N too (the collector itself is not tried before the command).
+  const fs::path ow = s.config("ow.toml", "mode = \"overwrite\"\n");
+  const Run n = s.record({"--block", "--config", ow.string(), "-N", "localhost:1"});
+  CHECK(n.status == 125);
+  check_one_message(n, "drop-newest");
+  CHECK_FALSE(s.ran());
   // The same --block with a drop-newest buffer runs the command.
   const fs::path good = s.config("good.toml", "mode = \"drop_newest\"\n");
   const Run r = s.record({"-q", "--block=1000", "--config", good.string(), "-o", out});

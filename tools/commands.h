@@ -10,7 +10,9 @@
 //   }};
 //
 // A callback reports failure by throwing (std::exception): main prints
-// "tracepipe: <what()>" and exits 1. A callback may also call std::exit.
+// "tracepipe <name>: <what()>" and exits 1
+// (a CLI::ParseError from the parse itself: exit 2, a usage error). A callback may also call
+// std::exit.
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <vector>

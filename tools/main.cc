@@ -15,7 +15,10 @@ std::vector<AddCommand>& command_table() {
 }  // namespace tracepipe::tools
 
 namespace {
-constexpr int kUsageExit = 2;  // as `tracepipe replay`'s usage errors
+// Usage errors (a bad option or value) of every subcommand, as CLI11 and
+// getopt tools exit; a failure once running exits 1 (record: 125, see
+// record_cmd.cc).
+constexpr int kUsageExit = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -28,19 +31,29 @@ int main(int argc, char** argv) {
   // it. Each subcommand keeps refusing its own extras (allow_extras is
   // copied into a subcommand when it is added, above).
   app.allow_extras();
+  // Which subcommand a message comes from: one prefix per subcommand
+  // ("tracepipe record: "), "tracepipe: " before one is known.
+  const auto prefix = [&app] {
+    const auto subs = app.get_subcommands();
+    return subs.empty() ? std::string("tracepipe: ")
+                        : "tracepipe " + subs.front()->get_name() + ": ";
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // No subcommand at all: the usage with the list of subcommands, on
-    // stderr, and exit 2 like the subcommands' usage errors (replay's). Other
-    // parse errors keep CLI11's message and exit code (105 for a bad value).
+    // --help and --version are not errors.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // No subcommand at all: the usage with the list of subcommands.
     if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
       fmt::print(stderr, "{}", app.help());
       return kUsageExit;
     }
-    return app.exit(e);
+    // Every other parse error (unknown option, bad value, missing file) is a
+    // usage error: one line, and exit 2 as getopt-style tools do.
+    fmt::print(stderr, "{}{}\n", prefix(), e.what());
+    return kUsageExit;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tracepipe: {}\n", e.what());
+    fmt::print(stderr, "{}{}\n", prefix(), e.what());
     return 1;
   }
   return 0;

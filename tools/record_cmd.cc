@@ -4,7 +4,16 @@
 // trace directory OUT), or to `trace-cmd listen` at HOST:PORT, without a change to
 // its code (core/record/autostart.cc), as `trace-cmd record [-N]` runs a
 // command. Options end at the command, as trace-cmd's do: what follows
-// COMMAND is its own. See docs/record.md.
+// COMMAND is its own; an unknown option before it is a usage error. See
+// docs/record.md.
+//
+// Before the command runs, what can be checked here is (trace-cmd refuses
+// before it starts tracing): the options (a usage error: exit 2), the
+// config and the syntax of its filters, the options with the config, and
+// the output, written as a probe beside it by a recorder of the same
+// options (exit kRecordFailed, nothing left behind). What needs the
+// command's events (an unknown event, a filter's fields) is checked by the
+// command's recorder.
 //
 // The command gets TRACEPIPE_CONFIG (the config file; without --config, one
 // that enables every event of a drop-newest main instance of 4096 KiB per
@@ -34,6 +43,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -45,6 +55,7 @@
 #include "tracepipe/core/record/recorder.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
+#include "tracepipe/filters/parser.h"
 #include "tracepipe/tools/commands.h"
 
 extern char** environ;
@@ -67,6 +78,9 @@ struct RecordCli {
 // tracepipe record's own failure (the recording failed, whatever the
 // command's status), as env(1) and timeout(1) exit 125 when they fail.
 constexpr int kRecordFailed = 125;
+// A usage error (a bad option, a missing -o): exit 2 as every subcommand's
+// (tools/main.cc) and getopt tools'.
+constexpr int kUsageError = 2;
 
 volatile sig_atomic_t g_child = 0;
 
@@ -161,7 +175,7 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
   if (err == 0) return status;
   // The shell's and env(1)'s convention: 127 when the command is not
   // found, 126 when it is found but cannot run.
-  fmt::print(stderr, "tracepipe: record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
+  fmt::print(stderr, "tracepipe record: cannot run {}: {}\n", cli.command[0], std::strerror(err));
   return err == ENOENT ? -127 : -126;
 }
 
@@ -215,23 +229,137 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
   return 0;
 }
 
-int run_record(const RecordCli& cli) {
+// A command-line mistake: "tracepipe record: MESSAGE", exit kUsageError,
+// the command not run.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Recording cannot start (the config, a filter, the output, the options
+// with the config): "tracepipe record: MESSAGE", exit kRecordFailed, the
+// command not run.
+struct Refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The command line alone: every mistake is a UsageError.
+void check_usage(const RecordCli& cli, bool after_dashes) {
+  // An unknown option before the command: CLI11's prefix_command takes the
+  // first word it does not know, option or not, for the command.
+  if (!cli.command.empty() && !after_dashes && cli.command[0].size() > 1 &&
+      cli.command[0][0] == '-')
+    throw UsageError("unknown option " + cli.command[0] +
+                     "; the command starts at the first word that is not an option, or after --");
   if (cli.command.empty())
-    throw std::runtime_error("record: no command (tracepipe record -o OUT.dat COMMAND ARGS)");
+    throw UsageError("no command (tracepipe record -o OUT.dat [--] COMMAND ARGS...)");
   if (cli.output.empty() == cli.collector.empty())
-    throw std::runtime_error("record: give -o OUT.dat or -N HOST:PORT (one of them)");
-  const bool net = !cli.collector.empty();
-  if (net && !record::parse_collector(cli.collector))
-    throw std::runtime_error("record: -N " + cli.collector +
-                             ": expected HOST:PORT (or PORT for localhost)");
-  if (net && !cli.format.empty() && cli.format != "tracedat")
-    throw std::runtime_error(
-        "record: --format " + cli.format +
-        " with -N: trace-cmd listen takes trace.dat only (record to a file with -o)");
+    throw UsageError("give -o OUT.dat or -N HOST:PORT (one of them)");
+  if (!cli.collector.empty() && !record::parse_collector(cli.collector))
+    throw UsageError("-N " + cli.collector + ": expected HOST:PORT (or PORT for localhost)");
+  if (!cli.collector.empty() && !cli.format.empty() && cli.format != "tracedat")
+    throw UsageError("--format " + cli.format +
+                     " with -N: trace-cmd listen takes trace.dat only (record to a file with -o)");
   if (!cli.format.empty() && cli.format != "tracedat" &&
       (cli.file_version != 0 || !cli.compression.empty()))
-    throw std::runtime_error("record: --format " + cli.format +
-                             ": --file-version and --compression are trace.dat's");
+    throw UsageError("--format " + cli.format +
+                     ": --file-version and --compression are trace.dat's");
+}
+
+// Each filter of the config, as far as it can be judged without the
+// command's events (declared in the command, unknown here): the kernel's
+// calc_stack errors (parentheses, quotes) come before any field is looked
+// up, so an expression parsed against no fields fails on its first field
+// when it is otherwise well formed ("Field not found": left to the command).
+void check_filters(const Config& cfg) {
+  const auto check = [](const EventSettings& es) {
+    if (!es.filter || filters::clears_filter(*es.filter)) return;
+    const filters::ParseResult r = filters::parse(*es.filter, {}, filters::CompileOptions{});
+    if (r.ok() || r.error().code == filters::FilterErr::field_not_found) return;
+    std::string render = r.error().render(*es.filter);
+    while (!render.empty() && render.back() == '\n') render.pop_back();
+    throw Refused(fmt::format("{}:{}: {}: {}", es.filter_where.file, es.filter_where.line,
+                              es.filter_where.key, render));
+  };
+  for (const InstanceConfig& ic : cfg.instances) {
+    for (const EventSettings& es : ic.systems) check(es);
+    for (const EventSettings& es : ic.events) check(es);
+  }
+}
+
+// Whether the output can be written as the command's recorder will write
+// it: the path itself (a folder where a file goes, a device, no write
+// permission), then a recorder on an instance of the config's geometry and
+// mode (no events) writing a probe beside it, in the same folder and file
+// system, stopped and removed at once. So a missing folder, /sys, a full
+// disk, --block with an overwrite buffer or a flight recording of a
+// drop-newest buffer are refused before the command runs, and an output
+// that was there is left as it was.
+void check_output(const RecordCli& cli, const Config* cfg, const std::filesystem::path& out,
+                  record::OutputFormat format) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (fs::exists(st)) {
+    if (format == record::OutputFormat::ctf && !fs::is_directory(st))
+      throw Refused(out.string() + ": not a directory (--format ctf writes a trace directory)");
+    if (format != record::OutputFormat::ctf && fs::is_directory(st))
+      throw Refused(out.string() + ": is a directory");
+    if (format != record::OutputFormat::ctf && !fs::is_regular_file(st))
+      throw Refused(out.string() + ": not a regular file");
+    if (::access(out.c_str(), W_OK) != 0)
+      throw Refused(out.string() + ": cannot write it: " + std::strerror(errno));
+  }
+  InstanceOptions io = cfg != nullptr ? cfg->instances.front().options : InstanceOptions{};
+  if (cfg == nullptr) io.mode = BufferMode::drop_newest;  // the default config's
+  io.flight_recorder = false;                             // no flight file for a probe
+  io.buffer_size_kb = uint64_t{io.subbuf_size_kb} * 8;    // the geometry, not the memory
+  // What core/record/autostart.cc makes of the config and the variables
+  // child_environment() sets.
+  record::RecorderOptions ro;
+  ro.format = format;
+  if (cfg != nullptr && cfg->recording) {
+    const RecordingConfig& rc = *cfg->recording;
+    ro.mode = rc.flight_recorder ? record::RecordMode::flight_recorder : record::RecordMode::stream;
+    ro.file_version = rc.file_version;
+    ro.compression = rc.compression;
+    if (rc.block_timeout_us != 0)
+      ro.block_timeout = rc.block_timeout_us < 0 ? record::RecorderOptions::kBlockForever
+                                                 : std::chrono::microseconds(rc.block_timeout_us);
+  }
+  if (!cli.block.empty())
+    ro.block_timeout =
+        cli.block == "inf"
+            ? record::RecorderOptions::kBlockForever
+            : std::chrono::microseconds(std::strtoll(cli.block.c_str(), nullptr, 10));
+  if (cli.file_version != 0) ro.file_version = static_cast<uint32_t>(cli.file_version);
+  if (!cli.compression.empty()) {
+    ro.compression = cli.compression;
+    if (cli.file_version == 0) ro.file_version = 7;
+  }
+  ro.output = out.parent_path() /
+              fmt::format(".{}.tracepipe-probe-{}", out.filename().string(), ::getpid());
+  std::string fault;
+  ro.on_error = [&fault](const std::string& e) { fault = e; };
+  try {
+    Instance probe(io);
+    record::Recorder rec(probe, ro);
+    (void)rec.stop();
+    if (const auto err = rec.error()) fault = *err;
+  } catch (const std::exception& e) {
+    fault = e.what();
+  }
+  fs::remove_all(ro.output, ec);
+  if (fault.empty()) return;
+  if (fault.starts_with("recorder: ")) fault.erase(0, 10);
+  // The probe's name stands for the output's in the message.
+  for (size_t at; (at = fault.find(ro.output.string())) != std::string::npos;)
+    fault.replace(at, ro.output.string().size(), out.string());
+  throw Refused(fault);
+}
+
+int run_record(const RecordCli& cli, bool after_dashes) {
+  check_usage(cli, after_dashes);
+  const bool net = !cli.collector.empty();
   const std::filesystem::path out =
       net ? std::filesystem::path() : std::filesystem::absolute(cli.output);
   // The output's format: --format, else the config's [recording] format.
@@ -241,22 +369,25 @@ int run_record(const RecordCli& cli) {
                                             fmt::format("tracepipe_record_{}.status", ::getpid());
   std::filesystem::path config;
   std::filesystem::path temp_config;
+  std::optional<Config> cfg;
   if (!cli.config.empty()) {
     config = std::filesystem::absolute(cli.config);
-    try {
-      const Config cfg = load_config(config);  // errors now, with file and line, not in the command
-      if (cli.format.empty() && cfg.recording)
-        format = record::parse_output_format(cfg.recording->format)
-                     .value_or(record::OutputFormat::tracedat);
-      if (net && format != record::OutputFormat::tracedat)
-        throw std::runtime_error(config.string() + ": [recording] format = \"" +
-                                 cfg.recording->format +
-                                 "\" with -N: trace-cmd listen takes trace.dat only");
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "tracepipe record: {}\n", e.what());
-      return kRecordFailed;
-    }
-  } else {
+    cfg = load_config(config);  // errors now, with file and line, not in the command
+    if (cli.format.empty() && cfg->recording)
+      format = record::parse_output_format(cfg->recording->format)
+                   .value_or(record::OutputFormat::tracedat);
+    if (net && format != record::OutputFormat::tracedat)
+      throw Refused(config.string() + ": [recording] format = \"" + cfg->recording->format +
+                    "\" with -N: trace-cmd listen takes trace.dat only");
+    check_filters(*cfg);
+  }
+  // What the output and the options with the config allow: refused now,
+  // before the command runs. A collector is not tried (trace-cmd listen
+  // takes one connection per recording): the options are, with a probe
+  // in the temp folder.
+  check_output(cli, cfg ? &*cfg : nullptr,
+               net ? std::filesystem::temp_directory_path() / "tracepipe-record.dat" : out, format);
+  if (cli.config.empty()) {
     temp_config = std::filesystem::temp_directory_path() /
                   fmt::format("tracepipe_record_{}.toml", ::getpid());
     std::ofstream f(temp_config);
@@ -264,7 +395,7 @@ int run_record(const RecordCli& cli) {
     // outlast its recorder's late wake-ups (docs/record.md, "The recording buffer").
     f << "mode = \"drop_newest\"\nbuffer_size_kb = 4096\n[events.\"*:*\"]\nenable = "
          "true\n[recording]\nmode = \"stream\"\n";
-    if (!f) throw std::runtime_error("record: cannot write " + temp_config.string());
+    if (!f) throw Refused("cannot write " + temp_config.string());
     config = temp_config;
   }
   std::error_code ec;
@@ -278,7 +409,14 @@ int run_record(const RecordCli& cli) {
   if (status < 0) return -status;  // could not run
   const std::string rec_status = read_status(status_file);
   std::filesystem::remove(status_file, ec);
-  if (rec_status.starts_with("failed")) return kRecordFailed;  // the command named the cause
+  if (rec_status.starts_with("failed")) {  // the command named the cause
+    // A recording that failed before its headers were written (the disk
+    // filled since the check) leaves a file no reader opens: removed.
+    if (!net && format == record::OutputFormat::tracedat &&
+        std::filesystem::is_regular_file(out, ec) && !valid_trace(out))
+      std::filesystem::remove(out, ec);
+    return kRecordFailed;
+  }
   // "ok N": finalized, the summary printed; none: the command recorded nothing.
   if (rec_status.empty() && record_nothing(cli, out, format) != 0) return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -336,8 +474,17 @@ Registrar reg{[](CLI::App& app) {
     // Without "--", CLI11 leaves COMMAND ARGS with the subcommand; after
     // "--", with the top level (which allows them: tools/main.cc).
     cli->command = sub->remaining();
-    if (cli->command.empty()) cli->command = app.remaining();
-    std::exit(run_record(*cli));
+    const bool after_dashes = cli->command.empty();
+    if (after_dashes) cli->command = app.remaining();
+    try {
+      std::exit(run_record(*cli, after_dashes));
+    } catch (const UsageError& e) {
+      fmt::print(stderr, "tracepipe record: {}\n", e.what());
+      std::exit(kUsageError);
+    } catch (const std::exception& e) {  // Refused, a ConfigError: recording cannot start
+      fmt::print(stderr, "tracepipe record: {}\n", e.what());
+      std::exit(kRecordFailed);
+    }
   });
 }};
 

@@ -857,6 +857,16 @@ RecorderStats Recorder::stats() const {
       r.cpu_ns =
           static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
   }
+  r.block_timeout = st_->opt.block_timeout;
+  if (r.block_timeout.count() != 0) {
+    for (uint32_t cpu = 0; cpu < st_->inst.cpus(); ++cpu) {
+      const auto b = st_->inst.ring().block_stats(cpu);
+      r.block_waits += b.waits;
+      r.block_wait_ns += b.wait_ns;
+      r.block_max_wait_ns = std::max(r.block_max_wait_ns, b.max_wait_ns);
+      r.block_timed_out += b.timed_out;
+    }
+  }
   std::lock_guard lk(st_->mu);
   r.failed = st_->error.has_value();
   r.output = st_->output_desc;
@@ -932,10 +942,25 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
                      st.bytes, st.dropped);
   if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
   out += '\n';
+  const bool blocking = st.block_timeout.count() != 0;
+  if (blocking) {
+    const std::string bound = st.block_timeout == RecorderOptions::kBlockForever
+                                  ? std::string("no bound")
+                                  : fmt::format("up to {} us", st.block_timeout.count());
+    out += fmt::format(
+        "{}blocking ({}): writers waited {} times, {:.3f} ms in all (longest {:.3f} ms), {} "
+        "dropped after a time-out\n",
+        prefix, bound, st.block_waits, static_cast<double>(st.block_wait_ns) / 1e6,
+        static_cast<double>(st.block_max_wait_ns) / 1e6, st.block_timed_out);
+  }
   if (st.dropped != 0) {
     out +=
         fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
-    if (total.lost_full != 0)
+    if (total.lost_full != 0 && st.block_timed_out != 0)
+      out +=
+          ": writers waited the whole block time-out for the recorder; a longer block time-out "
+          "(--block=US, block_timeout_us) or a larger buffer_size_kb holds longer bursts";
+    else if (total.lost_full != 0)
       out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
     const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
                                   : st.format == OutputFormat::ctf ? "a packet's events_discarded"

@@ -266,12 +266,19 @@ struct RecorderStats {
   OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
   bool failed = false;                           ///< a fault stopped the output (see error())
   bool realtime = false;  ///< the thread runs SCHED_FIFO (realtime_priority granted)
+  /// Blocking mode (RecorderOptions::block_timeout, 0: off), and the
+  /// writers' waits summed over the CPUs (RingBufferBase::block_stats):
+  /// emits that waited, their total and longest wait (ns), and the events
+  /// dropped after waiting the whole bound (counted in lost_full too).
+  std::chrono::microseconds block_timeout{0};
+  uint64_t block_waits = 0, block_wait_ns = 0, block_max_wait_ns = 0, block_timed_out = 0;
 };
 
 /// The end-of-recording summary, as `trace-cmd record` prints one: a line
 /// per CPU (records written, dropped by cause, bytes), the total with the
-/// file, then a warning line when anything was lost (dropped, or unwritten
-/// after a fault, named by `error`). Each line ends with '\n' and starts
+/// file, in blocking mode the writers' waits (how often, how long, how many
+/// dropped after a time-out), then a warning line when anything was lost
+/// (dropped, or unwritten after a fault, named by `error`). Each line ends with '\n' and starts
 /// with `prefix` ("tracepipe record: ").
 std::string format_summary(const RecorderStats& stats, const std::optional<std::string>& error,
                            std::string_view prefix);

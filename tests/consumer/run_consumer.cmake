@@ -16,6 +16,11 @@ if(NOT LAST_OUT MATCHES "tracepipe 0.1.0 kept=1 discarded=1")
 endif()
 message(STATUS "consumer printed: ${LAST_OUT}")
 
+# TRACEPIPE_BUILD_TOOLS installs the command beside the library.
+if(TOOLS AND NOT EXISTS ${WORK}/prefix/bin/tracepipe)
+  message(FATAL_ERROR "TRACEPIPE_BUILD_TOOLS is on but cmake --install put no bin/tracepipe")
+endif()
+
 # The installed `tracepipe record` on a program built against the installed
 # package: a config's filter, trigger and hist apply (the triggers library
 # registers itself before the recording applies the config, whatever the

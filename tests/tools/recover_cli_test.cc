@@ -102,7 +102,8 @@ TEST_CASE("recover cli: --live on a running process, then the crashed file", "[r
   fs::resize_file(file, fs::file_size(file) - 4096);
   r = tp_test::run_command({exe, "recover", file.string(), "--strict", "-o", dat.string()}, dir);
   CHECK(r.status == 1);
-  CHECK(r.err.find("tracepipe: " + file.string() + ": header.file_size") != std::string::npos);
+  CHECK(r.err.find("tracepipe recover: " + file.string() + ": header.file_size") !=
+        std::string::npos);
   // Without --strict: what precedes the cut, and where the reading stopped.
   r = tp_test::run_command({exe, "recover", file.string(), "-o", dat.string()}, dir);
   INFO(r.err);

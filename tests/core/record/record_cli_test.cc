@@ -123,7 +123,7 @@ TEST_CASE("tracepipe record: a command that cannot run exits 127 or 126, as the 
   CHECK(WEXITSTATUS(rc) == 127);
   std::ifstream in(err);
   const std::string msg(std::istreambuf_iterator<char>(in), {});
-  CHECK(msg == "tracepipe: record: cannot run /nonexistent/cmd: No such file or directory\n");
+  CHECK(msg == "tracepipe record: cannot run /nonexistent/cmd: No such file or directory\n");
   // Found but not executable: 126.
   TempPath plain("cli_norun_plain");
   std::ofstream(plain.path) << "not a program\n";

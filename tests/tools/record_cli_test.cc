@@ -1,0 +1,233 @@
+// `tracepipe record` on the command line: what can be checked before the
+// command runs is refused before it runs (the command would create a marker
+// file: it must not exist afterwards), with one "tracepipe record:" line and
+// the documented exit code (docs/record.md, "Exit status"): 2 for a usage
+// error, 125 when recording cannot start, 126/127 when the command cannot
+// run. And the blocking mode's end-of-run summary.
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Run = tp_test::CommandResult;
+
+struct Scratch {
+  fs::path dir;
+  fs::path marker;
+  Scratch() {
+    dir = fs::temp_directory_path() / ("tp_record_cli_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    marker = dir / "ran";
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path config(const std::string& name, const std::string& text) const {
+    const fs::path p = dir / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  // `tracepipe record ARGS... -- sh -c 'touch MARKER'` (ARGS end before the command).
+  Run record(std::vector<std::string> args, bool dashes = true) const {
+    args.insert(args.begin(), {TP_TRACEPIPE_EXE, "record"});
+    if (dashes) args.push_back("--");
+    for (const char* a : {"sh", "-c"}) args.push_back(a);
+    args.push_back("touch " + marker.string());
+    return tp_test::run_command(args, dir, 30);
+  }
+  bool ran() const { return fs::exists(marker); }
+};
+
+// One line, "tracepipe record: ..." (a filter error's caret lines follow it).
+void check_one_message(const Run& r, const std::string& contains) {
+  INFO(r.err);
+  CHECK(r.err.starts_with("tracepipe record: "));
+  CHECK(r.err.find(contains) != std::string::npos);
+  CHECK(r.err.find("tracepipe: ") == std::string::npos);
+  CHECK(r.err.find("tracepipe record: tracepipe") == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("tracepipe record: usage errors exit 2 without running the command", "[tools][record]") {
+  Scratch s;
+  const std::string out = (s.dir / "o.dat").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+    bool dashes = true;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus", "-o", out},
+       "unknown option --bogus; the command starts at the first word",
+       false},
+      {{"-o", out, "--bogus"}, "unknown option --bogus", false},
+      {{"--config", (s.dir / "missing.toml").string(), "-o", out}, "missing.toml"},
+      {{"--block=abc", "-o", out}, "expected microseconds or inf, got 'abc'"},
+      {{}, "give -o OUT.dat or -N HOST:PORT"},
+      {{"--format", "perfetto", "--file-version", "7", "-o", out}, "are trace.dat's"},
+      {{"--format", "ctf", "-N", "localhost:1"}, "trace-cmd listen takes trace.dat only"},
+      {{"-N", "no port here", "-o", out}, ""},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    INFO(line);
+    const Run r = s.record(c.args, c.dashes);
+    CHECK(r.status == 2);
+    check_one_message(r, c.message);
+    CHECK_FALSE(s.ran());
+    CHECK_FALSE(fs::exists(out));
+  }
+  // After --, a word that looks like an option is the command.
+  const Run r =
+      tp_test::run_command({TP_TRACEPIPE_EXE, "record", "-o", out, "--", "--bogus"}, s.dir, 30);
+  CHECK(r.status == 127);
+  check_one_message(r, "cannot run --bogus");
+  // Every subcommand's usage errors exit 2 with its own prefix.
+  const Run rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", "--bogus"}, s.dir, 30);
+  CHECK(rep.status == 2);
+  CHECK(rep.err.starts_with("tracepipe report: "));
+}
+
+TEST_CASE("tracepipe record: a config, filter or option it refuses stops it before the command",
+          "[tools][record]") {
+  Scratch s;
+  const std::string out = (s.dir / "o.dat").string();
+  struct Case {
+    std::string toml;
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // The kernel's calc_stack errors, with the file, line and key.
+      {"mode = \"drop_newest\"\n[events.\"svc:request\"]\nenable = true\nfilter = \"latency_us > "
+       "900 "
+       "&& (status >= 500\"\n",
+       {},
+       "bad.toml:4: events.\"svc:request\".filter"},
+      {"[events.\"svc:request\"]\nfilter = \"path == \\\"/api\"\n", {}, "Missing matching quote"},
+      {"buffer_sise_kb = 64\n", {}, "did you mean 'buffer_size_kb'?"},
+      // --block needs a drop-newest buffer; the config's default is overwrite.
+      {"buffer_size_kb = 64\n", {"--block=1000"}, "drop-newest"},
+      {"mode = \"drop_newest\"\n[recording]\nmode = \"flight_recorder\"\n", {}, "flight_recorder"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.toml);
+    const fs::path cfg = s.config("bad.toml", c.toml);
+    std::vector<std::string> args = c.args;
+    for (const std::string& a : {std::string("--config"), cfg.string(), std::string("-o"), out})
+      args.push_back(a);
+    const Run r = s.record(args);
+    CHECK(r.status == 125);
+    check_one_message(r, c.message);
+    CHECK_FALSE(s.ran());
+    CHECK_FALSE(fs::exists(out));
+  }
+  // With -N too (the collector itself is not tried before the command).
+  const fs::path ow = s.config("ow.toml", "mode = \"overwrite\"\n");
+  const Run n = s.record({"--block", "--config", ow.string(), "-N", "localhost:1"});
+  CHECK(n.status == 125);
+  check_one_message(n, "drop-newest");
+  CHECK_FALSE(s.ran());
+  // The same --block with a drop-newest buffer runs the command.
+  const fs::path good = s.config("good.toml", "mode = \"drop_newest\"\n");
+  const Run r = s.record({"-q", "--block=1000", "--config", good.string(), "-o", out});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(s.ran());
+}
+
+TEST_CASE("tracepipe record: an output it cannot write stops it before the command",
+          "[tools][record]") {
+  Scratch s;
+  const fs::path folder = s.dir / "folder";
+  fs::create_directories(folder);
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"-o", "/nonexistent/x.dat"}, "/nonexistent/x.dat"},
+      {{"-o", folder.string()}, folder.string() + ": is a directory"},
+      {{"-o", "/sys/x.dat"}, "/sys/x.dat"},
+      {{"-o", "/dev/null"}, "/dev/null: not a regular file"},
+      {{"--format", "ctf", "-o", "/proc/version"}, "not a directory"},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    INFO(line);
+    const Run r = s.record(c.args);
+    CHECK(r.status == 125);
+    check_one_message(r, c.message);
+    CHECK_FALSE(s.ran());
+  }
+  CHECK(fs::is_directory(folder));
+  CHECK(fs::is_empty(folder));
+  CHECK_FALSE(fs::exists("/sys/x.dat"));
+  CHECK(fs::is_character_file("/dev/null"));
+  // Nothing of the check is left beside the outputs.
+  for (const auto& e : fs::directory_iterator(s.dir))
+    CHECK(e.path().filename().string().find("probe") == std::string::npos);
+}
+
+TEST_CASE("tracepipe record: a full disk stops it before the command and leaves no output",
+          "[tools][record]") {
+  Scratch s;
+  const fs::path mnt = s.dir / "full";
+  fs::create_directories(mnt);
+  if (geteuid() != 0) TP_SKIP("mounting a small tmpfs needs root");
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0) TP_SKIP("cannot mount a tmpfs");
+  struct Unmount {
+    const char* p;
+    ~Unmount() { ::umount2(p, MNT_DETACH); }
+  } unmount{mnt.c_str()};
+  {  // Fill it.
+    std::ofstream fill(mnt / "fill", std::ios::binary);
+    const std::string block(4096, 'x');
+    for (int i = 0; i < 64 && fill; ++i) fill << block << std::flush;
+  }
+  const fs::path out = mnt / "o.dat";
+  const Run r = s.record({"-o", out.string()});
+  CHECK(r.status == 125);
+  check_one_message(r, "No space left on device");
+  CHECK_FALSE(s.ran());
+  CHECK_FALSE(fs::exists(out));  // no 0-byte file that trace-cmd cannot read
+  for (const auto& e : fs::directory_iterator(mnt)) CHECK(e.path().filename() == "fill");
+}
+
+TEST_CASE("tracepipe record --block: the summary shows the writers' waits", "[tools][record]") {
+  Scratch s;
+  // 2 sub-buffers per CPU and a 1 us bound: writers wait, and some time out.
+  const fs::path cfg =
+      s.config("block.toml",
+               "mode = \"drop_newest\"\nbuffer_size_kb = 8\n[events.\"app:*\"]\nenable = true\n");
+  const fs::path out = s.dir / "b.dat";
+  const Run r = tp_test::run_command(
+      {TP_TRACEPIPE_EXE, "record", "--block=1", "--config", cfg.string(), "-o", out.string(),
+       TP_RECORD_APP_EXE, "--events", "100000", "--threads", "2"},
+      s.dir, 60);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  const auto at = r.err.find("tracepipe: blocking (up to 1 us): writers waited ");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.err.find(" dropped after a time-out\n", at) != std::string::npos);
+  // Events dropped after a time-out get the blocking mode's advice, not
+  // the one for a recorder that did not keep up.
+  const bool timed_out = r.err.find(" 0 dropped after a time-out") == std::string::npos;
+  CHECK((r.err.find("a longer block time-out") != std::string::npos) == timed_out);
+  if (timed_out) CHECK(r.err.find("the recorder did not keep up") == std::string::npos);
+}

@@ -402,7 +402,8 @@ TEST_CASE(
   CHECK(cs.accounted() == n + 1);
   if (have_trace_cmd()) {
     // The marks trace-cmd prints count every loss.
-    const std::string rep = run(fmt::format("trace-cmd report -i {} 2>/dev/null", out.path.string()));
+    const std::string rep =
+        run(fmt::format("trace-cmd report -i {} 2>/dev/null", out.path.string()));
     const std::regex mark("\\[(\\d+) EVENTS DROPPED\\]");
     uint64_t marked = 0;
     for (auto it = std::sregex_iterator(rep.begin(), rep.end(), mark); it != std::sregex_iterator();

@@ -205,7 +205,9 @@
 //  either steps over the record or stops at it (Step::discarding and
 //  Step::reclaiming force both); a switcher stalled between (S2) and (S3) writes its END
 //  there too (it resolved both sub-buffers before (S2)).
-//  (R) reclaim (a swap that finds no EMPTY spare, and stats()): CAS an ASIDE
+//  (R) reclaim (a swap that finds no EMPTY spare, stats(), and a reader that
+//      sums the loss counters itself: SubbufReader::settle_set_aside, as the
+//      commit into set-aside memory cannot count its own loss): CAS an ASIDE
 //      word to TAKEN, walk from `from`: every data record met there was
 //      committed after (X3), so it is lost: lost_set_aside, counted once
 //      because `from` moves past it. At a zero word: ASIDE{from = there}

@@ -68,8 +68,22 @@ class SubbufReader {
   uint64_t tail_seq() const noexcept;
   uint64_t read_seq() const noexcept { return cur_.lap * cb_->nr_pos + cur_.idx; }
   uint32_t cpu() const noexcept { return cpu_; }
-  /// The CPU's buffer (its loss counters are read by recorders).
+  /// The CPU's buffer (its loss counters are read by recorders: call
+  /// settle_set_aside() first).
   const detail::CpuBuffer& cpu_buffer() const noexcept { return *cb_; }
+  /// Overwrite buffers: counts the records committed into set-aside
+  /// sub-buffers since they were set aside (ring_buffer.h, "Set aside"), in
+  /// CpuStats::lost_set_aside, and gives those sub-buffers back to the spares
+  /// once every writer in them is done. The ring counts such a record only
+  /// when its memory is reclaimed (its writer's commit is one store and
+  /// cannot tell), which writers do only when no spare is free: a reader that
+  /// sums the loss counters itself, rather than through RingBufferBase::stats(),
+  /// calls this first, or a record whose writer was preempted between reserve
+  /// and commit is counted nowhere. After the last writer is done it makes
+  /// the counters complete. A few loads when nothing is set aside; a walk of
+  /// each set-aside sub-buffer otherwise. Nothing to do in drop-newest mode.
+  /// Lock-free, no allocation; may run beside writers, readers and stats().
+  void settle_set_aside() noexcept { (void)detail::reclaim_set_aside(*cb_); }
 
  private:
   bool advance_read_off(uint64_t from, uint64_t to) noexcept;

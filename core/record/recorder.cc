@@ -357,7 +357,10 @@ struct Recorder::State {
 
   // Looks at cpu's loss counters: overrun is marked before the next record,
   // the other losses after the tail's sub-buffer as seen now.
+  // Set-aside records first: the ring counts them only when their memory is
+  // reclaimed (SubbufReader::settle_set_aside), else they would reach no one.
   void note_losses(CpuState& c) {
+    c.rd.settle_set_aside();
     const LossCounts now = loss_counts(c.rd.cpu_buffer());
     const uint64_t over = now.overrun - c.seen.overrun;
     if (over != 0) {

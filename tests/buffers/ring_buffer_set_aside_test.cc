@@ -612,3 +612,56 @@ TEST_CASE("set aside: the sub-buffer reader reads each position where its memory
   CHECK(s.entries == 0);
   CHECK(s.conserved(written));
 }
+
+// A recorder sums a CPU's loss counters itself (core/record/recorder.cc),
+// not through stats(), which reclaims first. The stalled writer's commit
+// into set-aside memory is one store that cannot count its own loss, so
+// until a reclaim that record is read, overrun and lost nowhere: the reader
+// settles the set-aside sub-buffers before it sums.
+TEST_CASE("set aside: a reader summing the raw counters finds the stalled record once it settles",
+          "[buffers][overwrite][set_aside]") {
+  std::function<void()> nested;
+  bool in_nested = false;
+  StallRB rb(kRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
+  int tag = 0;
+  REQUIRE(write_n(rb, 2, tag) == 2);
+  constexpr int kNested = 3 * 5 * 4;  // 3 laps while the writer is stalled
+  int nested_ok = 0;
+  nested = [&] { nested_ok = write_n(rb, kNested, tag); };
+  g_fake_now.fetch_add(1);
+  Reservation stalled = rb.reserve(0, kLen);
+  REQUIRE(stalled);
+  REQUIRE(nested_ok == kNested);
+  rb.commit(stalled);  // into the set-aside memory
+  const uint64_t written = 2 + 1 + kNested;
+  struct Count {
+    uint64_t n = 0, mark = 0;
+    void record(uint64_t, std::span<const std::byte>) { ++n; }
+    void rollback() { n = mark; }
+  } sink;
+  SubbufReader rd(rb, 0);
+  for (int guard = 0; guard < 100; ++guard) {
+    sink.mark = sink.n;
+    if (rd.consume(sink, /*include_open=*/true) == Taken::none) break;
+  }
+  const CpuBuffer& cb = rd.cpu_buffer();
+  const auto summed = [&] {
+    return cb.read.load() + cb.overrun.load() + cb.lost_set_aside.load() +
+           cb.commit_overrun.load() + cb.lost_busy.load() + cb.lost_full.load() +
+           cb.lost_paused.load() + cb.lost_too_big.load() + cb.padded.load() + cb.reclaimed.load();
+  };
+  REQUIRE(cb.set_aside.load() == 1);
+  CHECK(cb.read.load() == sink.n);
+  CHECK(cb.lost_set_aside.load() == 0);  // nobody reclaimed yet: a spare was free
+  CHECK(summed() == written - 1);        // the stalled record reaches no one
+  rd.settle_set_aside();
+  CHECK(cb.lost_set_aside.load() == 1);
+  CHECK(summed() == written);
+  rd.settle_set_aside();  // counted once
+  CHECK(summed() == written);
+  CHECK(empty_spares(cb) == cb.nr_spares);  // and the memory is a spare again
+  const CpuStats s = rb.stats(0);
+  CHECK(s.entries == 0);
+  CHECK(s.lost_set_aside == 1);
+  CHECK(s.conserved(written));
+}

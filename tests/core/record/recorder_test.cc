@@ -24,6 +24,7 @@
 #include "record_test_util.h"
 #include "syscall_jail.h"
 #include "test_support.h"
+#include "tracepipe/core/instance/testing/emit_hooks.h"
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/sideband/sideband.h"
@@ -328,6 +329,87 @@ TEST_CASE("recorder: flight recorder writes nothing until stop, then the newest 
     const size_t mark = rep.find(fmt::format("[{} EVENTS DROPPED]", cs.overrun));
     REQUIRE(mark != std::string::npos);
     CHECK(mark < rep.find(fmt::format("seq={} ", got.front())));
+  }
+}
+
+// The interleaving behind "records + drops != emitted" in overwrite
+// recordings: writer A reserves its record, and before it commits, writer B
+// (another thread of A's CPU, as when the scheduler preempts A) wraps the
+// ring past A's sub-buffer, which is set aside (ring_buffer.h, "Set aside").
+// A then commits into the set-aside memory: that record is lost, and the
+// ring counts it (lost_set_aside) only when the memory is reclaimed, which
+// no writer does while a spare is free. The recorder must reclaim before it
+// reads the counters, or the loss reaches no one.
+TEST_CASE(
+    "recorder: a record committed into a set-aside sub-buffer is counted and marked (overwrite, "
+    "writer preempted between reserve and commit)",
+    "[record]") {
+  TempPath out("rec_set_aside.dat");
+  // Staging off and a filter: every emit reserves in the ring and builds its
+  // record there before it commits (the direct lane, where the hook runs).
+  Instance inst(small_options(Staging::off, BufferMode::overwrite));
+  inst.enable(Sample::desc());
+  REQUIRE(inst.set_filter(Sample::desc(), "value == 7").ok());
+  Stall stall;  // the recorder reads nothing meanwhile: no pin can turn the swap into lost_busy
+  const tp_record_test::PassHook hook([&] { stall.pass(); });
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  record::Recorder rec(inst, ro);
+  struct Unstall {  // before the recorder stops, also when a REQUIRE fails
+    Stall& s;
+    ~Unstall() { s.release(); }
+  } unstall{stall};
+  for (int i = 0; i < 1000000 && !stall.entered.load(); ++i) std::this_thread::yield();
+  REQUIRE(stall.entered.load());
+  const uint32_t n = 10000;  // about 3 laps of 256 KiB
+  uint64_t kept_b = 0;
+  struct PreemptedAfterReserve {  // B's whole run between A's reserve and A's commit
+    Instance* inst;
+    uint64_t* kept;
+    uint32_t n;
+    void operator()(tracepipe::testing::EmitStep s) const {
+      if (s == tracepipe::testing::EmitStep::built_direct) *kept = emit_range(*inst, 1, n + 1);
+    }
+  };
+  EmitResult a = EmitResult::lost;
+  std::thread writer_a([&] {
+    pin_to(0);
+    auto fill = [](std::span<std::byte> r) noexcept {
+      Sample::write_fields(r.data(), 7, 0, "preempted");
+    };
+    a = tracepipe::testing::emit_fill(inst, Sample::desc(), Sample::fixed_size, fill,
+                                      PreemptedAfterReserve{&inst, &kept_b, n});
+  });
+  writer_a.join();
+  REQUIRE(a == EmitResult::kept);  // its writer cannot know
+  REQUIRE(kept_b == n);
+  REQUIRE(inst.ring().cpu_buffer(0).set_aside.load() == 1);
+  stall.release();
+  const record::RecorderStats s = rec.stop();
+  REQUIRE(s.cpus.size() >= 1);
+  const record::RecorderCpuStats& c = s.cpus[0];
+  // Every event emitted is in the file or counted by its cause.
+  CHECK(c.lost_set_aside == 1);
+  CHECK(c.records + c.dropped == n + 1);
+  CHECK(c.dropped == c.overrun + c.lost_set_aside);
+  CHECK(s.records + s.dropped == n + 1);
+  const auto got = sample_seqs(out.path);
+  CHECK(got.size() == s.records);
+  CHECK(std::find(got.begin(), got.end(), 0u) == got.end());  // A's record: lost
+  // The ring's own accounting agrees (stats() reclaims as well).
+  const buffers::CpuStats cs = inst.cpu_stats(0);
+  CHECK(cs.lost_set_aside == 1);
+  CHECK(cs.accounted() == n + 1);
+  if (have_trace_cmd()) {
+    // The marks trace-cmd prints count every loss.
+    const std::string rep =
+        run(fmt::format("trace-cmd report -i {} 2>/dev/null", out.path.string()));
+    const std::regex mark("\\[(\\d+) EVENTS DROPPED\\]");
+    uint64_t marked = 0;
+    for (auto it = std::sregex_iterator(rep.begin(), rep.end(), mark); it != std::sregex_iterator();
+         ++it)
+      marked += std::stoull((*it)[1]);
+    CHECK(marked == s.dropped);
   }
 }
 

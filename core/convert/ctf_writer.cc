@@ -25,6 +25,7 @@ constexpr size_t kOffTsBegin = 24, kOffTsEnd = 32, kOffContentSize = 40, kOffPac
                  kOffSeqNum = 56, kOffDiscarded = 64, kOffCpuId = 72;
 constexpr size_t kEventsStart = 80;  // after the context, 8-aligned
 constexpr size_t kPacketBytes = 1 << 20;
+constexpr const char* kMetadataTmp = ".metadata.tmp";
 
 constexpr std::array<std::string_view, 29> kKeywords = {
     "align",  "callsite", "const",     "char",           "clock",    "double",
@@ -164,6 +165,10 @@ struct CpuStream {
   uint64_t records = 0;
   OutFile file;
   bool opened = false;
+  // Streaming: the stream as at the end of the last chunk written whole,
+  // which a failed write goes back to (a chunk is in the stream whole or
+  // not at all).
+  uint64_t chunk_bytes = 0, chunk_seq = 0, chunk_discarded = 0;
 };
 
 }  // namespace
@@ -201,18 +206,28 @@ struct CtfWriter::Impl {
   uint64_t metadata_bytes = 0;
 
   // The metadata, written beside and renamed over the old one: a reader
-  // never sees it half written.
+  // never sees it half written. The temporary is a hidden file, which CTF
+  // readers do not take for a data stream (babeltrace2 skips names starting
+  // with '.'); one that cannot be written whole is removed.
   void write_metadata() {
     const std::string meta = metadata_text();
-    const std::filesystem::path tmp = dir / "metadata.tmp";
-    OutFile f(tmp);
-    f.write(meta.data(), meta.size());
-    f.close();
+    const std::filesystem::path tmp = dir / kMetadataTmp;
     std::error_code ec;
+    try {
+      OutFile f(tmp);
+      f.write(meta.data(), meta.size());
+      f.close();
+    } catch (...) {
+      std::filesystem::remove(tmp, ec);
+      throw;
+    }
     std::filesystem::rename(tmp, dir / "metadata", ec);
-    if (ec)
-      throw ConvertOutputError((dir / "metadata").string() + ": rename failed: " + ec.message(),
-                               ec.value());
+    if (ec) {
+      const std::error_code failed = ec;
+      std::filesystem::remove(tmp, ec);
+      throw ConvertOutputError((dir / "metadata").string() + ": rename failed: " + failed.message(),
+                               failed.value());
+    }
     metadata_classes = store.size();
     metadata_bytes = meta.size();
   }
@@ -316,13 +331,36 @@ struct CtfWriter::Impl {
     const size_t content = s.pos == kEventsStart ? kOffCpuId + 4 : s.pos;
     patch(s, kOffContentSize, static_cast<uint64_t>(content) * 8);
     patch(s, kOffPacketSize, static_cast<uint64_t>(s.pos) * 8);
-    patch(s, kOffSeqNum, s.seq++);
-    if (!s.opened) {
-      s.file = OutFile(dir / fmt::format("channel0_{}", s.cpu));
-      s.opened = true;
+    patch(s, kOffSeqNum, s.seq);
+    const size_t n = s.pos;
+    s.pos = 0;  // written or given up: a packet that fails is not written again
+    // Streaming: the metadata names the packet's event classes before the
+    // packet is in the stream, so the directory stays readable whichever
+    // of the two writes fails.
+    try {
+      if (streaming && store.size() != metadata_classes) write_metadata();
+      if (!s.opened) {
+        s.file = OutFile(dir / fmt::format("channel0_{}", s.cpu));
+        s.opened = true;
+      }
+      s.file.write(s.buf.data(), n);  // on failure the stream ends with its last whole packet
+    } catch (...) {
+      if (streaming) {  // the chunk's packets written before this one go too
+        if (s.opened) (void)s.file.truncate(s.chunk_bytes);
+        s.seq = s.chunk_seq;
+        s.discarded = s.chunk_discarded;
+      }
+      throw;
     }
-    s.file.write(s.buf.data(), s.pos);
-    s.pos = 0;
+    ++s.seq;
+  }
+
+  // Streaming: the CPU's chunk is in the stream; a later failure goes back to here.
+  void end_chunk(CpuStream& s) {
+    close_packet(s);
+    s.chunk_bytes = s.opened ? s.file.size() : 0;
+    s.chunk_seq = s.seq;
+    s.chunk_discarded = s.discarded;
   }
 
   void write_event(CpuStream& s, const CtfPlan& p, const TraceRecord& rec) {
@@ -477,7 +515,7 @@ CtfWriter::CtfWriter(const std::filesystem::path& dir, WriterOptions options)
   // A previous conversion's streams would be read with this metadata: remove them.
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n == "metadata" || n == "metadata.tmp" || n.rfind("channel0_", 0) == 0)
+    if (n == "metadata" || n == "metadata.tmp" || n == kMetadataTmp || n.rfind("channel0_", 0) == 0)
       std::filesystem::remove(e.path(), ec);
   }
   std::random_device rd;
@@ -525,7 +563,7 @@ void CtfWriter::record(const TraceRecord& rec) {
 void CtfWriter::end_chunk(uint32_t cpu) {
   Impl& m = *impl_;
   if (!m.streaming) return;
-  m.close_packet(m.stream(cpu));
+  m.end_chunk(m.stream(cpu));
   if (m.store.size() != m.metadata_classes) m.write_metadata();
 }
 

@@ -38,17 +38,30 @@ OutFile& OutFile::operator=(OutFile&& o) noexcept {
 
 void OutFile::write(const void* p, size_t n) {
   const auto* c = static_cast<const char*>(p);
+  const uint64_t start = size_;
   while (n > 0) {
     const ssize_t w = ::write(fd_, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(path_, "write failed", errno);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : EIO;
+      (void)truncate(
+          start);  // a write cut short (disk full): the file ends with the last whole one
+      fail(path_, "write failed", err);
     }
-    if (w == 0) fail(path_, "write failed", EIO);
     c += w;
     n -= static_cast<size_t>(w);
     size_ += static_cast<uint64_t>(w);
   }
+}
+
+bool OutFile::truncate(uint64_t size) noexcept {
+  if (size > size_) return false;
+  if (size == size_) return true;
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0 ||
+      ::lseek(fd_, static_cast<off_t>(size), SEEK_SET) < 0)
+    return false;
+  size_ = size;
+  return true;
 }
 
 void OutFile::close() {

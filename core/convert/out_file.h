@@ -32,8 +32,15 @@ class OutFile {
   OutFile(OutFile&& o) noexcept;
   OutFile& operator=(OutFile&& o) noexcept;
 
-  /// Appends `n` bytes, retrying short writes. Throws ConvertOutputError.
+  /// Appends `n` bytes, retrying short writes. Throws ConvertOutputError;
+  /// then the file is cut back (ftruncate) to its size before the call, so
+  /// it ends with the last whole write (a Perfetto packet, a CTF packet)
+  /// and not with part of this one, and later writes go on from there.
   void write(const void* p, size_t n);
+  /// Cuts the file back to `size` bytes (<= size()), where the next write
+  /// goes: to give up what was written since. False (the file unchanged)
+  /// when ftruncate or lseek fails.
+  bool truncate(uint64_t size) noexcept;
   /// Bytes written so far.
   uint64_t size() const noexcept { return size_; }
   /// Closes the file (fsync not implied). Throws ConvertOutputError on a close error.

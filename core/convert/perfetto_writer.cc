@@ -224,8 +224,11 @@ struct CpuState {
   uint32_t cpu = 0;
   ProtoBuffer events;  // encoded FtraceEventBundle.event entries of the open bundle
   uint32_t count = 0;
-  bool lost = false;  // a loss precedes the open bundle
-  uint64_t records = 0, lost_events = 0, loss_marks = 0;
+  bool lost = false;       // a loss precedes the open bundle
+  uint64_t open_lost = 0;  // the events lost before the open bundle
+  // In closed bundles (in the output buffer or the file), and of those, in
+  // the file: a write that fails takes its bundles back (maybe_flush).
+  uint64_t bundled_records = 0, bundled_lost = 0, written_records = 0, written_lost = 0;
 };
 
 }  // namespace
@@ -284,10 +287,30 @@ struct PerfettoWriter::Impl {
     out.end_padded(pk);
   }
 
+  // Writes the buffered packets: once they reach kFlushBytes, or `now`.
+  // Streaming writes at chunk ends only (`now`), so a chunk is in the file
+  // whole or not at all. A write that fails (disk full) leaves the file at
+  // its last whole packet (OutFile) and its packets are given up: the
+  // closing statistics count what the file holds, and the thread names
+  // they carried are sent again with the next ones.
   void maybe_flush(bool now = false) {
-    if (out.size() >= kFlushBytes || (now && out.size() != 0)) {
-      file.write(out.data(), out.size());
+    if ((!stream && out.size() >= kFlushBytes) || (now && out.size() != 0)) {
+      try {
+        file.write(out.data(), out.size());
+      } catch (...) {
+        out.clear();
+        names.clear();
+        for (CpuState& cs : cpus) {
+          cs.bundled_records = cs.written_records;
+          cs.bundled_lost = cs.written_lost;
+        }
+        throw;
+      }
       out.clear();
+      for (CpuState& cs : cpus) {
+        cs.written_records = cs.bundled_records;
+        cs.written_lost = cs.bundled_lost;
+      }
     }
   }
 
@@ -423,9 +446,12 @@ struct PerfettoWriter::Impl {
     }
     out.end_padded(bu);
     out.end_padded(pk);
+    cs.bundled_records += cs.count;
+    cs.bundled_lost += cs.open_lost;
     cs.events.clear();
     cs.count = 0;
     cs.lost = false;
+    cs.open_lost = 0;
     maybe_flush();
   }
 
@@ -437,8 +463,8 @@ struct PerfettoWriter::Impl {
     for (const CpuState& cs : cpus) {
       const size_t c = out.begin(pf::kStatsCpuStats);
       out.field_varint(pf::kCpuStatsCpu, cs.cpu);
-      out.field_varint(pf::kCpuStatsEntries, phase == pf::kPhaseEnd ? cs.records : 0);
-      out.field_varint(pf::kCpuStatsOverrun, phase == pf::kPhaseEnd ? cs.lost_events : 0);
+      out.field_varint(pf::kCpuStatsEntries, phase == pf::kPhaseEnd ? cs.bundled_records : 0);
+      out.field_varint(pf::kCpuStatsOverrun, phase == pf::kPhaseEnd ? cs.bundled_lost : 0);
       out.end(c);
     }
     out.end_padded(st);
@@ -550,8 +576,7 @@ void PerfettoWriter::record(const TraceRecord& rec) {
   if (rec.lost_before != 0) [[unlikely]] {
     m.flush_bundle(*cs);
     cs->lost = true;
-    ++cs->loss_marks;
-    cs->lost_events += rec.lost_before > 0 ? static_cast<uint64_t>(rec.lost_before) : 1;
+    cs->open_lost += rec.lost_before > 0 ? static_cast<uint64_t>(rec.lost_before) : 1;
   }
   if (const Plan* p = m.plan_for(rec.payload)) [[likely]] {
     m.encode(*cs, *p, rec);
@@ -561,7 +586,6 @@ void PerfettoWriter::record(const TraceRecord& rec) {
     m.encode_unknown(*cs, rec);
   }
   ++cs->count;
-  ++cs->records;
 }
 
 void PerfettoWriter::end_chunk(uint32_t cpu) {
@@ -577,8 +601,7 @@ void PerfettoWriter::finish(ConvertStats& stats) {
   m.finished = true;
   for (CpuState& cs : m.cpus) m.flush_bundle(cs);
   m.stats_packet(pf::kPhaseEnd);
-  m.file.write(m.out.data(), m.out.size());
-  m.out.clear();
+  m.maybe_flush(true);
   m.file.close();
   stats.bytes_out = m.file.size();
   stats.unknown_events = m.unknown_events;

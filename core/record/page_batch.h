@@ -105,7 +105,7 @@ class PageBatch {
   uint64_t pending_lost() const noexcept { return lost_; }
 
   void checkpoint() noexcept {
-    ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_};
+    ck_ = {done_, used_, running_, page_ts_, lost_, records_, too_big_, done_records_, done_lost_};
   }
   void rollback() noexcept {
     done_ = ck_.done;
@@ -116,6 +116,7 @@ class PageBatch {
     records_ = ck_.records;
     too_big_ = ck_.too_big;
     done_records_ = ck_.done_records;
+    done_lost_ = ck_.done_lost;
   }
 
   /// Closes the open page if it holds records (a flush), or, with
@@ -130,13 +131,18 @@ class PageBatch {
   uint32_t finished_pages() const noexcept { return done_; }
   /// Records in the finished pages.
   uint64_t finished_records() const noexcept { return done_records_; }
+  /// Lost events whose marks the finished pages carry (mark_lost's counts;
+  /// a mark_missed_unknown() counts 1).
+  uint64_t finished_lost() const noexcept { return done_lost_; }
   /// Drops the finished pages (written, or given up); the open page moves to the front.
   void take_finished() noexcept {
     if (done_ != 0) std::memmove(mem_.get(), cur(), kHdr + used_);
     done_ = 0;
     done_records_ = 0;
+    done_lost_ = 0;
     ck_.done = 0;
     ck_.done_records = 0;
+    ck_.done_lost = 0;
   }
   /// Free pages after the open one: consume a ring sub-buffer only when >= 2.
   uint32_t room() const noexcept { return cap_ - done_ - 1; }
@@ -176,7 +182,10 @@ class PageBatch {
     std::byte* page = cur();
     uint64_t commit = used_;
     std::memset(page + kHdr + used_, 0, ps_ - kHdr - used_);
-    if (missed_unknown_ && lost_ == 0) commit |= kpage::kMissedEvents;
+    if (missed_unknown_ && lost_ == 0) {
+      commit |= kpage::kMissedEvents;
+      ++done_lost_;
+    }
     missed_unknown_ = false;
     if (lost_ != 0) {
       commit |= kpage::kMissedEvents;
@@ -184,6 +193,7 @@ class PageBatch {
         std::memcpy(page + kHdr + used_, &lost_, 8);
         commit |= kpage::kMissedStored;
       }
+      done_lost_ += lost_;
       lost_ = 0;
     }
     std::memcpy(page, &page_ts_, 8);
@@ -194,7 +204,8 @@ class PageBatch {
 
   struct Checkpoint {
     uint32_t done = 0, used = 0;
-    uint64_t running = 0, page_ts = 0, lost = 0, records = 0, too_big = 0, done_records = 0;
+    uint64_t running = 0, page_ts = 0, lost = 0, records = 0, too_big = 0, done_records = 0,
+             done_lost = 0;
   };
   uint32_t ps_, cap_;
   uint32_t max_payload_ = 0;
@@ -205,6 +216,7 @@ class PageBatch {
   uint64_t lost_ = 0;            // to mark on the open page
   bool missed_unknown_ = false;  // the open page follows an unknown number of lost events
   uint64_t records_ = 0, done_records_ = 0, too_big_ = 0;
+  uint64_t done_lost_ = 0;  // lost events marked in the finished pages
   Checkpoint ck_;
 };
 

@@ -72,7 +72,7 @@ struct CpuState {
   std::vector<PendingMark> pending;
   uint64_t marker_records = 0;  // lost_at_end records among the batch's finished records
   Clock::time_point last_flush = Clock::now();
-  std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0};
+  std::atomic<uint64_t> records{0}, pages{0}, dropped{0}, unwritten{0}, too_big{0}, unmarked{0};
   // dropped by cause, since the recording started (RecorderCpuStats)
   std::atomic<uint64_t> overrun{0}, lost_full{0}, lost_busy{0}, commit_overrun{0},
       lost_set_aside{0}, lost_too_big{0};
@@ -267,6 +267,7 @@ struct Recorder::State {
     const uint32_t n = c.batch.finished_pages();
     if (n == 0) return;
     const uint64_t recs = c.batch.finished_records() - c.marker_records;
+    const uint64_t marked = c.batch.finished_lost();
     c.marker_records = 0;
     if (!dead && opt.max_file_bytes != 0 && file->total_bytes() != 0 &&
         file->total_bytes() + c.batch.finished().size() > opt.max_file_bytes)
@@ -288,7 +289,10 @@ struct Recorder::State {
         fail(err, err == EFBIG ? "CPU region full" : net ? net->stage() : "writing");
       }
     }
-    if (dead) c.unwritten.fetch_add(recs, std::memory_order_relaxed);
+    if (dead) {
+      c.unwritten.fetch_add(recs, std::memory_order_relaxed);
+      c.unmarked.fetch_add(marked, std::memory_order_relaxed);  // their marks went with the pages
+    }
     c.batch.take_finished();
   }
 
@@ -826,6 +830,7 @@ RecorderStats Recorder::stats() const {
     s.pages = c->pages.load(std::memory_order_relaxed);
     s.dropped = c->dropped.load(std::memory_order_relaxed);
     s.unwritten = c->unwritten.load(std::memory_order_relaxed);
+    s.unmarked = c->unmarked.load(std::memory_order_relaxed);
     s.too_big = c->too_big.load(std::memory_order_relaxed);
     s.bytes = s.pages * st_->page_size;
     s.overrun = c->overrun.load(std::memory_order_relaxed);
@@ -838,6 +843,7 @@ RecorderStats Recorder::stats() const {
     r.pages += s.pages;
     r.dropped += s.dropped;
     r.unwritten += s.unwritten;
+    r.unmarked += s.unmarked;
     r.cpus.push_back(s);
   }
   r.bytes = r.pages * st_->page_size;
@@ -956,6 +962,11 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
         prefix, bound, st.block_waits, static_cast<double>(st.block_wait_ns) / 1e6,
         static_cast<double>(st.block_max_wait_ns) / 1e6, st.block_timed_out);
   }
+  // Each loss is either marked in the output or lost to the write error
+  // (its mark was in pages that could not be written): records + marked +
+  // lost to the write error = the events emitted into the instance.
+  const uint64_t unmarked = std::min(st.unmarked, st.dropped);
+  const uint64_t marked = st.dropped - unmarked;
   if (st.dropped != 0) {
     out +=
         fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
@@ -968,11 +979,27 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
     const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
                                   : st.format == OutputFormat::ctf ? "a packet's events_discarded"
                                                                    : "[EVENTS DROPPED]";
-    out += fmt::format("), each marked in {} where it happened ({})\n", st.output, mark);
+    if (unmarked == 0)
+      out += fmt::format("), each marked in {} where it happened ({})\n", st.output, mark);
+    else if (marked == 0)
+      out += fmt::format("), none marked in {}: their marks were lost to the write error\n",
+                         st.output);
+    else
+      out += fmt::format(
+          "), {} of them marked in {} where they happened ({}), {} not: their marks were lost to "
+          "the write error\n",
+          marked, st.output, mark, unmarked);
   }
   if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
-  if (st.unwritten != 0)
-    out += fmt::format("{}warning: {} events recorded but not written\n", prefix, st.unwritten);
+  if (st.unwritten + unmarked != 0) {
+    out += fmt::format(
+        "{}warning: {} events lost to the write error, neither in {} nor marked there (", prefix,
+        st.unwritten + unmarked, st.output);
+    if (st.unwritten != 0) out += fmt::format("{} recorded but not written", st.unwritten);
+    if (st.unwritten != 0 && unmarked != 0) out += ", ";
+    if (unmarked != 0) out += fmt::format("{} dropped with their marks", unmarked);
+    out += ")\n";
+  }
   return out;
 }
 

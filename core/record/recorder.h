@@ -54,7 +54,10 @@
 //   records in the file + the marks' counts = events emitted into the
 //   instance (counted by cause in RecorderCpuStats).
 //   Records not written because the output failed are counted in
-//   `unwritten` (they cannot be marked in a file that no longer takes data).
+//   `unwritten`, and losses whose marks were due in pages written after
+//   that in `unmarked` (a file that no longer takes data cannot mark them):
+//   records in the file + the marks' counts + unwritten + unmarked =
+//   events emitted.
 //   A finished file also holds the recording's per-CPU statistics as CPUSTAT
 //   options (the kernel's per_cpu/cpuN/stats layout; trace-cmd report --stat).
 //
@@ -221,14 +224,21 @@ struct RecorderOptions {
 
 /// What one CPU's recording holds. Counts are records unless named.
 /// dropped = overrun + lost_full + lost_busy + commit_overrun +
-/// lost_set_aside + too_big: every one of them is marked in the file.
+/// lost_set_aside + too_big: each is marked in the file, except `unmarked`
+/// (their marks were in pages the failed output did not take). After
+/// stop(): records + dropped + unwritten = the events emitted into the
+/// instance, of which records + (dropped - unmarked) are in the file as
+/// records and mark counts, unwritten + unmarked lost to the write error.
 struct RecorderCpuStats {
   uint64_t records = 0;    ///< written to the file
   uint64_t pages = 0;      ///< pages written
   uint64_t bytes = 0;      ///< bytes of pages written (pages x page size)
-  uint64_t dropped = 0;    ///< lost in the ring (all causes below) and marked in the file
+  uint64_t dropped = 0;    ///< lost in the ring (all causes below); marked unless `unmarked`
   uint64_t unwritten = 0;  ///< consumed but not written (output failed)
   uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)
+  /// Of `dropped`: not marked, as their marks were due in pages written
+  /// after the output failed (a disk full, the file removed, the collector gone).
+  uint64_t unmarked = 0;
   // dropped, by cause (the ring's counters over the recording; buffers/stats.h):
   uint64_t overrun = 0;    ///< overwritten before the recorder read them (overwrite buffer)
   uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder did not keep up
@@ -240,7 +250,7 @@ struct RecorderCpuStats {
 
 struct RecorderStats {
   std::vector<RecorderCpuStats> cpus;
-  uint64_t records = 0, pages = 0, bytes = 0, dropped = 0, unwritten = 0;
+  uint64_t records = 0, pages = 0, bytes = 0, dropped = 0, unwritten = 0, unmarked = 0;
   uint64_t passes = 0;  ///< recorder loop passes
   uint64_t header_rewrites = 0;
   /// The most sub-buffers one CPU had full and unread at a look (of
@@ -277,8 +287,10 @@ struct RecorderStats {
 /// The end-of-recording summary, as `trace-cmd record` prints one: a line
 /// per CPU (records written, dropped by cause, bytes), the total with the
 /// file, in blocking mode the writers' waits (how often, how long, how many
-/// dropped after a time-out), then a warning line when anything was lost
-/// (dropped, or unwritten after a fault, named by `error`). Each line ends with '\n' and starts
+/// dropped after a time-out), then warning lines when anything was lost:
+/// the drops, with how many are marked in the output; the fault (`error`);
+/// and the events lost to it (unwritten, and drops whose marks could not be
+/// written), which the output neither holds nor marks. Each line ends with '\n' and starts
 /// with `prefix` ("tracepipe record: ").
 std::string format_summary(const RecorderStats& stats, const std::optional<std::string>& error,
                            std::string_view prefix);

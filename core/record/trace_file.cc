@@ -189,6 +189,23 @@ int TraceFile::move_down_page_by_page(uint32_t cpu, uint64_t to) noexcept {
   return write_table_entry(cpu);
 }
 
+// Returns to the file system the blocks of the header reserve after what
+// the final headers (`meta`'s) take, rounded up to a page: zeros there read
+// the same from a hole, and the final headers are written into blocks that
+// stay allocated. A move on a disk full to its last block needs that room.
+void TraceFile::release_header_reserve(const TraceDatWriter& meta) noexcept {
+  uint64_t used = data_base_;
+  try {
+    used = meta.header_bytes(ext_).size();
+  } catch (const std::bad_alloc&) {
+    return;
+  }
+  const uint64_t from = (used + page_size_ - 1) / page_size_ * page_size_;
+  if (from < data_base_)
+    (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                      static_cast<off_t>(data_base_ - from));
+}
+
 // The version 7 file, written beside the recording and renamed over it.
 int TraceFile::finalize_v7(const TraceDatWriter& meta) noexcept {
   try {
@@ -266,10 +283,17 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
   }
   uint64_t end = data_base_ + ext_[0].size;
   bool compact = true;
+  bool reserve_released = false;
   for (uint32_t cpu = 1; cpu < ext_.size(); ++cpu) {
     TraceDatWriter::CpuExtent& e = ext_[cpu];
     if (compact && e.size != 0 && e.offset > end) {
       int err = move_down(cpu, end);
+      if (err == ENOSPC && !reserve_released) {
+        // The disk is full to its last block: the header reserve's part
+        // that the final headers do not use gives the room for one page.
+        release_header_reserve(meta);
+        reserve_released = true;
+      }
       if (err == ENOSPC) err = move_down_page_by_page(cpu, end);  // needs room for one page only
       if (err != 0) {
         first = err;

@@ -24,9 +24,10 @@
 //   each table entry rewritten after its move), rewrites the headers (final
 //   formats and cmdlines) and truncates the file after the last page. On a
 //   full disk the blocks of a cut-short write are returned first and a move
-//   that finds no room goes page by page (room for one page needed), so the
-//   file is not left larger than its data; if even that fails, the file
-//   stays as it was before that move: valid, sparse.
+//   that finds no room goes page by page (room for one page needed, taken
+//   from the header reserve's unused part when the disk is full to its last
+//   block), so the file is not left larger than its data; if even that
+//   fails, the file stays as it was before that move: valid, sparse.
 //
 // Errors are returned as errno values (0 = done), never thrown after
 // construction: the recorder decides what a failure means. Once an append
@@ -104,6 +105,7 @@ class TraceFile final : public TraceSink {
   int write_table_entry(uint32_t cpu) noexcept;
   int move_down(uint32_t cpu, uint64_t to) noexcept;
   int move_down_page_by_page(uint32_t cpu, uint64_t to) noexcept;
+  void release_header_reserve(const TraceDatWriter& meta) noexcept;
   int finalize_v7(const TraceDatWriter& meta) noexcept;
 
   std::filesystem::path path_;

@@ -1,0 +1,310 @@
+// A recording whose disk fills (a real tmpfs of a few hundred KiB, mounted
+// by the test: needs root, else skipped): whatever the format, what was
+// written stays whole and opens in the real readers (trace-cmd report,
+// babeltrace2, protoc with Perfetto's schema), a trace.dat is no larger than
+// its data even when the disk is full to its last block, and the counts add
+// up: records in the output + the losses it marks + the events lost to the
+// write error = the events emitted.
+#include <fmt/format.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <tracepipe/tracepipe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <numeric>
+#include <regex>
+#include <string>
+
+#include "../convert/convert_check.h"
+#include "../convert/convert_test_util.h"
+#include "../tracedat/tracedat_test_util.h"
+#include "record_test_util.h"
+#include "test_support.h"
+#include "tracepipe/core/record/page_batch.h"
+#include "tracepipe/core/record/trace_file.h"
+#include "tracepipe/core/tracedat/tracedat_reader.h"
+#include "tracepipe/core/tracedat/tracedat_writer.h"
+
+namespace fs = std::filesystem;
+using namespace tracepipe;
+
+namespace {
+
+using Job = EventDecl<"app", "job", Int<"seq", uint32_t>, Int<"value", int64_t>, Chars<"name", 16>,
+                      Str<"path">>;
+
+// A tmpfs of `kib` KiB mounted over a fresh directory, unmounted and removed
+// at the end of the test.
+struct SmallDisk {
+  fs::path dir;
+  bool mounted = false;
+  explicit SmallDisk(const std::string& name, unsigned kib) {
+    if (::geteuid() != 0) TP_SKIP("mounting a small tmpfs needs root");
+    dir = fs::temp_directory_path() / fmt::format("tp-recfault-{}-{}", name, ::getpid());
+    fs::create_directories(dir);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, fmt::format("size={}k", kib).c_str()) != 0) {
+      fs::remove(dir);
+      TP_SKIP("cannot mount a tmpfs here");
+    }
+    mounted = true;
+  }
+  ~SmallDisk() {
+    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path operator/(const std::string& n) const { return dir / n; }
+};
+
+uint64_t apparent_size(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// The end of a trace.dat's last CPU data (what the file must end with).
+uint64_t data_end(const fs::path& p) {
+  const auto r = TraceDatReader::open(p);
+  uint64_t end = 0;
+  for (const CpuDataInfo& d : r.cpu_data()) end = std::max(end, d.offset + d.size);
+  return end;
+}
+
+std::string run_sh(const std::string& cmd) {
+  const auto r = tp_test::run_command({"sh", "-c", cmd}, fs::temp_directory_path());
+  REQUIRE(r.status == 0);
+  return r.out;
+}
+
+// trace-cmd report: the job records and the sum of the [N EVENTS DROPPED] counts.
+std::pair<uint64_t, uint64_t> report_counts(const fs::path& dat) {
+  const std::string rep = run_sh(fmt::format("trace-cmd report -i {} 2>&1", dat.string()));
+  const std::regex mark("\\[(\\d+) EVENTS DROPPED\\]");
+  uint64_t jobs = 0, marked = 0;
+  size_t at = 0;
+  while (at < rep.size()) {
+    size_t nl = rep.find('\n', at);
+    if (nl == std::string::npos) nl = rep.size();
+    const std::string line = rep.substr(at, nl - at);
+    std::smatch m;
+    if (std::regex_search(line, m, mark))
+      marked += std::stoull(m[1]);
+    else if (line.find(" job:") != std::string::npos)
+      ++jobs;
+    else
+      CHECK(line.find("[EVENTS DROPPED]") == std::string::npos);  // every mark has its count
+    at = nl + 1;
+  }
+  return {jobs, marked};
+}
+
+// Records jobs into `out` on `disk` until the disk is full, then some more
+// (lost to the write error), from one thread: a 16 KiB drop-newest buffer
+// that the recorder does not always keep up with.
+struct Filled {
+  record::RecorderStats stats;
+  std::string error, summary;
+  uint64_t emitted = 0;
+};
+Filled fill(const fs::path& out, record::OutputFormat format) {
+  InstanceOptions o;
+  o.buffer_size_kb = 16;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  inst.enable(Job::desc());
+  std::atomic<int> reports{0};
+  Filled f;
+  record::RecorderOptions ro;
+  ro.output = out;
+  ro.format = format;
+  ro.on_error = [&](const std::string& m) {
+    f.error = m;
+    reports.fetch_add(1);
+  };
+  record::Recorder rec(inst, ro);
+  const auto emit = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i, ++f.emitted)
+      Job::emit(inst, static_cast<uint32_t>(f.emitted), -static_cast<int64_t>(f.emitted), "worker",
+                "/a/path/of/some/length/to/fill/the/disk/sooner");
+  };
+  for (int round = 0; round < 2000 && reports.load() == 0; ++round) {
+    emit(2000);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  REQUIRE(reports.load() == 1);
+  emit(20000);  // after the fault: lost to the write error, in the ring or after it
+  f.stats = rec.stop();
+  CHECK(reports.load() == 1);
+  f.summary = record::format_summary(f.stats, f.error, "tracepipe: ");
+  INFO(f.summary);
+  CHECK(f.error.find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(f.stats.failed);
+  CHECK(f.stats.records > 0);
+  CHECK(f.stats.unwritten > 0);
+  CHECK(f.stats.unmarked <= f.stats.dropped);
+  // Each event emitted is a record, a loss, or a record not written.
+  CHECK(f.stats.records + f.stats.dropped + f.stats.unwritten == f.emitted);
+  // The summary names what the output does not hold, and says so.
+  CHECK(f.summary.find(fmt::format("{} events lost to the write error",
+                                   f.stats.unwritten + f.stats.unmarked)) != std::string::npos);
+  if (f.stats.unmarked != 0) CHECK(f.summary.find(", each marked in") == std::string::npos);
+  return f;
+}
+
+// 8-byte records (common_type 42, seq) in one page.
+EventFormat rec_format() {
+  EventFormat f;
+  f.system = "tp";
+  f.name = "rec";
+  f.id = 42;
+  f.common_fields.push_back({"unsigned short", "common_type", 0, 2, false});
+  f.fields.push_back({"unsigned int", "seq", 4, 4, false});
+  f.print_fmt = "\"seq=%u\", REC->seq";
+  return f;
+}
+
+std::vector<std::byte> page_of(uint32_t from, uint32_t n, uint64_t ts0) {
+  record::PageBatch b(4096, 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::byte p[8]{};
+    const uint16_t id = 42;
+    const uint32_t seq = from + i;
+    std::memcpy(p, &id, 2);
+    std::memcpy(p + 4, &seq, 4);
+    b.record(ts0 + i * 10, p);
+  }
+  b.close_open();
+  REQUIRE(b.finished_pages() == 1);
+  return {b.finished().begin(), b.finished().end()};
+}
+
+}  // namespace
+
+TEST_CASE("trace file: a disk full to its last block is still compacted, no larger than its data",
+          "[record][fault]") {
+  SmallDisk disk("last-block", 1024);
+  const fs::path out = disk / "full.dat";
+  TraceDatWriter meta(TraceDatWriterConfig{2, 4096, "local"});
+  meta.add_format(rec_format());
+  record::TraceFile tf(record::TraceFileOptions{.path = out, .cpu_region = 0, .v7 = std::nullopt},
+                       meta);
+  // One page at a time, CPU 0 and 1 in turn: the append that fails finds
+  // not one free block (nothing of it was written, nothing to return).
+  uint32_t seq = 0;
+  int err = 0;
+  uint64_t pages = 0;
+  for (uint32_t cpu = 0; err == 0 && pages < 10000; cpu ^= 1) {
+    err = tf.append(cpu, page_of(seq, 300, uint64_t{seq} * 10));
+    if (err == 0) {
+      seq += 300;
+      ++pages;
+    }
+  }
+  REQUIRE(err == ENOSPC);
+  REQUIRE(pages > 10);
+  const uint64_t cpu0 = tf.cpu_bytes(0), cpu1 = tf.cpu_bytes(1);
+  CHECK(tf.finalize(meta) == 0);
+  // Contiguous: CPU 1's data right after CPU 0's, the file ends with it.
+  const auto r = TraceDatReader::open(out);
+  REQUIRE(r.cpu_data().size() == 2);
+  CHECK(r.cpu_data()[0].size == cpu0);
+  CHECK(r.cpu_data()[1].size == cpu1);
+  CHECK(r.cpu_data()[1].offset == r.cpu_data()[0].offset + cpu0);
+  CHECK(apparent_size(out) == data_end(out));
+  CHECK(apparent_size(out) <= 1024 * 1024);  // the whole disk: not CPU 1 at 16 GiB
+  // Every record written is there, once.
+  uint64_t n = 0;
+  uint64_t sum = 0;
+  auto m = r.records();
+  while (auto rec = m.next()) {
+    uint32_t s;
+    std::memcpy(&s, rec->payload.data() + 4, 4);
+    sum += s;
+    ++n;
+  }
+  CHECK(n == seq);
+  CHECK(sum == uint64_t{seq} * (seq - 1) / 2);
+  if (tp_tracedat_test::have_trace_cmd())
+    CHECK(std::stoull(run_sh(fmt::format("trace-cmd report -i {} 2>/dev/null | grep -c ' rec:'",
+                                         out.string()))) == seq);
+}
+
+TEST_CASE("recorder: a disk full leaves a trace.dat of its data, losses counted by where they went",
+          "[record][fault]") {
+  SmallDisk disk("dat", 512);
+  const fs::path out = disk / "full.dat";
+  const Filled f = fill(out, record::OutputFormat::tracedat);
+  CHECK(apparent_size(out) == data_end(out));
+  CHECK(apparent_size(out) <= 512 * 1024);
+  if (!tp_tracedat_test::have_trace_cmd()) return;
+  const auto [jobs, marked] = report_counts(out);
+  CHECK(jobs == f.stats.records);
+  CHECK(marked == f.stats.dropped - f.stats.unmarked);
+}
+
+TEST_CASE("recorder: a CTF recording that fills the disk opens in babeltrace2", "[record][fault]") {
+  tp_convert_test::babeltrace_or_skip();
+  SmallDisk disk("ctf", 512);
+  const fs::path out = disk / "full.ctf";
+  const Filled f = fill(out, record::OutputFormat::ctf);
+  tp_convert_test::Scratch s("recfault-ctf");
+  std::vector<std::pair<uint32_t, uint64_t>> lost;
+  std::vector<tp_convert_test::Rec> recs;
+  REQUIRE_NOTHROW(recs = tp_convert_test::babeltrace_records(out, s.dir, &lost));
+  CHECK(recs.size() == f.stats.records);
+  uint64_t discarded = 0;
+  for (const auto& [cpu, n] : lost) discarded += n;
+  CHECK(discarded == f.stats.dropped - f.stats.unmarked);
+  for (const auto& e : fs::directory_iterator(out))  // no temporary left to read as a stream
+    CHECK(e.path().filename().string().find("tmp") == std::string::npos);
+}
+
+TEST_CASE("recorder: a Perfetto recording that fills the disk ends with whole packets",
+          "[record][fault]") {
+  (void)tp_convert_test::perfetto_proto_or_skip();
+  SmallDisk disk("pf", 512);
+  const fs::path out = disk / "full.pftrace";
+  const Filled f = fill(out, record::OutputFormat::perfetto);
+  tp_convert_test::Scratch s("recfault-pf");
+  tp_convert_test::PerfettoExtras ex;
+  std::vector<tp_convert_test::Rec> recs;
+  REQUIRE_NOTHROW(recs = tp_convert_test::protoc_records(out, s.dir, &ex));
+  CHECK(recs.size() == f.stats.records);
+  // The closing statistics, when there was room for them, count what the file holds.
+  uint64_t overrun = 0;
+  for (const auto& [cpu, n] : ex.overrun) overrun += n;
+  if (!ex.overrun.empty()) CHECK(overrun == f.stats.dropped - f.stats.unmarked);
+}
+
+TEST_CASE("recorder summary: losses whose marks were not written are not said to be marked",
+          "[record]") {
+  record::RecorderStats st;
+  st.output = "full.dat";
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 100;
+  st.cpus[0].dropped = st.dropped = 30;
+  st.cpus[0].lost_full = 30;
+  st.cpus[0].unwritten = st.unwritten = 50;
+  st.cpus[0].unmarked = st.unmarked = 30;
+  std::string s = record::format_summary(st, std::string("writing: No space left"), "tp: ");
+  INFO(s);
+  CHECK(s.find("each marked") == std::string::npos);
+  CHECK(s.find("none marked in full.dat") != std::string::npos);
+  CHECK(s.find("tp: warning: 80 events lost to the write error, neither in full.dat nor marked "
+               "there (50 recorded but not written, 30 dropped with their marks)") !=
+        std::string::npos);
+  st.unmarked = st.cpus[0].unmarked = 10;
+  s = record::format_summary(st, std::string("writing: No space left"), "tp: ");
+  CHECK(s.find("20 of them marked in full.dat where they happened ([EVENTS DROPPED]), 10 not") !=
+        std::string::npos);
+  CHECK(s.find("60 events lost to the write error") != std::string::npos);
+  st.unmarked = st.cpus[0].unmarked = 0;
+  st.unwritten = st.cpus[0].unwritten = 0;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("each marked in full.dat where it happened ([EVENTS DROPPED])") !=
+        std::string::npos);
+  CHECK(s.find("write error") == std::string::npos);
+}

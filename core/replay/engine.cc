@@ -697,7 +697,9 @@ void collect_triggered(const ReplayOptions& o, const TraceDatReader& reader, Ins
     const auto range = symbols.by_address(addr);
     return fmt::format("{}+0x{:x}/0x{:x}", hit->name, hit->offset, range ? range->size : 0);
   };
-  for (const auto& [ev, cmd] : triggers) {
+  for (const auto& trigger : triggers) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda.
+    const EventDesc* ev = trigger.first;
     if (std::any_of(res.triggered.begin(), res.triggered.end(),
                     [&](const ReplayResult::Triggered& t) { return t.event == ev->full_name(); }))
       continue;

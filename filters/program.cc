@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "tracepipe/filters/string_match.h"
 
@@ -188,36 +189,41 @@ static bool eval_cpumask_vs_cpu(const Pred& p, const std::byte* rec, size_t size
   }
 }
 
+// A string field's bytes and the length the kernel's matchers are given.
+struct FieldString {
+  CString s;
+  int len;
+};
+
 // filter_pred_strloc, filter_pred_strrelloc (offset relative to the end of
 // the field). The string is the field's own bytes: at most its length, and
 // at most what the record holds. Bytes after it (the next string, padding)
 // are never read, whatever the operator (a length of 0 is the empty string).
-static bool match_str_loc(const Pred& p, const std::byte* rec, size_t size,
-                          const StringMatcher& m) noexcept {
+static FieldString str_loc_string(const Pred& p, const std::byte* rec, size_t size) noexcept {
   const uint32_t item = load<uint32_t>(rec + p.offset);
   size_t loc = item & 0xffff;
   if (p.code == Code::str_rel_loc) loc += p.offset + 4;
   const size_t len = item >> 16;
-  const CString s{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)),
-                  std::min(avail_from(loc, size), len)};
-  return m.match(s, static_cast<int>(len)) != static_cast<bool>(p.negate);
+  return {{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)),
+           std::min(avail_from(loc, size), len)},
+          static_cast<int>(len)};
 }
 
 // filter_pred_pchar / _user: the string a pointer field points to, through
-// ctx.resolve; an unreadable string is false.
-static bool match_str_ptr(const Pred& p, const std::byte* rec, const EvalContext& ctx,
-                          const StringMatcher& m) noexcept {
+// ctx.resolve; empty when it cannot be read (the predicate is then false).
+static std::optional<FieldString> str_ptr_string(const Pred& p, const std::byte* rec,
+                                                 const EvalContext& ctx) noexcept {
   const uint64_t addr =
       p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
-  if (!ctx.resolve) return false;
+  if (!ctx.resolve) return std::nullopt;
   const ResolvedString rs = ctx.resolve(addr, p.val != 0, ctx.resolve_user);
-  if (!rs.found) return false;
+  if (!rs.found) return std::nullopt;
   CString s{reinterpret_cast<const unsigned char*>(rs.text.data()),
             std::min(rs.text.size(), kPtrStringMax - 1)};
   size_t len = 0;
   while (len < s.avail && s.base[len]) ++len;
   s.avail = len;
-  return m.match(s, static_cast<int>(len + 1)) != static_cast<bool>(p.negate);
+  return FieldString{s, static_cast<int>(len + 1)};
 }
 
 bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size,
@@ -245,10 +251,15 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size,
       return strings_[p.aux]->match(s, static_cast<int>(p.val)) != static_cast<bool>(p.negate);
     }
     case Code::str_data_loc:
-    case Code::str_rel_loc:
-      return match_str_loc(p, rec, size, *strings_[p.aux]);
-    case Code::str_ptr:
-      return match_str_ptr(p, rec, ctx, *strings_[p.aux]);
+    case Code::str_rel_loc: {
+      const FieldString f = str_loc_string(p, rec, size);
+      return strings_[p.aux]->match(f.s, f.len) != static_cast<bool>(p.negate);
+    }
+    case Code::str_ptr: {
+      const std::optional<FieldString> f = str_ptr_string(p, rec, ctx);
+      if (!f) return false;
+      return strings_[p.aux]->match(f->s, f->len) != static_cast<bool>(p.negate);
+    }
     case Code::str_comm: {  // filter_pred_comm: current->comm, TASK_COMM_LEN
       const CString s{reinterpret_cast<const unsigned char*>(ctx.comm.data()),
                       std::min<size_t>(ctx.comm.size(), kCommLen - 1)};

@@ -769,6 +769,26 @@ class RingBuffer : public RingBufferBase {
  private:
   [[gnu::noinline, gnu::cold]] Reservation reserve_slow(detail::CpuBuffer& cb, uint32_t len,
                                                         uint64_t pos, uint64_t last) noexcept;
+  // reserve_slow's steps. {pos, last} is the tail the caller loaded; a lost
+  // CAS leaves the tail's current value there and returns an empty
+  // Reservation with no error (look again: reserve() never returns one).
+  // Not std::optional: in the cold, size-optimised switch its constructor
+  // stays a call.
+  // The tail moved and the record fits in its sub-buffer now: (B)-(D).
+  [[gnu::always_inline]] inline Reservation reserve_fitting(detail::CpuBuffer& cb, uint32_t len,
+                                                            uint64_t stride, uint64_t& pos,
+                                                            uint64_t& last) noexcept;
+  // (S2)-(S4): moves the tail to offset 0 of `nidx` (made LIVE(nlap) by (S1)).
+  [[gnu::always_inline]] inline Reservation switch_subbuf(detail::CpuBuffer& cb, uint32_t len,
+                                                          uint64_t stride, uint64_t& pos,
+                                                          uint64_t& last, uint64_t nidx,
+                                                          uint64_t nlap) noexcept;
+  // (S1) found `nidx` unread or pinned: whether blocking mode waited for the
+  // reader (look again) or the record drops. Drop-newest only. Inline: a
+  // writer that drops into a full buffer tests the blocking mode in place,
+  // and the wait itself (block_wait) is out of line.
+  [[gnu::always_inline]] inline bool wait_for_reader(detail::CpuBuffer& cb, uint64_t nidx,
+                                                     uint64_t nlap, BlockWait& bw) noexcept;
   [[gnu::noinline]] void discard_slow(detail::RecordHeader* hdr, detail::CpuBuffer& cb,
                                       uint64_t start, uint32_t len) noexcept;
   [[gnu::noinline, gnu::cold]] Reservation fail_bad_cpu(uint32_t cpu) noexcept;

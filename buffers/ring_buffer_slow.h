@@ -76,6 +76,25 @@ template <OverflowMode M>
   }
 }
 
+/// (S4) overwrite: recycles the position after the new tail page `nidx` now,
+/// off the critical path, so that the next switch finds it FREE (best
+/// effort), and starts fetching the one after, which the next switch will
+/// recycle: it is cold (written a lap ago) and its walk is a chain of
+/// dependent loads.
+[[gnu::always_inline]] inline void recycle_ahead(CpuBuffer& cb, uint64_t nidx, uint64_t nlap,
+                                                 uint64_t stride) noexcept {
+  const uint64_t aidx = nidx + 1 == cb.nr_pos ? 0 : nidx + 1;
+  const uint64_t alap = aidx == 0 ? (nlap + 1) & kLapMask : nlap;
+  const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
+  const uint64_t aold = (alap - 1) & kLapMask;
+  if (pw_phase(w) == Phase::live && pw_lap(w) == aold)
+    (void)recycle_overwrite(cb, aidx, aold, stride);
+  const uint64_t bidx = aidx + 1 == cb.nr_pos ? 0 : aidx + 1;
+  const std::byte* next = cb.page(bidx);
+  const uint64_t n = cb.subbuf_size < 4096 ? cb.subbuf_size : 4096;
+  for (uint64_t o = 0; o < n; o += 64) __builtin_prefetch(next + o, 1, 2);
+}
+
 }  // namespace detail
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>
@@ -96,29 +115,19 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
   };
   if (stride > S) return fail(ReserveError::too_big, cb.lost_too_big);
   [[maybe_unused]] BlockWait block_wait_state;  // blocking mode: set by the first wait
+  auto look_again = [&] {
+    pos = load_acquire(cb.tail.pos);
+    last = load_relaxed(cb.tail.ts);
+  };
   for (;;) {
     if ((pos & kPausedBit) != 0) return fail(ReserveError::paused, cb.lost_paused);
-    const uint64_t off = tail_off(pos);
     const uint64_t idx = tail_idx(pos);
     const uint64_t lap = tail_lap(pos);
-    if (off + stride <= S) {
-      // The tail moved under us (another writer switched, or a reclaim): it
-      // fits now; same steps as the fast path.
-      auto* const h =
-          reinterpret_cast<RecordHeader*>(cb.page(idx) + off);  // before (C), as in reserve()
-      const uint64_t now = clock_();                            // (B)
-      const uint64_t ts = now > last ? now : last;
-      hooks_(Step::clocked, cb.cpu);
-      const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
-      if (r == LocalCas::ok) {
-        hooks_(Step::reserving, cb.cpu);
-        store_stride(h, stride);  // (D)
-        h->ts = ts;
-        hooks_(Step::reserved, cb.cpu);
-        return Reservation(h, &cb, pos, len);
-      }
-      if (r == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
-      continue;
+    if (tail_off(pos) + stride <= S) {
+      // The tail moved under us (another writer switched, or a reclaim).
+      const Reservation r = reserve_fitting(cb, len, stride, pos, last);
+      if (r || r.error() != ReserveError::none) return r;
+      continue;  // empty, no error: the tail changed again
     }
     // (S1) The record does not fit: the next position must be LIVE(nlap).
     const uint64_t nidx = idx + 1 == cb.nr_pos ? 0 : idx + 1;
@@ -128,82 +137,101 @@ Reservation RingBuffer<M, Clock, Hooks, W>::reserve_slow(detail::CpuBuffer& cb, 
       case SubbufClaim::live:
         break;
       case SubbufClaim::retry:
-        pos = load_acquire(cb.tail.pos);
-        last = load_relaxed(cb.tail.ts);
+        look_again();
         continue;
       case SubbufClaim::full:
-        if constexpr (M == OverflowMode::drop_newest) {
-          // Blocking mode (W1-W4): wait for the reader, then look again.
-          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 ||
-               block_wait_state.start != 0) &&
-              block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
-            pos = load_acquire(cb.tail.pos);
-            last = load_relaxed(cb.tail.ts);
-            continue;
-          }
+        if (wait_for_reader(cb, nidx, nlap, block_wait_state)) {
+          look_again();
+          continue;
         }
         return fail(ReserveError::full, cb.lost_full);
       case SubbufClaim::busy:
-        if constexpr (M == OverflowMode::drop_newest) {
-          // A reader pins (or zeroes) the oldest position while it frees it:
-          // blocking mode waits for that as for a full buffer.
-          if ((block_->timeout_ns.load(std::memory_order_relaxed) != 0 ||
-               block_wait_state.start != 0) &&
-              block_wait(cb, nidx, (nlap - 1) & kLapMask, block_wait_state)) {
-            pos = load_acquire(cb.tail.pos);
-            last = load_relaxed(cb.tail.ts);
-            continue;
-          }
+        // A reader pins (or zeroes) the oldest position while it frees it:
+        // blocking mode waits for that as for a full buffer.
+        if (wait_for_reader(cb, nidx, nlap, block_wait_state)) {
+          look_again();
+          continue;
         }
         return fail(ReserveError::busy, cb.lost_busy);
       case SubbufClaim::commit_overrun:
         return fail(ReserveError::commit_overrun, cb.commit_overrun);
     }
-    // (S2) Move the tail into it with our record at offset 0, stamped as in (B).
-    // Both sub-buffers' memory is resolved before the CAS: once it succeeds
-    // we hold a pending record in the new one and the left one has no END
-    // yet, so either may be swapped to other memory ("Set aside") while we
-    // are preempted; our stores must go to the memory we reserved in.
-    std::byte* const left = cb.page(idx);
-    auto* const h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
-    const uint64_t now = clock_();
-    const uint64_t ts = now > last ? now : last;
-    const uint64_t npos = make_tail(nlap, nidx, 0);
-    const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
-    if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
-    if (sw != LocalCas::ok) continue;                           // tail changed: look again
-    hooks_(Step::reserving, cb.cpu);
-    // (D) at once, before (S3)/(S4): the recycle in (S4) is a walk and a
-    // memset, and a writer that dies in it must leave its record's stride
-    // behind (crash recovery steps over it, core/recover/recover.h).
-    store_stride(h, stride);
-    h->ts = ts;
-    hooks_(Step::switched, cb.cpu);
-    // (S3) Close the sub-buffer we left. Until this END word is written the
-    // left sub-buffer reads as having a pending record (I3), so nobody
-    // recycles it before we are done with it (it may be set aside: then
-    // the END goes to the set-aside memory, where it completes it).
-    close_subbuf(left, S, off);
-    note_switch(cb);
-    if constexpr (M == OverflowMode::overwrite) {
-      // (S4) Recycle the position after the new tail page now, off the
-      // critical path, so the next switch finds it FREE. Best effort.
-      const uint64_t aidx = nidx + 1 == cb.nr_pos ? 0 : nidx + 1;
-      const uint64_t alap = aidx == 0 ? (nlap + 1) & kLapMask : nlap;
-      const uint64_t w = cb.positions[aidx].load(std::memory_order_acquire);
-      const uint64_t aold = (alap - 1) & kLapMask;
-      if (pw_phase(w) == Phase::live && pw_lap(w) == aold)
-        (void)recycle_overwrite(cb, aidx, aold, stride);
-      // And start fetching the one the next switch will recycle: it is cold
-      // (written a lap ago) and its walk is a chain of dependent loads.
-      const uint64_t bidx = aidx + 1 == cb.nr_pos ? 0 : aidx + 1;
-      const std::byte* next = cb.page(bidx);
-      const uint64_t n = cb.subbuf_size < 4096 ? cb.subbuf_size : 4096;
-      for (uint64_t o = 0; o < n; o += 64) __builtin_prefetch(next + o, 1, 2);
-    }
-    hooks_(Step::reserved, cb.cpu);
-    return Reservation(h, &cb, npos, len);
+    // (S2)-(S4); on a lost CAS, back to the fit check with the tail it saw.
+    const Reservation r = switch_subbuf(cb, len, stride, pos, last, nidx, nlap);
+    if (r || r.error() != ReserveError::none) return r;
   }
+}
+
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+Reservation RingBuffer<M, Clock, Hooks, W>::reserve_fitting(detail::CpuBuffer& cb, uint32_t len,
+                                                            uint64_t stride, uint64_t& pos,
+                                                            uint64_t& last) noexcept {
+  using namespace detail;
+  // The record's address before (C), as in reserve().
+  auto* const h = reinterpret_cast<RecordHeader*>(cb.page(tail_idx(pos)) + tail_off(pos));
+  const uint64_t now = clock_();  // (B)
+  const uint64_t ts = now > last ? now : last;
+  hooks_(Step::clocked, cb.cpu);
+  const LocalCas r = tail_cas(cb, pos, last, pos + stride, ts);  // (C)
+  if (r == LocalCas::ok) {
+    hooks_(Step::reserving, cb.cpu);
+    store_stride(h, stride);  // (D)
+    h->ts = ts;
+    hooks_(Step::reserved, cb.cpu);
+    return Reservation(h, &cb, pos, len);
+  }
+  if (r == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
+  return Reservation();
+}
+
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+bool RingBuffer<M, Clock, Hooks, W>::wait_for_reader(detail::CpuBuffer& cb, uint64_t nidx,
+                                                     uint64_t nlap, BlockWait& bw) noexcept {
+  if constexpr (M == OverflowMode::drop_newest) {
+    // Blocking mode (W1-W4): wait for the reader, then look again.
+    return (block_->timeout_ns.load(std::memory_order_relaxed) != 0 || bw.start != 0) &&
+           block_wait(cb, nidx, (nlap - 1) & detail::kLapMask, bw);
+  } else {
+    return false;
+  }
+}
+
+template <OverflowMode M, class Clock, class Hooks, Writers W>
+Reservation RingBuffer<M, Clock, Hooks, W>::switch_subbuf(detail::CpuBuffer& cb, uint32_t len,
+                                                          uint64_t stride, uint64_t& pos,
+                                                          uint64_t& last, uint64_t nidx,
+                                                          uint64_t nlap) noexcept {
+  using namespace detail;
+  // (S2) Move the tail into it with our record at offset 0, stamped as in (B).
+  // Both sub-buffers' memory is resolved before the CAS: once it succeeds
+  // we hold a pending record in the new one and the left one has no END
+  // yet, so either may be swapped to other memory ("Set aside") while we
+  // are preempted; our stores must go to the memory we reserved in.
+  const uint64_t off = tail_off(pos);
+  std::byte* const left = cb.page(tail_idx(pos));
+  auto* const h = reinterpret_cast<RecordHeader*>(cb.page(nidx));
+  const uint64_t now = clock_();
+  const uint64_t ts = now > last ? now : last;
+  const uint64_t npos = make_tail(nlap, nidx, 0);
+  const LocalCas sw = tail_cas(cb, pos, last, npos + stride, ts);
+  if (sw == LocalCas::migrated) return reserve(cb.cpu, len);  // cpu_local: start over on our CPU
+  if (sw != LocalCas::ok) return Reservation();               // tail changed: look again
+  hooks_(Step::reserving, cb.cpu);
+  // (D) at once, before (S3)/(S4): the recycle in (S4) is a walk and a
+  // memset, and a writer that dies in it must leave its record's stride
+  // behind (crash recovery steps over it, core/recover/recover.h).
+  store_stride(h, stride);
+  h->ts = ts;
+  hooks_(Step::switched, cb.cpu);
+  // (S3) Close the sub-buffer we left. Until this END word is written the
+  // left sub-buffer reads as having a pending record (I3), so nobody
+  // recycles it before we are done with it (it may be set aside: then
+  // the END goes to the set-aside memory, where it completes it).
+  close_subbuf(left, cb.subbuf_size, off);
+  note_switch(cb);
+  if constexpr (M == OverflowMode::overwrite) recycle_ahead(cb, nidx, nlap, stride);  // (S4)
+  hooks_(Step::reserved, cb.cpu);
+  return Reservation(h, &cb, npos, len);
 }
 
 template <OverflowMode M, class Clock, class Hooks, Writers W>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "tracepipe/filters/string_match.h"
 
@@ -80,97 +81,165 @@ static uint32_t fixed_width(const Pred& p) noexcept {
   }
 }
 
+// eval_other's predicates by group, each with the kernel predicate it
+// mirrors (kernel/trace/trace_events_filter.c). Called once each from the
+// switch: the compiler folds them back into it.
+
+// filter_pred_cpu: int compare with (int)val.
+static bool eval_cpu_cmp(const Pred& p, uint32_t cpu_in) noexcept {
+  const int cpu = static_cast<int>(cpu_in);
+  const int cmp = static_cast<int>(static_cast<uint32_t>(p.val));
+  switch (p.sub) {
+    case Op::eq:
+      return cpu == cmp;
+    case Op::ne:
+      return cpu != cmp;
+    case Op::lt:
+      return cpu < cmp;
+    case Op::le:
+      return cpu <= cmp;
+    case Op::gt:
+      return cpu > cmp;
+    case Op::ge:
+      return cpu >= cmp;
+    default:
+      return false;
+  }
+}
+
+// filter_pred_##size##_cpumask: a scalar field of p.val2 bytes as a CPU
+// number, against the literal mask `lit`.
+static bool eval_scalar_in_mask(const Pred& p, const std::byte* rec, const uint64_t* lit,
+                                uint32_t nr_cpu_ids) noexcept {
+  const std::byte* f = rec + p.offset;
+  uint64_t v;
+  switch (p.val2) {
+    case 1:
+      v = load<uint8_t>(f);
+      break;
+    case 2:
+      v = load<uint16_t>(f);
+      break;
+    case 4:
+      v = load<uint32_t>(f);
+      break;
+    default:
+      v = load<uint64_t>(f);
+      break;
+  }
+  const auto cpu = static_cast<uint32_t>(v);
+  if (cpu >= nr_cpu_ids) return false;
+  return scalar_vs_mask(p.sub, test_bit(lit, nr_cpu_ids, cpu));
+}
+
+// The record's cpumask field (a __data_loc) at p.offset: its first byte and
+// how many of its bytes the record holds.
+struct RecordMask {
+  const std::byte* bytes;
+  size_t avail;
+};
+static RecordMask record_mask(const Pred& p, const std::byte* rec, size_t size) noexcept {
+  const uint32_t item = load<uint32_t>(rec + p.offset);
+  const size_t loc = item & 0xffff;
+  return {rec + std::min(loc, size), avail_from(loc, size)};
+}
+
+// filter_pred_cpumask: do_filter_cpumask, the record's mask against the
+// literal mask `lit`.
+static bool eval_cpumask_vs_mask(const Pred& p, const std::byte* rec, size_t size,
+                                 const uint64_t* lit, uint32_t nr_cpu_ids) noexcept {
+  const RecordMask m = record_mask(p, rec, size);
+  bool equal = true, intersects = false;
+  for (uint32_t b = 0; b < nr_cpu_ids; ++b) {
+    const bool a = record_mask_bit(m.bytes, m.avail, b), c = test_bit(lit, nr_cpu_ids, b);
+    equal &= a == c;
+    intersects |= a && c;
+  }
+  switch (p.sub) {
+    case Op::eq:
+      return equal;
+    case Op::ne:
+      return !equal;
+    case Op::band:
+      return intersects;
+    default:
+      return false;
+  }
+}
+
+// filter_pred_cpumask_cpu: do_filter_cpumask_scalar, the record's mask
+// against the one CPU p.val.
+static bool eval_cpumask_vs_cpu(const Pred& p, const std::byte* rec, size_t size,
+                                uint32_t nr_cpu_ids) noexcept {
+  const RecordMask m = record_mask(p, rec, size);
+  const auto cpu = static_cast<uint32_t>(p.val);
+  const bool has = record_mask_bit(m.bytes, m.avail, cpu);
+  uint32_t weight = 0;
+  for (uint32_t b = 0; b < nr_cpu_ids && weight < 2; ++b)
+    weight += record_mask_bit(m.bytes, m.avail, b);
+  switch (p.sub) {
+    case Op::eq:
+      return has && weight == 1;
+    case Op::ne:
+      return !has || weight > 1;
+    case Op::band:
+      return has;
+    default:
+      return false;
+  }
+}
+
+// A string field's bytes and the length the kernel's matchers are given.
+struct FieldString {
+  CString s;
+  int len;
+};
+
+// filter_pred_strloc, filter_pred_strrelloc (offset relative to the end of
+// the field). The string is the field's own bytes: at most its length, and
+// at most what the record holds. Bytes after it (the next string, padding)
+// are never read, whatever the operator (a length of 0 is the empty string).
+static FieldString str_loc_string(const Pred& p, const std::byte* rec, size_t size) noexcept {
+  const uint32_t item = load<uint32_t>(rec + p.offset);
+  size_t loc = item & 0xffff;
+  if (p.code == Code::str_rel_loc) loc += p.offset + 4;
+  const size_t len = item >> 16;
+  return {{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)),
+           std::min(avail_from(loc, size), len)},
+          static_cast<int>(len)};
+}
+
+// filter_pred_pchar / _user: the string a pointer field points to, through
+// ctx.resolve; empty when it cannot be read (the predicate is then false).
+static std::optional<FieldString> str_ptr_string(const Pred& p, const std::byte* rec,
+                                                 const EvalContext& ctx) noexcept {
+  const uint64_t addr =
+      p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
+  if (!ctx.resolve) return std::nullopt;
+  const ResolvedString rs = ctx.resolve(addr, p.val != 0, ctx.resolve_user);
+  if (!rs.found) return std::nullopt;
+  CString s{reinterpret_cast<const unsigned char*>(rs.text.data()),
+            std::min(rs.text.size(), kPtrStringMax - 1)};
+  size_t len = 0;
+  while (len < s.avail && s.base[len]) ++len;
+  s.avail = len;
+  return FieldString{s, static_cast<int>(len + 1)};
+}
+
 bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size,
                          const EvalContext& ctx) const noexcept {
+  auto lit = [&] { return &masks_[p.aux * words_per_mask_]; };  // the literal mask
   switch (p.code) {
-    case Code::cpu_cmp: {  // filter_pred_cpu: int compare with (int)val
-      const int cpu = static_cast<int>(ctx.cpu);
-      const int cmp = static_cast<int>(static_cast<uint32_t>(p.val));
-      switch (p.sub) {
-        case Op::eq:
-          return cpu == cmp;
-        case Op::ne:
-          return cpu != cmp;
-        case Op::lt:
-          return cpu < cmp;
-        case Op::le:
-          return cpu <= cmp;
-        case Op::gt:
-          return cpu > cmp;
-        case Op::ge:
-          return cpu >= cmp;
-        default:
-          return false;
-      }
-    }
+    case Code::cpu_cmp:
+      return eval_cpu_cmp(p, ctx.cpu);
     case Code::cpu_in_mask:  // filter_pred_cpu_cpumask
-      return scalar_vs_mask(p.sub,
-                            test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, ctx.cpu));
-    case Code::scalar_in_mask: {  // filter_pred_##size##_cpumask
-      const std::byte* f = rec + p.offset;
-      uint64_t v;
-      switch (p.val2) {
-        case 1:
-          v = load<uint8_t>(f);
-          break;
-        case 2:
-          v = load<uint16_t>(f);
-          break;
-        case 4:
-          v = load<uint32_t>(f);
-          break;
-        default:
-          v = load<uint64_t>(f);
-          break;
-      }
-      const auto cpu = static_cast<uint32_t>(v);
-      if (cpu >= nr_cpu_ids_) return false;
-      return scalar_vs_mask(p.sub, test_bit(&masks_[p.aux * words_per_mask_], nr_cpu_ids_, cpu));
-    }
-    case Code::cpumask_vs_mask: {  // filter_pred_cpumask: do_filter_cpumask
-      const uint32_t item = load<uint32_t>(rec + p.offset);
-      const size_t loc = item & 0xffff;
-      const std::byte* m = rec + std::min(loc, size);
-      const size_t avail = avail_from(loc, size);
-      const uint64_t* lit = &masks_[p.aux * words_per_mask_];
-      bool equal = true, intersects = false;
-      for (uint32_t b = 0; b < nr_cpu_ids_; ++b) {
-        const bool a = record_mask_bit(m, avail, b), c = test_bit(lit, nr_cpu_ids_, b);
-        equal &= a == c;
-        intersects |= a && c;
-      }
-      switch (p.sub) {
-        case Op::eq:
-          return equal;
-        case Op::ne:
-          return !equal;
-        case Op::band:
-          return intersects;
-        default:
-          return false;
-      }
-    }
-    case Code::cpumask_vs_cpu: {  // filter_pred_cpumask_cpu: do_filter_cpumask_scalar
-      const uint32_t item = load<uint32_t>(rec + p.offset);
-      const size_t loc = item & 0xffff;
-      const std::byte* m = rec + std::min(loc, size);
-      const size_t avail = avail_from(loc, size);
-      const auto cpu = static_cast<uint32_t>(p.val);
-      const bool has = record_mask_bit(m, avail, cpu);
-      uint32_t weight = 0;
-      for (uint32_t b = 0; b < nr_cpu_ids_ && weight < 2; ++b)
-        weight += record_mask_bit(m, avail, b);
-      switch (p.sub) {
-        case Op::eq:
-          return has && weight == 1;
-        case Op::ne:
-          return !has || weight > 1;
-        case Op::band:
-          return has;
-        default:
-          return false;
-      }
-    }
+      return scalar_vs_mask(p.sub, test_bit(lit(), nr_cpu_ids_, ctx.cpu));
+    case Code::scalar_in_mask:
+      return eval_scalar_in_mask(p, rec, lit(), nr_cpu_ids_);
+    case Code::cpumask_vs_mask:
+      return eval_cpumask_vs_mask(p, rec, size, lit(), nr_cpu_ids_);
+    case Code::cpumask_vs_cpu:
+      return eval_cpumask_vs_cpu(p, rec, size, nr_cpu_ids_);
     case Code::function_range: {  // filter_pred_function
       const uint64_t v = load<uint64_t>(rec + p.offset);
       const bool in = v >= p.val && v < p.val2;
@@ -181,31 +250,15 @@ bool Program::eval_other(const Pred& p, const std::byte* rec, size_t size,
                       static_cast<size_t>(p.val)};
       return strings_[p.aux]->match(s, static_cast<int>(p.val)) != static_cast<bool>(p.negate);
     }
-    case Code::str_data_loc:   // filter_pred_strloc
-    case Code::str_rel_loc: {  // filter_pred_strrelloc: offset relative to the end of the field
-      const uint32_t item = load<uint32_t>(rec + p.offset);
-      size_t loc = item & 0xffff;
-      if (p.code == Code::str_rel_loc) loc += p.offset + 4;
-      // The string is the field's own bytes: at most its length, and at most
-      // what the record holds. Bytes after it (the next string, padding) are
-      // never read, whatever the operator (a length of 0 is the empty string).
-      const size_t len = item >> 16;
-      const CString s{reinterpret_cast<const unsigned char*>(rec + std::min(loc, size)),
-                      std::min(avail_from(loc, size), len)};
-      return strings_[p.aux]->match(s, static_cast<int>(len)) != static_cast<bool>(p.negate);
+    case Code::str_data_loc:
+    case Code::str_rel_loc: {
+      const FieldString f = str_loc_string(p, rec, size);
+      return strings_[p.aux]->match(f.s, f.len) != static_cast<bool>(p.negate);
     }
-    case Code::str_ptr: {  // filter_pred_pchar / _user: an unreadable string is false
-      const uint64_t addr =
-          p.val2 == 4 ? load<uint32_t>(rec + p.offset) : load<uint64_t>(rec + p.offset);
-      if (!ctx.resolve) return false;
-      const ResolvedString rs = ctx.resolve(addr, p.val != 0, ctx.resolve_user);
-      if (!rs.found) return false;
-      CString s{reinterpret_cast<const unsigned char*>(rs.text.data()),
-                std::min(rs.text.size(), kPtrStringMax - 1)};
-      size_t len = 0;
-      while (len < s.avail && s.base[len]) ++len;
-      s.avail = len;
-      return strings_[p.aux]->match(s, static_cast<int>(len + 1)) != static_cast<bool>(p.negate);
+    case Code::str_ptr: {
+      const std::optional<FieldString> f = str_ptr_string(p, rec, ctx);
+      if (!f) return false;
+      return strings_[p.aux]->match(f->s, f->len) != static_cast<bool>(p.negate);
     }
     case Code::str_comm: {  // filter_pred_comm: current->comm, TASK_COMM_LEN
       const CString s{reinterpret_cast<const unsigned char*>(ctx.comm.data()),

@@ -10,6 +10,7 @@ PKGS=(
   libtomlplusplus-dev libcli11-dev libzstd-dev zlib1g-dev
   libdw-dev   # elfutils: symbol names for the stacktrace trigger's call chains
   trace-cmd clang libclang-rt-14-dev clang-format
+  universal-ctags   # scripts/function_length.sh measures functions by its extents
   libkshark-dev libjson-c-dev   # KernelShark's library: tests open tracepipe's trace.dat files with it
   babeltrace2 protobuf-compiler # the readers `tracepipe convert`'s tests check its CTF and Perfetto output with
 )

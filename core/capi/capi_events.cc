@@ -52,9 +52,9 @@ std::string int_type(uint32_t size, bool is_signed) {
 
 uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
-/// The format and the layout of a checked spec; throws std::invalid_argument.
-EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayout>& layout,
-                        uint32_t& fixed, bool& dynamic) {
+/// The spec's own checks (names, field count, struct size); returns the
+/// stride between its fields. Throws std::invalid_argument.
+size_t check_spec(const tracepipe_event_spec& spec) {
   if (!is_ident(spec.system)) throw std::invalid_argument("event system: not a C identifier");
   if (!is_ident(spec.name)) throw std::invalid_argument("event name: not a C identifier");
   if (spec.field_count > kMaxFields) throw std::invalid_argument("more than 64 fields");
@@ -64,6 +64,88 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
       spec.field_struct_size != 0 ? spec.field_struct_size : sizeof(tracepipe_field);
   if (stride < offsetof(tracepipe_field, type))
     throw std::invalid_argument("field_struct_size too small");
+  return stride;
+}
+
+/// One field as declared: its layout (offset not yet set), its format
+/// line, and its conversion and argument in the generated print_fmt.
+struct DeclaredField {
+  FieldLayout layout{};
+  FormatField format;
+  std::string conv, arg;
+};
+
+/// An integer field or array of integers.
+void declare_int(const tracepipe_field& fd, const std::string& what, DeclaredField& d) {
+  if (fd.size != 1 && fd.size != 2 && fd.size != 4 && fd.size != 8)
+    throw std::invalid_argument(what + ": integer size must be 1, 2, 4 or 8");
+  if (fd.array_len > kMaxArray) throw std::invalid_argument(what + ": array longer than 4096");
+  d.layout.elem = fd.size;
+  d.layout.count = fd.array_len == 0 ? 1 : fd.array_len;
+  d.layout.array = fd.array_len != 0;
+  const std::string base = fd.type != nullptr && *fd.type != '\0'
+                               ? std::string(fd.type)
+                               : int_type(fd.size, fd.is_signed != 0);
+  if (base.find_first_of("[];\n\t") != std::string::npos)
+    throw std::invalid_argument(what + ": type must not hold [ ] ; or control characters");
+  d.format.type = fd.array_len == 0 ? base : base + "[" + std::to_string(fd.array_len) + "]";
+  d.format.is_signed = fd.is_signed != 0;
+  if (fd.array_len != 0) {
+    d.conv = "%s";
+    d.arg = "__print_array(REC->" + d.format.name + ", " + std::to_string(fd.array_len) + ", " +
+            std::to_string(fd.size) + ")";
+  } else if (fd.size == 8) {
+    d.conv = fd.is_signed ? "%lld" : "%llu";
+  } else {
+    d.conv = fd.is_signed ? "%d" : "%u";
+  }
+}
+
+/// Field `i` of the spec, whose name is new in `names` (which it joins).
+/// Throws std::invalid_argument naming the field.
+DeclaredField declare_field(const tracepipe_field& fd, size_t i,
+                            std::set<std::string, std::less<>>& names) {
+  const std::string where = "field " + std::to_string(i);
+  if (!is_ident(fd.name)) throw std::invalid_argument(where + ": name is not a C identifier");
+  const std::string name = fd.name;
+  const std::string what = where + " '" + name + "'";
+  if (name.starts_with("common_"))
+    throw std::invalid_argument(what + ": common_ names are the header's");
+  if (!names.insert(name).second) throw std::invalid_argument(what + ": declared twice");
+  DeclaredField d;
+  d.layout.kind = fd.kind;
+  d.format.name = name;
+  d.arg = "REC->" + name;
+  switch (fd.kind) {
+    case TRACEPIPE_FIELD_INT:
+      declare_int(fd, what, d);
+      break;
+    case TRACEPIPE_FIELD_CHARS:
+      if (fd.array_len == 0 || fd.array_len > kMaxChars)
+        throw std::invalid_argument(what + ": char array length must be 1..4096");
+      d.layout.elem = 1;
+      d.layout.count = fd.array_len;
+      d.format.type = "char[" + std::to_string(fd.array_len) + "]";
+      d.conv = "%s";
+      break;
+    case TRACEPIPE_FIELD_STRING:
+      d.layout.elem = 4;
+      d.layout.count = 1;
+      d.format.type = "__data_loc char[]";
+      d.conv = "%s";
+      d.arg = "__get_str(" + name + ")";
+      break;
+    default:
+      throw std::invalid_argument(what + ": unknown kind");
+  }
+  d.layout.size = d.layout.elem * d.layout.count;
+  return d;
+}
+
+/// The format and the layout of a checked spec; throws std::invalid_argument.
+EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayout>& layout,
+                        uint32_t& fixed, bool& dynamic) {
+  const size_t stride = check_spec(spec);
   EventFormat f;
   f.system = spec.system;
   f.name = spec.name;
@@ -76,77 +158,19 @@ EventFormat make_format(const tracepipe_event_spec& spec, std::vector<FieldLayou
     tracepipe_field fd{};
     std::memcpy(&fd, reinterpret_cast<const char*>(spec.fields) + i * stride,
                 std::min(stride, sizeof fd));
-    const std::string where = "field " + std::to_string(i);
-    if (!is_ident(fd.name)) throw std::invalid_argument(where + ": name is not a C identifier");
-    const std::string name = fd.name;
-    if (name.starts_with("common_"))
-      throw std::invalid_argument(where + " '" + name + "': common_ names are the header's");
-    if (!names.insert(name).second)
-      throw std::invalid_argument(where + " '" + name + "': declared twice");
-    FieldLayout l{};
-    l.kind = fd.kind;
-    FormatField ff;
-    ff.name = name;
-    std::string conv, arg = "REC->" + name;
-    switch (fd.kind) {
-      case TRACEPIPE_FIELD_INT: {
-        if (fd.size != 1 && fd.size != 2 && fd.size != 4 && fd.size != 8)
-          throw std::invalid_argument(where + " '" + name + "': integer size must be 1, 2, 4 or 8");
-        if (fd.array_len > kMaxArray)
-          throw std::invalid_argument(where + " '" + name + "': array longer than 4096");
-        l.elem = fd.size;
-        l.count = fd.array_len == 0 ? 1 : fd.array_len;
-        l.array = fd.array_len != 0;
-        const std::string base = fd.type != nullptr && *fd.type != '\0'
-                                     ? std::string(fd.type)
-                                     : int_type(fd.size, fd.is_signed != 0);
-        if (base.find_first_of("[];\n\t") != std::string::npos)
-          throw std::invalid_argument(where + " '" + name +
-                                      "': type must not hold [ ] ; or control characters");
-        ff.type = fd.array_len == 0 ? base : base + "[" + std::to_string(fd.array_len) + "]";
-        ff.is_signed = fd.is_signed != 0;
-        if (fd.array_len != 0) {
-          conv = "%s";
-          arg = "__print_array(REC->" + name + ", " + std::to_string(fd.array_len) + ", " +
-                std::to_string(fd.size) + ")";
-        } else if (fd.size == 8) {
-          conv = fd.is_signed ? "%lld" : "%llu";
-        } else {
-          conv = fd.is_signed ? "%d" : "%u";
-        }
-        break;
-      }
-      case TRACEPIPE_FIELD_CHARS:
-        if (fd.array_len == 0 || fd.array_len > kMaxChars)
-          throw std::invalid_argument(where + " '" + name + "': char array length must be 1..4096");
-        l.elem = 1;
-        l.count = fd.array_len;
-        ff.type = "char[" + std::to_string(fd.array_len) + "]";
-        conv = "%s";
-        break;
-      case TRACEPIPE_FIELD_STRING:
-        l.elem = 4;
-        l.count = 1;
-        ff.type = "__data_loc char[]";
-        conv = "%s";
-        arg = "__get_str(" + name + ")";
-        dynamic = true;
-        break;
-      default:
-        throw std::invalid_argument(where + " '" + name + "': unknown kind");
-    }
-    l.size = l.elem * l.count;
-    off = align_up(off, l.elem);
-    l.offset = off;
-    off += l.size;
-    max_align = std::max(max_align, l.elem);
-    ff.offset = l.offset;
-    ff.size = l.size;
-    f.fields.push_back(std::move(ff));
-    layout.push_back(l);
+    DeclaredField d = declare_field(fd, i, names);
+    dynamic |= fd.kind == TRACEPIPE_FIELD_STRING;
+    off = align_up(off, d.layout.elem);
+    d.layout.offset = off;
+    off += d.layout.size;
+    max_align = std::max(max_align, d.layout.elem);
+    d.format.offset = d.layout.offset;
+    d.format.size = d.layout.size;
     if (i != 0) fmt += ' ';
-    fmt += name + "=" + conv;
-    args += ", " + arg;
+    fmt += d.format.name + "=" + d.conv;
+    args += ", " + d.arg;
+    f.fields.push_back(std::move(d.format));
+    layout.push_back(d.layout);
   }
   fixed = align_up(off, max_align);
   if (fixed > 32768) throw std::invalid_argument("the record's fixed part is over 32 KiB");

@@ -17,6 +17,98 @@ std::atomic<detail::ConfigTriggersFn>& config_triggers_hook() {
   static std::atomic<detail::ConfigTriggersFn> fn{nullptr};
   return fn;
 }
+
+// One event's settings from a config section, resolved and compiled before
+// anything is applied, so that an error leaves the instance as it was.
+struct Planned {
+  const EventDesc* event;
+  const EventSettings* settings;
+  std::optional<filters::CompileResult> program;  // nullopt: no filter key; ok() false never kept
+  bool clear = false;
+};
+
+// A [systems.*] table: its filter on each event of the system, as the
+// kernel's subsystem filter file takes it.
+void plan_system(Registry& registry, const EventSettings& s, std::vector<Planned>& plan) {
+  const auto events = registry.system_events(s.pattern);
+  if (events.empty())
+    throw ConfigError(s.where.file, s.where.line, s.where.key,
+                      "no events in system '" + s.pattern + "'");
+  const size_t first = plan.size();
+  bool any_accepts = false;
+  for (const EventDesc* d : events) {
+    Planned p{d, &s, std::nullopt, false};
+    if (s.filter) {
+      if (clears_filter(*s.filter)) {
+        p.clear = true;
+        any_accepts = true;
+      } else {
+        p.program = filters::compile(*s.filter, d->filter_fields());
+        // Kernel semantics: events without the fields stay unfiltered.
+        if (!p.program->ok()) p.clear = true;
+        any_accepts = any_accepts || p.program->ok();
+      }
+    }
+    plan.push_back(std::move(p));
+  }
+  // The kernel takes such a write and leaves every event of the system
+  // unfiltered, the error only in each event's filter file. In a config
+  // file that is a typo nobody would see: refuse it, showing the first
+  // event's error (as `tracepipe replay -F SYSTEM: ...` does).
+  if (s.filter && !any_accepts) {
+    const EventDesc& d = *plan[first].event;
+    const filters::FilterError& e = plan[first].program->error();
+    throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
+                      "no event of system '" + s.pattern + "' accepts the filter (first, " +
+                          d.full_name() + ": parse_error: " + std::string(e.message()) + ")\n" +
+                          e.render(*s.filter));
+  }
+}
+
+// An [events.*] table: its filter on each event it matches, which must
+// accept it.
+void plan_events(Registry& registry, const InstanceConfig& config, const EventSettings& s,
+                 std::vector<Planned>& plan) {
+  const auto events = registry.match(s.pattern);
+  if (events.empty()) {
+    // Synthetic events are defined by the triggers library, after this pass.
+    if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic")
+      return;
+    throw ConfigError(s.where.file, s.where.line, s.where.key,
+                      "no event matches '" + s.pattern + "'");
+  }
+  for (const EventDesc* d : events) {
+    Planned p{d, &s, std::nullopt, false};
+    if (s.filter) {
+      if (clears_filter(*s.filter)) {
+        p.clear = true;
+      } else {
+        p.program = filters::compile(*s.filter, d->filter_fields());
+        if (!p.program->ok()) {
+          const filters::FilterError& e = p.program->error();
+          throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
+                            "filter rejected for " + d->full_name() + ": parse_error: " +
+                                std::string(e.message()) + "\n" + e.render(*s.filter));
+        }
+      }
+    }
+    plan.push_back(std::move(p));
+  }
+}
+
+// Triggers and synthetic events (core/triggers) come through the hook,
+// which the triggers library sets.
+void apply_config_triggers(Instance& inst, const InstanceConfig& config) {
+  const ConfigSource* needs = config.synthetic_events.empty() ? nullptr : &config.synthetic_where;
+  for (const EventSettings& s : config.events)
+    if (needs == nullptr && !s.triggers.empty()) needs = &s.trigger_where;
+  if (needs == nullptr) return;
+  const detail::ConfigTriggersFn fn = config_triggers_hook().load(std::memory_order_acquire);
+  if (fn == nullptr)
+    throw ConfigError(needs->file, needs->line, needs->key,
+                      "triggers need the triggers library (link tracepipe::triggers)");
+  fn(inst, config);
+}
 }  // namespace
 
 void detail::set_config_triggers_hook(ConfigTriggersFn fn) noexcept {
@@ -40,78 +132,9 @@ std::unique_ptr<Instance> Instance::from_config(const InstanceConfig& config, Re
 }
 
 void Instance::apply(const InstanceConfig& config) {
-  // Resolve and compile everything first, so that an error leaves the
-  // instance as it was.
-  struct Planned {
-    const EventDesc* event;
-    const EventSettings* settings;
-    std::optional<filters::CompileResult> program;  // nullopt: no filter key; ok() false never kept
-    bool clear = false;
-  };
   std::vector<Planned> plan;
-  const auto filter_failure = [&](const EventSettings& s, const EventDesc& d,
-                                  const filters::FilterError& e) {
-    throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                      "filter rejected for " + d.full_name() + ": parse_error: " +
-                          std::string(e.message()) + "\n" + e.render(*s.filter));
-  };
-  for (const EventSettings& s : config.systems) {
-    const auto events = registry_.system_events(s.pattern);
-    if (events.empty())
-      throw ConfigError(s.where.file, s.where.line, s.where.key,
-                        "no events in system '" + s.pattern + "'");
-    const size_t first = plan.size();
-    bool any_accepts = false;
-    for (const EventDesc* d : events) {
-      Planned p{d, &s, std::nullopt, false};
-      if (s.filter) {
-        if (clears_filter(*s.filter)) {
-          p.clear = true;
-          any_accepts = true;
-        } else {
-          p.program = filters::compile(*s.filter, d->filter_fields());
-          // Kernel semantics: events without the fields stay unfiltered.
-          if (!p.program->ok()) p.clear = true;
-          any_accepts = any_accepts || p.program->ok();
-        }
-      }
-      plan.push_back(std::move(p));
-    }
-    // The kernel takes such a write and leaves every event of the system
-    // unfiltered, the error only in each event's filter file. In a config
-    // file that is a typo nobody would see: refuse it, showing the first
-    // event's error (as `tracepipe replay -F SYSTEM: ...` does).
-    if (s.filter && !any_accepts) {
-      const EventDesc& d = *plan[first].event;
-      const filters::FilterError& e = plan[first].program->error();
-      throw ConfigError(s.filter_where.file, s.filter_where.line, s.filter_where.key,
-                        "no event of system '" + s.pattern + "' accepts the filter (first, " +
-                            d.full_name() + ": parse_error: " + std::string(e.message()) + ")\n" +
-                            e.render(*s.filter));
-    }
-  }
-  for (const EventSettings& s : config.events) {
-    const auto events = registry_.match(s.pattern);
-    if (events.empty()) {
-      // Synthetic events are defined by the triggers library, after this pass.
-      if (!config.synthetic_events.empty() && split_event_name(s.pattern).system == "synthetic")
-        continue;
-      throw ConfigError(s.where.file, s.where.line, s.where.key,
-                        "no event matches '" + s.pattern + "'");
-    }
-    for (const EventDesc* d : events) {
-      Planned p{d, &s, std::nullopt, false};
-      if (s.filter) {
-        if (clears_filter(*s.filter)) {
-          p.clear = true;
-        } else {
-          p.program = filters::compile(*s.filter, d->filter_fields());
-          if (!p.program->ok()) filter_failure(s, *d, p.program->error());
-        }
-      }
-      plan.push_back(std::move(p));
-    }
-  }
+  for (const EventSettings& s : config.systems) plan_system(registry_, s, plan);
+  for (const EventSettings& s : config.events) plan_events(registry_, config, s, plan);
   std::unique_lock lk(mu_);
   Retired retired;
   for (Planned& p : plan) {
@@ -136,17 +159,7 @@ void Instance::apply(const InstanceConfig& config) {
   }
   reclaim(retired);
   lk.unlock();
-  // Triggers and synthetic events (core/triggers) come through the hook.
-  const ConfigSource* needs = config.synthetic_events.empty() ? nullptr : &config.synthetic_where;
-  for (const EventSettings& s : config.events)
-    if (needs == nullptr && !s.triggers.empty()) needs = &s.trigger_where;
-  if (needs != nullptr) {
-    const detail::ConfigTriggersFn fn = config_triggers_hook().load(std::memory_order_acquire);
-    if (fn == nullptr)
-      throw ConfigError(needs->file, needs->line, needs->key,
-                        "triggers need the triggers library (link tracepipe::triggers)");
-    fn(*this, config);
-  }
+  apply_config_triggers(*this, config);
 }
 
 }  // namespace tracepipe

@@ -95,7 +95,9 @@ std::string cstr(const char* p, size_t cap) { return std::string(p, strnlen(p, c
 
 #define FIELD_OFF(f) static_cast<uint64_t>(offsetof(flight::FileHeader, f))
 
-flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const RecoverOptions& o) {
+// The header's bytes, once they prove to be a flight header this tracepipe
+// reads: magic, byte order, version and checksum.
+flight::FileHeader read_header_bytes(const FileView& v) {
   using flight::FileHeader;
   if (v.size() < sizeof(FileHeader))
     throw RecoverError("header", 0,
@@ -118,7 +120,12 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
         "header", FIELD_OFF(header_crc),
         fmt::format("checksum {:#010x} does not match the header ({:#010x}): damaged", h.header_crc,
                     crc));
-  out.version = h.version;
+  return h;
+}
+
+// The file's state (read live: the writer changes it), refused while it was
+// still being created.
+void read_file_state(const FileView& v, RecoveredTrace& out) {
   const uint32_t state = v.u32(FIELD_OFF(state), "header.state");
   if (state > static_cast<uint32_t>(flight::FileState::closed))
     throw RecoverError("header.state", FIELD_OFF(state), fmt::format("unknown state {}", state));
@@ -127,11 +134,12 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
     throw RecoverError("header.state", FIELD_OFF(state),
                        "the file was still being created (its process died during Instance "
                        "construction): no records");
-  if (h.header_bytes != flight::kHeaderBytes)
-    throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes),
-                       fmt::format("{} (expected {})", h.header_bytes, flight::kHeaderBytes));
-  // A truncated file (shorter than the header says) yields what precedes
-  // the cut; the geometry is checked against the size the header gives.
+}
+
+// The header's size against the file's. A truncated file (shorter than the
+// header says) yields what precedes the cut, unless strict or live.
+void check_file_size(const FileView& v, const flight::FileHeader& h, RecoveredTrace& out,
+                     const RecoverOptions& o) {
   const bool truncated = h.file_size > v.size() && !o.strict && !v.live();
   if (h.file_size != v.size() && !truncated)
     throw RecoverError(
@@ -143,9 +151,11 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
         fmt::format("truncated: the header says {} bytes, the file has {}; reading what precedes "
                     "byte {}",
                     h.file_size, v.size(), v.size()));
-  const uint64_t fsize = h.file_size;
-  const auto fits = [fsize](uint64_t off, uint64_t n) { return off <= fsize && n <= fsize - off; };
-  // Geometry: exactly what the writer's ring_memory_layout gives for it.
+}
+
+// The ring's geometry, which must be exactly what the writer's
+// ring_memory_layout gives for it; returns that layout.
+buffers::RingMemoryLayout check_geometry(const flight::FileHeader& h) {
   if (h.cpus == 0 || h.cpus > 65536)
     throw RecoverError("header.cpus", FIELD_OFF(cpus), fmt::format("{} CPUs", h.cpus));
   if (h.nr_subbufs < 3 || h.nr_subbufs > bd::kMaxPositions)
@@ -180,6 +190,15 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
       l.slots_offset != h.slots_offset || l.spares_offset != h.spares_offset)
     throw RecoverError("header.ring layout", FIELD_OFF(cpu_state_offset),
                        "offsets differ from the layout of this geometry");
+  return l;
+}
+
+// The metadata log and the ring (layout `l`) within the file the header
+// describes; the metadata log also within the bytes there are.
+void check_regions(const FileView& v, const flight::FileHeader& h,
+                   const buffers::RingMemoryLayout& l) {
+  const uint64_t fsize = h.file_size;
+  const auto fits = [fsize](uint64_t off, uint64_t n) { return off <= fsize && n <= fsize - off; };
   if (h.meta_offset != flight::kHeaderBytes || h.meta_capacity > fsize ||
       !fits(h.meta_offset, h.meta_capacity))
     throw RecoverError("header.meta_offset", FIELD_OFF(meta_offset),
@@ -195,6 +214,10 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
     throw RecoverError("header.ring_offset", FIELD_OFF(ring_offset),
                        fmt::format("ring of {} bytes at {} does not fit the file of {} (needs {})",
                                    h.ring_size, h.ring_offset, fsize, l.total));
+}
+
+// What the header says of the writer (process, instance, clock) and its ring.
+void copy_writer_info(const flight::FileHeader& h, RecoveredTrace& out) {
   out.pid = h.pid;
   out.comm = cstr(h.comm, sizeof h.comm);
   out.instance = cstr(h.instance, sizeof h.instance);
@@ -209,6 +232,18 @@ flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const Rec
   out.nr_subbufs = h.nr_subbufs;
   out.overwrite = h.ring_mode == flight::kModeOverwrite;
   out.cpu_local = h.cpu_local != 0;
+}
+
+flight::FileHeader read_header(const FileView& v, RecoveredTrace& out, const RecoverOptions& o) {
+  const flight::FileHeader h = read_header_bytes(v);
+  out.version = h.version;
+  read_file_state(v, out);
+  if (h.header_bytes != flight::kHeaderBytes)
+    throw RecoverError("header.header_bytes", FIELD_OFF(header_bytes),
+                       fmt::format("{} (expected {})", h.header_bytes, flight::kHeaderBytes));
+  check_file_size(v, h, out, o);
+  check_regions(v, h, check_geometry(h));
+  copy_writer_info(h, out);
   return h;
 }
 

@@ -101,9 +101,8 @@ int32_t read_pid(std::span<const std::byte> rec, const PidField& f) {
   return v;
 }
 
-}  // namespace
-
-CommTimeline::CommTimeline(const TraceDatReader& reader) {
+// The events whose records name tasks, by event ID (Kind::none: the others).
+std::vector<Spec> specs_by_id(const TraceDatReader& reader) {
   std::vector<Spec> specs;
   for (const EventFormat& f : reader.formats()) {
     if (f.id >= 65536) continue;
@@ -112,14 +111,74 @@ CommTimeline::CommTimeline(const TraceDatReader& reader) {
     if (specs.size() <= f.id) specs.resize(f.id + 1);
     specs[f.id] = s;
   }
-  auto name_of = [](std::string_view s) {
+  return specs;
+}
+
+}  // namespace
+
+struct CommTimeline::Build {
+  static Name name_of(std::string_view s) {
     Name n;
     n.len = static_cast<uint8_t>(std::min(s.size(), kCommMax));
     std::memcpy(n.s, s.data(), n.len);
     return n;
-  };
-  std::vector<Entry> execs;
-  for (size_t i = 0; i < reader.cpu_data().size(); ++i) {
+  }
+
+  // The observations of one record `r` of an event described by `s`, at
+  // `at` (its time stamp, CPU and index): states and renames into the
+  // timeline, execs into `execs` (used only if the trace has no renames).
+  static void observe(const Spec& s, const TraceRecord& r, const Entry& at, CommTimeline& tl,
+                      std::vector<Entry>& execs) {
+    Entry e = at;
+    switch (s.kind) {
+      case Kind::state:
+        for (int k = 0; k < 2; ++k) {
+          if (!s.pid[k].valid) continue;
+          e.pid = read_pid(r.payload, s.pid[k]);
+          if (e.pid <= 0) continue;  // the idle tasks share pid 0 (swapper/N)
+          e.kind = static_cast<uint8_t>(Kind::state);
+          e.half = 0;
+          e.has_before = true;
+          e.after = e.before = name_of(read_string(r.payload, s.name[k]));
+          tl.entries_.push_back(e);
+          ++tl.stats_.observations;
+        }
+        break;
+      case Kind::rename:
+        e.pid = read_pid(r.payload, s.pid[0]);
+        if (e.pid <= 0) break;
+        e.kind = static_cast<uint8_t>(Kind::rename);
+        e.half = 2;
+        e.has_before = true;
+        e.before = name_of(read_string(r.payload, s.name[0]));
+        e.after = name_of(read_string(r.payload, s.name[1]));
+        tl.entries_.push_back(e);
+        ++tl.stats_.observations;
+        ++tl.stats_.renames;
+        break;
+      case Kind::exec: {
+        e.pid = read_pid(r.payload, s.pid[0]);
+        if (e.pid <= 0) break;
+        std::string_view file = read_string(r.payload, s.name[0]);
+        if (const size_t slash = file.rfind('/'); slash != std::string_view::npos)
+          file.remove_prefix(slash + 1);
+        e.kind = static_cast<uint8_t>(Kind::exec);
+        e.half = 0;
+        e.has_before = false;
+        e.after = name_of(file);
+        execs.push_back(e);
+        ++tl.stats_.observations;
+        ++tl.stats_.execs;
+        break;
+      }
+      case Kind::none:
+        break;
+    }
+  }
+
+  // Every record of CPU stream `i` of the reader, observed.
+  static void read_cpu(const TraceDatReader& reader, size_t i, const std::vector<Spec>& specs,
+                       CommTimeline& tl, std::vector<Entry>& execs) {
     const uint32_t cpu = reader.cpu_data()[i].cpu;
     CpuRecordCursor cur = reader.cpu_records(i);
     for (uint64_t seq = 0;; ++seq) {
@@ -127,81 +186,54 @@ CommTimeline::CommTimeline(const TraceDatReader& reader) {
       if (!r) break;
       const std::optional<uint16_t> id = r->event_id();
       if (!id || *id >= specs.size() || specs[*id].kind == Kind::none) continue;
-      const Spec& s = specs[*id];
-      Entry e{};
-      e.ts = r->ts;
-      e.cpu = cpu;
-      e.seq = seq;
-      switch (s.kind) {
-        case Kind::state:
-          for (int k = 0; k < 2; ++k) {
-            if (!s.pid[k].valid) continue;
-            e.pid = read_pid(r->payload, s.pid[k]);
-            if (e.pid <= 0) continue;  // the idle tasks share pid 0 (swapper/N)
-            e.kind = static_cast<uint8_t>(Kind::state);
-            e.half = 0;
-            e.has_before = true;
-            e.after = e.before = name_of(read_string(r->payload, s.name[k]));
-            entries_.push_back(e);
-            ++stats_.observations;
-          }
-          break;
-        case Kind::rename:
-          e.pid = read_pid(r->payload, s.pid[0]);
-          if (e.pid <= 0) break;
-          e.kind = static_cast<uint8_t>(Kind::rename);
-          e.half = 2;
-          e.has_before = true;
-          e.before = name_of(read_string(r->payload, s.name[0]));
-          e.after = name_of(read_string(r->payload, s.name[1]));
-          entries_.push_back(e);
-          ++stats_.observations;
-          ++stats_.renames;
-          break;
-        case Kind::exec: {
-          e.pid = read_pid(r->payload, s.pid[0]);
-          if (e.pid <= 0) break;
-          std::string_view file = read_string(r->payload, s.name[0]);
-          if (const size_t slash = file.rfind('/'); slash != std::string_view::npos)
-            file.remove_prefix(slash + 1);
-          e.kind = static_cast<uint8_t>(Kind::exec);
-          e.half = 0;
-          e.has_before = false;
-          e.after = name_of(file);
-          execs.push_back(e);
-          ++stats_.observations;
-          ++stats_.execs;
-          break;
-        }
-        case Kind::none:
-          break;
-      }
+      Entry at{};
+      at.ts = r->ts;
+      at.cpu = cpu;
+      at.seq = seq;
+      observe(specs[*id], *r, at, tl, execs);
     }
   }
+
+  // Sorts the entries by pid, then time, and keeps what can change an
+  // answer: a pid's first observation, every rename and exec, and a state
+  // that differs from the name known just before it.
+  static void keep_changes(std::vector<Entry>& entries) {
+    auto key = [](const Entry& x) { return std::tie(x.pid, x.ts, x.cpu, x.seq, x.half); };
+    std::sort(entries.begin(), entries.end(),
+              [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
+    size_t out = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry& e = entries[i];
+      const bool first = out == 0 || entries[out - 1].pid != e.pid;
+      if (first || e.kind != static_cast<uint8_t>(Kind::state) ||
+          e.after.view() != entries[out - 1].after.view())
+        entries[out++] = e;
+    }
+    entries.resize(out);
+    entries.shrink_to_fit();
+  }
+
+  // Each pid's range of entries, by pid.
+  static void index_pids(CommTimeline& tl) {
+    const std::vector<Entry>& entries = tl.entries_;
+    for (uint32_t i = 0; i < entries.size();) {
+      uint32_t j = i;
+      while (j < entries.size() && entries[j].pid == entries[i].pid) ++j;
+      tl.pids_.push_back({entries[i].pid, i, j});
+      i = j;
+    }
+  }
+};
+
+CommTimeline::CommTimeline(const TraceDatReader& reader) {
+  const std::vector<Spec> specs = specs_by_id(reader);
+  std::vector<Entry> execs;
+  for (size_t i = 0; i < reader.cpu_data().size(); ++i)
+    Build::read_cpu(reader, i, specs, *this, execs);
   stats_.execs_used = stats_.renames == 0;
   if (stats_.execs_used) entries_.insert(entries_.end(), execs.begin(), execs.end());
-
-  auto key = [](const Entry& x) { return std::tie(x.pid, x.ts, x.cpu, x.seq, x.half); };
-  std::sort(entries_.begin(), entries_.end(),
-            [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
-  // Keep what can change an answer: a pid's first observation, every rename
-  // and exec, and a state that differs from the name known just before it.
-  size_t out = 0;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const Entry& e = entries_[i];
-    const bool first = out == 0 || entries_[out - 1].pid != e.pid;
-    if (first || e.kind != static_cast<uint8_t>(Kind::state) ||
-        e.after.view() != entries_[out - 1].after.view())
-      entries_[out++] = e;
-  }
-  entries_.resize(out);
-  entries_.shrink_to_fit();
-  for (uint32_t i = 0; i < entries_.size();) {
-    uint32_t j = i;
-    while (j < entries_.size() && entries_[j].pid == entries_[i].pid) ++j;
-    pids_.push_back({entries_[i].pid, i, j});
-    i = j;
-  }
+  Build::keep_changes(entries_);
+  Build::index_pids(*this);
   stats_.kept = entries_.size();
   stats_.pids = pids_.size();
 }

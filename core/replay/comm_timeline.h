@@ -91,6 +91,7 @@ class CommTimeline {
     int32_t pid;
     uint32_t begin, end;
   };
+  struct Build;                 // the constructor's steps (comm_timeline.cc)
   std::vector<Entry> entries_;  // by (pid, ts, cpu, seq, half)
   std::vector<Range> pids_;     // by pid
   Stats stats_;

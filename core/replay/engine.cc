@@ -402,12 +402,10 @@ uint64_t ring_kb(uint32_t subbuf_kb) {
   return (bytes + 1023) / 1024;
 }
 
-}  // namespace
-
-ReplayResult run_replay(const ReplayOptions& o) {
-  ReplayResult res;
-  // The open refuses a FIFO (without blocking), a device or a directory.
-  const TraceDatReader reader = [&] {
+// The input file, with what its reader skipped noted. The open refuses a
+// FIFO (without blocking), a device or a directory.
+TraceDatReader open_input(const ReplayOptions& o, ReplayResult& res) {
+  TraceDatReader reader = [&] {
     try {
       return TraceDatReader::open(o.input);
     } catch (const InputFileError& e) {
@@ -419,9 +417,12 @@ ReplayResult run_replay(const ReplayOptions& o) {
   // Formats the reader skipped (unparsable text): their records replay as unknown IDs.
   for (const std::string& w : reader.warnings())
     res.warnings.push_back(fmt::format("{}: {}", reader.name(), w));
+  return reader;
+}
 
-  // Events of the file, with their kernel IDs.
-  Registry registry;
+// Registers the file's events with their kernel IDs; returns the CPU count
+// the replay needs (the file's, or one past its highest CPU with data).
+uint32_t register_events(const TraceDatReader& reader, Registry& registry, ReplayResult& res) {
   for (const EventFormat& f : reader.formats()) {
     try {
       registry.add(f);
@@ -432,25 +433,30 @@ ReplayResult run_replay(const ReplayOptions& o) {
   }
   uint32_t ncpu = std::max<uint32_t>(reader.cpu_count(), 1);
   for (const CpuDataInfo& c : reader.cpu_data()) ncpu = std::max(ncpu, c.cpu + 1);
-  res.cpus = ncpu;
+  return ncpu;
+}
 
-  // Filters, compiled as the recording kernel would have: its CPU count and
-  // its kallsyms.
-  SymbolRanges symbols;
-  if (o.kallsyms) {
-    std::string text;
-    try {
-      text = read_regular_file(*o.kallsyms, kMaxKallsymsBytes);
-    } catch (const InputFileError& e) {
-      throw ReplayError(std::string("--kallsyms: ") + e.what());
-    }
-    symbols = SymbolRanges(text);
-  } else {
-    symbols = SymbolRanges(reader.kallsyms_text());
+// The recording kernel's symbols, which its filters compiled against:
+// --kallsyms, else the file's.
+SymbolRanges filter_symbols(const ReplayOptions& o, const TraceDatReader& reader) {
+  if (!o.kallsyms) return SymbolRanges(reader.kallsyms_text());
+  std::string text;
+  try {
+    text = read_regular_file(*o.kallsyms, kMaxKallsymsBytes);
+  } catch (const InputFileError& e) {
+    throw ReplayError(std::string("--kallsyms: ") + e.what());
   }
+  return SymbolRanges(text);
+}
+
+// What make_plan takes: the --filter arguments and the config's main
+// instance (loaded into `config`, which the result points into), compiled
+// as the recording kernel would have: its CPU count and `symbols`, which
+// must outlive the result.
+PlanInput plan_input(const ReplayOptions& o, const SymbolRanges& symbols, uint32_t ncpu,
+                     std::optional<Config>& config, ReplayResult& res) {
   PlanInput in;
   for (const std::string& a : o.filter_args) in.filters.push_back(parse_filter_arg(a));
-  std::optional<Config> config;
   if (o.config) {
     try {
       config = load_config(*o.config);
@@ -470,14 +476,21 @@ ReplayResult run_replay(const ReplayOptions& o) {
     in.compile.symbol_by_name = [&symbols](std::string_view n) { return symbols.by_name(n); };
     in.compile.symbol_by_address = [&symbols](uint64_t a) { return symbols.by_address(a); };
   }
-  std::vector<EventPlan> plan = make_plan(registry, in);
+  return in;
+}
 
-  // --trigger: each names its event; a triggered event is replayed (its
-  // triggers see every record), soft-disabled when nothing else asked for it.
-  // Events of system "synthetic" are defined by --synthetic on the instance
-  // below: resolved once it exists.
-  std::vector<std::pair<const EventDesc*, std::string>> triggers;
-  std::vector<std::pair<std::string, std::string>> trigger_cmds;  // "sys:event", command: in order
+using TriggerCmds = std::vector<std::pair<std::string, std::string>>;  // "sys:event", command
+using Triggers = std::vector<std::pair<const EventDesc*, std::string>>;
+
+// --trigger (each names its event), then the config's [events.*] trigger
+// keys, in order. A triggered event of the file is replayed (its triggers
+// see every record), soft-disabled when nothing else asked for it. Events
+// of system "synthetic" are defined by --synthetic on the instance: they
+// are resolved once it exists (set_triggers).
+TriggerCmds collect_triggers(const ReplayOptions& o, const Registry& registry, const PlanInput& in,
+                             std::vector<EventPlan>& plan) {
+  Triggers triggers;
+  TriggerCmds trigger_cmds;
   for (const std::string& a : o.trigger_args) {
     const size_t c1 = a.find(':'), c2 = c1 == std::string::npos ? c1 : a.find(':', c1 + 1);
     if (c2 == std::string::npos)
@@ -493,7 +506,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     trigger_cmds.emplace_back(a.substr(0, c2), cmd);
     if (ev != nullptr) triggers.emplace_back(ev, std::move(cmd));
   }
-  if (in.config != nullptr)  // the config's [events.*] trigger keys, after --trigger
+  if (in.config != nullptr)
     for (const EventSettings& s : in.config->events)
       for (const std::string& cmd : s.triggers)
         for (const EventDesc* ev : registry.match(s.pattern)) {
@@ -503,8 +516,14 @@ ReplayResult run_replay(const ReplayOptions& o) {
   for (const auto& t : triggers)
     for (EventPlan& p : plan)
       if (p.event == t.first && !p.replayed) p.replayed = p.soft_disabled = true;
+  return trigger_cmds;
+}
 
-  // The instance: one ring per recorded CPU.
+// The replay instance's options: the config's, with one ring per recorded
+// CPU, any_cpu writers, the recorded time stamps, and sub-buffers that hold
+// a kernel page.
+InstanceOptions replay_options(const ReplayOptions& o, const PlanInput& in,
+                               const TraceDatReader& reader, uint32_t ncpu, ReplayResult& res) {
   InstanceOptions opts;
   if (in.config != nullptr) opts = in.config->options;
   opts.name = "replay";
@@ -534,20 +553,26 @@ ReplayResult run_replay(const ReplayOptions& o) {
   // The ring stamps each record with its recorded time stamp (no clock read).
   opts.external_time = true;
   opts.mode = o.output ? BufferMode::drop_newest : BufferMode::overwrite;
-  Instance inst(opts, registry);
+  return opts;
+}
 
-  // Enable and filter the events; routes by event ID.
-  const Router router(reader, inst, plan, ncpu, o.trailing_operator);
+// --synthetic, then the config's synthetic_events: before the triggers, which
+// may name them.
+void define_synthetic(const ReplayOptions& o, const PlanInput& in, Instance& inst) {
   for (const std::string& def : o.synthetic_args)
     if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
       throw ReplayError(fmt::format("--synthetic '{}': {}", def, st.render()));
-  if (in.config != nullptr)  // the config's synthetic_events, after --synthetic
+  if (in.config != nullptr)
     for (const std::string& def : in.config->synthetic_events)
       if (const TriggerStatus st = set_synthetic_event(inst, def); !st)
         throw ReplayError(
             fmt::format("{}: synthetic_events '{}': {}", o.config->string(), def, st.render()));
-  // In the order given: a trigger may refer to the variables of one before it.
-  triggers.clear();
+}
+
+// Sets the triggers on the instance in the order given (a trigger may refer
+// to the variables of one before it); returns them with their events.
+Triggers set_triggers(Instance& inst, const Registry& registry, const TriggerCmds& trigger_cmds) {
+  Triggers triggers;
   for (const auto& [name, cmd] : trigger_cmds) {
     const EventDesc* ev = registry.find(name);
     if (ev == nullptr)
@@ -558,25 +583,27 @@ ReplayResult run_replay(const ReplayOptions& o) {
       throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
     triggers.emplace_back(ev, cmd);
   }
-  const bool ordered = needs_time_order(o, trigger_cmds) ||
-                       (in.config != nullptr && !in.config->synthetic_events.empty());
-  if (ordered && o.output)
-    throw ReplayError(
-        "-o cannot be combined with triggers that pair events (variables, onmatch, onmax, "
-        "onchange, "
-        "--synthetic): those replay in time order on one thread");
+  return triggers;
+}
 
-  std::unique_ptr<Output> out;
-  if (o.output) {
-    try {
-      out = std::make_unique<Output>(reader, ncpu, inst.ring().subbuf_size(), *o.output,
-                                     res.warnings);
-    } catch (const std::system_error& e) {
-      throw ReplayError(std::string("-o: ") + e.what());
-    }
+// -o's writer, or none.
+std::unique_ptr<Output> open_output(const ReplayOptions& o, const TraceDatReader& reader,
+                                    uint32_t ncpu, Instance& inst, ReplayResult& res) {
+  if (!o.output) return nullptr;
+  try {
+    return std::make_unique<Output>(reader, ncpu, inst.ring().subbuf_size(), *o.output,
+                                    res.warnings);
+  } catch (const std::system_error& e) {
+    throw ReplayError(std::string("-o: ") + e.what());
   }
+}
 
-  std::vector<CpuJob> jobs(reader.cpu_data().size());
+// The timed part: one TBB pipeline per CPU stream, or one walk in time order
+// (`ordered`). Sets wall_s and cpu_s; returns ns per rdtsc cycle, calibrated
+// over the run itself.
+double run_timed(const ReplayOptions& o, const TraceDatReader& reader, Instance& inst,
+                 const Router& router, Output* out, bool ordered, std::vector<CpuJob>& jobs,
+                 ReplayResult& res) {
   uint64_t total_bytes = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     jobs[i].data_index = i;
@@ -590,7 +617,6 @@ ReplayResult run_replay(const ReplayOptions& o) {
   std::optional<tbb::global_control> limit;
   if (o.threads != 0) limit.emplace(tbb::global_control::max_allowed_parallelism, o.threads);
 
-  // ---- the timed part ----
   const uint64_t w0 = wall_ns(), c0 = process_cpu_ns(), tsc0 = __rdtsc();
   if (ordered) {
     run_ordered(reader, router, o.timing, jobs);
@@ -599,7 +625,7 @@ ReplayResult run_replay(const ReplayOptions& o) {
     tbb::task_group tg;
     for (CpuJob& job : jobs)
       tg.run([&, jp = &job] {
-        CpuPipeline(reader, inst, router, out.get(), progress, o.timing, *jp).run();
+        CpuPipeline(reader, inst, router, out, progress, o.timing, *jp).run();
       });
     tg.wait();
   }
@@ -607,16 +633,13 @@ ReplayResult run_replay(const ReplayOptions& o) {
   if (ordered) walk_stats(reader, jobs);
   res.wall_s = static_cast<double>(w1 - w0) * 1e-9;
   res.cpu_s = static_cast<double>(c1 - c0) * 1e-9;
-  // rdtsc cycles -> ns, calibrated over the run itself.
-  const double ns_per_cycle =
-      tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
+  return tsc1 > tsc0 ? static_cast<double>(w1 - w0) / static_cast<double>(tsc1 - tsc0) : 0;
+}
 
-  if (out) {
-    out->write();
-    for (const CpuJob& j : jobs) res.output_records += j.written;
-  }
-
-  // ---- results ----
+// The per-event rows (replayed or skipped events, by name) and totals from
+// the CPUs' counters, the input's own losses, and the ring's counts.
+void collect_counts(const std::vector<CpuJob>& jobs, const std::vector<EventPlan>& plan,
+                    const Router& router, Instance& inst, double ns_per_cycle, ReplayResult& res) {
   std::vector<EventCounts> per_event(router.counter_slots());
   for (const CpuJob& j : jobs) {
     for (size_t s = 0; s < j.counters.size(); ++s) {
@@ -653,32 +676,75 @@ ReplayResult run_replay(const ReplayOptions& o) {
   res.unknown = per_event[router.unknown_slot()].skipped;
   res.total.ns += per_event[router.unknown_slot()].ns;
   res.ring = inst.cpu_stats();
+}
 
-  if (!triggers.empty()) {
-    // .execname from the file's saved cmdlines, .sym from its kallsyms.
-    const KallsymsTable kallsyms(o.kallsyms ? read_regular_file(*o.kallsyms, kMaxKallsymsBytes)
-                                            : std::string(reader.kallsyms_text()));
-    HistNames names;
-    names.comm = [&reader](int32_t pid) {
-      if (pid == 0) return std::string("<idle>");
-      const auto it = reader.cmdlines().find(pid);
-      return it == reader.cmdlines().end() ? std::string("<...>") : it->second;
-    };
-    names.sym = [&](uint64_t addr, bool with_offset) -> std::optional<std::string> {
-      const std::optional<SymbolHit> hit = kallsyms.lookup(addr);
-      if (!hit) return std::nullopt;
-      if (!with_offset) return std::string(hit->name);
-      const auto range = symbols.by_address(addr);
-      return fmt::format("{}+0x{:x}/0x{:x}", hit->name, hit->offset, range ? range->size : 0);
-    };
-    for (const auto& [ev, cmd] : triggers) {
-      if (std::any_of(res.triggered.begin(), res.triggered.end(),
-                      [&](const ReplayResult::Triggered& t) { return t.event == ev->full_name(); }))
-        continue;
-      res.triggered.push_back(
-          {ev->full_name(), trigger_file(inst, *ev), hist_file(inst, *ev, names)});
-    }
+// The trigger and hist files of every triggered event, once each:
+// .execname from the file's saved cmdlines, .sym from its kallsyms.
+void collect_triggered(const ReplayOptions& o, const TraceDatReader& reader, Instance& inst,
+                       const SymbolRanges& symbols, const Triggers& triggers, ReplayResult& res) {
+  const KallsymsTable kallsyms(o.kallsyms ? read_regular_file(*o.kallsyms, kMaxKallsymsBytes)
+                                          : std::string(reader.kallsyms_text()));
+  HistNames names;
+  names.comm = [&reader](int32_t pid) {
+    if (pid == 0) return std::string("<idle>");
+    const auto it = reader.cmdlines().find(pid);
+    return it == reader.cmdlines().end() ? std::string("<...>") : it->second;
+  };
+  names.sym = [&](uint64_t addr, bool with_offset) -> std::optional<std::string> {
+    const std::optional<SymbolHit> hit = kallsyms.lookup(addr);
+    if (!hit) return std::nullopt;
+    if (!with_offset) return std::string(hit->name);
+    const auto range = symbols.by_address(addr);
+    return fmt::format("{}+0x{:x}/0x{:x}", hit->name, hit->offset, range ? range->size : 0);
+  };
+  for (const auto& trigger : triggers) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda.
+    const EventDesc* ev = trigger.first;
+    if (std::any_of(res.triggered.begin(), res.triggered.end(),
+                    [&](const ReplayResult::Triggered& t) { return t.event == ev->full_name(); }))
+      continue;
+    res.triggered.push_back(
+        {ev->full_name(), trigger_file(inst, *ev), hist_file(inst, *ev, names)});
   }
+}
+
+}  // namespace
+
+ReplayResult run_replay(const ReplayOptions& o) {
+  ReplayResult res;
+  const TraceDatReader reader = open_input(o, res);
+  Registry registry;
+  const uint32_t ncpu = register_events(reader, registry, res);
+  res.cpus = ncpu;
+
+  const SymbolRanges symbols = filter_symbols(o, reader);
+  std::optional<Config> config;
+  const PlanInput in = plan_input(o, symbols, ncpu, config, res);
+  std::vector<EventPlan> plan = make_plan(registry, in);
+  const TriggerCmds trigger_cmds = collect_triggers(o, registry, in, plan);
+
+  Instance inst(replay_options(o, in, reader, ncpu, res), registry);
+  // Enables and filters the events; routes by event ID.
+  const Router router(reader, inst, plan, ncpu, o.trailing_operator);
+  define_synthetic(o, in, inst);
+  const Triggers triggers = set_triggers(inst, registry, trigger_cmds);
+  const bool ordered = needs_time_order(o, trigger_cmds) ||
+                       (in.config != nullptr && !in.config->synthetic_events.empty());
+  if (ordered && o.output)
+    throw ReplayError(
+        "-o cannot be combined with triggers that pair events (variables, onmatch, onmax, "
+        "onchange, "
+        "--synthetic): those replay in time order on one thread");
+  const std::unique_ptr<Output> out = open_output(o, reader, ncpu, inst, res);
+
+  std::vector<CpuJob> jobs(reader.cpu_data().size());
+  const double ns_per_cycle = run_timed(o, reader, inst, router, out.get(), ordered, jobs, res);
+  if (out) {
+    out->write();
+    for (const CpuJob& j : jobs) res.output_records += j.written;
+  }
+  collect_counts(jobs, plan, router, inst, ns_per_cycle, res);
+  if (!triggers.empty()) collect_triggered(o, reader, inst, symbols, triggers, res);
   return res;
 }
 

@@ -192,6 +192,7 @@ class Evaluator {
     return payload_.subspan(static_cast<size_t>(off), static_cast<size_t>(len));
   }
 
+  // A helper call of the format (__get_str, __print_flags...).
   std::optional<Value> helper(const Expr& e) {
     switch (e.helper) {
       case Helper::get_str:
@@ -202,18 +203,8 @@ class Evaluator {
         return text(until_nul(*b));
       }
       case Helper::dyn_array:
-      case Helper::rel_dyn_array: {
-        const auto& f = prog_.fields[static_cast<size_t>(e.field)];
-        const auto b = dynamic(f, e.helper == Helper::rel_dyn_array);
-        if (!b) return std::nullopt;
-        Value v;
-        v.kind = Value::Kind::bytes;
-        v.bytes = *b;
-        v.elem_size = element_size(f);
-        v.elem_signed = f.is_signed;
-        v.is_char_array = f.is_string();
-        return v;
-      }
+      case Helper::rel_dyn_array:
+        return dyn_array(e);
       case Helper::dyn_array_len:
       case Helper::rel_dyn_array_len: {
         const auto b = dynamic(prog_.fields[static_cast<size_t>(e.field)],
@@ -228,83 +219,115 @@ class Evaluator {
         if (!b) return std::nullopt;
         return text(keep(bitmask_text(*b)));
       }
-      case Helper::print_flags: {
-        const auto v = eval(*e.kids[0]);
-        if (!v || v->kind != Value::Kind::integer) return std::nullopt;
-        // trace_print_flags_seq: each matching non-zero mask, in table order,
-        // removed from the value; leftovers in hex; a zero value prints the
-        // label of a zero entry if the table has one.
-        uint64_t val = v->bits;
-        std::string out;
-        bool any = false;
-        for (const auto& [ve, label] : e.table) {
-          const auto fv = eval(*ve);
-          if (!fv || fv->kind != Value::Kind::integer) continue;  // unresolved enum: never matches
-          if (fv->bits == 0) {
-            if (v->bits == 0) {
-              out = label;
-              any = true;
-              break;
-            }
-            continue;
-          }
-          if ((val & fv->bits) != fv->bits) continue;
-          if (any) out += e.delim;
-          out += label;
-          any = true;
-          val &= ~fv->bits;
-          if (val == 0) break;
-        }
-        if (val && v->bits) {
-          if (any) out += e.delim;
-          out += fmt::format("0x{:x}", val);
-        }
-        return text(keep(std::move(out)));
-      }
-      case Helper::print_symbolic: {
-        const auto v = eval(*e.kids[0]);
-        if (!v || v->kind != Value::Kind::integer) return std::nullopt;
-        for (const auto& [ve, label] : e.table) {
-          const auto fv = eval(*ve);
-          if (fv && fv->kind == Value::Kind::integer && fv->bits == v->bits) return text(label);
-        }
-        return text(keep(fmt::format("0x{:x}", v->bits)));
-      }
+      case Helper::print_flags:
+        return print_flags(e);
+      case Helper::print_symbolic:
+        return print_symbolic(e);
       case Helper::print_hex:
-      case Helper::print_hex_str: {
-        const auto buf = eval(*e.kids[0]);
-        const auto len = eval(*e.kids[1]);
-        if (!buf || !len || buf->kind != Value::Kind::bytes || len->kind != Value::Kind::integer)
-          return std::nullopt;
-        if (len->bits > buf->bytes.size()) return std::nullopt;
-        std::string out;
-        for (uint64_t i = 0; i < len->bits; ++i) {
-          if (i && e.helper == Helper::print_hex) out += ' ';
-          out += fmt::format("{:02x}", static_cast<uint8_t>(buf->bytes[i]));
-        }
-        return text(keep(std::move(out)));
-      }
-      case Helper::print_array: {
-        const auto arr = eval(*e.kids[0]);
-        const auto count = eval(*e.kids[1]);
-        const auto el = eval(*e.kids[2]);
-        if (!arr || !count || !el || arr->kind != Value::Kind::bytes ||
-            count->kind != Value::Kind::integer || el->kind != Value::Kind::integer)
-          return std::nullopt;
-        const uint64_t es = el->bits;
-        if (es != 1 && es != 2 && es != 4 && es != 8) return std::nullopt;
-        if (count->bits > arr->bytes.size() / es) return std::nullopt;
-        std::string out = "{";
-        for (uint64_t i = 0; i < count->bits; ++i) {
-          if (i) out += ',';
-          out +=
-              fmt::format("0x{:x}", load_le(arr->bytes.data() + i * es, static_cast<uint32_t>(es)));
-        }
-        out += '}';
-        return text(keep(std::move(out)));
-      }
+      case Helper::print_hex_str:
+        return print_hex(e);
+      case Helper::print_array:
+        return print_array(e);
     }
     return std::nullopt;
+  }
+
+  // __get_dynamic_array / __get_rel_dynamic_array: the field's bytes, as
+  // elements of its type.
+  std::optional<Value> dyn_array(const Expr& e) {
+    const auto& f = prog_.fields[static_cast<size_t>(e.field)];
+    const auto b = dynamic(f, e.helper == Helper::rel_dyn_array);
+    if (!b) return std::nullopt;
+    Value v;
+    v.kind = Value::Kind::bytes;
+    v.bytes = *b;
+    v.elem_size = element_size(f);
+    v.elem_signed = f.is_signed;
+    v.is_char_array = f.is_string();
+    return v;
+  }
+
+  // __print_flags, as trace_print_flags_seq: each matching non-zero mask, in
+  // table order, removed from the value; leftovers in hex; a zero value
+  // prints the label of a zero entry if the table has one.
+  std::optional<Value> print_flags(const Expr& e) {
+    const auto v = eval(*e.kids[0]);
+    if (!v || v->kind != Value::Kind::integer) return std::nullopt;
+    uint64_t val = v->bits;
+    std::string out;
+    bool any = false;
+    for (const auto& [ve, label] : e.table) {
+      const auto fv = eval(*ve);
+      if (!fv || fv->kind != Value::Kind::integer) continue;  // unresolved enum: never matches
+      if (fv->bits == 0) {
+        if (v->bits == 0) {
+          out = label;
+          any = true;
+          break;
+        }
+        continue;
+      }
+      if ((val & fv->bits) != fv->bits) continue;
+      if (any) out += e.delim;
+      out += label;
+      any = true;
+      val &= ~fv->bits;
+      if (val == 0) break;
+    }
+    if (val && v->bits) {
+      if (any) out += e.delim;
+      out += fmt::format("0x{:x}", val);
+    }
+    return text(keep(std::move(out)));
+  }
+
+  // __print_symbolic, as trace_print_symbols_seq: the label of the equal
+  // value, else the value in hex.
+  std::optional<Value> print_symbolic(const Expr& e) {
+    const auto v = eval(*e.kids[0]);
+    if (!v || v->kind != Value::Kind::integer) return std::nullopt;
+    for (const auto& [ve, label] : e.table) {
+      const auto fv = eval(*ve);
+      if (fv && fv->kind == Value::Kind::integer && fv->bits == v->bits) return text(label);
+    }
+    return text(keep(fmt::format("0x{:x}", v->bits)));
+  }
+
+  // __print_hex / __print_hex_str, as trace_print_hex_seq: bytes in hex,
+  // blank-separated for __print_hex.
+  std::optional<Value> print_hex(const Expr& e) {
+    const auto buf = eval(*e.kids[0]);
+    const auto len = eval(*e.kids[1]);
+    if (!buf || !len || buf->kind != Value::Kind::bytes || len->kind != Value::Kind::integer)
+      return std::nullopt;
+    if (len->bits > buf->bytes.size()) return std::nullopt;
+    std::string out;
+    for (uint64_t i = 0; i < len->bits; ++i) {
+      if (i && e.helper == Helper::print_hex) out += ' ';
+      out += fmt::format("{:02x}", static_cast<uint8_t>(buf->bytes[i]));
+    }
+    return text(keep(std::move(out)));
+  }
+
+  // __print_array, as trace_print_array_seq: "{0x..,0x..}" of elements of
+  // 1, 2, 4 or 8 bytes.
+  std::optional<Value> print_array(const Expr& e) {
+    const auto arr = eval(*e.kids[0]);
+    const auto count = eval(*e.kids[1]);
+    const auto el = eval(*e.kids[2]);
+    if (!arr || !count || !el || arr->kind != Value::Kind::bytes ||
+        count->kind != Value::Kind::integer || el->kind != Value::Kind::integer)
+      return std::nullopt;
+    const uint64_t es = el->bits;
+    if (es != 1 && es != 2 && es != 4 && es != 8) return std::nullopt;
+    if (count->bits > arr->bytes.size() / es) return std::nullopt;
+    std::string out = "{";
+    for (uint64_t i = 0; i < count->bits; ++i) {
+      if (i) out += ',';
+      out += fmt::format("0x{:x}", load_le(arr->bytes.data() + i * es, static_cast<uint32_t>(es)));
+    }
+    out += '}';
+    return text(keep(std::move(out)));
   }
 
   std::optional<Value> binary(const Expr& e) {

@@ -572,51 +572,42 @@ bool create_actions(HistParser& p) {
   return true;
 }
 
-}  // namespace
+// The attributes of a hist trigger's text, sorted by kind, as the kernel's
+// parse_hist_trigger_attrs leaves them; views into that text.
+struct HistAttrs {
+  std::optional<std::string_view> keys, vals, sort;
+  std::vector<std::string_view> assignments, actions;
+};
 
-std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event,
-                                   TriggerError& e, size_t /*text_pos_in_command*/,
-                                   const HistEnv* env) {
-  HistSpec spec;
-  HistParser p{spec, event, e, env, {}, HistParser::Use::other, {}};
-  spec.clock = env != nullptr ? env->clock_name : std::string("global");
-  // The kernel turns ".sym-offset" into ".symXoffset" so that its '-' is no
-  // operator; the text keeps its length, so caret positions are unchanged.
-  std::string text(text_in);
-  for (size_t at = 0; (at = text.find(".sym-offset", at)) != std::string::npos; at += 11)
-    text[at + 4] = 'X';
-
-  std::optional<std::string_view> keys_str, vals_str, sort_str;
-  std::vector<std::string_view> assignments, action_strs;
-  bool clock_given = false;
+// Mirrors kernel/trace/trace_events_hist.c: parse_hist_trigger_attrs (with
+// parse_assignment): the flags and name/clock/size go to the spec at once.
+bool parse_hist_attrs(HistParser& p, std::string_view text, HistAttrs& a) {
+  HistSpec& spec = p.spec;
   for (std::string_view attr : split(text, ':')) {
     const size_t eq = attr.find('=');
     if (eq != std::string_view::npos) {
-      if (eq + 1 == attr.size()) return p.fail(HistErr::empty_assignment, attr), std::nullopt;
+      if (eq + 1 == attr.size()) return p.fail(HistErr::empty_assignment, attr);
       if (attr.starts_with("keys=") || attr.starts_with("key="))
-        keys_str = attr.substr(eq + 1);
+        a.keys = attr.substr(eq + 1);
       else if (attr.starts_with("vals=") || attr.starts_with("values=") || attr.starts_with("val="))
-        vals_str = attr.substr(eq + 1);
+        a.vals = attr.substr(eq + 1);
       else if (attr.starts_with("sort="))
-        sort_str = attr.substr(5);
+        a.sort = attr.substr(5);
       else if (attr.starts_with("name="))
         spec.name = std::string(attr.substr(5));
       else if (attr.starts_with("clock=")) {
         const std::string_view c = strip(attr.substr(6));
-        if (env != nullptr && c != env->clock_name)
-          return p.fail(HistErr::set_clock_fail, c), std::nullopt;
+        if (p.env != nullptr && c != p.env->clock_name) return p.fail(HistErr::set_clock_fail, c);
         spec.clock = std::string(c);
-        clock_given = true;
       } else if (attr.starts_with("size=")) {
         const auto n = parse_ull(attr.substr(5));
-        if (!n || *n == 0 || *n > UINT32_MAX) return e.err = EINVAL, std::nullopt;
+        if (!n || *n == 0 || *n > UINT32_MAX) return p.e.err = EINVAL, false;
         spec.map_bits = ilog2_roundup(*n);
         if (spec.map_bits < kMapBitsMin || spec.map_bits > kMapBitsMax)
-          return e.err = EINVAL, std::nullopt;
+          return p.e.err = EINVAL, false;
       } else {
-        if (assignments.size() == kMaxVars)
-          return p.fail(HistErr::too_many_vars, attr), std::nullopt;
-        assignments.push_back(attr);
+        if (a.assignments.size() == kMaxVars) return p.fail(HistErr::too_many_vars, attr);
+        a.assignments.push_back(attr);
       }
     } else if (attr == "pause")
       spec.pause = true;
@@ -628,54 +619,61 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       spec.nohitcount = true;
     else if (attr.starts_with("onmatch(") || attr.starts_with("onmax(") ||
              attr.starts_with("onchange(")) {
-      if (action_strs.size() == kMaxActions) return e.err = EINVAL, std::nullopt;
-      action_strs.push_back(attr);
+      if (a.actions.size() == kMaxActions) return p.e.err = EINVAL, false;
+      a.actions.push_back(attr);
     } else if (attr.empty())
       continue;
     else
-      return e.err = EINVAL, std::nullopt;
+      return p.e.err = EINVAL, false;
   }
-  (void)clock_given;
-  if (!keys_str) return e.err = EINVAL, std::nullopt;
+  if (!a.keys) return p.e.err = EINVAL, false;
+  return true;
+}
 
-  // parse_actions: before the fields (a variable is looked up on the
-  // onmatch event first).
-  for (std::string_view a : action_strs) {
-    HistAction act;
-    if (!parse_action(p, a, act)) return std::nullopt;
-    spec.actions.push_back(std::move(act));
-  }
-  // parse_var_defs
+// Mirrors kernel/trace/trace_events_hist.c: parse_var_defs (the names and
+// expressions into p.var_defs; create_var_fields parses them).
+bool parse_var_defs(HistParser& p, const std::vector<std::string_view>& assignments) {
   for (std::string_view as : assignments) {
     for (std::string_view def : split(as, ',')) {
       const size_t eq = def.find('=');
-      if (eq == std::string_view::npos)
-        return p.fail(HistErr::malformed_assignment, def), std::nullopt;
-      if (p.var_defs.size() == kMaxVars)
-        return p.fail(HistErr::too_many_vars, def.substr(0, eq)), std::nullopt;
+      if (eq == std::string_view::npos) return p.fail(HistErr::malformed_assignment, def);
+      if (p.var_defs.size() == kMaxVars) return p.fail(HistErr::too_many_vars, def.substr(0, eq));
       p.var_defs.emplace_back(std::string(def.substr(0, eq)), std::string(def.substr(eq + 1)));
     }
   }
-  // create_val_fields: hitcount, then up to kMaxVals - 1 more vals.
-  if (vals_str) {
+  return true;
+}
+
+// Parses one field expression of `use` (the kind of field, for the kernel's
+// per-use refusals); returns its root node, < 0 on error.
+int parse_field_expr(HistParser& p, HistParser::Use use, std::string_view text) {
+  int sub = 0;
+  p.use = use;
+  p.use_text = text;
+  const int root = parse_hist_expr(p, text, sub);
+  p.use = HistParser::Use::other;
+  return root;
+}
+
+// Mirrors kernel/trace/trace_events_hist.c: create_val_fields: hitcount,
+// then up to kMaxVals - 1 more vals; nohitcount needs another value to show.
+bool create_val_fields(HistParser& p, std::optional<std::string_view> vals) {
+  HistSpec& spec = p.spec;
+  if (vals) {
     uint32_t n = 0;
-    for (std::string_view v : split(*vals_str, ',')) {
+    for (std::string_view v : split(*vals, ',')) {
       if (++n > kMaxVals) break;  // the kernel reads at most TRACING_MAP_VALS_MAX items
       if (v == "hitcount") continue;
       HistField f;
-      int sub = 0;
-      p.use = HistParser::Use::val;
-      p.use_text = v;
-      const int root = parse_hist_expr(p, v, sub);
-      p.use = HistParser::Use::other;
-      if (root < 0) return std::nullopt;
+      const int root = parse_field_expr(p, HistParser::Use::val, v);
+      if (root < 0) return false;
       const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
       // __create_val_field: these modifiers are for keys.
       if (node.op == ExprOp::value &&
           ((node.leaf.flags & (kLog2 | kBuckets | kSym | kSymOffset | kSyscall)) ||
            node.leaf.source == HistSource::stacktrace))
-        return p.fail(HistErr::bad_field_modifier, v), std::nullopt;
-      if (node.is_string) return e.err = EINVAL, std::nullopt;  // strings are keys only
+        return p.fail(HistErr::bad_field_modifier, v);
+      if (node.is_string) return p.e.err = EINVAL, false;  // strings are keys only
       if (node.op == ExprOp::value) {
         f = node.leaf;
       } else {
@@ -687,69 +685,79 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
       spec.vals.push_back(std::move(f));
     }
   }
-  // create_val_fields: nohitcount needs another value to show.
   if (spec.nohitcount && spec.vals.empty()) {
     p.fail_pos(HistErr::need_nohc_val, 0);
-    e.err = ENOENT;
-    return std::nullopt;
+    p.e.err = ENOENT;
+    return false;
   }
-  // create_var_fields
+  return true;
+}
+
+// Mirrors kernel/trace/trace_events_hist.c: create_var_fields. A name
+// already defined on this event, here or by another live trigger, is a
+// duplicate.
+bool create_var_fields(HistParser& p) {
+  HistSpec& spec = p.spec;
+  const HistEnv* env = p.env;
   for (const auto& def : p.var_defs) {
     // Named references, not a structured binding: clang before 16 cannot
     // capture a binding in the lambda below.
     const auto& name = def.first;
     const auto& expr = def.second;
     if (find_own_var(spec, name) >= 0 || (env != nullptr && !env->remove && env->find_var && [&] {
-          TriggerError probe = e;
-          return env->find_var(event.system(), event.name(), name, probe).map != nullptr;
+          TriggerError probe = p.e;
+          return env->find_var(p.event.system(), p.event.name(), name, probe).map != nullptr;
         }()))
-      return p.fail(HistErr::duplicate_var, name), std::nullopt;
-    int sub = 0;
-    p.use = HistParser::Use::var;
-    p.use_text = expr;
-    const int root = parse_hist_expr(p, expr, sub);
-    p.use = HistParser::Use::other;
-    if (root < 0) return std::nullopt;
+      return p.fail(HistErr::duplicate_var, name);
+    const int root = parse_field_expr(p, HistParser::Use::var, expr);
+    if (root < 0) return false;
     const ExprNode& vn = spec.nodes[static_cast<size_t>(root)];
     if (vn.op == ExprOp::value && (vn.leaf.flags & (kLog2 | kBuckets)))  // __create_val_field
-      return p.fail(HistErr::bad_field_modifier, expr), std::nullopt;
+      return p.fail(HistErr::bad_field_modifier, expr);
     if (vn.op == ExprOp::value &&
         vn.leaf.source == HistSource::stacktrace)  // stacktrace variables: not here
-      return e.err = EINVAL, std::nullopt;
+      return p.e.err = EINVAL, false;
     spec.vars.push_back({name, root, expr});
   }
-  // create_key_fields
-  const auto key_list = split(*keys_str, ',');
-  if (key_list.size() > kMaxKeys) return e.err = EINVAL, std::nullopt;
+  return true;
+}
+
+// The stacktrace key at `off` in the compound key. Mirrors
+// kernel/trace/trace_events_hist.c: create_key_field (its stacktrace case).
+HistField stacktrace_key(uint32_t off) {
+  HistField f;
+  f.name = "common_stacktrace";
+  f.source = HistSource::stacktrace;
+  f.size = f.key_size = kHistStackDepth * 8;
+  f.type = "unsigned long[]";
+  f.key_offset = off;
+  return f;
+}
+
+// Mirrors kernel/trace/trace_events_hist.c: create_key_fields: the keys laid
+// out one after the other in the compound key (spec.key_bytes in all).
+bool create_key_fields(HistParser& p, std::string_view keys) {
+  HistSpec& spec = p.spec;
+  const auto key_list = split(keys, ',');
+  if (key_list.size() > kMaxKeys) return p.e.err = EINVAL, false;
   uint32_t off = 0;
   for (std::string_view k : key_list) {
-    if (k == "hitcount") return e.err = EINVAL, std::nullopt;
-    if (k == "stacktrace" || k == "common_stacktrace" || k == "STACKTRACE") {  // create_key_field
-      HistField f;
-      f.name = "common_stacktrace";
-      f.source = HistSource::stacktrace;
-      f.size = f.key_size = kHistStackDepth * 8;
-      f.type = "unsigned long[]";
-      f.key_offset = off;
-      off += f.key_size;
+    if (k == "hitcount") return p.e.err = EINVAL, false;
+    if (k == "stacktrace" || k == "common_stacktrace" || k == "STACKTRACE") {
+      spec.keys.push_back(stacktrace_key(off));
+      off += spec.keys.back().key_size;
       spec.stack_key = true;
-      spec.keys.push_back(std::move(f));
       continue;
     }
     const size_t nrefs = spec.refs.size();
-    int sub = 0;
-    p.use = HistParser::Use::key;
-    p.use_text = k;
-    const int root = parse_hist_expr(p, k, sub);
-    p.use = HistParser::Use::other;
-    if (root < 0) return std::nullopt;
-    if (spec.nodes[static_cast<size_t>(root)].op == ExprOp::value &&
-        (spec.nodes[static_cast<size_t>(root)].leaf.source == HistSource::hitcount ||
-         spec.nodes[static_cast<size_t>(root)].leaf.source == HistSource::stacktrace))
-      return e.err = EINVAL, std::nullopt;
-    if (spec.refs.size() != nrefs || spec.nodes[static_cast<size_t>(root)].op == ExprOp::ref)
-      return p.fail(HistErr::invalid_ref_key, k), std::nullopt;
+    const int root = parse_field_expr(p, HistParser::Use::key, k);
+    if (root < 0) return false;
     const ExprNode& node = spec.nodes[static_cast<size_t>(root)];
+    if (node.op == ExprOp::value &&
+        (node.leaf.source == HistSource::hitcount || node.leaf.source == HistSource::stacktrace))
+      return p.e.err = EINVAL, false;
+    if (spec.refs.size() != nrefs || node.op == ExprOp::ref)
+      return p.fail(HistErr::invalid_ref_key, k);
     HistField f;
     if (node.op == ExprOp::value) {
       f = node.leaf;
@@ -771,29 +779,36 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
     spec.keys.push_back(std::move(f));
   }
   spec.key_bytes = off;
-  // A .usecs time stamp anywhere puts every time stamp of the hist in usecs.
+  return true;
+}
+
+// A .usecs time stamp anywhere puts every time stamp of the hist in usecs.
+void apply_ts_usecs(HistSpec& spec) {
   bool usecs = false;
   for (const ExprNode& n : spec.nodes)
     usecs |=
         n.op == ExprOp::value && n.leaf.source == HistSource::timestamp && (n.leaf.flags & kUsecs);
   for (const auto& f : spec.keys) usecs |= f.source == HistSource::timestamp && (f.flags & kUsecs);
-  if (usecs) {
-    for (ExprNode& n : spec.nodes)
-      if (n.op == ExprOp::value && n.leaf.source == HistSource::timestamp)
-        n.leaf.flags |= kTsInUsecs;
-    for (auto* fs : {&spec.keys, &spec.vals})
-      for (HistField& f : *fs)
-        if (f.source == HistSource::timestamp) f.flags |= kTsInUsecs;
-  }
-  if (sort_str) {
-    const auto list = split(*sort_str, ',');
-    if (list.size() > kMaxSortKeys)
-      return p.fail(HistErr::too_many_sort_fields, "sort="), std::nullopt;
+  if (!usecs) return;
+  for (ExprNode& n : spec.nodes)
+    if (n.op == ExprOp::value && n.leaf.source == HistSource::timestamp) n.leaf.flags |= kTsInUsecs;
+  for (auto* fs : {&spec.keys, &spec.vals})
+    for (HistField& f : *fs)
+      if (f.source == HistSource::timestamp) f.flags |= kTsInUsecs;
+}
+
+// Mirrors kernel/trace/trace_events_hist.c: create_sort_keys; hitcount
+// ascending when none is given.
+bool create_sort_keys(HistParser& p, std::optional<std::string_view> sort) {
+  HistSpec& spec = p.spec;
+  if (sort) {
+    const auto list = split(*sort, ',');
+    if (list.size() > kMaxSortKeys) return p.fail(HistErr::too_many_sort_fields, "sort=");
     for (std::string_view s : list) {
-      if (s.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
+      if (s.empty()) return p.fail(HistErr::empty_sort_field, "sort=");
       const size_t dot = s.find('.');
       const std::string_view name = s.substr(0, dot);
-      if (name.empty()) return p.fail(HistErr::empty_sort_field, "sort="), std::nullopt;
+      if (name.empty()) return p.fail(HistErr::empty_sort_field, "sort=");
       HistSortKey sk;
       const std::string_view mod =
           dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
@@ -811,23 +826,59 @@ std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& ev
         if (spec.vals[i].name == name) sk.field = static_cast<int>(i) + 1, found = true;
       for (size_t i = 0; !found && i < spec.keys.size(); ++i)
         if (spec.keys[i].name == name) sk.field = -1 - static_cast<int>(i), found = true;
-      if (!found) return p.fail(HistErr::invalid_sort_field, name), std::nullopt;
+      if (!found) return p.fail(HistErr::invalid_sort_field, name);
       const int d = descending(mod);
-      if (d < 0) return p.fail(HistErr::invalid_sort_modifier, mod), std::nullopt;
+      if (d < 0) return p.fail(HistErr::invalid_sort_modifier, mod);
       sk.descending = d == 1;
       spec.sort.push_back(sk);
     }
   }
   if (spec.sort.empty()) spec.sort.push_back({0, false});
-  if (!create_actions(p)) return std::nullopt;
+  return true;
+}
+
+// The variables' leaves when every variable is a plain numeric field (none
+// otherwise).
+void collect_var_leaves(HistSpec& spec) {
   for (const HistVar& v : spec.vars) {
     const ExprNode& n = spec.nodes[static_cast<size_t>(v.expr)];
     if (n.op != ExprOp::value || n.is_string) {
       spec.var_leaves.clear();
-      break;
+      return;
     }
     spec.var_leaves.push_back(n.leaf);
   }
+}
+
+}  // namespace
+
+std::optional<HistSpec> parse_hist(std::string_view text_in, const EventDesc& event,
+                                   TriggerError& e, size_t /*text_pos_in_command*/,
+                                   const HistEnv* env) {
+  HistSpec spec;
+  HistParser p{spec, event, e, env, {}, HistParser::Use::other, {}};
+  spec.clock = env != nullptr ? env->clock_name : std::string("global");
+  // The kernel turns ".sym-offset" into ".symXoffset" so that its '-' is no
+  // operator; the text keeps its length, so caret positions are unchanged.
+  std::string text(text_in);
+  for (size_t at = 0; (at = text.find(".sym-offset", at)) != std::string::npos; at += 11)
+    text[at + 4] = 'X';
+
+  HistAttrs attrs;
+  if (!parse_hist_attrs(p, text, attrs)) return std::nullopt;
+  // parse_actions: before the fields (a variable is looked up on the
+  // onmatch event first).
+  for (std::string_view a : attrs.actions) {
+    HistAction act;
+    if (!parse_action(p, a, act)) return std::nullopt;
+    spec.actions.push_back(std::move(act));
+  }
+  if (!parse_var_defs(p, attrs.assignments) || !create_val_fields(p, attrs.vals) ||
+      !create_var_fields(p) || !create_key_fields(p, *attrs.keys))
+    return std::nullopt;
+  apply_ts_usecs(spec);
+  if (!create_sort_keys(p, attrs.sort) || !create_actions(p)) return std::nullopt;
+  collect_var_leaves(spec);
   if (spec.refs.size() > kMaxVars * 2 + kMaxSynthFields)
     return p.fail_pos(HistErr::too_many_vars, 0), std::nullopt;
   return spec;

@@ -171,6 +171,106 @@ EventFormat make_format(const SynthEvent& se) {
   return f;
 }
 
+// The command without blanks around it.
+std::string trim_command(std::string_view command_in) {
+  std::string cmd(command_in);
+  while (!cmd.empty() && std::isspace(static_cast<unsigned char>(cmd.back()))) cmd.pop_back();
+  size_t b = 0;
+  while (b < cmd.size() && std::isspace(static_cast<unsigned char>(cmd[b]))) ++b;
+  cmd.erase(0, b);
+  return cmd;
+}
+
+// "!name": the definition goes, unless a trigger still uses it (EBUSY).
+TriggerStatus remove_synthetic(Instance& instance, std::map<std::string, Def, std::less<>>& defs,
+                               std::string_view name) {
+  const auto it = defs.find(name);
+  if (it == defs.end()) {
+    TriggerError e;
+    e.err = ENOENT;
+    return TriggerStatus(std::move(e));
+  }
+  if (it->second.refs->load() != 0) {
+    TriggerError e;
+    e.err = EBUSY;
+    return TriggerStatus(std::move(e));
+  }
+  if (it->second.event->desc != nullptr) instance.enable(*it->second.event->desc, false);
+  defs.erase(it);
+  return {};
+}
+
+// One field, "[unsigned] TYPE NAME[N]", at record offset `offset`, which it
+// advances. Mirrors kernel/trace/trace_events_synth.c: parse_synth_field.
+std::optional<TriggerError> parse_synth_field(const std::string& cmd, std::string_view prefix,
+                                              std::string_view ftype, std::string_view fname,
+                                              uint32_t& offset, SynthField& f) {
+  const size_t bracket = fname.find('[');
+  const std::string_view array =
+      bracket == std::string_view::npos ? std::string_view() : fname.substr(bracket);
+  f.name = std::string(fname.substr(0, bracket));
+  if (!good_name(f.name)) return synth_error(cmd, SynthErr::bad_name, fname);
+  f.type = std::string(prefix) + std::string(ftype) + std::string(array);
+  const int size = field_size(f.type);
+  if (size < 0)
+    return synth_error(cmd, !array.empty() ? SynthErr::invalid_array_spec : SynthErr::invalid_type,
+                       !array.empty() ? fname : ftype);
+  f.is_string = f.type.find("char[") != std::string::npos;
+  f.is_stack = !f.is_string && f.type.find("long[") != std::string::npos;
+  if (size == 0) {
+    f.is_dynamic = true;
+    f.type = "__data_loc " + f.type;
+    f.size = 8;
+  } else {
+    f.size = static_cast<uint32_t>(size);
+  }
+  f.is_signed = !(f.type.starts_with("u") || f.type == "gfp_t");
+  if (f.is_string && !f.is_dynamic)
+    f.is_signed = true;  // as synth_field_signed() says of "char[..]"
+  f.offset = offset;
+  offset += f.is_string && !f.is_dynamic ? kStrVarLenMax : 8;
+  return std::nullopt;
+}
+
+// The fields after the event's name, ';'-separated, into se.fields, and
+// se.fixed_size. Mirrors kernel/trace/trace_events_synth.c:
+// __create_synth_event (its field loop).
+std::optional<TriggerError> parse_synth_fields(const std::string& cmd, std::string_view rest,
+                                               SynthEvent& se) {
+  uint32_t offset = 8;  // after the common fields
+  for (;;) {
+    const size_t semi = rest.find(';');
+    const std::vector<std::string_view> argv = words(rest.substr(0, semi));
+    size_t consumed = 0;
+    while (consumed < argv.size()) {
+      std::string_view prefix, ftype = argv[consumed], fname;
+      if (ftype == "unsigned") {
+        if (argv.size() - consumed < 3) return synth_error(cmd, SynthErr::incomplete_type, ftype);
+        prefix = "unsigned ";
+        ftype = argv[consumed + 1];
+        fname = argv[consumed + 2];
+        consumed += 3;
+      } else {
+        if (argv.size() - consumed < 2) return synth_error(cmd, SynthErr::invalid_field, ftype);
+        fname = argv[consumed + 1];
+        consumed += 2;
+      }
+      if (se.fields.size() == kMaxSynthFields)
+        return synth_error(cmd, SynthErr::too_many_fields, {});
+      SynthField f;
+      if (auto err = parse_synth_field(cmd, prefix, ftype, fname, offset, f)) return err;
+      se.fields.push_back(std::move(f));
+    }
+    if (semi == std::string_view::npos) break;
+    rest.remove_prefix(semi + 1);
+  }
+  if (se.fields.empty()) return synth_error(cmd, SynthErr::invalid_cmd, {});
+  if (offset > kSynthMaxRecord - kStrVarLenMax)
+    return synth_error(cmd, SynthErr::too_many_fields, {});
+  se.fixed_size = offset;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string SynthEvent::definition() const {
@@ -221,12 +321,7 @@ using triggers::SynthErr;
 
 TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_in) {
   using namespace triggers;
-  // Trim, and note a leading '!'.
-  std::string cmd(command_in);
-  while (!cmd.empty() && std::isspace(static_cast<unsigned char>(cmd.back()))) cmd.pop_back();
-  size_t b = 0;
-  while (b < cmd.size() && std::isspace(static_cast<unsigned char>(cmd[b]))) ++b;
-  cmd.erase(0, b);
+  const std::string cmd = trim_command(command_in);
   if (cmd.empty()) return {};
   const bool remove = cmd[0] == '!';
   std::string_view body = std::string_view(cmd).substr(remove ? 1 : 0);
@@ -234,27 +329,11 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
   while (name_end < body.size() && !std::isspace(static_cast<unsigned char>(body[name_end])))
     ++name_end;
   const std::string_view name = body.substr(0, name_end);
-  std::string_view rest = body.substr(name_end);
   Registry& registry = instance.registry();
   State& st = state();
   const std::lock_guard lk(st.mu);
   auto& defs = defs_of(st, registry);
-  if (remove) {
-    const auto it = defs.find(name);
-    if (it == defs.end()) {
-      TriggerError e;
-      e.err = ENOENT;
-      return TriggerStatus(std::move(e));
-    }
-    if (it->second.refs->load() != 0) {
-      TriggerError e;
-      e.err = EBUSY;
-      return TriggerStatus(std::move(e));
-    }
-    if (it->second.event->desc != nullptr) instance.enable(*it->second.event->desc, false);
-    defs.erase(it);
-    return {};
-  }
+  if (remove) return remove_synthetic(instance, defs, name);
   if (name.empty()) return TriggerStatus(synth_error(cmd, SynthErr::invalid_cmd, {}));
   if (!good_name(name)) return TriggerStatus(synth_error(cmd, SynthErr::bad_name, name));
   if (defs.count(name) != 0)
@@ -262,65 +341,8 @@ TriggerStatus set_synthetic_event(Instance& instance, std::string_view command_i
 
   auto se = std::make_shared<SynthEvent>();
   se->name = std::string(name);
-  uint32_t offset = 8;  // after the common fields
-  for (;;) {
-    const size_t semi = rest.find(';');
-    const std::string_view part = rest.substr(0, semi);
-    const std::vector<std::string_view> argv = words(part);
-    size_t consumed = 0;
-    while (consumed < argv.size()) {
-      std::string prefix;
-      std::string_view ftype = argv[consumed], fname;
-      if (ftype == "unsigned") {
-        if (argv.size() - consumed < 3)
-          return TriggerStatus(synth_error(cmd, SynthErr::incomplete_type, ftype));
-        prefix = "unsigned ";
-        ftype = argv[consumed + 1];
-        fname = argv[consumed + 2];
-        consumed += 3;
-      } else {
-        if (argv.size() - consumed < 2)
-          return TriggerStatus(synth_error(cmd, SynthErr::invalid_field, ftype));
-        fname = argv[consumed + 1];
-        consumed += 2;
-      }
-      if (se->fields.size() == kMaxSynthFields)
-        return TriggerStatus(synth_error(cmd, SynthErr::too_many_fields, {}));
-      const size_t bracket = fname.find('[');
-      const std::string_view array =
-          bracket == std::string_view::npos ? std::string_view() : fname.substr(bracket);
-      SynthField f;
-      f.name = std::string(fname.substr(0, bracket));
-      if (!good_name(f.name)) return TriggerStatus(synth_error(cmd, SynthErr::bad_name, fname));
-      f.type = prefix + std::string(ftype) + std::string(array);
-      const int size = field_size(f.type);
-      if (size < 0)
-        return TriggerStatus(
-            synth_error(cmd, !array.empty() ? SynthErr::invalid_array_spec : SynthErr::invalid_type,
-                        !array.empty() ? fname : ftype));
-      f.is_string = f.type.find("char[") != std::string::npos;
-      f.is_stack = !f.is_string && f.type.find("long[") != std::string::npos;
-      if (size == 0) {
-        f.is_dynamic = true;
-        f.type = "__data_loc " + f.type;
-        f.size = 8;
-      } else {
-        f.size = static_cast<uint32_t>(size);
-      }
-      f.is_signed = !(f.type.starts_with("u") || f.type == "gfp_t");
-      if (f.is_string && !f.is_dynamic)
-        f.is_signed = true;  // as synth_field_signed() says of "char[..]"
-      f.offset = offset;
-      offset += f.is_string && !f.is_dynamic ? kStrVarLenMax : 8;
-      se->fields.push_back(std::move(f));
-    }
-    if (semi == std::string_view::npos) break;
-    rest.remove_prefix(semi + 1);
-  }
-  if (se->fields.empty()) return TriggerStatus(synth_error(cmd, SynthErr::invalid_cmd, {}));
-  if (offset > kSynthMaxRecord - kStrVarLenMax)
-    return TriggerStatus(synth_error(cmd, SynthErr::too_many_fields, {}));
-  se->fixed_size = offset;
+  if (auto err = parse_synth_fields(cmd, body.substr(name_end), *se))
+    return TriggerStatus(std::move(*err));
   try {
     se->desc = &registry.add_declared(make_format(*se));
   } catch (const RegistryError&) {

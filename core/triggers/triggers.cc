@@ -488,22 +488,129 @@ HistEnv hist_env(Instance& inst) {
   return env;
 }
 
+// A hist command's text split at its filter: "SPEC [if FILTER]", the "if"
+// between blanks. Empty when the "if" has nothing around it (EINVAL).
+struct HistText {
+  std::string_view spec, filter;
+};
+std::optional<HistText> separate_hist_filter(std::string_view rest) {
+  HistText h{rest, {}};
+  for (size_t p = 0; (p = rest.find("if", p)) != std::string_view::npos; ++p) {
+    if (p == 0) return std::nullopt;
+    if (rest[p - 1] != ' ' && rest[p - 1] != '\t') continue;
+    if (p + 2 >= rest.size()) return std::nullopt;
+    if (rest[p + 2] != ' ' && rest[p + 2] != '\t') continue;
+    h.spec = strim(rest.substr(0, p - 1));
+    h.filter = strim(rest.substr(p));
+    break;
+  }
+  return h;
+}
+
+// What the write path must capture for `spec` before the trigger runs.
+void set_hist_needs(Trigger& t, const HistSpec& spec) {
+  t.full = !spec.simple();
+  t.needs_ts = spec.timestamps;
+  t.needs_stack = spec.stack_key;
+  if (t.needs_stack) warm_up_stack_capture();
+  t.needs_cpu = t.full;
+  for (const auto* fs : {&spec.keys, &spec.vals})
+    for (const auto& f : *fs) t.needs_cpu |= f.source == HistSource::cpu;
+}
+
+// The hist trigger `x` with a fresh, empty map (clear): published in place
+// of the old one, so that no writer updates the map being cleared.
+std::shared_ptr<Trigger> cleared_hist(Instance& inst, const Trigger& x) {
+  auto n = std::make_shared<Trigger>();
+  n->kind = Kind::hist;
+  n->filter = x.filter;
+  n->filter_text = x.filter_text;
+  n->spec = x.spec;
+  n->needs_ts = x.needs_ts;
+  n->needs_cpu = x.needs_cpu;
+  n->needs_stack = x.needs_stack;
+  n->full = x.full;
+  n->vars_only = x.vars_only;
+  n->paused.store(x.paused.load());
+  n->map = std::make_shared<HistMap>(x.map->spec());
+  if (!x.spec.name.empty()) named_maps()[{&inst, x.spec.name}] = n->map;
+  return n;
+}
+
+// snapshot(): tracing_snapshot_cond_enable. One conditional snapshot per
+// instance (EBUSY), and the spare allocated now, so the handler only swaps.
+TriggerStatus enable_cond_snapshot(Instance& inst, const HistSpec& spec) {
+  if (std::none_of(spec.actions.begin(), spec.actions.end(),
+                   [](const HistAction& a) { return a.kind == HistActionKind::snapshot; }))
+    return {};
+  bool busy = false;
+  for_each_hist(inst, [&](const EventDesc&, const Trigger& x) {
+    for (const HistAction& a : x.spec.actions) busy |= a.kind == HistActionKind::snapshot;
+  });
+  if (busy) return TriggerStatus(plain(EBUSY));
+  return snapshot_allocate_locked(inst);
+}
+
+// The new trigger's map: the instance's map of that name when the spec
+// names one (it must have the same shape), else a map of its own.
+bool attach_hist_map(Instance& inst, const HistSpec& spec, Trigger& t, TriggerError& e) {
+  if (spec.name.empty()) {
+    t.map = std::make_shared<HistMap>(spec);
+    return true;
+  }
+  // Entries of destroyed instances (or removed triggers) have expired: drop
+  // them, so an instance allocated at a freed one's address starts clean.
+  std::erase_if(named_maps(), [](const auto& kv) { return kv.second.expired(); });
+  auto& slot = named_maps()[{&inst, spec.name}];
+  if (auto m = slot.lock()) {
+    bool ok = m->spec().same_shape(spec) && m->spec().key_bytes == spec.key_bytes;
+    for (size_t i = 0; ok && i < spec.keys.size(); ++i)
+      ok = m->spec().keys[i].key_size == spec.keys[i].key_size &&
+           m->spec().keys[i].is_signed == spec.keys[i].is_signed;
+    if (!ok) {
+      e.message = "Named hist trigger doesn't match existing named trigger (includes variables)";
+      e.err = EINVAL;
+      e.pos = 0;
+      return false;
+    }
+    t.map = m;
+  } else {
+    t.map = std::make_shared<HistMap>(spec);
+    slot = t.map;
+  }
+  return true;
+}
+
+// A hist command for a hist that exists (same keys, values, name): pause,
+// cont or clear it; adding it again is EEXIST.
+TriggerStatus update_existing_hist(Instance& inst, const EventDesc& ev,
+                                   const std::shared_ptr<TriggerList>& old,
+                                   std::vector<std::shared_ptr<Trigger>>& list,
+                                   std::shared_ptr<Trigger>& x, const HistSpec& spec,
+                                   TriggerError& e) {
+  if (spec.pause)
+    x->paused.store(true);
+  else if (spec.cont)
+    x->paused.store(false);
+  if (spec.clear) {
+    x = cleared_hist(inst, *x);
+    publish(inst, ev, old, std::move(list));
+    return {};
+  }
+  if (spec.pause || spec.cont) return {};
+  e.err = EEXIST;
+  e.message = "Hist trigger already exists";
+  e.pos = 0;
+  return TriggerStatus(std::move(e));
+}
+
 TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
                            std::string_view rest) {
   TriggerError e;
   e.location = fmt::format("hist:{}:{}", ev.system(), ev.name());
   e.command = fmt::format("hist:{}", rest);
-  // Split "SPEC [if FILTER]": an "if" between blanks.
-  std::string_view spec_text = rest, filter;
-  for (size_t p = 0; (p = rest.find("if", p)) != std::string_view::npos; ++p) {
-    if (p == 0) return TriggerStatus(plain(EINVAL));
-    if (rest[p - 1] != ' ' && rest[p - 1] != '\t') continue;
-    if (p + 2 >= rest.size()) return TriggerStatus(plain(EINVAL));
-    if (rest[p + 2] != ' ' && rest[p + 2] != '\t') continue;
-    spec_text = strim(rest.substr(0, p - 1));
-    filter = strim(rest.substr(p));
-    break;
-  }
+  const std::optional<HistText> text = separate_hist_filter(rest);
+  if (!text) return TriggerStatus(plain(EINVAL));
   auto t = std::make_shared<Trigger>();
   t->kind = Kind::hist;
   HistEnv env = hist_env(inst);
@@ -528,17 +635,12 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
     if (!created.cmd.empty()) made.push_back(created);
     return r;
   };
-  std::optional<HistSpec> spec = parse_hist(spec_text, ev, e, 5, &env);
+  std::optional<HistSpec> spec = parse_hist(text->spec, ev, e, 5, &env);
   if (!spec) return TriggerStatus(std::move(e));
-  if (!filter.empty() && !set_filter(filter, ev, *t, e)) return TriggerStatus(std::move(e));
+  if (!text->filter.empty() && !set_filter(text->filter, ev, *t, e))
+    return TriggerStatus(std::move(e));
   t->spec = *spec;
-  t->full = !spec->simple();
-  t->needs_ts = spec->timestamps;
-  t->needs_stack = spec->stack_key;
-  if (t->needs_stack) warm_up_stack_capture();
-  t->needs_cpu = t->full;
-  for (const auto* fs : {&spec->keys, &spec->vals})
-    for (const auto& f : *fs) t->needs_cpu |= f.source == HistSource::cpu;
+  set_hist_needs(*t, *spec);
 
   const auto old = current(inst, ev);
   std::vector<std::shared_ptr<Trigger>> list =
@@ -559,38 +661,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
       }
     return {};
   }
-  for (auto& x : list) {
-    if (!same(*x, false)) continue;
-    if (spec->pause)
-      x->paused.store(true);
-    else if (spec->cont)
-      x->paused.store(false);
-    if (spec->clear) {
-      // A fresh map in a new trigger, published in place of the old one: no
-      // writer updates the map being cleared.
-      auto n = std::make_shared<Trigger>();
-      n->kind = Kind::hist;
-      n->filter = x->filter;
-      n->filter_text = x->filter_text;
-      n->spec = x->spec;
-      n->needs_ts = x->needs_ts;
-      n->needs_cpu = x->needs_cpu;
-      n->needs_stack = x->needs_stack;
-      n->full = x->full;
-      n->vars_only = x->vars_only;
-      n->paused.store(x->paused.load());
-      n->map = std::make_shared<HistMap>(x->map->spec());
-      if (!x->spec.name.empty()) named_maps()[{&inst, x->spec.name}] = n->map;
-      x = n;
-      publish(inst, ev, old, std::move(list));
-      return {};
-    }
-    if (spec->pause || spec->cont) return {};
-    e.err = EEXIST;
-    e.message = "Hist trigger already exists";
-    e.pos = 0;
-    return TriggerStatus(std::move(e));
-  }
+  for (auto& x : list)
+    if (same(*x, false)) return update_existing_hist(inst, ev, old, list, x, *spec, e);
   if (spec->cont || spec->clear) {
     e.err = ENOENT;
     e.message = "Can't clear or continue a nonexistent hist trigger";
@@ -598,41 +670,8 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
     return TriggerStatus(std::move(e));
   }
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
-  // snapshot(): tracing_snapshot_cond_enable. One conditional snapshot per
-  // instance (EBUSY), and the spare allocated now, so the handler only swaps.
-  if (std::any_of(spec->actions.begin(), spec->actions.end(),
-                  [](const HistAction& a) { return a.kind == HistActionKind::snapshot; })) {
-    bool busy = false;
-    for_each_hist(inst, [&](const EventDesc&, const Trigger& x) {
-      for (const HistAction& a : x.spec.actions) busy |= a.kind == HistActionKind::snapshot;
-    });
-    if (busy) return TriggerStatus(plain(EBUSY));
-    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
-  }
-  if (!spec->name.empty()) {
-    // Entries of destroyed instances (or removed triggers) have expired: drop
-    // them, so an instance allocated at a freed one's address starts clean.
-    std::erase_if(named_maps(), [](const auto& kv) { return kv.second.expired(); });
-    auto& slot = named_maps()[{&inst, spec->name}];
-    if (auto m = slot.lock()) {
-      bool ok = m->spec().same_shape(*spec) && m->spec().key_bytes == spec->key_bytes;
-      for (size_t i = 0; ok && i < spec->keys.size(); ++i)
-        ok = m->spec().keys[i].key_size == spec->keys[i].key_size &&
-             m->spec().keys[i].is_signed == spec->keys[i].is_signed;
-      if (!ok) {
-        e.message = "Named hist trigger doesn't match existing named trigger (includes variables)";
-        e.err = EINVAL;
-        e.pos = 0;
-        return TriggerStatus(std::move(e));
-      }
-      t->map = m;
-    } else {
-      t->map = std::make_shared<HistMap>(*spec);
-      slot = t->map;
-    }
-  } else {
-    t->map = std::make_shared<HistMap>(*spec);
-  }
+  if (TriggerStatus st = enable_cond_snapshot(inst, *spec); !st) return st;
+  if (!attach_hist_map(inst, *spec, *t, e)) return TriggerStatus(std::move(e));
   t->paused.store(spec->pause);
   t->vars_only = t->full && t->map->vars_only() && t->map->spec().key_bytes == spec->key_bytes;
   for (const HistAction& a : spec->actions)
@@ -640,6 +679,75 @@ TriggerStatus process_hist(Instance& inst, const EventDesc& ev, bool remove,
   list.push_back(t);  // hist triggers go to the tail (hist_register_trigger), others to the head
   publish(inst, ev, old, std::move(list));
   rollback.keep = true;
+  return {};
+}
+
+// The parameter and filter after a (non-hist) trigger's command.
+struct TriggerArgs {
+  std::optional<std::string_view> param, filter;
+};
+
+// Mirrors kernel/trace/trace_events_trigger.c: event_trigger_separate_filter:
+// an optional count (digits first) or, for enable/disable_event and
+// enable/disable_hist (`needs_param`), the required SYS:EVENT[:count]; then
+// the filter. Empty when the required parameter is missing (EINVAL).
+std::optional<TriggerArgs> separate_filter(std::optional<std::string_view> next, bool needs_param) {
+  TriggerArgs a;
+  if (!next) {
+    if (needs_param) return std::nullopt;
+  } else if (!needs_param && !std::isdigit(static_cast<unsigned char>((*next)[0]))) {
+    a.filter = *next;
+  } else {
+    const size_t sp = next->find_first_of(" \t");
+    a.param = next->substr(0, sp);
+    if (sp != std::string_view::npos) {
+      const std::string_view f = skip_spaces(next->substr(sp + 1));
+      if (!f.empty()) a.filter = f;
+    }
+  }
+  return a;
+}
+
+// The SYS:EVENT[:count] parameter of enable/disable_event and _hist: sets
+// t.target and leaves the count (or nothing) in `param`. False (EINVAL)
+// when the event is not in the registry.
+bool parse_target(Instance& inst, std::optional<std::string_view>& param, Trigger& t) {
+  std::string_view p = *param;
+  const size_t c1 = p.find(':');
+  if (c1 == std::string_view::npos) return false;
+  const std::string_view sys = p.substr(0, c1);
+  p.remove_prefix(c1 + 1);
+  const size_t c2 = p.find(':');
+  const std::string_view name = p.substr(0, c2);
+  param = c2 == std::string_view::npos ? std::nullopt
+                                       : std::optional<std::string_view>(p.substr(c2 + 1));
+  t.target = sys.empty() || name.empty() ? nullptr : inst.registry().find(sys, name);
+  return t.target != nullptr;
+}
+
+// What the new trigger needs before it can fire: the snapshot's spare, the
+// kernel_stack event, its target's soft mode.
+TriggerStatus arm_trigger(Instance& inst, Trigger& t, TriggerError& e) {
+  if (t.kind == Kind::snapshot) {
+    // tracing_arm_snapshot: the spare exists before the trigger can fire.
+    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
+  }
+  if (t.kind == Kind::stacktrace) {
+    try {
+      t.stack_event = &kernel_stack_event(inst.registry());
+      warm_up_stack_capture();
+    } catch (const std::exception& ex) {
+      e.err = EINVAL;
+      e.message = ex.what();
+      e.location = "stacktrace";
+      return TriggerStatus(std::move(e));
+    }
+    inst.enable(*t.stack_event);
+  }
+  if (t.target != nullptr) {
+    t.target_state = &detail::InstanceAccess::state(inst, *t.target);
+    inst.soft_mode(*t.target, true);
+  }
   return {};
 }
 
@@ -665,39 +773,13 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
     return process_hist(inst, ev, remove, *next);
   }
 
-  // event_trigger_separate_filter: an optional count (digits first) or, for
-  // enable/disable_event, the required SYS:EVENT[:count]; then the filter.
   const bool needs_param = kind == Kind::enable_event || kind == Kind::disable_event ||
                            kind == Kind::enable_hist || kind == Kind::disable_hist;
-  std::optional<std::string_view> param, filter;
-  if (!next) {
-    if (needs_param) return TriggerStatus(plain(EINVAL));
-  } else if (!needs_param && !std::isdigit(static_cast<unsigned char>((*next)[0]))) {
-    filter = *next;
-  } else {
-    const size_t sp = next->find_first_of(" \t");
-    param = next->substr(0, sp);
-    if (sp != std::string_view::npos) {
-      const std::string_view f = skip_spaces(next->substr(sp + 1));
-      if (!f.empty()) filter = f;
-    }
-  }
-
+  std::optional<TriggerArgs> args = separate_filter(next, needs_param);
+  if (!args) return TriggerStatus(plain(EINVAL));
   auto t = std::make_shared<Trigger>();
   t->kind = kind;
-  if (needs_param) {
-    std::string_view p = *param;
-    const size_t c1 = p.find(':');
-    if (c1 == std::string_view::npos) return TriggerStatus(plain(EINVAL));
-    const std::string_view sys = p.substr(0, c1);
-    p.remove_prefix(c1 + 1);
-    const size_t c2 = p.find(':');
-    const std::string_view name = p.substr(0, c2);
-    param = c2 == std::string_view::npos ? std::nullopt
-                                         : std::optional<std::string_view>(p.substr(c2 + 1));
-    t->target = sys.empty() || name.empty() ? nullptr : inst.registry().find(sys, name);
-    if (t->target == nullptr) return TriggerStatus(plain(EINVAL));
-  }
+  if (needs_param && !parse_target(inst, args->param, *t)) return TriggerStatus(plain(EINVAL));
 
   const auto old = current(inst, ev);
   std::vector<std::shared_ptr<Trigger>> list =
@@ -716,38 +798,19 @@ TriggerStatus process_line(Instance& inst, const EventDesc& ev, std::string_view
       }
     return {};
   }
-  if (param) {
-    const std::string_view number = param->substr(0, param->find(':'));
+  if (args->param) {
+    const std::string_view number = args->param->substr(0, args->param->find(':'));
     uint64_t n = 0;
     if (number.empty()) return TriggerStatus(plain(EINVAL));
     if (const int err = parse_count(number, n); err != 0) return TriggerStatus(plain(err));
     t->count.store(n);
   }
   TriggerError e;
-  if (filter && !set_filter(*filter, ev, *t, e)) return TriggerStatus(std::move(e));
+  if (args->filter && !set_filter(*args->filter, ev, *t, e)) return TriggerStatus(std::move(e));
   for (const auto& x : list)
     if (same(*x)) return TriggerStatus(plain(EEXIST));
   if (list.size() >= kMaxTriggers) return TriggerStatus(plain(ENOSPC));
-  if (kind == Kind::snapshot) {
-    // tracing_arm_snapshot: the spare exists before the trigger can fire.
-    if (TriggerStatus st = snapshot_allocate_locked(inst); !st) return st;
-  }
-  if (kind == Kind::stacktrace) {
-    try {
-      t->stack_event = &kernel_stack_event(inst.registry());
-      warm_up_stack_capture();
-    } catch (const std::exception& ex) {
-      e.err = EINVAL;
-      e.message = ex.what();
-      e.location = "stacktrace";
-      return TriggerStatus(std::move(e));
-    }
-    inst.enable(*t->stack_event);
-  }
-  if (t->target != nullptr) {
-    t->target_state = &detail::InstanceAccess::state(inst, *t->target);
-    inst.soft_mode(*t->target, true);
-  }
+  if (TriggerStatus st = arm_trigger(inst, *t, e); !st) return st;
   list.insert(list.begin(), t);
   publish(inst, ev, old, std::move(list));
   return {};

@@ -376,7 +376,7 @@ struct CpuWalk {
   uint64_t S = 0, P = 0, nslots = 0;
   uint64_t cb_off = 0, pw_base = 0, slot_base = 0;
   uint64_t tail_off = 0, tail_seq = 0;
-  std::vector<bool> slot_used;
+  std::vector<bool> slot_used{};
   bool cut_by_end = false;  // a sub-buffer lay past the end of a truncated file
 
   uint64_t page_of(uint64_t slot) const {

@@ -154,18 +154,6 @@ Filled fill(const fs::path& out, record::OutputFormat format) {
   return f;
 }
 
-// 8-byte records (common_type 42, seq) in one page.
-EventFormat rec_format() {
-  EventFormat f;
-  f.system = "tp";
-  f.name = "rec";
-  f.id = 42;
-  f.common_fields.push_back({"unsigned short", "common_type", 0, 2, false});
-  f.fields.push_back({"unsigned int", "seq", 4, 4, false});
-  f.print_fmt = "\"seq=%u\", REC->seq";
-  return f;
-}
-
 std::vector<std::byte> page_of(uint32_t from, uint32_t n, uint64_t ts0) {
   record::PageBatch b(4096, 4);
   for (uint32_t i = 0; i < n; ++i) {
@@ -188,7 +176,7 @@ TEST_CASE("trace file: a disk full to its last block is still compacted, no larg
   SmallDisk disk("last-block", 1024);
   const fs::path out = disk / "full.dat";
   TraceDatWriter meta(TraceDatWriterConfig{2, 4096, "local"});
-  meta.add_format(rec_format());
+  meta.add_format(tp_record_test::rec_format());
   record::TraceFile tf(record::TraceFileOptions{.path = out, .cpu_region = 0, .v7 = std::nullopt},
                        meta);
   // One page at a time, CPU 0 and 1 in turn: the append that fails finds

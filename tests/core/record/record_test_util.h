@@ -10,10 +10,24 @@
 #include <vector>
 
 #include "../instance/test_events.h"
+#include "tracepipe/core/events/event_format.h"
 #include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace tp_record_test {
+
+/// The format of 8-byte records (common_type 42, then a u32 `seq`), which
+/// the trace-file tests write page by page.
+inline tracepipe::EventFormat rec_format() {
+  tracepipe::EventFormat f;
+  f.system = "tp";
+  f.name = "rec";
+  f.id = 42;
+  f.common_fields.push_back({"unsigned short", "common_type", 0, 2, false});
+  f.fields.push_back({"unsigned int", "seq", 4, 4, false});
+  f.print_fmt = "\"seq=%u\", REC->seq";
+  return f;
+}
 
 /// Installs record::pass_test_hook for one recorder's life: declare it
 /// before the Recorder, so that it is cleared after the recorder stopped.

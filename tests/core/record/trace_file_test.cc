@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../tracedat/tracedat_test_util.h"
+#include "record_test_util.h"
 #include "test_support.h"
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/tracedat/page_encoder.h"
@@ -30,20 +31,9 @@ using tp_tracedat_test::TempPath;
 
 namespace {
 
-EventFormat rec_format() {
-  EventFormat f;
-  f.system = "tp";
-  f.name = "rec";
-  f.id = 42;
-  f.common_fields.push_back({"unsigned short", "common_type", 0, 2, false});
-  f.fields.push_back({"unsigned int", "seq", 4, 4, false});
-  f.print_fmt = "\"seq=%u\", REC->seq";
-  return f;
-}
-
 TraceDatWriter meta(uint32_t cpus) {
   TraceDatWriter w(TraceDatWriterConfig{cpus, 4096, "local"});
-  w.add_format(rec_format());
+  w.add_format(tp_record_test::rec_format());
   return w;
 }
 

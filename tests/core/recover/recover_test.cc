@@ -450,7 +450,10 @@ TEST_CASE("flight: live snapshots while writers wrap the ring: every record inta
       }
     });
   uint64_t records = 0, raced = 0;
-  for (int snap = 0; snap < 50; ++snap) {
+  // 50 snapshots, and more while none has found a record: on a loaded
+  // machine the writers can overwrite every sub-buffer a snapshot reads
+  // (each counted as raced), which is right, but checks nothing.
+  for (int snap = 0; snap < 50 || (records == 0 && snap < 5000); ++snap) {
     const auto t = recover::recover_file(inst.flight_path(), {.live = true});
     CHECK(t.warnings.empty());
     for (const auto& w : t.warnings) WARN("recover warning: " << w);

@@ -154,19 +154,11 @@ Filled fill(const fs::path& out, record::OutputFormat format) {
   return f;
 }
 
+// One page of `n` 8-byte records.
 std::vector<std::byte> page_of(uint32_t from, uint32_t n, uint64_t ts0) {
-  record::PageBatch b(4096, 4);
-  for (uint32_t i = 0; i < n; ++i) {
-    std::byte p[8]{};
-    const uint16_t id = 42;
-    const uint32_t seq = from + i;
-    std::memcpy(p, &id, 2);
-    std::memcpy(p + 4, &seq, 4);
-    b.record(ts0 + i * 10, p);
-  }
-  b.close_open();
-  REQUIRE(b.finished_pages() == 1);
-  return {b.finished().begin(), b.finished().end()};
+  auto page = tp_record_test::pages_of(from, n, ts0);
+  REQUIRE(page.size() == 4096);
+  return page;
 }
 
 }  // namespace

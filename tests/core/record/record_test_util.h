@@ -11,6 +11,7 @@
 
 #include "../instance/test_events.h"
 #include "tracepipe/core/events/event_format.h"
+#include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/testing/hooks.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
@@ -27,6 +28,21 @@ inline tracepipe::EventFormat rec_format() {
   f.fields.push_back({"unsigned int", "seq", 4, 4, false});
   f.print_fmt = "\"seq=%u\", REC->seq";
   return f;
+}
+
+// `n` records of 8 bytes (common_type 42, seq) from seq `from`, in pages.
+inline std::vector<std::byte> pages_of(uint32_t from, uint32_t n, uint64_t ts0) {
+  tracepipe::record::PageBatch b(4096, n / 400 + 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::byte p[8]{};
+    const uint16_t id = 42;
+    const uint32_t seq = from + i;
+    std::memcpy(p, &id, 2);
+    std::memcpy(p + 4, &seq, 4);
+    b.record(ts0 + i * 10, p);
+  }
+  b.close_open();
+  return {b.finished().begin(), b.finished().end()};
 }
 
 /// Installs record::pass_test_hook for one recorder's life: declare it

@@ -37,21 +37,6 @@ TraceDatWriter meta(uint32_t cpus) {
   return w;
 }
 
-// `n` records of 8 bytes (common_type 42, seq) from seq `from`, in pages.
-std::vector<std::byte> pages_of(uint32_t from, uint32_t n, uint64_t ts0) {
-  record::PageBatch b(4096, n / 400 + 4);
-  for (uint32_t i = 0; i < n; ++i) {
-    std::byte p[8]{};
-    const uint16_t id = 42;
-    const uint32_t seq = from + i;
-    std::memcpy(p, &id, 2);
-    std::memcpy(p + 4, &seq, 4);
-    b.record(ts0 + i * 10, p);
-  }
-  b.close_open();
-  return {b.finished().begin(), b.finished().end()};
-}
-
 std::vector<uint32_t> seqs(const std::filesystem::path& p) {
   const auto r = TraceDatReader::open(p);
   std::vector<uint32_t> out;
@@ -82,8 +67,8 @@ TEST_CASE("trace file: preallocated space is filled by appends and the rest rele
   REQUIRE(pre0 == 0);
   REQUIRE(f.preallocate(1, 8 << 20) == 0);
   CHECK(allocated_bytes(out.path) >= (16u << 20));  // both reservations are real blocks
-  const auto a = pages_of(0, 3000, 1000);
-  const auto b = pages_of(3000, 2000, 500000);
+  const auto a = tp_record_test::pages_of(0, 3000, 1000);
+  const auto b = tp_record_test::pages_of(3000, 2000, 500000);
   REQUIRE(f.append(0, a) == 0);
   REQUIRE(f.append(1, b) == 0);
   CHECK(f.preallocate(0, 1 << 20) == 0);  // within what is reserved: nothing to do
@@ -126,7 +111,7 @@ TEST_CASE(
   int err = 0;
   uint32_t written = 0;
   for (uint32_t at = 0; at < 100000 && err == 0; at += 400) {
-    const auto p = pages_of(at, 400, 1000 + uint64_t{at} * 10);
+    const auto p = tp_record_test::pages_of(at, 400, 1000 + uint64_t{at} * 10);
     err = f.append(0, p);
     if (err == 0) written += 400;
   }

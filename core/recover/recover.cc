@@ -586,7 +586,9 @@ struct CpuWalk {
   // where the reclaim would have resumed, by cause (committed:
   // lost_set_aside; still reserved: uncommitted). A spare word TAKEN at the
   // crash (a swap or a reclaim in progress) tells no offset to count from:
-  // nothing counted.
+  // nothing counted. Read live, a spare word naming a slot the positions
+  // used is a race, not damage: the positions were read first, and a swap
+  // since then set that sub-buffer aside.
   void count_set_aside() {
     const uint64_t sw_base = h.ring_offset + h.spares_offset + uint64_t{c} * h.nr_spares * 8;
     for (uint64_t i = 0; i < h.nr_spares; ++i) {
@@ -594,6 +596,10 @@ struct CpuWalk {
       if (bd::sw_state(w) != bd::SpareState::aside) continue;
       const uint64_t slot = bd::sw_slot(w);
       const uint64_t from = bd::sw_from(w);
+      if (v.live() && slot < nslots && slot_used[slot]) {
+        ++rc.raced;
+        continue;
+      }
       if (slot >= nslots || slot_used[slot] || from > S || from % bd::kRecordAlign != 0) {
         damage(out, o, fmt::format("cpu {} spare word {}", c, i), sw_base + i * 8,
                slot >= nslots ? fmt::format("sub-buffer {} of {}", slot, nslots)

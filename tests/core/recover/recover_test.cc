@@ -328,6 +328,36 @@ TEST_CASE(
   // the memory is EMPTY again: still counted once.
   CHECK(ring.stats(0).lost_set_aside == 1);
   CHECK(recover::recover_file(file->path(), {.live = true}).cpus[0].counters.lost_set_aside == 1);
+  {
+    // A spare word naming a live position's sub-buffer: damage in a dead
+    // file, and in a live one what a reader sees when a swap sets a
+    // sub-buffer aside between its reading the positions and the spares.
+    buffers::Reservation held = put(0xEEEF, /*commit=*/false);  // the next laps set it aside
+    for (uint32_t v = 701; v < 1400; ++v) put(v);
+    ring.commit(held);
+    std::vector<std::byte> b = read_bytes(file->path());
+    const auto lay = buffers::ring_memory_layout(fc.ring, fc.mode);
+    const size_t ring_off = flight::kHeaderBytes + flight::kMetaCapacity;
+    const uint32_t live_slot = load_at<uint32_t>(b, ring_off + lay.slots_offset + 4);  // position 1
+    size_t aside = 0;
+    for (uint32_t i = 0; i < lay.nr_spares && aside == 0; ++i) {
+      const size_t at = ring_off + lay.spares_offset + i * 8;
+      if (buffers::detail::sw_state(load_at<uint64_t>(b, at)) == buffers::detail::SpareState::aside)
+        aside = at;
+    }
+    REQUIRE(aside != 0);
+    store_at<uint64_t>(b, aside,
+                       buffers::detail::make_sw(buffers::detail::SpareState::aside, live_slot, 0));
+    const auto dead = recover::recover_bytes(b);
+    REQUIRE(dead.warnings.size() == 1);
+    CHECK(dead.warnings[0].find("cpu 0 spare word") != std::string::npos);
+    CHECK(dead.warnings[0].find("is also a LIVE position's") != std::string::npos);
+    CHECK(dead.cpus[0].damaged == 1);
+    const auto live = recover::recover_bytes(b, {.live = true});
+    CHECK(live.warnings.empty());
+    CHECK(live.cpus[0].damaged == 0);
+    CHECK(live.cpus[0].raced >= 1);
+  }
   fs::remove_all(dir);
 }
 

@@ -204,10 +204,10 @@ struct AutoRecord {
       print_hist = cfg.recording && cfg.recording->print_hist;
       if (ro.output.empty() && ro.collector.empty()) {
         std::fprintf(stderr,
-                     "tracepipe: %s: no [recording] output or collector (and "
+                     "%s%s: no [recording] output or collector (and "
                      "TRACEPIPE_RECORD_OUTPUT unset): not "
                      "recording\n",
-                     path.c_str());
+                     prefix(), path.c_str());
         write_status("failed no [recording] output or collector in " + path);
         return;
       }
@@ -229,12 +229,16 @@ struct AutoRecord {
       // at the end and the program runs unrecorded).
       if (connect_first) (void)recorder->wait_ready(timeout);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tracepipe: not recording: %s\n", e.what());
+      std::fprintf(stderr, "%snot recording: %s\n", prefix(), e.what());
       write_status(std::string("failed ") + e.what());
       recorder.reset();
       instances.clear();
     }
   }
+
+  // Under `tracepipe record` (which names a status file) the program's own
+  // lines carry the subcommand's prefix, as the tool's own lines do.
+  const char* prefix() const { return status.empty() ? "tracepipe: " : "tracepipe record: "; }
 
   void write_status(const std::string& line) const {
     if (status.empty()) return;
@@ -245,13 +249,13 @@ struct AutoRecord {
   // At the end: the summary, the hists, the status line.
   void report(const RecorderStats& s) {
     const std::optional<std::string> err = recorder->error();
-    if (!quiet) std::fputs(format_summary(s, err, "tracepipe: ").c_str(), stderr);
+    if (!quiet) std::fputs(format_summary(s, err, prefix()).c_str(), stderr);
     if (print_hist) {
       for (const auto& inst : instances) {
         for (const EventDesc* d : inst->registry().events()) {
           const std::string h = hist_file(*inst, *d);
           if (h.empty()) continue;
-          std::fprintf(stderr, "tracepipe: hist of %s (instance %s):\n%s", d->full_name().c_str(),
+          std::fprintf(stderr, "%shist of %s (instance %s):\n%s", prefix(), d->full_name().c_str(),
                        inst->name().empty() ? "main" : inst->name().c_str(), h.c_str());
         }
       }

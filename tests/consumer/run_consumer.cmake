@@ -31,7 +31,7 @@ if(RECORD_APP_SRC AND EXISTS ${WORK}/prefix/bin/tracepipe)
   execute_process(COMMAND ${WORK}/prefix/bin/tracepipe record --config ${WORK}/trig.toml -o ${WORK}/app.dat
                           ${WORK}/build/record_app --events 5000 --threads 1
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0 OR NOT err MATCHES "Hits: 5000" OR NOT err MATCHES "tracepipe: .*app.dat: 1000 records")
+  if(NOT rc EQUAL 0 OR NOT err MATCHES "Hits: 5000" OR NOT err MATCHES "tracepipe record: .*app.dat: 1000 records")
     message(FATAL_ERROR "tracepipe record on the installed package (${rc}):\n${out}\n${err}")
   endif()
   message(STATUS "tracepipe record on the installed package:\n${err}")

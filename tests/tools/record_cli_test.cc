@@ -222,7 +222,7 @@ TEST_CASE("tracepipe record --block: the summary shows the writers' waits", "[to
       s.dir, 60);
   INFO(r.err);
   CHECK(r.status == 0);
-  const auto at = r.err.find("tracepipe: blocking (up to 1 us): writers waited ");
+  const auto at = r.err.find("tracepipe record: blocking (up to 1 us): writers waited ");
   REQUIRE(at != std::string::npos);
   CHECK(r.err.find(" dropped after a time-out\n", at) != std::string::npos);
   // Events dropped after a time-out get the blocking mode's advice, not

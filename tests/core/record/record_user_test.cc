@@ -148,9 +148,10 @@ TEST_CASE(
     REQUIRE(r.status == 0);
     check_every_loss_marked(out.path, emitted(r.out));
     // The summary: a line per CPU, the total with the file, the warning.
-    CHECK(r.err.find("tracepipe: CPU 0: ") != std::string::npos);
-    CHECK(r.err.find(fmt::format("tracepipe: {}: ", out.path.string())) != std::string::npos);
-    CHECK(r.err.find("tracepipe: warning: ") != std::string::npos);
+    CHECK(r.err.find("tracepipe record: CPU 0: ") != std::string::npos);
+    CHECK(r.err.find(fmt::format("tracepipe record: {}: ", out.path.string())) !=
+          std::string::npos);
+    CHECK(r.err.find("tracepipe record: warning: ") != std::string::npos);
     CHECK(r.err.find(mode == "overwrite" ? "overwritten " : "buffer full ") != std::string::npos);
     // The per-CPU statistics, as trace-cmd report --stat prints them, and
     // tracepipe report --stat the same.
@@ -368,7 +369,8 @@ TEST_CASE("tracepipe record: Ctrl-C stops tracing, drains and finalizes before t
   INFO(r.out);
   CHECK(r.status == 128 + SIGINT);  // the command ended by its SIGINT, as the shell reports it
   CHECK(took < std::chrono::seconds(5));
-  CHECK(r.out.find("tracepipe: " + out.path.string() + ": ") != std::string::npos);  // the summary
+  CHECK(r.out.find("tracepipe record: " + out.path.string() + ": ") !=
+        std::string::npos);  // the summary
   // The file is finalized (contiguous: the size of its data and headers, not
   // the regions' address space) and holds the records up to the Ctrl-C.
   const auto reader = TraceDatReader::open(out.path);
@@ -393,7 +395,7 @@ TEST_CASE(
                     app_cmd("--seconds 20 --pace-us 500")));
     INFO(r.err);
     CHECK(r.status == 128 + SIGTERM);
-    CHECK(r.err.find("tracepipe: " + out.path.string() + ": ") != std::string::npos);
+    CHECK(r.err.find("tracepipe record: " + out.path.string() + ": ") != std::string::npos);
     CHECK(count_if_records(out.path) > 0);
   }
   SECTION("the program's own handler") {
@@ -405,7 +407,7 @@ TEST_CASE(
     INFO(r.out);
     CHECK(r.status == 0);  // the program ended by itself
     CHECK(r.out.find("emitted ") != std::string::npos);
-    CHECK(r.out.find("tracepipe: " + out.path.string() + ": ") != std::string::npos);
+    CHECK(r.out.find("tracepipe record: " + out.path.string() + ": ") != std::string::npos);
   }
 }
 
@@ -418,11 +420,12 @@ TEST_CASE(
              "[events.\"app:request\"]\nenable = true\nfilter = \"latency_us >= 4000\"\n"
              "trigger = \"hist:keys=path:vals=latency_us\"\n[recording]\nprint_hist = true\n");
   TempPath out("user_trig.dat");
-  const auto check = [&](const Ran& r) {
+  // Under tracepipe record the program's lines carry the subcommand's prefix.
+  const auto check = [&](const Ran& r, const std::string& prefix) {
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(r.err.find("triggers need the triggers library") == std::string::npos);
-    CHECK(r.err.find("tracepipe: hist of app:request (instance main):\n# event histogram\n") !=
+    CHECK(r.err.find(prefix + "hist of app:request (instance main):\n# event histogram\n") !=
           std::string::npos);
     // The hist runs on every record, kept or discarded by the filter: 5000
     // requests, half of them on each path.
@@ -435,9 +438,11 @@ TEST_CASE(
     CHECK(count_if_records(out.path) == 1000);
   };
   check(shell(fmt::format("{} record --config {} -o {} {}", TP_TRACEPIPE_EXE, cfg.path.string(),
-                          out.path.string(), app_cmd("--events 5000 --threads 1"))));
+                          out.path.string(), app_cmd("--events 5000 --threads 1"))),
+        "tracepipe record: ");
   check(shell(fmt::format("TRACEPIPE_CONFIG={} TRACEPIPE_RECORD_OUTPUT={} {}", cfg.path.string(),
-                          out.path.string(), app_cmd("--events 5000 --threads 1"))));
+                          out.path.string(), app_cmd("--events 5000 --threads 1"))),
+        "tracepipe: ");
 }
 
 TEST_CASE(
@@ -558,7 +563,7 @@ TEST_CASE("tracepipe record --format ctf|perfetto: SIGTERM finalizes the output"
     const FormatView v = format_view(format, out, s);
     CHECK(v.finished);
     CHECK(v.records > 0);
-    CHECK(r.err.find(fmt::format("tracepipe: {}: {} records", out.string(), v.records)) !=
+    CHECK(r.err.find(fmt::format("tracepipe record: {}: {} records", out.string(), v.records)) !=
           std::string::npos);
   }
 }

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -49,7 +50,13 @@ std::string shell_quote(const std::string& s) {
 
 CommandResult run_command(const std::vector<std::string>& argv,
                           const std::filesystem::path& scratch_dir, int timeout_s) {
-  const std::filesystem::path out = scratch_dir / "cmd.stdout", err = scratch_dir / "cmd.stderr";
+  // Names of this process and call: test cases run as separate processes
+  // side by side (ctest -j), often with the same scratch folder (/tmp), and
+  // shared names let one case read another's output.
+  static std::atomic<uint64_t> calls{0};
+  const std::string stem = "tp-cmd-" + std::to_string(::getpid()) + "-" + std::to_string(calls++);
+  const std::filesystem::path out = scratch_dir / (stem + ".stdout"),
+                              err = scratch_dir / (stem + ".stderr");
   std::string cmd = "timeout " + std::to_string(timeout_s);
   for (const std::string& a : argv) cmd += " " + shell_quote(a);
   cmd += " </dev/null >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
@@ -58,6 +65,9 @@ CommandResult run_command(const std::vector<std::string>& argv,
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   r.out = read_file(out);
   r.err = read_file(err);
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  std::filesystem::remove(err, ec);
   return r;
 }
 

@@ -38,7 +38,7 @@ struct CommandResult {
 std::string shell_quote(const std::string& s);
 /// Runs argv (no shell interpretation of the arguments) with stdin from
 /// /dev/null under `timeout timeout_s`, capturing stdout and stderr in
-/// files under `scratch_dir`.
+/// files of its own under `scratch_dir` (removed once read).
 CommandResult run_command(const std::vector<std::string>& argv,
                           const std::filesystem::path& scratch_dir, int timeout_s = 120);
 

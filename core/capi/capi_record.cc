@@ -50,6 +50,17 @@ tracepipe_status tracepipe_recorder_start(tracepipe_instance* instance,
     if (c.flush_interval_ms != 0) o.flush_interval = std::chrono::milliseconds(c.flush_interval_ms);
     if (c.collector_timeout_ms != 0)
       o.collector_timeout = std::chrono::milliseconds(c.collector_timeout_ms);
+    if (c.format != nullptr) {
+      const auto f = record::parse_output_format(c.format);
+      if (!f) return fail(TRACEPIPE_EINVAL, "format: tracedat, perfetto or ctf");
+      o.format = *f;
+    }
+    if (c.block_timeout_us == TRACEPIPE_BLOCK_FOREVER)
+      o.block_timeout = record::RecorderOptions::kBlockForever;
+    else if (c.block_timeout_us < 0)
+      return fail(TRACEPIPE_EINVAL, "block_timeout_us: microseconds, 0 or TRACEPIPE_BLOCK_FOREVER");
+    else
+      o.block_timeout = std::chrono::microseconds(c.block_timeout_us);
     auto h = std::make_unique<tracepipe_recorder>();
     h->rec = std::make_unique<record::Recorder>(*instance->inst, std::move(o));
     *out = h.release();
@@ -85,6 +96,11 @@ tracepipe_status tracepipe_recorder_stop(tracepipe_recorder* recorder,
       c.dropped = s.dropped;
       c.unwritten = s.unwritten;
       c.failed = s.failed ? 1 : 0;
+      c.unmarked = s.unmarked;
+      c.block_waits = s.block_waits;
+      c.block_wait_ns = s.block_wait_ns;
+      c.block_max_wait_ns = s.block_max_wait_ns;
+      c.block_timed_out = s.block_timed_out;
       copy_struct_out(out, out->struct_size, &c, sizeof c);
     }
     return TRACEPIPE_OK;

@@ -459,7 +459,20 @@ typedef struct tracepipe_recorder_options {
   uint32_t watermark_percent;    /**< drain a CPU at half this share full; 0: 25 */
   uint32_t flush_interval_ms;    /**< longest a record waits in the ring; 0: 1000 */
   uint32_t collector_timeout_ms; /**< longest one network step; 0: 2000 */
+  /* Fields below were added after ABI version 1's first release: a caller
+   * built against an older header passes a smaller struct_size and gets
+   * their defaults. */
+  /** The output's format: "tracedat", "perfetto" or "ctf" (a folder);
+   *  NULL: "tracedat" (RecorderOptions::format). */
+  const char* format;
+  /** Blocking mode (RecorderOptions::block_timeout, LTTng's
+   *  --blocking-timeout): a writer that finds its drop-newest buffer full
+   *  waits up to this many microseconds for the recorder instead of
+   *  dropping; TRACEPIPE_BLOCK_FOREVER: no bound; 0: never waits. EINVAL on
+   *  an overwrite buffer. Nested emits (a signal handler) never wait. */
+  int64_t block_timeout_us;
 } tracepipe_recorder_options;
+#define TRACEPIPE_BLOCK_FOREVER ((int64_t)-1)
 #define TRACEPIPE_RECORDER_OPTIONS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_options)
 
 typedef struct tracepipe_recorder_stats {
@@ -470,6 +483,19 @@ typedef struct tracepipe_recorder_stats {
   uint64_t dropped;   /**< lost in the ring and marked in the file */
   uint64_t unwritten; /**< consumed but not written (the output failed) */
   int failed;         /**< a fault stopped the output (tracepipe_recorder_error) */
+  /* Added after ABI version 1's first release (an older caller's smaller
+   * struct_size gets the fields above only). */
+  /** Of `dropped`, those whose marks were lost to the output's fault: the
+   *  file's records + the marks' counts + unwritten + unmarked = the events
+   *  that reached the ring. */
+  uint64_t unmarked;
+  /** Blocking mode, summed over the CPUs: emits that waited, the time they
+   *  waited in all and the longest wait (ns), and those dropped after
+   *  waiting block_timeout_us (also in `dropped`). */
+  uint64_t block_waits;
+  uint64_t block_wait_ns;
+  uint64_t block_max_wait_ns;
+  uint64_t block_timed_out;
 } tracepipe_recorder_stats;
 #define TRACEPIPE_RECORDER_STATS_INIT TRACEPIPE_STRUCT_INIT(tracepipe_recorder_stats)
 

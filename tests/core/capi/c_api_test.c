@@ -1,7 +1,7 @@
 /* The C API end to end, as a C program sees it (C11, -Wall -Wextra -Werror
  * -pedantic): events declared at run time, filters good and bad (the
  * kernel's caret), four threads emitting packed records and field values,
- * the recorder to a file, a paused snapshot, a hist trigger, a config file,
+ * the recorder to a file (and a blocking one), a paused snapshot, a hist trigger, a config file,
  * and a flight file left by a killed child and recovered.
  *
  *   c_api_test OUTDIR
@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,65 @@ static void* writer(void* arg) {
   return NULL;
 }
 
+/* The recorder's later fields: an unknown format and blocking on an
+ * overwrite buffer are refused; a blocking recording of a small buffer
+ * keeps every event; an older caller's smaller stats struct gets its
+ * prefix only. */
+static void recorder_options_v2(const char* out) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/block.dat", out);
+  tracepipe_instance_options io = TRACEPIPE_INSTANCE_OPTIONS_INIT;
+  io.name = "block";
+  io.mode = TRACEPIPE_MODE_OVERWRITE;
+  io.buffer_size_kb = 16;
+  tracepipe_instance* ow = NULL;
+  OK(tracepipe_instance_create(&io, &ow));
+  tracepipe_recorder_options rop = TRACEPIPE_RECORDER_OPTIONS_INIT;
+  rop.output = path;
+  rop.format = "pdf";
+  tracepipe_recorder* r = NULL;
+  CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL);
+  CHECK(strstr(tracepipe_last_error(), "format: tracedat, perfetto or ctf") != NULL);
+  rop.format = "tracedat";
+  rop.block_timeout_us = TRACEPIPE_BLOCK_FOREVER;
+  CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL); /* needs drop-newest */
+  CHECK(strstr(tracepipe_last_error(), "drop") != NULL);
+  rop.block_timeout_us = -2;
+  CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL);
+  tracepipe_instance_destroy(ow);
+
+  io.mode = TRACEPIPE_MODE_DROP_NEWEST;
+  tracepipe_instance* dn = NULL;
+  OK(tracepipe_instance_create(&io, &dn));
+  OK(tracepipe_instance_enable_pattern(dn, "capi:tick", 1, NULL));
+  rop.block_timeout_us = TRACEPIPE_BLOCK_FOREVER;
+  OK(tracepipe_recorder_start(dn, &rop, &r));
+  enum { N = 50000 }; /* 16 KiB holds a few hundred */
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < N; ++i) {
+    struct tick b;
+    memset(&b, 0, sizeof b);
+    b.seq = i;
+    kept += tracepipe_emit(dn, tick, &b, sizeof b) == TRACEPIPE_EMIT_KEPT;
+  }
+  CHECK(kept == N);
+  struct {
+    tracepipe_recorder_stats s;
+    uint64_t canary;
+  } old;
+  memset(&old, 0xAB, sizeof old);
+  old.s.struct_size = offsetof(tracepipe_recorder_stats, unmarked);
+  OK(tracepipe_recorder_stop(r, &old.s));
+  CHECK(old.s.records == N && old.s.dropped == 0 && old.s.failed == 0);
+  CHECK(old.s.unmarked == 0xABABABABABABABABull && old.canary == 0xABABABABABABABABull);
+  tracepipe_recorder_stats rs = TRACEPIPE_RECORDER_STATS_INIT;
+  OK(tracepipe_recorder_stop(r, &rs)); /* idempotent: the same final counters */
+  CHECK(rs.records == N && rs.dropped == 0 && rs.unmarked == 0 && rs.block_timed_out == 0);
+  CHECK(rs.block_max_wait_ns <= rs.block_wait_ns);
+  tracepipe_recorder_destroy(r);
+  tracepipe_instance_destroy(dn);
+}
+
 /* A child records into a flight file, then dies by SIGKILL. */
 static pid_t flight_child(const char* dir) {
   const pid_t pid = fork();
@@ -277,6 +337,7 @@ int main(int argc, char** argv) {
   bad_clock.clock = "sundial";
   CHECK(tracepipe_instance_create(&bad_clock, &inst) == TRACEPIPE_EINVAL);
   CHECK(strstr(tracepipe_last_error(), "sundial") != NULL);
+  recorder_options_v2(out);
 
   /* The recorded instance: drop-newest, filters on both events. */
   tracepipe_instance_options ro = TRACEPIPE_INSTANCE_OPTIONS_INIT;

@@ -236,6 +236,13 @@ static void recorder_options_v2(const char* out) {
   tracepipe_recorder* r = NULL;
   CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL);
   CHECK(strstr(tracepipe_last_error(), "format: tracedat, perfetto or ctf") != NULL);
+  rop.format = "perfetto"; /* taken: the recorder refuses it for a collector */
+  rop.output = NULL;
+  rop.collector = "127.0.0.1:1";
+  CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL);
+  CHECK(strstr(tracepipe_last_error(), "format perfetto: a collector") != NULL);
+  rop.output = path;
+  rop.collector = NULL;
   rop.format = "tracedat";
   rop.block_timeout_us = TRACEPIPE_BLOCK_FOREVER;
   CHECK(tracepipe_recorder_start(ow, &rop, &r) == TRACEPIPE_EINVAL); /* needs drop-newest */

@@ -14,6 +14,7 @@
 #include "tracepipe/core/convert/out_file.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/same_file.h"
 #include "tracepipe/tools/tracedat_message.h"
 
 namespace tracepipe::tools {
@@ -66,6 +67,8 @@ constexpr uint64_t kLargeInput = 64ull
 void run(const ConvertCli& cli) {
   const auto format = convert::parse_format(cli.to);
   if (!format) throw CLI::ValidationError("--to", "must be perfetto or ctf, not '" + cli.to + "'");
+  if (const std::string e = output_is_input("-o", cli.out, cli.in, "the input trace"); !e.empty())
+    throw CLI::ValidationError(e);
   const auto reader = TraceDatReader::open(cli.in);
   for (const std::string& w : reader.warnings())
     fmt::print(stderr, "tracepipe convert: warning: {}: {}\n", reader.name(), w);

@@ -57,6 +57,7 @@
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracepipe/filters/parser.h"
 #include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/same_file.h"
 
 extern char** environ;
 
@@ -263,6 +264,12 @@ void check_usage(const RecordCli& cli, bool after_dashes) {
       (cli.file_version != 0 || !cli.compression.empty()))
     throw UsageError("--format " + cli.format +
                      ": --file-version and --compression are trace.dat's");
+  // The stale output is removed before the command runs: not the command
+  // itself, nor the config it reads.
+  for (const auto& [in, what] : {std::pair{command_file(cli.command[0]), "the command"},
+                                 std::pair{std::filesystem::path(cli.config), "the config"}})
+    if (const std::string e = output_is_input("-o", cli.output, in, what); !e.empty())
+      throw UsageError(e);
 }
 
 // Each filter of the config, as far as it can be judged without the

@@ -15,6 +15,7 @@
 #include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/core/recover/recover.h"
 #include "tracepipe/tools/commands.h"
+#include "tracepipe/tools/same_file.h"
 
 namespace tracepipe::tools {
 namespace {
@@ -68,6 +69,8 @@ void list_files(const RecoverCli& cli) {
 void run(const RecoverCli& cli) {
   if (cli.list) return list_files(cli);
   const std::filesystem::path file = pick_file(cli);
+  if (const std::string e = output_is_input("-o", cli.output, file, "the flight file"); !e.empty())
+    throw CLI::ValidationError(e);
   recover::RecoverOptions o;
   o.live = cli.live;
   o.strict = cli.strict;

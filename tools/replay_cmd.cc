@@ -17,6 +17,7 @@
 #include "tracepipe/core/tracedat/tracedat_error.h"
 #include "tracepipe/tools/commands.h"
 #include "tracepipe/tools/option_checks.h"
+#include "tracepipe/tools/same_file.h"
 #include "tracepipe/tools/tracedat_message.h"
 
 namespace tracepipe::tools {
@@ -65,6 +66,12 @@ void run(ReplayCli& cli) {
         throw replay::ReplayError(fmt::format(
             "--staging '{}': expected off, per_cpu (or on), per_thread or adaptive", cli.staging));
     }
+    if (o.output)
+      for (const auto& [in, what] :
+           {std::pair{o.input, "the input trace"}, std::pair{o.config.value_or(""), "the config"},
+            std::pair{o.kallsyms.value_or(""), "the kallsyms file"}})
+        if (const std::string e = output_is_input("-o", *o.output, in, what); !e.empty())
+          throw replay::ReplayError(e);
     if (cli.bench_flag) {
       replay::BenchOptions b;
       b.reps = cli.bench_reps;

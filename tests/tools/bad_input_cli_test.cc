@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -311,4 +312,56 @@ TEST_CASE("cli: bare tracepipe prints the usage with the subcommands and exits 2
   const Run h = s.run({"--help"});
   CHECK(h.status == 0);
   CHECK_THAT(h.out, Catch::Contains("Subcommands:"));
+}
+
+TEST_CASE("cli: an output that names the input (by any name) is refused and the input kept",
+          "[tools][cli]") {
+  Scratch s;
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string before = bytes(s.dat);
+  const fs::path hard = s.dir / "hard.dat", sym = s.dir / "sym.dat";
+  fs::create_hard_link(s.dat, hard);
+  fs::create_symlink(s.dat, sym);
+  const fs::path config = s.dir / "c.toml";
+  std::ofstream(config) << "mode = \"overwrite\"\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // convert mapped its input and truncated it: SIGBUS, the input lost.
+      {{"convert", s.dat.string(), "-o", s.dat.string(), "--to", "perfetto"},
+       "tracepipe convert: -o " + s.dat.string() + ": is the input trace"},
+      {{"convert", s.dat.string(), "-o", sym.string(), "--to", "perfetto"},
+       "tracepipe convert: -o " + sym.string() + ": is the input trace"},
+      // replay renamed its output over the input.
+      {{"replay", "--no-progress", s.dat.string(), "-o", s.dat.string()},
+       "tracepipe replay: -o " + s.dat.string() + ": is the input trace"},
+      {{"replay", "--no-progress", s.dat.string(), "-o", hard.string()},
+       "tracepipe replay: -o " + hard.string() + ": is the input trace"},
+      {{"replay", "--no-progress", s.dat.string(), "--config", config.string(), "-o",
+        config.string()},
+       "tracepipe replay: -o " + config.string() + ": is the config"},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    INFO(line);
+    const Run r = s.run(c.args);
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with(c.message));
+    CHECK(r.out.empty());
+    CHECK(bytes(s.dat) == before);
+    CHECK(fs::is_symlink(sym));
+    CHECK(fs::file_size(config) > 0);
+  }
+  // Another output still works.
+  const Run ok = s.run(
+      {"convert", s.dat.string(), "-o", (s.dir / "out.pftrace").string(), "--to", "perfetto"});
+  INFO(ok.err);
+  CHECK(ok.status == 0);
 }

@@ -231,3 +231,25 @@ TEST_CASE("tracepipe record --block: the summary shows the writers' waits", "[to
   CHECK((r.err.find("a longer block time-out") != std::string::npos) == timed_out);
   if (timed_out) CHECK(r.err.find("the recorder did not keep up") == std::string::npos);
 }
+
+TEST_CASE("tracepipe record: -o naming the command or its config is refused, both kept",
+          "[tools][record]") {
+  Scratch s;
+  // The stale output is removed before the command runs: it removed the
+  // command (then "cannot run", 127) or the config the command reads.
+  const fs::path script = s.dir / "cmd.sh";
+  std::ofstream(script) << "#!/bin/sh\ntouch " << s.marker.string() << "\n";
+  fs::permissions(script, fs::perms::owner_all);
+  Run r = tp_test::run_command(
+      {TP_TRACEPIPE_EXE, "record", "-o", script.string(), "--", script.string()}, s.dir, 30);
+  CHECK(r.status == 2);
+  check_one_message(r, "-o " + script.string() + ": is the command");
+  CHECK(fs::is_regular_file(script));
+  CHECK_FALSE(s.ran());
+  const fs::path cfg = s.config("c.toml", "mode = \"drop_newest\"\n");
+  r = s.record({"--config", cfg.string(), "-o", cfg.string()});
+  CHECK(r.status == 2);
+  check_one_message(r, "-o " + cfg.string() + ": is the config");
+  CHECK(fs::file_size(cfg) > 0);
+  CHECK_FALSE(s.ran());
+}

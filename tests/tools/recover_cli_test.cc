@@ -97,8 +97,19 @@ TEST_CASE("recover cli: --live on a running process, then the crashed file", "[r
   const auto report = tp_test::run_command({"trace-cmd", "report", dat.string()}, dir);
   if (report.status == 0) CHECK(report.out.find("tick:") != std::string::npos);
 
-  // A damaged file: truncated.
+  // -o naming the flight file itself is refused: recover wrote its trace.dat
+  // over the only copy of the crashed process's buffers.
   const fs::path file = dir / ("main-" + std::to_string(child) + ".tpflight");
+  const auto flight_size = fs::file_size(file);
+  r = tp_test::run_command({exe, "recover", file.string(), "-o", file.string()}, dir);
+  CHECK(r.status == 2);
+  CHECK(r.err.starts_with("tracepipe recover: -o " + file.string() + ": is the flight file"));
+  CHECK(fs::file_size(file) == flight_size);
+  r = tp_test::run_command({exe, "recover", file.string(), "-o", dat.string()}, dir);
+  CHECK(r.status == 0);
+  CHECK(records_in(dat) == 500);
+
+  // A damaged file: truncated.
   fs::resize_file(file, fs::file_size(file) - 4096);
   r = tp_test::run_command({exe, "recover", file.string(), "--strict", "-o", dat.string()}, dir);
   CHECK(r.status == 1);

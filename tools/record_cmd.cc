@@ -160,13 +160,27 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
   sa.sa_flags = SA_RESTART | SA_SIGINFO;
   struct sigaction old_int {
   }, old_term{};
+  // SIGINT and SIGTERM are held until the command's pid is known: one that
+  // arrives while it starts is passed on then, not dropped. The command
+  // starts with the mask tracepipe had.
+  sigset_t held, old_mask;
+  sigemptyset(&held);
+  sigaddset(&held, SIGINT);
+  sigaddset(&held, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &held, &old_mask);
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &old_mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int err = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  const int err = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   int status = 0;
+  if (err == 0) g_child = pid;
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (err == 0) {
-    g_child = pid;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     g_child = 0;
@@ -180,14 +194,32 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
   return err == ENOENT ? -127 : -126;
 }
 
+// Why the command left no status: killed by a signal before its recorder
+// wrote one (before it started, or before it finalized), or not built with
+// tracepipe.
+std::string no_status_cause(const RecordCli& cli, int status) {
+  if (WIFSIGNALED(status)) {
+    const char* abbrev = ::sigabbrev_np(WTERMSIG(status));
+    return fmt::format("{} was killed by signal {} (SIG{}) before its recording ended",
+                       cli.command[0], WTERMSIG(status), abbrev != nullptr ? abbrev : "?");
+  }
+  return cli.command[0] + " recorded nothing (not built with tracepipe?)";
+}
+
 // The command recorded nothing (no status: not built with tracepipe, or
-// dead before it recorded): the output is still a trace.
+// dead before it recorded): the output is still a trace. Killed after it
+// recorded, what it wrote stays (a valid trace at every moment), and
+// that is said: no summary was printed.
 int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
-                   record::OutputFormat format) {
+                   record::OutputFormat format, int status) {
+  const std::string cause = no_status_cause(cli, status);
   if (format != record::OutputFormat::tracedat) {
     // What the command left stays; a missing output becomes an empty trace.
-    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out))
+    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)) {
+      fmt::print(stderr, "tracepipe record: {}; {} holds what was written until then\n", cause,
+                 out.string());
       return 0;
+    }
     InstanceOptions io;
     io.cpus = std::max(1u, std::thread::hardware_concurrency());
     Instance empty(io);
@@ -197,10 +229,7 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
     record::Recorder rec(empty, ro);
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
-    fmt::print(
-        stderr,
-        "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-        cli.command[0], out.string());
+    fmt::print(stderr, "tracepipe record: {}; {} is an empty trace\n", cause, out.string());
   } else if (!cli.collector.empty()) {
     // The collector gets an empty trace.
     InstanceOptions io;
@@ -213,19 +242,16 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
     record::Recorder rec(empty, ro);  // a fault is printed once (on_error's default)
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
-    fmt::print(stderr,
-               "tracepipe record: {} recorded nothing (not built with tracepipe?); {} got an empty "
-               "trace\n",
-               cli.command[0], cli.collector);
+    fmt::print(stderr, "tracepipe record: {}; {} got an empty trace\n", cause, cli.collector);
   } else if (!valid_trace(out)) {
     // An empty trace, one stream per CPU.
     TraceDatWriterConfig wc;
     wc.cpus = std::max(1u, std::thread::hardware_concurrency());
     TraceDatWriter(wc).write(out);
-    fmt::print(
-        stderr,
-        "tracepipe record: {} recorded nothing (not built with tracepipe?); {} is an empty trace\n",
-        cli.command[0], out.string());
+    fmt::print(stderr, "tracepipe record: {}; {} is an empty trace\n", cause, out.string());
+  } else if (WIFSIGNALED(status)) {
+    fmt::print(stderr, "tracepipe record: {}; {} holds what was written until then\n", cause,
+               out.string());
   }
   return 0;
 }
@@ -425,7 +451,7 @@ int run_record(const RecordCli& cli, bool after_dashes) {
     return kRecordFailed;
   }
   // "ok N": finalized, the summary printed; none: the command recorded nothing.
-  if (rec_status.empty() && record_nothing(cli, out, format) != 0) return kRecordFailed;
+  if (rec_status.empty() && record_nothing(cli, out, format, status) != 0) return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

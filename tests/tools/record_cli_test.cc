@@ -253,3 +253,31 @@ TEST_CASE("tracepipe record: -o naming the command or its config is refused, bot
   CHECK(fs::file_size(cfg) > 0);
   CHECK_FALSE(s.ran());
 }
+
+TEST_CASE(
+    "tracepipe record: a command killed by a signal is said to be, not 'not built with "
+    "tracepipe'",
+    "[tools][record]") {
+  Scratch s;
+  const fs::path out = s.dir / "o.dat";
+  // Killed before it recorded anything: an empty trace, and why.
+  Run r = tp_test::run_command(
+      {TP_TRACEPIPE_EXE, "record", "-o", out.string(), "--", "sh", "-c", "kill -9 $$"}, s.dir, 30);
+  CHECK(r.status == 128 + 9);
+  check_one_message(r, "sh was killed by signal 9 (SIGKILL) before its recording ended; " +
+                           out.string() + " is an empty trace");
+  CHECK(r.err.find("not built with tracepipe") == std::string::npos);
+  Run rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 30);
+  CHECK(rep.status == 0);
+  // Killed while it records: no summary came, so the line says what the file is.
+  const std::string app = TP_RECORD_APP_EXE;
+  r = tp_test::run_command({TP_TRACEPIPE_EXE, "record", "-o", out.string(), "--", "sh", "-c",
+                            "(sleep 1; kill -9 $$) & exec " + app + " --seconds 30"},
+                           s.dir, 60);
+  INFO(r.err);
+  CHECK(r.status == 128 + 9);
+  CHECK(r.err.find("was killed by signal 9 (SIGKILL) before its recording ended; " + out.string() +
+                   " holds what was written until then") != std::string::npos);
+  rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 60);
+  CHECK(rep.status == 0);
+}

@@ -338,10 +338,17 @@ class CpuPipeline {
 // in the order they happened, across CPUs, as the kernel saw them: the
 // records of all CPUs merged by time stamp (ties to the lower CPU, as
 // `trace-cmd report` orders them), fed on one thread in runs of one CPU.
-bool needs_time_order(const ReplayOptions& o,
-                      const std::vector<std::pair<std::string, std::string>>& cmds) {
+// A trigger command for "sys:event", and where it was given: "--trigger
+// '...'", or the config's "FILE:LINE: events."PATTERN".trigger" (its error
+// names that place).
+struct TriggerCmd {
+  std::string event, cmd, origin;
+};
+using TriggerCmds = std::vector<TriggerCmd>;
+
+bool needs_time_order(const ReplayOptions& o, const TriggerCmds& cmds) {
   if (!o.synthetic_args.empty()) return true;
-  for (const auto& [ev, cmd] : cmds)
+  for (const auto& [ev, cmd, origin] : cmds)
     if (cmd.find('$') != std::string::npos || cmd.find("onmatch(") != std::string::npos ||
         cmd.find("onmax(") != std::string::npos || cmd.find("onchange(") != std::string::npos ||
         cmd.find("_hist:") != std::string::npos)
@@ -479,7 +486,6 @@ PlanInput plan_input(const ReplayOptions& o, const SymbolRanges& symbols, uint32
   return in;
 }
 
-using TriggerCmds = std::vector<std::pair<std::string, std::string>>;  // "sys:event", command
 using Triggers = std::vector<std::pair<const EventDesc*, std::string>>;
 
 // --trigger (each names its event), then the config's [events.*] trigger
@@ -503,7 +509,7 @@ TriggerCmds collect_triggers(const ReplayOptions& o, const Registry& registry, c
     if (ev == nullptr && !synthetic)
       throw ReplayError(
           fmt::format("--trigger '{}': the file has no event {}", a, a.substr(0, c2)));
-    trigger_cmds.emplace_back(a.substr(0, c2), cmd);
+    trigger_cmds.push_back({a.substr(0, c2), cmd, fmt::format("--trigger '{}'", a)});
     if (ev != nullptr) triggers.emplace_back(ev, std::move(cmd));
   }
   if (in.config != nullptr)
@@ -511,7 +517,10 @@ TriggerCmds collect_triggers(const ReplayOptions& o, const Registry& registry, c
       for (const std::string& cmd : s.triggers)
         for (const EventDesc* ev : registry.match(s.pattern)) {
           triggers.emplace_back(ev, cmd);
-          trigger_cmds.emplace_back(ev->full_name(), cmd);
+          trigger_cmds.push_back(
+              {ev->full_name(), cmd,
+               fmt::format("{}:{}: {}: trigger '{}' rejected for {}", s.trigger_where.file,
+                           s.trigger_where.line, s.trigger_where.key, cmd, ev->full_name())});
         }
   for (const auto& t : triggers)
     for (EventPlan& p : plan)
@@ -573,14 +582,13 @@ void define_synthetic(const ReplayOptions& o, const PlanInput& in, Instance& ins
 // to the variables of one before it); returns them with their events.
 Triggers set_triggers(Instance& inst, const Registry& registry, const TriggerCmds& trigger_cmds) {
   Triggers triggers;
-  for (const auto& [name, cmd] : trigger_cmds) {
+  for (const auto& [name, cmd, origin] : trigger_cmds) {
     const EventDesc* ev = registry.find(name);
     if (ev == nullptr)
       throw ReplayError(
-          fmt::format("--trigger '{}: {}': no synthetic event {} (define it with --synthetic)",
-                      name, cmd, name));
+          fmt::format("{}: no synthetic event {} (define it with --synthetic)", origin, name));
     if (const TriggerStatus st = set_trigger(inst, *ev, cmd); !st)
-      throw ReplayError(fmt::format("--trigger '{}: {}': {}", ev->full_name(), cmd, st.render()));
+      throw ReplayError(fmt::format("{}: {}", origin, st.render()));
     triggers.emplace_back(ev, cmd);
   }
   return triggers;

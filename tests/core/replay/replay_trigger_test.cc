@@ -3,9 +3,13 @@
 // trace-cmd is installed, else the trace.dat reader's records), vals summed,
 // .log2 buckets, .execname from the file's saved cmdlines, triggers that see
 // records the event's filter discards, and the errors.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -161,4 +165,34 @@ TEST_CASE("replay trigger: errors name the argument and carry the kernel's messa
   CHECK_THROWS_AS(run_replay(o), ReplayError);
   o.trigger_args = {"traceoff"};
   CHECK_THROWS_AS(run_replay(o), ReplayError);
+}
+
+TEST_CASE("replay trigger: a config's trigger error names the file, line and key, not --trigger",
+          "[replay][triggers]") {
+  const auto dat = tp_test::shared_data_or_skip("kernel/hackbench.dat");
+  const std::filesystem::path cfg =
+      std::filesystem::temp_directory_path() /
+      ("tp_replay_trigger_cfg_" + std::to_string(::getpid()) + ".toml");
+  {
+    std::ofstream f(cfg);
+    f << "mode = \"overwrite\"\n\n[events.\"sched:sched_switch\"]\nenable = true\n"
+         "trigger = \"hist:keys=bogus\"\n";
+  }
+  ReplayOptions o;
+  o.input = dat;
+  o.progress = ProgressMode::off;
+  o.config = cfg;
+  std::string what;
+  try {
+    (void)run_replay(o);
+  } catch (const ReplayError& e) {
+    what = e.what();
+  }
+  std::filesystem::remove(cfg);
+  INFO(what);
+  CHECK(what.starts_with(cfg.string() +
+                         ":5: events.\"sched:sched_switch\".trigger: trigger 'hist:keys=bogus' "
+                         "rejected for sched:sched_switch: hist:sched:sched_switch: error: "
+                         "Couldn't find field"));
+  CHECK(what.find("--trigger") == std::string::npos);
 }

@@ -947,10 +947,23 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
     total.lost_too_big += c.lost_too_big;
     total.too_big += c.too_big;
   }
-  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, st.output, st.records,
-                     st.bytes, st.dropped);
+  // With rotation the counts are the whole run's, over every file: the
+  // line says so, and what max_files removed is not passed off as on disk.
+  const std::string where =
+      st.files > 1 ? fmt::format("{} and the {} files before it", st.output, st.files - 1)
+                   : st.output;
+  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, where, st.records, st.bytes,
+                     st.dropped);
   if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
   out += '\n';
+  if (st.files_removed != 0)
+    out += fmt::format(
+        "{}warning: {} of the {} files were removed to keep the newest {} (max_files): their "
+        "records, counted above, are no longer on disk{}\n",
+        prefix, st.files_removed, st.files, st.files - st.files_removed,
+        st.kept_files.empty() ? std::string()
+                              : fmt::format("; kept: {} to {}", st.kept_files.front().string(),
+                                            st.kept_files.back().string()));
   const bool blocking = st.block_timeout.count() != 0;
   if (blocking) {
     const std::string bound = st.block_timeout == RecorderOptions::kBlockForever

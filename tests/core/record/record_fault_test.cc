@@ -288,3 +288,28 @@ TEST_CASE("recorder summary: losses whose marks were not written are not said to
         std::string::npos);
   CHECK(s.find("write error") == std::string::npos);
 }
+
+TEST_CASE("recorder summary: with rotation the counts are the run's, and removed files are said",
+          "[record]") {
+  record::RecorderStats st;
+  st.output = "run.9.dat";
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 45000;
+  st.files = 9;
+  st.files_removed = 8;
+  st.kept_files = {"run.9.dat"};
+  std::string s = record::format_summary(st, std::nullopt, "tp: ");
+  INFO(s);
+  // It said "run.9.dat: 45000 records" of a file that holds the last few.
+  CHECK(s.find("tp: run.9.dat and the 8 files before it: 45000 records") != std::string::npos);
+  CHECK(s.find("tp: warning: 8 of the 9 files were removed to keep the newest 1 (max_files): "
+               "their records, counted above, are no longer on disk; kept: run.9.dat to "
+               "run.9.dat") != std::string::npos);
+  st.files_removed = 0;
+  st.kept_files.clear();
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("removed") == std::string::npos);
+  st.files = 1;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("tp: run.9.dat: 45000 records") != std::string::npos);
+}

@@ -1,5 +1,6 @@
 #include "tracepipe/core/config/config.h"
 
+#include <sched.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -328,6 +329,15 @@ struct Ctx {
         r.realtime_priority = static_cast<uint32_t>(get_int(v, key, 0, 99));
       } else if (ks == "cpu") {
         r.cpu = static_cast<int32_t>(get_int(v, key, -1, 4095));
+        // The recorder pins itself with pthread_setaffinity_np, whose failure
+        // it cannot report: a CPU this process may not run on is refused here.
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        if (r.cpu >= 0 && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+            (r.cpu >= CPU_SETSIZE || !CPU_ISSET(r.cpu, &allowed)))
+          fail(v, key,
+               "CPU " + std::to_string(r.cpu) +
+                   " is not one this process may run on (see taskset -p, nproc); -1 pins nothing");
       } else if (ks == "block_timeout_us") {
         if (v.is_string()) {
           if (get_string(v, key) != "inf") fail(v, key, "expected microseconds or \"inf\"");

@@ -2,6 +2,7 @@
 // `tracepipe record -- COMMAND` running a program that only traces
 // (examples/record_env.cc) or one that does not use tracepipe at all.
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,13 @@ uint64_t count_records(const std::filesystem::path& p) {
 }  // namespace
 
 TEST_CASE("config: [recording] keys, and errors at their line", "[record][config]") {
+  // `cpu` must be one this process may run on: the last allowed one.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int cpu = 0;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &allowed)) cpu = i;
   const Config c = parse_config(
       "mode = \"drop_newest\"\n"
       "[recording]\n"
@@ -44,8 +52,8 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
       "max_poll_interval_us = 100\n"
       "max_file_kb = 1024\n"
       "max_files = 4\n"
-      "realtime_priority = 10\n"
-      "cpu = 1\n",
+      "realtime_priority = 10\n" +
+          fmt::format("cpu = {}\n", cpu),
       "r.toml");
   REQUIRE(c.recording.has_value());
   CHECK(c.recording->output == "x.dat");
@@ -56,7 +64,12 @@ TEST_CASE("config: [recording] keys, and errors at their line", "[record][config
   CHECK(c.recording->max_file_kb == 1024);
   CHECK(c.recording->max_files == 4);
   CHECK(c.recording->realtime_priority == 10);
-  CHECK(c.recording->cpu == 1);
+  CHECK(c.recording->cpu == cpu);
+  // A CPU the recorder could not be pinned to was accepted, and the pinning
+  // failed unseen.
+  CHECK_THROWS_WITH(parse_config("[recording]\ncpu = 4095\n", "r.toml"),
+                    "r.toml:2: recording.cpu: CPU 4095 is not one this process may run on (see "
+                    "taskset -p, nproc); -1 pins nothing");
   CHECK(parse_config("[recording]\n", "r.toml").recording->realtime_priority == 0);
   CHECK(parse_config("[recording]\n", "r.toml").recording->cpu == -1);
   CHECK_THROWS_WITH(parse_config("[recording]\nrealtime_priority = 100\n", "r.toml"),

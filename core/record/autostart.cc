@@ -47,6 +47,8 @@
 // exit does. A forked child that keeps the handler gets the default action
 // (it has no recorder thread). The same signal arriving twice within 50 ms counts once (a
 // signal sent to the process group and forwarded by `tracepipe record`).
+// A forked child records nothing (what it emits goes to its copy of the
+// ring) and its exit leaves the parent's recording alone.
 //
 // `tracepipe record (-o OUT.dat | -N HOST:PORT) -- COMMAND` sets the
 // variables (tools/record_cmd.cc).
@@ -266,6 +268,14 @@ struct AutoRecord {
 
   ~AutoRecord() {
     if (!recorder) return;
+    // A forked child that exits: the recording is its parent's (the child
+    // has no recorder thread, and its ring is a copy): stopping it here
+    // joined a thread of another process, finalized the parent's file under
+    // its writes, wrote a status line and printed a second summary.
+    if (::getpid() != g_pid.load()) {
+      (void)recorder.release();
+      return;
+    }
     // A signal's stop may be under way on the recorder thread: stop() joins
     // it; whichever comes first reports.
     const bool first = !reported.exchange(true);

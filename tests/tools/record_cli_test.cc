@@ -281,3 +281,27 @@ TEST_CASE(
   rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 60);
   CHECK(rep.status == 0);
 }
+
+TEST_CASE("tracepipe record: a forked child that exits leaves the recording to its parent",
+          "[tools][record]") {
+  Scratch s;
+  const fs::path out = s.dir / "o.dat";
+  // The child's exit() ran the recording's stop on the parent's file: a
+  // second summary (the parent's counts at the fork, as the child's own),
+  // a status line, and the file finalized under the parent's writes.
+  const Run r =
+      tp_test::run_command({TP_TRACEPIPE_EXE, "record", "-o", out.string(), "--", TP_RECORD_APP_EXE,
+                            "--events", "1000", "--threads", "1", "--fork-exit"},
+                           s.dir, 60);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "emitted 1000 requests, 125 notes\n");
+  size_t summaries = 0;
+  for (size_t at = r.err.find(out.string() + ": "); at != std::string::npos;
+       at = r.err.find(out.string() + ": ", at + 1))
+    ++summaries;
+  CHECK(summaries == 1);
+  CHECK(r.err.find(out.string() + ": 1125 records") != std::string::npos);
+  const Run rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 60);
+  CHECK(rep.status == 0);
+}

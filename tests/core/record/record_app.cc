@@ -2,18 +2,21 @@
 // and strings), threads emitting with TRACEPIPE_TRACE, no recorder code;
 // linked with tracepipe::tracepipe only. The record CLI tests run it.
 //
-//   record_app [--events N] [--threads T] [--seconds S] [--pace-us U]
+//   record_app [--events N] [--threads T] [--seconds S] [--pace-us U] [--fork-exit]
 //
 // Each thread emits N app:request events (and one app:note for every 8),
 // or, with --seconds, emits for S seconds in bursts of 64 events every U µs
 // (100 by default; 0: no pause), then
-// prints "emitted R requests, N notes" on stdout and exits 0. With
+// prints "emitted R requests, N notes" on stdout and exits 0 (with
+// --fork-exit, after a forked child has ended through exit()). With
 // --handler it installs its own SIGINT handler first (the autostart then
 // leaves SIGINT to it): the handler sets a flag, the threads stop and the
 // program exits normally.
 #include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <tracepipe/tracepipe.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -37,6 +40,7 @@ void on_sigint(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   uint64_t events = 100000;
+  bool fork_exit = false;
   unsigned threads = 2;
   double seconds = 0;
   long pace_us = 100;
@@ -53,6 +57,8 @@ int main(int argc, char** argv) {
       pace_us = std::strtol(v, nullptr, 10), ++i;
     else if (a == "--handler")
       ::signal(SIGINT, on_sigint);
+    else if (a == "--fork-exit")
+      fork_exit = true;
     else
       return std::fprintf(stderr, "record_app: unknown argument %s\n", a.c_str()), 2;
   }
@@ -89,6 +95,11 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& th : ts) th.join();
+  if (fork_exit) {  // a worker process that ends through exit(): static destructors run in it
+    const pid_t child = ::fork();
+    if (child == 0) std::exit(0);
+    ::waitpid(child, nullptr, 0);
+  }
   std::printf("emitted %llu requests, %llu notes\n",
               static_cast<unsigned long long>(requests.load()),
               static_cast<unsigned long long>(notes.load()));

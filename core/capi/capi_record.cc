@@ -1,6 +1,7 @@
 // The recorder (core/record/recorder.h) and flight-file recovery
 // (core/recover/recover.h) through the C API.
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "tracepipe/core/capi/capi_internal.h"
@@ -134,6 +135,12 @@ tracepipe_status tracepipe_recover(const char* flight_file, const char* output,
                                !copy_struct_in(&c, sizeof c, options, options->struct_size)))
       return fail(TRACEPIPE_EINVAL,
                   "tracepipe_recover_options: struct_size unknown to this library");
+    // Writing the trace over the flight file would destroy the only copy
+    // of the crashed process's buffers (tracepipe recover refuses it too).
+    std::error_code ec;
+    if (std::filesystem::equivalent(flight_file, output, ec) && !ec)
+      return fail(TRACEPIPE_EINVAL, std::string("output ") + output +
+                                        " is the flight file: writing it would destroy it");
     recover::RecoverOptions o;
     o.live = c.live != 0;
     o.strict = c.strict != 0;

@@ -331,6 +331,12 @@ int main(int argc, char** argv) {
   OK(tracepipe_recover(flight_file, path, NULL, &rst));
   CHECK(rst.records == 100 && rst.pid == child);
   CHECK(tracepipe_recover("/nonexistent.tpflight", path, NULL, NULL) != TRACEPIPE_OK);
+  /* The output naming the flight file itself: refused, the file kept (it was
+   * replaced by the trace). */
+  CHECK(tracepipe_recover(flight_file, flight_file, NULL, NULL) == TRACEPIPE_EINVAL);
+  CHECK(strstr(tracepipe_last_error(), "is the flight file") != NULL);
+  OK(tracepipe_recover(flight_file, path, NULL, &rst));
+  CHECK(rst.records == 100);
 
   /* Options: a newer caller's unknown non-zero byte is refused. */
   struct {

@@ -9,8 +9,10 @@
 // Mirrors kernel/time/sched_clock.c: cyc_to_ns.
 #include <cstdint>
 
+// The counter is read with the compiler's builtin, which <x86intrin.h>'s
+// __rdtsc() wraps: that header declares every x86 intrinsic and would make
+// each user's translation unit parse them all.
 #if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
 #define TRACEPIPE_HAVE_TSC 1
 #else
 #define TRACEPIPE_HAVE_TSC 0
@@ -46,7 +48,7 @@ struct TscScale {
 /// is none (kHaveTsc false).
 [[gnu::always_inline]] inline uint64_t read_tsc() noexcept {
 #if TRACEPIPE_HAVE_TSC
-  return __rdtsc();
+  return __builtin_ia32_rdtsc();
 #else
   return 0;
 #endif

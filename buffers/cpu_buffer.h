@@ -237,6 +237,17 @@ Recycle recycle_overwrite(CpuBuffer& cb, uint64_t idx, uint64_t old_lap,
 uint32_t reclaim_set_aside(CpuBuffer& cb) noexcept;
 /// Any mode: free position `idx` (lap `lap`) if a reader consumed all of it.
 Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept;
+/// Any mode, for a consuming reader that pins closed position `idx` (lap
+/// `lap`) and walked every record from read_off `from` to its END word or
+/// S: consumes those records and frees the position in one CAS, from
+/// LIVE(lap) with its own pin alone, no hold and read_off `from`, to
+/// PREPARING; then zeroes [0, used) (`used`: past the END word, or S) and
+/// stores FREE(lap). The caller counts the records read and holds no pin
+/// after it. False, changing nothing, when the word is not exactly that
+/// (another pin or hold, a consumer that moved read_off): the caller
+/// consumes and frees as separate steps (its pin still held).
+bool consume_and_free(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t from,
+                      uint64_t used) noexcept;
 /// Called after each sub-buffer switch (slow path): counts it. (Nothing
 /// else: writers never wake readers; wait() polls, see readers.h.)
 inline void note_switch(CpuBuffer& cb) noexcept {

@@ -395,11 +395,12 @@ namespace {
 
 // Moves a LIVE position from exactly word w to PREPARING, zeroes the used
 // part of its sub-buffer [0, used) and frees it. False when the word is no
-// longer w. w has no pins and no holds (free_consumed), or exactly one hold,
-// the caller's own (recycle_overwrite, T2): nobody else can be reading the
-// sub-buffer, and the caller's hold is dropped by this same CAS. The FREE word keeps the lap (ABA
-// protection): only a switcher whose view of the tail is current (it wants
-// lap + 1) can claim it.
+// longer w. w has no pins and no holds (free_consumed), exactly one hold,
+// the caller's own (recycle_overwrite, T2), or exactly one pin and no hold,
+// the consuming reader's own (consume_and_free): nobody else can be reading
+// the sub-buffer, and the caller's hold or pin is dropped by this same CAS. The FREE word keeps the
+// lap (ABA protection): only a switcher whose view of the tail is current (it wants lap + 1) can
+// claim it.
 bool zero_and_free(CpuBuffer& cb, uint64_t idx, uint64_t w, uint64_t used) noexcept {
   std::atomic<uint64_t>& slot = cb.positions[idx];
   if (!slot.compare_exchange_strong(w, make_pw(Phase::preparing, pw_lap(w), 0, 0),
@@ -696,6 +697,11 @@ Recycle free_consumed(CpuBuffer& cb, uint64_t idx, uint64_t lap) noexcept {
   // Fully consumed: everything up to S may be non-zero (END anywhere).
   if (!zero_and_free(cb, idx, w, cb.subbuf_size)) return Recycle::raced;
   return Recycle::recycled;
+}
+
+bool consume_and_free(CpuBuffer& cb, uint64_t idx, uint64_t lap, uint64_t from,
+                      uint64_t used) noexcept {
+  return zero_and_free(cb, idx, make_pw(Phase::live, lap, 1, from), used);
 }
 
 }  // namespace detail

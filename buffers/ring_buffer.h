@@ -45,6 +45,9 @@
 //        ──(overwrite writer, same hold and CAS, holding an EMPTY spare:
 //           "Set aside")───────────────────────────────────────────────▶ PREPARING
 //   LIVE{pins 0, read_off S} ──(anyone: fully consumed)──────────────────▶ PREPARING
+//   LIVE{pins 1, no holds, read_off r}, closed ──(the consuming reader whose
+//        pin that is, having walked every record from r to END or S: it
+//        consumes them and frees in one CAS, consume_and_free)──────────▶ PREPARING
 //   PREPARING(lap) ──(the same party: zero, or swap in the spare;
 //                     release-store)──────────────────────────────────────▶ FREE(lap)
 //   "closed": the tail has left the sub-buffer. Every transition is a CAS on
@@ -85,7 +88,10 @@
 //     entered by a CAS from LIVE with no pin whose only hold is the
 //     recycler's own, taken before its walk found every record committed
 //     (and an END word), or from LIVE with no pin and no hold when fully
-//     consumed (read_off == S); or, set aside, once a walk of it finds every
+//     consumed (read_off == S), or from LIVE with no hold whose only pin is
+//     the consuming reader's own, taken before its walk from read_off found
+//     every record committed up to END or S (the tail has left it, so no
+//     writer can reserve there again); or, set aside, once a walk of it finds every
 //     record committed (and an END word) and walkers[slot] is 0. A stalled writer's zero
 //     header therefore never lets its memory be reused: in overwrite mode the
 //     memory leaves the ring instead (a spare takes its place, "Set aside"),
@@ -102,7 +108,8 @@
 //  I4 Conservation: every reserve attempt ends as exactly one of: a loss
 //     (counted by cause at the failure), a discard (counted by discard()), or
 //     a committed record, which is counted exactly once later: as read (the
-//     reader's CAS that moves read_off over it), as overrun (the recycler's CAS
+//     reader's CAS that moves read_off over it, or that consumes and frees
+//     the sub-buffer it walked), as overrun (the recycler's CAS
 //     LIVE{pins 1, read_off} → PREPARING counts the records after read_off;
 //     a swap counts those committed by then, "Set aside" (X3)), as
 //     lost_set_aside (committed into set-aside memory: counted by the reclaim
@@ -206,7 +213,7 @@
 //  Step::reclaiming force both); a switcher stalled between (S2) and (S3) writes its END
 //  there too (it resolved both sub-buffers before (S2)).
 //  (R) reclaim (a swap that finds no EMPTY spare, stats(), and a reader that
-//      sums the loss counters itself: SubbufReader::settle_set_aside, as the
+//      reads the loss counters itself: SubbufReader::losses, as the
 //      commit into set-aside memory cannot count its own loss): CAS an ASIDE
 //      word to TAKEN, walk from `from`: every data record met there was
 //      committed after (X3), so it is lost: lost_set_aside, counted once

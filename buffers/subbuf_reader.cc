@@ -29,6 +29,17 @@ bool SubbufReader::advance_read_off(uint64_t from, uint64_t to) noexcept {
   }
 }
 
+LossCounts SubbufReader::losses() noexcept {
+  (void)reclaim_set_aside(*cb_);
+  const CpuBuffer& cb = *cb_;
+  return {cb.overrun.load(std::memory_order_relaxed),
+          cb.lost_full.load(std::memory_order_relaxed),
+          cb.lost_busy.load(std::memory_order_relaxed),
+          cb.commit_overrun.load(std::memory_order_relaxed),
+          cb.lost_set_aside.load(std::memory_order_relaxed),
+          cb.lost_too_big.load(std::memory_order_relaxed)};
+}
+
 void SubbufReader::publish() noexcept {
   cb_->read_lap.store(cur_.lap, std::memory_order_relaxed);
   cb_->read_idx.store(cur_.idx, std::memory_order_relaxed);

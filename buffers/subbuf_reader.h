@@ -15,11 +15,18 @@
 //   2. walk its committed records from read_off, calling sink.record() for
 //      each data record; the payload spans point into the ring and are valid
 //      only during the call;
-//   3. CAS read_off forward over what was walked (to S when the sub-buffer
-//      is closed): the records are consumed, counted once in `read`. If the
-//      CAS fails, another consuming reader took them first: sink.rollback()
-//      is called and nothing is counted;
-//   4. unpin; a fully consumed sub-buffer is freed for writers (FREE).
+//   3. a closed sub-buffer walked to its END (or S): one CAS consumes the
+//      records and frees it for writers, dropping the pin (consume_and_free:
+//      from LIVE with this pin alone and read_off where the walk began, to
+//      PREPARING; zeroed; FREE). Otherwise, or when that CAS finds another
+//      pin or a hold, CAS read_off forward over what was walked (to S when
+//      the sub-buffer is closed), unpin, and free it if fully consumed. The
+//      records are counted once in `read`. If the CAS fails, another
+//      consuming reader took them first: sink.rollback() is called and
+//      nothing is counted;
+//   4. step to the next sub-buffer. So a sub-buffer costs its reader two
+//      locked instructions on its position word (the pin, the consume),
+//      a word the writers load when they look for room.
 // The ring keeps its record layout (16-byte header per record); the sink
 // copies each payload once (e.g. into a kernel page). No record is copied
 // out into a reader buffer first.
@@ -38,6 +45,17 @@
 #include "tracepipe/buffers/ring_buffer.h"
 
 namespace tracepipe::buffers {
+
+/// A CPU's loss counters (CpuStats's names), as SubbufReader::losses() read them.
+struct LossCounts {
+  uint64_t overrun = 0, lost_full = 0, lost_busy = 0, commit_overrun = 0, lost_set_aside = 0,
+           lost_too_big = 0;
+  /// The losses counted where a reservation failed or its memory was
+  /// reclaimed (all but overrun, which a recycle counts).
+  uint64_t ring_lost() const noexcept {
+    return lost_full + lost_busy + commit_overrun + lost_set_aside + lost_too_big;
+  }
+};
 
 /// What one SubbufReader::consume() did.
 enum class Taken : uint8_t {
@@ -68,22 +86,22 @@ class SubbufReader {
   uint64_t tail_seq() const noexcept;
   uint64_t read_seq() const noexcept { return cur_.lap * cb_->nr_pos + cur_.idx; }
   uint32_t cpu() const noexcept { return cpu_; }
-  /// The CPU's buffer (its loss counters are read by recorders: call
-  /// settle_set_aside() first).
+  /// The CPU's buffer (for tests; a reader's loss counts come from losses()).
   const detail::CpuBuffer& cpu_buffer() const noexcept { return *cb_; }
-  /// Overwrite buffers: counts the records committed into set-aside
-  /// sub-buffers since they were set aside (ring_buffer.h, "Set aside"), in
-  /// CpuStats::lost_set_aside, and gives those sub-buffers back to the spares
-  /// once every writer in them is done. The ring counts such a record only
-  /// when its memory is reclaimed (its writer's commit is one store and
-  /// cannot tell), which writers do only when no spare is free: a reader that
-  /// sums the loss counters itself, rather than through RingBufferBase::stats(),
-  /// calls this first, or a record whose writer was preempted between reserve
-  /// and commit is counted nowhere. After the last writer is done it makes
-  /// the counters complete. A few loads when nothing is set aside; a walk of
-  /// each set-aside sub-buffer otherwise. Nothing to do in drop-newest mode.
-  /// Lock-free, no allocation; may run beside writers, readers and stats().
-  void settle_set_aside() noexcept { (void)detail::reclaim_set_aside(*cb_); }
+  /// The CPU's loss counters, complete up to now. Overwrite buffers: first
+  /// counts the records committed into set-aside sub-buffers since they
+  /// were set aside (ring_buffer.h, "Set aside"), in lost_set_aside, and
+  /// gives those sub-buffers back to the spares once every writer in them is
+  /// done. The ring counts such a record only when its memory is reclaimed
+  /// (its writer's commit is one store and cannot tell), which writers do
+  /// only when no spare is free, so counters read without this reclaim miss
+  /// a record whose writer was preempted between reserve and commit; one
+  /// call does both, so no reader can forget the first step. Once the last
+  /// writer is done the counts are complete. A few loads when nothing is
+  /// set aside (always in drop-newest mode), plus the counters' cache line;
+  /// a walk of each set-aside sub-buffer otherwise. Lock-free, no
+  /// allocation; may run beside writers, readers and stats().
+  LossCounts losses() noexcept;
 
  private:
   bool advance_read_off(uint64_t from, uint64_t to) noexcept;
@@ -125,6 +143,17 @@ Taken SubbufReader::consume(Sink& sink, bool include_open) {
           ++n;
         });
     const bool done = r.stop != Stop::uncommitted;
+    // A full sub-buffer with no END may still hold the tail (it switches
+    // at its next reservation): not freed until the tail has left.
+    const bool closed = done && !(r.stop == Stop::full && cur_.at_tail(tail()));
+    if (closed && consume_and_free(*cb_, cur_.idx, cur_.lap, from,
+                                   r.stop == Stop::end ? r.off + 4 : r.off)) {  // (3), pin dropped
+      if (n != 0) cb_->read.fetch_add(n, std::memory_order_relaxed);
+      cur_.step(*cb_);
+      publish();
+      if (n != 0) return Taken::records;
+      return open ? Taken::none : Taken::empty;
+    }
     const uint64_t to = done ? S : r.off;
     const bool took = to == from || advance_read_off(from, to);  // (3)
     unpin(*cb_, cur_.idx);                                       // (4)

@@ -49,15 +49,7 @@ struct PendingMark {
   uint64_t count;
 };
 
-// A CPU's loss counters (buffers/stats.h), in one snapshot.
-struct LossCounts {
-  uint64_t overrun = 0, lost_full = 0, lost_busy = 0, commit_overrun = 0, lost_set_aside = 0,
-           lost_too_big = 0;
-  // The losses marked after the tail's sub-buffer (all but overrun).
-  uint64_t ring_lost() const noexcept {
-    return lost_full + lost_busy + commit_overrun + lost_set_aside + lost_too_big;
-  }
-};
+using buffers::LossCounts;
 
 struct CpuState {
   CpuState(const buffers::RingBufferBase& rb, uint32_t cpu, uint32_t page_size,
@@ -91,15 +83,6 @@ void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
 bool writer_may_block() noexcept {
   const ThreadContext* c = tracepipe::detail::tl_context;
   return c == nullptr || (c->nesting() <= 1 && c->in_signal.load(std::memory_order_relaxed) == 0);
-}
-
-LossCounts loss_counts(const buffers::detail::CpuBuffer& cb) noexcept {
-  return {cb.overrun.load(std::memory_order_relaxed),
-          cb.lost_full.load(std::memory_order_relaxed),
-          cb.lost_busy.load(std::memory_order_relaxed),
-          cb.commit_overrun.load(std::memory_order_relaxed),
-          cb.lost_set_aside.load(std::memory_order_relaxed),
-          cb.lost_too_big.load(std::memory_order_relaxed)};
 }
 
 // tracepipe:lost_at_end: closes a CPU's data when events were lost after
@@ -361,11 +344,8 @@ struct Recorder::State {
 
   // Looks at cpu's loss counters: overrun is marked before the next record,
   // the other losses after the tail's sub-buffer as seen now.
-  // Set-aside records first: the ring counts them only when their memory is
-  // reclaimed (SubbufReader::settle_set_aside), else they would reach no one.
   void note_losses(CpuState& c) {
-    c.rd.settle_set_aside();
-    const LossCounts now = loss_counts(c.rd.cpu_buffer());
+    const LossCounts now = c.rd.losses();
     const uint64_t over = now.overrun - c.seen.overrun;
     if (over != 0) {
       c.batch.mark_lost(over);
@@ -434,18 +414,20 @@ struct Recorder::State {
     c.batch.mark_lost(n);
   }
 
+  // What consume() hands each record to: the page batch, and with
+  // sideband events registered (sb), their observer.
   struct Sink {
     PageBatch& b;
     const uint8_t* sb_ids;
     SidebandState* sb;
     [[gnu::always_inline]] void record(uint64_t ts, std::span<const std::byte> p) noexcept {
       b.record(ts, p);
-      if (p.size() >= 2) [[likely]] {
+      if (sb != nullptr && p.size() >= 2) [[likely]] {
         uint16_t id;
         std::memcpy(&id, p.data(), 2);
         if (sb_ids[id] != 0) [[unlikely]] {
           try {
-            if (sb) (void)sb->observe(p);
+            (void)sb->observe(p);
           } catch (...) {
           }
         }
@@ -458,14 +440,24 @@ struct Recorder::State {
   // Returns the sub-buffers taken.
   uint64_t drain(uint32_t cpu, bool all, bool final = false) {
     CpuState& c = *cpus[cpu];
+    // Without sideband events (none registered: sb_ids all 0) the records
+    // go to the batch alone, with no look-up per record.
     Sink sink{c.batch, sb_ids.data(), sideband.get()};
+    Sink plain{c.batch, sb_ids.data(), nullptr};
+    const bool observe = sink.sb != nullptr;
+    // Overwrite: a recycle ahead of the reader counts overrun, marked before
+    // the next record read, so each sub-buffer looks. Drop-newest: a loss is
+    // marked after the tail's sub-buffer as the look saw it, so one look per
+    // drain marks no loss early (at most the drain's length late), and the
+    // counters' line, which dropping writers keep taking, is read once.
+    const bool each = inst.ring().mode() == buffers::OverflowMode::overwrite;
     uint64_t taken = 0;
     for (uint64_t guard = 0; guard < 4ull * c.rd.nr_subbufs() + 16; ++guard) {
-      note_losses(c);
+      if (guard == 0 || each) note_losses(c);
       apply_marks(c);
       if (c.batch.room() < 2) flush(cpu);
       c.batch.checkpoint();
-      const buffers::Taken t = c.rd.consume(sink, all);
+      const buffers::Taken t = observe ? c.rd.consume(sink, all) : c.rd.consume(plain, all);
       if (t == buffers::Taken::none) break;
       ++taken;
       inst.ring().wake_blocked(
@@ -767,7 +759,7 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
     s.cpus.push_back(
         std::make_unique<CpuState>(instance.ring(), cpu, s.page_size, s.opt.batch_pages));
   // Losses from before the recording are not this recording's.
-  for (auto& c : s.cpus) c->seen = loss_counts(c->rd.cpu_buffer());
+  for (auto& c : s.cpus) c->seen = c->rd.losses();
   s.lost_at_end = instance.registry().by_id(kLostAtEndId) == nullptr;
   if (addr) {
     auto sink = std::make_unique<NetSink>(NetSinkOptions{*addr, s.opt.collector_timeout},

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "buffer_test_util.h"
+#include "tracepipe/buffers/subbuf_reader.h"
 
 using namespace tp_buffers_test;
 
@@ -161,4 +162,72 @@ TEST_CASE("readers: wait returns at once when data is there, times out when not"
   CHECK(reader.wait(50, std::chrono::seconds(10)) == WaitResult::ready);
   CHECK(tags(drain(reader)).size() == 13);
   CHECK(rb.stats(0).conserved(13));
+}
+
+// SubbufReader (buffers/subbuf_reader.h, step 3): a closed sub-buffer walked
+// to its END is consumed and freed by one CAS from the reader's own pin; a
+// second pin (another reader, stats()) makes that CAS fail, and the reader
+// then consumes by read_off and leaves the freeing to whoever comes after
+// the last pin, as before.
+TEST_CASE("readers: the sub-buffer reader consumes and frees a closed sub-buffer in one step",
+          "[buffers][readers][subbuf]") {
+  using namespace tracepipe::buffers::detail;
+  DropNewestRingBuffer rb({.cpus = 1, .size_per_cpu = 4 * 256, .subbuf_size = 256});
+  CpuBuffer& cb = rb.cpu_buffer(0);
+  uint64_t written = 0;
+  // 40-byte payloads: 56-byte strides, 4 to a 256-byte sub-buffer.
+  while (tail_idx(load_relaxed(cb.tail.pos)) < 2) {
+    REQUIRE(put(rb, 0, 40, static_cast<uint8_t>(written + 1)));
+    ++written;
+  }
+  struct Count {
+    uint64_t n = 0;
+    std::vector<uint8_t> tags;
+    void record(uint64_t, std::span<const std::byte> p) {
+      ++n;
+      tags.push_back(static_cast<uint8_t>(p[0]));
+    }
+    void rollback() {}
+  } sink;
+  SubbufReader rd(rb, 0);
+  REQUIRE(rd.consume(sink, false) == Taken::records);
+  CHECK(sink.n == 4);
+  uint64_t w = cb.positions[0].load();
+  CHECK(pw_phase(w) == Phase::free);  // freed by the reader itself, lap kept
+  CHECK(pw_lap(w) == 0);
+  CHECK(cb.read.load() == 4);
+  for (uint64_t off = 0; off < 256; off += 4) {  // zeroed for the next lap (I1)
+    INFO("offset " << off);
+    CHECK(load_word(cb.page(0) + off) == 0);
+  }
+
+  // Position 1 pinned by someone else: consumed, not freed under that pin.
+  REQUIRE(pin(cb, 1, 0));
+  REQUIRE(rd.consume(sink, false) == Taken::records);
+  CHECK(sink.n == 8);
+  w = cb.positions[1].load();
+  CHECK(pw_phase(w) == Phase::live);
+  CHECK(pw_pins(w) == 1);
+  CHECK(pw_read_off(w) == 256);
+  CHECK(cb.read.load() == 8);
+  unpin(cb, 1);
+  CHECK(rd.consume(sink, false) == Taken::none);  // the rest is the tail's sub-buffer
+
+  // The writers go on round the ring: the switch frees position 1 (fully
+  // consumed) and every record is accounted for.
+  uint64_t attempts = written;
+  while (written < 20) {
+    ++attempts;
+    if (!put(rb, 0, 40, static_cast<uint8_t>(written + 1))) break;
+    ++written;
+  }
+  while (rd.consume(sink, true) != Taken::none) {
+  }
+  REQUIRE(sink.tags.size() == written);
+  for (size_t i = 0; i < sink.tags.size(); ++i) CHECK(sink.tags[i] == static_cast<uint8_t>(i + 1));
+  const CpuStats s = rb.stats(0);
+  CHECK(s.read == written);
+  CHECK(s.entries == 0);
+  CHECK(s.lost_full == attempts - written);
+  CHECK(s.conserved(attempts));
 }

@@ -617,8 +617,9 @@ TEST_CASE("set aside: the sub-buffer reader reads each position where its memory
 // not through stats(), which reclaims first. The stalled writer's commit
 // into set-aside memory is one store that cannot count its own loss, so
 // until a reclaim that record is read, overrun and lost nowhere: the reader
-// settles the set-aside sub-buffers before it sums.
-TEST_CASE("set aside: a reader summing the raw counters finds the stalled record once it settles",
+// reads them through SubbufReader::losses(), which settles the set-aside
+// sub-buffers first.
+TEST_CASE("set aside: a reader's losses() find the stalled record (the raw counters do not)",
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
@@ -654,10 +655,11 @@ TEST_CASE("set aside: a reader summing the raw counters finds the stalled record
   CHECK(cb.read.load() == sink.n);
   CHECK(cb.lost_set_aside.load() == 0);  // nobody reclaimed yet: a spare was free
   CHECK(summed() == written - 1);        // the stalled record reaches no one
-  rd.settle_set_aside();
+  const LossCounts l = rd.losses();
+  CHECK(l.lost_set_aside == 1);
   CHECK(cb.lost_set_aside.load() == 1);
   CHECK(summed() == written);
-  rd.settle_set_aside();  // counted once
+  CHECK(rd.losses().lost_set_aside == 1);  // counted once
   CHECK(summed() == written);
   CHECK(empty_spares(cb) == cb.nr_spares);  // and the memory is a spare again
   const CpuStats s = rb.stats(0);

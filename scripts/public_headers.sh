@@ -90,13 +90,23 @@ check() {
   if (( n > max_installed )); then
     echo "public_headers: $n installed headers, more than $max_installed" >&2; fail=1
   fi
-  # Each installed header compiles alone, from the installed tree only.
-  for inst in "${installed[@]}"; do
+  # Each installed header compiles alone, from the installed tree only;
+  # TP_JOBS (default: the cores) of them at a time, reported in order.
+  local jobs="${TP_JOBS:-$(nproc)}" i j pids
+  for ((i = 0; i < n; i += jobs)); do
     [[ -n "${TP_HEADERS_NO_COMPILE:-}" ]] && break  # (a quicker look at the other rules)
-    echo "#include <tracepipe/$inst>" > "$tmp/one.cc"
-    if ! "${CXX:-c++}" -std=c++20 -fsyntax-only -I"$tmp/inc" "$tmp/one.cc" 2> "$tmp/err"; then
-      echo "public_headers: tracepipe/$inst does not compile alone:" >&2; head -20 "$tmp/err" >&2; fail=1
-    fi
+    pids=()
+    for ((j = i; j < i + jobs && j < n; ++j)); do
+      echo "#include <tracepipe/${installed[j]}>" > "$tmp/one$j.cc"
+      "${CXX:-c++}" -std=c++20 -fsyntax-only -I"$tmp/inc" "$tmp/one$j.cc" 2> "$tmp/err$j" &
+      pids+=($!)
+    done
+    for ((j = i; j < i + jobs && j < n; ++j)); do
+      if ! wait "${pids[j - i]}"; then
+        echo "public_headers: tracepipe/${installed[j]} does not compile alone:" >&2
+        head -20 "$tmp/err$j" >&2; fail=1
+      fi
+    done
   done
   # Test hooks.
   local hooks

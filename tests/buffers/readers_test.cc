@@ -11,7 +11,7 @@
 using namespace tp_buffers_test;
 
 namespace {
-constexpr RingBufferConfig kSmall{.cpus = 2, .size_per_cpu = 1024, .subbuf_size = 256};
+constexpr RingBufferConfig kReaderRing{.cpus = 2, .size_per_cpu = 1024, .subbuf_size = 256};
 
 std::vector<int> range(int from, int to) {
   std::vector<int> v;
@@ -21,7 +21,7 @@ std::vector<int> range(int from, int to) {
 }  // namespace
 
 TEST_CASE("readers: an unknown cpu is a clear error", "[buffers][readers]") {
-  OverwriteRingBuffer rb(kSmall);
+  OverwriteRingBuffer rb(kReaderRing);
   CHECK_THROWS_AS(ConsumingReader(rb, 2), std::out_of_range);
   CHECK_THROWS_WITH(Iterator(rb, 7), Catch::Contains("cpu 7 >= cpus() 2"));
   rb.pause();
@@ -29,7 +29,7 @@ TEST_CASE("readers: an unknown cpu is a clear error", "[buffers][readers]") {
 }
 
 TEST_CASE("readers: the iterator does not consume", "[buffers][readers][iterator]") {
-  DropNewestRingBuffer rb(kSmall);
+  DropNewestRingBuffer rb(kReaderRing);
   for (int i = 0; i < 10; ++i) REQUIRE(put(rb, 0, 40, static_cast<uint8_t>(i)));
   Iterator it(rb, 0);
   CHECK(tags(drain(it)) == range(0, 10));
@@ -53,7 +53,7 @@ TEST_CASE("readers: the iterator does not consume", "[buffers][readers][iterator
 
 TEST_CASE("readers: the iterator starts at the oldest surviving sub-buffer",
           "[buffers][readers][iterator]") {
-  OverwriteRingBuffer rb(kSmall);
+  OverwriteRingBuffer rb(kReaderRing);
   for (int i = 0; i < 100; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   Iterator it(rb, 0);
   CHECK(tags(drain(it)) == range(84, 100));
@@ -62,7 +62,7 @@ TEST_CASE("readers: the iterator starts at the oldest surviving sub-buffer",
 
 TEST_CASE("readers: snapshot of a paused overwrite buffer, oldest and newest first",
           "[buffers][readers][snapshot]") {
-  OverwriteRingBuffer rb(kSmall);
+  OverwriteRingBuffer rb(kReaderRing);
   for (int i = 0; i < 100; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   CHECK_FALSE(Snapshot::take(rb, 0));  // not paused
   rb.pause();
@@ -96,7 +96,7 @@ TEST_CASE("readers: snapshot of a paused overwrite buffer, oldest and newest fir
 }
 
 TEST_CASE("readers: a snapshot skips what a pending record hides", "[buffers][readers][snapshot]") {
-  DropNewestRingBuffer rb(kSmall);
+  DropNewestRingBuffer rb(kReaderRing);
   Reservation pending = rb.reserve(0, 48);
   for (int i = 0; i < 5; ++i) REQUIRE(put(rb, 0, 48, static_cast<uint8_t>(i)));
   rb.pause();
@@ -113,7 +113,7 @@ TEST_CASE("readers: a snapshot skips what a pending record hides", "[buffers][re
 }
 
 TEST_CASE("readers: merge of all CPUs by time stamp", "[buffers][readers][merge]") {
-  RingBuffer<OverflowMode::drop_newest, FunctionClock> rb(kSmall, &fake_clock);
+  RingBuffer<OverflowMode::drop_newest, FunctionClock> rb(kReaderRing, &fake_clock);
   auto at = [&](uint64_t t, uint32_t cpu, uint8_t tag) {
     g_fake_now = t;
     REQUIRE(put(rb, cpu, 16, tag));
@@ -149,7 +149,7 @@ TEST_CASE("readers: merge of all CPUs by time stamp", "[buffers][readers][merge]
 
 TEST_CASE("readers: wait returns at once when data is there, times out when not",
           "[buffers][readers][wait]") {
-  DropNewestRingBuffer rb(kSmall);
+  DropNewestRingBuffer rb(kReaderRing);
   ConsumingReader reader(rb, 0);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(reader.wait(0, std::chrono::milliseconds(5)) == WaitResult::timeout);

@@ -62,13 +62,13 @@ RingBufferConfig config_for_all_cpus(size_t size, size_t subbuf) {
 }
 
 // Runs nest->at_step once, at the first outer occurrence of nest->step.
-struct Nest {
+struct RseqNest {
   Step step = Step::clocked;
   std::function<void()> fn;
   int depth = 0;
 };
-struct TestHooks {
-  Nest* nest = nullptr;
+struct RseqTestHooks {
+  RseqNest* nest = nullptr;
   void operator()(Step s, uint32_t) const noexcept {
     if (nest == nullptr || !nest->fn || nest->depth != 0 || s != nest->step) return;
     ++nest->depth;
@@ -133,9 +133,9 @@ TEST_CASE(
     "[buffers][rseq]") {
   require_rseq();
   REQUIRE(pin_to(0));
-  Nest nest;
-  LocalRB<OverflowMode::overwrite, TestHooks> rb(config_for_all_cpus(4096, 256), &fake_clock,
-                                                 TestHooks{&nest});
+  RseqNest nest;
+  LocalRB<OverflowMode::overwrite, RseqTestHooks> rb(config_for_all_cpus(4096, 256), &fake_clock,
+                                                     RseqTestHooks{&nest});
   g_fake_now = 1000;
   // Nested at (B): the outer section's compare fails, it retries after the nested record.
   nest.step = Step::clocked;
@@ -420,17 +420,17 @@ uint64_t checksum(uint32_t w, uint32_t s) {
   return (uint64_t{w} << 32 | s) * 0x9E3779B97F4A7C15ull;
 }
 
-LocalRB<OverflowMode::drop_newest>* g_rb = nullptr;
+LocalRB<OverflowMode::drop_newest>* g_signal_rb = nullptr;
 std::atomic<uint32_t> g_sig_seq{0};
 std::atomic<uint64_t> g_sig_written{0}, g_sig_failed{0};
 constexpr uint32_t kSigWriter = 0xffff;
 
-void on_signal(int) {
-  if (g_rb == nullptr) return;
+void on_rseq_signal(int) {
+  if (g_signal_rb == nullptr) return;
   const uint32_t s = g_sig_seq.fetch_add(1);
   Rec r{kSigWriter, s, checksum(kSigWriter, s), {}};
   std::memset(r.fill, static_cast<int>(s & 0xff), sizeof r.fill);
-  if (g_rb->write(0, std::as_bytes(std::span(&r, 1))))
+  if (g_signal_rb->write(0, std::as_bytes(std::span(&r, 1))))
     g_sig_written.fetch_add(1);
   else
     g_sig_failed.fetch_add(1);
@@ -444,10 +444,10 @@ TEST_CASE(
     "[buffers][rseq][concurrency]") {
   require_rseq();
   LocalRB<OverflowMode::drop_newest> rb(config_for_all_cpus(256 * 1024, 1024));
-  g_rb = &rb;
+  g_signal_rb = &rb;
   struct sigaction sa {
   }, old{};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = on_rseq_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR2, &sa, &old);
@@ -515,7 +515,7 @@ TEST_CASE(
     consume();
   }
   for (auto& t : writers) t.join();
-  g_rb = nullptr;
+  g_signal_rb = nullptr;
   sigaction(SIGUSR2, &old, nullptr);
   consume();
 

@@ -45,7 +45,7 @@ struct StallHooks {
 using StallRB = RingBuffer<OverflowMode::overwrite, FunctionClock, StallHooks>;
 
 // 4 data sub-buffers + 1 of 256 bytes, 8 spares; 48-byte records: 4 per sub-buffer.
-constexpr RingBufferConfig kRing{.cpus = 1, .size_per_cpu = 1024, .subbuf_size = 256};
+constexpr RingBufferConfig kSetAsideRing{.cpus = 1, .size_per_cpu = 1024, .subbuf_size = 256};
 constexpr uint32_t kLen = 48;
 
 // Writes `n` records with tags 1, 2, ... (mod 250) and a rising clock.
@@ -99,7 +99,7 @@ TEST_CASE("set aside: a writer stalled at Step::reserved costs only its own reco
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
   CpuBuffer& cb = rb.cpu_buffer(0);
   int tag = 0;
   REQUIRE(write_n(rb, 2, tag) == 2);   // the stalled record is the third of its sub-buffer
@@ -135,7 +135,7 @@ TEST_CASE("set aside: the stalled writer discards instead: counted discarded, no
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
   int tag = 0;
   REQUIRE(write_n(rb, 1, tag) == 1);
   nested = [&] { CHECK(write_n(rb, 60, tag) == 60); };
@@ -165,7 +165,7 @@ TEST_CASE("set aside: the swap's walk meets a record its writer is discarding",
   INFO("laps run at step " << static_cast<int>(at));
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{at, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{at, &nested, &in_nested});
   int tag = 0;
   REQUIRE(write_n(rb, 1, tag) == 1);
   g_fake_now.fetch_add(1);
@@ -193,7 +193,7 @@ TEST_CASE(
     "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::reserving, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::reserving, &nested, &in_nested});
   int tag = 0;
   REQUIRE(write_n(rb, 1, tag) == 1);
   nested = [&] { CHECK(write_n(rb, 80, tag) == 80); };
@@ -220,7 +220,7 @@ TEST_CASE(
     "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::switched, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::switched, &nested, &in_nested});
   int tag = 0;
   // 3 records of 64 bytes in position 0 (192 of 256 bytes): the 4th does not
   // fit, so its writer switches and must close position 0 with an END at 192.
@@ -253,7 +253,7 @@ TEST_CASE("set aside: a fast-path writer whose view went stale before (C) resolv
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::clocked, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::clocked, &nested, &in_nested});
   CpuBuffer& cb = rb.cpu_buffer(0);
   int tag = 0;
   // A record held pending in position 0, so that the laps below swap it.
@@ -278,7 +278,7 @@ TEST_CASE("set aside: a fast-path writer whose view went stale before (C) resolv
 
 TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook",
           "[buffers][overwrite][set_aside]") {
-  OverwriteRingBuffer rb(kRing, &fake_clock);
+  OverwriteRingBuffer rb(kSetAsideRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   const uint32_t full = rb.max_payload();
   REQUIRE(put(rb, 0, 32, 1));
@@ -362,7 +362,7 @@ TEST_CASE("set aside: races at the swap's CAS (X2), forced with the swap hook",
 // walkers[slot], until it runs again and finds its hold absorbed (T4).
 TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbour is dropped",
           "[buffers][overwrite][set_aside][takeover]") {
-  OverwriteRingBuffer rb(kRing, &fake_clock);
+  OverwriteRingBuffer rb(kSetAsideRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   g_stalled = Stalled{&rb};
   for (int i = 0; i < 4; ++i, ++g_stalled.written)
@@ -416,7 +416,7 @@ TEST_CASE("takeover: a recycler stalled in its walk is taken over and no neighbo
 // fails, its spare goes back EMPTY, its hold is given back through walkers.
 TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over",
           "[buffers][overwrite][set_aside][takeover]") {
-  OverwriteRingBuffer rb(kRing, &fake_clock);
+  OverwriteRingBuffer rb(kSetAsideRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   g_stalled = Stalled{&rb};
   REQUIRE(put(rb, 0, kLen, 1));
@@ -457,7 +457,7 @@ TEST_CASE("takeover: a recycler stalled before its swap's CAS (X2) is taken over
 
 TEST_CASE("set aside: more stalled writers than spares: the rest drop as before, then all recover",
           "[buffers][overwrite][set_aside]") {
-  OverwriteRingBuffer rb(kRing, &fake_clock);
+  OverwriteRingBuffer rb(kSetAsideRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   const uint32_t n = cb.nr_spares + 2;
   std::vector<Reservation> held;
@@ -562,7 +562,7 @@ TEST_CASE("set aside stress: 12 writers on one CPU buffer yield between reserve 
 // ring's records are, and never the set-aside memory.
 TEST_CASE("set aside: the sub-buffer reader reads each position where its memory is now",
           "[buffers][overwrite][set_aside]") {
-  OverwriteRingBuffer rb(kRing, &fake_clock);
+  OverwriteRingBuffer rb(kSetAsideRing, &fake_clock);
   CpuBuffer& cb = rb.cpu_buffer(0);
   Reservation stalled = rb.reserve(0, kLen);  // the first record of position 0
   REQUIRE(stalled);
@@ -623,7 +623,7 @@ TEST_CASE("set aside: a reader's losses() find the stalled record (the raw count
           "[buffers][overwrite][set_aside]") {
   std::function<void()> nested;
   bool in_nested = false;
-  StallRB rb(kRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
+  StallRB rb(kSetAsideRing, &fake_clock, StallHooks{Step::reserved, &nested, &in_nested});
   int tag = 0;
   REQUIRE(write_n(rb, 2, tag) == 2);
   constexpr int kNested = 3 * 5 * 4;  // 3 laps while the writer is stalled

@@ -19,9 +19,9 @@ using namespace tracepipe::buffers;
 
 namespace {
 #if defined(TRACEPIPE_SANITIZED)
-constexpr int kIterations = 5000;
+constexpr int kStressIterations = 5000;
 #else
-constexpr int kIterations = 100000;
+constexpr int kStressIterations = 100000;
 #endif
 }  // namespace
 
@@ -37,7 +37,7 @@ TEST_CASE("temp buffer stress: one holder per slot, every busy claim counted",
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(t);
-      for (int i = 0; i < kIterations; ++i) {
+      for (int i = 0; i < kStressIterations; ++i) {
         const uint32_t cpu = rng() % kCpus;
         const uint32_t len = 1 + rng() % tb.capacity();
         StagedRecord h = tb.try_claim(cpu, len);
@@ -62,7 +62,7 @@ TEST_CASE("temp buffer stress: one holder per slot, every busy claim counted",
   for (auto& th : threads) th.join();
   CHECK(violations == 0);
   CHECK(corrupted == 0);
-  CHECK(claims + busy == uint64_t{kThreads} * kIterations);
+  CHECK(claims + busy == uint64_t{kThreads} * kStressIterations);
   CHECK(tb.stats(0).busy_fallbacks + tb.stats(1).busy_fallbacks == busy);
   for (uint32_t c = 0; c < kCpus; ++c) CHECK_FALSE(tb.busy_for_testing(c));
 }
@@ -73,7 +73,7 @@ TEST_CASE("temp buffer stress: per-thread slots never collide", "[buffers][temp]
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < kIterations; ++i) {
+      for (int i = 0; i < kStressIterations; ++i) {
         StagedRecord h = tb.try_claim(0, 64 + i % 900);
         if (!h) {
           failed.fetch_add(1);
@@ -149,11 +149,11 @@ TEST_CASE(
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(t);
-      for (int i = 0; i < kIterations; ++i) {
+      for (int i = 0; i < kStressIterations; ++i) {
         // A loaded machine may start the signaller after the claims are
         // done: halfway, wait for a handler to run (on any of the threads;
         // the signaller takes them in turn until stop, so this ends).
-        if (i == kIterations / 2) {
+        if (i == kStressIterations / 2) {
           const uint64_t h0 = g_handler_claims.load() + g_handler_busy.load();
           while (g_handler_claims.load() + g_handler_busy.load() == h0) std::this_thread::yield();
         }
@@ -180,7 +180,7 @@ TEST_CASE(
   CHECK(g_handler_violations == 0);
   CHECK(g_handler_claims + g_handler_busy >
         0);  // the handlers did run (the midpoint wait makes this hold)
-  CHECK(claims + busy == uint64_t{4} * kIterations);
+  CHECK(claims + busy == uint64_t{4} * kStressIterations);
   uint64_t counted = 0;
   for (uint32_t c = 0; c < cpus; ++c) {
     counted += tb.stats(c).busy_fallbacks;

@@ -13,7 +13,7 @@ using namespace tracepipe::filters;
 
 namespace {
 
-std::string unescape(std::string_view s) {
+std::string kernel_unescape(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 1 < s.size()) {
@@ -26,7 +26,7 @@ std::string unescape(std::string_view s) {
   return out;
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
+std::vector<std::string> split_kernel_tabs(const std::string& line) {
   std::vector<std::string> cols;
   std::string cur;
   for (char c : line) {
@@ -41,7 +41,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return cols;
 }
 
-std::string errno_name(int e) {
+std::string kernel_errno_name(int e) {
   static const std::map<int, std::string> names = {{EINVAL, "EINVAL"},
                                                    {EPERM, "EPERM"},
                                                    {ENOENT, "ENOENT"},
@@ -71,9 +71,9 @@ TEST_CASE(
   int cases = 0, matched = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    const auto col = split_tabs(line);
+    const auto col = split_kernel_tabs(line);
     REQUIRE(col.size() >= 8);
-    const std::string event = col[0], expr = unescape(col[1]);
+    const std::string event = col[0], expr = kernel_unescape(col[1]);
     const auto fields = tp_test::kernel_fields(event);
     const CompileResult r = compile(expr, fields, reference_vm());
     ++cases;
@@ -83,13 +83,13 @@ TEST_CASE(
     const FilterError& e = r.error();
     CHECK(std::string(e.message()) == col[4]);
     CHECK(std::to_string(e.caret()) == col[5]);
-    CHECK(errno_name(e.errno_value()) == col[3]);
+    CHECK(kernel_errno_name(e.errno_value()) == col[3]);
     // error_log entry without its "[ timestamp] " prefix.
-    std::string log = unescape(col[6]);
+    std::string log = kernel_unescape(col[6]);
     log = log.substr(log.find("] ") + 2) + "\n";
     CHECK(e.render(expr) == log);
     if (std::string(e.message()) == col[4] && std::to_string(e.caret()) == col[5] &&
-        errno_name(e.errno_value()) == col[3] && e.render(expr) == log)
+        kernel_errno_name(e.errno_value()) == col[3] && e.render(expr) == log)
       ++matched;
   }
   CHECK(cases == 60);
@@ -111,7 +111,7 @@ TEST_CASE("kernel errors: every accepted expression of index.tsv compiles", "[fi
   };
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    const auto col = split_tabs(line);
+    const auto col = split_kernel_tabs(line);
     std::string id = col[0];
     std::string expr = tp_test::read_file(root / id / "expr.txt");
     if (!expr.empty() && expr.back() == '\n') expr.pop_back();

@@ -28,7 +28,7 @@ using namespace tracepipe::filters;
 
 namespace {
 
-struct F {
+struct FieldSpec {
   const char* type;
   const char* name;
   uint32_t off, size;
@@ -37,8 +37,8 @@ struct F {
 
 constexpr uint32_t kRecSize = 96;
 
-const std::vector<F>& fields_spec() {
-  static const std::vector<F> fs = {
+const std::vector<FieldSpec>& fields_spec() {
+  static const std::vector<FieldSpec> fs = {
       {"unsigned short", "common_type", 0, 2, false},
       {"unsigned char", "common_flags", 2, 1, false},
       {"unsigned char", "common_preempt_count", 3, 1, false},
@@ -70,7 +70,7 @@ const std::vector<F>& fields_spec() {
 
 std::vector<FieldDesc> make_fields() {
   std::vector<FieldDesc> v;
-  for (const F& f : fields_spec())
+  for (const FieldSpec& f : fields_spec())
     v.push_back(make_field(f.type, f.name, f.off, f.size, f.is_signed));
   return v;
 }
@@ -85,7 +85,7 @@ int64_t sx(uint64_t x, unsigned bits) {
 
 // The kernel's literal: kstrtoll (signed field) or kstrtoull (unsigned), base 0.
 // kstrto* refuse a leading '-' for unsigned, overflow, and trailing junk.
-bool kernel_literal(const F& f, const std::string& s, uint64_t& out) {
+bool kernel_literal(const FieldSpec& f, const std::string& s, uint64_t& out) {
   errno = 0;
   char* end = nullptr;
   if (f.is_signed) {
@@ -101,7 +101,8 @@ bool kernel_literal(const F& f, const std::string& s, uint64_t& out) {
   return true;
 }
 
-bool model(const F& f, const std::string& op, uint64_t field_bits, uint64_t lit_raw) {
+bool kernel_model(const FieldSpec& f, const std::string& op, uint64_t field_bits,
+                  uint64_t lit_raw) {
   const unsigned bits = f.size * 8;
   const uint64_t m = mask_of(f.size);
   const uint64_t fu = field_bits & m, lu = lit_raw & m;
@@ -160,7 +161,7 @@ std::vector<std::string> literal_texts() {
   return out;
 }
 
-std::vector<uint64_t> field_values(const F& f, uint64_t lit_raw, std::mt19937_64& rng) {
+std::vector<uint64_t> field_values(const FieldSpec& f, uint64_t lit_raw, std::mt19937_64& rng) {
   const uint64_t m = mask_of(f.size);
   const uint64_t sign = uint64_t{1} << (8 * f.size - 1);
   std::vector<uint64_t> v = {0,
@@ -208,7 +209,7 @@ struct Tally {
   uint64_t programs = 0, checks = 0, refused = 0, mismatches = 0, parse_disagree = 0;
 };
 
-void check_program(const F& f, const std::string& expr, const Ast* ast, const Program& prog,
+void check_program(const FieldSpec& f, const std::string& expr, const Ast* ast, const Program& prog,
                    const std::string& op, uint64_t lit_raw, bool inverts,
                    const std::vector<uint64_t>& vals, std::mt19937_64& rng, Tally& t) {
   std::vector<std::byte> rec(kRecSize);
@@ -219,7 +220,7 @@ void check_program(const F& f, const std::string& expr, const Ast* ast, const Pr
       rec[rng() % kRecSize] = static_cast<std::byte>(rng());  // and change now and then
     std::memcpy(rec.data() + f.off, &v, f.size);
     const std::span<const std::byte> s(rec);
-    const bool want = model(f, op, v, lit_raw) != inverts;
+    const bool want = kernel_model(f, op, v, lit_raw) != inverts;
     const bool got = prog.match(s);
     const bool lazy = prog.match_lazy(s, [] { return EvalContext{}; });
     const bool ref = ast ? reference_match(*ast, prog, s, {}) : want;
@@ -245,7 +246,7 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
   const auto lits = literal_texts();
   std::mt19937_64 rng(0x5eed);
   Tally t;
-  for (const F& f : fields_spec()) {
+  for (const FieldSpec& f : fields_spec()) {
     for (const std::string& lit : lits) {
       uint64_t lit_raw = 0;
       const bool kernel_ok = kernel_literal(f, lit, lit_raw);
@@ -290,7 +291,7 @@ TEST_CASE("single lane diff: every width, signedness, operator, sense and edge l
 
 // Every operator, plain and negated, of `f` against the literal `ls`, on
 // every value in `all`.
-static void check_every_operator(const F& f, const std::vector<FieldDesc>& fields,
+static void check_every_operator(const FieldSpec& f, const std::vector<FieldDesc>& fields,
                                  const CompileOptions& opt, const std::string& ls, uint64_t lit_raw,
                                  const std::vector<uint64_t>& all, std::mt19937_64& rng, Tally& t) {
   for (const char* op : kOps)
@@ -316,7 +317,7 @@ TEST_CASE("single lane diff: 1-byte fields, every literal in [-300, 300] x every
   Tally t;
   std::vector<uint64_t> all(256);
   for (uint64_t i = 0; i < 256; ++i) all[i] = i;
-  for (const F& f : fields_spec()) {
+  for (const FieldSpec& f : fields_spec()) {
     if (f.size != 1 || f.off < 8) continue;
     for (int lit = -300; lit <= 300; ++lit) {
       const std::string ls = std::to_string(lit);
@@ -339,7 +340,7 @@ TEST_CASE("single lane diff: 2-byte fields, every value for edge literals",
   for (uint64_t i = 0; i < 65536; ++i) all[i] = i;
   const char* lits[] = {"0",      "1",     "-1",    "32767",  "32768", "-32768",
                         "-32769", "65535", "65536", "0x7ffe", "-32767"};
-  for (const F& f : fields_spec()) {
+  for (const FieldSpec& f : fields_spec()) {
     if (f.size != 2 || (f.name != std::string("a_s16") && f.name != std::string("a_u16"))) continue;
     for (const char* ls : lits) {
       uint64_t lit_raw = 0;

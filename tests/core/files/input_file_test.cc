@@ -26,14 +26,14 @@ using tracepipe::require_regular_file;
 
 // A temp directory removed at the end; SIGALRM (default action: terminate)
 // ends the test run if something blocks.
-struct Scratch {
+struct InputScratch {
   fs::path dir;
-  Scratch() {
+  InputScratch() {
     dir = fs::temp_directory_path() / ("tp_input_file_" + std::to_string(getpid()));
     fs::create_directories(dir);
     alarm(60);
   }
-  ~Scratch() {
+  ~InputScratch() {
     alarm(0);
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -76,7 +76,7 @@ std::string input_error(const fs::path& p, uint64_t max) {
 
 TEST_CASE("load_config: a FIFO, a device or a directory is refused without blocking",
           "[tools][config]") {
-  Scratch s;
+  InputScratch s;
   const fs::path fifo = s.fifo();
   // With a blocking open this would wait forever for a writer.
   CHECK(config_error(fifo) == fifo.string() + ": not a regular file (a FIFO)");
@@ -88,7 +88,7 @@ TEST_CASE("load_config: a FIFO, a device or a directory is refused without block
 }
 
 TEST_CASE("load_config: a file over 64 MiB is refused, naming the limit", "[tools][config]") {
-  Scratch s;
+  InputScratch s;
   const fs::path big = s.sparse("big.toml", (uint64_t{64} << 20) + 1);
   CHECK(config_error(big) ==
         big.string() + ": 67108865 bytes is over the limit of 64 MiB for a config file");
@@ -106,7 +106,7 @@ TEST_CASE("load_config: a file over 64 MiB is refused, naming the limit", "[tool
 
 TEST_CASE("read_regular_file: FIFOs and devices refused, the limit named, content exact",
           "[tools][input]") {
-  Scratch s;
+  InputScratch s;
   const fs::path fifo = s.fifo();
   CHECK(input_error(fifo, 1 << 20) == fifo.string() + ": not a regular file (a FIFO)");
   CHECK(input_error("/dev/zero", 1 << 20) == "/dev/zero: not a regular file (a character device)");

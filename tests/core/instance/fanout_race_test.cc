@@ -27,7 +27,7 @@ namespace {
 
 using Fan = EventDecl<"tpbreak", "fan", Int<"value", uint32_t>, Int<"seq", uint32_t>>;
 
-void pin(uint32_t cpu) {
+void pin_to_cpu(uint32_t cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu % static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)), &set);
@@ -57,7 +57,7 @@ TEST_CASE("fan-out: counts stay exact while other instances churn", "[fanout][br
   std::vector<std::thread> writers;
   for (uint32_t t = 0; t < 2; ++t)
     writers.emplace_back([&, t] {
-      pin(t);
+      pin_to_cpu(t);
       prepare_thread();
       for (uint32_t i = 0; i < kPerThread; ++i) {
         // On a loaded 2-CPU machine the writers can finish before the control
@@ -223,7 +223,7 @@ TEST_CASE("pause: every writer on both CPUs stops while a reader races, counts c
     std::vector<std::thread> writers;
     for (uint32_t t = 0; t < 2; ++t)
       writers.emplace_back([&, t] {
-        pin(t);
+        pin_to_cpu(t);
         prepare_thread();
         for (uint32_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
           const uint64_t g = gen.load(std::memory_order_seq_cst);

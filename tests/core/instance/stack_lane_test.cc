@@ -251,17 +251,17 @@ struct CountingInt : Int<Name, T> {
     Int<Name, T>::put(rec, off, dyn, v);
   }
 };
-enum class Mode : uint32_t { idle = 0, busy = 7, gone = 0xfffffff0u };
+enum class LaneMode : uint32_t { idle = 0, busy = 7, gone = 0xfffffff0u };
 // lo 8, pid 12 (chunk 1); hi 16, mode 20 (chunk 2); big 24 (chunk 3); comm 32.
 using Signed = EventDecl<"tplane", "signed", CountingInt<"lo", uint16_t>, Int<"pid", int32_t>,
-                         CountingInt<"hi", uint16_t>, Int<"mode", Mode>,
+                         CountingInt<"hi", uint16_t>, Int<"mode", LaneMode>,
                          CountingInt<"big", int64_t>, Chars<"comm", 16>>;
 static_assert(Signed::offsets[1] == 12 && Signed::offsets[3] == 20 && Signed::offsets[4] == 24);
 
-void trace_signed(int32_t pid, Mode m) {
+void trace_signed(int32_t pid, LaneMode m) {
   TRACEPIPE_TRACE(Signed, uint16_t{1}, pid, uint16_t{2}, m, int64_t{pid} * 3, "comm");
 }
-void emit_signed(Instance& inst, int32_t pid, Mode m) {
+void emit_signed(Instance& inst, int32_t pid, LaneMode m) {
   (void)Signed::emit(inst, uint16_t{1}, pid, uint16_t{2}, m, int64_t{pid} * 3, "comm");
 }
 
@@ -274,7 +274,7 @@ TEST_CASE(
   // around the sign bit and both ends of the range.
   const std::vector<int32_t> pids = {
       0, 1, -1, 2, -2, 100, -100, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
-  const std::vector<Mode> modes = {Mode::idle, Mode::busy, Mode::gone};
+  const std::vector<LaneMode> modes = {LaneMode::idle, LaneMode::busy, LaneMode::gone};
   const std::vector<std::string> filters = {
       "pid < 0",     "pid >= 0",          "pid == -1",         "pid != 2",
       "pid <= -100", "pid > 1",           "mode == 7",         "mode > 7",
@@ -288,11 +288,11 @@ TEST_CASE(
       REQUIRE(lane.set_filter(Signed::desc(), f).ok());
       REQUIRE(slot.set_filter(Signed::desc(), f).ok());
       for (int32_t p : pids)
-        for (Mode m : modes) emit_signed(slot, p, m);
+        for (LaneMode m : modes) emit_signed(slot, p, m);
       slot.enable(Signed::desc(), false);
       uint64_t rejected_puts = 0;
       for (int32_t p : pids)
-        for (Mode m : modes) {
+        for (LaneMode m : modes) {
           const uint64_t before_kept = lane.event_stats(Signed::desc()).kept;
           const uint32_t puts = g_puts.load();
           trace_signed(p, m);
@@ -322,14 +322,14 @@ TEST_CASE(
   SECTION("an 8-byte field: the record is built and filtered") {
     REQUIRE(inst.set_filter(Signed::desc(), "big < 0").ok());
     const uint32_t puts = g_puts.load();
-    trace_signed(5, Mode::idle);
+    trace_signed(5, LaneMode::idle);
     CHECK(g_puts.load() > puts);
     CHECK(inst.event_stats(Signed::desc()).discarded == 1);
   }
   SECTION("two compares: the record is built and filtered") {
     REQUIRE(inst.set_filter(Signed::desc(), "pid < 0 && mode == 7").ok());
     const uint32_t puts = g_puts.load();
-    trace_signed(5, Mode::busy);
+    trace_signed(5, LaneMode::busy);
     CHECK(g_puts.load() > puts);
     CHECK(inst.event_stats(Signed::desc()).discarded == 1);
   }
@@ -338,8 +338,8 @@ TEST_CASE(
     other.enable(Signed::desc());
     REQUIRE(inst.set_filter(Signed::desc(), "pid < 0").ok());
     REQUIRE(other.set_filter(Signed::desc(), "pid >= 0").ok());
-    trace_signed(5, Mode::busy);
-    trace_signed(-5, Mode::busy);
+    trace_signed(5, LaneMode::busy);
+    trace_signed(-5, LaneMode::busy);
     CHECK(inst.event_stats(Signed::desc()).kept == 1);
     CHECK(inst.event_stats(Signed::desc()).discarded == 1);
     CHECK(other.event_stats(Signed::desc()).kept == 1);
@@ -354,8 +354,8 @@ TEST_CASE(
     REQUIRE(inst.set_filter(Signed::desc(), "pid < 0").ok());
     inst.soft_mode(Signed::desc(), true);
     inst.enable(Signed::desc(), false);
-    trace_signed(5, Mode::idle);
-    trace_signed(-5, Mode::idle);
+    trace_signed(5, LaneMode::idle);
+    trace_signed(-5, LaneMode::idle);
     const EventStats s = inst.event_stats(Signed::desc());
     CHECK(s.discarded == 2);
     CHECK(s.soft_discarded == 2);

@@ -60,16 +60,16 @@ char pad_of(uint32_t value, uint32_t tag) {
   TRACEPIPE_TRACE(Claimed, value, tag, check_of(value, tag), std::string_view(pad, kPad));
 }
 
-uint32_t online_cpus() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
+uint32_t online_cpu_count() { return static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)); }
 
 std::atomic<uint32_t> g_handler_seq{0};
 std::atomic<uint64_t> g_handled{0};
-thread_local int t_depth = 0;
+thread_local int t_core_depth = 0;
 
 void trace_in_handler(int sig) {
   const int saved = errno;
-  if (t_depth < 3) {
-    ++t_depth;
+  if (t_core_depth < 3) {
+    ++t_core_depth;
     {
       SignalScope scope;
       const uint32_t v =
@@ -77,9 +77,9 @@ void trace_in_handler(int sig) {
       trace_one(v, kHandlerTag);
       g_handled.fetch_add(1, std::memory_order_relaxed);
     }
-    if (t_depth == 1 && (g_handler_seq.load(std::memory_order_relaxed) % 4) == 0)
+    if (t_core_depth == 1 && (g_handler_seq.load(std::memory_order_relaxed) % 4) == 0)
       raise(sig);  // nest
-    --t_depth;
+    --t_core_depth;
   }
   errno = saved;
 }
@@ -135,7 +135,7 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
   std::atomic<bool> writers_done{false};
   std::thread flipper([&] {
     std::mt19937 rng(11);
-    const uint32_t n = online_cpus();
+    const uint32_t n = online_cpu_count();
     while (!writers_done.load()) {
       for (pthread_t th : handles) {
         const uint32_t pick = rng() % (n + 1);
@@ -243,7 +243,7 @@ void storm_and_check(uint32_t nthreads, uint32_t iters) {
 
 TEST_CASE("per-CPU staging: records stay whole and counts exact under migration and signal storms",
           "[staging][core][breakit]") {
-  storm_and_check(3 * online_cpus() + 1, 20000);
+  storm_and_check(3 * online_cpu_count() + 1, 20000);
 }
 
 // Run only in a child started by the next test (GLIBC_TUNABLES disables rseq).
@@ -262,7 +262,7 @@ TEST_CASE("per-CPU staging without rseq: the claim is the locked exchange and st
   buffers::TempBuffer tb(
       buffers::TempBufferConfig{.cpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF))});
   CHECK(tb.writers() == buffers::Writers::any_cpu);
-  for (uint32_t c = 0; c < online_cpus() && c < 4; ++c) {
+  for (uint32_t c = 0; c < online_cpu_count() && c < 4; ++c) {
     tp_test::PinToCpu pin(c);
     REQUIRE(pin.ok());
     const buffers::StagedRecord h = tb.try_claim_local(16);
@@ -274,7 +274,7 @@ TEST_CASE("per-CPU staging without rseq: the claim is the locked exchange and st
     CHECK_FALSE(tb.busy_for_testing(c));
   }
   CHECK(tb.bad_cpu_fallbacks() == 0);
-  storm_and_check(2 * online_cpus() + 1, 10000);
+  storm_and_check(2 * online_cpu_count() + 1, 10000);
 }
 
 TEST_CASE(

@@ -13,7 +13,7 @@ using namespace tracepipe::replay;
 
 namespace {
 
-const EventRow* row(const ReplayResult& r, std::string_view name) {
+const EventRow* hackbench_row(const ReplayResult& r, std::string_view name) {
   for (const EventRow& e : r.events)
     if (e.name == name) return &e;
   return nullptr;
@@ -51,7 +51,7 @@ TEST_CASE("replay hackbench: per-event counts of the capture, nothing lost",
   CHECK(r.events.size() == readme.size());
   for (const auto& [name, n] : readme) {
     INFO(name);
-    const EventRow* e = row(r, name);
+    const EventRow* e = hackbench_row(r, name);
     REQUIRE(e != nullptr);
     CHECK(e->counts.replayed == n);
     CHECK(e->counts.kept == n);  // no filter: everything kept
@@ -92,11 +92,11 @@ TEST_CASE("replay hackbench: filters keep what the records say, through -o",
   o.output = out.path;
   o.progress = ProgressMode::off;
   const ReplayResult r = run_replay(o);
-  CHECK(row(r, "kmem:kmalloc")->counts.kept == km_big);
-  CHECK(row(r, "sched:sched_switch")->counts.kept == sw_idle + sw_hack);
-  CHECK(row(r, "raw_syscalls:sys_exit")->counts.kept == exit_neg);
+  CHECK(hackbench_row(r, "kmem:kmalloc")->counts.kept == km_big);
+  CHECK(hackbench_row(r, "sched:sched_switch")->counts.kept == sw_idle + sw_hack);
+  CHECK(hackbench_row(r, "raw_syscalls:sys_exit")->counts.kept == exit_neg);
   CHECK(exit_neg > 0);
-  CHECK(row(r, "kmem:kfree")->counts.skipped == 44757);
+  CHECK(hackbench_row(r, "kmem:kfree")->counts.skipped == 44757);
   CHECK(r.total.kept == km_big + sw_idle + sw_hack + exit_neg);
   // The file written holds exactly those records.
   const replay_test::FileKeys k = replay_test::keys_of(out.path);

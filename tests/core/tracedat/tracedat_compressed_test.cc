@@ -29,7 +29,7 @@ const std::filesystem::path kData =
 const std::filesystem::path kCorpus =
     std::filesystem::path(TP_SOURCE_DIR) / "tests/fuzz/corpus/tracedat_reader_fuzz";
 
-std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
+std::vector<std::byte> compressed_file_bytes(const std::filesystem::path& p) {
   const std::string s = tp_test::read_file(p);
   std::vector<std::byte> v(s.size());
   std::memcpy(v.data(), s.data(), s.size());
@@ -46,7 +46,7 @@ void append_u32(std::vector<std::byte>& v, uint32_t x) {
   put_u32(v, at, x);
 }
 
-size_t drain(const TraceDatReader& r) {
+size_t drain_count(const TraceDatReader& r) {
   auto m = r.records();
   size_t n = 0;
   while (m.next()) ++n;
@@ -58,7 +58,7 @@ std::string error_of(const std::vector<std::byte>& v, std::string* section = nul
                      uint64_t* offset = nullptr) {
   try {
     const TraceDatReader r(MappedFile::copy_of(v));
-    drain(r);
+    drain_count(r);
   } catch (const TraceDatError& e) {
     if (section) *section = e.section();
     if (offset) *offset = e.offset();
@@ -93,12 +93,12 @@ TEST_CASE("tracedat_compressed: a real zstd capture (trace-cmd extract) reads wh
   CHECK(r.kallsyms_text().size() == 754);
   CHECK(r.printk_text().size() == 4316);
   CHECK(r.find_format("sched", "sched_switch") != nullptr);
-  CHECK(drain(r) == 363);
+  CHECK(drain_count(r) == 363);
 }
 
 TEST_CASE("tracedat_compressed: corrupted compressed data names the section and offset",
           "[tracedat][reader]") {
-  const auto good = file_bytes(kData / "sample_zstd.dat");
+  const auto good = compressed_file_bytes(kData / "sample_zstd.dat");
   REQUIRE(error_of(good).empty());
   std::string section;
   uint64_t offset = 0;
@@ -133,7 +133,7 @@ TEST_CASE("tracedat_compressed: corrupted compressed data names the section and 
 }
 
 TEST_CASE("tracedat_compressed: an unknown algorithm is refused by name", "[tracedat][reader]") {
-  auto v = file_bytes(kData / "sample_zstd.dat");
+  auto v = compressed_file_bytes(kData / "sample_zstd.dat");
   std::memcpy(v.data() + 0x12, "lzma", 4);
   std::string section;
   uint64_t offset = 0;
@@ -147,8 +147,8 @@ TEST_CASE("tracedat_compressed: every truncation fails cleanly", "[tracedat][rea
   // Each prefix of the file either is refused with a TraceDatError that
   // names a section (no other exception, no crash), or reads as a file with
   // no more records than the whole one. The whole file must read.
-  const auto good = file_bytes(kData / "sample_zstd.dat");
-  const size_t full = drain(TraceDatReader(MappedFile::copy_of(good)));
+  const auto good = compressed_file_bytes(kData / "sample_zstd.dat");
+  const size_t full = drain_count(TraceDatReader(MappedFile::copy_of(good)));
   REQUIRE(full > 0);
   size_t refused = 0;
   for (size_t n = 0; n < good.size(); ++n) {
@@ -161,7 +161,7 @@ TEST_CASE("tracedat_compressed: every truncation fails cleanly", "[tracedat][rea
       CHECK_FALSE(section.empty());
       continue;
     }
-    const size_t got = drain(TraceDatReader(MappedFile::copy_of(v)));
+    const size_t got = drain_count(TraceDatReader(MappedFile::copy_of(v)));
     INFO("prefix of " << n << " bytes read without error");
     CHECK(got <= full);
   }

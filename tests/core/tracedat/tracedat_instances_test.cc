@@ -33,7 +33,7 @@ uint64_t count(MergedRecordCursor m, uint64_t* last_ts = nullptr) {
   return n;
 }
 
-std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
+std::vector<std::byte> instances_file_bytes(const std::filesystem::path& p) {
   return to_bytes(tp_test::read_file(p.string()));
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("tracedat_instances: a file with only a named instance opens", "[trace
 }
 
 TEST_CASE("tracedat_instances: bad BUFFER options are named errors", "[tracedat][reader]") {
-  const auto f = file_bytes(data("instances_zstd.dat"));
+  const auto f = instances_file_bytes(data("instances_zstd.dat"));
   const size_t ib2 = buffer_option(f, "ib2");
   const size_t cpus_at = ib2 + 8 + 4 + 6 + 4;  // after offset, "ib2\0", "local\0", page size
   SECTION("section offset outside the file") {

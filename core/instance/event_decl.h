@@ -40,8 +40,12 @@
 //        string match on a Chars field: exactly the library's Int and Chars,
 //        whose put() stores the argument as given; any other field type's
 //        put() may transform it), and counts it as the stack lane
-//        does; anything else leaves its section and goes to the fan-out,
-//        which loads the program again and decides on the record.
+//        does. An integer compare's accept is committed in the same
+//        section, the record built once in the ring (the verdict is the
+//        record's); any other event enabled in that one instance goes on
+//        in the section (trace_in_section), where the program is loaded
+//        again and decides on the record; anything else leaves its
+//        section and goes to the fan-out.
 // Registration: at static initialisation (registered_at_startup, which
 // desc() and enabled() odr-use) or by the first desc() call. Before it, the word is
 // nullptr and no instance can subscribe through this declaration; only in
@@ -303,9 +307,13 @@ struct EventDecl {
   /// or soft-disable (the commonest filtered tracepoint), emitted outside
   /// any other emit of the thread, whose filter is one compare of a 4-byte
   /// Int field or one string match on a Chars field, is rejected on the
-  /// argument's value, with no record built. Everything else goes to
-  /// trace_fan_out(), by a tail call: there such an event is staged on the
-  /// stack (Instance::stage_on_stack) and filtered on the record.
+  /// argument's value, with no record built; its integer compare's accept
+  /// is committed without a filter run (trace_in_section(), by a tail
+  /// call, in the step's section). Any other event enabled in one instance
+  /// goes on in that section too: such an event is staged on the stack
+  /// (Instance::stage_on_stack) and filtered on the record, and an
+  /// unfiltered one takes the emit's path. Everything else goes to
+  /// trace_fan_out(), by a tail call.
   ///
   /// The arguments come as one object on the caller's stack (Args): stores
   /// at the call site, and loads here of only the fields a step reads. Passed

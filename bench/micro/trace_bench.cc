@@ -12,10 +12,15 @@
 //     fn_int       EventDecl::trace(...),            filter "value == 1"
 //     emit_glob    EventDecl::emit,                  filter pad ~ "zz*"
 //     macro_glob   TRACEPIPE_TRACE,                  filter pad ~ "zz*"
+//   trace/commit   every leg commits the same 64-byte event: per_thread
+//                  staging, an overwrite ring of its own (never full)
+//     emit_none, macro_none, fn_none     no filter (the unfiltered lane)
+//     emit_acc, macro_acc, fn_acc        filter "value == 0": accepts every
+//                                        emit (staged, then committed)
 // Counters: <leg>_ns (median ns per emit); macro_vs_emit_ns, fn_vs_emit_ns
 // (same filter, call style differs), glob_vs_int_ns, macro_glob_vs_int_ns
-// (same call, filter differs): medians of per-round differences, with
-// _p25 / _p75.
+// (same call, filter differs), and trace/commit's <call>_vs_emit_<filter>_ns:
+// medians of per-round differences, with _p25 / _p75.
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -39,6 +44,12 @@ using MacroInt = TraceEvent<"trace_macro_int">;
 using FnInt = TraceEvent<"trace_fn_int">;
 using EmitGlob = TraceEvent<"trace_emit_glob">;
 using MacroGlob = TraceEvent<"trace_macro_glob">;
+using EmitNone = TraceEvent<"trace_emit_none">;
+using MacroNone = TraceEvent<"trace_macro_none">;
+using FnNone = TraceEvent<"trace_fn_none">;
+using EmitAcc = TraceEvent<"trace_emit_acc">;
+using MacroAcc = TraceEvent<"trace_macro_acc">;
+using FnAcc = TraceEvent<"trace_fn_acc">;
 
 constexpr uint32_t kBlock = 4096;
 enum class Call { emit, macro, fn };
@@ -70,12 +81,53 @@ using bench::quantile;
 struct Leg {
   const char* name;
   const EventDesc* desc;
-  const char* filter;
+  const char* filter;  // nullptr: none
   uint64_t (*run)(Instance&, uint32_t&);
   std::unique_ptr<Instance> inst;
   uint32_t seq = 0;
   std::vector<double> ns;
 };
+
+// Each leg its own instance (per_thread staging, overwrite ring), its event
+// enabled there with the leg's filter; then the thread registers and each
+// leg runs two untimed blocks (the ring's pages touched, caches warm).
+bool set_up(benchmark::State& state, std::vector<Leg>& legs) {
+  for (Leg& l : legs) {
+    InstanceOptions o;
+    o.staging = Staging::per_thread;
+    o.mode = BufferMode::overwrite;
+    l.inst = std::make_unique<Instance>(o);
+    l.inst->enable(*l.desc);
+    if (l.filter != nullptr && !l.inst->set_filter(*l.desc, l.filter).ok()) {
+      state.SkipWithError("filter rejected");
+      return false;
+    }
+  }
+  prepare_thread();
+  for (Leg& l : legs)
+    for (int w = 0; w < 2; ++w) (void)l.run(*l.inst, l.seq);
+  return true;
+}
+
+// The timed rounds: every leg one block per round, the order rotating.
+size_t run_rounds(benchmark::State& state, std::vector<Leg>& legs) {
+  size_t round = 0;
+  for (auto _ : state) {
+    for (size_t k = 0; k < legs.size(); ++k) {
+      Leg& l = legs[(round + k) % legs.size()];
+      l.ns.push_back(static_cast<double>(l.run(*l.inst, l.seq)) / kBlock);
+    }
+    ++round;
+  }
+  return round;
+}
+
+void diff_counters(benchmark::State& state, const std::vector<Leg>& legs, size_t rounds,
+                   const char* name, size_t a, size_t b) {
+  std::vector<double> d(rounds);
+  for (size_t r = 0; r < rounds; ++r) d[r] = legs[a].ns[r] - legs[b].ns[r];
+  bench::quartile_counters(state, name, d);
+}
 
 void paired(benchmark::State& state) {
   std::vector<Leg> legs;
@@ -104,36 +156,14 @@ void paired(benchmark::State& state) {
                   nullptr,
                   0,
                   {}});
-  for (Leg& l : legs) {
-    InstanceOptions o;
-    o.staging = Staging::per_thread;
-    o.mode = BufferMode::overwrite;
-    l.inst = std::make_unique<Instance>(o);
-    l.inst->enable(*l.desc);
-    if (!l.inst->set_filter(*l.desc, l.filter).ok()) {
-      state.SkipWithError("filter rejected");
-      return;
-    }
-  }
-  prepare_thread();
-  for (Leg& l : legs)
-    for (int w = 0; w < 2; ++w) (void)l.run(*l.inst, l.seq);
-  size_t round = 0;
-  for (auto _ : state) {
-    for (size_t k = 0; k < legs.size(); ++k) {
-      Leg& l = legs[(round + k) % legs.size()];
-      l.ns.push_back(static_cast<double>(l.run(*l.inst, l.seq)) / kBlock);
-    }
-    ++round;
-  }
+  if (!set_up(state, legs)) return;
+  const size_t round = run_rounds(state, legs);
   for (const Leg& l : legs) {
     state.counters[std::string(l.name) + "_ns"] = quantile(l.ns, 0.5);
     if (l.inst->event_stats(*l.desc).kept != 0) state.SkipWithError("a filter kept an event");
   }
   auto diff = [&](const char* name, size_t a, size_t b) {
-    std::vector<double> d(round);
-    for (size_t r = 0; r < round; ++r) d[r] = legs[a].ns[r] - legs[b].ns[r];
-    bench::quartile_counters(state, name, d);
+    diff_counters(state, legs, round, name, a, b);
   };
   diff("macro_vs_emit_ns", 1, 0);
   diff("fn_vs_emit_ns", 2, 0);
@@ -142,6 +172,47 @@ void paired(benchmark::State& state) {
   state.counters["rounds"] = static_cast<double>(round);
 }
 
-const int registered = (benchmark::RegisterBenchmark("trace/paired", paired)->MinTime(0.5), 0);
+// The committed emit by call style: TRACEPIPE_TRACE and EventDecl::trace
+// against EventDecl::emit, each leg committing every emit.
+void commit(benchmark::State& state) {
+  std::vector<Leg> legs;
+  legs.push_back(
+      {"emit_none", &EmitNone::desc(), nullptr, run_block<EmitNone, Call::emit>, nullptr, 0, {}});
+  legs.push_back({"macro_none",
+                  &MacroNone::desc(),
+                  nullptr,
+                  run_block<MacroNone, Call::macro>,
+                  nullptr,
+                  0,
+                  {}});
+  legs.push_back(
+      {"fn_none", &FnNone::desc(), nullptr, run_block<FnNone, Call::fn>, nullptr, 0, {}});
+  legs.push_back(
+      {"emit_acc", &EmitAcc::desc(), "value == 0", run_block<EmitAcc, Call::emit>, nullptr, 0, {}});
+  legs.push_back({"macro_acc",
+                  &MacroAcc::desc(),
+                  "value == 0",
+                  run_block<MacroAcc, Call::macro>,
+                  nullptr,
+                  0,
+                  {}});
+  legs.push_back(
+      {"fn_acc", &FnAcc::desc(), "value == 0", run_block<FnAcc, Call::fn>, nullptr, 0, {}});
+  if (!set_up(state, legs)) return;
+  const size_t round = run_rounds(state, legs);
+  for (const Leg& l : legs) {
+    state.counters[std::string(l.name) + "_ns"] = quantile(l.ns, 0.5);
+    if (l.inst->event_stats(*l.desc).kept == 0) state.SkipWithError("a leg kept nothing");
+    if (l.inst->event_stats(*l.desc).discarded != 0) state.SkipWithError("a filter rejected");
+  }
+  diff_counters(state, legs, round, "macro_vs_emit_none_ns", 1, 0);
+  diff_counters(state, legs, round, "fn_vs_emit_none_ns", 2, 0);
+  diff_counters(state, legs, round, "macro_vs_emit_acc_ns", 4, 3);
+  diff_counters(state, legs, round, "fn_vs_emit_acc_ns", 5, 3);
+  state.counters["rounds"] = static_cast<double>(round);
+}
+
+const int registered = (benchmark::RegisterBenchmark("trace/paired", paired)->MinTime(0.5),
+                        benchmark::RegisterBenchmark("trace/commit", commit)->MinTime(0.5), 0);
 
 }  // namespace

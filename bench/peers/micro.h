@@ -3,8 +3,9 @@
 // threads, through tracepipe and through each peer, interleaved.
 //
 //   for each case, for each thread count:
-//     every side: begin_case (untimed: session, buffers, filter), one untimed
-//                 warm-up round (threads register, pages fault in)
+//     every side: begin_case (untimed: session, buffers, filter), two untimed
+//                 warm-up rounds (threads register, every page of a one-round
+//                 buffer written once)
 //     round r = 0..R-1:  side A, side B, side C, ...   (A B A B: drift cancels)
 //        each side: T pinned threads start together (a spin barrier) and each
 //        times its own loop of N events; the round's value is the mean over
@@ -57,7 +58,7 @@ struct MicroSetup {
   MicroCase kase = MicroCase::enabled;
   uint32_t threads = 1;
   uint64_t events = 0;           ///< per thread per round
-  uint32_t rounds = 0;           ///< timed rounds (plus one warm-up of events/10)
+  uint32_t rounds = 0;           ///< timed rounds (after two untimed warm-up rounds)
   std::string glob = "zz*";      ///< reject_glob's pattern
   uint64_t buffer_kb = 0;        ///< per CPU, discard-mode cases: room for one round
   uint64_t overwrite_kb = 1024;  ///< per CPU, overwrite case

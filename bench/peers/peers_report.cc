@@ -195,7 +195,8 @@ std::string text_micro_table(const PeersReport& r) {
   std::string o = fmt::format(
       "\nTable 1: one sched_switch-like event in a loop (64-byte record: 8-byte common header + "
       "56-byte payload)\n"
-      "  {} events per thread per round ({}x that when disabled), {} rounds after 1 warm-up, "
+      "  {} events per thread per round ({}x that when disabled), {} rounds after 2 warm-up "
+      "rounds, "
       "threads pinned to CPUs "
       "{}, glob \"{}\", {}\n",
       r.events, r.disabled_scale, r.rounds, join(r.cpus), r.glob,

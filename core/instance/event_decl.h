@@ -40,8 +40,12 @@
 //        string match on a Chars field: exactly the library's Int and Chars,
 //        whose put() stores the argument as given; any other field type's
 //        put() may transform it), and counts it as the stack lane
-//        does; anything else leaves its section and goes to the fan-out,
-//        which loads the program again and decides on the record.
+//        does. An integer compare's accept is committed in the same
+//        section, the record built once in the ring (the verdict is the
+//        record's); any other event enabled in that one instance goes on
+//        in the section (trace_in_section), where the program is loaded
+//        again and decides on the record; anything else leaves its
+//        section and goes to the fan-out.
 // Registration: at static initialisation (registered_at_startup, which
 // desc() and enabled() odr-use) or by the first desc() call. Before it, the word is
 // nullptr and no instance can subscribe through this declaration; only in
@@ -303,9 +307,13 @@ struct EventDecl {
   /// or soft-disable (the commonest filtered tracepoint), emitted outside
   /// any other emit of the thread, whose filter is one compare of a 4-byte
   /// Int field or one string match on a Chars field, is rejected on the
-  /// argument's value, with no record built. Everything else goes to
-  /// trace_fan_out(), by a tail call: there such an event is staged on the
-  /// stack (Instance::stage_on_stack) and filtered on the record.
+  /// argument's value, with no record built; its integer compare's accept
+  /// is committed without a filter run (trace_in_section(), by a tail
+  /// call, in the step's section). Any other event enabled in one instance
+  /// goes on in that section too: such an event is staged on the stack
+  /// (Instance::stage_on_stack) and filtered on the record, and an
+  /// unfiltered one takes the emit's path. Everything else goes to
+  /// trace_fan_out(), by a tail call.
   ///
   /// The arguments come as one object on the caller's stack (Args): stores
   /// at the call site, and loads here of only the fields a step reads. Passed
@@ -325,6 +333,7 @@ struct EventDecl {
       if constexpr (kCharsFirst) {
         if (f.chars_prog != nullptr) return trace_chars_first(a, *f.chars_prog, *f.count);
       }
+      if (f.open != nullptr) return trace_in_section(a, *f.open, f.flags, f.accepted);
       if (f.done) return;
     }
     trace_fan_out(a);
@@ -392,12 +401,18 @@ struct EventDecl {
 
   /// What trace_rejects_first() decided. chars_prog non-null: the program
   /// is a string match, to be decided by trace_chars_first() inside the
-  /// read-side section still open, with `count` its reject counter. Else
-  /// the section is closed, and `done` says the event was rejected (or is
-  /// disabled since enabled() looked).
+  /// read-side section still open, with `count` its reject counter. open
+  /// non-null: the event is enabled in that one state only (whose `flags`
+  /// were loaded), not rejected, and goes on in trace_in_section() inside
+  /// the section still open; `accepted`: the integer compare accepted it.
+  /// Else the section is closed, and `done` says the event was rejected (or
+  /// is disabled since enabled() looked).
   struct FirstStep {
     const filters::Program* chars_prog = nullptr;
     std::atomic<uint64_t>* count = nullptr;
+    detail::EventState* open = nullptr;
+    uint32_t flags = 0;
+    bool accepted = false;
     bool done = false;
   };
 
@@ -407,11 +422,12 @@ struct EventDecl {
   /// counted rejected_staged, as the staged path's reject. A reject stores
   /// nothing but the count and the read-side section's two words, (A) and
   /// (D). A string match on a Chars field (single_string_pos) goes on to
-  /// trace_chars_first(). Every other way out returns with the section
-  /// closed: trace_slow_path() then has no call but tail calls, holds no
-  /// value across a call, and its integer reject needs no frame and no
-  /// callee-saved register (an accept pays this step's loads again in
-  /// trace_fan_out).
+  /// trace_chars_first(). An event not rejected here, enabled in this one
+  /// state, goes on to trace_in_section() with the section open (the
+  /// integer compare's accept as `accepted`); every other way out returns
+  /// with the section closed. trace_slow_path() then has no call but tail
+  /// calls, holds no value across a call, and its integer reject needs no
+  /// frame and no callee-saved register.
   [[gnu::always_inline]] static FirstStep trace_rejects_first(const Args& a) noexcept {
     ThreadContext* ctx = detail::tl_context;
     if (ctx == nullptr) [[unlikely]]
@@ -424,13 +440,12 @@ struct EventDecl {
     if (!done && subs->count == 1) [[likely]] {
       detail::EventState& st = *subs->states[0];
       const uint32_t flags = st.flags.load(std::memory_order_acquire);
+      int verdict = -1;  // -1: no integer compare of an Int field; 0: reject; 1: accept
       if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
         [[maybe_unused]] std::atomic<uint64_t>& reject_count =
             thread_counters(*ctx, st.counters).v[detail::slot::rejected_staged];
         [[maybe_unused]] const filters::Program* prog =
             st.program.load(std::memory_order_acquire);  // once per emit (F5)
-        [[maybe_unused]] int verdict =
-            -1;  // -1: no integer compare of an Int field; 0: reject; 1: accept
         if constexpr (kAnyWord32) {
           verdict = std::apply(
               [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
@@ -448,12 +463,44 @@ struct EventDecl {
         }
         if constexpr (kCharsFirst) {
           if (verdict < 0 && prog->single_string_pos(fixed_size) != UINT32_MAX)
-            return {prog, &reject_count, false};  // the section stays open
+            return {prog, &reject_count, nullptr, 0, false, false};  // the section stays open
         }
       }
+      if (!done) return {nullptr, nullptr, &st, flags, verdict == 1, false};  // stays open
     }
     detail::leave_outermost_section();
-    return {nullptr, nullptr, done};
+    return {nullptr, nullptr, nullptr, 0, false, done};
+  }
+
+  /// The emit of an event enabled in one state, `st`, not rejected by the
+  /// reject-first step, in the read-side section that step opened (an
+  /// outermost one: depth 0), which this closes: the event is not looked up
+  /// again. `accepted`: the step's integer compare accepted it (its verdict
+  /// is the record's, (D4)), so the record is built once, in the ring, with
+  /// no filter run again (Instance::commit_decided; counted kept_staged, as
+  /// the stack lane's accept); else the lane `flags` pick (the stack lane, or the
+  /// emit's for an unfiltered or triggered event). Out of line, tail-called:
+  /// see trace_slow_path().
+  [[gnu::noinline]] static void trace_in_section(const Args& a, detail::EventState& st,
+                                                 uint32_t flags, bool accepted) noexcept {
+    ThreadContext& ctx = *detail::tl_context;  // non-null: the first step read it
+    std::apply(
+        [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+          if (accepted) {
+            const auto build = [&](std::byte* rec) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+              uint64_t hdr = detail::header_word(st.type, ctx.tid);
+              if (ctx.in_signal.load(std::memory_order_relaxed) != 0) [[unlikely]]
+                hdr |= detail::nested_header_bits(0);
+              std::memcpy(rec, &hdr, sizeof hdr);
+              write_fields(rec, v...);
+            };
+            detail::InstanceAccess::commit_decided(st, flags, ctx, fixed_size, build);
+          } else {
+            emit_one(st, ctx, 0, v...);
+          }
+        },
+        a);
+    detail::leave_outermost_section();
   }
 
   /// (D4) for a string match, in the read-side section trace_rejects_first()
@@ -505,32 +552,37 @@ struct EventDecl {
     WriterScope scope(*ctx);
     const detail::Subscribers* subs = word->load(std::memory_order_acquire);
     if (subs == nullptr) return;
-    const uint32_t size = record_size(v...);
+    const uint32_t depth = scope.depth();
+    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
+      emit_one(*subs->states[0], *ctx, depth, v...);
+      return;
+    }
+    for (uint32_t i = 0; i < subs->count; ++i) emit_one(*subs->states[i], *ctx, depth, v...);
+  }
+
+  /// The emit into one subscribed state, inside the caller's read-side
+  /// section of nesting `depth`: the stack lane where (D4) holds, else the
+  /// emit's path.
+  [[gnu::always_inline]] static void emit_one(detail::EventState& st, ThreadContext& ctx,
+                                              uint32_t depth,
+                                              const typename Fields::arg_type&... v) noexcept {
+    if constexpr (kStackStaged) {
+      const uint32_t flags = st.flags.load(std::memory_order_acquire);
+      if (detail::InstanceAccess::stages_on_stack(flags)) {
+        const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(
+                               noexcept) { write_fields_in(rec, chunks, v...); };
+        const filters::Program* prog =
+            st.program.load(std::memory_order_acquire);  // once per emit (F5)
+        detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, ctx, depth, *prog, build);
+        return;
+      }
+    }
     // Always inlined: the emit calls it from two places (staged and direct),
     // and GCC kept it out of line there, the arguments going through memory.
     // GCC and clang want the attribute in different places.
     auto fill = [&](std::span<std::byte> rec)
                     TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) { write_fields(rec.data(), v...); };
-    const uint32_t depth = scope.depth();
-    const auto one = [&](detail::EventState& st) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
-      if constexpr (kStackStaged) {
-        const uint32_t flags = st.flags.load(std::memory_order_acquire);
-        if (detail::InstanceAccess::stages_on_stack(flags)) {
-          const auto build = [&](std::byte* rec, uint64_t chunks) TRACEPIPE_ALWAYS_INLINE_LAMBDA(
-                                 noexcept) { write_fields_in(rec, chunks, v...); };
-          const filters::Program* prog =
-              st.program.load(std::memory_order_acquire);  // once per emit (F5)
-          detail::InstanceAccess::stage_on_stack<fixed_size>(st, flags, *ctx, depth, *prog, build);
-          return;
-        }
-      }
-      detail::InstanceAccess::emit_to_state_in_scope(st, *ctx, depth, size, fill);
-    };
-    if (subs->count == 1) [[likely]] {  // one listening instance: no loop around the emit
-      one(*subs->states[0]);
-      return;
-    }
-    for (uint32_t i = 0; i < subs->count; ++i) one(*subs->states[i]);
+    detail::InstanceAccess::emit_to_state_in_scope(st, ctx, depth, record_size(v...), fill);
   }
 
   /// Instantiated by desc() (and so by emit(), trace(), enabled() and

@@ -497,6 +497,14 @@ class Instance {
   [[gnu::noinline]] void commit_from_stack(detail::EventState& st, uint32_t flags,
                                            ThreadContext& ctx,
                                            std::span<const std::byte> rec) noexcept;
+  /// EventDecl::trace's accept decided before any record was built (its
+  /// reject-first step's verdict on the argument): reserve in the ring
+  /// (stamped there, F1), `build(rec)` writes the whole record there,
+  /// header included, commit; counted as the stack lane's accept.
+  template <class Build>
+  [[gnu::always_inline]] void commit_decided(detail::EventState& st, uint32_t flags,
+                                             ThreadContext& ctx, uint32_t size,
+                                             const Build& build) noexcept;
   /// Its filter for programs without an inline verdict (match_lazy with
   /// the emit's context), then the reject's count or commit_from_stack: one
   /// call, after which the lane needs nothing it held.
@@ -609,6 +617,13 @@ struct InstanceAccess {
     st.instance->filter_from_stack(prog, st, flags, ctx, rec);
   }
 
+  /// EventDecl::trace's decided accept (Instance::commit_decided).
+  template <class Build>
+  [[gnu::always_inline]] static void commit_decided(EventState& st, uint32_t flags,
+                                                    ThreadContext& ctx, uint32_t size,
+                                                    const Build& build) noexcept {
+    st.instance->commit_decided(st, flags, ctx, size, build);
+  }
   /// EventDecl::trace's stack lane (Instance::stage_on_stack).
   template <uint32_t Size, class Build>
   [[gnu::always_inline]] static void stage_on_stack(EventState& st, uint32_t flags,

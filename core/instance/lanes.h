@@ -282,4 +282,30 @@ template <uint32_t Size, class Build>
   commit_from_stack(st, flags, ctx, {rec, Size});  // E9
 }
 
+// The decided accept (EventDecl::trace_in_section): the filter's verdict
+// was taken on the argument, so the record is built once, in the ring.
+template <class Build>
+[[gnu::always_inline]] inline void Instance::commit_decided(detail::EventState& st, uint32_t flags,
+                                                            ThreadContext& ctx, uint32_t size,
+                                                            const Build& build) noexcept {
+  auto& c = thread_counters(ctx, st.counters).v;
+  uint32_t wcpu = 0;  // cpu_local rings read the CPU themselves
+  if (!cpu_local_) {
+    wcpu = current_cpu();
+    if (wcpu >= ncpu_) [[unlikely]]
+      wcpu %= ncpu_;
+  }
+  const buffers::Reservation rr = ring_reserve(wcpu, size);  // stamped here (F1)
+  if (!rr) [[unlikely]] {
+    counter_add(c[detail::slot::lost_staged]);
+    return;
+  }
+  build(rr.payload().data());  // E6
+  ring_commit(rr);             // E9
+  counter_add(c[detail::slot::kept_staged]);
+  if ((flags & detail::EventState::kAdaptive) != 0 &&
+      (c[detail::slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
+    adaptive_check_staged(st, c);
+}
+
 }  // namespace tracepipe

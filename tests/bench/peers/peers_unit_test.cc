@@ -125,7 +125,8 @@ TEST_CASE("peers: run_micro interleaves sides A B A B and pins threads", "[peers
   REQUIRE(cells.size() == 1);
   CHECK(skipped.empty());
   const std::vector<std::string> want{"A begin",    "B begin",  // untimed set-up
-                                      "A emit 10",  "A after", "B emit 10",  "B after",  // warm-up
+                                      "A emit 100", "A after", "A emit 100", "A after",  // warm-up
+                                      "B emit 100", "B after", "B emit 100", "B after",  // warm-up
                                       "A emit 100", "A after", "B emit 100", "B after",  // round 1
                                       "A emit 100", "A after", "B emit 100", "B after",  // round 2
                                       "A emit 100", "A after", "B emit 100", "B after",  // round 3
@@ -166,9 +167,9 @@ TEST_CASE("peers: run_micro runs T threads on T CPUs and scales the disabled cas
   const size_t runnable = cpus.size() >= 2 ? 2 : 1;
   REQUIRE(cells.size() == runnable);
   CHECK(cells[0].events == 70);
-  // Per cell: warm-up of events/10 then 2 rounds, on every thread.
+  // Per cell: two warm-up rounds then 2 timed rounds, on every thread.
   uint64_t want = 0;
-  for (const MicroCell& c : cells) want += c.threads * (7 + 2 * 70);
+  for (const MicroCell& c : cells) want += c.threads * (2 * 70 + 2 * 70);
   CHECK(a.emitted.load() == want);
   if (runnable == 2) {
     std::vector<int> two;

@@ -1,7 +1,10 @@
 #include "tracepipe/core/convert/converter.h"
 
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include "tracepipe/core/convert/ctf_writer.h"
 #include "tracepipe/core/convert/perfetto_writer.h"
@@ -115,8 +118,36 @@ ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
   return stats;
 }
 
+namespace {
+
+// The reader maps its input: truncating it under the mapping makes the next
+// read a SIGBUS, and replacing it loses the trace. So an output that is the
+// input under any name (the same path, a hard link, a symbolic link) - or,
+// for CTF, a file in the directory the writer removes or replaces - is
+// refused before anything is created.
+void refuse_output_over_input(const TraceDatReader& reader, const std::filesystem::path& out,
+                              Format format) {
+  const auto refuse = [&](const std::filesystem::path& p) {
+    throw std::invalid_argument(out.string() + ": is the input trace (" + reader.name() +
+                                (p == out ? "" : ", as " + p.string()) +
+                                "): writing it would destroy it; choose another output");
+  };
+  if (reader.is_file(out)) refuse(out);
+  if (format != Format::ctf) return;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    const std::string n = e.path().filename().string();
+    const bool replaced =
+        n.rfind("metadata", 0) == 0 || n == ".metadata.tmp" || n.rfind("channel0_", 0) == 0;
+    if (replaced && reader.is_file(e.path())) refuse(e.path());
+  }
+}
+
+}  // namespace
+
 ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out,
                      const ConvertOptions& options) {
+  refuse_output_over_input(reader, out, options.format);
   if (options.format == Format::ctf) {
     CtfWriter w(out);
     return convert_records(reader, w, options);

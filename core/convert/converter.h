@@ -113,7 +113,10 @@ ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
 
 /// Converts `reader` into `out`: a file for Format::perfetto, a directory
 /// (created if missing; its metadata and stream files replaced) for
-/// Format::ctf. Throws as convert_records().
+/// Format::ctf. Throws as convert_records(), and std::invalid_argument,
+/// before creating anything, when `out` is the reader's own file (the same
+/// path, a hard link, a symbolic link; for CTF also a file in `out` the
+/// writer replaces): writing it would truncate the mapped input.
 ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out,
                      const ConvertOptions& options = {});
 

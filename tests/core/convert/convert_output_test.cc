@@ -1,0 +1,72 @@
+// convert() called by a library user with its reader's own file as the
+// output: the reader maps that file, so truncating it would make the next
+// read a SIGBUS. It is refused before anything is written, under any name.
+#include <tracepipe/tracepipe.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <stdexcept>
+
+#include "test_support.h"
+#include "tracepipe/core/convert/converter.h"
+
+namespace fs = std::filesystem;
+namespace cv = tracepipe::convert;
+
+namespace {
+using Ev = tracepipe::EventDecl<"conv_out", "ev", tracepipe::Int<"a", uint32_t>>;
+
+uint64_t count_records(const tracepipe::TraceDatReader& r) {
+  uint64_t n = 0;
+  for (auto c = r.records(); c.next();) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("convert refuses an output that is its reader's own file, and the input survives") {
+  const fs::path dir = fs::temp_directory_path() / ("tp-convert-out-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path in = dir / "in.dat";
+  {
+    tracepipe::Instance inst;
+    inst.enable(Ev::desc());
+    for (uint32_t i = 0; i < 300; ++i) Ev::emit(inst, i);
+    tracepipe::write_trace_dat(inst, in);
+  }
+  const uint64_t size = fs::file_size(in);
+  const auto reader = tracepipe::TraceDatReader::open(in);
+  REQUIRE(count_records(reader) == 300);
+  fs::create_hard_link(in, dir / "hard.dat");
+  fs::create_symlink(in, dir / "soft.dat");
+  fs::create_directories(dir / "ctf");
+  fs::create_hard_link(in, dir / "ctf" / "channel0_0");
+
+  for (const fs::path& out : {in, dir / "hard.dat", dir / "soft.dat", dir / "." / "in.dat"}) {
+    cv::ConvertOptions o;
+    o.format = cv::Format::perfetto;
+    CHECK_THROWS_WITH(cv::convert(reader, out, o),
+                      Catch::Contains("is the input trace (" + in.string() + ")"));
+  }
+  cv::ConvertOptions ctf;
+  ctf.format = cv::Format::ctf;
+  CHECK_THROWS_AS(cv::convert(reader, in, ctf), std::invalid_argument);
+  CHECK_THROWS_WITH(cv::convert(reader, dir / "ctf", ctf),
+                    Catch::Contains("as " + (dir / "ctf" / "channel0_0").string()));
+  CHECK(fs::exists(dir / "ctf" / "channel0_0"));
+  CHECK(fs::file_size(in) == size);
+  CHECK(count_records(reader) == 300);
+
+  // Another file converts, and so does a reader of bytes in memory whose name
+  // is the output's: a name is no file.
+  const cv::ConvertStats st = cv::convert(reader, dir / "out.pftrace");
+  CHECK(st.records == 300);
+  const std::string text = tp_test::read_file(in);
+  const std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()),
+                                     reinterpret_cast<const std::byte*>(text.data()) + text.size());
+  const fs::path named = dir / "named.pftrace";
+  const tracepipe::TraceDatReader copy(tracepipe::MappedFile::copy_of(bytes), named.string());
+  CHECK(cv::convert(copy, named).records == 300);
+  fs::remove_all(dir);
+}

@@ -24,7 +24,8 @@
 // "ok N" or "failed CAUSE"). The terminal's Ctrl-C reaches the command
 // itself (same process group), whose recorder stops, drains and finalizes
 // before the command ends; SIGINT or SIGTERM sent to tracepipe alone is
-// passed on to the command. tracepipe waits for the command and exits with
+// passed on to the command (one inherited ignored stays ignored, in the
+// command too, as a shell leaves it). tracepipe waits for the command and exits with
 // its status, or with kRecordFailed (125, as env and timeout do when they
 // fail themselves) when the recording failed (the command printed the
 // cause). If the command wrote no status (it does not use tracepipe, or
@@ -168,8 +169,14 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
   sigaddset(&held, SIGINT);
   sigaddset(&held, SIGTERM);
   ::sigprocmask(SIG_BLOCK, &held, &old_mask);
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
+  // An ignored SIGINT or SIGTERM (a background job of a script, nohup) stays
+  // ignored, as a shell leaves it for its children: a handler here would be
+  // reset to the default in the command by exec, so ^C or a kill meant for
+  // others would stop it.
+  ::sigaction(SIGINT, nullptr, &old_int);
+  ::sigaction(SIGTERM, nullptr, &old_term);
+  if (old_int.sa_handler != SIG_IGN) ::sigaction(SIGINT, &sa, nullptr);
+  if (old_term.sa_handler != SIG_IGN) ::sigaction(SIGTERM, &sa, nullptr);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigmask(&attr, &old_mask);

@@ -1,9 +1,15 @@
 #include "tracepipe/core/convert/converter.h"
 
+#include <filesystem>
 #include <limits>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "tracepipe/core/convert/ctf_writer.h"
+#include "tracepipe/core/convert/out_file.h"
 #include "tracepipe/core/convert/perfetto_writer.h"
 
 namespace tracepipe::convert {
@@ -115,14 +121,74 @@ ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
   return stats;
 }
 
+namespace {
+
+// The files CtfWriter removes and writes in its directory (ctf_writer.cc).
+bool ctf_writer_file(const std::string& n) {
+  return n == "metadata" || n == "metadata.tmp" || n == ".metadata.tmp" ||
+         n.rfind("channel0_", 0) == 0;
+}
+
+// The reader maps its input: truncating it under the mapping makes the next
+// read a SIGBUS, and replacing it loses the trace. So an output that is the
+// input under any name (the same path, a hard link, a symbolic link) - or,
+// for CTF, a file in the directory the writer removes or replaces - is
+// refused before anything is created.
+void refuse_output_over_input(const TraceDatReader& reader, const std::filesystem::path& out,
+                              Format format) {
+  const auto refuse = [&](const std::filesystem::path& p) {
+    throw std::invalid_argument(out.string() + ": is the input trace (" + reader.name() +
+                                (p == out ? "" : ", as " + p.string()) +
+                                "): writing it would destroy it; choose another output");
+  };
+  if (reader.is_file(out)) refuse(out);
+  if (format != Format::ctf) return;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    if (ctf_writer_file(e.path().filename().string()) && reader.is_file(e.path())) refuse(e.path());
+  }
+}
+
+// An output error (a full disk) leaves what finish() could not complete: a
+// Perfetto file without its last bundles and statistics, a CTF directory
+// whose metadata may be missing, so no output a reader takes as the whole
+// trace. Unlike a recording, a conversion can be run again from its input,
+// so what it created is removed rather than kept.
+void remove_partial_output(const std::filesystem::path& out, Format format, bool existed) {
+  std::error_code ec;
+  if (format != Format::ctf) {
+    std::filesystem::remove(out, ec);
+    return;
+  }
+  std::vector<std::filesystem::path> ours;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    if (ctf_writer_file(e.path().filename().string())) ours.push_back(e.path());
+  }
+  for (const auto& p : ours) std::filesystem::remove(p, ec);
+  if (!existed) std::filesystem::remove(out, ec);  // only if now empty
+}
+
+}  // namespace
+
 ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out,
                      const ConvertOptions& options) {
-  if (options.format == Format::ctf) {
-    CtfWriter w(out);
-    return convert_records(reader, w, options);
+  refuse_output_over_input(reader, out, options.format);
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(out, ec);
+  // A writer that throws here created nothing of its own (an existing file
+  // where the CTF directory should be is the user's): nothing to remove.
+  std::unique_ptr<TraceSink> w;
+  if (options.format == Format::ctf)
+    w = std::make_unique<CtfWriter>(out);
+  else
+    w = std::make_unique<PerfettoWriter>(out);
+  try {
+    return convert_records(reader, *w, options);
+  } catch (const ConvertOutputError& e) {
+    w.reset();
+    remove_partial_output(out, options.format, existed);
+    throw ConvertOutputError(std::string(e.what()) + " (the partial output was removed)", e.code());
   }
-  PerfettoWriter w(out);
-  return convert_records(reader, w, options);
 }
 
 }  // namespace tracepipe::convert

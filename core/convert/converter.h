@@ -18,7 +18,8 @@
 // Damage: a malformed page stops its CPU: what that CPU converted before it
 // is kept, the other CPUs go on, the sink is finished so its output is
 // valid, and convert() then throws the first TraceDatError (file, section,
-// offset). An output error (disk full) throws ConvertOutputError.
+// offset). An output error (disk full) throws ConvertOutputError; convert()
+// first removes the output it created, which could not be completed.
 //
 // Thread-safety: convert() is reentrant; a sink is used by one thread.
 #include <cstdint>
@@ -113,7 +114,13 @@ ConvertStats convert_records(const TraceDatReader& reader, TraceSink& sink,
 
 /// Converts `reader` into `out`: a file for Format::perfetto, a directory
 /// (created if missing; its metadata and stream files replaced) for
-/// Format::ctf. Throws as convert_records().
+/// Format::ctf. Throws as convert_records(), and std::invalid_argument,
+/// before creating anything, when `out` is the reader's own file (the same
+/// path, a hard link, a symbolic link; for CTF also a file in `out` the
+/// writer replaces): writing it would truncate the mapped input. On a
+/// ConvertOutputError (a full disk) it removes the Perfetto file, or the
+/// CTF files and the directory if it created it, and the message ends with
+/// "(the partial output was removed)".
 ConvertStats convert(const TraceDatReader& reader, const std::filesystem::path& out,
                      const ConvertOptions& options = {});
 

@@ -3,6 +3,7 @@
 // exposed as a span of bytes. Move-only; the span stays valid while the
 // object lives. Thread-safe for concurrent reads.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <vector>
@@ -30,12 +31,20 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+  /// True when `path` (symbolic links followed; a hard link is the same
+  /// file) is the file open() mapped, by device and inode: a writer about to
+  /// truncate or replace `path` asks first, since truncating a mapped file
+  /// makes its later reads a SIGBUS. False for a copy_of() or a path that
+  /// cannot be stat()ed.
+  bool is_file(const std::filesystem::path& path) const noexcept;
 
  private:
   void reset() noexcept;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
+  bool has_id_ = false;  // open() set dev_, ino_
+  uint64_t dev_ = 0, ino_ = 0;
   std::vector<std::byte> owned_;
 };
 

@@ -114,6 +114,23 @@ std::string stat_time(uint64_t t, bool ns) {
   return fmt::format("{:5}.{:06}", t / 1'000'000'000, t / 1000 % 1'000'000);
 }
 
+// The recorder thread pins itself with pthread_setaffinity_np, and a failure
+// there has no one to tell: the recording would run unpinned while its
+// options say otherwise. So a CPU the creating thread (whose affinity the
+// recorder thread inherits) may not run on is refused here, as the config's
+// [recording] cpu is (core/config/config.cc).
+void check_pin_cpu(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+    throw std::invalid_argument(fmt::format(
+        "recorder: cpu {}: not a CPU this thread may run on (see taskset -p, nproc); -1 pins "
+        "nothing",
+        cpu));
+}
+
 }  // namespace
 
 struct Recorder::State {
@@ -704,6 +721,7 @@ Recorder::Recorder(Instance& instance, RecorderOptions options)
   State& s = *st_;
   if (s.opt.batch_pages < 3)
     throw std::invalid_argument("recorder: batch_pages must be at least 3");
+  check_pin_cpu(s.opt.cpu);
   if (s.opt.mode == RecordMode::flight_recorder &&
       instance.ring().mode() != buffers::OverflowMode::overwrite)
     throw std::invalid_argument(

@@ -189,7 +189,9 @@ struct RecorderOptions {
   static constexpr std::chrono::microseconds kBlockForever = std::chrono::microseconds::max();
   /// Pages per CPU encoded before one write (memory: batch_pages x page size x CPUs).
   uint32_t batch_pages = 64;
-  /// Pin the recorder thread to this CPU (-1: no pinning).
+  /// Pin the recorder thread to this CPU (-1: no pinning): one the thread
+  /// that creates the Recorder may run on (sched_getaffinity), else the
+  /// constructor throws std::invalid_argument naming it.
   int cpu = -1;
   /// Run the recorder thread as SCHED_FIFO at this priority (1..99; 0: the
   /// default policy), as `perf record -r` does. Writers never wait for the
@@ -302,7 +304,7 @@ class Recorder {
   /// Throws std::system_error when the output file cannot be created,
   /// std::invalid_argument for bad options (flight_recorder on a
   /// drop-newest buffer, block_timeout on an overwrite buffer or negative,
-  /// batch_pages < 3, both or neither of output and
+  /// batch_pages < 3, a cpu this thread may not run on, both or neither of output and
   /// collector, a collector that is not HOST:PORT, rotation to a collector,
   /// format perfetto or ctf with a collector, rotation or file_version 7).
   Recorder(Instance& instance, RecorderOptions options);

@@ -336,6 +336,9 @@ class TraceDatReader {
 
   /// The whole file.
   std::span<const std::byte> bytes() const noexcept { return file_.bytes(); }
+  /// True when `path` is the file open() mapped (MappedFile::is_file): an
+  /// output must not truncate or replace it while this reader lives.
+  bool is_file(const std::filesystem::path& path) const noexcept { return file_.is_file(path); }
   /// The name errors give the file: open()'s path, or the constructor's
   /// name ("trace.dat" if that is empty, or for a moved-from reader).
   const std::string& name() const noexcept;

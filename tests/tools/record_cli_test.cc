@@ -4,11 +4,13 @@
 // the documented exit code (docs/record.md, "Exit status"): 2 for a usage
 // error, 125 when recording cannot start, 126/127 when the command cannot
 // run. And the blocking mode's end-of-run summary.
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -280,6 +282,28 @@ TEST_CASE(
                    " holds what was written until then") != std::string::npos);
   rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 60);
   CHECK(rep.status == 0);
+}
+
+TEST_CASE("tracepipe record: an inherited ignored SIGINT and SIGTERM stay ignored in the command",
+          "[tools][record]") {
+  // A background job of a script, or nohup: the shell starts tracepipe with
+  // the signals ignored, and the command must inherit that, not the default
+  // its forwarder would leave after exec.
+  Scratch s;
+  const fs::path out = s.dir / "o.dat";
+  const std::string inner = "grep SigIgn /proc/self/status > " + s.marker.string();
+  const Run r =
+      tp_test::run_command({"sh", "-c",
+                            "trap '' INT TERM; exec " + std::string(TP_TRACEPIPE_EXE) +
+                                " record -q -o " + out.string() + " -- sh -c '" + inner + "'"},
+                           s.dir, 30);
+  INFO(r.err);
+  CHECK(r.status == 0);
+  const std::string line = tp_test::read_file(s.marker);
+  REQUIRE(line.starts_with("SigIgn:"));
+  const uint64_t ignored = std::stoull(line.substr(7), nullptr, 16);
+  CHECK((ignored >> (SIGINT - 1) & 1) == 1);
+  CHECK((ignored >> (SIGTERM - 1) & 1) == 1);
 }
 
 TEST_CASE("tracepipe record: a forked child that exits leaves the recording to its parent",

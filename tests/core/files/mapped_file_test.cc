@@ -104,3 +104,30 @@ TEST_CASE("mapped_file: a regular file maps byte for byte, an empty one to an em
   std::ofstream(s.dir / "empty", std::ios::binary).flush();
   CHECK(open_error(s.dir / "empty") == "(no error, 0 bytes)");
 }
+
+TEST_CASE("mapped_file: is_file knows the mapped file under any name, and nothing else",
+          "[core][mapped_file]") {
+  Scratch s;
+  std::ofstream(s.dir / "f", std::ios::binary) << "trace";
+  std::ofstream(s.dir / "g", std::ios::binary) << "trace";
+  fs::create_hard_link(s.dir / "f", s.dir / "hard");
+  fs::create_symlink(s.dir / "f", s.dir / "soft");
+  MappedFile m = MappedFile::open(s.dir / "f");
+  CHECK(m.is_file(s.dir / "f"));
+  CHECK(m.is_file(s.dir / "hard"));
+  CHECK(m.is_file(s.dir / "soft"));
+  CHECK(m.is_file(s.dir / "." / "f"));
+  CHECK_FALSE(m.is_file(s.dir / "g"));
+  CHECK_FALSE(m.is_file(s.dir / "missing"));
+  // Renamed, it is still the mapped file; a move carries the identity.
+  fs::rename(s.dir / "f", s.dir / "renamed");
+  const MappedFile moved = std::move(m);
+  CHECK(moved.is_file(s.dir / "renamed"));
+  CHECK_FALSE(m.is_file(s.dir / "renamed"));
+  // Bytes in memory are no file, whatever file holds the same bytes.
+  const MappedFile copy = MappedFile::copy_of(moved.bytes());
+  CHECK_FALSE(copy.is_file(s.dir / "renamed"));
+  // An empty file is not mapped, but it is still the file opened.
+  std::ofstream(s.dir / "empty", std::ios::binary).flush();
+  CHECK(MappedFile::open(s.dir / "empty").is_file(s.dir / "empty"));
+}

@@ -422,6 +422,36 @@ TEST_CASE("recorder: a flight recorder needs an overwrite buffer", "[record]") {
   CHECK_THROWS_AS(record::Recorder(inst, ro), std::invalid_argument);
 }
 
+TEST_CASE("recorder: a cpu this thread may not run on is refused, naming it", "[record]") {
+  TempPath out("rec_bad_cpu.dat");
+  Instance inst(small_options(Staging::per_thread));
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int last = -1, outside = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed))
+      last = c;
+    else if (outside < 0)
+      outside = c;
+  }
+  REQUIRE(last >= 0);
+  REQUIRE(outside >= 0);
+  for (const int cpu : {outside, CPU_SETSIZE, 99999}) {
+    record::RecorderOptions ro;
+    ro.output = out.path;
+    ro.cpu = cpu;
+    CHECK_THROWS_WITH(record::Recorder(inst, ro),
+                      Catch::Contains(fmt::format("recorder: cpu {}: not a CPU", cpu)));
+  }
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  ro.cpu = last;
+  record::Recorder rec(inst, ro);
+  CHECK(!rec.stop().failed);
+  CHECK(rec.error() == std::nullopt);
+}
+
 TEST_CASE("recorder: sideband names flow into the recording", "[record][sideband]") {
   TempPath out("rec_sideband.dat");
   Instance inst(small_options(Staging::per_thread));

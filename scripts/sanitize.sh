@@ -18,7 +18,10 @@ for kind in asan tsan; do
   dir="$TP_ROOT/build-$kind"
   cmake -S "$TP_ROOT" -B "$dir" -G Ninja "${san_flags[@]}" -DTRACEPIPE_SANITIZE="$san" >/dev/null
   mapfile -t targets < "$dir/$list"
-  cmake --build "$dir" -j "$TP_JOBS" --target "${targets[@]}" >/dev/null
+  if ! cmake --build "$dir" -j "$TP_JOBS" --target "${targets[@]}" >"$dir/build.log" 2>&1; then
+    grep -E -A12 'FAILED:|error:' "$dir/build.log" | head -n 80; tail -n 5 "$dir/build.log"
+    echo "sanitize: $kind build FAILED (log: $dir/build.log)"; exit 1
+  fi
   log="$dir/ctest.log"
   if ! (cd "$dir" && ctest --output-on-failure -j "$TP_JOBS" -L "$labels" >"$log" 2>&1); then
     cat "$log"; echo "sanitize: $kind tests FAILED"; exit 1

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace cv = tracepipe::convert;
 
 namespace {
-using Ev = tracepipe::EventDecl<"conv_out", "ev", tracepipe::Int<"a", uint32_t>>;
+using OutEv = tracepipe::EventDecl<"conv_out", "ev", tracepipe::Int<"a", uint32_t>>;
 
 uint64_t count_records(const tracepipe::TraceDatReader& r) {
   uint64_t n = 0;
@@ -60,8 +60,8 @@ TEST_CASE("convert refuses an output that is its reader's own file, and the inpu
   const fs::path in = dir / "in.dat";
   {
     tracepipe::Instance inst;
-    inst.enable(Ev::desc());
-    for (uint32_t i = 0; i < 300; ++i) Ev::emit(inst, i);
+    inst.enable(OutEv::desc());
+    for (uint32_t i = 0; i < 300; ++i) OutEv::emit(inst, i);
     tracepipe::write_trace_dat(inst, in);
   }
   const uint64_t size = fs::file_size(in);
@@ -104,8 +104,8 @@ TEST_CASE("convert into a full disk throws, says so, and removes what it created
   const fs::path in = fs::temp_directory_path() / fmt::format("tp-convfull-{}.dat", ::getpid());
   {
     tracepipe::Instance inst;
-    inst.enable(Ev::desc());
-    for (uint32_t i = 0; i < 20000; ++i) Ev::emit(inst, i);
+    inst.enable(OutEv::desc());
+    for (uint32_t i = 0; i < 20000; ++i) OutEv::emit(inst, i);
     tracepipe::write_trace_dat(inst, in);
   }
   const auto reader = tracepipe::TraceDatReader::open(in);

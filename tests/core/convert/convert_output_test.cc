@@ -2,7 +2,6 @@
 // output: the reader maps that file, so truncating it would make the next
 // read a SIGBUS. It is refused before anything is written, under any name.
 #include <fmt/core.h>
-#include <sys/mount.h>
 #include <tracepipe/tracepipe.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "small_disk.h"
 #include "test_support.h"
 #include "tracepipe/core/convert/converter.h"
 #include "tracepipe/core/convert/out_file.h"
@@ -30,27 +30,6 @@ uint64_t count_records(const tracepipe::TraceDatReader& r) {
   return n;
 }
 
-// A small tmpfs mounted for the test (root, else skipped), as in
-// tests/core/record/record_fault_test.cc.
-struct SmallDisk {
-  fs::path dir;
-  bool mounted = false;
-  explicit SmallDisk(unsigned kib) {
-    if (::geteuid() != 0) TP_SKIP("mounting a small tmpfs needs root");
-    dir = fs::temp_directory_path() / fmt::format("tp-convfull-{}", ::getpid());
-    fs::create_directories(dir);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, fmt::format("size={}k", kib).c_str()) != 0) {
-      fs::remove(dir);
-      TP_SKIP("cannot mount a tmpfs here");
-    }
-    mounted = true;
-  }
-  ~SmallDisk() {
-    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
 }  // namespace
 
 TEST_CASE("convert refuses an output that is its reader's own file, and the input survives") {
@@ -110,7 +89,7 @@ TEST_CASE("convert into a full disk throws, says so, and removes what it created
   }
   const auto reader = tracepipe::TraceDatReader::open(in);
   REQUIRE(count_records(reader) > 5000);
-  SmallDisk disk(64);
+  tp_test::SmallDisk disk("convfull", 64);
   // The user's files beside the output and in the CTF directory stay.
   fs::create_directories(disk.dir / "mine.ctf");
   std::ofstream(disk.dir / "mine.ctf" / "notes") << "kept";

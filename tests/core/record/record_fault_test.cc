@@ -6,7 +6,6 @@
 // up: records in the output + the losses it marks + the events lost to the
 // write error = the events emitted.
 #include <fmt/format.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <tracepipe/tracepipe.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "../convert/convert_test_util.h"
 #include "../tracedat/tracedat_test_util.h"
 #include "record_test_util.h"
+#include "small_disk.h"
 #include "test_support.h"
 #include "tracepipe/core/record/page_batch.h"
 #include "tracepipe/core/record/trace_file.h"
@@ -36,28 +36,7 @@ namespace {
 using Job = EventDecl<"app", "job", Int<"seq", uint32_t>, Int<"value", int64_t>, Chars<"name", 16>,
                       Str<"path">>;
 
-// A tmpfs of `kib` KiB mounted over a fresh directory, unmounted and removed
-// at the end of the test.
-struct SmallDisk {
-  fs::path dir;
-  bool mounted = false;
-  explicit SmallDisk(const std::string& name, unsigned kib) {
-    if (::geteuid() != 0) TP_SKIP("mounting a small tmpfs needs root");
-    dir = fs::temp_directory_path() / fmt::format("tp-recfault-{}-{}", name, ::getpid());
-    fs::create_directories(dir);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, fmt::format("size={}k", kib).c_str()) != 0) {
-      fs::remove(dir);
-      TP_SKIP("cannot mount a tmpfs here");
-    }
-    mounted = true;
-  }
-  ~SmallDisk() {
-    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  fs::path operator/(const std::string& n) const { return dir / n; }
-};
+using tp_test::SmallDisk;
 
 uint64_t apparent_size(const fs::path& p) {
   struct stat st {};

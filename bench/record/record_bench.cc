@@ -73,8 +73,11 @@
 #include <thread>
 #include <vector>
 
+#include "tracepipe/bench/record/latency_histogram.h"
 #include "tracepipe/bench/record/lttng_record.h"
 #include "tracepipe/bench/record/record_run.h"
+#include "tracepipe/buffers/tsc_clock.h"
+#include "tracepipe/core/clock/trace_clock.h"
 #include "tracepipe/core/instance/event_decl.h"
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/local_collector.h"
@@ -355,6 +358,25 @@ uint64_t rss_kb() {
   return res * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
 }
 
+// The writer's emit durations of a --steady run, converted from cycles with
+// the `local` clock's TSC calibration.
+void print_emit_latency(const LatencyHistogram& h) {
+  const TscCalibration& cal = tsc_calibration();
+  if (!buffers::kHaveTsc || cal.tsc_hz == 0 || h.count() == 0) {
+    fmt::print("emit latency: not measured (no invariant TSC)\n");
+    return;
+  }
+  const auto ns = [&](uint64_t cycles) {
+    return static_cast<double>(cycles) * 1e9 / static_cast<double>(cal.tsc_hz);
+  };
+  const auto us = [&](uint64_t cycles) { return ns(cycles) / 1e3; };
+  fmt::print(
+      "emit latency (each of {} emits, waits included): p50 {:.0f} ns, p99 {:.0f} ns, p99.9 {:.0f} "
+      "ns, p99.99 {:.1f} us, p99.999 {:.1f} us, max {:.1f} us\n",
+      h.count(), ns(h.quantile(0.5)), ns(h.quantile(0.99)), ns(h.quantile(0.999)),
+      us(h.quantile(0.9999)), us(h.quantile(0.99999)), us(h.max()));
+}
+
 // --steady RATE: a paced writer at RATE events/s for --seconds while the
 // recorder writes to --dir (rotating through 4 files of `rotate_mib` MiB);
 // the RSS is sampled every second. Returns 0 when nothing was lost and the
@@ -378,12 +400,19 @@ int steady(const Setup& st, const std::filesystem::path& out, double seconds, do
   record::Recorder rec(inst, ro);
   std::atomic<bool> done{false};
   Run r;
+  // Each emit's duration in TSC cycles (two counter reads around it): what
+  // a writer pays per event, waits for the recorder included.
+  auto lat = std::make_unique<LatencyHistogram>();
   std::thread w([&] {
     pin_this_thread(0);
     uint32_t seq = 0;
     r = record_bench::paced_writer(
         [&](uint64_t n) {
-          for (uint64_t i = 0; i < n; ++i) (void)Ev::emit(inst, 1, seq++, "pad");
+          for (uint64_t i = 0; i < n; ++i) {
+            const uint64_t a = buffers::read_tsc();
+            (void)Ev::emit(inst, 1, seq++, "pad");
+            lat->add(buffers::read_tsc() - a);
+          }
         },
         seconds, rate);
     done = true;
@@ -435,6 +464,7 @@ int steady(const Setup& st, const std::filesystem::path& out, double seconds, do
         static_cast<double>(b.wait_ns) / 1e6, static_cast<double>(b.max_wait_ns) / 1e3, b.timed_out,
         b.not_allowed);
   }
+  print_emit_latency(*lat);
   fmt::print(
       "RSS first {} KiB, last {} KiB, max {} KiB; slope {:+.1f} KiB/min over all {} samples, "
       "{:+.1f} over "

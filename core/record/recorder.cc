@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/pacing.h"
 #include "tracepipe/core/record/page_batch.h"
+#include "tracepipe/core/record/retired_files.h"
 #ifdef TRACEPIPE_TEST_HOOKS
 #include "tracepipe/core/record/testing/hooks.h"
 #endif
@@ -143,6 +145,7 @@ struct Recorder::State {
   NetSink* net = nullptr;                   // when recording to a collector
   std::optional<detail::Compression> v7;    // file_version 7
   std::deque<std::filesystem::path> files;  // on disk, oldest first; back() is `file`'s
+  RetiredFiles retired;                     // files max_files dropped, still being freed
   uint64_t file_seq = 0;
   std::atomic<uint64_t> files_started{0}, files_removed{0};
   std::unique_ptr<SidebandState> sideband;
@@ -339,11 +342,17 @@ struct Recorder::State {
     files.push_back(fo.path);
     files_started.fetch_add(1, std::memory_order_relaxed);
     while (opt.max_files != 0 && files.size() > opt.max_files) {
-      std::error_code ec;
-      std::filesystem::remove(files.front(), ec);
+      (void)retired.retire(files.front());
       files.pop_front();
       files_removed.fetch_add(1, std::memory_order_relaxed);
     }
+    // A retired file gives its blocks back over the next passes. Where the
+    // new file could not grow to max_file_bytes beside it, free it now.
+    struct statvfs fs {};
+    if (retired.queued() != 0 &&
+        (::statvfs(fo.path.c_str(), &fs) != 0 ||
+         static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < opt.max_file_bytes))
+      retired.finish();
   }
 
   // Finishes the current file (a complete trace.dat) and starts the next.
@@ -682,6 +691,7 @@ struct Recorder::State {
       fail(ENOMEM, "finishing the file");
     }
     file.reset();
+    retired.finish();
     timespec t{};
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
       cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull +
@@ -709,6 +719,7 @@ struct Recorder::State {
       raise_max(longest_gap_ns, p.dt);
       p.prev = now;
       look(p, now);
+      retired.step();
       check_now_and_then(now);
       sleep_until_next(p, now);
     }

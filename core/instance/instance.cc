@@ -193,28 +193,13 @@ void Instance::set_flag_locked(detail::EventState& st, uint32_t flag, bool on) {
 }
 
 // The stack lane's accept (fast_path.h: stage_on_stack): the staged path's
-// (E9), from the caller's frame instead of a slot.
+// (E9), from the caller's frame instead of a slot: the decided accept with
+// a copy for its build.
 void Instance::commit_from_stack(detail::EventState& st, uint32_t flags, ThreadContext& ctx,
                                  std::span<const std::byte> rec) noexcept {
-  auto& c = thread_counters(ctx, st.counters).v;
-  uint32_t wcpu = 0;  // cpu_local rings read the CPU themselves
-  if (!cpu_local_) {
-    wcpu = current_cpu();
-    if (wcpu >= ncpu_) [[unlikely]]
-      wcpu %= ncpu_;
-  }
   const auto size = static_cast<uint32_t>(rec.size());
-  const buffers::Reservation rr = ring_reserve(wcpu, size);  // stamped here (F1)
-  if (!rr) [[unlikely]] {
-    counter_add(c[detail::slot::lost_staged]);
-    return;
-  }
-  detail::copy_record(rr.payload().data(), rec.data(), size);
-  ring_commit(rr);
-  counter_add(c[detail::slot::kept_staged]);
-  if ((flags & detail::EventState::kAdaptive) != 0 &&
-      (c[detail::slot::kept_staged].load(std::memory_order_relaxed) & 31) == 0) [[unlikely]]
-    adaptive_check_staged(st, c);
+  commit_decided(st, flags, ctx, size,
+                 [&](std::byte* dst) { detail::copy_record(dst, rec.data(), size); });
 }
 
 // The stack lane's filter when the program has no inline verdict: the

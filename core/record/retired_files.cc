@@ -11,7 +11,7 @@ namespace tracepipe::record {
 
 bool RetiredFiles::retire(const std::filesystem::path& path) noexcept {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-  struct stat s{};
+  struct stat s {};
   if (fd < 0 || ::fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
     if (fd >= 0) ::close(fd);
     std::error_code ec;

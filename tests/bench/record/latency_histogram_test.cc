@@ -33,8 +33,8 @@ TEST_CASE("latency histogram: quantiles of a known distribution", "[bench][recor
   h.add(5'000'000);
   CHECK(h.count() == 10'000);
   CHECK(h.max() == 5'000'000);
-  CHECK(h.quantile(0.5) == 20);    // exact below 32
-  CHECK(h.quantile(0.99) == 20);   // rank 9,900: the last 20
+  CHECK(h.quantile(0.5) == 20);   // exact below 32
+  CHECK(h.quantile(0.99) == 20);  // rank 9,900: the last 20
   const uint64_t p999 = h.quantile(0.999);
   CHECK(p999 >= 1000);
   CHECK(p999 <= 1000 + 1000 / 16);

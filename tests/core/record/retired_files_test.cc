@@ -25,7 +25,7 @@ size_t open_fds() {
 }
 
 uint64_t free_bytes(const std::filesystem::path& dir) {
-  struct statvfs fs{};
+  struct statvfs fs {};
   REQUIRE(::statvfs(dir.c_str(), &fs) == 0);
   return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
 }

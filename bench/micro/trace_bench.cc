@@ -17,9 +17,12 @@
 //     emit_none, macro_none, fn_none     no filter (the unfiltered lane)
 //     emit_acc, macro_acc, fn_acc        filter "value == 0": accepts every
 //                                        emit (staged, then committed)
+//     emit_gacc, macro_gacc              filter pad ~ "ben*": a string match
+//                                        that accepts every emit
 // Counters: <leg>_ns (median ns per emit); macro_vs_emit_ns, fn_vs_emit_ns
 // (same filter, call style differs), glob_vs_int_ns, macro_glob_vs_int_ns
-// (same call, filter differs), and trace/commit's <call>_vs_emit_<filter>_ns:
+// (same call, filter differs), and trace/commit's <call>_vs_emit_<filter>_ns
+// (filter none, acc or gacc):
 // medians of per-round differences, with _p25 / _p75.
 #include <benchmark/benchmark.h>
 #include <time.h>
@@ -50,6 +53,8 @@ using FnNone = TraceEvent<"trace_fn_none">;
 using EmitAcc = TraceEvent<"trace_emit_acc">;
 using MacroAcc = TraceEvent<"trace_macro_acc">;
 using FnAcc = TraceEvent<"trace_fn_acc">;
+using EmitGacc = TraceEvent<"trace_emit_gacc">;
+using MacroGacc = TraceEvent<"trace_macro_gacc">;
 
 constexpr uint32_t kBlock = 4096;
 enum class Call { emit, macro, fn };
@@ -198,6 +203,20 @@ void commit(benchmark::State& state) {
                   {}});
   legs.push_back(
       {"fn_acc", &FnAcc::desc(), "value == 0", run_block<FnAcc, Call::fn>, nullptr, 0, {}});
+  legs.push_back({"emit_gacc",
+                  &EmitGacc::desc(),
+                  "pad ~ \"ben*\"",
+                  run_block<EmitGacc, Call::emit>,
+                  nullptr,
+                  0,
+                  {}});
+  legs.push_back({"macro_gacc",
+                  &MacroGacc::desc(),
+                  "pad ~ \"ben*\"",
+                  run_block<MacroGacc, Call::macro>,
+                  nullptr,
+                  0,
+                  {}});
   if (!set_up(state, legs)) return;
   const size_t round = run_rounds(state, legs);
   for (const Leg& l : legs) {
@@ -209,6 +228,7 @@ void commit(benchmark::State& state) {
   diff_counters(state, legs, round, "fn_vs_emit_none_ns", 2, 0);
   diff_counters(state, legs, round, "macro_vs_emit_acc_ns", 4, 3);
   diff_counters(state, legs, round, "fn_vs_emit_acc_ns", 5, 3);
+  diff_counters(state, legs, round, "macro_vs_emit_gacc_ns", 7, 6);
   state.counters["rounds"] = static_cast<double>(round);
 }
 

@@ -504,11 +504,12 @@ struct EventDecl {
   }
 
   /// (D4) for a string match, in the read-side section trace_rejects_first()
-  /// opened, which this closes: (E8') if a Chars field starts at the
-  /// program's position, the verdict on its argument's first 16 bytes
-  /// (zero-filled, as Chars::put stores them) is the one on the record; a
-  /// reject is counted (E10), anything else goes on to trace_fan_out() by a
-  /// tail call. Out of line, tail-called: see trace_slow_path().
+  /// opened: (E8') if a Chars field starts at the program's position, the
+  /// verdict on its argument's first 16 bytes (zero-filled, as Chars::put
+  /// stores them) is the one on the record; a reject is counted (E10) and
+  /// closes the section here. Anything else goes on in the section to
+  /// trace_chars_passed(), by a tail call. Out of line, tail-called: see
+  /// trace_slow_path().
   [[gnu::noinline]] static void trace_chars_first(const Args& a, const filters::Program& prog,
                                                   std::atomic<uint64_t>& count) noexcept {
     const bool rejected = std::apply(
@@ -519,9 +520,42 @@ struct EventDecl {
                  !prog.match_words(w);
         },
         a);
-    if (rejected) counter_add(count);  // (E10)
+    if (rejected) {
+      counter_add(count);  // (E10)
+      detail::leave_outermost_section();
+      return;
+    }
+    trace_chars_passed(a, prog);
+  }
+
+  /// A string match that trace_chars_first() did not reject, in its
+  /// section. If a Chars field stands at `prog`'s position (found again
+  /// here, off the reject's path: a compare of constants), the match
+  /// accepted it, and that verdict is the record's: committed as decided,
+  /// the record built once in the ring (trace_in_section()); else the stack
+  /// lane filters the record. The event's one state is read again here; if
+  /// its subscribers changed since the first step (enabled in a second
+  /// instance, or its staging), the fan-out takes it. Out of line,
+  /// tail-called: see trace_slow_path().
+  [[gnu::noinline]] static void trace_chars_passed(const Args& a,
+                                                   const filters::Program& prog) noexcept {
+    const detail::Subscribers* subs = listeners_.load(std::memory_order_acquire);
+    if (subs != nullptr && subs->count == 1) [[likely]] {
+      detail::EventState& st = *subs->states[0];
+      const uint32_t flags = st.flags.load(std::memory_order_acquire);
+      if (detail::InstanceAccess::stages_on_stack(flags)) [[likely]] {
+        const bool accepted = std::apply(
+            [&](const typename Fields::arg_type&... v) TRACEPIPE_ALWAYS_INLINE_LAMBDA(noexcept) {
+              uint64_t w[2];
+              return chars_at(std::index_sequence_for<Fields...>{},
+                              prog.single_string_pos(fixed_size), w, v...);
+            },
+            a);
+        return trace_in_section(a, st, flags, accepted);
+      }
+    }
     detail::leave_outermost_section();
-    if (!rejected) trace_fan_out(a);
+    trace_fan_out(a);
   }
 
   /// The general fan-out: every subscribed instance in one WriterScope

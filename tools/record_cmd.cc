@@ -202,27 +202,39 @@ int spawn_and_wait(const RecordCli& cli, std::vector<std::string> env) {
 }
 
 // Why the command left no status: killed by a signal before its recorder
-// wrote one (before it started, or before it finalized), or not built with
-// tracepipe.
-std::string no_status_cause(const RecordCli& cli, int status) {
+// wrote one (before it started, or before it finalized); gone without its
+// exit handlers after its recording `started` (the output exists: _exit(),
+// quick_exit(), an exec); or it never started one (not linked with the C++
+// library, whose autostart reads TRACEPIPE_CONFIG).
+std::string no_status_cause(const RecordCli& cli, int status, bool started) {
   if (WIFSIGNALED(status)) {
     const char* abbrev = ::sigabbrev_np(WTERMSIG(status));
     return fmt::format("{} was killed by signal {} (SIG{}) before its recording ended",
                        cli.command[0], WTERMSIG(status), abbrev != nullptr ? abbrev : "?");
   }
-  return cli.command[0] + " recorded nothing (not built with tracepipe?)";
+  if (started)
+    return fmt::format(
+        "warning: {} ended (exit status {}) without finishing its recording: _exit(), "
+        "quick_exit() or an exec skip the exit handlers that write out the events still in its "
+        "buffers, which are lost",
+        cli.command[0], WEXITSTATUS(status));
+  return cli.command[0] + " recorded nothing (not linked with tracepipe::tracepipe?)";
 }
 
-// The command recorded nothing (no status: not built with tracepipe, or
+// The command recorded nothing (no status: not linked with tracepipe, or
 // dead before it recorded): the output is still a trace. Killed after it
 // recorded, what it wrote stays (a valid trace at every moment), and
 // that is said: no summary was printed.
 int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
                    record::OutputFormat format, int status) {
-  const std::string cause = no_status_cause(cli, status);
+  const bool started =
+      format != record::OutputFormat::tracedat
+          ? std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)
+          : cli.collector.empty() && valid_trace(out);
+  const std::string cause = no_status_cause(cli, status, started);
   if (format != record::OutputFormat::tracedat) {
     // What the command left stays; a missing output becomes an empty trace.
-    if (std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)) {
+    if (started) {
       fmt::print(stderr, "tracepipe record: {}; {} holds what was written until then\n", cause,
                  out.string());
       return 0;
@@ -250,13 +262,13 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
     fmt::print(stderr, "tracepipe record: {}; {} got an empty trace\n", cause, cli.collector);
-  } else if (!valid_trace(out)) {
+  } else if (!started) {
     // An empty trace, one stream per CPU.
     TraceDatWriterConfig wc;
     wc.cpus = std::max(1u, std::thread::hardware_concurrency());
     TraceDatWriter(wc).write(out);
     fmt::print(stderr, "tracepipe record: {}; {} is an empty trace\n", cause, out.string());
-  } else if (WIFSIGNALED(status)) {
+  } else {
     fmt::print(stderr, "tracepipe record: {}; {} holds what was written until then\n", cause,
                out.string());
   }

@@ -2,7 +2,7 @@
 // and strings), threads emitting with TRACEPIPE_TRACE, no recorder code;
 // linked with tracepipe::tracepipe only. The record CLI tests run it.
 //
-//   record_app [--events N] [--threads T] [--seconds S] [--pace-us U] [--fork-exit]
+//   record_app [--events N] [--threads T] [--seconds S] [--pace-us U] [--fork-exit] [--quick-exit]
 //
 // Each thread emits N app:request events (and one app:note for every 8),
 // or, with --seconds, emits for S seconds in bursts of 64 events every U µs
@@ -11,7 +11,8 @@
 // --fork-exit, after a forked child has ended through exit()). With
 // --handler it installs its own SIGINT handler first (the autostart then
 // leaves SIGINT to it): the handler sets a flag, the threads stop and the
-// program exits normally.
+// program exits normally. With --quick-exit it ends by _exit(3), which runs
+// no exit handler (its recording is never finished).
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,7 +41,7 @@ void on_sigint(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   uint64_t events = 100000;
-  bool fork_exit = false;
+  bool fork_exit = false, quick_exit = false;
   unsigned threads = 2;
   double seconds = 0;
   long pace_us = 100;
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
       ::signal(SIGINT, on_sigint);
     else if (a == "--fork-exit")
       fork_exit = true;
+    else if (a == "--quick-exit")
+      quick_exit = true;
     else
       return std::fprintf(stderr, "record_app: unknown argument %s\n", a.c_str()), 2;
   }
@@ -103,5 +106,9 @@ int main(int argc, char** argv) {
   std::printf("emitted %llu requests, %llu notes\n",
               static_cast<unsigned long long>(requests.load()),
               static_cast<unsigned long long>(notes.load()));
+  if (quick_exit) {
+    std::fflush(stdout);
+    ::_exit(3);
+  }
   return 0;
 }

@@ -255,6 +255,26 @@ TEST_CASE("tracepipe record: exit codes, and one line naming the cause", "[recor
     CHECK(r.err.find("resolving collector.tracepipe-test.invalid") != std::string::npos);
     CHECK(r.err.find("No route to host") == std::string::npos);
   }
+  SECTION("a command gone by _exit() after its recording started: its status and a warning") {
+    const Ran r = shell(fmt::format("{} record -o {} {}", TP_TRACEPIPE_EXE, out.path.string(),
+                                    app_cmd("--events 1000 --quick-exit")));
+    INFO(r.err);
+    CHECK(r.status == 3);
+    CHECK(r.err.find("warning: " + std::string(TP_RECORD_APP_EXE) +
+                     " ended (exit status 3) without finishing its recording: _exit(), "
+                     "quick_exit() or an exec skip the exit handlers") != std::string::npos);
+    CHECK(r.err.find(out.path.string() + " holds what was written until then") !=
+          std::string::npos);
+    CHECK(r.err.find("recorded nothing") == std::string::npos);
+  }
+  SECTION("a command that never starts a recording: its status, and it says so") {
+    const Ran r = shell(
+        fmt::format("{} record -o {} -- sh -c 'exit 4'", TP_TRACEPIPE_EXE, out.path.string()));
+    INFO(r.err);
+    CHECK(r.status == 4);
+    CHECK(r.err.find("sh recorded nothing (not linked with tracepipe::tracepipe?); " +
+                     out.path.string() + " is an empty trace") != std::string::npos);
+  }
   SECTION("the output removed while recording: 125") {
     TempPath cfg = config("user_rm.toml", "[events.\"app:*\"]\nenable = true\n[recording]\n");
     // Removed once the recording has written to it (however slowly the

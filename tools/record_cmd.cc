@@ -360,6 +360,13 @@ void check_output(const RecordCli& cli, const Config* cfg, const std::filesystem
       throw Refused(out.string() + ": not a regular file");
     if (::access(out.c_str(), W_OK) != 0)
       throw Refused(out.string() + ": cannot write it: " + std::strerror(errno));
+  } else if (format == record::OutputFormat::ctf) {
+    // The CTF writer makes its trace directory with its parents; a missing
+    // folder above it is refused here, as for the other formats' files.
+    const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec))
+      throw Refused(out.string() + ": cannot create it: " + parent.string() +
+                    " is not an existing folder");
   }
   InstanceOptions io = cfg != nullptr ? cfg->instances.front().options : InstanceOptions{};
   if (cfg == nullptr) io.mode = BufferMode::drop_newest;  // the default config's

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <system_error>
 #include <vector>
 
@@ -62,7 +63,12 @@ ConvertSink::ConvertSink(convert::Format format, const std::filesystem::path& pa
     for (uint32_t i = 0; i < cpus.size(); ++i) cpus[i] = i;
     m.writer->begin(*m.reader, 0, start_ts, cpus);
   } catch (const convert::ConvertOutputError& e) {
-    throw std::system_error(e.code() != 0 ? e.code() : EIO, std::generic_category(), e.what());
+    // system_error appends the cause itself: said once, not twice.
+    const int code = e.code() != 0 ? e.code() : EIO;
+    std::string what = e.what();
+    const std::string cause = std::string(": ") + std::strerror(code);
+    if (what.ends_with(cause)) what.resize(what.size() - cause.size());
+    throw std::system_error(code, std::generic_category(), what);
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {

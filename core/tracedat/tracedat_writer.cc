@@ -249,7 +249,9 @@ void TraceDatWriter::write(const std::filesystem::path& path) const {
     throw std::runtime_error("refusing to replace " + path.string() + ": not a regular file");
   std::string tmp_name = path.string() + ".XXXXXX";
   const int fd = ::mkstemp(tmp_name.data());
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp_name);
+  // The error names the user's path: the temporary beside it is ours.
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot create " + path.string());
   (void)::fchmod(fd, 0644);
   const std::filesystem::path tmp = tmp_name;
   std::FILE* f = ::fdopen(fd, "wb");
@@ -257,7 +259,7 @@ void TraceDatWriter::write(const std::filesystem::path& path) const {
     const int e = errno;
     ::close(fd);
     std::filesystem::remove(tmp);
-    throw std::system_error(e, std::generic_category(), "cannot create " + tmp.string());
+    throw std::system_error(e, std::generic_category(), "cannot create " + path.string());
   }
   auto put = [f](const std::vector<std::byte>& b) {
     return b.empty() || std::fwrite(b.data(), 1, b.size(), f) == b.size();

@@ -167,6 +167,12 @@ TEST_CASE("tracepipe record: an output it cannot write stops it before the comma
       {{"-o", "/sys/x.dat"}, "/sys/x.dat"},
       {{"-o", "/dev/null"}, "/dev/null: not a regular file"},
       {{"--format", "ctf", "-o", "/proc/version"}, "not a directory"},
+      // The CTF writer would make the missing folder: refused as for a file.
+      {{"--format", "ctf", "-o", (s.dir / "nodir" / "x.ctf").string()},
+       (s.dir / "nodir" / "x.ctf").string() + ": cannot create it: " + (s.dir / "nodir").string() +
+           " is not an existing folder"},
+      {{"--format", "perfetto", "-o", (s.dir / "nodir" / "x.pftrace").string()},
+       (s.dir / "nodir" / "x.pftrace").string()},
   };
   for (const Case& c : cases) {
     std::string line;
@@ -175,8 +181,13 @@ TEST_CASE("tracepipe record: an output it cannot write stops it before the comma
     const Run r = s.record(c.args);
     CHECK(r.status == 125);
     check_one_message(r, c.message);
+    // The cause once (a converting sink's error said it twice).
+    const std::string cause = "No such file or directory";
+    if (const size_t at = r.err.find(cause); at != std::string::npos)
+      CHECK(r.err.find(cause, at + 1) == std::string::npos);
     CHECK_FALSE(s.ran());
   }
+  CHECK_FALSE(fs::exists(s.dir / "nodir"));
   CHECK(fs::is_directory(folder));
   CHECK(fs::is_empty(folder));
   CHECK_FALSE(fs::exists("/sys/x.dat"));

@@ -142,6 +142,16 @@ TEST_CASE("tracedat_writer: write() replaces a regular file but never a FIFO or 
           0);  // no temp left
 }
 
+TEST_CASE("tracedat_writer: write() into a missing folder names the path asked for",
+          "[tracedat][writer]") {
+  TraceDatWriter w({.cpus = 1});
+  w.add_format(tick_format());
+  const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / "tp-no-such-folder" / "x.dat";
+  // Not the temporary beside it (x.dat.XXXXXX), which the user never named.
+  CHECK_THROWS_WITH(w.write(p), "cannot create " + p.string() + ": No such file or directory");
+}
+
 // A reader opened from a path names it in its errors, the headers' and its
 // cursors' alike (also after the reader was moved); one made from bytes
 // says "trace.dat".

@@ -685,8 +685,13 @@ struct Recorder::State {
     for (uint32_t cpu = 0; cpu < cpus.size(); ++cpu) (void)drain(cpu, true, true);
     refresh_sideband_ids();
     try {
-      if (const int err = file->finalize(meta(true)); err != 0)
-        fail(err, net ? net->stage() : "finishing the file");
+      if (const int err = file->finalize(meta(true)); err != 0) {
+        const auto* tf = dynamic_cast<const TraceFile*>(file.get());
+        fail(err, net                   ? net->stage()
+                  : tf && tf->kept_v6() ? "rewriting it as version 7 (it is kept, complete, as "
+                                          "version 6)"
+                                        : "finishing the file");
+      }
     } catch (const std::exception&) {
       fail(ENOMEM, "finishing the file");
     }

@@ -249,8 +249,8 @@ int TraceFile::finalize(const TraceDatWriter& meta) noexcept {
       return 0;
     } else {
       v7_.reset();
-      const int v6 = finalize(meta);  // the recording stays, as version 6
-      (void)v6;
+      // The recording stays, as version 6.
+      kept_v6_ = finalize(meta) == 0;
       return err;
     }
   }

@@ -96,6 +96,10 @@ class TraceFile final : public TraceSink {
   /// full), returns its error and finishes the version 6 file as above.
   int finalize(const TraceDatWriter& meta) noexcept override;
 
+  /// After a finalize() whose version 7 rewrite failed: true when the file
+  /// was finished as version 6 instead (complete, every record in it).
+  bool kept_v6() const noexcept { return kept_v6_; }
+
   uint64_t cpu_bytes(uint32_t cpu) const noexcept { return ext_[cpu].size; }
   uint64_t total_bytes() const noexcept override;
   std::string describe() const override { return path_.string(); }
@@ -118,6 +122,7 @@ class TraceFile final : public TraceSink {
   std::vector<TraceDatWriter::CpuExtent> ext_;
   std::vector<uint64_t> reserved_;  // per CPU: bytes allocated by preallocate() from its offset
   std::optional<detail::Compression> v7_;
+  bool kept_v6_ = false;
 };
 
 }  // namespace tracepipe::record

@@ -292,3 +292,45 @@ TEST_CASE("recorder summary: with rotation the counts are the run's, and removed
   s = record::format_summary(st, std::nullopt, "tp: ");
   CHECK(s.find("tp: run.9.dat: 45000 records") != std::string::npos);
 }
+
+TEST_CASE(
+    "recorder: a version 7 rewrite that does not fit keeps the file as version 6, and says so",
+    "[record][fault]") {
+  using Rnd = EventDecl<"app", "rnd", Int<"a", uint64_t>, Int<"b", uint64_t>, Int<"c", uint64_t>,
+                        Int<"d", uint64_t>>;
+  SmallDisk disk("v7", 2048);
+  const fs::path out = disk / "v7.dat";
+  InstanceOptions o;
+  o.cpus = 1;
+  o.buffer_size_kb = 4096;
+  o.mode = BufferMode::drop_newest;
+  Instance inst(o);
+  inst.enable(Rnd::desc());
+  record::RecorderOptions ro;
+  ro.output = out;
+  ro.file_version = 7;
+  ro.compression = "zstd";
+  std::string error;
+  ro.on_error = [&](const std::string& m) { error = m; };
+  record::Recorder rec(inst, ro);
+  // Values zstd cannot shrink: the compressed copy needs as much room as
+  // the recording, which the disk no longer has.
+  uint64_t x = 88172645463325252ull;
+  auto next = [&] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+  constexpr uint32_t kEvents = 30000;  // about 1.4 MB of data: twice that is over 2 MiB
+  for (uint32_t i = 0; i < kEvents; ++i)
+    REQUIRE(Rnd::emit(inst, next(), next(), next(), next()) == EmitResult::kept);
+  const record::RecorderStats s = rec.stop();
+  INFO(error);
+  CHECK(s.records == kEvents);
+  CHECK(error.find(out.string() + ": rewriting it as version 7 (it is kept, complete, as version "
+                                  "6): No space left on device") != std::string::npos);
+  const auto r = TraceDatReader::open(out);
+  CHECK(r.version() == 6);
+  uint64_t n = 0;
+  auto m = r.records();
+  while (m.next()) ++n;
+  CHECK(n == kEvents);
+  for (const auto& e : fs::directory_iterator(disk.dir))  // no temporary left
+    CHECK(e.path() == out);
+}

@@ -269,8 +269,12 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
     TraceDatWriter(wc).write(out);
     fmt::print(stderr, "tracepipe record: {}; {} is an empty trace\n", cause, out.string());
   } else {
-    fmt::print(stderr, "tracepipe record: {}; {} holds what was written until then\n", cause,
-               out.string());
+    // Never finished, so never compacted: each CPU's region is still a hole.
+    fmt::print(stderr,
+               "tracepipe record: {}; {} holds what was written until then (a sparse file: ls -l "
+               "shows the space reserved for each CPU, du what it holds; cp --sparse=always keeps "
+               "it small)\n",
+               cause, out.string());
   }
   return 0;
 }

@@ -263,8 +263,9 @@ TEST_CASE("tracepipe record: exit codes, and one line naming the cause", "[recor
     CHECK(r.err.find("warning: " + std::string(TP_RECORD_APP_EXE) +
                      " ended (exit status 3) without finishing its recording: _exit(), "
                      "quick_exit() or an exec skip the exit handlers") != std::string::npos);
-    CHECK(r.err.find(out.path.string() + " holds what was written until then") !=
-          std::string::npos);
+    CHECK(r.err.find(out.path.string() +
+                     " holds what was written until then (a sparse file: ls -l shows the space "
+                     "reserved for each CPU, du what it holds") != std::string::npos);
     CHECK(r.err.find("recorded nothing") == std::string::npos);
   }
   SECTION("a command that never starts a recording: its status, and it says so") {

@@ -8,6 +8,7 @@
 #include "tracepipe/core/export/process_symbols.h"
 #include "tracepipe/core/export/text_output.h"
 #include "tracepipe/core/sideband/sideband_state.h"
+#include "tracepipe/core/tracedat/cpu_stat_text.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
 namespace tracepipe {
@@ -40,9 +41,26 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
   // kallsyms names them for trace-cmd report.
   const EventDesc* stack = inst.registry().find("ftrace", "kernel_stack");
   std::vector<uint64_t> frames;
+  const TraceClock& clk = inst.clock();
+  const uint64_t now = clk.read();
+  std::vector<std::string> stat_texts;
   for (uint32_t cpu = 0; cpu < inst.cpus(); ++cpu) {
     const buffers::CpuStats s = inst.cpu_stats(cpu);
     if (s.overrun > 0) w.add_lost(cpu, s.overrun);
+    // The kernel's per_cpu stats over the buffer's life, as trace-cmd
+    // extract keeps them: --stat then shows what the records cannot (a
+    // full buffer's drops, which the kernel marks on no page).
+    stat_texts.push_back(
+        cpu_stat_text(cpu,
+                      {.entries = s.entries,
+                       .overrun = s.overrun,
+                       .commit_overrun = s.commit_overrun,
+                       .bytes = s.bytes,
+                       .oldest_ts = s.oldest_ts,
+                       .now_ts = now,
+                       .dropped = s.lost_full + s.lost_busy + s.lost_set_aside + s.lost_too_big,
+                       .read = s.read},
+                      clk.in_nanoseconds));
     for_each_record(inst, cpu, options.consume, [&](const buffers::RecordView& r) {
       if (r.payload.size() < 2 || r.payload.size() > w.max_payload()) return;
       w.add_record(cpu, r.ts, r.payload);
@@ -58,6 +76,7 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
         }
     });
   }
+  w.set_cpu_stats(std::move(stat_texts));
   if (!frames.empty()) w.set_kallsyms(process_kallsyms(frames));
   sideband.apply_cmdlines(w);
   return w;

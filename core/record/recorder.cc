@@ -30,6 +30,7 @@
 #include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/sideband/sideband_events.h"
 #include "tracepipe/core/sideband/sideband_state.h"
+#include "tracepipe/core/tracedat/cpu_stat_text.h"
 #include "tracepipe/core/tracedat/tracedat_v7_writer.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 
@@ -106,14 +107,6 @@ const EventFormat& lost_at_end_format() {
       "print fmt: \"lost=%llu\", REC->lost\n",
       "tracepipe");
   return f;
-}
-
-// The kernel's per_cpu/cpuN/stats layout (kernel/trace/trace.c:
-// tracing_stats_read) after trace-cmd's "CPU: N" line: a time in seconds
-// with microseconds for a clock in ns, the raw count otherwise.
-std::string stat_time(uint64_t t, bool ns) {
-  if (!ns) return fmt::format("{}", t);
-  return fmt::format("{:5}.{:06}", t / 1'000'000'000, t / 1000 % 1'000'000);
 }
 
 // The recorder thread pins itself with pthread_setaffinity_np, and a failure
@@ -215,13 +208,16 @@ struct Recorder::State {
       const uint64_t lost =
           ld(c.lost_full) + ld(c.lost_busy) + ld(c.lost_set_aside) + ld(c.lost_too_big);
       const uint64_t written = ld(c.records), unwritten = ld(c.unwritten);
-      out.push_back(fmt::format(
-          "CPU: {}\nentries: {}\noverrun: {}\ncommit overrun: {}\nbytes: {}\noldest event ts: "
-          "{}\nnow ts: {}\n"
-          "dropped events: {}\nread events: {}\nwritten events: {}\nunwritten events: {}\n",
-          cpu, rs.entries, ld(c.overrun), ld(c.commit_overrun), rs.bytes,
-          stat_time(rs.oldest_ts, clk.in_nanoseconds), stat_time(now, clk.in_nanoseconds), lost,
-          written + unwritten + ld(c.too_big), written, unwritten));
+      const CpuStatLines k{.entries = rs.entries,
+                           .overrun = ld(c.overrun),
+                           .commit_overrun = ld(c.commit_overrun),
+                           .bytes = rs.bytes,
+                           .oldest_ts = rs.oldest_ts,
+                           .now_ts = now,
+                           .dropped = lost,
+                           .read = written + unwritten + ld(c.too_big)};
+      out.push_back(cpu_stat_text(cpu, k, clk.in_nanoseconds) +
+                    fmt::format("written events: {}\nunwritten events: {}\n", written, unwritten));
     }
     return out;
   }

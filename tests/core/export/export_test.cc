@@ -351,3 +351,35 @@ TEST_CASE("replay: kernel records through the fast path keep exactly the kernel'
     }
   }
 }
+
+TEST_CASE(
+    "export: a snapshot carries the kernel's per-CPU stats, which trace-cmd report --stat reads",
+    "[core][export]") {
+  // Staging off: a full buffer's drops are counted on the ring (lost_full),
+  // which the kernel marks on no page; only the stats can tell them.
+  InstanceOptions o = small_options(Staging::off);
+  o.cpus = 1;
+  o.buffer_size_kb = 8;
+  Instance inst(o);
+  inst.enable(Sample::desc());
+  for (uint32_t i = 0; i < 2000; ++i) (void)Sample::emit(inst, 1, i, "x");
+  const buffers::CpuStats s = inst.cpu_stats(0);
+  REQUIRE(s.lost_full > 0);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tp-core-export-st-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "snap.dat";
+  write_trace_dat(inst, path);
+  const auto r = tp_test::run_command({"trace-cmd", "report", "--stat", "-i", path.string()}, dir);
+  if (r.status < 0 || r.err.find("not found") != std::string::npos) {
+    std::filesystem::remove_all(dir);
+    TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  }
+  INFO(r.out << r.err);
+  CHECK(r.out.find("No stats in this file") == std::string::npos);
+  CHECK(r.out.find("CPU: 0\nentries: " + std::to_string(s.entries) + "\noverrun: 0\n") !=
+        std::string::npos);
+  CHECK(r.out.find("\ndropped events: " + std::to_string(s.lost_full) + "\n") != std::string::npos);
+  CHECK(r.out.find("\nbytes: " + std::to_string(s.bytes) + "\n") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

@@ -70,6 +70,12 @@ struct CpuState {
       lost_set_aside{0}, lost_too_big{0};
 };
 
+uint64_t thread_cpu_ns() noexcept {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
 // Only the recorder thread stores; stats() reads from any thread.
 void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
   if (v > m.load(std::memory_order_relaxed)) m.store(v, std::memory_order_relaxed);
@@ -174,7 +180,8 @@ struct Recorder::State {
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
   std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0},
-      longest_pass_ns{0}, longest_wake_late_ns{0};
+      longest_pass_ns{0}, longest_wake_late_ns{0}, pass_ns{0}, write_ns{0}, write_wait_ns{0},
+      longest_write_wait_ns{0};
   std::atomic<bool> realtime{false};
   std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
   Clock::time_point last_check = Clock::now();
@@ -281,7 +288,7 @@ struct Recorder::State {
       header_rewrites.fetch_add(1, std::memory_order_relaxed);
     }
     if (!dead) {
-      const int err = file->append(cpu, c.batch.finished());
+      const int err = timed_append(cpu, c.batch.finished());
       if (err == 0) {
         c.records.fetch_add(recs, std::memory_order_relaxed);
         c.pages.fetch_add(n, std::memory_order_relaxed);
@@ -294,6 +301,23 @@ struct Recorder::State {
       c.unmarked.fetch_add(marked, std::memory_order_relaxed);  // their marks went with the pages
     }
     c.batch.take_finished();
+  }
+
+  // The output's append, timed: its wall time and, of that, the time the
+  // thread was off its CPU waiting for the output (RecorderStats::write_*),
+  // which tells a loss the output caused from one the recorder's own work
+  // did. Two clock reads per batch of pages, on the recorder thread only.
+  int timed_append(uint32_t cpu, std::span<const std::byte> pages) {
+    const auto t0 = Clock::now();
+    const uint64_t cpu0 = thread_cpu_ns();
+    const int err = file->append(cpu, pages);
+    const uint64_t cpu_in = thread_cpu_ns() - cpu0;
+    const auto wall = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - t0).count());
+    const uint64_t wait = wall > cpu_in ? wall - cpu_in : 0;
+    write_ns.fetch_add(wall, std::memory_order_relaxed);
+    write_wait_ns.fetch_add(wait, std::memory_order_relaxed);
+    raise_max(longest_write_wait_ns, wait);
+    return err;
   }
 
   // The path of file number `seq` (rotation): OUT with ".seq" before the extension.
@@ -657,8 +681,9 @@ struct Recorder::State {
     const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000),
                       static_cast<long>(sleep_ns % 1'000'000'000)};
     const auto slept_at = Clock::now();
-    raise_max(longest_pass_ns,
-              static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
+    const auto pass = static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count());
+    raise_max(longest_pass_ns, pass);
+    pass_ns.fetch_add(pass, std::memory_order_relaxed);
     (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
     const auto slept =
         static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
@@ -682,10 +707,7 @@ struct Recorder::State {
       fail(ENOMEM, "finishing the file");
     }
     file.reset();
-    timespec t{};
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
-      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull +
-                         static_cast<uint64_t>(t.tv_nsec));
+    cpu_ns_final.store(thread_cpu_ns());
     finished.store(true, std::memory_order_release);
     if (async && opt.on_stopped) {
       try {
@@ -864,6 +886,10 @@ RecorderStats Recorder::stats() const {
   r.longest_gap_ns = st_->longest_gap_ns.load(std::memory_order_relaxed);
   r.longest_pass_ns = st_->longest_pass_ns.load(std::memory_order_relaxed);
   r.longest_wake_late_ns = st_->longest_wake_late_ns.load(std::memory_order_relaxed);
+  r.pass_ns = st_->pass_ns.load(std::memory_order_relaxed);
+  r.write_ns = st_->write_ns.load(std::memory_order_relaxed);
+  r.write_wait_ns = st_->write_wait_ns.load(std::memory_order_relaxed);
+  r.longest_write_wait_ns = st_->longest_write_wait_ns.load(std::memory_order_relaxed);
   r.files = st_->files_started.load(std::memory_order_relaxed);
   r.files_removed = st_->files_removed.load(std::memory_order_relaxed);
   if (stopped_) r.kept_files.assign(st_->files.begin(), st_->files.end());
@@ -890,6 +916,7 @@ RecorderStats Recorder::stats() const {
   r.failed = st_->error.has_value();
   r.output = st_->output_desc;
   r.format = st_->opt.format;
+  r.collector = st_->net != nullptr;
   return r;
 }
 
@@ -937,6 +964,30 @@ std::string dropped_by_cause(const RecorderCpuStats& c) {
   return s;
 }
 
+double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Why a drop-newest buffer filled, from what the recorder saw: writers that
+// waited the whole block time-out; the output, when the recorder spent its
+// time waiting in writes to it (a collector that stopped reading, a disk
+// that does not keep up), which a larger buffer or a faster recorder does
+// not cure; else the recorder itself (its work, or the scheduler keeping it
+// from its CPU: longest_pass_ns and longest_wake_late_ns tell which).
+std::string buffer_full_cause(const RecorderStats& st) {
+  if (st.block_timed_out != 0)
+    return ": writers waited the whole block time-out for the recorder; a longer block time-out "
+           "(--block=US, block_timeout_us) or a larger buffer_size_kb holds longer bursts";
+  const bool output_stalled =
+      st.write_wait_ns != 0 &&
+      (st.write_wait_ns * 2 >= st.pass_ns || st.longest_write_wait_ns * 2 >= st.longest_gap_ns);
+  if (output_stalled)
+    return fmt::format(
+        ": the output ({}) did not take the data fast enough: the recorder waited for it up to "
+        "{:.1f} ms in one write, {:.1f} ms in all, while writers filled the buffer; a larger "
+        "buffer_size_kb rides out shorter stalls",
+        st.output, ms(st.longest_write_wait_ns), ms(st.write_wait_ns));
+  return ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+}
+
 }  // namespace
 
 std::string format_summary(const RecorderStats& st, const std::optional<std::string>& error,
@@ -982,8 +1033,8 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
     out += fmt::format(
         "{}blocking ({}): writers waited {} times, {:.3f} ms in all (longest {:.3f} ms), {} "
         "dropped after a time-out\n",
-        prefix, bound, st.block_waits, static_cast<double>(st.block_wait_ns) / 1e6,
-        static_cast<double>(st.block_max_wait_ns) / 1e6, st.block_timed_out);
+        prefix, bound, st.block_waits, ms(st.block_wait_ns), ms(st.block_max_wait_ns),
+        st.block_timed_out);
   }
   // Each loss is either marked in the output or lost to the write error
   // (its mark was in pages that could not be written): records + marked +
@@ -993,12 +1044,7 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
   if (st.dropped != 0) {
     out +=
         fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
-    if (total.lost_full != 0 && st.block_timed_out != 0)
-      out +=
-          ": writers waited the whole block time-out for the recorder; a longer block time-out "
-          "(--block=US, block_timeout_us) or a larger buffer_size_kb holds longer bursts";
-    else if (total.lost_full != 0)
-      out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+    if (total.lost_full != 0) out += buffer_full_cause(st);
     const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
                                   : st.format == OutputFormat::ctf ? "a packet's events_discarded"
                                                                    : "[EVENTS DROPPED]";
@@ -1013,7 +1059,19 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
           "the write error\n",
           marked, st.output, mark, unmarked);
   }
-  if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
+  if (error) {
+    // What the failed output kept: everything before the fault (a file
+    // stays a valid trace.dat of it).
+    std::string kept;
+    if (st.collector)
+      kept = st.records != 0 ? fmt::format("; the {} records before it were sent", st.records)
+                             : std::string("; no record was sent");
+    else
+      kept = st.records != 0
+                 ? fmt::format("; {} keeps the {} records written before it", where, st.records)
+                 : fmt::format("; {} keeps no record", where);
+    out += fmt::format("{}warning: the recording failed: {}{}\n", prefix, *error, kept);
+  }
   if (st.unwritten + unmarked != 0) {
     out += fmt::format(
         "{}warning: {} events lost to the write error, neither in {} nor marked there (", prefix,

@@ -35,7 +35,7 @@
 //   however long the run.
 //
 // ══ Losses: counted and marked ═══════════════════════════════════════════════
-//   Drop-newest: when the recorder does not keep up, writers find the
+//   Drop-newest: when the recorder or its output lags, writers find the
 //   buffer full and drop their records (CpuStats::lost_full, counted by the
 //   ring). Such a loss happens while the tail sits at the last free
 //   sub-buffer, so it lies between that sub-buffer and the next one the
@@ -243,7 +243,7 @@ struct RecorderCpuStats {
   uint64_t unmarked = 0;
   // dropped, by cause (the ring's counters over the recording; buffers/stats.h):
   uint64_t overrun = 0;    ///< overwritten before the recorder read them (overwrite buffer)
-  uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder did not keep up
+  uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder or its output lagged
   uint64_t lost_busy = 0;  ///< the next sub-buffer was busy (being zeroed, or pinned by a reader)
   uint64_t commit_overrun = 0;  ///< the sub-buffer needed held a pending commit
   uint64_t lost_set_aside = 0;  ///< committed into a sub-buffer set aside meanwhile (overwrite)
@@ -268,6 +268,18 @@ struct RecorderStats {
   /// machine's, not the recorder's.
   uint64_t longest_pass_ns = 0;
   uint64_t longest_wake_late_ns = 0;
+  /// The passes' own work summed (ns): what longest_pass_ns is the longest of.
+  uint64_t pass_ns = 0;
+  /// Of the passes' work, the time in the output's writes (ns: the pwrite
+  /// of a batch, the send to a collector), and of that the part the thread
+  /// spent off its CPU, waiting for the output to take the data (a
+  /// collector that does not read, a disk that does not keep up): the
+  /// write's wall time less the thread's CPU time in it. The longest such
+  /// wait in one write apart. The summary blames a loss on the output when
+  /// its waits make up half the passes' work or half the longest gap.
+  uint64_t write_ns = 0;
+  uint64_t write_wait_ns = 0;
+  uint64_t longest_write_wait_ns = 0;
   uint64_t cpu_ns = 0;         ///< CPU time of the recorder thread so far (ns)
   uint64_t files = 1;          ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
@@ -277,7 +289,8 @@ struct RecorderStats {
       output;  ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
   OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
   bool failed = false;                           ///< a fault stopped the output (see error())
-  bool realtime = false;  ///< the thread runs SCHED_FIFO (realtime_priority granted)
+  bool collector = false;  ///< the output is a collector (RecorderOptions::collector)
+  bool realtime = false;   ///< the thread runs SCHED_FIFO (realtime_priority granted)
   /// Blocking mode (RecorderOptions::block_timeout, 0: off), and the
   /// writers' waits summed over the CPUs (RingBufferBase::block_stats):
   /// emits that waited, their total and longest wait (ns), and the events
@@ -290,7 +303,10 @@ struct RecorderStats {
 /// per CPU (records written, dropped by cause, bytes), the total with the
 /// file, in blocking mode the writers' waits (how often, how long, how many
 /// dropped after a time-out), then warning lines when anything was lost:
-/// the drops, with how many are marked in the output; the fault (`error`);
+/// the drops, with how many are marked in the output and, for a full
+/// buffer, what the recorder saw as the cause (the output, when it waited
+/// in writes to it: write_wait_ns against pass_ns and longest_gap_ns; else
+/// the recorder itself); the fault (`error`), with what the output kept;
 /// and the events lost to it (unwritten, and drops whose marks could not be
 /// written), which the output neither holds nor marks. Each line ends with '\n' and starts
 /// with `prefix` ("tracepipe record: ").

@@ -183,7 +183,8 @@ struct Recorder::State {
       longest_pass_ns{0}, longest_wake_late_ns{0}, pass_ns{0}, write_ns{0}, write_wait_ns{0},
       longest_write_wait_ns{0};
   std::atomic<bool> realtime{false};
-  std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
+  std::atomic<uint64_t> cpu_ns_final{0};   // the thread's CPU time when it ended
+  std::atomic<uint64_t> unacked_bytes{0};  // a collector's, at the end (NetSink::unacked_bytes)
   Clock::time_point last_check = Clock::now();
 
   // The file's metadata; with `stats`, the per-CPU statistics too (CPUSTAT
@@ -706,7 +707,9 @@ struct Recorder::State {
     } catch (const std::exception&) {
       fail(ENOMEM, "finishing the file");
     }
+    if (net) unacked_bytes.store(net->unacked_bytes(), std::memory_order_relaxed);
     file.reset();
+    net = nullptr;
     cpu_ns_final.store(thread_cpu_ns());
     finished.store(true, std::memory_order_release);
     if (async && opt.on_stopped) {
@@ -916,7 +919,8 @@ RecorderStats Recorder::stats() const {
   r.failed = st_->error.has_value();
   r.output = st_->output_desc;
   r.format = st_->opt.format;
-  r.collector = st_->net != nullptr;
+  r.collector = !st_->opt.collector.empty();
+  r.unacked_bytes = st_->unacked_bytes.load(std::memory_order_relaxed);
   return r;
 }
 
@@ -994,9 +998,12 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
                            std::string_view prefix) {
   std::string out;
   RecorderCpuStats total;
+  // To a collector the bytes are those handed to its connections: what it
+  // received is known only when it stored them all (unacked_bytes below).
+  const std::string_view sent = st.collector ? " sent" : "";
   for (size_t cpu = 0; cpu < st.cpus.size(); ++cpu) {
     const RecorderCpuStats& c = st.cpus[cpu];
-    out += fmt::format("{}CPU {}: {} records, {} bytes", prefix, cpu, c.records, c.bytes);
+    out += fmt::format("{}CPU {}: {} records, {} bytes{}", prefix, cpu, c.records, c.bytes, sent);
     if (c.dropped != 0) out += fmt::format(", {} dropped ({})", c.dropped, dropped_by_cause(c));
     if (c.unwritten != 0) out += fmt::format(", {} not written", c.unwritten);
     out += '\n';
@@ -1013,8 +1020,8 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
   const std::string where =
       st.files > 1 ? fmt::format("{} and the {} files before it", st.output, st.files - 1)
                    : st.output;
-  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, where, st.records, st.bytes,
-                     st.dropped);
+  out += fmt::format("{}{}: {} records, {} bytes{}, {} dropped", prefix, where, st.records,
+                     st.bytes, sent, st.dropped);
   if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
   out += '\n';
   if (st.files_removed != 0)
@@ -1072,6 +1079,11 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
                  : fmt::format("; {} keeps no record", where);
     out += fmt::format("{}warning: the recording failed: {}{}\n", prefix, *error, kept);
   }
+  if (st.unacked_bytes != 0)
+    out += fmt::format(
+        "{}warning: {} bytes sent to {} were not acknowledged by its host when the connection "
+        "closed: they may not have arrived\n",
+        prefix, st.unacked_bytes, st.output);
   if (st.unwritten + unmarked != 0) {
     out += fmt::format(
         "{}warning: {} events lost to the write error, neither in {} nor marked there (", prefix,

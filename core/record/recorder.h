@@ -289,8 +289,15 @@ struct RecorderStats {
       output;  ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
   OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
   bool failed = false;                           ///< a fault stopped the output (see error())
-  bool collector = false;  ///< the output is a collector (RecorderOptions::collector)
-  bool realtime = false;   ///< the thread runs SCHED_FIFO (realtime_priority granted)
+  /// The output is a collector (RecorderOptions::collector). Its `bytes`
+  /// are bytes sent: handed to the connections, not known to be received.
+  bool collector = false;
+  /// A collector, after stop(): of the bytes sent, those its host had not
+  /// acknowledged when the connections were closed, because the collector
+  /// did not read them all (NetSink::unacked_bytes: the sockets' send
+  /// queues, SIOCOUTQ). They may not have arrived. 0 when it stored them.
+  uint64_t unacked_bytes = 0;
+  bool realtime = false;  ///< the thread runs SCHED_FIFO (realtime_priority granted)
   /// Blocking mode (RecorderOptions::block_timeout, 0: off), and the
   /// writers' waits summed over the CPUs (RingBufferBase::block_stats):
   /// emits that waited, their total and longest wait (ns), and the events
@@ -300,16 +307,16 @@ struct RecorderStats {
 };
 
 /// The end-of-recording summary, as `trace-cmd record` prints one: a line
-/// per CPU (records written, dropped by cause, bytes), the total with the
-/// file, in blocking mode the writers' waits (how often, how long, how many
-/// dropped after a time-out), then warning lines when anything was lost:
-/// the drops, with how many are marked in the output and, for a full
-/// buffer, what the recorder saw as the cause (the output, when it waited
-/// in writes to it: write_wait_ns against pass_ns and longest_gap_ns; else
-/// the recorder itself); the fault (`error`), with what the output kept;
-/// and the events lost to it (unwritten, and drops whose marks could not be
-/// written), which the output neither holds nor marks. Each line ends with '\n' and starts
-/// with `prefix` ("tracepipe record: ").
+/// per CPU (records written, dropped by cause, bytes; to a collector, bytes
+/// sent), the total with the output, for a collector the bytes sent that
+/// its host had not acknowledged at the end (unacked_bytes), in blocking mode the writers' waits
+/// (how often, how long, how many dropped after a time-out), then warning lines when anything was
+/// lost: the drops, with how many are marked in the output and, for a full buffer, what the
+/// recorder saw as the cause (the output, when it waited in writes to it: write_wait_ns against
+/// pass_ns and longest_gap_ns; else the recorder itself); the fault (`error`), with what the output
+/// kept; and the events lost to it (unwritten, and drops whose marks could not be written), which
+/// the output neither holds nor marks. Each line ends with '\n' and starts with `prefix`
+/// ("tracepipe record: ").
 std::string format_summary(const RecorderStats& stats, const std::optional<std::string>& error,
                            std::string_view prefix);
 

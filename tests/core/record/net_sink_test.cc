@@ -126,6 +126,17 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
   no.collector = col.address();
   const record::RecorderStats s = record_once(no);
   CHECK(s.bytes > 0);
+  // The collector stored everything (its readers closed the connections):
+  // nothing sent is left unacknowledged, and the summary says "sent".
+  CHECK(s.collector);
+  CHECK(s.unacked_bytes == 0);
+  {
+    const std::string sum = record::format_summary(s, std::nullopt, "tp: ");
+    INFO(sum);
+    CHECK(sum.find(fmt::format("tp: collector {}: {} records, {} bytes sent, 0 dropped\n",
+                               col.address(), n, s.bytes)) != std::string::npos);
+    CHECK(sum.find("acknowledged") == std::string::npos);
+  }
   const auto file = col.wait_file();
   INFO(col.log());
   REQUIRE(file);
@@ -276,10 +287,12 @@ TEST_CASE(
 // A collector that stops reading (its processes stopped, as a `trace-cmd
 // listen` suspended in a terminal): the recorder waits in its sends while
 // the writers fill the ring, so the summary blames the losses on the
-// output, not on a recorder that "did not keep up", and says what was
-// kept.
-TEST_CASE("net sink: losses behind a stopped collector are blamed on the output",
-          "[record][net][fault]") {
+// output, not on a recorder that "did not keep up", says what was kept,
+// and counts the bytes as sent, with those the collector's host never
+// acknowledged.
+TEST_CASE(
+    "net sink: a stopped collector: losses blamed on the output, bytes sent and unacknowledged",
+    "[record][net][fault]") {
   if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
   Collector col;
   if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
@@ -315,6 +328,14 @@ TEST_CASE("net sink: losses behind a stopped collector are blamed on the output"
   CHECK(sum.find(fmt::format("no progress for 300 ms (Connection timed out); the {} records "
                              "before it were sent\n",
                              s.records)) != std::string::npos);
+  // Bytes handed to the socket, not received: the stopped collector read
+  // none of what filled its host's receive buffer and our send queue.
+  CHECK(sum.find(fmt::format("tp: collector {}: {} records, {} bytes sent, ", col.address(),
+                             s.records, s.bytes)) != std::string::npos);
+  CHECK(s.unacked_bytes > 0);
+  CHECK(sum.find(fmt::format("tp: warning: {} bytes sent to collector {} were not acknowledged by "
+                             "its host when the connection closed: they may not have arrived\n",
+                             s.unacked_bytes, col.address())) != std::string::npos);
 }
 
 // In a child with private mount and network namespaces: the loopback is up,

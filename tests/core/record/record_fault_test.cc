@@ -358,3 +358,30 @@ TEST_CASE("recorder summary: a failed output says what it kept", "[record]") {
   CHECK(s.find("tp: warning: the recording failed: x; the 7 records before it were sent\n") !=
         std::string::npos);
 }
+
+TEST_CASE("recorder summary: a collector's bytes are sent, and those unacknowledged are said",
+          "[record]") {
+  record::RecorderStats st;
+  st.output = "collector db1:12345";
+  st.collector = true;
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 100;
+  st.cpus[0].bytes = st.bytes = 8192;
+  std::string s = record::format_summary(st, std::nullopt, "tp: ");
+  INFO(s);
+  CHECK(s.find("tp: CPU 0: 100 records, 8192 bytes sent\n") != std::string::npos);
+  CHECK(s.find("tp: collector db1:12345: 100 records, 8192 bytes sent, 0 dropped\n") !=
+        std::string::npos);
+  CHECK(s.find("acknowledged") == std::string::npos);
+  st.unacked_bytes = 4096;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("tp: warning: 4096 bytes sent to collector db1:12345 were not acknowledged by its "
+               "host when the connection closed: they may not have arrived\n") !=
+        std::string::npos);
+  // A file's bytes are written, not sent.
+  st.collector = false;
+  st.unacked_bytes = 0;
+  st.output = "out.dat";
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("tp: out.dat: 100 records, 8192 bytes, 0 dropped\n") != std::string::npos);
+}

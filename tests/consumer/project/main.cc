@@ -2,9 +2,11 @@
 // compiled at this project's default C++ standard (the target brings C++20).
 #include <tracepipe/core/convert/converter.h>
 #include <tracepipe/tracepipe.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 using RequestDone =
     tracepipe::EventDecl<"app", "request_done", tracepipe::Int<"latency_us", uint32_t>,
@@ -23,7 +25,7 @@ int main() {
   // A conversion's output error, caught by its type from the installed
   // converter.h (it was declared only in an internal header).
   const auto tmp = std::filesystem::temp_directory_path();
-  const auto in = tmp / "tracepipe_consumer_in.dat";
+  const auto in = tmp / ("tracepipe_consumer_" + std::to_string(::getpid()) + ".dat");
   tracepipe::write_trace_dat(inst, in);
   const auto reader = tracepipe::TraceDatReader::open(in);
   try {

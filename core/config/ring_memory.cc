@@ -35,10 +35,9 @@ std::string ring_memory_refusal(const InstanceOptions& o) {
   const uint64_t need = ring_memory_bytes(o);
   if (phys == 0 || need <= phys) return {};
   const uint64_t cpus = o.cpus != 0 ? o.cpus : buffers::possible_cpus();
-  return std::to_string(cpus) + " CPUs x " + std::to_string(o.buffer_size_kb) +
-         " KiB: rings of " + std::to_string(need >> 20) +
-         " MiB, more than this machine's physical memory (" + std::to_string(phys >> 20) +
-         " MiB); lower buffer_size_kb or cpus";
+  return std::to_string(cpus) + " CPUs x " + std::to_string(o.buffer_size_kb) + " KiB: rings of " +
+         std::to_string(need >> 20) + " MiB, more than this machine's physical memory (" +
+         std::to_string(phys >> 20) + " MiB); lower buffer_size_kb or cpus";
 }
 
 }  // namespace tracepipe::detail

@@ -41,6 +41,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMinSleepNs = 20'000;
+// An append slower than this, or than copying at 4 ns a byte (250 MB/s;
+// a page-cache copy runs at gigabytes a second), waited for its output.
+constexpr uint64_t kSlowWriteNs = 1'000'000;
+constexpr uint64_t kSlowCopyNsPerByte = 4;
 
 // A loss counted while the tail was at or before sub-buffer `tail_seq`:
 // marked on the first page written from a later sub-buffer.
@@ -165,7 +169,8 @@ struct Recorder::State {
   std::string output_desc;                  // RecorderStats::output (under mu)
   std::atomic<uint64_t> triggers{0};
   uint64_t triggers_done = 0;
-  bool dead = false;  // the output failed: consume and count only
+  bool dead = false;               // the output failed: consume and count only
+  bool stall_in_progress = false;  // the last append was slow: time the next one's CPU too
   // The output takes data: 0 not yet (connecting), 1 yes, -1 failed.
   int ready = 0;
   mutable std::mutex ready_mu;
@@ -305,16 +310,25 @@ struct Recorder::State {
   }
 
   // The output's append, timed: its wall time and, of that, the time the
-  // thread was off its CPU waiting for the output (RecorderStats::write_*),
-  // which tells a loss the output caused from one the recorder's own work
-  // did. Two clock reads per batch of pages, on the recorder thread only.
+  // thread waited for the output (RecorderStats::write_*), which tells a
+  // loss the output caused from one the recorder's own work did. The wall
+  // clock (vDSO) on every append; the thread's CPU clock, a system call
+  // that would cost every batch more than its wall-clock reads, only while
+  // a stall is in progress (the previous append was slow). An append timed
+  // by the wall clock alone waited for what exceeds a slow copy of its
+  // bytes (kSlowCopyNsPerByte, at least kSlowWriteNs): a page-cache copy
+  // never takes that long, a blocked send or a throttled pwrite does.
   int timed_append(uint32_t cpu, std::span<const std::byte> pages) {
+    const bool measure = stall_in_progress;
     const auto t0 = Clock::now();
-    const uint64_t cpu0 = thread_cpu_ns();
+    const uint64_t cpu0 = measure ? thread_cpu_ns() : 0;
     const int err = file->append(cpu, pages);
-    const uint64_t cpu_in = thread_cpu_ns() - cpu0;
+    const uint64_t cpu_in = measure ? thread_cpu_ns() - cpu0 : 0;
     const auto wall = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - t0).count());
-    const uint64_t wait = wall > cpu_in ? wall - cpu_in : 0;
+    const uint64_t allowance = std::max<uint64_t>(kSlowWriteNs, pages.size() * kSlowCopyNsPerByte);
+    const uint64_t busy = measure ? cpu_in : allowance;
+    const uint64_t wait = wall > busy ? wall - busy : 0;
+    stall_in_progress = wall > allowance;
     write_ns.fetch_add(wall, std::memory_order_relaxed);
     write_wait_ns.fetch_add(wait, std::memory_order_relaxed);
     raise_max(longest_write_wait_ns, wait);

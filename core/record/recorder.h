@@ -272,11 +272,13 @@ struct RecorderStats {
   uint64_t pass_ns = 0;
   /// Of the passes' work, the time in the output's writes (ns: the pwrite
   /// of a batch, the send to a collector), and of that the part the thread
-  /// spent off its CPU, waiting for the output to take the data (a
-  /// collector that does not read, a disk that does not keep up): the
-  /// write's wall time less the thread's CPU time in it. The longest such
-  /// wait in one write apart. The summary blames a loss on the output when
-  /// its waits make up half the passes' work or half the longest gap.
+  /// waited for the output to take the data (a collector that does not
+  /// read, a disk that does not keep up): of a write slower than a slow
+  /// copy of its bytes (1 ms, or 4 ns a byte), the part beyond that, and of
+  /// each write after it while it stays slow, its wall time less the
+  /// thread's CPU time in it. The longest such wait in one write apart. The
+  /// summary blames a loss on the output when its waits make up half the
+  /// passes' work or half the longest gap.
   uint64_t write_ns = 0;
   uint64_t write_wait_ns = 0;
   uint64_t longest_write_wait_ns = 0;

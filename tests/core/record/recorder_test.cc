@@ -200,14 +200,14 @@ TEST_CASE("recorder: a busy recorder's losses are its own, not the output's", "[
   busy.store(false);
   const record::RecorderStats s = rec.stop();
   REQUIRE(!rec.error());
-  CHECK(s.cpus[0].lost_full == 50000 - kept);
-  CHECK(s.records == kept);
-  CHECK(s.write_ns >= s.write_wait_ns);
   const std::string sum = record::format_summary(s, std::nullopt, "tp: ");
   INFO(sum);
-  CHECK(sum.find(fmt::format("buffer full {}: the recorder did not keep up; a larger "
-                             "buffer_size_kb holds longer bursts",
-                             50000 - kept)) != std::string::npos);
+  CHECK(s.dropped == 50000 - kept);  // mostly buffer full (a writer may find one busy)
+  CHECK(s.cpus[0].lost_full > 0);
+  CHECK(s.records == kept);
+  CHECK(s.write_ns >= s.write_wait_ns);
+  CHECK(sum.find(": the recorder did not keep up; a larger buffer_size_kb holds longer bursts") !=
+        std::string::npos);
   CHECK(sum.find("did not take the data fast enough") == std::string::npos);
 }
 

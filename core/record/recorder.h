@@ -234,7 +234,7 @@ struct RecorderOptions {
 struct RecorderCpuStats {
   uint64_t records = 0;    ///< written to the file
   uint64_t pages = 0;      ///< pages written
-  uint64_t bytes = 0;      ///< bytes of pages written (pages x page size)
+  uint64_t bytes = 0;      ///< bytes of pages written (pages x page size; to a collector: sent)
   uint64_t dropped = 0;    ///< lost in the ring (all causes below); marked unless `unmarked`
   uint64_t unwritten = 0;  ///< consumed but not written (output failed)
   uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)

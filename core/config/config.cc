@@ -10,6 +10,7 @@
 
 #include "tracepipe/buffers/rseq.h"
 #include "tracepipe/core/config/key_suggest.h"
+#include "tracepipe/core/config/ring_memory.h"
 #include "tracepipe/core/files/input_file.h"
 
 namespace tracepipe {
@@ -286,6 +287,19 @@ struct Ctx {
            "(use writers = \"auto\" or \"any_cpu\")");
   }
 
+  // Rings larger than the machine are refused here, naming the key that
+  // sized them (buffer_size_kb, else cpus), rather than zeroed for tens of
+  // seconds when the instance is built (core/config/ring_memory.h).
+  void check_ring_memory(const InstanceConfig& ic, const toml::node& table,
+                         const std::string& prefix, const toml::node* size,
+                         const toml::node* cpus) const {
+    const std::string why = detail::ring_memory_refusal(ic.options);
+    if (why.empty()) return;
+    if (size != nullptr) fail(*size, join(prefix, "buffer_size_kb"), why);
+    if (cpus != nullptr) fail(*cpus, join(prefix, "cpus"), why);
+    fail(table, join(prefix, "buffer_size_kb"), why);
+  }
+
   RecordingConfig parse_recording(const toml::table& t, const std::string& prefix) const {
     RecordingConfig r;
     r.where = where(t, prefix);
@@ -371,6 +385,7 @@ struct Ctx {
     ic.options.name = name;
     const toml::node* writers_node = nullptr;
     const toml::node* cpus_node = nullptr;
+    const toml::node* size_node = nullptr;
     for (auto [ksv, vp] : in_file_order(t)) {
       const toml::node& v = *vp;
       const std::string ks(ksv);
@@ -378,6 +393,7 @@ struct Ctx {
       if (ks == "buffer_size_kb") {
         ic.options.buffer_size_kb =
             static_cast<uint64_t>(get_int(v, key, 1, int64_t{kMaxBufferSizeKb}));
+        size_node = &v;
       } else if (ks == "subbuf_size_kb") {
         const auto kb = get_int(v, key, kMinSubbufSizeKb, kMaxSubbufSizeKb);
         if ((kb & (kb - 1)) != 0) fail(v, key, "must be a power of two (4, 8, 16, ...)");
@@ -452,6 +468,7 @@ struct Ctx {
       }
     }
     if (writers_node != nullptr) check_writers(ic, *writers_node, cpus_node);
+    check_ring_memory(ic, t, prefix, size_node, cpus_node);
     return ic;
   }
 };

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracepipe/core/convert/convert_error.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 
 namespace tracepipe::convert {

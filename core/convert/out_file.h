@@ -5,23 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 
+#include "tracepipe/core/convert/convert_error.h"
+
 namespace tracepipe::convert {
-
-/// An output that cannot be created or written (disk full, no such
-/// directory, permission). what(): "<path>: <operation>: <strerror>".
-class ConvertOutputError : public std::runtime_error {
- public:
-  explicit ConvertOutputError(const std::string& what, int err = 0)
-      : std::runtime_error(what), err_(err) {}
-  /// The errno of the operation that failed (0 when none applies).
-  int code() const noexcept { return err_; }
-
- private:
-  int err_ = 0;
-};
 
 class OutFile {
  public:

@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "tracepipe/core/config/ring_memory.h"
 #include "tracepipe/core/flight/flight_file.h"
 #include "tracepipe/core/instance/adaptive_average.h"
 #include "tracepipe/core/instance/instance_private.h"
@@ -68,6 +69,10 @@ Instance::Instance(InstanceOptions options, Registry& registry)
     throw std::invalid_argument("adaptive_threshold must be between 0 and 1");
   if (options_.buffer_size_kb == 0)
     throw std::invalid_argument("buffer_size_kb must be at least 1");
+  // Before any allocation: the rings are zeroed up front, so rings larger
+  // than the machine would take tens of seconds to fail (core/config/ring_memory.h).
+  if (const std::string why = detail::ring_memory_refusal(options_); !why.empty())
+    throw std::invalid_argument("instance " + options_.name + ": " + why);
   ncpu_ = options_.cpus != 0 ? options_.cpus : possible_cpus();
   adaptive_threshold_ = static_cast<uint64_t>(options_.adaptive_threshold * 65536.0);
   buffers::RingBufferConfig rc;

@@ -302,7 +302,10 @@ inline constexpr uint32_t
 class Instance {
  public:
   /// Builds the buffers (throws buffers::ConfigError / std::invalid_argument
-  /// on bad sizes). Every event starts disabled.
+  /// on bad sizes). Rings larger than the machine's physical memory (cpus x
+  /// buffer_size_kb, rounded up to sub-buffers, with the ring's extra ones)
+  /// are refused with std::invalid_argument before anything is allocated,
+  /// as a config file refuses them. Every event starts disabled.
   explicit Instance(InstanceOptions options = {}, Registry& registry = Registry::global());
   /// Builds from a parsed config section and applies its events (throws
   /// ConfigError naming file/line/key for unknown events or bad filters, and

@@ -2,10 +2,12 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -441,8 +443,10 @@ int NetSink::finalize(const TraceDatWriter&) noexcept {
   // One deadline for all of them: a collector that stopped reading costs
   // the timeout once, not once per CPU.
   const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+  unacked_ = 0;
   for (int& fd : data_) {
     if (fd < 0) continue;
+    bool stored = false;
     char buf[256];
     for (int i = 0; i < 4096; ++i) {  // the reader sends nothing: data here is unexpected, skipped
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -452,13 +456,23 @@ int NetSink::finalize(const TraceDatWriter&) noexcept {
       if (n < 0 && errno == EINTR) continue;
       const ssize_t r = n > 0 ? ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) : -1;
       if (r > 0 || (r < 0 && errno == EINTR)) continue;
-      if (r == 0 || (n > 0 && errno == ECONNRESET)) break;  // the reader closed: all stored
+      if (r == 0 || (n > 0 && errno == ECONNRESET)) {  // the reader closed: all stored
+        stored = true;
+        break;
+      }
       if (first == 0) {
         first = n == 0 ? ETIMEDOUT : errno;
         stage_ = "waiting for " + opt_.address.text() + " to store the data";
       }
       break;
     }
+    // What the collector's host has not acknowledged (Linux: SIOCOUTQ,
+    // unacknowledged plus unsent), less the FIN that shutdown() queued; a
+    // connection the peer reset has an empty queue: what was in it is
+    // unknown, not counted.
+    int queued = 0;
+    if (!stored && ::ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 1)
+      unacked_ += static_cast<uint64_t>(queued - 1);
     ::close(fd);
     fd = -1;
   }

@@ -96,7 +96,14 @@ class NetSink final : public TraceSink {
   /// Ends the data connections, waits (bounded by the timeout) until the
   /// collector has stored their data, sends MSG_CLOSE and closes.
   int finalize(const TraceDatWriter&) noexcept override;
+  /// Bytes handed to the data connections (whole appends; what the sockets
+  /// took, not what the collector received).
   uint64_t total_bytes() const noexcept override { return bytes_; }
+  /// After finalize(): the bytes of data connections whose reader did not
+  /// close them (the collector did not store everything) that its host had
+  /// not acknowledged when they were closed (the socket's send queue): sent,
+  /// but they may not have arrived. 0 when every reader stored its data.
+  uint64_t unacked_bytes() const noexcept { return unacked_; }
   std::string describe() const override { return "collector " + opt_.address.text(); }
 
   const std::string& stage() const noexcept { return stage_; }
@@ -128,6 +135,7 @@ class NetSink final : public TraceSink {
   std::vector<uint16_t> ports_;
   std::vector<std::byte> peer_;  // sockaddr of the control connection's peer
   uint64_t bytes_ = 0;
+  uint64_t unacked_ = 0;
   std::string stage_;
   std::string cause_;
 };

@@ -44,6 +44,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMinSleepNs = 20'000;
+// An append slower than this, or than copying at 4 ns a byte (250 MB/s;
+// a page-cache copy runs at gigabytes a second), waited for its output.
+constexpr uint64_t kSlowWriteNs = 1'000'000;
+constexpr uint64_t kSlowCopyNsPerByte = 4;
 
 // A loss counted while the tail was at or before sub-buffer `tail_seq`:
 // marked on the first page written from a later sub-buffer.
@@ -72,6 +76,12 @@ struct CpuState {
   std::atomic<uint64_t> overrun{0}, lost_full{0}, lost_busy{0}, commit_overrun{0},
       lost_set_aside{0}, lost_too_big{0};
 };
+
+uint64_t thread_cpu_ns() noexcept {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_nsec);
+}
 
 // Only the recorder thread stores; stats() reads from any thread.
 void raise_max(std::atomic<uint64_t>& m, uint64_t v) noexcept {
@@ -155,7 +165,8 @@ struct Recorder::State {
   std::string output_desc;                  // RecorderStats::output (under mu)
   std::atomic<uint64_t> triggers{0};
   uint64_t triggers_done = 0;
-  bool dead = false;  // the output failed: consume and count only
+  bool dead = false;               // the output failed: consume and count only
+  bool stall_in_progress = false;  // the last append was slow: time the next one's CPU too
   // The output takes data: 0 not yet (connecting), 1 yes, -1 failed.
   int ready = 0;
   mutable std::mutex ready_mu;
@@ -170,9 +181,11 @@ struct Recorder::State {
   mutable std::mutex mu;  // error text
   std::optional<std::string> error;
   std::atomic<uint64_t> passes{0}, header_rewrites{0}, peak_unread{0}, longest_gap_ns{0},
-      longest_pass_ns{0}, longest_wake_late_ns{0};
+      longest_pass_ns{0}, longest_wake_late_ns{0}, pass_ns{0}, write_ns{0}, write_wait_ns{0},
+      longest_write_wait_ns{0};
   std::atomic<bool> realtime{false};
-  std::atomic<uint64_t> cpu_ns_final{0};  // the thread's CPU time when it ended
+  std::atomic<uint64_t> cpu_ns_final{0};   // the thread's CPU time when it ended
+  std::atomic<uint64_t> unacked_bytes{0};  // a collector's, at the end (NetSink::unacked_bytes)
   Clock::time_point last_check = Clock::now();
 
   // The file's metadata; with `stats`, the per-CPU statistics too (CPUSTAT
@@ -280,7 +293,7 @@ struct Recorder::State {
       header_rewrites.fetch_add(1, std::memory_order_relaxed);
     }
     if (!dead) {
-      const int err = file->append(cpu, c.batch.finished());
+      const int err = timed_append(cpu, c.batch.finished());
       if (err == 0) {
         c.records.fetch_add(recs, std::memory_order_relaxed);
         c.pages.fetch_add(n, std::memory_order_relaxed);
@@ -293,6 +306,32 @@ struct Recorder::State {
       c.unmarked.fetch_add(marked, std::memory_order_relaxed);  // their marks went with the pages
     }
     c.batch.take_finished();
+  }
+
+  // The output's append, timed: its wall time and, of that, the time the
+  // thread waited for the output (RecorderStats::write_*), which tells a
+  // loss the output caused from one the recorder's own work did. The wall
+  // clock (vDSO) on every append; the thread's CPU clock, a system call
+  // that would cost every batch more than its wall-clock reads, only while
+  // a stall is in progress (the previous append was slow). An append timed
+  // by the wall clock alone waited for what exceeds a slow copy of its
+  // bytes (kSlowCopyNsPerByte, at least kSlowWriteNs): a page-cache copy
+  // never takes that long, a blocked send or a throttled pwrite does.
+  int timed_append(uint32_t cpu, std::span<const std::byte> pages) {
+    const bool measure = stall_in_progress;
+    const auto t0 = Clock::now();
+    const uint64_t cpu0 = measure ? thread_cpu_ns() : 0;
+    const int err = file->append(cpu, pages);
+    const uint64_t cpu_in = measure ? thread_cpu_ns() - cpu0 : 0;
+    const auto wall = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - t0).count());
+    const uint64_t allowance = std::max<uint64_t>(kSlowWriteNs, pages.size() * kSlowCopyNsPerByte);
+    const uint64_t busy = measure ? cpu_in : allowance;
+    const uint64_t wait = wall > busy ? wall - busy : 0;
+    stall_in_progress = wall > allowance;
+    write_ns.fetch_add(wall, std::memory_order_relaxed);
+    write_wait_ns.fetch_add(wait, std::memory_order_relaxed);
+    raise_max(longest_write_wait_ns, wait);
+    return err;
   }
 
   // The path of file number `seq` (rotation): OUT with ".seq" before the extension.
@@ -662,8 +701,9 @@ struct Recorder::State {
     const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000),
                       static_cast<long>(sleep_ns % 1'000'000'000)};
     const auto slept_at = Clock::now();
-    raise_max(longest_pass_ns,
-              static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count()));
+    const auto pass = static_cast<uint64_t>(std::chrono::nanoseconds(slept_at - now).count());
+    raise_max(longest_pass_ns, pass);
+    pass_ns.fetch_add(pass, std::memory_order_relaxed);
     (void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
     const auto slept =
         static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - slept_at).count());
@@ -691,12 +731,11 @@ struct Recorder::State {
     } catch (const std::exception&) {
       fail(ENOMEM, "finishing the file");
     }
+    if (net) unacked_bytes.store(net->unacked_bytes(), std::memory_order_relaxed);
     file.reset();
     retired.finish();
-    timespec t{};
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
-      cpu_ns_final.store(static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull +
-                         static_cast<uint64_t>(t.tv_nsec));
+    net = nullptr;
+    cpu_ns_final.store(thread_cpu_ns());
     finished.store(true, std::memory_order_release);
     if (async && opt.on_stopped) {
       try {
@@ -876,6 +915,10 @@ RecorderStats Recorder::stats() const {
   r.longest_gap_ns = st_->longest_gap_ns.load(std::memory_order_relaxed);
   r.longest_pass_ns = st_->longest_pass_ns.load(std::memory_order_relaxed);
   r.longest_wake_late_ns = st_->longest_wake_late_ns.load(std::memory_order_relaxed);
+  r.pass_ns = st_->pass_ns.load(std::memory_order_relaxed);
+  r.write_ns = st_->write_ns.load(std::memory_order_relaxed);
+  r.write_wait_ns = st_->write_wait_ns.load(std::memory_order_relaxed);
+  r.longest_write_wait_ns = st_->longest_write_wait_ns.load(std::memory_order_relaxed);
   r.files = st_->files_started.load(std::memory_order_relaxed);
   r.files_removed = st_->files_removed.load(std::memory_order_relaxed);
   if (stopped_) r.kept_files.assign(st_->files.begin(), st_->files.end());
@@ -902,6 +945,8 @@ RecorderStats Recorder::stats() const {
   r.failed = st_->error.has_value();
   r.output = st_->output_desc;
   r.format = st_->opt.format;
+  r.collector = !st_->opt.collector.empty();
+  r.unacked_bytes = st_->unacked_bytes.load(std::memory_order_relaxed);
   return r;
 }
 
@@ -949,15 +994,42 @@ std::string dropped_by_cause(const RecorderCpuStats& c) {
   return s;
 }
 
+double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Why a drop-newest buffer filled, from what the recorder saw: writers that
+// waited the whole block time-out; the output, when the recorder spent its
+// time waiting in writes to it (a collector that stopped reading, a disk
+// that does not keep up), which a larger buffer or a faster recorder does
+// not cure; else the recorder itself (its work, or the scheduler keeping it
+// from its CPU: longest_pass_ns and longest_wake_late_ns tell which).
+std::string buffer_full_cause(const RecorderStats& st) {
+  if (st.block_timed_out != 0)
+    return ": writers waited the whole block time-out for the recorder; a longer block time-out "
+           "(--block=US, block_timeout_us) or a larger buffer_size_kb holds longer bursts";
+  const bool output_stalled =
+      st.write_wait_ns != 0 &&
+      (st.write_wait_ns * 2 >= st.pass_ns || st.longest_write_wait_ns * 2 >= st.longest_gap_ns);
+  if (output_stalled)
+    return fmt::format(
+        ": the output ({}) did not take the data fast enough: the recorder waited for it up to "
+        "{:.1f} ms in one write, {:.1f} ms in all, while writers filled the buffer; a larger "
+        "buffer_size_kb rides out shorter stalls",
+        st.output, ms(st.longest_write_wait_ns), ms(st.write_wait_ns));
+  return ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+}
+
 }  // namespace
 
 std::string format_summary(const RecorderStats& st, const std::optional<std::string>& error,
                            std::string_view prefix) {
   std::string out;
   RecorderCpuStats total;
+  // To a collector the bytes are those handed to its connections: what it
+  // received is known only when it stored them all (unacked_bytes below).
+  const std::string_view sent = st.collector ? " sent" : "";
   for (size_t cpu = 0; cpu < st.cpus.size(); ++cpu) {
     const RecorderCpuStats& c = st.cpus[cpu];
-    out += fmt::format("{}CPU {}: {} records, {} bytes", prefix, cpu, c.records, c.bytes);
+    out += fmt::format("{}CPU {}: {} records, {} bytes{}", prefix, cpu, c.records, c.bytes, sent);
     if (c.dropped != 0) out += fmt::format(", {} dropped ({})", c.dropped, dropped_by_cause(c));
     if (c.unwritten != 0) out += fmt::format(", {} not written", c.unwritten);
     out += '\n';
@@ -974,8 +1046,8 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
   const std::string where =
       st.files > 1 ? fmt::format("{} and the {} files before it", st.output, st.files - 1)
                    : st.output;
-  out += fmt::format("{}{}: {} records, {} bytes, {} dropped", prefix, where, st.records, st.bytes,
-                     st.dropped);
+  out += fmt::format("{}{}: {} records, {} bytes{}, {} dropped", prefix, where, st.records,
+                     st.bytes, sent, st.dropped);
   if (st.unwritten != 0) out += fmt::format(", {} not written", st.unwritten);
   out += '\n';
   if (st.files_removed != 0)
@@ -994,8 +1066,8 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
     out += fmt::format(
         "{}blocking ({}): writers waited {} times, {:.3f} ms in all (longest {:.3f} ms), {} "
         "dropped after a time-out\n",
-        prefix, bound, st.block_waits, static_cast<double>(st.block_wait_ns) / 1e6,
-        static_cast<double>(st.block_max_wait_ns) / 1e6, st.block_timed_out);
+        prefix, bound, st.block_waits, ms(st.block_wait_ns), ms(st.block_max_wait_ns),
+        st.block_timed_out);
   }
   // Each loss is either marked in the output or lost to the write error
   // (its mark was in pages that could not be written): records + marked +
@@ -1005,12 +1077,7 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
   if (st.dropped != 0) {
     out +=
         fmt::format("{}warning: {} events lost ({}", prefix, st.dropped, dropped_by_cause(total));
-    if (total.lost_full != 0 && st.block_timed_out != 0)
-      out +=
-          ": writers waited the whole block time-out for the recorder; a longer block time-out "
-          "(--block=US, block_timeout_us) or a larger buffer_size_kb holds longer bursts";
-    else if (total.lost_full != 0)
-      out += ": the recorder did not keep up; a larger buffer_size_kb holds longer bursts";
+    if (total.lost_full != 0) out += buffer_full_cause(st);
     const std::string_view mark = st.format == OutputFormat::perfetto ? "a bundle's lost_events"
                                   : st.format == OutputFormat::ctf ? "a packet's events_discarded"
                                                                    : "[EVENTS DROPPED]";
@@ -1025,7 +1092,24 @@ std::string format_summary(const RecorderStats& st, const std::optional<std::str
           "the write error\n",
           marked, st.output, mark, unmarked);
   }
-  if (error) out += fmt::format("{}warning: the recording failed: {}\n", prefix, *error);
+  if (error) {
+    // What the failed output kept: everything before the fault (a file
+    // stays a valid trace.dat of it).
+    std::string kept;
+    if (st.collector)
+      kept = st.records != 0 ? fmt::format("; the {} records before it were sent", st.records)
+                             : std::string("; no record was sent");
+    else
+      kept = st.records != 0
+                 ? fmt::format("; {} keeps the {} records written before it", where, st.records)
+                 : fmt::format("; {} keeps no record", where);
+    out += fmt::format("{}warning: the recording failed: {}{}\n", prefix, *error, kept);
+  }
+  if (st.unacked_bytes != 0)
+    out += fmt::format(
+        "{}warning: {} bytes sent to {} were not acknowledged by its host when the connection "
+        "closed: they may not have arrived\n",
+        prefix, st.unacked_bytes, st.output);
   if (st.unwritten + unmarked != 0) {
     out += fmt::format(
         "{}warning: {} events lost to the write error, neither in {} nor marked there (", prefix,

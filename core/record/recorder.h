@@ -35,7 +35,7 @@
 //   however long the run.
 //
 // ══ Losses: counted and marked ═══════════════════════════════════════════════
-//   Drop-newest: when the recorder does not keep up, writers find the
+//   Drop-newest: when the recorder or its output lags, writers find the
 //   buffer full and drop their records (CpuStats::lost_full, counted by the
 //   ring). Such a loss happens while the tail sits at the last free
 //   sub-buffer, so it lies between that sub-buffer and the next one the
@@ -234,7 +234,7 @@ struct RecorderOptions {
 struct RecorderCpuStats {
   uint64_t records = 0;    ///< written to the file
   uint64_t pages = 0;      ///< pages written
-  uint64_t bytes = 0;      ///< bytes of pages written (pages x page size)
+  uint64_t bytes = 0;      ///< bytes of pages written (pages x page size; to a collector: sent)
   uint64_t dropped = 0;    ///< lost in the ring (all causes below); marked unless `unmarked`
   uint64_t unwritten = 0;  ///< consumed but not written (output failed)
   uint64_t too_big = 0;    ///< larger than a trace.dat page holds (counted in dropped too)
@@ -243,7 +243,7 @@ struct RecorderCpuStats {
   uint64_t unmarked = 0;
   // dropped, by cause (the ring's counters over the recording; buffers/stats.h):
   uint64_t overrun = 0;    ///< overwritten before the recorder read them (overwrite buffer)
-  uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder did not keep up
+  uint64_t lost_full = 0;  ///< drop-newest buffer full: the recorder or its output lagged
   uint64_t lost_busy = 0;  ///< the next sub-buffer was busy (being zeroed, or pinned by a reader)
   uint64_t commit_overrun = 0;  ///< the sub-buffer needed held a pending commit
   uint64_t lost_set_aside = 0;  ///< committed into a sub-buffer set aside meanwhile (overwrite)
@@ -268,6 +268,20 @@ struct RecorderStats {
   /// machine's, not the recorder's.
   uint64_t longest_pass_ns = 0;
   uint64_t longest_wake_late_ns = 0;
+  /// The passes' own work summed (ns): what longest_pass_ns is the longest of.
+  uint64_t pass_ns = 0;
+  /// Of the passes' work, the time in the output's writes (ns: the pwrite
+  /// of a batch, the send to a collector), and of that the part the thread
+  /// waited for the output to take the data (a collector that does not
+  /// read, a disk that does not keep up): of a write slower than a slow
+  /// copy of its bytes (1 ms, or 4 ns a byte), the part beyond that, and of
+  /// each write after it while it stays slow, its wall time less the
+  /// thread's CPU time in it. The longest such wait in one write apart. The
+  /// summary blames a loss on the output when its waits make up half the
+  /// passes' work or half the longest gap.
+  uint64_t write_ns = 0;
+  uint64_t write_wait_ns = 0;
+  uint64_t longest_write_wait_ns = 0;
   uint64_t cpu_ns = 0;         ///< CPU time of the recorder thread so far (ns)
   uint64_t files = 1;          ///< files started (rotation)
   uint64_t files_removed = 0;  ///< old files removed to keep max_files
@@ -277,6 +291,14 @@ struct RecorderStats {
       output;  ///< the output: the file (the last one with rotation) or "collector HOST:PORT"
   OutputFormat format = OutputFormat::tracedat;  ///< RecorderOptions::format
   bool failed = false;                           ///< a fault stopped the output (see error())
+  /// The output is a collector (RecorderOptions::collector). Its `bytes`
+  /// are bytes sent: handed to the connections, not known to be received.
+  bool collector = false;
+  /// A collector, after stop(): of the bytes sent, those its host had not
+  /// acknowledged when the connections were closed, because the collector
+  /// did not read them all (NetSink::unacked_bytes: the sockets' send
+  /// queues, SIOCOUTQ). They may not have arrived. 0 when it stored them.
+  uint64_t unacked_bytes = 0;
   bool realtime = false;  ///< the thread runs SCHED_FIFO (realtime_priority granted)
   /// Blocking mode (RecorderOptions::block_timeout, 0: off), and the
   /// writers' waits summed over the CPUs (RingBufferBase::block_stats):
@@ -287,13 +309,16 @@ struct RecorderStats {
 };
 
 /// The end-of-recording summary, as `trace-cmd record` prints one: a line
-/// per CPU (records written, dropped by cause, bytes), the total with the
-/// file, in blocking mode the writers' waits (how often, how long, how many
-/// dropped after a time-out), then warning lines when anything was lost:
-/// the drops, with how many are marked in the output; the fault (`error`);
-/// and the events lost to it (unwritten, and drops whose marks could not be
-/// written), which the output neither holds nor marks. Each line ends with '\n' and starts
-/// with `prefix` ("tracepipe record: ").
+/// per CPU (records written, dropped by cause, bytes; to a collector, bytes
+/// sent), the total with the output, for a collector the bytes sent that
+/// its host had not acknowledged at the end (unacked_bytes), in blocking mode the writers' waits
+/// (how often, how long, how many dropped after a time-out), then warning lines when anything was
+/// lost: the drops, with how many are marked in the output and, for a full buffer, what the
+/// recorder saw as the cause (the output, when it waited in writes to it: write_wait_ns against
+/// pass_ns and longest_gap_ns; else the recorder itself); the fault (`error`), with what the output
+/// kept; and the events lost to it (unwritten, and drops whose marks could not be written), which
+/// the output neither holds nor marks. Each line ends with '\n' and starts with `prefix`
+/// ("tracepipe record: ").
 std::string format_summary(const RecorderStats& stats, const std::optional<std::string>& error,
                            std::string_view prefix);
 

@@ -11,7 +11,7 @@ run(${CMAKE_COMMAND} -S ${SRC} -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/pref
     -DRECORD_APP_SRC=${RECORD_APP_SRC})
 run(${CMAKE_COMMAND} --build ${WORK}/build)
 run(${WORK}/build/consumer)
-if(NOT LAST_OUT MATCHES "tracepipe 0.1.0 kept=1 discarded=1")
+if(NOT LAST_OUT MATCHES "tracepipe 0.1.0 kept=1 discarded=1" OR NOT LAST_OUT MATCHES "convert: ConvertOutputError code=2")
   message(FATAL_ERROR "consumer printed: ${LAST_OUT}")
 endif()
 message(STATUS "consumer printed: ${LAST_OUT}")

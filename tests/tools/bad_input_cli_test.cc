@@ -111,6 +111,20 @@ TEST_CASE("cli: replay --config and --kallsyms refuse devices, FIFOs and huge fi
   CHECK(r.out.empty());
 }
 
+TEST_CASE("cli: replay --config with rings larger than the machine is refused at once, at its key",
+          "[tools][cli]") {
+  Scratch s;
+  // 4096 CPUs x 1 GiB: the instance zeroed its rings for tens of seconds.
+  const fs::path cfg = s.dir / "huge.toml";
+  std::ofstream(cfg) << "cpus = 4096\nbuffer_size_kb = 1048576\n";
+  const Run r = s.replay({s.dat.string(), "--config", cfg.string()});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("tracepipe replay: " + cfg.string() +
+                                      ":2: buffer_size_kb: 4096 CPUs x 1048576 KiB: rings of "));
+  CHECK_THAT(r.err, Catch::EndsWith(" MiB); lower buffer_size_kb or cpus\n"));
+  CHECK(r.out.empty());
+}
+
 TEST_CASE("cli: replay -F with an empty event name list is an error naming the option and the text",
           "[tools][cli]") {
   Scratch s;

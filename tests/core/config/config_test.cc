@@ -1,6 +1,7 @@
 // TOML configuration: values, defaults, and errors naming file, line and key.
 #include "tracepipe/core/config/config.h"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,8 +9,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "test_support.h"
 #include "tracepipe/buffers/rseq.h"
 #include "tracepipe/core/config/key_suggest.h"
+#include "tracepipe/core/config/ring_memory.h"
 #include "tracepipe/core/instance/instance.h"
 
 using namespace tracepipe;
@@ -123,17 +126,102 @@ struct ErrorRow {
 
 TEST_CASE("config: the bounds of the numeric keys are the CLI's, and inclusive", "[core][config]") {
   CHECK(kMaxBufferSizeKb == 1048576);  // 1 GiB per CPU, as tracepipe replay --buffer-size-kb
+  // Each bound alone (the largest of both together is more than a machine
+  // holds: the next test).
   const Config cfg = parse_config(
-      "buffer_size_kb = 1048576\nsubbuf_size_kb = 1024\ncpus = 4096\n"
-      "[instances.small]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 0\n",
+      "buffer_size_kb = 1048576\nsubbuf_size_kb = 1024\ncpus = 1\n"
+      "[instances.small]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 0\n"
+      "[instances.many]\nbuffer_size_kb = 1\nsubbuf_size_kb = 4\ncpus = 4096\n",
       "b.toml");
-  REQUIRE(cfg.instances.size() == 2);
+  REQUIRE(cfg.instances.size() == 3);
   CHECK(cfg.instances[0].options.buffer_size_kb == 1048576);
   CHECK(cfg.instances[0].options.subbuf_size_kb == 1024);
-  CHECK(cfg.instances[0].options.cpus == 4096);
+  CHECK(cfg.instances[0].options.cpus == 1);
   CHECK(cfg.instances[1].options.buffer_size_kb == 1);
   CHECK(cfg.instances[1].options.subbuf_size_kb == 4);
   CHECK(cfg.instances[1].options.cpus == 0);
+  CHECK(cfg.instances[2].options.cpus == 4096);
+}
+
+TEST_CASE("config: rings larger than the machine's memory are refused at their key",
+          "[core][config]") {
+  // 4096 CPUs x 1 GiB: 4 TiB of rings, which the instance would zero for
+  // tens of seconds before failing; no machine here has that much.
+  InstanceOptions huge;
+  huge.cpus = 4096;
+  huge.buffer_size_kb = 1048576;
+  huge.subbuf_size_kb = 4;
+  // Per CPU: 262144 sub-buffers, one more, 8 spares (overwrite), of 4 KiB.
+  CHECK(detail::ring_memory_bytes(huge) == uint64_t{4096} * (262144 + 1 + 8) * 4096);
+  huge.mode = BufferMode::drop_newest;  // no spares
+  CHECK(detail::ring_memory_bytes(huge) == uint64_t{4096} * (262144 + 1) * 4096);
+  REQUIRE(detail::physical_memory_bytes() > 0);
+  REQUIRE(detail::physical_memory_bytes() < detail::ring_memory_bytes(huge));
+  const std::string why = detail::ring_memory_refusal(huge);
+  CHECK_THAT(why, Catch::StartsWith("4096 CPUs x 1048576 KiB: rings of 4194320 MiB, more than "
+                                    "this machine's physical memory ("));
+  CHECK_THAT(why, Catch::EndsWith(" MiB); lower buffer_size_kb or cpus"));
+  // A size bounded alone by the key's range, and an impossible size
+  // (InstanceOptions takes any), saturate rather than wrap.
+  huge.buffer_size_kb = uint64_t{1} << 62;
+  CHECK(detail::ring_memory_bytes(huge) == UINT64_MAX);
+
+  // At buffer_size_kb's line, else at cpus's; in a nested instance too.
+  ConfigError e = error_of("mode = \"drop_newest\"\ncpus = 4096\nbuffer_size_kb = 1048576\n");
+  CHECK(e.line() == 3);
+  CHECK(e.key() == "buffer_size_kb");
+  CHECK_THAT(e.what(), Catch::StartsWith("bad.toml:3: buffer_size_kb: 4096 CPUs x 1048576 KiB: "
+                                         "rings of 4194320 MiB, more than this machine's"));
+  e = error_of("\n[instances.x]\nbuffer_size_kb = 1048576\nsubbuf_size_kb = 4\ncpus = 4096\n");
+  CHECK(e.line() == 3);
+  CHECK(e.key() == "instances.x.buffer_size_kb");
+  // Without buffer_size_kb in the table (the default size), cpus is named:
+  // 4096 x 11 MiB (2 sub-buffers of 1 MiB, one more, 8 spares) = 44 GiB,
+  // refused where the machine has less.
+  const std::string cpus_only = "\n[instances.y]\ncpus = 4096\nsubbuf_size_kb = 1024\n";
+  if (detail::physical_memory_bytes() < (uint64_t{44} << 30)) {
+    e = error_of(cpus_only);
+    CHECK(e.line() == 3);
+    CHECK(e.key() == "instances.y.cpus");
+  } else {
+    CHECK_NOTHROW(parse_config(cpus_only, "ok.toml"));
+  }
+}
+
+// The same options given to Instance directly are refused the same way,
+// before anything is allocated: in a child whose address space is limited
+// to 2 GiB, an Instance that began allocating its 4 TiB would end in
+// std::bad_alloc (or zero gigabytes first), not the refusal.
+TEST_CASE("config: Instance refuses the rings the config refuses, before allocating",
+          "[core][config]") {
+#ifdef TRACEPIPE_SANITIZED
+  // RLIMIT_AS cannot hold a sanitizer's shadow memory, and without it a
+  // regression would zero terabytes: proven in the plain build.
+  TP_SKIP("an address-space limit is off under sanitizers");
+#endif
+  InstanceOptions huge;
+  huge.cpus = 4096;
+  huge.buffer_size_kb = 1048576;
+  const std::string why = detail::ring_memory_refusal(huge);
+  REQUIRE(!why.empty());
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const rlimit lim{uint64_t{2} << 30, uint64_t{2} << 30};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+    try {
+      Instance inst(huge);
+      _exit(1);
+    } catch (const std::invalid_argument& x) {
+      _exit(std::string(x.what()) == "instance main: " + why ? 0 : 2);
+    } catch (...) {
+      _exit(4);  // std::bad_alloc: it allocated
+    }
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("config: writers picks who writes which CPU buffer", "[core][config]") {

@@ -15,8 +15,9 @@
 
 #include "small_disk.h"
 #include "test_support.h"
+// converter.h alone, as a library user has it installed: ConvertOutputError
+// is caught by type below through it.
 #include "tracepipe/core/convert/converter.h"
-#include "tracepipe/core/convert/out_file.h"
 
 namespace fs = std::filesystem;
 namespace cv = tracepipe::convert;
@@ -112,5 +113,30 @@ TEST_CASE("convert into a full disk throws, says so, and removes what it created
   CHECK(tp_test::read_file(disk.dir / "mine.ctf" / "notes") == "kept");
   CHECK(std::distance(fs::directory_iterator(disk.dir / "mine.ctf"), fs::directory_iterator()) ==
         1);
+  fs::remove(in);
+}
+
+TEST_CASE("convert's output error is caught by type through converter.h, with its errno") {
+  const fs::path in = fs::temp_directory_path() / fmt::format("tp-converr-{}.dat", ::getpid());
+  {
+    tracepipe::Instance inst;
+    inst.enable(OutEv::desc());
+    OutEv::emit(inst, 1);
+    tracepipe::write_trace_dat(inst, in);
+  }
+  const auto reader = tracepipe::TraceDatReader::open(in);
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("tp-converr-missing-{}", ::getpid()) / "out.pftrace";
+  int code = -1;
+  std::string what;
+  try {
+    (void)cv::convert(reader, out);
+  } catch (const cv::ConvertOutputError& e) {  // not std::runtime_error: the type a user catches
+    code = e.code();
+    what = e.what();
+  }
+  CHECK(code == ENOENT);
+  CHECK_THAT(what, Catch::StartsWith(out.string() + ": "));
+  CHECK(!fs::exists(out.parent_path()));
   fs::remove(in);
 }

@@ -126,6 +126,17 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
   no.collector = col.address();
   const record::RecorderStats s = record_once(no);
   CHECK(s.bytes > 0);
+  // The collector stored everything (its readers closed the connections):
+  // nothing sent is left unacknowledged, and the summary says "sent".
+  CHECK(s.collector);
+  CHECK(s.unacked_bytes == 0);
+  {
+    const std::string sum = record::format_summary(s, std::nullopt, "tp: ");
+    INFO(sum);
+    CHECK(sum.find(fmt::format("tp: collector {}: {} records, {} bytes sent, 0 dropped\n",
+                               col.address(), n, s.bytes)) != std::string::npos);
+    CHECK(sum.find("acknowledged") == std::string::npos);
+  }
   const auto file = col.wait_file();
   INFO(col.log());
   REQUIRE(file);
@@ -271,6 +282,60 @@ TEST_CASE(
   CHECK(s.unwritten > 0);
   CHECK(s.records + s.unwritten + s.dropped == emitted);
   CHECK(s.records + s.unwritten == kept);
+}
+
+// A collector that stops reading (its processes stopped, as a `trace-cmd
+// listen` suspended in a terminal): the recorder waits in its sends while
+// the writers fill the ring, so the summary blames the losses on the
+// output, not on a recorder that "did not keep up", says what was kept,
+// and counts the bytes as sent, with those the collector's host never
+// acknowledged.
+TEST_CASE(
+    "net sink: a stopped collector: losses blamed on the output, bytes sent and unacknowledged",
+    "[record][net][fault]") {
+  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+  Collector col;
+  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  Failures failures;
+  record::RecorderOptions ro;
+  ro.collector = col.address();
+  ro.watermark_percent = 0;
+  ro.collector_timeout = std::chrono::milliseconds(300);
+  ro.on_error = failures.hook();
+  record::Recorder rec(inst, ro);
+  REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
+  col.freeze(true);
+  for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round)
+    (void)emit_range(inst, 0, 1000);
+  REQUIRE(failures.reports.load() == 1);
+  (void)emit_range(inst, 0, 1000);  // after the fault: not written
+  const auto s = rec.stop();
+  col.freeze(false);
+  const std::string sum = record::format_summary(s, rec.error(), "tp: ");
+  INFO(sum);
+  REQUIRE(s.failed);
+  REQUIRE(s.cpus[0].lost_full > 0);  // the ring filled while the send waited
+  // The send waited (off its CPU) for the collector_timeout.
+  CHECK(s.longest_write_wait_ns >= 200'000'000);
+  CHECK(s.write_wait_ns >= s.longest_write_wait_ns);
+  CHECK(s.write_ns >= s.write_wait_ns);
+  CHECK(sum.find("the recorder did not keep up") == std::string::npos);
+  CHECK(sum.find(fmt::format("the output (collector {}) did not take the data fast enough: the "
+                             "recorder waited for it up to ",
+                             col.address())) != std::string::npos);
+  CHECK(sum.find(fmt::format("no progress for 300 ms (Connection timed out); the {} records "
+                             "before it were sent\n",
+                             s.records)) != std::string::npos);
+  // Bytes handed to the socket, not received: the stopped collector read
+  // none of what filled its host's receive buffer and our send queue.
+  CHECK(sum.find(fmt::format("tp: collector {}: {} records, {} bytes sent, ", col.address(),
+                             s.records, s.bytes)) != std::string::npos);
+  CHECK(s.unacked_bytes > 0);
+  CHECK(sum.find(fmt::format("tp: warning: {} bytes sent to collector {} were not acknowledged by "
+                             "its host when the connection closed: they may not have arrived\n",
+                             s.unacked_bytes, col.address())) != std::string::npos);
 }
 
 // In a child with private mount and network namespaces: the loopback is up,

@@ -334,3 +334,96 @@ TEST_CASE(
   for (const auto& e : fs::directory_iterator(disk.dir))  // no temporary left
     CHECK(e.path() == out);
 }
+
+TEST_CASE("recorder summary: a full buffer is blamed on what the recorder waited for", "[record]") {
+  record::RecorderStats st;
+  st.output = "collector db1:12345";
+  st.collector = true;
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 100;
+  st.cpus[0].dropped = st.dropped = 30;
+  st.cpus[0].lost_full = 30;
+  st.pass_ns = 10'000'000;
+  st.longest_gap_ns = 3'000'000;
+  // Busy: the passes' work was the recorder's own (CPU), writes did not wait.
+  st.write_ns = 1'000'000;
+  st.write_wait_ns = 100'000;
+  st.longest_write_wait_ns = 50'000;
+  std::string s = record::format_summary(st, std::nullopt, "tp: ");
+  INFO(s);
+  CHECK(s.find("(buffer full 30: the recorder did not keep up; a larger buffer_size_kb holds "
+               "longer bursts)") != std::string::npos);
+  // Half the passes' work waiting in writes: the output's fault.
+  st.write_ns = 6'000'000;
+  st.write_wait_ns = 5'000'000;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("(buffer full 30: the output (collector db1:12345) did not take the data fast "
+               "enough: the recorder waited for it up to 0.1 ms in one write, 5.0 ms in all, "
+               "while writers filled the buffer; a larger buffer_size_kb rides out shorter "
+               "stalls)") != std::string::npos);
+  CHECK(s.find("did not keep up") == std::string::npos);
+  // One write that waited as long as half the longest gap: the output's too.
+  st.write_wait_ns = 2'000'000;
+  st.longest_write_wait_ns = 1'500'000;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("waited for it up to 1.5 ms in one write, 2.0 ms in all") != std::string::npos);
+  // Writers that timed out in blocking mode keep their own advice.
+  st.block_timed_out = 30;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("writers waited the whole block time-out") != std::string::npos);
+  CHECK(s.find("did not take the data") == std::string::npos);
+}
+
+TEST_CASE("recorder summary: a failed output says what it kept", "[record]") {
+  record::RecorderStats st;
+  st.output = "full.dat";
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 100;
+  std::string s = record::format_summary(st,
+                                         std::string("recording to full.dat: writing: No "
+                                                     "space left on device"),
+                                         "tp: ");
+  INFO(s);
+  CHECK(s.find("tp: warning: the recording failed: recording to full.dat: writing: No space left "
+               "on device; full.dat keeps the 100 records written before it\n") !=
+        std::string::npos);
+  st.records = st.cpus[0].records = 0;
+  s = record::format_summary(st, std::string("x"), "tp: ");
+  CHECK(s.find("tp: warning: the recording failed: x; full.dat keeps no record\n") !=
+        std::string::npos);
+  st.output = "collector db1:12345";
+  st.collector = true;
+  s = record::format_summary(st, std::string("x"), "tp: ");
+  CHECK(s.find("tp: warning: the recording failed: x; no record was sent\n") != std::string::npos);
+  st.records = st.cpus[0].records = 7;
+  s = record::format_summary(st, std::string("x"), "tp: ");
+  CHECK(s.find("tp: warning: the recording failed: x; the 7 records before it were sent\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("recorder summary: a collector's bytes are sent, and those unacknowledged are said",
+          "[record]") {
+  record::RecorderStats st;
+  st.output = "collector db1:12345";
+  st.collector = true;
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = 100;
+  st.cpus[0].bytes = st.bytes = 8192;
+  std::string s = record::format_summary(st, std::nullopt, "tp: ");
+  INFO(s);
+  CHECK(s.find("tp: CPU 0: 100 records, 8192 bytes sent\n") != std::string::npos);
+  CHECK(s.find("tp: collector db1:12345: 100 records, 8192 bytes sent, 0 dropped\n") !=
+        std::string::npos);
+  CHECK(s.find("acknowledged") == std::string::npos);
+  st.unacked_bytes = 4096;
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("tp: warning: 4096 bytes sent to collector db1:12345 were not acknowledged by its "
+               "host when the connection closed: they may not have arrived\n") !=
+        std::string::npos);
+  // A file's bytes are written, not sent.
+  st.collector = false;
+  st.unacked_bytes = 0;
+  st.output = "out.dat";
+  s = record::format_summary(st, std::nullopt, "tp: ");
+  CHECK(s.find("tp: out.dat: 100 records, 8192 bytes, 0 dropped\n") != std::string::npos);
+}

@@ -176,6 +176,41 @@ TEST_CASE("recorder: a stalled consumer's drops are counted and marked where the
   }
 }
 
+// The other side of net_sink_test's stopped collector: a recorder busy on
+// its own CPU (a pass that spins), writing to a file that takes every
+// write at once, loses records because it did not keep up, and the
+// summary says so rather than blaming the output.
+TEST_CASE("recorder: a busy recorder's losses are its own, not the output's", "[record]") {
+  TempPath out("rec_busy.dat");
+  Instance inst(small_options(Staging::per_thread));
+  inst.enable(Sample::desc());
+  std::atomic<bool> busy{true}, entered{false};
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  const tp_record_test::PassHook hook([&] {
+    entered.store(true);
+    while (busy.load(std::memory_order_relaxed)) {  // on its CPU, not waiting for anything
+    }
+  });
+  record::Recorder rec(inst, ro);
+  for (int i = 0; i < 1000000 && !entered.load(); ++i) std::this_thread::yield();
+  REQUIRE(entered.load());
+  const uint64_t kept = emit_range(inst, 0, 50000);  // far more than 256 KiB holds
+  REQUIRE(kept < 50000);
+  busy.store(false);
+  const record::RecorderStats s = rec.stop();
+  REQUIRE(!rec.error());
+  const std::string sum = record::format_summary(s, std::nullopt, "tp: ");
+  INFO(sum);
+  CHECK(s.dropped == 50000 - kept);  // mostly buffer full (a writer may find one busy)
+  CHECK(s.cpus[0].lost_full > 0);
+  CHECK(s.records == kept);
+  CHECK(s.write_ns >= s.write_wait_ns);
+  CHECK(sum.find(": the recorder did not keep up; a larger buffer_size_kb holds longer bursts") !=
+        std::string::npos);
+  CHECK(sum.find("did not take the data fast enough") == std::string::npos);
+}
+
 TEST_CASE("recorder: the file is a valid trace.dat while it grows", "[record]") {
   TempPath out("rec_grow.dat");
   Instance inst(small_options(Staging::per_thread));

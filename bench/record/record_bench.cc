@@ -548,6 +548,9 @@ constexpr const char* kUsage =
   --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file; a
                        --collector gets one stream)
   --collector auto|HOST:PORT  record to trace-cmd listen instead (auto: start one on loopback)
+  --buffer-kb K        tracepipe's buffer, K KiB per CPU (default: the instance's default): with a
+                       buffer that outlasts the machine's scheduling gaps, the lossless rate
+                       measures the output's throughput instead
   --equal-kb K         with --peers lttng: the equal-memory leg, tracepipe with K KiB per CPU
                        (default 2048, LTTng's 4 x 512 KiB sub-buffers)
   --realtime PRIO      recorder thread (and LTTng's consumer daemon) SCHED_FIFO at PRIO
@@ -707,7 +710,10 @@ std::vector<Side> make_sides(const Setup& st, const std::filesystem::path& out, 
   std::vector<Side> sides(lttng ? 3 : 1);
   const double seconds = a.seconds;
   sides[0].name = "tracepipe";
-  sides[0].run = [&st, out, seconds](double rate) { return one(st, out, seconds, rate); };
+  const uint32_t buffer_kb = a.buffer_kb;
+  sides[0].run = [&st, out, seconds, buffer_kb](double rate) {
+    return one(st, out, seconds, rate, buffer_kb);
+  };
   if (lttng) {
     const uint32_t equal_kb = a.equal_kb;
     sides[1].name = fmt::format("tp-{}K", equal_kb);
@@ -963,6 +969,8 @@ int parse_args(int argc, char** argv, Options& a) {
       a.realtime = std::atoi(v);
     else if (o == "--block")
       a.block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
+    else if (o == "--buffer-kb")
+      a.buffer_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else if (o == "--equal-kb")
       a.equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {

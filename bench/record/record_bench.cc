@@ -45,6 +45,10 @@
 // "auto" starts `trace-cmd listen -d /dev/shm/...` on a loopback port and
 // removes each session's file once the collector has written it. Each run
 // waits for the connection before the writer starts (Recorder::wait_ready).
+// With "auto" the runs also report the collector's CPU per event (its
+// session and reader processes, from /proc: the peer process that shares
+// the two CPUs with the writer and the recorder). --steady records to the
+// collector too (one stream, no rotation).
 // --steady: a paced writer at RATE for --seconds; RSS sampled every second
 // (first, last, max, least-squares slope). The recording rotates through 4
 // files of --rotate-mib MiB (0: one file), so that a minute at 10 M events/s
@@ -67,6 +71,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -106,6 +111,45 @@ void collector_done(const Setup& st) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(st.local->dir(), ec))
     if (e.path().extension() == ".dat") std::filesystem::remove(e.path(), ec);
+}
+
+// --collector auto: the CPU time (ns, /proc/PID/schedstat) of each process
+// the collector forked (its process group but the listener: sessions and
+// their per-CPU readers, exited ones until reaped), by PID.
+std::map<int, uint64_t> collector_cpu(const Setup& st) {
+  std::map<int, uint64_t> cpu;
+  if (st.local == nullptr || st.local->pid() <= 0) return cpu;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream f(line.substr(close + 2));
+    std::string state;
+    int ppid = 0, pgrp = 0;
+    f >> state >> ppid >> pgrp;
+    const int pid = std::stoi(name);
+    if (pgrp != st.local->pid() || pid == pgrp) continue;
+    std::ifstream sched(e.path() / "schedstat");
+    uint64_t ns = 0;
+    if (sched >> ns) cpu[pid] = ns;
+  }
+  return cpu;
+}
+
+// The collector's CPU between two collector_cpu() readings: the processes
+// there at the end, less what each had at the start.
+uint64_t collector_cpu_since(const Setup& st, const std::map<int, uint64_t>& start) {
+  uint64_t ns = 0;
+  for (const auto& [pid, now] : collector_cpu(st)) {
+    const auto it = start.find(pid);
+    ns += now - (it != start.end() ? std::min(it->second, now) : 0);
+  }
+  return ns;
 }
 
 // --collector auto's trace-cmd listen; stopped, and its folder removed,
@@ -193,6 +237,7 @@ Run one(const Setup& st, const std::filesystem::path& out, double seconds, doubl
   record::Recorder rec(inst, ro);
   if (!rec.wait_ready(std::chrono::seconds(10)))
     fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
+  const std::map<int, uint64_t> collector_start = collector_cpu(st);
   Run r;
   uint32_t seq = 0;
   std::thread w([&] {
@@ -205,10 +250,14 @@ Run one(const Setup& st, const std::filesystem::path& out, double seconds, doubl
   });
   w.join();
   const record::RecorderStats s = rec.stop();
+  // After stop(): the collector's readers closed their connections, all read and stored.
+  const uint64_t collector_ns = collector_cpu_since(st, collector_start);
   r.written = s.records;
   r.dropped = s.dropped;
   r.consumer_ns_per_event =
       s.records ? static_cast<double>(s.cpu_ns) / static_cast<double>(s.records) : 0;
+  r.collector_ns_per_event =
+      s.records ? static_cast<double>(collector_ns) / static_cast<double>(s.records) : 0;
   r.bytes = s.bytes;
   r.gaps = fmt::format(
       "longest gap between looks {:.0f} us (longest pass {:.0f} us, longest wake-up overrun {:.0f} "
@@ -388,16 +437,20 @@ int steady(const Setup& st, const std::filesystem::path& out, double seconds, do
   Instance inst(o);
   inst.enable(Ev::desc());
   record::RecorderOptions ro;
-  ro.output = out;
+  set_output(ro, out, st);
   ro.cpu = 1;
   set_realtime(ro, st);
-  ro.max_file_bytes = rotate_mib << 20;
-  ro.max_files = rotate_mib != 0 ? 4 : 0;
+  if (st.collector.empty()) {  // a collector's stream is one file, joined at the end
+    ro.max_file_bytes = rotate_mib << 20;
+    ro.max_files = rotate_mib != 0 ? 4 : 0;
+  }
   if (st.block_us < 0)
     ro.block_timeout = record::RecorderOptions::kBlockForever;
   else
     ro.block_timeout = std::chrono::microseconds(st.block_us);
   record::Recorder rec(inst, ro);
+  if (!rec.wait_ready(std::chrono::seconds(10)))
+    fmt::print(stderr, "not ready: {}\n", rec.error().value_or("?"));
   std::atomic<bool> done{false};
   Run r;
   // Each emit's duration in TSC cycles (two counter reads around it): what
@@ -431,6 +484,7 @@ int steady(const Setup& st, const std::filesystem::path& out, double seconds, do
   const auto s = rec.stop();
   for (const auto& f : s.kept_files) std::filesystem::remove(f);
   std::filesystem::remove(out);
+  collector_done(st);
   if (rss.empty()) rss.push_back(rss_kb());
   // Least-squares slope of RSS over samples [from, end), in KiB per minute.
   auto slope = [&](size_t from) {
@@ -482,6 +536,15 @@ std::string med(const std::vector<Run>& v, F f, const char* fmt_) {
   return fmt::format(fmt::runtime(fmt_), x[x.size() / 2], x.front(), x.back());
 }
 
+// With --collector auto: the collector's CPU per event beside the consumer's.
+std::string collector_text(const std::vector<Run>& v) {
+  if (v.empty() || v[0].collector_ns_per_event <= 0) return {};
+  return "  collector " +
+         med(
+             v, [](const Run& r) { return r.collector_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]") +
+         " ns/event";
+}
+
 // A side of the comparison: its name and one run at a rate (0: full speed).
 struct Side {
   std::string name;
@@ -512,8 +575,12 @@ constexpr const char* kUsage =
                        RSS every second, exit 0 when nothing was lost
   --block US|inf       with --steady: blocking mode (writers wait up to US for the recorder); reports
                        how many emits waited, for how long, and what was still dropped
-  --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file)
+  --rotate-mib M       with --steady: 4 rotating files of M MiB (default 512; 0: one file; a
+                       --collector gets one stream)
   --collector auto|HOST:PORT  record to trace-cmd listen instead (auto: start one on loopback)
+  --buffer-kb K        tracepipe's buffer, K KiB per CPU (default: the instance's default): with a
+                       buffer that outlasts the machine's scheduling gaps, the lossless rate
+                       measures the output's throughput instead
   --equal-kb K         with --peers lttng: the equal-memory leg, tracepipe with K KiB per CPU
                        (default 2048, LTTng's 4 x 512 KiB sub-buffers)
   --realtime PRIO      recorder thread (and LTTng's consumer daemon) SCHED_FIFO at PRIO
@@ -660,9 +727,9 @@ void report_max_only(const Setup& st, const std::filesystem::path& out, double s
     const Run r = one(st, out, seconds, 0);
     fmt::print(
         "max rate      tracepipe emit {:.2f} M/s  written {:.2f} M/s  dropped {:.2f} M  recorder "
-        "{:.2f} ns/event\n",
+        "{:.2f} ns/event{}\n",
         r.rate / 1e6, static_cast<double>(r.written) / seconds / 1e6,
-        static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event);
+        static_cast<double>(r.dropped) / 1e6, r.consumer_ns_per_event, collector_text({r}));
   }
 }
 
@@ -673,7 +740,10 @@ std::vector<Side> make_sides(const Setup& st, const std::filesystem::path& out, 
   std::vector<Side> sides(lttng ? 3 : 1);
   const double seconds = a.seconds;
   sides[0].name = "tracepipe";
-  sides[0].run = [&st, out, seconds](double rate) { return one(st, out, seconds, rate); };
+  const uint32_t buffer_kb = a.buffer_kb;
+  sides[0].run = [&st, out, seconds, buffer_kb](double rate) {
+    return one(st, out, seconds, rate, buffer_kb);
+  };
   if (lttng) {
     const uint32_t equal_kb = a.equal_kb;
     sides[1].name = fmt::format("tp-{}K", equal_kb);
@@ -692,7 +762,7 @@ void report_note(const Side& s, const Run& r) {
 
 void report_max_rate(const Side& s, double seconds) {
   fmt::print(
-      "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}\n",
+      "max rate      {:9} emit {} M/s  written {} M/s  dropped {} M  consumer {} ns/event{}{}\n",
       s.name,
       med(
           s.max, [](const Run& r) { return r.rate / 1e6; }, "{:.2f} [{:.2f}-{:.2f}]"),
@@ -704,6 +774,7 @@ void report_max_rate(const Side& s, double seconds) {
           "{:.2f} [{:.2f}-{:.2f}]"),
       med(
           s.max, [](const Run& r) { return r.consumer_ns_per_event; }, "{:.2f} [{:.2f}-{:.2f}]"),
+      collector_text(s.max),
       s.max[0].floor_ns_per_event > 0
           ? "  pwrite floor " +
                 med(
@@ -789,11 +860,12 @@ void report_lossless(const std::vector<Side>& sides, double seconds) {
       fmt::print(
           "lossless      {:9} {:.2f} M events/s emitted, {:.2f} asked (one writer, 0 lost in {} "
           "runs of {} s)  "
-          "consumer {} ns/event, {:.1f} bytes/event written{}\n",
+          "consumer {} ns/event{}, {:.1f} bytes/event written{}\n",
           s.name, emitted_rate(s) / 1e6, s.rate / 1e6, s.clean.size(), seconds,
           med(
               s.clean, [](const Run& r) { return r.consumer_ns_per_event; },
               "{:.2f} [{:.2f}-{:.2f}]"),
+          collector_text(s.clean),
           static_cast<double>(s.clean[0].bytes) /
               static_cast<double>(std::max<uint64_t>(s.clean[0].written, 1)),
           s.clean[0].floor_ns_per_event > 0
@@ -927,6 +999,8 @@ int parse_args(int argc, char** argv, Options& a) {
       a.realtime = std::atoi(v);
     else if (o == "--block")
       a.block_us = std::string(v) == "inf" ? -1 : std::atoll(v);
+    else if (o == "--buffer-kb")
+      a.buffer_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else if (o == "--equal-kb")
       a.equal_kb = static_cast<uint32_t>(std::max(4, std::atoi(v)));
     else {

@@ -23,6 +23,7 @@ struct Options {
   int realtime = 0;           ///< --realtime: SCHED_FIFO priority of the recorder; 0: default
   int64_t block_us = 0;       ///< --block: with --steady, µs writers may wait; -1: no bound
   uint32_t equal_kb = 2048;   ///< --equal-kb: the equal-memory leg's KiB per CPU
+  uint32_t buffer_kb = 0;     ///< --buffer-kb: tracepipe's KiB per CPU; 0: the default
   bool verify = false;        ///< --verify: with --peers lttng, count two traces back
   bool max_only = false;      ///< --max-only: drain only and full speed (a profile's window)
   bool formats = false;       ///< --formats: drain only, per output format

@@ -21,7 +21,10 @@ struct Run {
   uint64_t written = 0;              ///< records in the output
   uint64_t dropped = 0;              ///< lost by any cause (ring full, output failed)
   double consumer_ns_per_event = 0;  ///< consumer CPU time / written
-  uint64_t bytes = 0;                ///< bytes of the output's data streams
+  /// --collector auto: the collector's CPU time (trace-cmd listen's session
+  /// and per-CPU readers) / written; 0 otherwise.
+  double collector_ns_per_event = 0;
+  uint64_t bytes = 0;  ///< bytes of the output's data streams
   /// The bare pwrite floor of the same bytes (record_bench.cc: pwrite_floor):
   /// its CPU ns divided by `written`; 0 when not measured.
   double floor_ns_per_event = 0;

@@ -49,6 +49,9 @@ class LocalCollector {
   /// Why the collector is not running: "" while ok().
   const std::string& why() const { return why_; }
   uint16_t port() const { return port_; }
+  /// The listener's process ID (its process group's too: every session and
+  /// reader it forks is in that group); -1 when it is not running.
+  pid_t pid() const { return pid_; }
   /// "localhost:PORT", as `RecorderOptions::collector` and `tracepipe record -N` take it.
   std::string address() const;
   const std::filesystem::path& dir() const { return dir_; }

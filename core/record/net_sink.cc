@@ -313,14 +313,19 @@ int NetSink::negotiate() {
   return 0;
 }
 
-// (3) MSG_TINIT {cpus, page size, options} "tcp\0"; MSG_RINIT back with
+uint32_t NetSink::read_size() const noexcept {
+  if (page_size_ == 0) return kCollectorReadBytes;
+  return std::max(page_size_, kCollectorReadBytes / page_size_ * page_size_);
+}
+
+// (3) MSG_TINIT {cpus, read size, options} "tcp\0"; MSG_RINIT back with
 // one data port per CPU.
 int NetSink::init_session() {
   const std::string where = opt_.address.text();
   stage_ = "initialising with " + where;
   std::byte tinit[12];
   put_be32(tinit, cpus_);
-  put_be32(tinit + 4, page_size_);
+  put_be32(tinit + 4, read_size());
   put_be32(tinit + 8, 1);
   static constexpr char kTcp[] = "tcp";
   int err;

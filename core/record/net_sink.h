@@ -15,7 +15,7 @@
 //                                   ◀── "V3\0"
 //   "766679\0\0" ──▶                                  (V3 magic)
 //                                   ◀── "OK"
-//   MSG_TINIT {cpus, page size, 1 option} "tcp\0" ──▶
+//   MSG_TINIT {cpus, read size, 1 option} "tcp\0" ──▶
 //                                   ◀── MSG_RINIT {cpus} "port0\0port1\0..."
 //   MSG_SEND_DATA (the trace.dat headers, ≤ 8180 bytes each) ... ──▶
 //   MSG_FIN_DATA ──▶                                  (headers complete)
@@ -28,6 +28,17 @@
 //   OUTDIR/trace.HOST:PORT.dat (about 2 s later: it waits for its readers).
 //   Message: be32 size (all of it), be32 cmd, be32 cmd_size (the fixed part
 //   after the 12-byte header), the fixed part, then size - 12 - cmd_size bytes.
+//
+// MSG_TINIT's "page size" is, to trace-cmd listen, only the size of its
+// readers' read(): each reads that many bytes from its data connection into
+// a buffer on its stack and writes them to the CPU's temp file
+// (trace-listen.c: process_udp_child; trace-msg.c:
+// tracecmd_msg_initial_setting checks only that it is positive); the file's
+// page size is the one in the headers. trace-cmd record sends
+// getpagesize(), which costs the collector a read and a write system call
+// per 4 KiB page, more CPU per event than the recorder's own; the sink sends
+// read_size(), a multiple of the page size (docs/measurements.md, "To
+// trace-cmd listen").
 //
 // Headers sent: a trace.dat version 6 up to the end of its options, without
 // "flyrecord" (the collector writes that, the CPU table and the clock text
@@ -112,6 +123,11 @@ class NetSink final : public TraceSink {
   const std::string& cause() const noexcept { return cause_; }
   /// The collector's data port of each CPU (after connect()).
   const std::vector<uint16_t>& data_ports() const noexcept { return ports_; }
+  /// The size MSG_TINIT announces as its page size: what the collector's
+  /// readers read at a time (see above); kCollectorReadBytes rounded down to
+  /// whole pages, at least one page.
+  uint32_t read_size() const noexcept;
+  static constexpr uint32_t kCollectorReadBytes = 64 * 1024;
 
  private:
   // The steps of connect(), in order; each returns 0 or an errno and sets

@@ -23,11 +23,11 @@ int parse(std::vector<std::string> args, Options& o) {
 
 TEST_CASE("record bench: every option lands in its field", "[bench][record]") {
   Options o;
-  REQUIRE(parse({"--dir",       "/tmp/x",     "--seconds",    "0.5",   "--repeats",      "3",
-                 "--steady",    "1e6",        "--rotate-mib", "64",    "--floor",        "0",
-                 "--collector", "auto",       "--peers",      "lttng", "--lttng-plugin", "/p.so",
-                 "--realtime",  "10",         "--block",      "250",   "--equal-kb",     "4096",
-                 "--verify",    "--max-only", "--formats"},
+  REQUIRE(parse({"--dir",       "/tmp/x", "--seconds",    "0.5",        "--repeats",      "3",
+                 "--steady",    "1e6",    "--rotate-mib", "64",         "--floor",        "0",
+                 "--collector", "auto",   "--peers",      "lttng",      "--lttng-plugin", "/p.so",
+                 "--realtime",  "10",     "--block",      "250",        "--equal-kb",     "4096",
+                 "--buffer-kb", "16384",  "--verify",     "--max-only", "--formats"},
                 o) == -1);
   CHECK(o.dir == "/tmp/x");
   CHECK(o.seconds == 0.5);
@@ -41,6 +41,7 @@ TEST_CASE("record bench: every option lands in its field", "[bench][record]") {
   CHECK(o.realtime == 10);
   CHECK(o.block_us == 250);
   CHECK(o.equal_kb == 4096);
+  CHECK(o.buffer_kb == 16384);
   CHECK(o.verify);
   CHECK(o.max_only);
   CHECK(o.formats);
@@ -53,10 +54,13 @@ TEST_CASE("record bench: defaults, bounds and --block inf", "[bench][record]") {
   CHECK(o.seconds == 1);
   CHECK(o.repeats == 5);
   CHECK(o.equal_kb == 2048);
+  CHECK(o.buffer_kb == 0);  // the instance's default
   CHECK(o.block_us == 0);
-  REQUIRE(parse({"--repeats", "0", "--equal-kb", "1", "--block", "inf"}, o) == -1);
+  REQUIRE(parse({"--repeats", "0", "--equal-kb", "1", "--buffer-kb", "1", "--block", "inf"}, o) ==
+          -1);
   CHECK(o.repeats == 1);
   CHECK(o.equal_kb == 4);
+  CHECK(o.buffer_kb == 4);
   CHECK(o.block_us == -1);
 }
 

@@ -146,6 +146,19 @@ TEST_CASE("net sink: trace-cmd listen writes the same records as a local recordi
   REQUIRE(got.size() == want.size());
   CHECK(got == want);
   CHECK(got.front().find("seq=0 ") != std::string::npos);
+  // The readers read 64 KiB at a time (MSG_TINIT's page size, net_sink.h),
+  // and the file's pages are still 4 KiB ones (the report above).
+  CHECK(col.log().find("pagesize=65536") != std::string::npos);
+}
+
+TEST_CASE("net sink: the collector's read size is whole pages, 64 KiB or one page if larger",
+          "[record][net]") {
+  record::NetSinkOptions o;
+  o.address = *record::parse_collector("localhost:1");
+  CHECK(record::NetSink(o, 2, 4096).read_size() == 65536);
+  CHECK(record::NetSink(o, 2, 12288).read_size() == 61440);  // 5 pages of 12 KiB
+  CHECK(record::NetSink(o, 2, 65536).read_size() == 65536);
+  CHECK(record::NetSink(o, 2, 1u << 20).read_size() == 1u << 20);
 }
 
 TEST_CASE("net sink: an empty recording reaches the collector as a valid trace.dat",

@@ -93,6 +93,11 @@ struct Leg {
   std::vector<double> ns;
 };
 
+template <class E, Call C>
+Leg leg(const char* name, const char* filter) {
+  return {name, &E::desc(), filter, run_block<E, C>, nullptr, 0, {}};
+}
+
 // Each leg its own instance (per_thread staging, overwrite ring), its event
 // enabled there with the leg's filter; then the thread registers and each
 // leg runs two untimed blocks (the ring's pages touched, caches warm).
@@ -136,31 +141,11 @@ void diff_counters(benchmark::State& state, const std::vector<Leg>& legs, size_t
 
 void paired(benchmark::State& state) {
   std::vector<Leg> legs;
-  legs.push_back(
-      {"emit_int", &EmitInt::desc(), "value == 1", run_block<EmitInt, Call::emit>, nullptr, 0, {}});
-  legs.push_back({"macro_int",
-                  &MacroInt::desc(),
-                  "value == 1",
-                  run_block<MacroInt, Call::macro>,
-                  nullptr,
-                  0,
-                  {}});
-  legs.push_back(
-      {"fn_int", &FnInt::desc(), "value == 1", run_block<FnInt, Call::fn>, nullptr, 0, {}});
-  legs.push_back({"emit_glob",
-                  &EmitGlob::desc(),
-                  "pad ~ \"zz*\"",
-                  run_block<EmitGlob, Call::emit>,
-                  nullptr,
-                  0,
-                  {}});
-  legs.push_back({"macro_glob",
-                  &MacroGlob::desc(),
-                  "pad ~ \"zz*\"",
-                  run_block<MacroGlob, Call::macro>,
-                  nullptr,
-                  0,
-                  {}});
+  legs.push_back(leg<EmitInt, Call::emit>("emit_int", "value == 1"));
+  legs.push_back(leg<MacroInt, Call::macro>("macro_int", "value == 1"));
+  legs.push_back(leg<FnInt, Call::fn>("fn_int", "value == 1"));
+  legs.push_back(leg<EmitGlob, Call::emit>("emit_glob", "pad ~ \"zz*\""));
+  legs.push_back(leg<MacroGlob, Call::macro>("macro_glob", "pad ~ \"zz*\""));
   if (!set_up(state, legs)) return;
   const size_t round = run_rounds(state, legs);
   for (const Leg& l : legs) {
@@ -181,42 +166,14 @@ void paired(benchmark::State& state) {
 // against EventDecl::emit, each leg committing every emit.
 void commit(benchmark::State& state) {
   std::vector<Leg> legs;
-  legs.push_back(
-      {"emit_none", &EmitNone::desc(), nullptr, run_block<EmitNone, Call::emit>, nullptr, 0, {}});
-  legs.push_back({"macro_none",
-                  &MacroNone::desc(),
-                  nullptr,
-                  run_block<MacroNone, Call::macro>,
-                  nullptr,
-                  0,
-                  {}});
-  legs.push_back(
-      {"fn_none", &FnNone::desc(), nullptr, run_block<FnNone, Call::fn>, nullptr, 0, {}});
-  legs.push_back(
-      {"emit_acc", &EmitAcc::desc(), "value == 0", run_block<EmitAcc, Call::emit>, nullptr, 0, {}});
-  legs.push_back({"macro_acc",
-                  &MacroAcc::desc(),
-                  "value == 0",
-                  run_block<MacroAcc, Call::macro>,
-                  nullptr,
-                  0,
-                  {}});
-  legs.push_back(
-      {"fn_acc", &FnAcc::desc(), "value == 0", run_block<FnAcc, Call::fn>, nullptr, 0, {}});
-  legs.push_back({"emit_gacc",
-                  &EmitGacc::desc(),
-                  "pad ~ \"ben*\"",
-                  run_block<EmitGacc, Call::emit>,
-                  nullptr,
-                  0,
-                  {}});
-  legs.push_back({"macro_gacc",
-                  &MacroGacc::desc(),
-                  "pad ~ \"ben*\"",
-                  run_block<MacroGacc, Call::macro>,
-                  nullptr,
-                  0,
-                  {}});
+  legs.push_back(leg<EmitNone, Call::emit>("emit_none", nullptr));
+  legs.push_back(leg<MacroNone, Call::macro>("macro_none", nullptr));
+  legs.push_back(leg<FnNone, Call::fn>("fn_none", nullptr));
+  legs.push_back(leg<EmitAcc, Call::emit>("emit_acc", "value == 0"));
+  legs.push_back(leg<MacroAcc, Call::macro>("macro_acc", "value == 0"));
+  legs.push_back(leg<FnAcc, Call::fn>("fn_acc", "value == 0"));
+  legs.push_back(leg<EmitGacc, Call::emit>("emit_gacc", "pad ~ \"ben*\""));
+  legs.push_back(leg<MacroGacc, Call::macro>("macro_gacc", "pad ~ \"ben*\""));
   if (!set_up(state, legs)) return;
   const size_t round = run_rounds(state, legs);
   for (const Leg& l : legs) {

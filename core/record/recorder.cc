@@ -44,8 +44,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint64_t kMinSleepNs = 20'000;
-// An append slower than this, or than copying at 4 ns a byte (250 MB/s;
-// a page-cache copy runs at gigabytes a second), waited for its output.
+// An append slower than a fixed bound, or than a copy at a rate far below
+// any page cache's, waited for its output rather than copied.
 constexpr uint64_t kSlowWriteNs = 1'000'000;
 constexpr uint64_t kSlowCopyNsPerByte = 4;
 

@@ -274,7 +274,8 @@ struct RecorderStats {
   /// of a batch, the send to a collector), and of that the part the thread
   /// waited for the output to take the data (a collector that does not
   /// read, a disk that does not keep up): of a write slower than a slow
-  /// copy of its bytes (1 ms, or 4 ns a byte), the part beyond that, and of
+  /// copy of its bytes (recorder.cc: kSlowWriteNs, kSlowCopyNsPerByte, far
+  /// slower than a page-cache copy), the part beyond that, and of
   /// each write after it while it stays slow, its wall time less the
   /// thread's CPU time in it. The longest such wait in one write apart. The
   /// summary blames a loss on the output when its waits make up half the

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -59,6 +60,39 @@ struct Failures {
   std::string message() {
     std::lock_guard lk(mu);
     return last;
+  }
+};
+
+// A recording to a real `trace-cmd listen` whose processes are then frozen
+// (as one suspended in a terminal), with a 300 ms collector timeout: the
+// sink's sends stall until it reports its fault. Skips without trace-cmd.
+struct FrozenCollector {
+  Collector col;
+  Instance inst{small_options(Staging::per_thread)};
+  Failures failures;
+  std::unique_ptr<record::Recorder> rec;
+  FrozenCollector() {
+    if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
+    if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
+    inst.enable(Sample::desc());
+    record::RecorderOptions ro;
+    ro.collector = col.address();
+    ro.watermark_percent = 0;
+    ro.collector_timeout = std::chrono::milliseconds(300);
+    ro.on_error = failures.hook();
+    rec = std::make_unique<record::Recorder>(inst, ro);
+    REQUIRE(rec->wait_ready(std::chrono::seconds(10)));
+    col.freeze(true);  // the collector's processes stop: its socket buffers fill, then sends stall
+  }
+  /// Emits 1000 events at a time until the sink reports its fault; returns
+  /// {emitted, kept}.
+  std::pair<uint64_t, uint64_t> emit_until_fault() {
+    uint64_t emitted = 0, kept = 0;
+    for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round) {
+      kept += emit_range(inst, 0, 1000);
+      emitted += 1000;
+    }
+    return {emitted, kept};
   }
 };
 
@@ -259,25 +293,9 @@ TEST_CASE(
     "net sink: a collector that stops reading fails the sink after the timeout, nothing waits "
     "longer",
     "[record][net][fault]") {
-  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
-  Collector col;
-  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
-  Instance inst(small_options(Staging::per_thread));
-  inst.enable(Sample::desc());
-  Failures failures;
-  record::RecorderOptions ro;
-  ro.collector = col.address();
-  ro.watermark_percent = 0;
-  ro.collector_timeout = std::chrono::milliseconds(300);
-  ro.on_error = failures.hook();
-  record::Recorder rec(inst, ro);
-  REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
-  col.freeze(true);  // the collector's processes stop: its socket buffers fill, then sends stall
-  uint64_t emitted = 0, kept = 0;
-  for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round) {
-    kept += emit_range(inst, 0, 1000);
-    emitted += 1000;
-  }
+  FrozenCollector fc;
+  Failures& failures = fc.failures;
+  const auto [emitted, kept] = fc.emit_until_fault();
   REQUIRE(failures.reports.load() == 1);
   {
     const std::string msg = failures.message();
@@ -285,11 +303,11 @@ TEST_CASE(
     CHECK(msg.find("no progress for 300 ms") != std::string::npos);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const auto s = rec.stop();
+  const auto s = fc.rec->stop();
   // stop() is bounded (one timeout for the readers, whatever the CPU count),
   // not a hang: a loose bound, not a performance figure.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300 * 10));
-  col.freeze(false);
+  fc.col.freeze(false);
   CHECK(failures.reports.load() == 1);
   CHECK(s.failed);
   CHECK(s.unwritten > 0);
@@ -306,27 +324,14 @@ TEST_CASE(
 TEST_CASE(
     "net sink: a stopped collector: losses blamed on the output, bytes sent and unacknowledged",
     "[record][net][fault]") {
-  if (!have_trace_cmd()) TP_SKIP("trace-cmd is not installed (Debian package trace-cmd)");
-  Collector col;
-  if (!col.ok()) TP_SKIP("cannot start trace-cmd listen: " + col.why());
-  Instance inst(small_options(Staging::per_thread));
-  inst.enable(Sample::desc());
-  Failures failures;
-  record::RecorderOptions ro;
-  ro.collector = col.address();
-  ro.watermark_percent = 0;
-  ro.collector_timeout = std::chrono::milliseconds(300);
-  ro.on_error = failures.hook();
-  record::Recorder rec(inst, ro);
-  REQUIRE(rec.wait_ready(std::chrono::seconds(10)));
-  col.freeze(true);
-  for (int round = 0; round < 20000 && failures.reports.load() == 0; ++round)
-    (void)emit_range(inst, 0, 1000);
-  REQUIRE(failures.reports.load() == 1);
-  (void)emit_range(inst, 0, 1000);  // after the fault: not written
-  const auto s = rec.stop();
+  FrozenCollector fc;
+  Collector& col = fc.col;
+  (void)fc.emit_until_fault();
+  REQUIRE(fc.failures.reports.load() == 1);
+  (void)emit_range(fc.inst, 0, 1000);  // after the fault: not written
+  const auto s = fc.rec->stop();
   col.freeze(false);
-  const std::string sum = record::format_summary(s, rec.error(), "tp: ");
+  const std::string sum = record::format_summary(s, fc.rec->error(), "tp: ");
   INFO(sum);
   REQUIRE(s.failed);
   REQUIRE(s.cpus[0].lost_full > 0);  // the ring filled while the send waited

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "../instance/test_events.h"
@@ -92,6 +93,46 @@ TEST_CASE("page batch: records encode as the kernel's pages, losses flag the nex
   REQUIRE(second->lost_events.has_value());
   CHECK(*second->lost_events == 5);
   CHECK(second->timestamp == 1200);
+}
+
+TEST_CASE("recorder: tai stamps (past 2^59 ns) reach trace-cmd whole",
+          "[record]") {
+  TempPath out("rec_tai.dat");
+  InstanceOptions o = small_options(Staging::per_thread);
+  o.clock = ClockId::tai;
+  Instance inst(o);
+  inst.enable(Sample::desc());
+  record::RecorderOptions ro;
+  ro.output = out.path;
+  record::Recorder rec(inst, ro);
+  timespec t0{};
+  REQUIRE(clock_gettime(CLOCK_TAI, &t0) == 0);
+  const uint64_t start = uint64_t(t0.tv_sec) * 1000000000 + uint64_t(t0.tv_nsec);
+  REQUIRE(start > (uint64_t{1} << 59));
+  const uint32_t n = 3000;  // a few pages
+  REQUIRE(emit_range(inst, 0, n) == n);
+  const record::RecorderStats s = rec.stop();
+  REQUIRE(s.records == n);
+  std::vector<uint64_t> ours;
+  {
+    const auto r = TraceDatReader::open(out.path);
+    auto m = r.records();
+    while (auto rec2 = m.next()) ours.push_back(rec2->ts);
+  }
+  REQUIRE(ours.size() == n);
+  CHECK(ours.front() >= start);
+  CHECK(ours.front() - start < uint64_t{60} * 1000000000);
+  CHECK(std::is_sorted(ours.begin(), ours.end()));
+  if (have_trace_cmd()) {
+    const std::string rep = run(fmt::format(
+        "trace-cmd report -t -i {} 2>/dev/null | grep 'sample:' | sed -E 's/.* ([0-9]+)\\.([0-9]{{9}}): "
+        "sample:.*/\\1\\2/'",
+        out.path.string()));
+    std::istringstream in(rep);
+    std::vector<uint64_t> theirs;
+    for (uint64_t v; in >> v;) theirs.push_back(v);
+    CHECK(theirs == ours);
+  }
 }
 
 TEST_CASE("recorder: every event of a drop-newest instance reaches the file, which trace-cmd reads",

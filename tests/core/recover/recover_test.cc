@@ -4,6 +4,7 @@
 // itself is tested in tests/core/flight.
 #include "tracepipe/core/recover/recover.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -169,6 +170,19 @@ TEST_CASE(
       ++lines;
     CHECK(lines == kRecords);
     CHECK(r.out.find("seq=2999") != std::string::npos);
+    // The writers' counters at the crash, per CPU, as a recording carries them.
+    const auto st = tp_test::run_command({"trace-cmd", "report", "--stat", dat.string()}, dir);
+    INFO(st.out << st.err);
+    CHECK(st.out.find("No stats in this file") == std::string::npos);
+    uint64_t entries = 0;
+    for (size_t p = st.out.find("\nentries: "); p != std::string::npos;
+         p = st.out.find("\nentries: ", p + 1))
+      entries += std::stoull(st.out.substr(p + 10));
+    CHECK(entries == kRecords);
+    for (const auto& c : t.cpus)
+      if (!c.records.empty())
+        CHECK(st.out.find(fmt::format("CPU: {}\nentries: {}\n", c.cpu, c.records.size())) !=
+              std::string::npos);
   }
   fs::remove_all(dir);
 }

@@ -776,17 +776,17 @@ TraceDatWriter make_writer(const RecoveredTrace& t) {
     // so this is the only place the file says what was lost. "now" is the
     // newest recovered stamp: the file holds no later time.
     const buffers::CpuStats& k = c.counters;
-    stats.push_back(cpu_stat_text(
-        c.cpu,
-        {.entries = c.records.size(),
-         .overrun = k.overrun,
-         .commit_overrun = k.commit_overrun,
-         .bytes = bytes,
-         .oldest_ts = c.records.empty() ? 0 : c.records.front().ts,
-         .now_ts = c.records.empty() ? 0 : c.records.back().ts,
-         .dropped = k.lost_full + k.lost_busy + k.lost_set_aside + k.lost_too_big,
-         .read = k.read},
-        t.clock_in_ns));
+    stats.push_back(
+        cpu_stat_text(c.cpu,
+                      {.entries = c.records.size(),
+                       .overrun = k.overrun,
+                       .commit_overrun = k.commit_overrun,
+                       .bytes = bytes,
+                       .oldest_ts = c.records.empty() ? 0 : c.records.front().ts,
+                       .now_ts = c.records.empty() ? 0 : c.records.back().ts,
+                       .dropped = k.lost_full + k.lost_busy + k.lost_set_aside + k.lost_too_big,
+                       .read = k.read},
+                      t.clock_in_ns));
   }
   w.set_cpu_stats(std::move(stats));
   return w;

@@ -95,8 +95,7 @@ TEST_CASE("page batch: records encode as the kernel's pages, losses flag the nex
   CHECK(second->timestamp == 1200);
 }
 
-TEST_CASE("recorder: tai stamps (past 2^59 ns) reach trace-cmd whole",
-          "[record]") {
+TEST_CASE("recorder: tai stamps (past 2^59 ns) reach trace-cmd whole", "[record]") {
   TempPath out("rec_tai.dat");
   InstanceOptions o = small_options(Staging::per_thread);
   o.clock = ClockId::tai;
@@ -124,10 +123,11 @@ TEST_CASE("recorder: tai stamps (past 2^59 ns) reach trace-cmd whole",
   CHECK(ours.front() - start < uint64_t{60} * 1000000000);
   CHECK(std::is_sorted(ours.begin(), ours.end()));
   if (have_trace_cmd()) {
-    const std::string rep = run(fmt::format(
-        "trace-cmd report -t -i {} 2>/dev/null | grep 'sample:' | sed -E 's/.* ([0-9]+)\\.([0-9]{{9}}): "
-        "sample:.*/\\1\\2/'",
-        out.path.string()));
+    const std::string rep =
+        run(fmt::format("trace-cmd report -t -i {} 2>/dev/null | grep 'sample:' | sed -E 's/.* "
+                        "([0-9]+)\\.([0-9]{{9}}): "
+                        "sample:.*/\\1\\2/'",
+                        out.path.string()));
     std::istringstream in(rep);
     std::vector<uint64_t> theirs;
     for (uint64_t v; in >> v;) theirs.push_back(v);

@@ -225,8 +225,10 @@ std::string no_status_cause(const RecordCli& cli, int status, bool started) {
 // dead before it recorded): the output is still a trace. Killed after it
 // recorded, what it wrote stays (a valid trace at every moment), and
 // that is said: no summary was printed.
+// `v7_cut`: the command was killed while it rewrote its recording as
+// version 7 (a second Ctrl-C), and the rewrite's temporary file was removed.
 int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
-                   record::OutputFormat format, int status) {
+                   record::OutputFormat format, int status, bool v7_cut) {
   const bool started =
       format != record::OutputFormat::tracedat
           ? std::filesystem::exists(format == record::OutputFormat::ctf ? out / "metadata" : out)
@@ -262,19 +264,28 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
     (void)rec.stop();
     if (rec.error()) return kRecordFailed;
     fmt::print(stderr, "tracepipe record: {}; {} got an empty trace\n", cause, cli.collector);
-  } else if (!started) {
-    // An empty trace, one stream per CPU.
-    TraceDatWriterConfig wc;
-    wc.cpus = std::max(1u, std::thread::hardware_concurrency());
-    TraceDatWriter(wc).write(out);
-    fmt::print(stderr, "tracepipe record: {}; {} is an empty trace\n", cause, out.string());
   } else {
-    // Never finished, so never compacted: each CPU's region is still a hole.
-    fmt::print(stderr,
-               "tracepipe record: {}; {} holds what was written until then (a sparse file: ls -l "
-               "shows the space reserved for each CPU, du what it holds; cp --sparse=always keeps "
-               "it small)\n",
-               cause, out.string());
+    // The rewrite reads the recording in place and renames its own file
+    // over it only when complete: the recording is what it was before.
+    const std::string cut =
+        v7_cut
+            ? fmt::format(" (its version 7 rewrite was cut short: {}.v7.tmp removed)", out.string())
+            : std::string();
+    if (!started) {
+      // An empty trace, one stream per CPU.
+      TraceDatWriterConfig wc;
+      wc.cpus = std::max(1u, std::thread::hardware_concurrency());
+      TraceDatWriter(wc).write(out);
+      fmt::print(stderr, "tracepipe record: {}; {} is an empty trace{}\n", cause, out.string(),
+                 cut);
+    } else {
+      // Never finished, so never compacted: each CPU's region is still a hole.
+      fmt::print(stderr,
+                 "tracepipe record: {}; {} holds what was written until then (a sparse file: ls "
+                 "-l shows the space reserved for each CPU, du what it holds; cp --sparse=always "
+                 "keeps it small){}\n",
+                 cause, out.string(), cut);
+    }
   }
   return 0;
 }
@@ -470,6 +481,15 @@ int run_record(const RecordCli& cli, bool after_dashes) {
   const int status = spawn_and_wait(cli, child_environment(cli, config, out, status_file));
   if (!temp_config.empty()) std::filesystem::remove(temp_config, ec);
   if (status < 0) return -status;  // could not run
+  // A command killed while it rewrote its recording as version 7 (a second
+  // Ctrl-C) leaves the rewrite's temporary file beside the output
+  // (core/record/trace_file.cc: TraceFile::finalize_v7).
+  bool v7_cut = false;
+  if (!net && format == record::OutputFormat::tracedat) {
+    std::filesystem::path tmp = out;
+    tmp += ".v7.tmp";
+    v7_cut = std::filesystem::remove(tmp, ec);
+  }
   const std::string rec_status = read_status(status_file);
   std::filesystem::remove(status_file, ec);
   if (rec_status.starts_with("failed")) {  // the command named the cause
@@ -481,7 +501,8 @@ int run_record(const RecordCli& cli, bool after_dashes) {
     return kRecordFailed;
   }
   // "ok N": finalized, the summary printed; none: the command recorded nothing.
-  if (rec_status.empty() && record_nothing(cli, out, format, status) != 0) return kRecordFailed;
+  if (rec_status.empty() && record_nothing(cli, out, format, status, v7_cut) != 0)
+    return kRecordFailed;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

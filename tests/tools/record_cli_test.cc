@@ -292,6 +292,19 @@ TEST_CASE(
                    " holds what was written until then") != std::string::npos);
   rep = tp_test::run_command({TP_TRACEPIPE_EXE, "report", out.string()}, s.dir, 60);
   CHECK(rep.status == 0);
+  // Killed while it rewrote its recording as version 7 (a second Ctrl-C):
+  // the rewrite's temporary file does not stay beside the output.
+  const fs::path tmp = out.string() + ".v7.tmp";
+  r = tp_test::run_command({TP_TRACEPIPE_EXE, "record", "--file-version", "7", "-o", out.string(),
+                            "--", "sh", "-c", "echo partial > " + tmp.string() + "; kill -9 $$"},
+                           s.dir, 30);
+  CHECK(r.status == 128 + 9);
+  CHECK_FALSE(fs::exists(tmp));
+  check_one_message(r, "sh was killed by signal 9 (SIGKILL) before its recording ended; " +
+                           out.string() +
+                           " is an empty trace (its version 7 rewrite was cut "
+                           "short: " +
+                           tmp.string() + " removed)");
 }
 
 TEST_CASE("tracepipe record: an inherited ignored SIGINT and SIGTERM stay ignored in the command",

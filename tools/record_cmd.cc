@@ -290,6 +290,26 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
   return 0;
 }
 
+// The status and config files a tracepipe record killed by SIGKILL left in
+// the temp folder (tracepipe_record_PID.status, .toml): removed once their
+// pid is gone. A pid reused by another process keeps them until it ends.
+void remove_stale_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string ext = e.path().extension().string();
+    constexpr std::string_view kPrefix = "tracepipe_record_";
+    if (!name.starts_with(kPrefix) || (ext != ".status" && ext != ".toml")) continue;
+    const std::string pid = name.substr(kPrefix.size(), name.size() - kPrefix.size() - ext.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      std::filesystem::remove(e.path(), rm);
+    }
+  }
+}
+
 // A command-line mistake: "tracepipe record: MESSAGE", exit kUsageError,
 // the command not run.
 struct UsageError : std::runtime_error {
@@ -439,6 +459,7 @@ int run_record(const RecordCli& cli, bool after_dashes) {
   // The output's format: --format, else the config's [recording] format.
   record::OutputFormat format =
       record::parse_output_format(cli.format).value_or(record::OutputFormat::tracedat);
+  remove_stale_files(std::filesystem::temp_directory_path());
   const std::filesystem::path status_file = std::filesystem::temp_directory_path() /
                                             fmt::format("tracepipe_record_{}.status", ::getpid());
   std::filesystem::path config;

@@ -307,6 +307,29 @@ TEST_CASE(
                            tmp.string() + " removed)");
 }
 
+TEST_CASE("tracepipe record: the files a killed tracepipe record left in the temp folder go",
+          "[tools][record]") {
+  Scratch s;
+  // A pid that is gone: a child that ended and was reaped.
+  const pid_t gone = ::fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) ::_exit(0);
+  REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+  const fs::path tmp = fs::temp_directory_path();
+  const fs::path status = tmp / ("tracepipe_record_" + std::to_string(gone) + ".status");
+  const fs::path config = tmp / ("tracepipe_record_" + std::to_string(gone) + ".toml");
+  const fs::path alive = tmp / ("tracepipe_record_" + std::to_string(::getpid()) + ".toml");
+  for (const fs::path& p : {status, config, alive}) std::ofstream(p) << "left\n";
+  const fs::path out = s.dir / "o.dat";
+  const Run r = tp_test::run_command({TP_TRACEPIPE_EXE, "record", "-o", out.string(), "--", "true"},
+                                     s.dir, 30);
+  CHECK(r.status == 0);
+  CHECK_FALSE(fs::exists(status));
+  CHECK_FALSE(fs::exists(config));
+  CHECK(fs::exists(alive));  // its process runs: kept
+  fs::remove(alive);
+}
+
 TEST_CASE("tracepipe record: an inherited ignored SIGINT and SIGTERM stay ignored in the command",
           "[tools][record]") {
   // A background job of a script, or nohup: the shell starts tracepipe with

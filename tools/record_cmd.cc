@@ -54,6 +54,7 @@
 #include "tracepipe/core/instance/instance.h"
 #include "tracepipe/core/record/net_sink.h"
 #include "tracepipe/core/record/recorder.h"
+#include "tracepipe/core/record/trace_file.h"
 #include "tracepipe/core/tracedat/tracedat_reader.h"
 #include "tracepipe/core/tracedat/tracedat_writer.h"
 #include "tracepipe/filters/parser.h"
@@ -267,10 +268,10 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
   } else {
     // The rewrite reads the recording in place and renames its own file
     // over it only when complete: the recording is what it was before.
-    const std::string cut =
-        v7_cut
-            ? fmt::format(" (its version 7 rewrite was cut short: {}.v7.tmp removed)", out.string())
-            : std::string();
+    const std::string cut = v7_cut
+                                ? fmt::format(" (its version 7 rewrite was cut short: {} removed)",
+                                              record::TraceFile::v7_temp_path(out).string())
+                                : std::string();
     if (!started) {
       // An empty trace, one stream per CPU.
       TraceDatWriterConfig wc;
@@ -290,17 +291,25 @@ int record_nothing(const RecordCli& cli, const std::filesystem::path& out,
   return 0;
 }
 
-// The status and config files a tracepipe record killed by SIGKILL left in
-// the temp folder (tracepipe_record_PID.status, .toml): removed once their
-// pid is gone. A pid reused by another process keeps them until it ends.
+// This run's files in the temp folder: tracepipe_record_PID.status (the
+// command's TRACEPIPE_RECORD_STATUS) and .toml (the config made when none
+// is given).
+constexpr std::string_view kTempPrefix = "tracepipe_record_";
+std::filesystem::path temp_file(std::string_view ext) {
+  return std::filesystem::temp_directory_path() /
+         fmt::format("{}{}{}", kTempPrefix, ::getpid(), ext);
+}
+
+// The temp files a tracepipe record killed by SIGKILL left: removed once
+// their pid is gone. A pid reused by another process keeps them until it ends.
 void remove_stale_files(const std::filesystem::path& dir) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     const std::string ext = e.path().extension().string();
-    constexpr std::string_view kPrefix = "tracepipe_record_";
-    if (!name.starts_with(kPrefix) || (ext != ".status" && ext != ".toml")) continue;
-    const std::string pid = name.substr(kPrefix.size(), name.size() - kPrefix.size() - ext.size());
+    if (!name.starts_with(kTempPrefix) || (ext != ".status" && ext != ".toml")) continue;
+    const std::string pid =
+        name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() - ext.size());
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
       continue;
     if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
@@ -460,8 +469,7 @@ int run_record(const RecordCli& cli, bool after_dashes) {
   record::OutputFormat format =
       record::parse_output_format(cli.format).value_or(record::OutputFormat::tracedat);
   remove_stale_files(std::filesystem::temp_directory_path());
-  const std::filesystem::path status_file = std::filesystem::temp_directory_path() /
-                                            fmt::format("tracepipe_record_{}.status", ::getpid());
+  const std::filesystem::path status_file = temp_file(".status");
   std::filesystem::path config;
   std::filesystem::path temp_config;
   std::optional<Config> cfg;
@@ -483,8 +491,7 @@ int run_record(const RecordCli& cli, bool after_dashes) {
   check_output(cli, cfg ? &*cfg : nullptr,
                net ? std::filesystem::temp_directory_path() / "tracepipe-record.dat" : out, format);
   if (cli.config.empty()) {
-    temp_config = std::filesystem::temp_directory_path() /
-                  fmt::format("tracepipe_record_{}.toml", ::getpid());
+    temp_config = temp_file(".toml");
     std::ofstream f(temp_config);
     // 4096 KiB per CPU, not the kernel's 1408: what a recording needs to
     // outlast its recorder's late wake-ups (docs/record.md, "The recording buffer").
@@ -505,12 +512,8 @@ int run_record(const RecordCli& cli, bool after_dashes) {
   // A command killed while it rewrote its recording as version 7 (a second
   // Ctrl-C) leaves the rewrite's temporary file beside the output
   // (core/record/trace_file.cc: TraceFile::finalize_v7).
-  bool v7_cut = false;
-  if (!net && format == record::OutputFormat::tracedat) {
-    std::filesystem::path tmp = out;
-    tmp += ".v7.tmp";
-    v7_cut = std::filesystem::remove(tmp, ec);
-  }
+  const bool v7_cut = !net && format == record::OutputFormat::tracedat &&
+                      std::filesystem::remove(record::TraceFile::v7_temp_path(out), ec);
   const std::string rec_status = read_status(status_file);
   std::filesystem::remove(status_file, ec);
   if (rec_status.starts_with("failed")) {  // the command named the cause

@@ -5,12 +5,13 @@
 #include <algorithm>
 
 #include "tracepipe/buffers/current_cpu.h"
+#include "tracepipe/buffers/ring_buffer.h"
 
 namespace tracepipe::detail {
 
 namespace {
-// buffers::RingBufferConfig::spare_subbufs, which Instance keeps.
-constexpr uint64_t kSpares = 8;
+// The spares of an overwrite ring: RingBufferConfig's default, which Instance keeps.
+constexpr uint64_t kSpares = buffers::RingBufferConfig{}.spare_subbufs;
 }  // namespace
 
 uint64_t ring_memory_bytes(const InstanceOptions& o) noexcept {

@@ -209,8 +209,7 @@ void TraceFile::release_header_reserve(const TraceDatWriter& meta) noexcept {
 // The version 7 file, written beside the recording and renamed over it.
 int TraceFile::finalize_v7(const TraceDatWriter& meta) noexcept {
   try {
-    std::filesystem::path tmp = path_;
-    tmp += ".v7.tmp";
+    const std::filesystem::path tmp = v7_temp_path(path_);
     const int out = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) return errno;
     std::vector<V7CpuData> cpus(ext_.size());

@@ -99,6 +99,12 @@ class TraceFile final : public TraceSink {
   /// After a finalize() whose version 7 rewrite failed: true when the file
   /// was finished as version 6 instead (complete, every record in it).
   bool kept_v6() const noexcept { return kept_v6_; }
+  /// Where finalize() writes the version 7 file of `path` before renaming
+  /// it over `path` (left behind only if the process dies meanwhile).
+  static std::filesystem::path v7_temp_path(std::filesystem::path path) {
+    path += ".v7.tmp";
+    return path;
+  }
 
   uint64_t cpu_bytes(uint32_t cpu) const noexcept { return ext_[cpu].size; }
   uint64_t total_bytes() const noexcept override;

@@ -140,6 +140,17 @@ std::vector<std::byte> page_of(uint32_t from, uint32_t n, uint64_t ts0) {
   return page;
 }
 
+// The statistics of a one-CPU recording of `records` records to `output`,
+// for the summary's wording.
+record::RecorderStats one_cpu(std::string output, uint64_t records, bool collector = false) {
+  record::RecorderStats st;
+  st.output = std::move(output);
+  st.collector = collector;
+  st.cpus.resize(1);
+  st.cpus[0].records = st.records = records;
+  return st;
+}
+
 }  // namespace
 
 TEST_CASE("trace file: a disk full to its last block is still compacted, no larger than its data",
@@ -240,10 +251,7 @@ TEST_CASE("recorder: a Perfetto recording that fills the disk ends with whole pa
 
 TEST_CASE("recorder summary: losses whose marks were not written are not said to be marked",
           "[record]") {
-  record::RecorderStats st;
-  st.output = "full.dat";
-  st.cpus.resize(1);
-  st.cpus[0].records = st.records = 100;
+  record::RecorderStats st = one_cpu("full.dat", 100);
   st.cpus[0].dropped = st.dropped = 30;
   st.cpus[0].lost_full = 30;
   st.cpus[0].unwritten = st.unwritten = 50;
@@ -270,10 +278,7 @@ TEST_CASE("recorder summary: losses whose marks were not written are not said to
 
 TEST_CASE("recorder summary: with rotation the counts are the run's, and removed files are said",
           "[record]") {
-  record::RecorderStats st;
-  st.output = "run.9.dat";
-  st.cpus.resize(1);
-  st.cpus[0].records = st.records = 45000;
+  record::RecorderStats st = one_cpu("run.9.dat", 45000);
   st.files = 9;
   st.files_removed = 8;
   st.kept_files = {"run.9.dat"};
@@ -336,11 +341,7 @@ TEST_CASE(
 }
 
 TEST_CASE("recorder summary: a full buffer is blamed on what the recorder waited for", "[record]") {
-  record::RecorderStats st;
-  st.output = "collector db1:12345";
-  st.collector = true;
-  st.cpus.resize(1);
-  st.cpus[0].records = st.records = 100;
+  record::RecorderStats st = one_cpu("collector db1:12345", 100, /*collector=*/true);
   st.cpus[0].dropped = st.dropped = 30;
   st.cpus[0].lost_full = 30;
   st.pass_ns = 10'000'000;
@@ -375,10 +376,7 @@ TEST_CASE("recorder summary: a full buffer is blamed on what the recorder waited
 }
 
 TEST_CASE("recorder summary: a failed output says what it kept", "[record]") {
-  record::RecorderStats st;
-  st.output = "full.dat";
-  st.cpus.resize(1);
-  st.cpus[0].records = st.records = 100;
+  record::RecorderStats st = one_cpu("full.dat", 100);
   std::string s = record::format_summary(st,
                                          std::string("recording to full.dat: writing: No "
                                                      "space left on device"),
@@ -403,11 +401,7 @@ TEST_CASE("recorder summary: a failed output says what it kept", "[record]") {
 
 TEST_CASE("recorder summary: a collector's bytes are sent, and those unacknowledged are said",
           "[record]") {
-  record::RecorderStats st;
-  st.output = "collector db1:12345";
-  st.collector = true;
-  st.cpus.resize(1);
-  st.cpus[0].records = st.records = 100;
+  record::RecorderStats st = one_cpu("collector db1:12345", 100, /*collector=*/true);
   st.cpus[0].bytes = st.bytes = 8192;
   std::string s = record::format_summary(st, std::nullopt, "tp: ");
   INFO(s);

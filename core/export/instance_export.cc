@@ -50,17 +50,7 @@ TraceDatWriter make_writer(const Instance& inst, const ExportOptions& options) {
     // The kernel's per_cpu stats over the buffer's life, as trace-cmd
     // extract keeps them: --stat then shows what the records cannot (a
     // full buffer's drops, which the kernel marks on no page).
-    stat_texts.push_back(
-        cpu_stat_text(cpu,
-                      {.entries = s.entries,
-                       .overrun = s.overrun,
-                       .commit_overrun = s.commit_overrun,
-                       .bytes = s.bytes,
-                       .oldest_ts = s.oldest_ts,
-                       .now_ts = now,
-                       .dropped = s.lost_full + s.lost_busy + s.lost_set_aside + s.lost_too_big,
-                       .read = s.read},
-                      clk.in_nanoseconds));
+    stat_texts.push_back(cpu_stat_text(cpu, cpu_stat_lines(s, now), clk.in_nanoseconds));
     for_each_record(inst, cpu, options.consume, [&](const buffers::RecordView& r) {
       if (r.payload.size() < 2 || r.payload.size() > w.max_payload()) return;
       w.add_record(cpu, r.ts, r.payload);

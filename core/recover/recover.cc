@@ -765,9 +765,7 @@ TraceDatWriter make_writer(const RecoveredTrace& t) {
   std::vector<std::string> stats;
   for (const RecoveredCpu& c : t.cpus) {
     if (c.counters.overrun > 0) w.add_lost(c.cpu, c.counters.overrun);
-    uint64_t bytes = 0;
     for (const RecoveredRecord& r : c.records) {
-      bytes += r.size;
       if (r.size < 2 || r.size > w.max_payload()) continue;
       w.add_record(c.cpu, r.ts, c.payload(r));
     }
@@ -775,18 +773,9 @@ TraceDatWriter make_writer(const RecoveredTrace& t) {
     // shows a recording's: a drop-newest ring's drops are marked on no page,
     // so this is the only place the file says what was lost. "now" is the
     // newest recovered stamp: the file holds no later time.
-    const buffers::CpuStats& k = c.counters;
+    // (The counters' entries, bytes and stamps are the recovered records'.)
     stats.push_back(
-        cpu_stat_text(c.cpu,
-                      {.entries = c.records.size(),
-                       .overrun = k.overrun,
-                       .commit_overrun = k.commit_overrun,
-                       .bytes = bytes,
-                       .oldest_ts = c.records.empty() ? 0 : c.records.front().ts,
-                       .now_ts = c.records.empty() ? 0 : c.records.back().ts,
-                       .dropped = k.lost_full + k.lost_busy + k.lost_set_aside + k.lost_too_big,
-                       .read = k.read},
-                      t.clock_in_ns));
+        cpu_stat_text(c.cpu, cpu_stat_lines(c.counters, c.counters.newest_ts), t.clock_in_ns));
   }
   w.set_cpu_stats(std::move(stats));
   return w;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tracepipe/buffers/stats.h"
+
 namespace tracepipe {
 
 /// The kernel's per_cpu/cpuN/stats figures.
@@ -21,6 +23,21 @@ struct CpuStatLines {
   uint64_t dropped = 0;         ///< records lost, buffer full (drop-newest mode)
   uint64_t read = 0;            ///< records a reader consumed
 };
+
+/// The lines of a ring's CpuStats, as the kernel counts them: "dropped" is
+/// what a full or busy buffer refused and what set-aside memory lost
+/// (commit_overrun has its own line; a pause's refusals are no loss).
+/// `now_ts`: the time the figures stand for.
+constexpr CpuStatLines cpu_stat_lines(const buffers::CpuStats& s, uint64_t now_ts) noexcept {
+  return {.entries = s.entries,
+          .overrun = s.overrun,
+          .commit_overrun = s.commit_overrun,
+          .bytes = s.bytes,
+          .oldest_ts = s.oldest_ts,
+          .now_ts = now_ts,
+          .dropped = s.lost_full + s.lost_busy + s.lost_set_aside + s.lost_too_big,
+          .read = s.read};
+}
 
 /// "CPU: N\nentries: ...\n...read events: R\n". Stamps of a clock in ns
 /// (`in_ns`) print as seconds with microseconds, as the kernel prints them;
